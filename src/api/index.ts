@@ -1,0 +1,3 @@
+/** api: the HTTP API (REST + SSE). */
+export { buildApp } from './app.js';
+export type { ApiDeps } from './deps.js';

@@ -1,0 +1,86 @@
+/**
+ * The CLI's client for the berth API: JSON requests and a Server-Sent Events reader.
+ * Errors from the API come back as BerthErrors with the API's code and hint; a host
+ * that does not answer is HOST_UNREACHABLE naming the URL.
+ */
+import { BerthError, type ErrorCode, ERRORS } from '../core/index.js';
+
+export interface StreamedEvent {
+  id: number | null;
+  type: string;
+  data: Record<string, unknown>;
+}
+
+export class ApiClient {
+  constructor(readonly baseUrl: string) {}
+
+  async request<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+    const res = await this.fetch(path, {
+      method,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    const json = text ? (JSON.parse(text) as unknown) : null;
+    if (!res.ok) throw apiError(res.status, json);
+    return json as T;
+  }
+
+  /** Yields a session's events after `after` until the consumer stops iterating. */
+  async *events(sessionId: string, after: number, signal?: AbortSignal): AsyncGenerator<StreamedEvent> {
+    const res = await this.fetch(`/v1/sessions/${encodeURIComponent(sessionId)}/events?after=${after}`, {
+      headers: { accept: 'text/event-stream' },
+      signal,
+    });
+    if (!res.ok || !res.body) throw apiError(res.status, await res.json().catch(() => null));
+    const decoder = new TextDecoder();
+    let buffer = '';
+    try {
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        buffer += decoder.decode(chunk, { stream: true });
+        let end = buffer.indexOf('\n\n');
+        while (end >= 0) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          end = buffer.indexOf('\n\n');
+          const event = parseSseBlock(block);
+          if (event) yield event;
+        }
+      }
+    } finally {
+      await res.body.cancel().catch(() => undefined);
+    }
+  }
+
+  private async fetch(path: string, init: RequestInit): Promise<Response> {
+    try {
+      return await fetch(new URL(path, this.baseUrl), init);
+    } catch (err) {
+      if ((err as Error).name === 'AbortError') throw err;
+      throw new BerthError('HOST_UNREACHABLE', `No berth host answers at ${this.baseUrl}`, { cause: err });
+    }
+  }
+}
+
+export function parseSseBlock(block: string): StreamedEvent | null {
+  let id: number | null = null;
+  let type = 'message';
+  const data: string[] = [];
+  for (const line of block.split('\n')) {
+    if (line.startsWith(':') || line === '') continue;
+    const colon = line.indexOf(':');
+    const field = colon < 0 ? line : line.slice(0, colon);
+    const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+    if (field === 'id') id = Number(value);
+    else if (field === 'event') type = value;
+    else if (field === 'data') data.push(value);
+  }
+  if (data.length === 0) return null;
+  return { id, type, data: JSON.parse(data.join('\n')) as Record<string, unknown> };
+}
+
+function apiError(status: number, json: unknown): BerthError {
+  const e = (json as { error?: { code?: string; message?: string; hint?: string } } | null)?.error;
+  const code = (e?.code && e.code in ERRORS ? e.code : 'INTERNAL') as ErrorCode;
+  return new BerthError(code, e?.message ?? `API answered ${status}`, e?.hint ? { hint: e.hint } : undefined);
+}

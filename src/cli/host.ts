@@ -1,0 +1,69 @@
+/**
+ * A host: one store, one worker and the HTTP API in this process (`berth up`). Checks
+ * the engine and the image before anything is accepted, so a broken set-up fails at
+ * start with the fix, not at the first message.
+ */
+import type { FastifyInstance } from 'fastify';
+import type Dockerode from 'dockerode';
+import type { Logger } from 'pino';
+import { type Clock, type ResolvedConfig, systemClock } from '../core/index.js';
+import { buildApp } from '../api/index.js';
+import { assertDockerReachable, connectDocker, DockerRuntime } from '../runtime/index.js';
+import { baseImageRecipe, baseImageTag, ensureBaseImage } from '../runtime/docker/base-image.js';
+import { openSqliteStore, type Store } from '../store/index.js';
+import { hostPaths, Worker } from '../worker/index.js';
+import { createProgress } from './progress.js';
+
+export interface Host {
+  config: ResolvedConfig;
+  store: Store;
+  worker: Worker;
+  app: FastifyInstance;
+  docker: Dockerode;
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function resolveImage(docker: Dockerode, config: ResolvedConfig): Promise<string> {
+  if (config.image) return config.image;
+  const paths = hostPaths(config.dataDir);
+  const tag = baseImageTag(await baseImageRecipe(paths.imageCacheDir));
+  const exists = await docker.getImage(tag).inspect().then(() => true, () => false);
+  if (exists) return tag;
+  const progress = createProgress('Building sandbox base image');
+  const result = await ensureBaseImage(docker, { cacheDir: paths.imageCacheDir, onProgress: (p) => progress.update(p) });
+  progress.finish(`${result.tag} built`);
+  return result.tag;
+}
+
+export async function startHost(config: ResolvedConfig, log: Logger, clock: Clock = systemClock): Promise<Host> {
+  const docker = connectDocker(config.dockerSocket);
+  await assertDockerReachable(docker, config.dockerSocket);
+  const image = await resolveImage(docker, config);
+  const runtime = new DockerRuntime(docker, config.dockerSocket);
+  await runtime.check(image);
+  const paths = hostPaths(config.dataDir);
+  const store = openSqliteStore({
+    path: paths.storeFile,
+    leaseMs: config.leaseMs,
+    retry: { retryBaseMs: config.retryBaseMs, retryMaxMs: config.retryMaxMs, maxTries: config.maxTries },
+  });
+  const worker = new Worker({ config, store, runtime, clock, log, paths, image });
+  await worker.start();
+  const app = await buildApp({ config, store, clock, log });
+  const address = await app.listen({ host: config.apiHost, port: config.apiPort });
+  log.info({ address, dataDir: config.dataDir, image }, 'berth host up');
+  return {
+    config,
+    store,
+    worker,
+    app,
+    docker,
+    url: address,
+    async close() {
+      await app.close();
+      await worker.stop();
+      await store.close();
+    },
+  };
+}

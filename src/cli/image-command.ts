@@ -1,0 +1,98 @@
+// `berth image build|tag`: builds or names the sandbox base image `berth-base:<hash>`.
+//
+// Invariants:
+// - stdout carries only the result (one line, or one JSON object with --json) so scripts can
+//   read it; progress and diagnostics go to stderr.
+// - Docker and the cache directory are resolved lazily through `deps`, so `--help` and
+//   `image tag` work without a running engine.
+
+import { Command, Option } from 'commander';
+import type Dockerode from 'dockerode';
+import { baseImageRecipe, baseImageTag, ensureBaseImage } from '../runtime/docker/base-image.js';
+import { createProgress } from './progress.js';
+
+export interface ImageCommandDeps {
+  docker(): Dockerode;
+  cacheDir(): string;
+}
+
+export function imageCommand(deps: ImageCommandDeps): Command {
+  const image = new Command('image').description(
+    'Build or name the base image every sandbox runs (berth-base:<hash>)',
+  );
+
+  image
+    .command('build')
+    .description('Build the base image unless an image with its tag already exists')
+    .addOption(
+      new Option('--from <source>', 'how to build it')
+        .choices(['debootstrap', 'dockerfile'])
+        .default('debootstrap'),
+    )
+    .option('--json', 'print {"tag","built","seconds"} as JSON on stdout')
+    .addHelpText(
+      'after',
+      `
+The tag is a hash of the recipe: Debian bookworm minbase + procps, the host's node
+binary (${process.execPath}) and the recipe version. A new node binary therefore
+means a new tag; an existing tag is never rebuilt.
+
+Sources:
+  debootstrap  (default) offline: runs debootstrap on this host against the Debian
+               mirror from /etc/apt/sources*, adds the host's node, imports the root
+               into Docker. Needs root and Debian's mirror, no container registry.
+               Installs debootstrap with apt-get when it is missing. The first build
+               takes a few minutes; later ones reuse the cached root in the cache dir.
+  dockerfile   docker build of image/Dockerfile on node:20-bookworm-slim. Needs a
+               reachable container registry and network inside build containers.
+
+Examples:
+  berth image build
+  berth image build --json | jq -r .tag`,
+    )
+    .action(async (opts: { from: 'debootstrap' | 'dockerfile'; json?: boolean }) => {
+      const startedAt = performance.now();
+      const progress = createProgress('berth-base');
+      let result: { tag: string; built: boolean };
+      try {
+        result = await ensureBaseImage(deps.docker(), {
+          cacheDir: deps.cacheDir(),
+          from: opts.from,
+          onProgress: (p) => progress.update(p),
+        });
+      } catch (err) {
+        progress.finish(`berth-base: build failed after ${seconds(startedAt)} s`);
+        throw err;
+      }
+      const secs = seconds(startedAt);
+      progress.finish();
+      if (opts.json) {
+        process.stdout.write(`${JSON.stringify({ tag: result.tag, built: result.built, seconds: secs })}\n`);
+      } else {
+        const how = result.built ? `built in ${secs.toFixed(1)} s` : 'up to date';
+        process.stdout.write(`${result.tag} (${how})\n`);
+      }
+    });
+
+  image
+    .command('tag')
+    .description('Print the tag `image build` would produce for this host, without building')
+    .addHelpText(
+      'after',
+      `
+Hashes the host's node binary once; later calls read the hash from the cache dir.
+
+Example:
+  docker image inspect "$(berth image tag)"`,
+    )
+    .action(async () => {
+      const recipe = await baseImageRecipe(deps.cacheDir());
+      process.stdout.write(`${baseImageTag(recipe)}\n`);
+    });
+
+  return image;
+}
+
+function seconds(startedAt: number): number {
+  return Math.round((performance.now() - startedAt) / 100) / 10;
+}

@@ -1,0 +1,4 @@
+/** cli: the `berth` command and the in-process host it runs. */
+export { ApiClient, type StreamedEvent } from './client.js';
+export { type Host, startHost } from './host.js';
+export { main } from './main.js';

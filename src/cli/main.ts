@@ -1,0 +1,36 @@
+/** The `berth` command. Reads process.env once, through loadConfig, inside each command. */
+import { Command } from 'commander';
+import { agentCommand } from './agent-command.js';
+import { demoCommand } from './demo-command.js';
+import { imageCommandFor } from './image-wiring.js';
+import { exitWithError } from './output.js';
+import { sendCommand } from './send-command.js';
+import { statusCommand } from './status-command.js';
+import { upCommand } from './up-command.js';
+
+export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
+  const program = new Command('berth')
+    .description('Crash-safe, disposable sandboxes for AI-agent sessions')
+    .version('0.1.0')
+    .showHelpAfterError()
+    .addCommand(upCommand(env))
+    .addCommand(agentCommand(env))
+    .addCommand(sendCommand(env))
+    .addCommand(statusCommand(env))
+    .addCommand(imageCommandFor(env))
+    .addCommand(demoCommand(env))
+    .addHelpText(
+      'after',
+      `
+Quick start:
+  berth up &                                   host on 127.0.0.1:7420, data in ./.berth
+  berth agent create sh --provider command
+  berth send s1 'echo hello; id -u' --agent sh --wait
+  berth status`,
+    );
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    exitWithError(err);
+  }
+}

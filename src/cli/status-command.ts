@@ -1,0 +1,54 @@
+/** `berth status`: sessions, queue, sandboxes and workers, as a table or JSON. */
+import { Command } from 'commander';
+import { loadConfig, type SessionView, type WorkerRow } from '../core/index.js';
+import { ApiClient } from './client.js';
+import { printJson } from './output.js';
+
+export interface StatusBody {
+  sessions: SessionView[];
+  queue: { sessionId: string; position: number; pending: number }[];
+  sandboxes: { name: string; sessionId: string; generation: number; worker: string; status: string }[];
+  workers: (WorkerRow & { alive: boolean })[];
+}
+
+export function statusCommand(env: NodeJS.ProcessEnv): Command {
+  return new Command('status')
+    .description('Show sessions, the queue, sandboxes and workers')
+    .option('--json', 'print JSON')
+    .action(async (o: { json?: boolean }) => {
+      const status = await new ApiClient(loadConfig(env).apiUrl).request<StatusBody>('GET', '/v1/status');
+      if (o.json) return printJson(status);
+      process.stdout.write(renderStatus(status));
+    });
+}
+
+export function renderStatus(s: StatusBody): string {
+  const rows = s.sessions.map((v) => [
+    v.id,
+    v.agent,
+    v.status,
+    v.queuePosition === null ? '-' : String(v.queuePosition),
+    String(v.pending),
+    String(v.generation),
+    v.sandbox ?? '-',
+    v.lastReply ? oneLine(v.lastReply.text, 40) : '-',
+  ]);
+  const alive = s.workers.filter((w) => w.alive);
+  return [
+    table(['SESSION', 'AGENT', 'STATUS', 'QUEUE', 'PENDING', 'GEN', 'SANDBOX', 'LAST REPLY'], rows),
+    '',
+    `queue: ${s.queue.length} waiting   sandboxes: ${s.sandboxes.length}   workers: ${alive.length} alive (${alive.reduce((n, w) => n + w.slots, 0)} slots)`,
+    '',
+  ].join('\n');
+}
+
+function table(head: string[], rows: string[][]): string {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  return [line(head), ...rows.map(line)].join('\n');
+}
+
+function oneLine(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}

@@ -1,0 +1,29 @@
+/**
+ * An agent is a named configuration shared by many sessions. Validated here once, at
+ * the API boundary; the store keeps the resolved form.
+ */
+import { z } from 'zod';
+
+export const PROVIDERS = ['command', 'script'] as const;
+export type ProviderName = (typeof PROVIDERS)[number];
+
+export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+export const agentSpecSchema = z
+  .object({
+    name: z.string().regex(NAME_PATTERN, 'name: 1-64 of A-Z a-z 0-9 _ - . starting with a letter or digit'),
+    provider: z.enum(PROVIDERS),
+    /** Sandbox image; empty = the host's base image. */
+    image: z.string().max(256).optional(),
+    /** @default 512 */
+    memoryMb: z.number().int().min(16).max(1 << 20).default(512),
+    /** @default 1 */
+    cpus: z.number().positive().max(256).default(1),
+    /** @default 256 */
+    pidsLimit: z.number().int().min(16).max(1 << 16).default(256),
+    instructions: z.string().max(64 * 1024).optional(),
+  })
+  .strict();
+
+export type AgentSpecInput = z.input<typeof agentSpecSchema>;
+export type AgentSpec = z.output<typeof agentSpecSchema>;

@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { isBerthError } from './errors.js';
+import { defaultSlots, loadConfig, parseDurationMs } from './config.js';
+
+test('defaults resolve, frozen, with durations in ms', () => {
+  const c = loadConfig({});
+  assert.equal(c.apiPort, 7420);
+  assert.equal(c.apiUrl, 'http://127.0.0.1:7420');
+  assert.equal(c.leaseMs, 10_000);
+  assert.equal(c.heartbeatTimeoutMs, 30_000);
+  assert.equal(c.maxTries, 5);
+  assert.ok(c.dataDir.endsWith('/.berth'));
+  assert.ok(Object.isFrozen(c));
+});
+
+test('environment and overrides apply, durations take units', () => {
+  const c = loadConfig({ BERTH_PORT: '9000', BERTH_HEARTBEAT_TIMEOUT: '3s', BERTH_LEASE: '1.5s' }, { slots: 3 });
+  assert.equal(c.apiPort, 9000);
+  assert.equal(c.heartbeatTimeoutMs, 3000);
+  assert.equal(c.leaseMs, 1500);
+  assert.equal(c.slots, 3);
+});
+
+test('a bad value names its variable', () => {
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ BERTH_PORT: 'eighty' }, /BERTH_PORT/],
+    [{ BERTH_LEASE: '10 parsecs' }, /BERTH_LEASE.*not a duration/],
+    [{ BERTH_MAX_TRIES: '0' }, /BERTH_MAX_TRIES/],
+    [{ BERTH_HEARTBEAT_TIMEOUT: '1s' }, /must exceed BERTH_HEARTBEAT_INTERVAL/],
+  ];
+  for (const [env, pattern] of cases) {
+    assert.throws(() => loadConfig(env), (err: unknown) => isBerthError(err, 'CONFIG_INVALID') && pattern.test(err.message));
+  }
+});
+
+test('parseDurationMs and defaultSlots', () => {
+  assert.equal(parseDurationMs('250'), 250);
+  assert.equal(parseDurationMs('2m'), 120_000);
+  assert.equal(parseDurationMs('soon'), undefined);
+  assert.equal(defaultSlots(2, 24 * 2 ** 30), 4);
+  assert.equal(defaultSlots(8, 2 * 2 ** 30), 2);
+  assert.equal(defaultSlots(1, 2 ** 29), 1);
+});

@@ -1,0 +1,166 @@
+/**
+ * The one config loader. `loadConfig(env, overrides)` validates every input once and
+ * returns a frozen ResolvedConfig with defaults applied and durations in ms. Nothing
+ * else in berth reads process.env, and nothing reads config at import time.
+ */
+import { cpus, totalmem } from 'node:os';
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import { BerthError } from './errors.js';
+
+export interface ResolvedConfig {
+  /** Where the store, workspaces and sockets live. @default ./.berth (BERTH_DATA) */
+  readonly dataDir: string;
+  /** Address the API listens on. @default 127.0.0.1 (BERTH_HOST) */
+  readonly apiHost: string;
+  /** @default 7420 (BERTH_PORT) */
+  readonly apiPort: number;
+  /** Where CLI commands find the API. @default http://127.0.0.1:7420 (BERTH_URL) */
+  readonly apiUrl: string;
+  /** Docker Engine API socket. @default /var/run/docker.sock (BERTH_DOCKER_SOCKET) */
+  readonly dockerSocket: string;
+  /** Sandbox image; empty = the locally built base image. (BERTH_IMAGE) */
+  readonly image: string;
+  /** Concurrent sessions per worker. @default min(2 x CPUs, memory / 1 GiB), at least 1 (BERTH_SLOTS) */
+  readonly slots: number;
+  /** A worker's liveness lease, in ms; it renews every leaseMs/5. @default 10000 (BERTH_LEASE) */
+  readonly leaseMs: number;
+  /** How often the runner heartbeats, in ms. @default 2000 (BERTH_HEARTBEAT_INTERVAL) */
+  readonly heartbeatIntervalMs: number;
+  /** No heartbeat for this long kills the sandbox, in ms. @default 30000 (BERTH_HEARTBEAT_TIMEOUT) */
+  readonly heartbeatTimeoutMs: number;
+  /** A sandbox without work is released after this, in ms; 0 = fresh sandbox every turn. @default 30000 (BERTH_IDLE_TIMEOUT) */
+  readonly idleTimeoutMs: number;
+  /** A turn running longer than this is aborted, in ms. @default 600000 (BERTH_TURN_TIMEOUT) */
+  readonly turnTimeoutMs: number;
+  /** Backoff before try n+1 is retryBaseMs * 2^(n-1), capped. @default 1000 (BERTH_RETRY_BASE) */
+  readonly retryBaseMs: number;
+  /** @default 60000 (BERTH_RETRY_MAX) */
+  readonly retryMaxMs: number;
+  /** Tries before a message is failed. @default 5 (BERTH_MAX_TRIES) */
+  readonly maxTries: number;
+  /** Largest inbound message body, in bytes. @default 262144 (BERTH_MAX_MESSAGE_BYTES) */
+  readonly maxMessageBytes: number;
+  /** stdout/stderr of a command job are truncated to this, in bytes. @default 65536 (BERTH_MAX_OUTPUT_BYTES) */
+  readonly maxOutputBytes: number;
+  /** @default info (BERTH_LOG_LEVEL) */
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+}
+
+const durationMs = z.union([z.number(), z.string()]).transform((raw, ctx) => {
+  const parsed = parseDurationMs(String(raw));
+  if (parsed === undefined) {
+    ctx.addIssue({ code: z.ZodIssueCode.custom, message: `"${raw}" is not a duration (use 500ms, 10s, 2m or plain ms)` });
+    return z.NEVER;
+  }
+  return parsed;
+});
+const positiveInt = z.coerce.number().int().positive();
+
+const schema = z.object({
+  dataDir: z.string().min(1),
+  apiHost: z.string().min(1),
+  apiPort: z.coerce.number().int().min(0).max(65535),
+  apiUrl: z.string().url().optional(),
+  dockerSocket: z.string().min(1),
+  image: z.string(),
+  slots: positiveInt.optional(),
+  leaseMs: durationMs,
+  heartbeatIntervalMs: durationMs,
+  heartbeatTimeoutMs: durationMs,
+  idleTimeoutMs: durationMs,
+  turnTimeoutMs: durationMs,
+  retryBaseMs: durationMs,
+  retryMaxMs: durationMs,
+  maxTries: positiveInt,
+  maxMessageBytes: positiveInt,
+  maxOutputBytes: positiveInt,
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+});
+
+type Input = z.input<typeof schema>;
+
+/** Environment variable of each option, for the loader and for error messages. */
+export const CONFIG_ENV: Record<keyof Input, string> = {
+  dataDir: 'BERTH_DATA',
+  apiHost: 'BERTH_HOST',
+  apiPort: 'BERTH_PORT',
+  apiUrl: 'BERTH_URL',
+  dockerSocket: 'BERTH_DOCKER_SOCKET',
+  image: 'BERTH_IMAGE',
+  slots: 'BERTH_SLOTS',
+  leaseMs: 'BERTH_LEASE',
+  heartbeatIntervalMs: 'BERTH_HEARTBEAT_INTERVAL',
+  heartbeatTimeoutMs: 'BERTH_HEARTBEAT_TIMEOUT',
+  idleTimeoutMs: 'BERTH_IDLE_TIMEOUT',
+  turnTimeoutMs: 'BERTH_TURN_TIMEOUT',
+  retryBaseMs: 'BERTH_RETRY_BASE',
+  retryMaxMs: 'BERTH_RETRY_MAX',
+  maxTries: 'BERTH_MAX_TRIES',
+  maxMessageBytes: 'BERTH_MAX_MESSAGE_BYTES',
+  maxOutputBytes: 'BERTH_MAX_OUTPUT_BYTES',
+  logLevel: 'BERTH_LOG_LEVEL',
+};
+
+const DEFAULTS: Input = {
+  dataDir: '.berth',
+  apiHost: '127.0.0.1',
+  apiPort: 7420,
+  dockerSocket: '/var/run/docker.sock',
+  image: '',
+  leaseMs: 10_000,
+  heartbeatIntervalMs: 2_000,
+  heartbeatTimeoutMs: 30_000,
+  idleTimeoutMs: 30_000,
+  turnTimeoutMs: 600_000,
+  retryBaseMs: 1_000,
+  retryMaxMs: 60_000,
+  maxTries: 5,
+  maxMessageBytes: 256 * 1024,
+  maxOutputBytes: 64 * 1024,
+  logLevel: 'info',
+};
+
+/** Validates env (then overrides, e.g. CLI flags) over the defaults. Throws CONFIG_INVALID naming the variable. */
+export function loadConfig(
+  env: Record<string, string | undefined>,
+  overrides: Partial<Record<keyof Input, string | number>> = {},
+): ResolvedConfig {
+  const raw: Record<string, unknown> = { ...DEFAULTS };
+  for (const [key, name] of Object.entries(CONFIG_ENV)) {
+    const value = env[name];
+    if (value !== undefined && value !== '') raw[key] = value;
+  }
+  for (const [key, value] of Object.entries(overrides)) if (value !== undefined) raw[key] = value;
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const key = String(issue.path[0]) as keyof Input;
+    throw new BerthError('CONFIG_INVALID', `Invalid ${CONFIG_ENV[key] ?? key}=${JSON.stringify(raw[key])}: ${issue.message}`);
+  }
+  const c = parsed.data;
+  if (c.heartbeatTimeoutMs <= c.heartbeatIntervalMs) {
+    throw new BerthError(
+      'CONFIG_INVALID',
+      `BERTH_HEARTBEAT_TIMEOUT (${c.heartbeatTimeoutMs} ms) must exceed BERTH_HEARTBEAT_INTERVAL (${c.heartbeatIntervalMs} ms)`,
+    );
+  }
+  return Object.freeze({
+    ...c,
+    dataDir: resolve(c.dataDir),
+    apiUrl: c.apiUrl ?? `http://${c.apiHost === '0.0.0.0' ? '127.0.0.1' : c.apiHost}:${c.apiPort}`,
+    slots: c.slots ?? defaultSlots(cpus().length, totalmem()),
+  });
+}
+
+/** Two sessions per core, but never more than one per GiB of memory. */
+export function defaultSlots(cpuCount: number, memoryBytes: number): number {
+  return Math.max(1, Math.min(2 * cpuCount, Math.floor(memoryBytes / 2 ** 30)));
+}
+
+export function parseDurationMs(text: string): number | undefined {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(text);
+  if (!m) return undefined;
+  const unit = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[(m[2] ?? 'ms') as 'ms' | 's' | 'm' | 'h'];
+  return Math.round(Number(m[1]) * unit);
+}

@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { decideAbortedMessage, decideSandboxHealth, isLeaseFresh, retryDelayMs } from './decide.js';
+
+const BASE = 1_700_000_000_000;
+const POLICY = { retryBaseMs: 1000, retryMaxMs: 60_000, maxTries: 5 };
+const LIMITS = { heartbeatTimeoutMs: 30_000, turnTimeoutMs: 600_000 };
+
+test('retryDelayMs doubles from the base and is capped', () => {
+  const cases: [number, number][] = [
+    [1, 1000],
+    [2, 2000],
+    [3, 4000],
+    [4, 8000],
+    [7, 60_000],
+    [30, 60_000],
+  ];
+  for (const [tries, expected] of cases) assert.equal(retryDelayMs(tries, POLICY), expected, `tries=${tries}`);
+});
+
+test('decideAbortedMessage retries with backoff until maxTries, then fails', () => {
+  const cases: { name: string; tries: number; expected: ReturnType<typeof decideAbortedMessage> }[] = [
+    { name: 'first failure', tries: 1, expected: { action: 'retry', processAfter: BASE + 1000, delayMs: 1000 } },
+    { name: 'fourth failure', tries: 4, expected: { action: 'retry', processAfter: BASE + 8000, delayMs: 8000 } },
+    { name: 'fifth failure', tries: 5, expected: { action: 'fail' } },
+    { name: 'beyond', tries: 9, expected: { action: 'fail' } },
+  ];
+  for (const c of cases) assert.deepEqual(decideAbortedMessage(c.tries, BASE, POLICY), c.expected, c.name);
+});
+
+test('decideSandboxHealth kills on missed heartbeats and overlong turns', () => {
+  const cases: { name: string; lastHeartbeatAt: number; turnStartedAt: number | null; expected: ReturnType<typeof decideSandboxHealth> }[] = [
+    { name: 'fresh, idle', lastHeartbeatAt: BASE - 1000, turnStartedAt: null, expected: { action: 'ok', nextCheckInMs: 29_000 } },
+    { name: 'fresh, in a turn', lastHeartbeatAt: BASE, turnStartedAt: BASE - 599_000, expected: { action: 'ok', nextCheckInMs: 1000 } },
+    {
+      name: 'heartbeat just timed out',
+      lastHeartbeatAt: BASE - 30_000,
+      turnStartedAt: BASE - 100,
+      expected: { action: 'kill', reason: 'heartbeat-timeout', ageMs: 30_000 },
+    },
+    {
+      name: 'turn past its deadline',
+      lastHeartbeatAt: BASE,
+      turnStartedAt: BASE - 600_000,
+      expected: { action: 'kill', reason: 'turn-timeout', ageMs: 600_000 },
+    },
+  ];
+  for (const c of cases) assert.deepEqual(decideSandboxHealth(c, BASE, LIMITS), c.expected, c.name);
+});
+
+test('isLeaseFresh is strict at the boundary', () => {
+  assert.equal(isLeaseFresh(BASE - 9_999, BASE, 10_000), true);
+  assert.equal(isLeaseFresh(BASE - 10_000, BASE, 10_000), false);
+});

@@ -1,0 +1,59 @@
+/**
+ * Pure deciders: each takes a snapshot and `now` and returns what to do. The loops in
+ * worker/ observe, call one of these, and act on the result.
+ */
+
+export interface RetryPolicy {
+  retryBaseMs: number;
+  retryMaxMs: number;
+  maxTries: number;
+}
+
+/** Backoff before the next try after `tries` failed ones: base * 2^(tries-1), capped. */
+export function retryDelayMs(tries: number, policy: Pick<RetryPolicy, 'retryBaseMs' | 'retryMaxMs'>): number {
+  return Math.min(policy.retryMaxMs, policy.retryBaseMs * 2 ** Math.max(0, tries - 1));
+}
+
+export type AbortedMessageDecision =
+  | { action: 'retry'; processAfter: number; delayMs: number }
+  | { action: 'fail' };
+
+/** A message whose turn was aborted after `tries` tries goes back to pending, or is failed. */
+export function decideAbortedMessage(tries: number, now: number, policy: RetryPolicy): AbortedMessageDecision {
+  if (tries >= policy.maxTries) return { action: 'fail' };
+  const delayMs = retryDelayMs(tries, policy);
+  return { action: 'retry', processAfter: now + delayMs, delayMs };
+}
+
+export interface SandboxSnapshot {
+  lastHeartbeatAt: number;
+  turnStartedAt: number | null;
+}
+
+export type SandboxHealthDecision =
+  | { action: 'ok'; nextCheckInMs: number }
+  | { action: 'kill'; reason: 'heartbeat-timeout' | 'turn-timeout'; ageMs: number };
+
+/** Kills a sandbox that stopped heartbeating, or whose turn ran past its deadline. */
+export function decideSandboxHealth(
+  s: SandboxSnapshot,
+  now: number,
+  limits: { heartbeatTimeoutMs: number; turnTimeoutMs: number },
+): SandboxHealthDecision {
+  const heartbeatAgeMs = now - s.lastHeartbeatAt;
+  if (heartbeatAgeMs >= limits.heartbeatTimeoutMs) {
+    return { action: 'kill', reason: 'heartbeat-timeout', ageMs: heartbeatAgeMs };
+  }
+  let nextCheckInMs = limits.heartbeatTimeoutMs - heartbeatAgeMs;
+  if (s.turnStartedAt !== null) {
+    const turnAgeMs = now - s.turnStartedAt;
+    if (turnAgeMs >= limits.turnTimeoutMs) return { action: 'kill', reason: 'turn-timeout', ageMs: turnAgeMs };
+    nextCheckInMs = Math.min(nextCheckInMs, limits.turnTimeoutMs - turnAgeMs);
+  }
+  return { action: 'ok', nextCheckInMs };
+}
+
+/** Whether a worker row is still alive: its heartbeat is younger than the lease. */
+export function isLeaseFresh(heartbeatAt: number, now: number, leaseMs: number): boolean {
+  return now - heartbeatAt < leaseMs;
+}

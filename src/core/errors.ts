@@ -1,0 +1,79 @@
+/**
+ * The one error catalogue. Every error berth raises on purpose is a BerthError with a
+ * stable `code`, an HTTP status, a message naming the entity/state/operation and a hint
+ * saying what to do. `docs/errors.md` is kept in sync by errors.test.ts.
+ * Retryable errors are transient (a later try may succeed); terminal ones are not.
+ */
+
+export interface ErrorSpec {
+  status: number;
+  retryable: boolean;
+  hint: string;
+}
+
+export const ERRORS = {
+  INVALID_INPUT: { status: 400, retryable: false, hint: 'Fix the request body as the message says and send it again.' },
+  INVALID_SESSION_ID: {
+    status: 400,
+    retryable: false,
+    hint: 'Use 1-64 characters from A-Z a-z 0-9 _ - . , starting with a letter or digit.',
+  },
+  MESSAGE_TOO_LARGE: {
+    status: 413,
+    retryable: false,
+    hint: 'Send a shorter message, or raise BERTH_MAX_MESSAGE_BYTES on the host.',
+  },
+  AGENT_NOT_FOUND: { status: 404, retryable: false, hint: 'Create it first: berth agent create <name> --provider command' },
+  AGENT_EXISTS: { status: 409, retryable: false, hint: 'Pick another name, or delete the existing agent first.' },
+  SESSION_NOT_FOUND: { status: 404, retryable: false, hint: 'Send a message to create it: berth send <session> <text> --agent <agent>' },
+  SESSION_AGENT_MISMATCH: {
+    status: 409,
+    retryable: false,
+    hint: 'A session belongs to one agent for its whole life; use a new session id for another agent.',
+  },
+  AGENT_REQUIRED: { status: 400, retryable: false, hint: 'Name the agent for a new session: --agent <name> (or "agent" in the body).' },
+  STALE_GENERATION: {
+    status: 409,
+    retryable: false,
+    hint: 'This sandbox was replaced; it must stop. Nothing it sent was written.',
+  },
+  UNAUTHORIZED: { status: 401, retryable: false, hint: 'Send the sandbox token in the Authorization header.' },
+  TURN_NOT_FOUND: { status: 404, retryable: false, hint: 'Poll GET /v1/turn for the current turn.' },
+  DOCKER_UNREACHABLE: {
+    status: 503,
+    retryable: true,
+    hint: 'Start the engine (as root on Debian: scripts/ensure-docker.sh, or apt-get install docker.io && dockerd &), or set BERTH_DOCKER_SOCKET.',
+  },
+  IMAGE_MISSING: { status: 503, retryable: true, hint: 'Build it: berth image build' },
+  SANDBOX_FAILED: { status: 500, retryable: true, hint: 'The turn is retried with backoff; see the turn error for the cause.' },
+  CONFIG_INVALID: { status: 500, retryable: false, hint: 'Fix the named environment variable or flag; see docs/config.md.' },
+  HOST_UNREACHABLE: { status: 503, retryable: true, hint: 'Start the host: berth up (or set BERTH_URL to where it runs).' },
+  NOT_FOUND: { status: 404, retryable: false, hint: 'See /v1 routes in docs/architecture.md.' },
+  INTERNAL: { status: 500, retryable: true, hint: 'This is a bug in berth; the logs have the details.' },
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export class BerthError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly hint: string;
+  readonly retryable: boolean;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown; hint?: string }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'BerthError';
+    this.code = code;
+    this.status = ERRORS[code].status;
+    this.retryable = ERRORS[code].retryable;
+    this.hint = options?.hint ?? ERRORS[code].hint;
+  }
+
+  toJSON(): { error: { code: ErrorCode; message: string; hint: string } } {
+    return { error: { code: this.code, message: this.message, hint: this.hint } };
+  }
+}
+
+export function isBerthError(err: unknown, code?: ErrorCode): err is BerthError {
+  return err instanceof BerthError && (code === undefined || err.code === code);
+}

@@ -1,0 +1,10 @@
+/** core: types, config, ids, clock, errors and pure deciders. No I/O. */
+export * from './agent.js';
+export * from './clock.js';
+export * from './config.js';
+export * from './decide.js';
+export * from './errors.js';
+export * from './ids.js';
+export * from './labels.js';
+export * from './protocol.js';
+export * from './types.js';

@@ -1,0 +1,7 @@
+/** Every Docker/Kubernetes label key berth writes, in one place. */
+export const LABELS = {
+  install: 'berth.install',
+  session: 'berth.session',
+  generation: 'berth.generation',
+  worker: 'berth.worker',
+} as const;

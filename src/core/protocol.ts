@@ -1,0 +1,70 @@
+/**
+ * The wire protocol between the gateway (host) and the runner (inside the sandbox).
+ * Types and constants only, with no imports: the runner ships into the sandbox with
+ * nothing but this file from core.
+ */
+
+/** Where the gateway socket and the sandbox token appear inside the sandbox. */
+export const SANDBOX_RUN_DIR = '/run/berth';
+export const GATEWAY_SOCKET_NAME = 'gateway.sock';
+export const TOKEN_FILE_NAME = 'token';
+
+export interface TurnMessage {
+  id: number;
+  text: string;
+}
+
+export interface TurnAssignment {
+  turnId: string;
+  sessionId: string;
+  generation: number;
+  attempt: number;
+  provider: 'command' | 'script';
+  messages: TurnMessage[];
+  limits: { maxOutputBytes: number; heartbeatIntervalMs: number };
+}
+
+export interface TurnOutput {
+  text: string;
+  data?: unknown;
+}
+
+export interface CommitRequest {
+  turnId: string;
+  outputs: TurnOutput[];
+}
+
+export interface AbortRequest {
+  turnId: string;
+  error: string;
+}
+
+export interface ProgressRequest {
+  turnId: string;
+  text: string;
+}
+
+export interface HeartbeatRequest {
+  turnId?: string;
+}
+
+/** A command job's result, the `data` of its output. */
+export interface CommandResult {
+  exitCode: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  truncated: boolean;
+}
+
+/** A script plan: the body of a message to a `script` agent. */
+export type ScriptStep =
+  | { run: string }
+  | { sleep: number }
+  | { write: { path: string; content: string } }
+  | { progress: string };
+
+export interface ScriptPlan {
+  steps: ScriptStep[];
+  reply?: string;
+}

@@ -1,0 +1,105 @@
+/** Domain records as the store returns them. Times are epoch ms. */
+import type { AgentSpec } from './agent.js';
+import type { TurnOutput } from './protocol.js';
+
+export type MessageStatus = 'pending' | 'processing' | 'done' | 'failed';
+export type TurnStatus = 'running' | 'committed' | 'aborted';
+export type SessionStatus = 'idle' | 'queued' | 'backoff' | 'starting' | 'running' | 'bound' | 'failed';
+
+export interface Agent extends AgentSpec {
+  createdAt: number;
+}
+
+export interface Session {
+  id: string;
+  agent: string;
+  generation: number;
+  leaseOwner: string | null;
+  sandbox: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface Message {
+  id: number;
+  sessionId: string;
+  direction: 'in' | 'out';
+  text: string;
+  data: unknown;
+  status: MessageStatus;
+  tries: number;
+  processAfter: number;
+  turnId: string | null;
+  error: string | null;
+  createdAt: number;
+}
+
+export interface Turn {
+  id: string;
+  sessionId: string;
+  attempt: number;
+  generation: number;
+  workerId: string;
+  sandbox: string | null;
+  status: TurnStatus;
+  progress: string | null;
+  error: string | null;
+  messageIds: number[];
+  startedAt: number;
+  endedAt: number | null;
+}
+
+export interface WorkerRow {
+  id: string;
+  host: string;
+  pid: number;
+  slots: number;
+  heartbeatAt: number;
+  startedAt: number;
+}
+
+/** What a client sees of a session. */
+export interface SessionView extends Session {
+  status: SessionStatus;
+  /** 1-based place among runnable sessions in claim order; null when not queued. */
+  queuePosition: number | null;
+  pending: number;
+  lastReply: Message | null;
+  currentTurn: Turn | null;
+}
+
+export type SessionEventType = 'queued' | 'started' | 'progress' | 'reply' | 'retrying' | 'failed';
+
+export interface SessionEvent {
+  id: number;
+  sessionId: string;
+  type: SessionEventType;
+  data: Record<string, unknown>;
+  createdAt: number;
+}
+
+export interface ClaimedSession {
+  session: Session;
+  agent: Agent;
+}
+
+export interface StartedTurn {
+  turn: Turn;
+  messages: Message[];
+}
+
+export interface CommitInput {
+  sessionId: string;
+  turnId: string;
+  generation: number;
+  workerId: string;
+  outputs: TurnOutput[];
+}
+
+export interface AbortInput {
+  sessionId: string;
+  turnId: string;
+  generation: number;
+  workerId: string;
+  error: string;
+}

@@ -1,0 +1,202 @@
+/**
+ * One gateway per sandbox: an HTTP/1.1 server on a Unix socket that only that sandbox
+ * can reach. It is the sandbox's only door. Every request must carry the sandbox token
+ * for this binding (session, generation); every write goes to the store fenced by that
+ * generation and this worker's lease, so a stale sandbox gets 409, an audit row, and
+ * nothing written.
+ */
+import { chmod, rm } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import type { z } from 'zod';
+import { BerthError, type Clock, type TurnAssignment } from '../core/index.js';
+import { type Fence, type FenceCode, fenceError, type Store } from '../store/index.js';
+import { abortBody, commitBody, heartbeatBody, progressBody } from './schemas.js';
+import { verifySandboxToken } from './token.js';
+
+export type TurnEnd = { kind: 'committed' } | { kind: 'aborted'; error: string };
+
+export interface GatewayHooks {
+  onHeartbeat(now: number): void;
+  onTurnEnded(turnId: string, end: TurnEnd): void;
+}
+
+export interface GatewayOptions {
+  socketPath: string;
+  binding: Fence;
+  secret: Buffer;
+  store: Store;
+  clock: Clock;
+  log: Logger;
+  hooks: GatewayHooks;
+  /** Largest request body accepted, in bytes. */
+  maxBodyBytes: number;
+  /** How long GET /v1/turn holds the request before answering 204. @default 25000 */
+  longPollMs?: number;
+}
+
+interface Waiter {
+  res: ServerResponse;
+  timer: NodeJS.Timeout;
+}
+
+export class SandboxGateway {
+  private readonly server: Server;
+  private offered: TurnAssignment | null = null;
+  private waiter: Waiter | null = null;
+
+  constructor(private readonly o: GatewayOptions) {
+    this.server = createServer((req, res) => {
+      this.handle(req, res).catch((err: unknown) => this.fail(res, err));
+    });
+    this.server.keepAliveTimeout = 60_000;
+  }
+
+  async listen(): Promise<void> {
+    await rm(this.o.socketPath, { force: true });
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.o.socketPath, () => resolve());
+    });
+    // The sandbox user is not root; the directory holding the socket is visible to that sandbox alone.
+    await chmod(this.o.socketPath, 0o666);
+  }
+
+  async close(): Promise<void> {
+    this.releaseWaiter(204);
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await rm(this.o.socketPath, { force: true });
+  }
+
+  /** Hands a turn to the runner: answers its waiting long-poll now, or the next one. */
+  offerTurn(assignment: TurnAssignment): void {
+    this.offered = assignment;
+    if (this.waiter) this.deliverTurn(this.waiter.res);
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const now = this.o.clock.now();
+    const auth = req.headers.authorization ?? '';
+    const claims = verifySandboxToken(this.o.secret, auth.replace(/^Bearer\s+/i, ''), now);
+    const { binding } = this.o;
+    if (!claims || claims.sessionId !== binding.sessionId) {
+      throw new BerthError('UNAUTHORIZED', `No valid sandbox token for session ${binding.sessionId} (${req.method} ${req.url})`);
+    }
+    if (claims.generation !== binding.generation) {
+      await this.refuseStale(`${req.method} ${req.url}`, claims.generation, now);
+      throw new BerthError(
+        'STALE_GENERATION',
+        `Session ${binding.sessionId} generation ${claims.generation} is not current (${req.method} ${req.url})`,
+      );
+    }
+    const route = `${req.method} ${(req.url ?? '').split('?')[0]}`;
+    switch (route) {
+      case 'GET /v1/turn':
+        return this.longPollTurn(req, res);
+      case 'POST /v1/heartbeat': {
+        await this.body(req, heartbeatBody);
+        this.o.hooks.onHeartbeat(now);
+        return this.send(res, 200, { ok: true });
+      }
+      case 'POST /v1/progress': {
+        const body = await this.body(req, progressBody);
+        await this.fenced('recordProgress', await this.o.store.recordProgress({ ...binding, ...body }, now), now);
+        return this.send(res, 200, { ok: true });
+      }
+      case 'POST /v1/commit': {
+        const body = await this.body(req, commitBody);
+        await this.fenced('commitTurn', await this.o.store.commitTurn({ ...binding, ...body }, now), now);
+        this.o.hooks.onTurnEnded(body.turnId, { kind: 'committed' });
+        return this.send(res, 200, { ok: true });
+      }
+      case 'POST /v1/abort': {
+        const body = await this.body(req, abortBody);
+        await this.fenced('abortTurn', await this.o.store.abortTurn({ ...binding, ...body }, now), now);
+        this.o.hooks.onTurnEnded(body.turnId, { kind: 'aborted', error: body.error });
+        return this.send(res, 200, { ok: true });
+      }
+      default:
+        throw new BerthError('NOT_FOUND', `No gateway route ${route}`);
+    }
+  }
+
+  private longPollTurn(req: IncomingMessage, res: ServerResponse): void {
+    if (this.offered) return this.deliverTurn(res);
+    this.releaseWaiter(204);
+    const timer = setTimeout(() => this.releaseWaiter(204), this.o.longPollMs ?? 25_000);
+    this.waiter = { res, timer };
+    req.on('close', () => {
+      if (this.waiter?.res === res) {
+        clearTimeout(timer);
+        this.waiter = null;
+      }
+    });
+  }
+
+  private deliverTurn(res: ServerResponse): void {
+    const assignment = this.offered!;
+    this.offered = null;
+    if (this.waiter?.res === res) {
+      clearTimeout(this.waiter.timer);
+      this.waiter = null;
+    }
+    this.send(res, 200, assignment);
+  }
+
+  private releaseWaiter(status: number): void {
+    if (!this.waiter) return;
+    clearTimeout(this.waiter.timer);
+    const { res } = this.waiter;
+    this.waiter = null;
+    res.writeHead(status).end();
+  }
+
+  private async fenced(operation: string, code: FenceCode, now: number): Promise<void> {
+    if (code === 'ok') return;
+    if (code === 'stale') await this.refuseStale(operation, this.o.binding.generation, now);
+    throw fenceError(code, this.o.binding, operation);
+  }
+
+  private async refuseStale(operation: string, generation: number, now: number): Promise<void> {
+    this.o.log.warn({ operation, generation }, 'Refused stale sandbox request');
+    await this.o.store.audit(
+      { kind: 'stale-generation', sessionId: this.o.binding.sessionId, generation, data: { operation, workerId: this.o.binding.workerId } },
+      now,
+    );
+  }
+
+  private async body<T extends z.ZodTypeAny>(req: IncomingMessage, schema: T): Promise<z.output<T>> {
+    let size = 0;
+    const chunks: Buffer[] = [];
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > this.o.maxBodyBytes) throw new BerthError('MESSAGE_TOO_LARGE', `Gateway request body over ${this.o.maxBodyBytes} bytes`);
+      chunks.push(chunk);
+    }
+    let json: unknown;
+    try {
+      json = chunks.length === 0 ? {} : JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    } catch (err) {
+      throw new BerthError('INVALID_INPUT', 'Gateway request body is not valid JSON', { cause: err });
+    }
+    const parsed = schema.safeParse(json);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      throw new BerthError('INVALID_INPUT', `Gateway request field ${issue.path.join('.') || '(body)'}: ${issue.message}`);
+    }
+    return parsed.data;
+  }
+
+  private fail(res: ServerResponse, err: unknown): void {
+    const error =
+      err instanceof BerthError ? err : new BerthError('INTERNAL', `Gateway failed: ${(err as Error).message}`, { cause: err });
+    if (error.code === 'INTERNAL') this.o.log.error({ err }, 'Gateway request failed');
+    if (!res.headersSent) this.send(res, error.status, error.toJSON());
+  }
+
+  private send(res: ServerResponse, status: number, body: unknown): void {
+    const text = JSON.stringify(body);
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+  }
+}

@@ -1,0 +1,3 @@
+/** gateway: the per-sandbox door (turn protocol), with its tokens. */
+export { type GatewayHooks, type GatewayOptions, SandboxGateway, type TurnEnd } from './gateway-server.js';
+export { signSandboxToken, type TokenClaims, verifySandboxToken } from './token.js';

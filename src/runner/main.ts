@@ -1,0 +1,62 @@
+/**
+ * The agent runner: PID 2 of every sandbox (the init is PID 1). It long-polls its
+ * gateway for a turn, runs it with the agent's provider, commits or aborts, then kills
+ * every process the turn started. A heartbeat timer, independent of the work, tells
+ * the worker it is alive. A 409 or 401 from the gateway means this sandbox was replaced
+ * or revoked: it exits at once. Node built-ins only; ships into the sandbox.
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { GATEWAY_SOCKET_NAME, TOKEN_FILE_NAME, type TurnAssignment } from '../core/protocol.js';
+import { GatewayClient, GatewayError } from './gateway-client.js';
+import { killAllButRunner } from './processes.js';
+import { PROVIDERS } from './providers.js';
+
+const runDir = process.env.BERTH_RUN_DIR ?? '/run/berth';
+const workspace = process.cwd();
+
+async function main(): Promise<void> {
+  const token = (await readFile(join(runDir, TOKEN_FILE_NAME), 'utf8')).trim();
+  const gateway = new GatewayClient(join(runDir, GATEWAY_SOCKET_NAME), token);
+  let currentTurn: string | undefined;
+  const beat = () => {
+    gateway.call('POST', '/v1/heartbeat', currentTurn ? { turnId: currentTurn } : {}, 5_000).catch(exitIfRevoked);
+  };
+  let heartbeat = setInterval(beat, 2_000);
+  beat();
+  for (;;) {
+    const polled = await gateway.call<TurnAssignment>('GET', '/v1/turn');
+    if (polled.status !== 200 || !polled.body) continue;
+    const turn = polled.body;
+    clearInterval(heartbeat);
+    heartbeat = setInterval(beat, turn.limits.heartbeatIntervalMs);
+    currentTurn = turn.turnId;
+    try {
+      const outputs = await PROVIDERS[turn.provider](turn, {
+        workspace,
+        progress: async (text) => void (await gateway.call('POST', '/v1/progress', { turnId: turn.turnId, text })),
+      });
+      await killAllButRunner();
+      await gateway.call('POST', '/v1/commit', { turnId: turn.turnId, outputs });
+    } catch (err) {
+      if (err instanceof GatewayError) throw err;
+      await killAllButRunner();
+      await gateway.call('POST', '/v1/abort', { turnId: turn.turnId, error: (err as Error).message });
+    } finally {
+      currentTurn = undefined;
+    }
+  }
+}
+
+function exitIfRevoked(err: unknown): void {
+  if (err instanceof GatewayError && (err.status === 409 || err.status === 401)) {
+    process.stderr.write(`berth-runner: ${err.message}; exiting\n`);
+    process.exit(3);
+  }
+}
+
+main().catch((err: unknown) => {
+  exitIfRevoked(err);
+  process.stderr.write(`berth-runner: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});

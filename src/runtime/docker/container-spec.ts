@@ -1,0 +1,54 @@
+/**
+ * The container a sandbox is: always-on hardening that no agent config can turn off
+ * (no network but loopback, read-only root, tmpfs /tmp, all capabilities dropped,
+ * no-new-privileges, an init as PID 1, a pids limit, a non-root user), resource limits
+ * from the agent, and this install's labels. Pure, so a unit test can read it.
+ */
+import type Dockerode from 'dockerode';
+import { LABELS, SANDBOX_RUN_DIR } from '../../core/index.js';
+import { RUNNER_ENTRY } from '../runner-bundle.js';
+import type { SandboxSpec } from '../runtime.js';
+
+export const SANDBOX_USER = '1000:1000';
+export const RUNNER_MOUNT = '/opt/berth';
+export const WORKSPACE_MOUNT = '/workspace';
+
+export function sandboxLabels(spec: SandboxSpec): Record<string, string> {
+  return {
+    [LABELS.install]: spec.installId,
+    [LABELS.session]: spec.sessionId,
+    [LABELS.generation]: String(spec.generation),
+    [LABELS.worker]: spec.workerId,
+  };
+}
+
+export function containerOptions(spec: SandboxSpec): Dockerode.ContainerCreateOptions {
+  const memoryBytes = spec.memoryMb * 1024 * 1024;
+  return {
+    name: spec.name,
+    Image: spec.image,
+    Cmd: ['node', `${RUNNER_MOUNT}/${RUNNER_ENTRY}`],
+    User: SANDBOX_USER,
+    WorkingDir: WORKSPACE_MOUNT,
+    Env: [`BERTH_RUN_DIR=${SANDBOX_RUN_DIR}`, 'HOME=/tmp', 'PATH=/usr/local/bin:/usr/bin:/bin'],
+    Labels: sandboxLabels(spec),
+    HostConfig: {
+      NetworkMode: 'none',
+      ReadonlyRootfs: true,
+      Tmpfs: { '/tmp': 'rw,nosuid,nodev,size=64m' },
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      Init: true,
+      PidsLimit: spec.pidsLimit,
+      Memory: memoryBytes,
+      MemorySwap: memoryBytes,
+      NanoCpus: Math.round(spec.cpus * 1e9),
+      Binds: [
+        `${spec.runnerDir}:${RUNNER_MOUNT}:ro`,
+        `${spec.runDir}:${SANDBOX_RUN_DIR}:ro`,
+        `${spec.workspaceDir}:${WORKSPACE_MOUNT}:rw`,
+      ],
+      AutoRemove: false,
+    },
+  };
+}

@@ -1,0 +1,108 @@
+/**
+ * SandboxRuntime on the Docker Engine API (dockerode, one connection reused). Exits are
+ * learned from the engine's event stream (milliseconds), not by polling. Only containers
+ * carrying this install's label are ever listed or reaped.
+ */
+import type { Readable } from 'node:stream';
+import type Dockerode from 'dockerode';
+import { BerthError, LABELS } from '../../core/index.js';
+import type { RuntimeEvent, SandboxHandle, SandboxRuntime, SandboxSpec } from '../runtime.js';
+import { assertDockerReachable } from './connect.js';
+import { containerOptions } from './container-spec.js';
+
+export class DockerRuntime implements SandboxRuntime {
+  readonly name = 'docker';
+
+  constructor(
+    private readonly docker: Dockerode,
+    private readonly socketPath: string,
+  ) {}
+
+  async check(image: string): Promise<void> {
+    await assertDockerReachable(this.docker, this.socketPath);
+    try {
+      await this.docker.getImage(image).inspect();
+    } catch (err) {
+      if ((err as { statusCode?: number }).statusCode === 404) {
+        throw new BerthError('IMAGE_MISSING', `Sandbox image ${image} is not in the Docker engine`, { cause: err });
+      }
+      throw err;
+    }
+  }
+
+  async create(spec: SandboxSpec): Promise<SandboxHandle> {
+    const options = containerOptions(spec);
+    const container = await this.docker.createContainer(options);
+    try {
+      await container.start();
+    } catch (err) {
+      await container.remove({ force: true }).catch(() => undefined);
+      throw new BerthError('SANDBOX_FAILED', `Sandbox ${spec.name} did not start (create)`, { cause: err });
+    }
+    return { id: container.id, name: spec.name, labels: options.Labels ?? {} };
+  }
+
+  async kill(handle: Pick<SandboxHandle, 'id' | 'name'>, _reason: string): Promise<void> {
+    const container = this.docker.getContainer(handle.id || handle.name);
+    // stop = SIGTERM, 1 s grace, SIGKILL; then remove. 304/404/409 mean it is already going or gone.
+    await container.stop({ t: 1 }).catch(ignoreGone);
+    await container.remove({ force: true, v: true }).catch(ignoreGone);
+  }
+
+  async *events(installId: string, signal: AbortSignal): AsyncIterable<RuntimeEvent> {
+    const stream = (await this.docker.getEvents({
+      filters: { type: ['container'], event: ['die', 'oom'], label: [`${LABELS.install}=${installId}`] },
+    })) as unknown as Readable;
+    const onAbort = () => stream.destroy();
+    signal.addEventListener('abort', onAbort, { once: true });
+    yield { type: 'connected', at: Date.now() };
+    let buffer = '';
+    const oomKilled = new Set<string>();
+    try {
+      for await (const chunk of stream) {
+        buffer += chunk.toString();
+        let newline = buffer.indexOf('\n');
+        while (newline >= 0) {
+          const line = buffer.slice(0, newline).trim();
+          buffer = buffer.slice(newline + 1);
+          newline = buffer.indexOf('\n');
+          if (!line) continue;
+          const e = JSON.parse(line) as { Action: string; id: string; Actor: { Attributes: Record<string, string> }; timeNano?: number };
+          if (e.Action === 'oom') {
+            oomKilled.add(e.id);
+            continue;
+          }
+          const code = e.Actor.Attributes.exitCode;
+          yield {
+            type: 'exit',
+            id: e.id,
+            name: e.Actor.Attributes.name ?? '',
+            exitCode: code === undefined ? null : Number(code),
+            oomKilled: oomKilled.delete(e.id),
+            at: e.timeNano ? Math.round(e.timeNano / 1e6) : Date.now(),
+          };
+        }
+      }
+    } catch (err) {
+      if (!signal.aborted) yield { type: 'disconnected', error: (err as Error).message, at: Date.now() };
+      return;
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+    if (!signal.aborted) yield { type: 'disconnected', error: 'event stream ended', at: Date.now() };
+  }
+
+  async list(installId: string): Promise<SandboxHandle[]> {
+    const containers = await this.docker.listContainers({
+      all: true,
+      filters: { label: [`${LABELS.install}=${installId}`] },
+    });
+    return containers.map((c) => ({ id: c.Id, name: (c.Names[0] ?? '').replace(/^\//, ''), labels: c.Labels }));
+  }
+}
+
+function ignoreGone(err: unknown): void {
+  const status = (err as { statusCode?: number }).statusCode;
+  if (status === 304 || status === 404 || status === 409) return;
+  throw err;
+}

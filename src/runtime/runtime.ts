@@ -1,0 +1,48 @@
+/**
+ * The SandboxRuntime interface: the only way berth starts, watches, lists and kills
+ * sandboxes. Engines are reached through their APIs, never by spawning CLI processes.
+ */
+
+export interface SandboxSpec {
+  /** Deterministic name: berth-<install>-<session>-g<generation>. */
+  name: string;
+  image: string;
+  installId: string;
+  workerId: string;
+  sessionId: string;
+  generation: number;
+  memoryMb: number;
+  cpus: number;
+  pidsLimit: number;
+  /** Host dir holding the gateway socket and the token, mounted read-only at /run/berth. */
+  runDir: string;
+  /** Host dir of the session's workspace, mounted at /workspace. */
+  workspaceDir: string;
+  /** Host dir of the staged runner code, mounted read-only at /opt/berth. */
+  runnerDir: string;
+}
+
+export interface SandboxHandle {
+  id: string;
+  name: string;
+  labels: Record<string, string>;
+}
+
+export type RuntimeEvent =
+  | { type: 'connected'; at: number }
+  | { type: 'exit'; id: string; name: string; exitCode: number | null; oomKilled: boolean; at: number }
+  | { type: 'disconnected'; error: string; at: number };
+
+export interface SandboxRuntime {
+  readonly name: string;
+  /** Fails with DOCKER_UNREACHABLE / IMAGE_MISSING naming the fix. */
+  check(image: string): Promise<void>;
+  /** Created and started, the runner booting. */
+  create(spec: SandboxSpec): Promise<SandboxHandle>;
+  /** Graceful (1 s), then hard; removes the sandbox. Idempotent. */
+  kill(handle: Pick<SandboxHandle, 'id' | 'name'>, reason: string): Promise<void>;
+  /** 'connected' first, then exits and OOM kills of this install's sandboxes as they happen. */
+  events(installId: string, signal: AbortSignal): AsyncIterable<RuntimeEvent>;
+  /** Sandboxes carrying this install's label, running or not. */
+  list(installId: string): Promise<SandboxHandle[]>;
+}

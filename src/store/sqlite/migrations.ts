@@ -1,0 +1,81 @@
+/**
+ * Versioned schema of the SQLite store. Append only: a released migration is never
+ * edited; a change is a new entry. Applied in order inside one transaction each.
+ */
+export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[] = [
+  {
+    version: 1,
+    name: 'initial',
+    sql: `
+CREATE TABLE agents (
+  name TEXT PRIMARY KEY,
+  spec TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE TABLE sessions (
+  id TEXT PRIMARY KEY,
+  agent TEXT NOT NULL REFERENCES agents(name),
+  generation INTEGER NOT NULL DEFAULT 0,
+  lease_owner TEXT,
+  sandbox TEXT,
+  workspace_version INTEGER NOT NULL DEFAULT 0,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE TABLE messages (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_id TEXT NOT NULL REFERENCES sessions(id),
+  direction TEXT NOT NULL CHECK (direction IN ('in', 'out')),
+  text TEXT NOT NULL,
+  data TEXT,
+  status TEXT NOT NULL CHECK (status IN ('pending', 'processing', 'done', 'failed')),
+  tries INTEGER NOT NULL DEFAULT 0,
+  process_after INTEGER NOT NULL DEFAULT 0,
+  turn_id TEXT,
+  error TEXT,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX messages_session ON messages(session_id, id);
+CREATE INDEX messages_pending ON messages(process_after, id) WHERE status = 'pending';
+CREATE TABLE turns (
+  id TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL REFERENCES sessions(id),
+  attempt INTEGER NOT NULL,
+  generation INTEGER NOT NULL,
+  worker_id TEXT NOT NULL,
+  sandbox TEXT,
+  status TEXT NOT NULL CHECK (status IN ('running', 'committed', 'aborted')),
+  progress TEXT,
+  error TEXT,
+  message_ids TEXT NOT NULL,
+  started_at INTEGER NOT NULL,
+  ended_at INTEGER
+);
+CREATE INDEX turns_session ON turns(session_id, started_at);
+CREATE TABLE workers (
+  id TEXT PRIMARY KEY,
+  host TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  slots INTEGER NOT NULL,
+  heartbeat_at INTEGER NOT NULL,
+  started_at INTEGER NOT NULL
+);
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_id TEXT NOT NULL,
+  type TEXT NOT NULL,
+  data TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX events_session ON events(session_id, id);
+CREATE TABLE audit (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  at INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  session_id TEXT,
+  generation INTEGER,
+  data TEXT NOT NULL
+);
+`,
+  },
+];

@@ -1,0 +1,525 @@
+/**
+ * SQLite implementation of the Store (better-sqlite3, synchronous, wrapped in the async
+ * interface). WAL + busy timeout so several processes can share one file; every write
+ * transition runs in a BEGIN IMMEDIATE transaction so two writers never deadlock on a
+ * lock upgrade. Notifications are emitted only after the transaction committed.
+ */
+import { EventEmitter } from 'node:events';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import {
+  type AbortInput,
+  type Agent,
+  type AgentSpec,
+  BerthError,
+  type ClaimedSession,
+  type CommitInput,
+  decideAbortedMessage,
+  type Message,
+  newId,
+  type RetryPolicy,
+  type Session,
+  type SessionEvent,
+  type SessionEventType,
+  type SessionView,
+  type StartedTurn,
+  type Turn,
+  type WorkerRow,
+} from '../../core/index.js';
+import { deriveSessionStatus } from '../session-status.js';
+import type { EnqueueInput, Fence, FenceCode, Fenced, Store, StoreChange } from '../store.js';
+import { SQLITE_MIGRATIONS } from './migrations.js';
+import * as sql from './statements.js';
+
+type Row = Record<string, unknown>;
+
+export interface SqliteStoreOptions {
+  path: string;
+  /** A lease holder whose worker row is older than this is dead. */
+  leaseMs: number;
+  /** Applied to the messages of every aborted turn. */
+  retry: RetryPolicy;
+}
+
+export function openSqliteStore(options: SqliteStoreOptions): SqliteStore {
+  if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true });
+  const db = new Database(options.path);
+  db.pragma('journal_mode = WAL');
+  db.pragma('busy_timeout = 5000');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('foreign_keys = ON');
+  migrate(db);
+  return new SqliteStore(db, options.leaseMs, options.retry);
+}
+
+function migrate(db: Database.Database): void {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+  const applied = new Set(
+    (db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version),
+  );
+  for (const m of SQLITE_MIGRATIONS) {
+    if (applied.has(m.version)) continue;
+    db.transaction(() => {
+      db.exec(m.sql);
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());
+    }).immediate();
+  }
+}
+
+export class SqliteStore implements Store {
+  readonly kind = 'sqlite' as const;
+  private readonly emitter = new EventEmitter();
+  private readonly statements = new Map<string, Database.Statement>();
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly leaseMs: number,
+    private readonly retry: RetryPolicy,
+  ) {
+    this.emitter.setMaxListeners(0);
+  }
+
+  async close(): Promise<void> {
+    this.db.close();
+  }
+
+  onChange(listener: (change: StoreChange) => void): () => void {
+    this.emitter.on('change', listener);
+    return () => this.emitter.off('change', listener);
+  }
+
+  // ---- agents
+
+  async createAgent(spec: AgentSpec, now: number): Promise<Agent> {
+    try {
+      this.run(sql.INSERT_AGENT, { name: spec.name, spec: JSON.stringify(spec), now });
+    } catch (err) {
+      if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+        throw new BerthError('AGENT_EXISTS', `Agent ${spec.name} already exists (createAgent)`, { cause: err });
+      }
+      throw err;
+    }
+    return { ...spec, createdAt: now };
+  }
+
+  async getAgent(name: string): Promise<Agent | null> {
+    const row = this.get(sql.AGENT_BY_NAME, { name });
+    return row ? toAgent(row) : null;
+  }
+
+  async listAgents(): Promise<Agent[]> {
+    return this.all(sql.ALL_AGENTS, {}).map(toAgent);
+  }
+
+  // ---- inbound
+
+  async enqueueMessage(input: EnqueueInput): Promise<{ message: Message; view: SessionView; eventId: number }> {
+    const { sessionId, text, now } = input;
+    return this.write((changes) => {
+      const existing = this.get(sql.SESSION_BY_ID, { id: sessionId });
+      if (!existing) {
+        if (!input.agent) {
+          throw new BerthError('AGENT_REQUIRED', `Session ${sessionId} does not exist and no agent was named (enqueueMessage)`);
+        }
+        if (!this.get(sql.AGENT_BY_NAME, { name: input.agent })) {
+          throw new BerthError('AGENT_NOT_FOUND', `Agent ${input.agent} does not exist (enqueueMessage)`);
+        }
+        this.run(sql.INSERT_SESSION, { id: sessionId, agent: input.agent, now });
+      } else if (input.agent && existing.agent !== input.agent) {
+        throw new BerthError(
+          'SESSION_AGENT_MISMATCH',
+          `Session ${sessionId} belongs to agent ${String(existing.agent)}, not ${input.agent} (enqueueMessage)`,
+        );
+      }
+      const id = Number(this.run(sql.INSERT_INBOUND, { sessionId, text, now }).lastInsertRowid);
+      const message = toMessage(this.get(sql.MESSAGE_BY_ID, { id })!);
+      const view = this.viewOf(sessionId, now)!;
+      changes.push({ type: 'enqueued', sessionId, leaseOwner: view.leaseOwner });
+      const eventId = this.event(changes, sessionId, 'queued', { messageId: id, position: view.queuePosition }, now);
+      return { message, view, eventId };
+    });
+  }
+
+  // ---- reads
+
+  async getSessionView(sessionId: string, now: number): Promise<SessionView | null> {
+    return this.viewOf(sessionId, now);
+  }
+
+  async listSessionViews(now: number): Promise<SessionView[]> {
+    const positions = this.queuePositions(now);
+    return this.all(sql.ALL_SESSIONS, {}).map((row) => this.viewOfRow(row, now, positions));
+  }
+
+  async listMessages(sessionId: string, afterId: number, limit: number): Promise<Message[]> {
+    return this.all(sql.MESSAGES_AFTER, { sessionId, afterId, limit }).map(toMessage);
+  }
+
+  async listTurns(sessionId: string): Promise<Turn[]> {
+    return this.all(sql.TURNS_OF_SESSION, { sessionId }).map(toTurn);
+  }
+
+  async eventsAfter(sessionId: string | null, afterId: number, limit: number): Promise<SessionEvent[]> {
+    const rows =
+      sessionId === null
+        ? this.all(sql.EVENTS_AFTER, { afterId, limit })
+        : this.all(sql.EVENTS_AFTER_OF_SESSION, { sessionId, afterId, limit });
+    return rows.map(toEvent);
+  }
+
+  async listWorkers(): Promise<WorkerRow[]> {
+    return this.all(sql.ALL_WORKERS, {}).map(toWorker);
+  }
+
+  // ---- workers and leases
+
+  async registerWorker(row: WorkerRow): Promise<void> {
+    this.write(() => this.run(sql.UPSERT_WORKER, { ...row }));
+  }
+
+  async renewWorker(workerId: string, now: number): Promise<boolean> {
+    return this.write(() => this.run(sql.RENEW_WORKER, { id: workerId, now }).changes === 1);
+  }
+
+  async removeWorker(workerId: string): Promise<void> {
+    this.write(() => this.run(sql.DELETE_WORKER, { id: workerId }));
+  }
+
+  async reclaimExpiredLeases(now: number): Promise<string[]> {
+    return this.write((changes) => {
+      const ids = this.all(sql.EXPIRED_LEASES, { staleBefore: now - this.leaseMs }).map((r) => String(r.id));
+      for (const id of ids) this.reclaimSession(changes, id, now);
+      return ids;
+    });
+  }
+
+  async claimRunnableSession(workerId: string, now: number): Promise<ClaimedSession | null> {
+    return this.write((changes) => {
+      const first = this.all(sql.QUEUE, { now, staleBefore: now - this.leaseMs })[0];
+      if (!first) return null;
+      const id = String(first.session_id);
+      if (first.lease_owner !== null) this.reclaimSession(changes, id, now);
+      const before = this.get(sql.SESSION_BY_ID, { id })!;
+      const claimed = this.run(sql.CLAIM_SESSION, { id, generation: before.generation, worker: workerId, now });
+      if (claimed.changes !== 1) return null;
+      const session = toSession(this.get(sql.SESSION_BY_ID, { id })!);
+      const agent = toAgent(this.get(sql.AGENT_BY_NAME, { name: session.agent })!);
+      return { session, agent };
+    });
+  }
+
+  async nextProcessAfter(now: number): Promise<number | null> {
+    const row = this.get(sql.NEXT_PROCESS_AFTER, { now });
+    return row?.at == null ? null : Number(row.at);
+  }
+
+  // ---- fenced transitions
+
+  async recordSandbox(fence: Fence, sandbox: string): Promise<FenceCode> {
+    return this.write(() => {
+      const code = this.checkFence(fence);
+      if (code !== 'ok') return code;
+      this.run(sql.RECORD_SANDBOX, { ...fenceParams(fence), sandbox, now: Date.now() });
+      return 'ok';
+    });
+  }
+
+  async startTurn(fence: Fence, now: number): Promise<Fenced<StartedTurn | null>> {
+    return this.write((changes) => {
+      const code = this.checkFence(fence);
+      if (code !== 'ok') return { code };
+      const { sessionId } = fence;
+      const running = this.get(sql.RUNNING_TURN_OF_SESSION, { sessionId });
+      if (running) return { code: 'ok', value: { turn: toTurn(running), messages: this.turnMessages(String(running.id)) } };
+      const runnable = this.all(sql.RUNNABLE_OF_SESSION, { sessionId, now }).map(toMessage);
+      if (runnable.length === 0) return { code: 'ok', value: null };
+      const turnId = newId('turn');
+      const attempt = Math.max(...runnable.map((m) => m.tries)) + 1;
+      for (const m of runnable) this.run(sql.TAKE_MESSAGE, { id: m.id, turnId });
+      const session = this.get(sql.SESSION_BY_ID, { id: sessionId })!;
+      this.run(sql.INSERT_TURN, {
+        id: turnId,
+        sessionId,
+        attempt,
+        generation: fence.generation,
+        worker: fence.workerId,
+        sandbox: session.sandbox,
+        messageIds: JSON.stringify(runnable.map((m) => m.id)),
+        now,
+      });
+      this.event(changes, sessionId, 'started', { turnId, attempt, generation: fence.generation }, now);
+      return { code: 'ok', value: { turn: toTurn(this.get(sql.TURN_BY_ID, { id: turnId })!), messages: this.turnMessages(turnId) } };
+    });
+  }
+
+  async recordProgress(input: Fence & { turnId: string; text: string }, now: number): Promise<FenceCode> {
+    return this.write((changes) => {
+      const code = this.checkRunningTurn(input, input.turnId);
+      if (code !== 'ok') return code;
+      this.run(sql.SET_TURN_PROGRESS, { id: input.turnId, text: input.text });
+      this.event(changes, input.sessionId, 'progress', { turnId: input.turnId, text: input.text }, now);
+      return 'ok';
+    });
+  }
+
+  async commitTurn(input: CommitInput, now: number): Promise<FenceCode> {
+    return this.write((changes) => {
+      const code = this.checkRunningTurn(input, input.turnId);
+      if (code !== 'ok') return code;
+      const inReplyTo = this.turnMessages(input.turnId).map((m) => m.id);
+      for (const id of inReplyTo) this.run(sql.FINISH_MESSAGE, { id });
+      this.run(sql.END_TURN, { id: input.turnId, status: 'committed', error: null, now });
+      for (const output of input.outputs) {
+        const id = Number(
+          this.run(sql.INSERT_OUTBOUND, {
+            sessionId: input.sessionId,
+            text: output.text,
+            data: output.data === undefined ? null : JSON.stringify(output.data),
+            turnId: input.turnId,
+            now,
+          }).lastInsertRowid,
+        );
+        this.event(
+          changes,
+          input.sessionId,
+          'reply',
+          { turnId: input.turnId, messageId: id, inReplyTo, text: output.text, data: output.data ?? null },
+          now,
+        );
+      }
+      return 'ok';
+    });
+  }
+
+  async abortTurn(input: AbortInput, now: number): Promise<FenceCode> {
+    return this.write((changes) => {
+      const code = this.checkRunningTurn(input, input.turnId);
+      if (code !== 'ok') return code;
+      this.abortRunningTurn(changes, input.sessionId, input.turnId, input.error, now);
+      return 'ok';
+    });
+  }
+
+  async releaseSession(fence: Fence, now: number): Promise<FenceCode> {
+    return this.write((changes) => {
+      const code = this.checkFence(fence);
+      if (code !== 'ok') return code;
+      this.run(sql.RELEASE_SESSION, { ...fenceParams(fence), now });
+      changes.push({ type: 'released', sessionId: fence.sessionId });
+      return 'ok';
+    });
+  }
+
+  async audit(
+    entry: { kind: string; sessionId?: string; generation?: number; data: Record<string, unknown> },
+    now: number,
+  ): Promise<void> {
+    this.write(() =>
+      this.run(sql.INSERT_AUDIT, {
+        now,
+        kind: entry.kind,
+        sessionId: entry.sessionId ?? null,
+        generation: entry.generation ?? null,
+        data: JSON.stringify(entry.data),
+      }),
+    );
+  }
+
+  // ---- internals (run inside a write transaction)
+
+  /** The lease holder is dead: its running turn is aborted and the lease cleared, before anyone else binds. */
+  private reclaimSession(changes: StoreChange[], sessionId: string, now: number): void {
+    const running = this.get(sql.RUNNING_TURN_OF_SESSION, { sessionId });
+    if (running) this.abortRunningTurn(changes, sessionId, String(running.id), 'worker lease expired', now);
+    this.run(sql.CLEAR_LEASE, { id: sessionId, now });
+    changes.push({ type: 'released', sessionId });
+  }
+
+  private abortRunningTurn(
+    changes: StoreChange[],
+    sessionId: string,
+    turnId: string,
+    error: string,
+    now: number,
+  ): void {
+    for (const m of this.turnMessages(turnId)) {
+      const decision = decideAbortedMessage(m.tries, now, this.retry);
+      switch (decision.action) {
+        case 'retry':
+          this.run(sql.RETRY_MESSAGE, { id: m.id, processAfter: decision.processAfter, error });
+          this.event(changes, sessionId, 'retrying', { turnId, messageId: m.id, tries: m.tries, error, retryInMs: decision.delayMs }, now);
+          break;
+        case 'fail':
+          this.run(sql.FAIL_MESSAGE, { id: m.id, error });
+          this.event(changes, sessionId, 'failed', { turnId, messageId: m.id, tries: m.tries, error }, now);
+          break;
+      }
+    }
+    this.run(sql.END_TURN, { id: turnId, status: 'aborted', error, now });
+  }
+
+  private checkFence(fence: Fence): FenceCode {
+    if (this.get(sql.FENCE, fenceParams(fence))) return 'ok';
+    return this.get(sql.SESSION_BY_ID, { id: fence.sessionId }) ? 'stale' : 'not_found';
+  }
+
+  private checkRunningTurn(fence: Fence, turnId: string): FenceCode {
+    const code = this.checkFence(fence);
+    if (code !== 'ok') return code;
+    const turn = this.get(sql.TURN_BY_ID, { id: turnId });
+    if (!turn || turn.session_id !== fence.sessionId) return 'not_found';
+    if (turn.status !== 'running' || turn.generation !== fence.generation) return 'stale';
+    return 'ok';
+  }
+
+  private turnMessages(turnId: string): Message[] {
+    return this.all(sql.PROCESSING_OF_TURN, { turnId }).map(toMessage);
+  }
+
+  private queuePositions(now: number): Map<string, number> {
+    const rows = this.all(sql.QUEUE, { now, staleBefore: now - this.leaseMs });
+    return new Map(rows.map((r, i) => [String(r.session_id), i + 1]));
+  }
+
+  private viewOf(sessionId: string, now: number): SessionView | null {
+    const row = this.get(sql.SESSION_BY_ID, { id: sessionId });
+    return row ? this.viewOfRow(row, now, this.queuePositions(now)) : null;
+  }
+
+  private viewOfRow(row: Row, now: number, positions: Map<string, number>): SessionView {
+    const session = toSession(row);
+    const counts = this.get(sql.SESSION_COUNTS, { sessionId: session.id, now })!;
+    const running = this.get(sql.RUNNING_TURN_OF_SESSION, { sessionId: session.id });
+    const lastReply = this.get(sql.LAST_REPLY, { sessionId: session.id });
+    const queuePosition = positions.get(session.id) ?? null;
+    const status = deriveSessionStatus({
+      leased: session.leaseOwner !== null && queuePosition === null,
+      turnRunning: running !== undefined,
+      pending: Number(counts.pending ?? 0),
+      runnable: Number(counts.runnable ?? 0),
+      lastInboundStatus: (counts.last_in_status as string | null) ?? null,
+    });
+    return {
+      ...session,
+      status,
+      queuePosition,
+      pending: Number(counts.pending ?? 0),
+      lastReply: lastReply ? toMessage(lastReply) : null,
+      currentTurn: running ? toTurn(running) : null,
+    };
+  }
+
+  private event(changes: StoreChange[], sessionId: string, type: SessionEventType, data: Record<string, unknown>, now: number): number {
+    const id = Number(this.run(sql.INSERT_EVENT, { sessionId, type, data: JSON.stringify(data), now }).lastInsertRowid);
+    changes.push({ type: 'event', event: { id, sessionId, type, data, createdAt: now } });
+    return id;
+  }
+
+  /** One BEGIN IMMEDIATE transaction; notifications go out only after it committed. */
+  private write<T>(fn: (changes: StoreChange[]) => T): T {
+    const changes: StoreChange[] = [];
+    const result = this.db.transaction(() => fn(changes)).immediate();
+    for (const change of changes) this.emitter.emit('change', change);
+    return result;
+  }
+
+  private stmt(text: string): Database.Statement {
+    let s = this.statements.get(text);
+    if (!s) {
+      s = this.db.prepare(text);
+      this.statements.set(text, s);
+    }
+    return s;
+  }
+
+  private run(text: string, params: Row): Database.RunResult {
+    return this.stmt(text).run(params);
+  }
+
+  private get(text: string, params: Row): Row | undefined {
+    return this.stmt(text).get(params) as Row | undefined;
+  }
+
+  private all(text: string, params: Row): Row[] {
+    return this.stmt(text).all(params) as Row[];
+  }
+}
+
+function fenceParams(f: Fence): Row {
+  return { id: f.sessionId, generation: f.generation, worker: f.workerId };
+}
+
+function parseJson(value: unknown): unknown {
+  return typeof value === 'string' ? JSON.parse(value) : null;
+}
+
+function toAgent(r: Row): Agent {
+  return { ...(JSON.parse(String(r.spec)) as AgentSpec), createdAt: Number(r.created_at) };
+}
+
+function toSession(r: Row): Session {
+  return {
+    id: String(r.id),
+    agent: String(r.agent),
+    generation: Number(r.generation),
+    leaseOwner: (r.lease_owner as string | null) ?? null,
+    sandbox: (r.sandbox as string | null) ?? null,
+    createdAt: Number(r.created_at),
+    updatedAt: Number(r.updated_at),
+  };
+}
+
+function toMessage(r: Row): Message {
+  return {
+    id: Number(r.id),
+    sessionId: String(r.session_id),
+    direction: r.direction as Message['direction'],
+    text: String(r.text),
+    data: parseJson(r.data),
+    status: r.status as Message['status'],
+    tries: Number(r.tries),
+    processAfter: Number(r.process_after),
+    turnId: (r.turn_id as string | null) ?? null,
+    error: (r.error as string | null) ?? null,
+    createdAt: Number(r.created_at),
+  };
+}
+
+function toTurn(r: Row): Turn {
+  return {
+    id: String(r.id),
+    sessionId: String(r.session_id),
+    attempt: Number(r.attempt),
+    generation: Number(r.generation),
+    workerId: String(r.worker_id),
+    sandbox: (r.sandbox as string | null) ?? null,
+    status: r.status as Turn['status'],
+    progress: (r.progress as string | null) ?? null,
+    error: (r.error as string | null) ?? null,
+    messageIds: JSON.parse(String(r.message_ids)) as number[],
+    startedAt: Number(r.started_at),
+    endedAt: r.ended_at == null ? null : Number(r.ended_at),
+  };
+}
+
+function toEvent(r: Row): SessionEvent {
+  return {
+    id: Number(r.id),
+    sessionId: String(r.session_id),
+    type: r.type as SessionEventType,
+    data: JSON.parse(String(r.data)) as Record<string, unknown>,
+    createdAt: Number(r.created_at),
+  };
+}
+
+function toWorker(r: Row): WorkerRow {
+  return {
+    id: String(r.id),
+    host: String(r.host),
+    pid: Number(r.pid),
+    slots: Number(r.slots),
+    heartbeatAt: Number(r.heartbeat_at),
+    startedAt: Number(r.started_at),
+  };
+}

@@ -1,0 +1,111 @@
+/**
+ * The SQL of the SQLite store, one named statement each. Named parameters (:name)
+ * throughout. Nothing outside store/ holds SQL.
+ */
+
+/**
+ * The claim queue: sessions with a runnable inbound message and no live lease holder,
+ * in claim order (FIFO by oldest runnable message). Params: now, staleBefore
+ * (now - leaseMs). Returns session_id, first_id, lease_owner.
+ */
+export const QUEUE = `
+WITH firsts AS (
+  SELECT session_id, MIN(id) AS first_id FROM messages
+  WHERE status = 'pending' AND direction = 'in' AND process_after <= :now
+  GROUP BY session_id
+)
+SELECT f.session_id, f.first_id, s.lease_owner FROM firsts f
+JOIN sessions s ON s.id = f.session_id
+LEFT JOIN workers w ON w.id = s.lease_owner
+WHERE s.lease_owner IS NULL OR w.id IS NULL OR w.heartbeat_at <= :staleBefore
+ORDER BY f.first_id`;
+
+/** Sessions leased by a worker whose row is missing or stale. Params: staleBefore. */
+export const EXPIRED_LEASES = `
+SELECT s.id FROM sessions s LEFT JOIN workers w ON w.id = s.lease_owner
+WHERE s.lease_owner IS NOT NULL AND (w.id IS NULL OR w.heartbeat_at <= :staleBefore)`;
+
+/** Compare-and-set claim. Params: id, generation (the one read), worker, now. 1 row = claimed. */
+export const CLAIM_SESSION = `
+UPDATE sessions SET lease_owner = :worker, generation = generation + 1, sandbox = NULL, updated_at = :now
+WHERE id = :id AND generation = :generation`;
+
+/** The fence: 1 row when (generation, lease holder) are the caller's. Params: id, generation, worker. */
+export const FENCE = `SELECT 1 FROM sessions WHERE id = :id AND generation = :generation AND lease_owner = :worker`;
+
+export const SESSION_BY_ID = `SELECT * FROM sessions WHERE id = :id`;
+export const ALL_SESSIONS = `SELECT * FROM sessions ORDER BY created_at, id`;
+export const INSERT_SESSION = `
+INSERT INTO sessions (id, agent, created_at, updated_at) VALUES (:id, :agent, :now, :now)`;
+export const RECORD_SANDBOX = `
+UPDATE sessions SET sandbox = :sandbox, updated_at = :now
+WHERE id = :id AND generation = :generation AND lease_owner = :worker`;
+export const RELEASE_SESSION = `
+UPDATE sessions SET lease_owner = NULL, sandbox = NULL, updated_at = :now
+WHERE id = :id AND generation = :generation AND lease_owner = :worker`;
+export const CLEAR_LEASE = `UPDATE sessions SET lease_owner = NULL, sandbox = NULL, updated_at = :now WHERE id = :id`;
+
+export const INSERT_AGENT = `INSERT INTO agents (name, spec, created_at) VALUES (:name, :spec, :now)`;
+export const AGENT_BY_NAME = `SELECT * FROM agents WHERE name = :name`;
+export const ALL_AGENTS = `SELECT * FROM agents ORDER BY name`;
+
+export const INSERT_INBOUND = `
+INSERT INTO messages (session_id, direction, text, status, process_after, created_at)
+VALUES (:sessionId, 'in', :text, 'pending', :now, :now)`;
+export const INSERT_OUTBOUND = `
+INSERT INTO messages (session_id, direction, text, data, status, turn_id, created_at)
+VALUES (:sessionId, 'out', :text, :data, 'done', :turnId, :now)`;
+export const MESSAGE_BY_ID = `SELECT * FROM messages WHERE id = :id`;
+export const MESSAGES_AFTER = `
+SELECT * FROM messages WHERE session_id = :sessionId AND id > :afterId ORDER BY id LIMIT :limit`;
+/** Runnable inbound messages of one session, oldest first. Params: sessionId, now. */
+export const RUNNABLE_OF_SESSION = `
+SELECT * FROM messages WHERE session_id = :sessionId AND direction = 'in' AND status = 'pending'
+AND process_after <= :now ORDER BY id`;
+export const TAKE_MESSAGE = `
+UPDATE messages SET status = 'processing', tries = tries + 1, turn_id = :turnId WHERE id = :id AND status = 'pending'`;
+export const FINISH_MESSAGE = `UPDATE messages SET status = 'done' WHERE id = :id AND status = 'processing'`;
+export const RETRY_MESSAGE = `
+UPDATE messages SET status = 'pending', process_after = :processAfter, turn_id = NULL, error = :error
+WHERE id = :id AND status = 'processing'`;
+export const FAIL_MESSAGE = `
+UPDATE messages SET status = 'failed', error = :error WHERE id = :id AND status = 'processing'`;
+export const PROCESSING_OF_TURN = `SELECT * FROM messages WHERE turn_id = :turnId AND status = 'processing' ORDER BY id`;
+/** Counts for a session view. Params: sessionId. */
+export const SESSION_COUNTS = `
+SELECT
+  SUM(direction = 'in' AND status = 'pending') AS pending,
+  SUM(direction = 'in' AND status = 'pending' AND process_after <= :now) AS runnable,
+  (SELECT status FROM messages WHERE session_id = :sessionId AND direction = 'in' ORDER BY id DESC LIMIT 1) AS last_in_status
+FROM messages WHERE session_id = :sessionId`;
+export const LAST_REPLY = `
+SELECT * FROM messages WHERE session_id = :sessionId AND direction = 'out' ORDER BY id DESC LIMIT 1`;
+export const NEXT_PROCESS_AFTER = `
+SELECT MIN(process_after) AS at FROM messages WHERE status = 'pending' AND process_after > :now`;
+
+export const INSERT_TURN = `
+INSERT INTO turns (id, session_id, attempt, generation, worker_id, sandbox, status, message_ids, started_at)
+VALUES (:id, :sessionId, :attempt, :generation, :worker, :sandbox, 'running', :messageIds, :now)`;
+export const RUNNING_TURN_OF_SESSION = `SELECT * FROM turns WHERE session_id = :sessionId AND status = 'running'`;
+export const TURN_BY_ID = `SELECT * FROM turns WHERE id = :id`;
+export const TURNS_OF_SESSION = `SELECT * FROM turns WHERE session_id = :sessionId ORDER BY started_at, id`;
+export const SET_TURN_PROGRESS = `UPDATE turns SET progress = :text WHERE id = :id AND status = 'running'`;
+export const END_TURN = `
+UPDATE turns SET status = :status, error = :error, ended_at = :now WHERE id = :id AND status = 'running'`;
+
+export const INSERT_EVENT = `
+INSERT INTO events (session_id, type, data, created_at) VALUES (:sessionId, :type, :data, :now)`;
+export const EVENTS_AFTER_OF_SESSION = `
+SELECT * FROM events WHERE session_id = :sessionId AND id > :afterId ORDER BY id LIMIT :limit`;
+export const EVENTS_AFTER = `SELECT * FROM events WHERE id > :afterId ORDER BY id LIMIT :limit`;
+
+export const UPSERT_WORKER = `
+INSERT INTO workers (id, host, pid, slots, heartbeat_at, started_at)
+VALUES (:id, :host, :pid, :slots, :heartbeatAt, :startedAt)
+ON CONFLICT(id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, slots = excluded.slots`;
+export const RENEW_WORKER = `UPDATE workers SET heartbeat_at = :now WHERE id = :id`;
+export const DELETE_WORKER = `DELETE FROM workers WHERE id = :id`;
+export const ALL_WORKERS = `SELECT * FROM workers ORDER BY started_at`;
+
+export const INSERT_AUDIT = `
+INSERT INTO audit (at, kind, session_id, generation, data) VALUES (:now, :kind, :sessionId, :generation, :data)`;

@@ -1,0 +1,33 @@
+/** Where a host keeps its files under the data dir; one function per kind of path. */
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+
+export interface HostPaths {
+  dataDir: string;
+  storeFile: string;
+  runnerDir: string;
+  imageCacheDir: string;
+  sandboxRunDir(sandboxName: string): string;
+  workspaceDir(sessionId: string): string;
+}
+
+export function hostPaths(dataDir: string): HostPaths {
+  return {
+    dataDir,
+    storeFile: join(dataDir, 'berth.db'),
+    runnerDir: join(dataDir, 'runner'),
+    imageCacheDir: join(dataDir, 'cache'),
+    sandboxRunDir: (name) => join(dataDir, 'run', name),
+    workspaceDir: (sessionId) => join(dataDir, 'workspaces', sessionId),
+  };
+}
+
+/** An install is one data dir; its id scopes every label berth puts on sandboxes. */
+export function installIdOf(dataDir: string): string {
+  return createHash('sha256').update(dataDir).digest('hex').slice(0, 10);
+}
+
+/** Deterministic, so a reconcile pass can tell which sandbox belongs to which binding. */
+export function sandboxName(installId: string, sessionId: string, generation: number): string {
+  return `berth-${installId}-${sessionId}-g${generation}`;
+}

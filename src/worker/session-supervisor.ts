@@ -1,0 +1,255 @@
+/**
+ * Supervises one claimed session on one worker slot: starts its sandbox and gateway,
+ * feeds it turns while messages arrive, and ends it on idle timeout, sandbox exit, or a
+ * missed heartbeat. Whatever ends a turn early, the turn is aborted in the store (its
+ * messages retried with backoff or failed) before the sandbox is killed and the lease
+ * given back, so the session is re-dispatched without anyone resending anything.
+ *
+ * Invariant: at most one sandbox per supervisor, and the supervisor's generation is the
+ * one its claim set; every write it or its sandbox makes is fenced by it.
+ */
+import { chmod, chown, mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import {
+  type Agent,
+  type Clock,
+  decideSandboxHealth,
+  GATEWAY_SOCKET_NAME,
+  type ResolvedConfig,
+  type Session,
+  TOKEN_FILE_NAME,
+  type Turn,
+  type TurnAssignment,
+} from '../core/index.js';
+import { SandboxGateway, signSandboxToken, type TurnEnd } from '../gateway/index.js';
+import type { RuntimeEvent, SandboxHandle, SandboxRuntime } from '../runtime/index.js';
+import type { Fence, Store } from '../store/index.js';
+import type { HostPaths } from './paths.js';
+import { sandboxName } from './paths.js';
+import { WakeSignal } from './signal.js';
+
+export interface SupervisorDeps {
+  config: ResolvedConfig;
+  store: Store;
+  runtime: SandboxRuntime;
+  clock: Clock;
+  log: Logger;
+  paths: HostPaths;
+  installId: string;
+  workerId: string;
+  image: string;
+  secret: Buffer;
+}
+
+const SANDBOX_UID = 1000;
+const TOKEN_TTL_MS = 7 * 24 * 3600 * 1000;
+
+type Ending = { reason: string; turnError: string };
+
+export class SessionSupervisor {
+  readonly sandboxName: string;
+  private readonly fence: Fence;
+  private readonly wake = new WakeSignal();
+  private readonly log: Logger;
+  private gateway: SandboxGateway | null = null;
+  private handle: SandboxHandle | null = null;
+  private lastHeartbeatAt = 0;
+  private exit: Extract<RuntimeEvent, { type: 'exit' }> | null = null;
+  private turnEnd: { turnId: string; end: TurnEnd } | null = null;
+  private currentTurn: Turn | null = null;
+  private stopping: string | null = null;
+
+  constructor(
+    private readonly deps: SupervisorDeps,
+    readonly session: Session,
+    private readonly agent: Agent,
+  ) {
+    this.fence = { sessionId: session.id, generation: session.generation, workerId: deps.workerId };
+    this.sandboxName = sandboxName(deps.installId, session.id, session.generation);
+    this.log = deps.log.child({ sessionId: session.id, generation: session.generation, sandbox: this.sandboxName });
+  }
+
+  /** New inbound message for this session. */
+  notifyMessage(): void {
+    this.wake.notify();
+  }
+
+  onSandboxExit(event: Extract<RuntimeEvent, { type: 'exit' }>): void {
+    this.exit = event;
+    this.wake.notify();
+  }
+
+  /** Ends the supervision at the next step (worker shutdown or self-fencing). */
+  stop(reason: string): void {
+    this.stopping = reason;
+    this.wake.notify();
+  }
+
+  async run(): Promise<void> {
+    let ending: Ending = { reason: 'released', turnError: '' };
+    try {
+      await this.startSandbox();
+      ending = await this.serveTurns();
+    } catch (err) {
+      this.log.error({ err }, 'Session supervision failed');
+      ending = { reason: 'supervisor error', turnError: `sandbox failed: ${(err as Error).message}` };
+    }
+    await this.finish(ending);
+  }
+
+  private async startSandbox(): Promise<void> {
+    const { paths, config } = this.deps;
+    const runDir = paths.sandboxRunDir(this.sandboxName);
+    const workspaceDir = paths.workspaceDir(this.session.id);
+    await mkdir(runDir, { recursive: true, mode: 0o755 });
+    await mkdir(workspaceDir, { recursive: true, mode: 0o755 });
+    await giveToSandboxUser(workspaceDir);
+    const token = signSandboxToken(this.deps.secret, {
+      sessionId: this.session.id,
+      generation: this.session.generation,
+      expiresAt: this.deps.clock.now() + TOKEN_TTL_MS,
+    });
+    await writeFile(join(runDir, TOKEN_FILE_NAME), `${token}\n`, { mode: 0o644 });
+    this.gateway = new SandboxGateway({
+      socketPath: join(runDir, GATEWAY_SOCKET_NAME),
+      binding: this.fence,
+      secret: this.deps.secret,
+      store: this.deps.store,
+      clock: this.deps.clock,
+      log: this.log,
+      maxBodyBytes: 4 * config.maxOutputBytes + 1024 * 1024,
+      hooks: {
+        onHeartbeat: (now) => {
+          this.lastHeartbeatAt = now;
+        },
+        onTurnEnded: (turnId, end) => {
+          this.turnEnd = { turnId, end };
+          this.wake.notify();
+        },
+      },
+    });
+    await this.gateway.listen();
+    this.lastHeartbeatAt = this.deps.clock.now();
+    const startedAt = performance.now();
+    this.handle = await this.deps.runtime.create({
+      name: this.sandboxName,
+      image: this.agent.image || this.deps.image,
+      installId: this.deps.installId,
+      workerId: this.deps.workerId,
+      sessionId: this.session.id,
+      generation: this.session.generation,
+      memoryMb: this.agent.memoryMb,
+      cpus: this.agent.cpus,
+      pidsLimit: this.agent.pidsLimit,
+      runDir,
+      workspaceDir,
+      runnerDir: paths.runnerDir,
+    });
+    this.log.info({ startMs: Math.round(performance.now() - startedAt) }, 'Sandbox started');
+    if ((await this.deps.store.recordSandbox(this.fence, this.sandboxName)) !== 'ok') {
+      throw new Error('session was taken over while its sandbox started');
+    }
+  }
+
+  /** Runs turns until the session goes idle or something ends it; returns why it ended. */
+  private async serveTurns(): Promise<Ending> {
+    const { store, clock, config } = this.deps;
+    let idleSince = clock.now();
+    for (;;) {
+      const early = this.earlyEnding(null);
+      if (early) return early;
+      const started = await store.startTurn(this.fence, clock.now());
+      if (started.code !== 'ok') return { reason: `lease lost (${started.code})`, turnError: '' };
+      if (started.value) {
+        const ending = await this.superviseTurn(started.value.turn, started.value.messages);
+        if (ending) return ending;
+        idleSince = clock.now();
+        if (config.idleTimeoutMs === 0) return { reason: 'fresh sandbox per turn', turnError: '' };
+        continue;
+      }
+      const idleLeftMs = config.idleTimeoutMs - (clock.now() - idleSince);
+      if (idleLeftMs <= 0) return { reason: 'idle', turnError: '' };
+      const health = this.health(null);
+      if (health.action === 'kill') return { reason: health.reason, turnError: '' };
+      await this.wake.wait(Math.min(idleLeftMs, health.nextCheckInMs));
+    }
+  }
+
+  /** Returns null when the turn ended by commit or by the runner's own abort; otherwise why it must end. */
+  private async superviseTurn(turn: Turn, messages: { id: number; text: string }[]): Promise<Ending | null> {
+    const { config, clock } = this.deps;
+    const assignment: TurnAssignment = {
+      turnId: turn.id,
+      sessionId: turn.sessionId,
+      generation: turn.generation,
+      attempt: turn.attempt,
+      provider: this.agent.provider,
+      messages: messages.map((m) => ({ id: m.id, text: m.text })),
+      limits: { maxOutputBytes: config.maxOutputBytes, heartbeatIntervalMs: config.heartbeatIntervalMs },
+    };
+    this.log.info({ turnId: turn.id, attempt: turn.attempt, messages: messages.length }, 'Turn started');
+    this.currentTurn = turn;
+    this.gateway!.offerTurn(assignment);
+    for (;;) {
+      if (this.turnEnd?.turnId === turn.id) {
+        this.log.info({ turnId: turn.id, outcome: this.turnEnd.end.kind, turnMs: clock.now() - turn.startedAt }, 'Turn ended');
+        this.turnEnd = null;
+        this.currentTurn = null;
+        return null;
+      }
+      const early = this.earlyEnding(turn);
+      if (early) return early;
+      const health = this.health(turn);
+      switch (health.action) {
+        case 'kill':
+          this.log.warn({ reason: health.reason, ageMs: health.ageMs }, 'Killing unhealthy sandbox');
+          return { reason: health.reason, turnError: `sandbox killed: ${health.reason} after ${health.ageMs} ms` };
+        case 'ok':
+          await this.wake.wait(health.nextCheckInMs);
+      }
+    }
+  }
+
+  private earlyEnding(turn: Turn | null): Ending | null {
+    if (this.exit) {
+      const e = this.exit;
+      const cause = e.oomKilled ? 'out of memory' : `exit code ${e.exitCode}`;
+      return { reason: 'sandbox exited', turnError: turn ? `sandbox exited mid-turn (${cause})` : '' };
+    }
+    if (this.stopping) return { reason: this.stopping, turnError: turn ? `worker stopped: ${this.stopping}` : '' };
+    return null;
+  }
+
+  private health(turn: Turn | null) {
+    const { config, clock } = this.deps;
+    return decideSandboxHealth(
+      { lastHeartbeatAt: this.lastHeartbeatAt, turnStartedAt: turn ? turn.startedAt : null },
+      clock.now(),
+      { heartbeatTimeoutMs: config.heartbeatTimeoutMs, turnTimeoutMs: config.turnTimeoutMs },
+    );
+  }
+
+  /** Abort the running turn (if any), kill the sandbox, close the gateway, give the lease back. */
+  private async finish(ending: Ending): Promise<void> {
+    const { store, clock, runtime } = this.deps;
+    if (this.currentTurn) {
+      // 'stale'/'not_found' here means the turn already ended (commit raced the ending): nothing to undo.
+      await store.abortTurn({ ...this.fence, turnId: this.currentTurn.id, error: ending.turnError || ending.reason }, clock.now());
+    }
+    if (this.handle || this.exit) {
+      await runtime.kill(this.handle ?? { id: '', name: this.sandboxName }, ending.reason).catch((err: unknown) => {
+        this.log.error({ err }, 'Failed to kill sandbox');
+      });
+    }
+    await this.gateway?.close();
+    await rm(this.deps.paths.sandboxRunDir(this.sandboxName), { recursive: true, force: true });
+    await store.releaseSession(this.fence, clock.now());
+    this.log.info({ reason: ending.reason }, 'Session released');
+  }
+}
+
+async function giveToSandboxUser(dir: string): Promise<void> {
+  if (process.getuid?.() === 0) await chown(dir, SANDBOX_UID, SANDBOX_UID);
+  else await chmod(dir, 0o777);
+}

@@ -1,0 +1,186 @@
+/**
+ * A worker owns N slots on one machine. It pulls: a session is claimed only when a slot
+ * is free, so a peak queues (with a visible position) instead of failing. It renews its
+ * own row every lease/5 (its sessions' leases live only while that row is fresh), sweeps
+ * sessions of dead workers back into the queue, routes engine exit events to the
+ * supervisor of the sandbox, and at start reaps this install's sandboxes whose worker is
+ * gone. If it cannot renew its row for a whole lease it kills its own sandboxes before
+ * anyone else may take their sessions over (self-fencing).
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Logger } from 'pino';
+import { type Clock, isLeaseFresh, LABELS, newId, type ResolvedConfig } from '../core/index.js';
+import { type SandboxRuntime, stageRunner } from '../runtime/index.js';
+import type { Store, StoreChange } from '../store/index.js';
+import { type HostPaths, installIdOf } from './paths.js';
+import { SessionSupervisor } from './session-supervisor.js';
+import { WakeSignal } from './signal.js';
+
+export interface WorkerDeps {
+  config: ResolvedConfig;
+  store: Store;
+  runtime: SandboxRuntime;
+  clock: Clock;
+  log: Logger;
+  paths: HostPaths;
+  image: string;
+}
+
+export class Worker {
+  readonly id = newId('wrk');
+  readonly installId: string;
+  private readonly secret = randomBytes(32);
+  private readonly supervisors = new Map<string, SessionSupervisor>();
+  private readonly running = new Set<Promise<void>>();
+  private readonly claimWake = new WakeSignal();
+  private readonly abort = new AbortController();
+  private readonly log: Logger;
+  private lastRenewedAt = 0;
+  private loops: Promise<unknown>[] = [];
+  private unsubscribe: (() => void) | null = null;
+
+  constructor(private readonly deps: WorkerDeps) {
+    this.installId = installIdOf(deps.paths.dataDir);
+    this.log = deps.log.child({ workerId: this.id });
+  }
+
+  get activeSessions(): number {
+    return this.supervisors.size;
+  }
+
+  async start(): Promise<void> {
+    const { store, clock, config, paths } = this.deps;
+    await stageRunner(paths.runnerDir);
+    const now = clock.now();
+    await store.registerWorker({ id: this.id, host: hostname(), pid: process.pid, slots: config.slots, heartbeatAt: now, startedAt: now });
+    this.lastRenewedAt = now;
+    await this.reapOrphans();
+    this.unsubscribe = store.onChange((change) => this.onStoreChange(change));
+    const connected = new WakeSignal();
+    this.loops = [this.watchRuntime(connected), this.renewLoop()];
+    // No sandbox starts before exits can be seen.
+    await connected.wait(config.leaseMs);
+    this.loops.push(this.claimLoop());
+    this.log.info({ slots: config.slots, installId: this.installId }, 'Worker started');
+  }
+
+  /** Stops claiming, ends every supervision (running turns are aborted and retried elsewhere), removes the worker row. */
+  async stop(): Promise<void> {
+    this.abort.abort();
+    this.unsubscribe?.();
+    this.claimWake.notify();
+    for (const s of this.supervisors.values()) s.stop('worker stopping');
+    await Promise.allSettled([...this.running, ...this.loops]);
+    await this.deps.store.removeWorker(this.id);
+    this.log.info('Worker stopped');
+  }
+
+  private onStoreChange(change: StoreChange): void {
+    if (change.type === 'enqueued') {
+      const owner = this.supervisors.get(change.sessionId);
+      if (owner && change.leaseOwner === this.id) owner.notifyMessage();
+      else this.claimWake.notify();
+    } else if (change.type === 'released') {
+      this.claimWake.notify();
+    }
+  }
+
+  private async claimLoop(): Promise<void> {
+    const { store, clock, config } = this.deps;
+    while (!this.abort.signal.aborted) {
+      let claimed = false;
+      if (this.supervisors.size < config.slots) {
+        try {
+          const c = await store.claimRunnableSession(this.id, clock.now());
+          if (c) {
+            claimed = true;
+            this.supervise(new SessionSupervisor({ ...this.deps, installId: this.installId, workerId: this.id, secret: this.secret }, c.session, c.agent));
+          }
+        } catch (err) {
+          this.log.error({ err }, 'Claim failed');
+        }
+      }
+      if (claimed) continue;
+      // Woken by a new message, a released session, a freed slot, or the next backoff expiry;
+      // the renew tick is the floor, for writers in other processes.
+      const next = await store.nextProcessAfter(clock.now()).catch(() => null);
+      const untilNextMs = next === null ? Number.POSITIVE_INFINITY : next - clock.now();
+      await this.claimWake.wait(Math.min(untilNextMs, config.leaseMs / 5));
+    }
+  }
+
+  private supervise(supervisor: SessionSupervisor): void {
+    this.supervisors.set(supervisor.session.id, supervisor);
+    const run = supervisor
+      .run()
+      .catch((err: unknown) => this.log.error({ err, sessionId: supervisor.session.id }, 'Supervisor crashed'))
+      .finally(() => {
+        this.supervisors.delete(supervisor.session.id);
+        this.running.delete(run);
+        this.claimWake.notify();
+      });
+    this.running.add(run);
+  }
+
+  private async renewLoop(): Promise<void> {
+    const { store, clock, config } = this.deps;
+    while (!this.abort.signal.aborted) {
+      await sleep(config.leaseMs / 5, this.abort.signal);
+      if (this.abort.signal.aborted) return;
+      const now = clock.now();
+      try {
+        if (await store.renewWorker(this.id, now)) this.lastRenewedAt = now;
+        await store.reclaimExpiredLeases(now);
+      } catch (err) {
+        this.log.warn({ err }, 'Lease renewal failed');
+      }
+      if (!isLeaseFresh(this.lastRenewedAt, clock.now(), config.leaseMs) && this.supervisors.size > 0) {
+        this.log.error({ leaseAgeMs: clock.now() - this.lastRenewedAt }, 'Lease lost: killing own sandboxes');
+        for (const s of this.supervisors.values()) s.stop('lease lost');
+      }
+    }
+  }
+
+  private async watchRuntime(connected: WakeSignal): Promise<void> {
+    while (!this.abort.signal.aborted) {
+      try {
+        for await (const event of this.deps.runtime.events(this.installId, this.abort.signal)) {
+          if (event.type === 'connected') {
+            connected.notify();
+            continue;
+          }
+          if (event.type === 'disconnected') {
+            this.log.warn({ error: event.error }, 'Runtime event stream lost; reconnecting');
+            break;
+          }
+          for (const s of this.supervisors.values()) if (s.sandboxName === event.name) s.onSandboxExit(event);
+        }
+      } catch (err) {
+        this.log.warn({ err }, 'Runtime event stream failed; reconnecting');
+      }
+      await sleep(1000, this.abort.signal);
+    }
+  }
+
+  /** Sandboxes of this install whose worker is not alive are left from a crash: kill them. */
+  private async reapOrphans(): Promise<void> {
+    const { store, runtime, clock, config } = this.deps;
+    const live = new Set(
+      (await store.listWorkers()).filter((w) => isLeaseFresh(w.heartbeatAt, clock.now(), config.leaseMs)).map((w) => w.id),
+    );
+    const orphans = (await runtime.list(this.installId)).filter((h) => !live.has(h.labels[LABELS.worker] ?? ''));
+    await Promise.all(orphans.map((h) => runtime.kill(h, 'orphan')));
+    if (orphans.length > 0) this.log.info({ count: orphans.length }, 'Reaped orphan sandboxes');
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
+}

@@ -1,0 +1,168 @@
+/**
+ * The Store conformance suite: every implementation must pass it unchanged. It drives the
+ * transitions the way a worker and a sandbox do and checks what a client then reads.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { agentSpecSchema, isBerthError, type RetryPolicy } from '../../src/core/index.js';
+import type { Store } from '../../src/store/index.js';
+
+export const LEASE_MS = 10_000;
+export const RETRY: RetryPolicy = { retryBaseMs: 1000, retryMaxMs: 60_000, maxTries: 3 };
+const BASE = 1_700_000_000_000;
+
+export type OpenStore = () => Promise<Store>;
+
+async function withAgent(open: OpenStore): Promise<Store> {
+  const store = await open();
+  await store.createAgent(agentSpecSchema.parse({ name: 'sh', provider: 'command' }), BASE);
+  await store.registerWorker({ id: 'w1', host: 'h', pid: 1, slots: 2, heartbeatAt: BASE, startedAt: BASE });
+  await store.registerWorker({ id: 'w2', host: 'h', pid: 2, slots: 2, heartbeatAt: BASE, startedAt: BASE });
+  return store;
+}
+
+export function runStoreConformance(kind: string, open: OpenStore): void {
+  describe(`Store conformance: ${kind}`, () => {
+    test('enqueue creates the session once, keeps its agent, and queues FIFO', async () => {
+      const store = await withAgent(open);
+      const a = await store.enqueueMessage({ sessionId: 'a', agent: 'sh', text: 'one', now: BASE });
+      const b = await store.enqueueMessage({ sessionId: 'b', agent: 'sh', text: 'two', now: BASE + 1 });
+      await store.enqueueMessage({ sessionId: 'a', text: 'three', now: BASE + 2 });
+      assert.equal(a.view.queuePosition, 1);
+      assert.equal(b.view.queuePosition, 2);
+      assert.equal(b.view.status, 'queued');
+      const claimed = await store.claimRunnableSession('w1', BASE + 3);
+      assert.equal(claimed?.session.id, 'a');
+      assert.equal(claimed?.session.generation, 1);
+      assert.equal((await store.getSessionView('b', BASE + 3))?.queuePosition, 1);
+      await store.close();
+    });
+
+    test('bad enqueues store nothing', async () => {
+      const store = await withAgent(open);
+      const cases = [
+        { input: { sessionId: 'x', agent: 'ghost', text: 't', now: BASE }, code: 'AGENT_NOT_FOUND' as const },
+        { input: { sessionId: 'x', text: 't', now: BASE }, code: 'AGENT_REQUIRED' as const },
+      ];
+      for (const c of cases) {
+        await assert.rejects(store.enqueueMessage(c.input), (e: unknown) => isBerthError(e, c.code));
+      }
+      assert.equal(await store.getSessionView('x', BASE), null);
+      await store.enqueueMessage({ sessionId: 'y', agent: 'sh', text: 't', now: BASE });
+      await store.createAgent(agentSpecSchema.parse({ name: 'other', provider: 'script' }), BASE);
+      await assert.rejects(
+        store.enqueueMessage({ sessionId: 'y', agent: 'other', text: 't', now: BASE }),
+        (e: unknown) => isBerthError(e, 'SESSION_AGENT_MISMATCH'),
+      );
+      assert.equal((await store.listMessages('y', 0, 10)).length, 1);
+      await store.close();
+    });
+
+    test('a turn commits outputs and state atomically, fenced by generation and lease holder', async () => {
+      const store = await withAgent(open);
+      await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'echo hi', now: BASE });
+      const { session } = (await store.claimRunnableSession('w1', BASE))!;
+      const fence = { sessionId: 's', generation: session.generation, workerId: 'w1' };
+      const started = await store.startTurn(fence, BASE);
+      assert.equal(started.code, 'ok');
+      const turn = started.code === 'ok' ? started.value!.turn : assert.fail('no turn');
+      assert.equal(turn.attempt, 1);
+      assert.equal((await store.getSessionView('s', BASE))?.status, 'running');
+
+      const stale = [
+        { ...fence, generation: fence.generation - 1 },
+        { ...fence, workerId: 'w2' },
+      ];
+      for (const f of stale) {
+        assert.equal(await store.commitTurn({ ...f, turnId: turn.id, outputs: [{ text: 'evil' }] }, BASE), 'stale');
+        assert.equal(await store.recordProgress({ ...f, turnId: turn.id, text: 'evil' }, BASE), 'stale');
+      }
+      assert.equal((await store.listMessages('s', 0, 10)).filter((m) => m.direction === 'out').length, 0);
+
+      assert.equal(await store.commitTurn({ ...fence, turnId: turn.id, outputs: [{ text: 'hi\n', data: { exitCode: 0 } }] }, BASE + 5), 'ok');
+      assert.equal(await store.commitTurn({ ...fence, turnId: turn.id, outputs: [{ text: 'twice' }] }, BASE + 6), 'stale');
+      const messages = await store.listMessages('s', 0, 10);
+      assert.deepEqual(messages.map((m) => [m.direction, m.status, m.text]), [
+        ['in', 'done', 'echo hi'],
+        ['out', 'done', 'hi\n'],
+      ]);
+      const view = (await store.getSessionView('s', BASE + 6))!;
+      assert.equal(view.lastReply?.text, 'hi\n');
+      assert.deepEqual(view.lastReply?.data, { exitCode: 0 });
+      assert.equal(view.status, 'bound');
+      const events = await store.eventsAfter('s', 0, 100);
+      assert.deepEqual(events.map((e) => e.type), ['queued', 'started', 'reply']);
+      await store.close();
+    });
+
+    test('an aborted turn retries with backoff and fails after maxTries', async () => {
+      const store = await withAgent(open);
+      await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'x', now: BASE });
+      let now = BASE;
+      for (let attempt = 1; attempt <= RETRY.maxTries; attempt++) {
+        const claim = await store.claimRunnableSession('w1', now);
+        assert.ok(claim, `claim ${attempt}`);
+        const fence = { sessionId: 's', generation: claim.session.generation, workerId: 'w1' };
+        const started = await store.startTurn(fence, now);
+        const turn = started.code === 'ok' ? started.value!.turn : assert.fail('no turn');
+        assert.equal(turn.attempt, attempt);
+        assert.equal(await store.abortTurn({ ...fence, turnId: turn.id, error: 'sandbox exited' }, now), 'ok');
+        assert.equal(await store.releaseSession(fence, now), 'ok');
+        if (attempt < RETRY.maxTries) {
+          const backoff = 1000 * 2 ** (attempt - 1);
+          assert.equal(await store.claimRunnableSession('w1', now + backoff - 1), null, 'not before its backoff');
+          assert.equal(await store.nextProcessAfter(now), now + backoff);
+          assert.equal((await store.getSessionView('s', now))?.status, 'backoff');
+          now += backoff;
+        }
+      }
+      const [message] = await store.listMessages('s', 0, 10);
+      assert.equal(message?.status, 'failed');
+      assert.equal(message?.tries, RETRY.maxTries);
+      assert.equal((await store.getSessionView('s', now))?.status, 'failed');
+      const types = (await store.eventsAfter('s', 0, 100)).map((e) => e.type);
+      assert.equal(types.filter((t) => t === 'retrying').length, RETRY.maxTries - 1);
+      assert.equal(types.at(-1), 'failed');
+      assert.equal(await store.claimRunnableSession('w1', now + 3_600_000), null);
+      await store.close();
+    });
+
+    test("a dead worker's sessions are reclaimed: turn aborted, lease cleared, next claim bumps the generation", async () => {
+      const store = await withAgent(open);
+      await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'x', now: BASE });
+      const claim = (await store.claimRunnableSession('w1', BASE))!;
+      const oldFence = { sessionId: 's', generation: claim.session.generation, workerId: 'w1' };
+      const started = await store.startTurn(oldFence, BASE);
+      const turn = started.code === 'ok' ? started.value!.turn : assert.fail('no turn');
+
+      assert.equal(await store.renewWorker('w2', BASE + LEASE_MS), true);
+      assert.deepEqual(await store.reclaimExpiredLeases(BASE + LEASE_MS - 1), []);
+      assert.deepEqual(await store.reclaimExpiredLeases(BASE + LEASE_MS), ['s']);
+      const after = BASE + LEASE_MS + RETRY.retryBaseMs;
+      const taken = (await store.claimRunnableSession('w2', after))!;
+      assert.equal(taken.session.generation, oldFence.generation + 1);
+      assert.equal(await store.commitTurn({ ...oldFence, turnId: turn.id, outputs: [{ text: 'late' }] }, after), 'stale');
+      assert.equal((await store.listTurns('s'))[0]?.status, 'aborted');
+      await store.close();
+    });
+
+    test('renewWorker reports a missing row so the worker can fence itself', async () => {
+      const store = await withAgent(open);
+      assert.equal(await store.renewWorker('w1', BASE + 1), true);
+      await store.removeWorker('w1');
+      assert.equal(await store.renewWorker('w1', BASE + 2), false);
+      await store.close();
+    });
+
+    test('notifications follow the committed transaction', async () => {
+      const store = await withAgent(open);
+      const seen: string[] = [];
+      const off = store.onChange((c) => seen.push(c.type === 'event' ? `event:${c.event.type}` : c.type));
+      await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'x', now: BASE });
+      await assert.rejects(store.enqueueMessage({ sessionId: 'z', agent: 'ghost', text: 'x', now: BASE }));
+      off();
+      assert.deepEqual(seen, ['enqueued', 'event:queued']);
+      await store.close();
+    });
+  });
+}
