@@ -35,6 +35,9 @@ probe() {
   fi
 }
 
+# Non-root PATHs often lack sbin, where Debian puts dockerd.
+has_dockerd() { command -v dockerd >/dev/null 2>&1 || [[ -x /usr/sbin/dockerd ]]; }
+
 status=0
 probe || status=$?
 if [[ $status -eq 0 ]]; then
@@ -51,7 +54,7 @@ if [[ "$socket" != /var/run/docker.sock && "$socket" != /run/docker.sock ]]; the
 fi
 
 if [[ $(id -u) -ne 0 || ! -f /etc/debian_version ]]; then
-  if command -v dockerd >/dev/null 2>&1; then
+  if has_dockerd; then
     echo "Docker is installed but not answering on $socket: start it (sudo systemctl start docker, or sudo dockerd), or run this script as root." >&2
   else
     echo "Docker is not installed: install Docker Engine (Debian/Ubuntu: sudo apt-get install docker.io) and start it, or run this script as root on Debian." >&2
@@ -59,7 +62,7 @@ if [[ $(id -u) -ne 0 || ! -f /etc/debian_version ]]; then
   exit 1
 fi
 
-if ! command -v dockerd >/dev/null 2>&1; then
+if ! has_dockerd; then
   echo "Installing docker.io with apt-get..."
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq

@@ -1,5 +1,5 @@
 /** buildApp(deps): the HTTP API as a Fastify instance, not listening (tests use inject()). */
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Logger } from 'pino';
 import { agentsRoutes } from './agents-routes.js';
 import type { ApiDeps } from './deps.js';
@@ -15,7 +15,8 @@ export async function buildApp(deps: ApiDeps & { log: Logger }): Promise<Fastify
   const app = Fastify({
     loggerInstance: deps.log as FastifyBaseLogger,
     bodyLimit: deps.config.maxMessageBytes * 2 + BODY_SLACK_BYTES,
-    disableRequestLogging: true,
+    // One line per request would drown the state-change logs that matter.
+    logController: new LogController({ disableRequestLogging: true }),
   });
   installErrorHandler(app);
   await app.register(agentsRoutes, deps);

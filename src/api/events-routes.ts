@@ -15,6 +15,12 @@ const TICK_MS = 1_000;
 const KEEPALIVE_MS = 15_000;
 
 export const eventsRoutes: FastifyPluginAsync<ApiDeps> = async (app, { store, clock }) => {
+  // Streams never finish on their own: end them when the server closes, or close would wait on them.
+  const open = new Set<() => void>();
+  app.addHook('preClose', async () => {
+    for (const end of open) end();
+  });
+
   app.get<{ Params: { id: string } }>('/v1/sessions/:id/events', async (request, reply) => {
     const sessionId = assertSessionId(request.params.id);
     const query = parseInput(eventsQuery, request.query, 'query');
@@ -71,7 +77,10 @@ export const eventsRoutes: FastifyPluginAsync<ApiDeps> = async (app, { store, cl
     const unsubscribe = store.onChange(() => void flush());
     const tick = setInterval(() => void flush(), TICK_MS);
     const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
+    const end = () => res.end();
+    open.add(end);
     request.raw.on('close', () => {
+      open.delete(end);
       unsubscribe();
       clearInterval(tick);
       clearInterval(keepalive);

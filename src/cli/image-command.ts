@@ -42,7 +42,7 @@ Sources:
                mirror from /etc/apt/sources*, adds the host's node, imports the root
                into Docker. Needs root and Debian's mirror, no container registry.
                Installs debootstrap with apt-get when it is missing. The first build
-               takes a few minutes; later ones reuse the cached root in the cache dir.
+               takes a minute or two; later ones reuse the cached root in the cache dir.
   dockerfile   docker build of image/Dockerfile on node:20-bookworm-slim. Needs a
                reachable container registry and network inside build containers.
 

@@ -11,9 +11,10 @@ export interface SessionFacts {
 
 export function deriveSessionStatus(f: SessionFacts): SessionStatus {
   if (f.turnRunning) return 'running';
-  if (f.leased) return f.runnable > 0 ? 'starting' : 'bound';
+  if (f.leased && f.runnable > 0) return 'starting';
   if (f.runnable > 0) return 'queued';
   if (f.pending > 0) return 'backoff';
+  // A failed last message outranks an idle sandbox still bound to the session: it is what the user must see.
   if (f.lastInboundStatus === 'failed') return 'failed';
-  return 'idle';
+  return f.leased ? 'bound' : 'idle';
 }

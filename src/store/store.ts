@@ -31,6 +31,13 @@ export interface Fence {
   workerId: string;
 }
 
+export interface AuditEntry {
+  kind: string;
+  sessionId?: string;
+  generation?: number;
+  data: Record<string, unknown>;
+}
+
 /** In-process notifications, emitted after the transaction that caused them committed. */
 export type StoreChange =
   | { type: 'enqueued'; sessionId: string; leaseOwner: string | null }
@@ -88,7 +95,8 @@ export interface Store {
   /** Gives the session up: lease and sandbox cleared. */
   releaseSession(fence: Fence, now: number): Promise<FenceCode>;
 
-  audit(entry: { kind: string; sessionId?: string; generation?: number; data: Record<string, unknown> }, now: number): Promise<void>;
+  audit(entry: AuditEntry, now: number): Promise<void>;
+  listAudit(afterId: number, limit: number): Promise<(AuditEntry & { id: number; at: number })[]>;
 }
 
 export type { Session };

@@ -116,7 +116,8 @@ export class Worker {
       .run()
       .catch((err: unknown) => this.log.error({ err, sessionId: supervisor.session.id }, 'Supervisor crashed'))
       .finally(() => {
-        this.supervisors.delete(supervisor.session.id);
+        // The session may already be re-claimed by a newer supervisor (its release wakes the claim loop).
+        if (this.supervisors.get(supervisor.session.id) === supervisor) this.supervisors.delete(supervisor.session.id);
         this.running.delete(run);
         this.claimWake.notify();
       });

@@ -17,7 +17,7 @@
 // - Two concurrent builds of the same tag both succeed; the last import wins the tag. Their
 //   roots are identical but for mtimes, so nothing depends on which one that is.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import os from 'node:os';
@@ -100,8 +100,7 @@ export async function ensureBaseImage(
   opts: EnsureBaseImageOptions,
 ): Promise<{ tag: string; built: boolean }> {
   const onProgress = opts.onProgress ?? (() => {});
-  await fs.mkdir(opts.cacheDir, { recursive: true });
-  onProgress({ phase: 'hash node' });
+  // Creates cacheDir as a side effect (the node hash is recorded there).
   const recipe = await baseImageRecipe(opts.cacheDir);
   const tag = baseImageTag(recipe);
   if (await imageExists(docker, tag)) return { tag, built: false };
@@ -120,8 +119,8 @@ async function imageExists(docker: Dockerode, tag: string): Promise<boolean> {
   } catch (err) {
     if ((err as { statusCode?: number }).statusCode === 404) return false;
     throw new Error(
-      `Cannot inspect image ${tag}: the Docker Engine API did not answer (${errorText(err)}). ` +
-        'Start Docker (scripts/ensure-docker.sh) and try again.',
+      `Cannot look up image ${tag} through the Docker Engine API (${errorText(err)}). ` +
+        'Check that Docker is running (scripts/ensure-docker.sh) and try again.',
       { cause: err },
     );
   }
@@ -167,12 +166,17 @@ async function sha256File(file: string): Promise<string> {
   return hash.digest('hex');
 }
 
+/** Unique per writer, even for concurrent writers in one process. */
+function uniqueSuffix(): string {
+  return `${process.pid}-${randomBytes(4).toString('hex')}`;
+}
+
 function sha256Hex(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
 async function writeFileAtomic(file: string, data: string): Promise<void> {
-  const tmp = `${file}.${process.pid}.tmp`;
+  const tmp = `${file}.${uniqueSuffix()}.tmp`;
   await fs.writeFile(tmp, data);
   await fs.rename(tmp, file);
 }
@@ -206,7 +210,7 @@ async function buildFromDebootstrap(
       onProgress({ phase: 'customize' });
       await customizeRootfs(root);
       onProgress({ phase: 'cache rootfs' });
-      const partial = `${cachedRootfs}.${process.pid}.partial`;
+      const partial = `${cachedRootfs}.${uniqueSuffix()}.partial`;
       try {
         await run('tar', ['-C', root, '--numeric-owner', '-c', '-f', partial, '.']);
         await fs.rename(partial, cachedRootfs);
@@ -239,7 +243,10 @@ async function ensureDebootstrap(onProgress: (p: BuildProgress) => void): Promis
   }
   onProgress({ phase: 'install debootstrap' });
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  const install = ['apt-get', ['install', '-y', '--no-install-recommends', 'debootstrap']] as const;
+  // Recommends would pull in gnupg; the keyring is the one recommend that matters, because without
+  // it debootstrap cannot verify the mirror's Release signature (gpgv itself is always installed).
+  const packages = ['debootstrap', 'debian-archive-keyring'];
+  const install = ['apt-get', ['install', '-y', '--no-install-recommends', ...packages]] as const;
   try {
     await run(...install, { env });
   } catch {
@@ -302,7 +309,7 @@ export function parseAptMirror(files: readonly AptSourceFile[], suite: string): 
       for (const stanza of file.text.split(/\n\s*\n/)) {
         const fields = parseDeb822Stanza(stanza);
         const list = (name: string) => (fields.get(name) ?? '').split(/\s+/).filter(Boolean);
-        if (fields.get('enabled') === 'no') continue;
+        if (fields.get('enabled')?.toLowerCase() === 'no') continue;
         if (!list('types').includes('deb') || !list('suites').includes(suite)) continue;
         if (!list('components').includes('main')) continue;
         const uri = list('uris').find(usable);

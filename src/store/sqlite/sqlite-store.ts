@@ -28,7 +28,7 @@ import {
   type WorkerRow,
 } from '../../core/index.js';
 import { deriveSessionStatus } from '../session-status.js';
-import type { EnqueueInput, Fence, FenceCode, Fenced, Store, StoreChange } from '../store.js';
+import type { AuditEntry, EnqueueInput, Fence, FenceCode, Fenced, Store, StoreChange } from '../store.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 import * as sql from './statements.js';
 
@@ -311,10 +311,7 @@ export class SqliteStore implements Store {
     });
   }
 
-  async audit(
-    entry: { kind: string; sessionId?: string; generation?: number; data: Record<string, unknown> },
-    now: number,
-  ): Promise<void> {
+  async audit(entry: AuditEntry, now: number): Promise<void> {
     this.write(() =>
       this.run(sql.INSERT_AUDIT, {
         now,
@@ -324,6 +321,17 @@ export class SqliteStore implements Store {
         data: JSON.stringify(entry.data),
       }),
     );
+  }
+
+  async listAudit(afterId: number, limit: number): Promise<(AuditEntry & { id: number; at: number })[]> {
+    return this.all(sql.AUDIT_AFTER, { afterId, limit }).map((r) => ({
+      id: Number(r.id),
+      at: Number(r.at),
+      kind: String(r.kind),
+      ...(r.session_id == null ? {} : { sessionId: String(r.session_id) }),
+      ...(r.generation == null ? {} : { generation: Number(r.generation) }),
+      data: JSON.parse(String(r.data)) as Record<string, unknown>,
+    }));
   }
 
   // ---- internals (run inside a write transaction)

@@ -109,3 +109,4 @@ export const ALL_WORKERS = `SELECT * FROM workers ORDER BY started_at`;
 
 export const INSERT_AUDIT = `
 INSERT INTO audit (at, kind, session_id, generation, data) VALUES (:now, :kind, :sessionId, :generation, :data)`;
+export const AUDIT_AFTER = `SELECT * FROM audit WHERE id > :afterId ORDER BY id LIMIT :limit`;

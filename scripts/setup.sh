@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# One-shot set-up of a checkout: dependencies, build, Docker, sandbox base image.
+#
+# Invariants: re-running is cheap. `npm ci` runs only when node_modules is missing or
+# package-lock.json changed since the last successful install (its sha256 is kept in
+# node_modules/.berth-lock-sha256, written only after npm ci succeeds); the image build is a
+# no-op when the image for this recipe exists. Stops at the first failing step.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+step() { printf '==> %s\n' "$*"; }
+
+lock_sha=$(sha256sum package-lock.json | cut -d' ' -f1)
+stamp=node_modules/.berth-lock-sha256
+if [[ -d node_modules && -f "$stamp" && "$(cat "$stamp")" == "$lock_sha" ]]; then
+  step "dependencies: up to date"
+else
+  step "dependencies: npm ci"
+  npm ci
+  printf '%s\n' "$lock_sha" >"$stamp"
+fi
+
+step "build: npm run build"
+npm run build --silent
+
+step "docker: scripts/ensure-docker.sh"
+scripts/ensure-docker.sh
+
+step "base image: berth image build"
+node bin/berth.js image build

@@ -1,0 +1,83 @@
+/**
+ * Faults injected the way they happen, against real sandboxes: `docker kill` mid-turn,
+ * a runner that dies on every attempt, a runner frozen with SIGSTOP (no heartbeats).
+ * In each case the message is re-dispatched without anyone resending it.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { ScriptPlan } from '../src/core/index.js';
+import { startTestHost } from './helpers/test-host.js';
+
+const plan = (p: ScriptPlan) => JSON.stringify(p);
+
+test('docker kill mid-turn: the turn is retried and the reply still arrives, tries = 2', async (t) => {
+  const { host, client, sendAndCollect } = await startTestHost(t);
+  await client.request('POST', '/v1/agents', { name: 'scr', provider: 'script' });
+  let killed: Promise<void> | undefined;
+  const events = await sendAndCollect(
+    'k1',
+    { agent: 'scr', text: plan({ steps: [{ progress: 'working' }, { sleep: 2500 }], reply: 'survived' }) },
+    (e) => {
+      if (e.type === 'progress' && !killed) {
+        killed = host.store.getSessionView('k1', Date.now()).then(async (v) => {
+          await host.docker.getContainer(v!.sandbox!).kill();
+        });
+      }
+      return e.type === 'reply';
+    },
+  );
+  await killed;
+  assert.equal(events.at(-1)?.data.text, 'survived');
+  assert.deepEqual(
+    events.filter((e) => e.type === 'started' || e.type === 'retrying').map((e) => e.type),
+    ['started', 'retrying', 'started'],
+  );
+  const [inbound] = await host.store.listMessages('k1', 0, 1);
+  assert.equal(inbound?.tries, 2);
+  assert.equal(inbound?.status, 'done');
+  const turns = await host.store.listTurns('k1');
+  assert.deepEqual(turns.map((x) => x.status), ['aborted', 'committed']);
+  assert.match(turns[0]!.error!, /sandbox exited mid-turn/);
+  assert.ok(turns[1]!.generation > turns[0]!.generation, 'the retry runs under a new generation');
+});
+
+test('a runner that dies on every attempt: failed after 5 tries, with an error event', async (t) => {
+  const { host, client, sendAndCollect } = await startTestHost(t, { BERTH_RETRY_BASE: '100ms' });
+  await client.request('POST', '/v1/agents', { name: 'doomed', provider: 'script' });
+  const events = await sendAndCollect(
+    'd1',
+    { agent: 'doomed', text: plan({ steps: [{ run: 'kill -KILL $BERTH_RUNNER_PID; sleep 5' }] }) },
+    (e) => e.type === 'failed',
+  );
+  assert.equal(events.filter((e) => e.type === 'started').length, 5);
+  assert.equal(events.filter((e) => e.type === 'retrying').length, 4);
+  const failed = events.at(-1)!;
+  assert.equal(failed.data.tries, 5);
+  assert.match(String(failed.data.error), /sandbox exited mid-turn/);
+  const [inbound] = await host.store.listMessages('d1', 0, 1);
+  assert.equal(inbound?.status, 'failed');
+  assert.equal((await host.store.getSessionView('d1', Date.now()))?.status, 'failed');
+  assert.equal((await host.store.listTurns('d1')).length, 5);
+});
+
+test('a sandbox that stops heartbeating is killed and the turn retried, never a hang', async (t) => {
+  const { host, client, sendAndCollect } = await startTestHost(t, { BERTH_HEARTBEAT_TIMEOUT: '3s', BERTH_HEARTBEAT_INTERVAL: '500ms' });
+  await client.request('POST', '/v1/agents', { name: 'frozen', provider: 'script' });
+  // The first attempt freezes its runner (SIGSTOP): no more heartbeats. The retry finds the marker and goes on.
+  const events = await sendAndCollect(
+    'h1',
+    {
+      agent: 'frozen',
+      text: plan({
+        steps: [{ run: 'if [ ! -e .froze ]; then touch .froze; kill -STOP $BERTH_RUNNER_PID; sleep 60; fi' }],
+        reply: 'thawed',
+      }),
+    },
+    (e) => e.type === 'reply',
+  );
+  assert.equal(events.at(-1)?.data.text, 'thawed');
+  const turns = await host.store.listTurns('h1');
+  assert.deepEqual(turns.map((x) => x.status), ['aborted', 'committed']);
+  assert.match(turns[0]!.error!, /heartbeat-timeout/);
+  assert.equal((await host.store.listMessages('h1', 0, 1))[0]?.tries, 2);
+});

@@ -1,0 +1,57 @@
+/**
+ * An in-process berth host on a temp data dir and a free port, against the real Docker
+ * engine, for integration tests. Logs go to a file in the data dir (shown on failure).
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
+import { destination, pino } from 'pino';
+import { loadConfig, type SessionEvent } from '../../src/core/index.js';
+import { ApiClient, type Host, startHost } from '../../src/cli/index.js';
+
+export interface TestHost {
+  host: Host;
+  client: ApiClient;
+  dataDir: string;
+  /** Posts a message and follows the session's events until `until` matches one (or the timeout). */
+  sendAndCollect(
+    sessionId: string,
+    body: { text: string; agent?: string },
+    until: (e: { type: string; data: Record<string, unknown> }) => boolean,
+    timeoutMs?: number,
+  ): Promise<{ type: string; data: Record<string, unknown> }[]>;
+}
+
+export async function startTestHost(t: TestContext, env: Record<string, string> = {}): Promise<TestHost> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'berth-test-'));
+  const config = loadConfig({ BERTH_LOG_LEVEL: 'info', ...env, BERTH_DATA: dataDir }, { apiPort: 0 });
+  const log = pino({ level: config.logLevel }, destination({ dest: join(dataDir, 'host.log'), sync: true }));
+  const host = await startHost(config, log);
+  const client = new ApiClient(host.url);
+  t.after(async () => {
+    await host.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  return {
+    host,
+    client,
+    dataDir,
+    async sendAndCollect(sessionId, body, until, timeoutMs = 60_000) {
+      const posted = await client.request<{ eventId: number }>('POST', `/v1/sessions/${sessionId}/messages`, body);
+      const seen: { type: string; data: Record<string, unknown> }[] = [];
+      const abort = AbortSignal.timeout(timeoutMs);
+      try {
+        for await (const e of client.events(sessionId, posted.eventId, abort)) {
+          seen.push({ type: e.type, data: e.data });
+          if (until(e)) return seen;
+        }
+      } catch (err) {
+        if ((err as Error).name !== 'TimeoutError' && (err as Error).name !== 'AbortError') throw err;
+      }
+      throw new Error(`timed out after ${timeoutMs} ms; events: ${JSON.stringify(seen)}`);
+    },
+  };
+}
+
+export type { SessionEvent };
