@@ -12,6 +12,7 @@ demo: setup
 	node bin/berth.js demo
 
 test: setup
+	npx biome check src test bench bin scripts
 	node scripts/run-tests.js
 
 bench: setup

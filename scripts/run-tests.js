@@ -25,7 +25,11 @@ if (files.length === 0) {
   console.error(`run-tests: no test files match ${filters.join(' ')}`);
   process.exit(1);
 }
-const result = spawnSync(process.execPath, ['--test', '--test-reporter=spec', '--test-concurrency=1', ...files], {
-  stdio: 'inherit',
-});
+const result = spawnSync(
+  process.execPath,
+  ['--test', '--test-reporter=spec', '--test-concurrency=1', ...files],
+  {
+    stdio: 'inherit',
+  },
+);
 process.exit(result.status ?? 1);

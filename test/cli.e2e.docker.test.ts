@@ -13,7 +13,10 @@ import { fileURLToPath } from 'node:url';
 
 const BIN = fileURLToPath(new URL('../../bin/berth.js', import.meta.url));
 
-function berth(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> {
+function berth(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(process.execPath, [BIN, ...args], { env, timeout: 120_000 }, (err, stdout, stderr) => {
       resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
@@ -31,8 +34,12 @@ async function freePort(): Promise<number> {
 
 async function waitForHealthy(url: string, up: ChildProcess, logFile: string): Promise<void> {
   for (let i = 0; i < 600; i++) {
-    if (up.exitCode !== null) throw new Error(`berth up exited ${up.exitCode}: ${await readFile(logFile, 'utf8')}`);
-    const ok = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+    if (up.exitCode !== null)
+      throw new Error(`berth up exited ${up.exitCode}: ${await readFile(logFile, 'utf8')}`);
+    const ok = await fetch(`${url}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -45,7 +52,10 @@ test('berth up, agent create, send --wait, status: one message through a real sa
   const env = { ...process.env, BERTH_DATA: dataDir, BERTH_PORT: String(port) };
   const logFile = join(dataDir, 'up.log');
   const { openSync } = await import('node:fs');
-  const up = spawn(process.execPath, [BIN, 'up'], { env, stdio: ['ignore', 'ignore', openSync(logFile, 'w')] });
+  const up = spawn(process.execPath, [BIN, 'up'], {
+    env,
+    stdio: ['ignore', 'ignore', openSync(logFile, 'w')],
+  });
   t.after(async () => {
     if (up.exitCode === null) up.kill('SIGKILL');
     await rm(dataDir, { recursive: true, force: true });
@@ -89,7 +99,12 @@ test('berth up with no Docker engine: one line naming the socket and the fix, ex
   const dataDir = await mkdtemp(join(tmpdir(), 'berth-e2e-'));
   t.after(() => rm(dataDir, { recursive: true, force: true }));
   const socket = join(dataDir, 'no-docker.sock');
-  const r = await berth(['up'], { ...process.env, BERTH_DATA: dataDir, BERTH_DOCKER_SOCKET: socket, BERTH_PORT: '0' });
+  const r = await berth(['up'], {
+    ...process.env,
+    BERTH_DATA: dataDir,
+    BERTH_DOCKER_SOCKET: socket,
+    BERTH_PORT: '0',
+  });
   assert.notEqual(r.code, 0);
   const lines = r.stderr.trim().split('\n');
   assert.equal(lines.length, 1, r.stderr);

@@ -36,7 +36,10 @@ test('docker kill mid-turn: the turn is retried and the reply still arrives, tri
   assert.equal(inbound?.tries, 2);
   assert.equal(inbound?.status, 'done');
   const turns = await host.store.listTurns('k1');
-  assert.deepEqual(turns.map((x) => x.status), ['aborted', 'committed']);
+  assert.deepEqual(
+    turns.map((x) => x.status),
+    ['aborted', 'committed'],
+  );
   assert.match(turns[0]!.error!, /sandbox exited mid-turn/);
   assert.ok(turns[1]!.generation > turns[0]!.generation, 'the retry runs under a new generation');
 });
@@ -61,7 +64,10 @@ test('a runner that dies on every attempt: failed after 5 tries, with an error e
 });
 
 test('a sandbox that stops heartbeating is killed and the turn retried, never a hang', async (t) => {
-  const { host, client, sendAndCollect } = await startTestHost(t, { BERTH_HEARTBEAT_TIMEOUT: '3s', BERTH_HEARTBEAT_INTERVAL: '500ms' });
+  const { host, client, sendAndCollect } = await startTestHost(t, {
+    BERTH_HEARTBEAT_TIMEOUT: '3s',
+    BERTH_HEARTBEAT_INTERVAL: '500ms',
+  });
   await client.request('POST', '/v1/agents', { name: 'frozen', provider: 'script' });
   // The first attempt freezes its runner (SIGSTOP): no more heartbeats. The retry finds the marker and goes on.
   const events = await sendAndCollect(
@@ -77,7 +83,10 @@ test('a sandbox that stops heartbeating is killed and the turn retried, never a 
   );
   assert.equal(events.at(-1)?.data.text, 'thawed');
   const turns = await host.store.listTurns('h1');
-  assert.deepEqual(turns.map((x) => x.status), ['aborted', 'committed']);
+  assert.deepEqual(
+    turns.map((x) => x.status),
+    ['aborted', 'committed'],
+  );
   assert.match(turns[0]!.error!, /heartbeat-timeout/);
   assert.equal((await host.store.listMessages('h1', 0, 1))[0]?.tries, 2);
 });

@@ -7,8 +7,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { loadConfig } from '../src/core/index.js';
 import { resolveImage } from '../src/cli/host.js';
+import { loadConfig } from '../src/core/index.js';
 import { connectDocker, DockerRuntime, type SandboxSpec, stageRunner } from '../src/runtime/index.js';
 
 test('a sandbox carries every hardening flag and only its install sees it', async (t) => {
@@ -62,7 +62,10 @@ test('a sandbox carries every hardening flag and only its install sees it', asyn
   assert.deepEqual(mounts, { '/opt/berth': false, '/run/berth': false, '/workspace': true });
 
   const listed = await runtime.list('hardentest');
-  assert.deepEqual(listed.map((c) => c.id), [mine.id]);
+  assert.deepEqual(
+    listed.map((c) => c.id),
+    [mine.id],
+  );
 
   await runtime.kill(mine, 'test');
   await runtime.kill(mine, 'idempotent');

@@ -19,12 +19,15 @@ function toBerthError(err: FastifyError): BerthError {
   switch (err.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return new BerthError('INVALID_INPUT', `Request body is not valid JSON: ${err.message}`, { cause: err });
+      return new BerthError('INVALID_INPUT', `Request body is not valid JSON: ${err.message}`, {
+        cause: err,
+      });
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new BerthError('MESSAGE_TOO_LARGE', 'Request body is over the size limit', { cause: err });
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new BerthError('INVALID_INPUT', 'Send the body as application/json', { cause: err });
   }
-  if (err.statusCode && err.statusCode < 500) return new BerthError('INVALID_INPUT', err.message, { cause: err });
+  if (err.statusCode && err.statusCode < 500)
+    return new BerthError('INVALID_INPUT', err.message, { cause: err });
   return new BerthError('INTERNAL', `Internal error: ${err.message}`, { cause: err });
 }

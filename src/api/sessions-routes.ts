@@ -5,8 +5,13 @@ import { assertSessionId, BerthError } from '../core/index.js';
 import type { ApiDeps } from './deps.js';
 import { parseInput } from './validate.js';
 
-const messageBody = z.object({ text: z.string().min(1, 'text must not be empty'), agent: z.string().min(1).optional() }).strict();
-const pageQuery = z.object({ after: z.coerce.number().int().min(0).default(0), limit: z.coerce.number().int().min(1).max(500).default(100) });
+const messageBody = z
+  .object({ text: z.string().min(1, 'text must not be empty'), agent: z.string().min(1).optional() })
+  .strict();
+const pageQuery = z.object({
+  after: z.coerce.number().int().min(0).default(0),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+});
 
 type SessionParams = { Params: { id: string } };
 
@@ -16,9 +21,17 @@ export const sessionsRoutes: FastifyPluginAsync<ApiDeps> = async (app, { store, 
     const body = parseInput(messageBody, request.body, 'message');
     const bytes = Buffer.byteLength(body.text);
     if (bytes > config.maxMessageBytes) {
-      throw new BerthError('MESSAGE_TOO_LARGE', `Message of ${bytes} bytes is over the limit of ${config.maxMessageBytes} bytes`);
+      throw new BerthError(
+        'MESSAGE_TOO_LARGE',
+        `Message of ${bytes} bytes is over the limit of ${config.maxMessageBytes} bytes`,
+      );
     }
-    const { message, view, eventId } = await store.enqueueMessage({ sessionId, agent: body.agent, text: body.text, now: clock.now() });
+    const { message, view, eventId } = await store.enqueueMessage({
+      sessionId,
+      agent: body.agent,
+      text: body.text,
+      now: clock.now(),
+    });
     return reply.status(202).send({ message, session: view, eventId });
   });
 

@@ -9,7 +9,10 @@ export const statusRoutes: FastifyPluginAsync<ApiDeps> = async (app, { store, cl
   app.get('/v1/status', async () => {
     const now = clock.now();
     const sessions = await store.listSessionViews(now);
-    const workers = (await store.listWorkers()).map((w) => ({ ...w, alive: isLeaseFresh(w.heartbeatAt, now, config.leaseMs) }));
+    const workers = (await store.listWorkers()).map((w) => ({
+      ...w,
+      alive: isLeaseFresh(w.heartbeatAt, now, config.leaseMs),
+    }));
     return {
       sessions,
       queue: sessions
@@ -18,7 +21,13 @@ export const statusRoutes: FastifyPluginAsync<ApiDeps> = async (app, { store, cl
         .map((s) => ({ sessionId: s.id, position: s.queuePosition, pending: s.pending })),
       sandboxes: sessions
         .filter((s) => s.sandbox !== null)
-        .map((s) => ({ name: s.sandbox, sessionId: s.id, generation: s.generation, worker: s.leaseOwner, status: s.status })),
+        .map((s) => ({
+          name: s.sandbox,
+          sessionId: s.id,
+          generation: s.generation,
+          worker: s.leaseOwner,
+          status: s.status,
+        })),
       workers,
     };
   });

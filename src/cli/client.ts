@@ -3,7 +3,7 @@
  * Errors from the API come back as BerthErrors with the API's code and hint; a host
  * that does not answer is HOST_UNREACHABLE naming the URL.
  */
-import { BerthError, type ErrorCode, ERRORS } from '../core/index.js';
+import { BerthError, ERRORS, type ErrorCode } from '../core/index.js';
 
 export interface StreamedEvent {
   id: number | null;

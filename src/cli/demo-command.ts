@@ -29,7 +29,9 @@ const SLOTS = 2;
 
 export function demoCommand(env: NodeJS.ProcessEnv): Command {
   return new Command('demo')
-    .description(`Run ${SESSIONS} script sessions through a ${SLOTS}-slot host and show queueing, progress and replies live`)
+    .description(
+      `Run ${SESSIONS} script sessions through a ${SLOTS}-slot host and show queueing, progress and replies live`,
+    )
     .option('--keep', 'keep the demo data directory')
     .action(async (o: { keep?: boolean }) => {
       const dataDir = env.BERTH_DATA ?? (await mkdtemp(join(tmpdir(), 'berth-demo-')));
@@ -38,7 +40,9 @@ export function demoCommand(env: NodeJS.ProcessEnv): Command {
       const host = await startHost(config, log);
       const client = new ApiClient(host.url);
       try {
-        await client.request('POST', '/v1/agents', { name: 'demo', provider: 'script', memoryMb: 256 }).catch(() => undefined);
+        await client
+          .request('POST', '/v1/agents', { name: 'demo', provider: 'script', memoryMb: 256 })
+          .catch(() => undefined);
         const rows = await runSessions(client);
         printSummary(rows);
       } finally {
@@ -74,7 +78,13 @@ async function runSessions(client: ApiClient): Promise<Row[]> {
       agent: 'demo',
       text: JSON.stringify(planFor(n)),
     });
-    const row: Row = { session, state: 'queued', detail: '', postedAt: Date.now(), maxPosition: posted.session.queuePosition ?? 0 };
+    const row: Row = {
+      session,
+      state: 'queued',
+      detail: '',
+      postedAt: Date.now(),
+      maxPosition: posted.session.queuePosition ?? 0,
+    };
     rows.push(row);
     waits.push(follow(client, row, posted, render));
   }

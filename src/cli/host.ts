@@ -3,13 +3,14 @@
  * the engine and the image before anything is accepted, so a broken set-up fails at
  * start with the fix, not at the first message.
  */
-import type { FastifyInstance } from 'fastify';
+
 import type Dockerode from 'dockerode';
+import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { type Clock, type ResolvedConfig, systemClock } from '../core/index.js';
 import { buildApp } from '../api/index.js';
-import { assertDockerReachable, connectDocker, DockerRuntime } from '../runtime/index.js';
+import { type Clock, type ResolvedConfig, systemClock } from '../core/index.js';
 import { baseImageRecipe, baseImageTag, ensureBaseImage } from '../runtime/docker/base-image.js';
+import { assertDockerReachable, connectDocker, DockerRuntime } from '../runtime/index.js';
 import { openSqliteStore, type Store } from '../store/index.js';
 import { hostPaths, Worker } from '../worker/index.js';
 import { createProgress } from './progress.js';
@@ -28,15 +29,28 @@ export async function resolveImage(docker: Dockerode, config: ResolvedConfig): P
   if (config.image) return config.image;
   const paths = hostPaths(config.dataDir);
   const tag = baseImageTag(await baseImageRecipe(paths.imageCacheDir));
-  const exists = await docker.getImage(tag).inspect().then(() => true, () => false);
+  const exists = await docker
+    .getImage(tag)
+    .inspect()
+    .then(
+      () => true,
+      () => false,
+    );
   if (exists) return tag;
   const progress = createProgress('Building sandbox base image');
-  const result = await ensureBaseImage(docker, { cacheDir: paths.imageCacheDir, onProgress: (p) => progress.update(p) });
+  const result = await ensureBaseImage(docker, {
+    cacheDir: paths.imageCacheDir,
+    onProgress: (p) => progress.update(p),
+  });
   progress.finish(`${result.tag} built`);
   return result.tag;
 }
 
-export async function startHost(config: ResolvedConfig, log: Logger, clock: Clock = systemClock): Promise<Host> {
+export async function startHost(
+  config: ResolvedConfig,
+  log: Logger,
+  clock: Clock = systemClock,
+): Promise<Host> {
   const docker = connectDocker(config.dockerSocket);
   await assertDockerReachable(docker, config.dockerSocket);
   const image = await resolveImage(docker, config);

@@ -18,31 +18,39 @@ export function sendCommand(env: NodeJS.ProcessEnv): Command {
     .option('--agent <name>', 'agent of a new session')
     .option('--wait', 'wait for the reply and print it (exit code: the job exit code for command agents)')
     .option('--json', 'print JSON')
-    .action(async (sessionId: string, textArg: string, o: { agent?: string; wait?: boolean; json?: boolean }) => {
-      const client = new ApiClient(loadConfig(env).apiUrl);
-      const text = textArg === '-' ? await readStdin() : textArg;
-      const posted = await client.request<Posted>('POST', `/v1/sessions/${encodeURIComponent(sessionId)}/messages`, {
-        text,
-        ...(o.agent ? { agent: o.agent } : {}),
-      });
-      if (!o.wait) {
-        if (o.json) return printJson(posted);
-        const where = posted.session.queuePosition ? `queue position ${posted.session.queuePosition}` : posted.session.status;
-        process.stdout.write(`message ${posted.message.id} accepted for ${sessionId} (${where})\n`);
-        return;
-      }
-      const reply = await waitForReply(client, sessionId, posted, !o.json);
-      if (o.json) return printJson(reply);
-      const result = reply.data as CommandResult | null;
-      if (result && typeof result === 'object' && 'exitCode' in result) {
-        process.stdout.write(result.stdout);
-        process.stderr.write(result.stderr);
-        if (result.truncated) process.stderr.write('berth: output truncated (BERTH_MAX_OUTPUT_BYTES)\n');
-        process.exitCode = result.exitCode ?? 1;
-      } else {
-        process.stdout.write(`${reply.text}\n`);
-      }
-    });
+    .action(
+      async (sessionId: string, textArg: string, o: { agent?: string; wait?: boolean; json?: boolean }) => {
+        const client = new ApiClient(loadConfig(env).apiUrl);
+        const text = textArg === '-' ? await readStdin() : textArg;
+        const posted = await client.request<Posted>(
+          'POST',
+          `/v1/sessions/${encodeURIComponent(sessionId)}/messages`,
+          {
+            text,
+            ...(o.agent ? { agent: o.agent } : {}),
+          },
+        );
+        if (!o.wait) {
+          if (o.json) return printJson(posted);
+          const where = posted.session.queuePosition
+            ? `queue position ${posted.session.queuePosition}`
+            : posted.session.status;
+          process.stdout.write(`message ${posted.message.id} accepted for ${sessionId} (${where})\n`);
+          return;
+        }
+        const reply = await waitForReply(client, sessionId, posted, !o.json);
+        if (o.json) return printJson(reply);
+        const result = reply.data as CommandResult | null;
+        if (result && typeof result === 'object' && 'exitCode' in result) {
+          process.stdout.write(result.stdout);
+          process.stderr.write(result.stderr);
+          if (result.truncated) process.stderr.write('berth: output truncated (BERTH_MAX_OUTPUT_BYTES)\n');
+          process.exitCode = result.exitCode ?? 1;
+        } else {
+          process.stdout.write(`${reply.text}\n`);
+        }
+      },
+    );
 }
 
 /** Follows the session's events from the message's 'queued' event until its reply or its failure. */
@@ -52,7 +60,8 @@ export async function waitForReply(
   posted: Posted,
   showProgress: boolean,
 ): Promise<{ text: string; data: unknown }> {
-  const say = (line: string) => showProgress && process.stderr.isTTY && process.stderr.write(`\r\x1b[K${line}`);
+  const say = (line: string) =>
+    showProgress && process.stderr.isTTY && process.stderr.write(`\r\x1b[K${line}`);
   const messageId = posted.message.id;
   try {
     for await (const e of client.events(sessionId, posted.eventId)) {
@@ -72,7 +81,10 @@ export async function waitForReply(
           break;
         case 'failed':
           if (d.messageId === messageId) {
-            throw new BerthError('SANDBOX_FAILED', `Message ${messageId} failed after ${d.tries} tries: ${String(d.error)}`);
+            throw new BerthError(
+              'SANDBOX_FAILED',
+              `Message ${messageId} failed after ${d.tries} tries: ${String(d.error)}`,
+            );
           }
           break;
         case 'reply':

@@ -12,10 +12,17 @@ export function upCommand(env: NodeJS.ProcessEnv): Command {
     .option('--port <port>', 'API port (default 7420)')
     .option('--slots <n>', 'concurrent sessions (default from CPUs and memory)')
     .action(async (opts: { data?: string; host?: string; port?: string; slots?: string }) => {
-      const config = loadConfig(env, { dataDir: opts.data, apiHost: opts.host, apiPort: opts.port, slots: opts.slots });
+      const config = loadConfig(env, {
+        dataDir: opts.data,
+        apiHost: opts.host,
+        apiPort: opts.port,
+        slots: opts.slots,
+      });
       const log = pino({ level: config.logLevel }, destination(2));
       const host = await startHost(config, log);
-      process.stderr.write(`berth: host up at ${host.url} (slots ${config.slots}, data ${config.dataDir}); Ctrl-C stops it\n`);
+      process.stderr.write(
+        `berth: host up at ${host.url} (slots ${config.slots}, data ${config.dataDir}); Ctrl-C stops it\n`,
+      );
       let closing = false;
       const shutdown = (signal: string) => {
         if (closing) return;

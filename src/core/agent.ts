@@ -16,12 +16,25 @@ export const agentSpecSchema = z
     /** Sandbox image; empty = the host's base image. */
     image: z.string().max(256).optional(),
     /** @default 512 */
-    memoryMb: z.number().int().min(16).max(1 << 20).default(512),
+    memoryMb: z
+      .number()
+      .int()
+      .min(16)
+      .max(1 << 20)
+      .default(512),
     /** @default 1 */
     cpus: z.number().positive().max(256).default(1),
     /** @default 256 */
-    pidsLimit: z.number().int().min(16).max(1 << 16).default(256),
-    instructions: z.string().max(64 * 1024).optional(),
+    pidsLimit: z
+      .number()
+      .int()
+      .min(16)
+      .max(1 << 16)
+      .default(256),
+    instructions: z
+      .string()
+      .max(64 * 1024)
+      .optional(),
   })
   .strict();
 

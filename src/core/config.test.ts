@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { isBerthError } from './errors.js';
 import { defaultSlots, loadConfig, parseDurationMs } from './config.js';
+import { isBerthError } from './errors.js';
 
 test('defaults resolve, frozen, with durations in ms', () => {
   const c = loadConfig({});
@@ -15,7 +15,10 @@ test('defaults resolve, frozen, with durations in ms', () => {
 });
 
 test('environment and overrides apply, durations take units', () => {
-  const c = loadConfig({ BERTH_PORT: '9000', BERTH_HEARTBEAT_TIMEOUT: '3s', BERTH_LEASE: '1.5s' }, { slots: 3 });
+  const c = loadConfig(
+    { BERTH_PORT: '9000', BERTH_HEARTBEAT_TIMEOUT: '3s', BERTH_LEASE: '1.5s' },
+    { slots: 3 },
+  );
   assert.equal(c.apiPort, 9000);
   assert.equal(c.heartbeatTimeoutMs, 3000);
   assert.equal(c.leaseMs, 1500);
@@ -30,7 +33,10 @@ test('a bad value names its variable', () => {
     [{ BERTH_HEARTBEAT_TIMEOUT: '1s' }, /must exceed BERTH_HEARTBEAT_INTERVAL/],
   ];
   for (const [env, pattern] of cases) {
-    assert.throws(() => loadConfig(env), (err: unknown) => isBerthError(err, 'CONFIG_INVALID') && pattern.test(err.message));
+    assert.throws(
+      () => loadConfig(env),
+      (err: unknown) => isBerthError(err, 'CONFIG_INVALID') && pattern.test(err.message),
+    );
   }
 });
 

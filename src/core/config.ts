@@ -50,7 +50,10 @@ export interface ResolvedConfig {
 const durationMs = z.union([z.number(), z.string()]).transform((raw, ctx) => {
   const parsed = parseDurationMs(String(raw));
   if (parsed === undefined) {
-    ctx.addIssue({ code: z.ZodIssueCode.custom, message: `"${raw}" is not a duration (use 500ms, 10s, 2m or plain ms)` });
+    ctx.addIssue({
+      code: z.ZodIssueCode.custom,
+      message: `"${raw}" is not a duration (use 500ms, 10s, 2m or plain ms)`,
+    });
     return z.NEVER;
   }
   return parsed;
@@ -136,7 +139,10 @@ export function loadConfig(
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const key = String(issue.path[0]) as keyof Input;
-    throw new BerthError('CONFIG_INVALID', `Invalid ${CONFIG_ENV[key] ?? key}=${JSON.stringify(raw[key])}: ${issue.message}`);
+    throw new BerthError(
+      'CONFIG_INVALID',
+      `Invalid ${CONFIG_ENV[key] ?? key}=${JSON.stringify(raw[key])}: ${issue.message}`,
+    );
   }
   const c = parsed.data;
   if (c.heartbeatTimeoutMs <= c.heartbeatIntervalMs) {

@@ -15,13 +15,22 @@ test('retryDelayMs doubles from the base and is capped', () => {
     [7, 60_000],
     [30, 60_000],
   ];
-  for (const [tries, expected] of cases) assert.equal(retryDelayMs(tries, POLICY), expected, `tries=${tries}`);
+  for (const [tries, expected] of cases)
+    assert.equal(retryDelayMs(tries, POLICY), expected, `tries=${tries}`);
 });
 
 test('decideAbortedMessage retries with backoff until maxTries, then fails', () => {
   const cases: { name: string; tries: number; expected: ReturnType<typeof decideAbortedMessage> }[] = [
-    { name: 'first failure', tries: 1, expected: { action: 'retry', processAfter: BASE + 1000, delayMs: 1000 } },
-    { name: 'fourth failure', tries: 4, expected: { action: 'retry', processAfter: BASE + 8000, delayMs: 8000 } },
+    {
+      name: 'first failure',
+      tries: 1,
+      expected: { action: 'retry', processAfter: BASE + 1000, delayMs: 1000 },
+    },
+    {
+      name: 'fourth failure',
+      tries: 4,
+      expected: { action: 'retry', processAfter: BASE + 8000, delayMs: 8000 },
+    },
     { name: 'fifth failure', tries: 5, expected: { action: 'fail' } },
     { name: 'beyond', tries: 9, expected: { action: 'fail' } },
   ];
@@ -29,9 +38,24 @@ test('decideAbortedMessage retries with backoff until maxTries, then fails', () 
 });
 
 test('decideSandboxHealth kills on missed heartbeats and overlong turns', () => {
-  const cases: { name: string; lastHeartbeatAt: number; turnStartedAt: number | null; expected: ReturnType<typeof decideSandboxHealth> }[] = [
-    { name: 'fresh, idle', lastHeartbeatAt: BASE - 1000, turnStartedAt: null, expected: { action: 'ok', nextCheckInMs: 29_000 } },
-    { name: 'fresh, in a turn', lastHeartbeatAt: BASE, turnStartedAt: BASE - 599_000, expected: { action: 'ok', nextCheckInMs: 1000 } },
+  const cases: {
+    name: string;
+    lastHeartbeatAt: number;
+    turnStartedAt: number | null;
+    expected: ReturnType<typeof decideSandboxHealth>;
+  }[] = [
+    {
+      name: 'fresh, idle',
+      lastHeartbeatAt: BASE - 1000,
+      turnStartedAt: null,
+      expected: { action: 'ok', nextCheckInMs: 29_000 },
+    },
+    {
+      name: 'fresh, in a turn',
+      lastHeartbeatAt: BASE,
+      turnStartedAt: BASE - 599_000,
+      expected: { action: 'ok', nextCheckInMs: 1000 },
+    },
     {
       name: 'heartbeat just timed out',
       lastHeartbeatAt: BASE - 30_000,

@@ -19,7 +19,11 @@ export type AbortedMessageDecision =
   | { action: 'fail' };
 
 /** A message whose turn was aborted after `tries` tries goes back to pending, or is failed. */
-export function decideAbortedMessage(tries: number, now: number, policy: RetryPolicy): AbortedMessageDecision {
+export function decideAbortedMessage(
+  tries: number,
+  now: number,
+  policy: RetryPolicy,
+): AbortedMessageDecision {
   if (tries >= policy.maxTries) return { action: 'fail' };
   const delayMs = retryDelayMs(tries, policy);
   return { action: 'retry', processAfter: now + delayMs, delayMs };
@@ -47,7 +51,8 @@ export function decideSandboxHealth(
   let nextCheckInMs = limits.heartbeatTimeoutMs - heartbeatAgeMs;
   if (s.turnStartedAt !== null) {
     const turnAgeMs = now - s.turnStartedAt;
-    if (turnAgeMs >= limits.turnTimeoutMs) return { action: 'kill', reason: 'turn-timeout', ageMs: turnAgeMs };
+    if (turnAgeMs >= limits.turnTimeoutMs)
+      return { action: 'kill', reason: 'turn-timeout', ageMs: turnAgeMs };
     nextCheckInMs = Math.min(nextCheckInMs, limits.turnTimeoutMs - turnAgeMs);
   }
   return { action: 'ok', nextCheckInMs };

@@ -6,7 +6,11 @@ import { BerthError, ERRORS } from './errors.js';
 test('docs/errors.md lists every error code with its status', () => {
   const doc = readFileSync(new URL('../../../docs/errors.md', import.meta.url), 'utf8');
   for (const [code, spec] of Object.entries(ERRORS)) {
-    assert.match(doc, new RegExp(`\\| \`${code}\` \\| ${spec.status} \\|`), `${code} missing from docs/errors.md`);
+    assert.match(
+      doc,
+      new RegExp(`\\| \`${code}\` \\| ${spec.status} \\|`),
+      `${code} missing from docs/errors.md`,
+    );
   }
 });
 

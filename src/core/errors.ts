@@ -12,7 +12,11 @@ export interface ErrorSpec {
 }
 
 export const ERRORS = {
-  INVALID_INPUT: { status: 400, retryable: false, hint: 'Fix the request body as the message says and send it again.' },
+  INVALID_INPUT: {
+    status: 400,
+    retryable: false,
+    hint: 'Fix the request body as the message says and send it again.',
+  },
   INVALID_SESSION_ID: {
     status: 400,
     retryable: false,
@@ -23,21 +27,41 @@ export const ERRORS = {
     retryable: false,
     hint: 'Send a shorter message, or raise BERTH_MAX_MESSAGE_BYTES on the host.',
   },
-  AGENT_NOT_FOUND: { status: 404, retryable: false, hint: 'Create it first: berth agent create <name> --provider command' },
-  AGENT_EXISTS: { status: 409, retryable: false, hint: 'Pick another name, or delete the existing agent first.' },
-  SESSION_NOT_FOUND: { status: 404, retryable: false, hint: 'Send a message to create it: berth send <session> <text> --agent <agent>' },
+  AGENT_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    hint: 'Create it first: berth agent create <name> --provider command',
+  },
+  AGENT_EXISTS: {
+    status: 409,
+    retryable: false,
+    hint: 'Pick another name, or delete the existing agent first.',
+  },
+  SESSION_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    hint: 'Send a message to create it: berth send <session> <text> --agent <agent>',
+  },
   SESSION_AGENT_MISMATCH: {
     status: 409,
     retryable: false,
     hint: 'A session belongs to one agent for its whole life; use a new session id for another agent.',
   },
-  AGENT_REQUIRED: { status: 400, retryable: false, hint: 'Name the agent for a new session: --agent <name> (or "agent" in the body).' },
+  AGENT_REQUIRED: {
+    status: 400,
+    retryable: false,
+    hint: 'Name the agent for a new session: --agent <name> (or "agent" in the body).',
+  },
   STALE_GENERATION: {
     status: 409,
     retryable: false,
     hint: 'This sandbox was replaced; it must stop. Nothing it sent was written.',
   },
-  UNAUTHORIZED: { status: 401, retryable: false, hint: 'Send the sandbox token in the Authorization header.' },
+  UNAUTHORIZED: {
+    status: 401,
+    retryable: false,
+    hint: 'Send the sandbox token in the Authorization header.',
+  },
   TURN_NOT_FOUND: { status: 404, retryable: false, hint: 'Poll GET /v1/turn for the current turn.' },
   DOCKER_UNREACHABLE: {
     status: 503,
@@ -45,9 +69,21 @@ export const ERRORS = {
     hint: 'Start the engine (as root on Debian: scripts/ensure-docker.sh, or apt-get install docker.io && dockerd &), or set BERTH_DOCKER_SOCKET.',
   },
   IMAGE_MISSING: { status: 503, retryable: true, hint: 'Build it: berth image build' },
-  SANDBOX_FAILED: { status: 500, retryable: true, hint: 'The turn is retried with backoff; see the turn error for the cause.' },
-  CONFIG_INVALID: { status: 500, retryable: false, hint: 'Fix the named environment variable or flag; see docs/config.md.' },
-  HOST_UNREACHABLE: { status: 503, retryable: true, hint: 'Start the host: berth up (or set BERTH_URL to where it runs).' },
+  SANDBOX_FAILED: {
+    status: 500,
+    retryable: true,
+    hint: 'The turn is retried with backoff; see the turn error for the cause.',
+  },
+  CONFIG_INVALID: {
+    status: 500,
+    retryable: false,
+    hint: 'Fix the named environment variable or flag; see docs/config.md.',
+  },
+  HOST_UNREACHABLE: {
+    status: 503,
+    retryable: true,
+    hint: 'Start the host: berth up (or set BERTH_URL to where it runs).',
+  },
   NOT_FOUND: { status: 404, retryable: false, hint: 'See /v1 routes in docs/architecture.md.' },
   INTERNAL: { status: 500, retryable: true, hint: 'This is a bug in berth; the logs have the details.' },
 } as const satisfies Record<string, ErrorSpec>;

@@ -81,7 +81,10 @@ export class SandboxGateway {
     const claims = verifySandboxToken(this.o.secret, auth.replace(/^Bearer\s+/i, ''), now);
     const { binding } = this.o;
     if (!claims || claims.sessionId !== binding.sessionId) {
-      throw new BerthError('UNAUTHORIZED', `No valid sandbox token for session ${binding.sessionId} (${req.method} ${req.url})`);
+      throw new BerthError(
+        'UNAUTHORIZED',
+        `No valid sandbox token for session ${binding.sessionId} (${req.method} ${req.url})`,
+      );
     }
     if (claims.generation !== binding.generation) {
       await this.refuseStale(`${req.method} ${req.url}`, claims.generation, now);
@@ -101,7 +104,11 @@ export class SandboxGateway {
       }
       case 'POST /v1/progress': {
         const body = await this.body(req, progressBody);
-        await this.fenced('recordProgress', await this.o.store.recordProgress({ ...binding, ...body }, now), now);
+        await this.fenced(
+          'recordProgress',
+          await this.o.store.recordProgress({ ...binding, ...body }, now),
+          now,
+        );
         return this.send(res, 200, { ok: true });
       }
       case 'POST /v1/commit': {
@@ -122,7 +129,10 @@ export class SandboxGateway {
   }
 
   private longPollTurn(req: IncomingMessage, res: ServerResponse): void {
-    if (this.offered) return this.deliverTurn(res);
+    if (this.offered) {
+      this.deliverTurn(res);
+      return;
+    }
     this.releaseWaiter(204);
     const timer = setTimeout(() => this.releaseWaiter(204), this.o.longPollMs ?? 25_000);
     this.waiter = { res, timer };
@@ -161,7 +171,12 @@ export class SandboxGateway {
   private async refuseStale(operation: string, generation: number, now: number): Promise<void> {
     this.o.log.warn({ operation, generation }, 'Refused stale sandbox request');
     await this.o.store.audit(
-      { kind: 'stale-generation', sessionId: this.o.binding.sessionId, generation, data: { operation, workerId: this.o.binding.workerId } },
+      {
+        kind: 'stale-generation',
+        sessionId: this.o.binding.sessionId,
+        generation,
+        data: { operation, workerId: this.o.binding.workerId },
+      },
       now,
     );
   }
@@ -171,7 +186,8 @@ export class SandboxGateway {
     const chunks: Buffer[] = [];
     for await (const chunk of req as AsyncIterable<Buffer>) {
       size += chunk.length;
-      if (size > this.o.maxBodyBytes) throw new BerthError('MESSAGE_TOO_LARGE', `Gateway request body over ${this.o.maxBodyBytes} bytes`);
+      if (size > this.o.maxBodyBytes)
+        throw new BerthError('MESSAGE_TOO_LARGE', `Gateway request body over ${this.o.maxBodyBytes} bytes`);
       chunks.push(chunk);
     }
     let json: unknown;
@@ -183,20 +199,27 @@ export class SandboxGateway {
     const parsed = schema.safeParse(json);
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
-      throw new BerthError('INVALID_INPUT', `Gateway request field ${issue.path.join('.') || '(body)'}: ${issue.message}`);
+      throw new BerthError(
+        'INVALID_INPUT',
+        `Gateway request field ${issue.path.join('.') || '(body)'}: ${issue.message}`,
+      );
     }
     return parsed.data;
   }
 
   private fail(res: ServerResponse, err: unknown): void {
     const error =
-      err instanceof BerthError ? err : new BerthError('INTERNAL', `Gateway failed: ${(err as Error).message}`, { cause: err });
+      err instanceof BerthError
+        ? err
+        : new BerthError('INTERNAL', `Gateway failed: ${(err as Error).message}`, { cause: err });
     if (error.code === 'INTERNAL') this.o.log.error({ err }, 'Gateway request failed');
     if (!res.headersSent) this.send(res, error.status, error.toJSON());
   }
 
   private send(res: ServerResponse, status: number, body: unknown): void {
     const text = JSON.stringify(body);
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+    res
+      .writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
+      .end(text);
   }
 }

@@ -14,10 +14,19 @@ test('tampered, foreign-secret, expired and malformed tokens are refused', () =>
   const token = signSandboxToken(SECRET, { sessionId: 's1', generation: 3, expiresAt: BASE + 1000 });
   const cases: [string, string, number][] = [
     ['generation raised', token.replace('.3.', '.4.'), BASE],
-    ['other secret', signSandboxToken(Buffer.from('x'.repeat(32)), { sessionId: 's1', generation: 3, expiresAt: BASE + 1000 }), BASE],
+    [
+      'other secret',
+      signSandboxToken(Buffer.from('x'.repeat(32)), {
+        sessionId: 's1',
+        generation: 3,
+        expiresAt: BASE + 1000,
+      }),
+      BASE,
+    ],
     ['expired', token, BASE + 1000],
     ['malformed', 'v1.s1.3', BASE],
     ['empty', '', BASE],
   ];
-  for (const [name, candidate, now] of cases) assert.equal(verifySandboxToken(SECRET, candidate, now), null, name);
+  for (const [name, candidate, now] of cases)
+    assert.equal(verifySandboxToken(SECRET, candidate, now), null, name);
 });

@@ -26,7 +26,12 @@ export class GatewayClient {
     private readonly token: string,
   ) {}
 
-  async call<T>(method: 'GET' | 'POST', path: string, body?: unknown, timeoutMs = 60_000): Promise<GatewayResponse<T>> {
+  async call<T>(
+    method: 'GET' | 'POST',
+    path: string,
+    body?: unknown,
+    timeoutMs = 60_000,
+  ): Promise<GatewayResponse<T>> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     return new Promise((resolve, reject) => {
       const req = request(
@@ -38,7 +43,9 @@ export class GatewayClient {
           timeout: timeoutMs,
           headers: {
             authorization: `Bearer ${this.token}`,
-            ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
+            ...(payload === undefined
+              ? {}
+              : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
           },
         },
         (res) => {

@@ -20,7 +20,9 @@ async function main(): Promise<void> {
   const gateway = new GatewayClient(join(runDir, GATEWAY_SOCKET_NAME), token);
   let currentTurn: string | undefined;
   const beat = () => {
-    gateway.call('POST', '/v1/heartbeat', currentTurn ? { turnId: currentTurn } : {}, 5_000).catch(exitIfRevoked);
+    gateway
+      .call('POST', '/v1/heartbeat', currentTurn ? { turnId: currentTurn } : {}, 5_000)
+      .catch(exitIfRevoked);
   };
   let heartbeat = setInterval(beat, 2_000);
   beat();
@@ -34,7 +36,8 @@ async function main(): Promise<void> {
     try {
       const outputs = await PROVIDERS[turn.provider](turn, {
         workspace,
-        progress: async (text) => void (await gateway.call('POST', '/v1/progress', { turnId: turn.turnId, text })),
+        progress: async (text) =>
+          void (await gateway.call('POST', '/v1/progress', { turnId: turn.turnId, text })),
       });
       await killAllButRunner();
       await gateway.call('POST', '/v1/commit', { turnId: turn.turnId, outputs });

@@ -15,7 +15,10 @@ export interface ShellResult {
   truncated: boolean;
 }
 
-export function runShell(command: string, opts: { cwd: string; maxOutputBytes: number }): Promise<ShellResult> {
+export function runShell(
+  command: string,
+  opts: { cwd: string; maxOutputBytes: number },
+): Promise<ShellResult> {
   return new Promise((resolve) => {
     const child = spawn('/bin/sh', ['-c', command], {
       cwd: opts.cwd,

@@ -20,7 +20,10 @@ export const PROVIDERS: Record<TurnAssignment['provider'], Provider> = {
   async command(turn, ctx) {
     const outputs: TurnOutput[] = [];
     for (const message of turn.messages) {
-      const result = await runShell(message.text, { cwd: ctx.workspace, maxOutputBytes: turn.limits.maxOutputBytes });
+      const result = await runShell(message.text, {
+        cwd: ctx.workspace,
+        maxOutputBytes: turn.limits.maxOutputBytes,
+      });
       outputs.push({ text: result.stdout, data: result });
     }
     return outputs;
@@ -52,7 +55,12 @@ function parsePlan(text: string): ScriptPlan {
   return plan as ScriptPlan;
 }
 
-async function runStep(step: ScriptStep, index: number, turn: TurnAssignment, ctx: TurnContext): Promise<void> {
+async function runStep(
+  step: ScriptStep,
+  index: number,
+  turn: TurnAssignment,
+  ctx: TurnContext,
+): Promise<void> {
   if ('run' in step) {
     const r = await runShell(step.run, { cwd: ctx.workspace, maxOutputBytes: turn.limits.maxOutputBytes });
     if (r.exitCode !== 0) {
@@ -62,7 +70,8 @@ async function runStep(step: ScriptStep, index: number, turn: TurnAssignment, ct
     await new Promise((done) => setTimeout(done, step.sleep));
   } else if ('write' in step) {
     const path = resolve(ctx.workspace, step.write.path);
-    if (!path.startsWith(ctx.workspace + sep)) throw new StepFailed(`step ${index} (write) path escapes the workspace`);
+    if (!path.startsWith(ctx.workspace + sep))
+      throw new StepFailed(`step ${index} (write) path escapes the workspace`);
     await mkdir(dirname(path), { recursive: true });
     await writeFile(path, step.write.content);
   } else if ('progress' in step) {

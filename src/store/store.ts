@@ -82,6 +82,8 @@ export interface Store {
   reclaimExpiredLeases(now: number): Promise<string[]>;
   /** Compare-and-set of the oldest runnable session to leased(worker, generation+1). */
   claimRunnableSession(workerId: string, now: number): Promise<ClaimedSession | null>;
+  /** How many sessions wait in the claim queue now. */
+  queueDepth(now: number): Promise<number>;
   /** Earliest future time a pending message becomes runnable, for the wake-up timer. */
   nextProcessAfter(now: number): Promise<number | null>;
 

@@ -1,3 +1,3 @@
 /** worker: slots, claim loop, sweep, sandbox supervision. */
-export { hostPaths, type HostPaths, installIdOf, sandboxName } from './paths.js';
+export { type HostPaths, hostPaths, installIdOf, sandboxName } from './paths.js';
 export { Worker, type WorkerDeps } from './worker.js';

@@ -40,6 +40,8 @@ export interface SupervisorDeps {
   workerId: string;
   image: string;
   secret: Buffer;
+  /** True when another session waits for a slot: an idle sandbox then gives its slot up at once. */
+  slotWanted(): Promise<boolean>;
 }
 
 const SANDBOX_UID = 1000;
@@ -67,11 +69,15 @@ export class SessionSupervisor {
   ) {
     this.fence = { sessionId: session.id, generation: session.generation, workerId: deps.workerId };
     this.sandboxName = sandboxName(deps.installId, session.id, session.generation);
-    this.log = deps.log.child({ sessionId: session.id, generation: session.generation, sandbox: this.sandboxName });
+    this.log = deps.log.child({
+      sessionId: session.id,
+      generation: session.generation,
+      sandbox: this.sandboxName,
+    });
   }
 
-  /** New inbound message for this session. */
-  notifyMessage(): void {
+  /** New inbound message for this session, or new demand for slots: re-check now. */
+  poke(): void {
     this.wake.notify();
   }
 
@@ -170,6 +176,7 @@ export class SessionSupervisor {
       }
       const idleLeftMs = config.idleTimeoutMs - (clock.now() - idleSince);
       if (idleLeftMs <= 0) return { reason: 'idle', turnError: '' };
+      if (await this.deps.slotWanted()) return { reason: 'slot wanted by a queued session', turnError: '' };
       const health = this.health(null);
       if (health.action === 'kill') return { reason: health.reason, turnError: '' };
       await this.wake.wait(Math.min(idleLeftMs, health.nextCheckInMs));
@@ -193,7 +200,10 @@ export class SessionSupervisor {
     this.gateway!.offerTurn(assignment);
     for (;;) {
       if (this.turnEnd?.turnId === turn.id) {
-        this.log.info({ turnId: turn.id, outcome: this.turnEnd.end.kind, turnMs: clock.now() - turn.startedAt }, 'Turn ended');
+        this.log.info(
+          { turnId: turn.id, outcome: this.turnEnd.end.kind, turnMs: clock.now() - turn.startedAt },
+          'Turn ended',
+        );
         this.turnEnd = null;
         this.currentTurn = null;
         return null;
@@ -204,7 +214,10 @@ export class SessionSupervisor {
       switch (health.action) {
         case 'kill':
           this.log.warn({ reason: health.reason, ageMs: health.ageMs }, 'Killing unhealthy sandbox');
-          return { reason: health.reason, turnError: `sandbox killed: ${health.reason} after ${health.ageMs} ms` };
+          return {
+            reason: health.reason,
+            turnError: `sandbox killed: ${health.reason} after ${health.ageMs} ms`,
+          };
         case 'ok':
           await this.wake.wait(health.nextCheckInMs);
       }
@@ -217,7 +230,8 @@ export class SessionSupervisor {
       const cause = e.oomKilled ? 'out of memory' : `exit code ${e.exitCode}`;
       return { reason: 'sandbox exited', turnError: turn ? `sandbox exited mid-turn (${cause})` : '' };
     }
-    if (this.stopping) return { reason: this.stopping, turnError: turn ? `worker stopped: ${this.stopping}` : '' };
+    if (this.stopping)
+      return { reason: this.stopping, turnError: turn ? `worker stopped: ${this.stopping}` : '' };
     return null;
   }
 
@@ -235,12 +249,17 @@ export class SessionSupervisor {
     const { store, clock, runtime } = this.deps;
     if (this.currentTurn) {
       // 'stale'/'not_found' here means the turn already ended (commit raced the ending): nothing to undo.
-      await store.abortTurn({ ...this.fence, turnId: this.currentTurn.id, error: ending.turnError || ending.reason }, clock.now());
+      await store.abortTurn(
+        { ...this.fence, turnId: this.currentTurn.id, error: ending.turnError || ending.reason },
+        clock.now(),
+      );
     }
     if (this.handle || this.exit) {
-      await runtime.kill(this.handle ?? { id: '', name: this.sandboxName }, ending.reason).catch((err: unknown) => {
-        this.log.error({ err }, 'Failed to kill sandbox');
-      });
+      await runtime
+        .kill(this.handle ?? { id: '', name: this.sandboxName }, ending.reason)
+        .catch((err: unknown) => {
+          this.log.error({ err }, 'Failed to kill sandbox');
+        });
     }
     await this.gateway?.close();
     await rm(this.deps.paths.sandboxRunDir(this.sandboxName), { recursive: true, force: true });

@@ -20,10 +20,13 @@ export class WakeSignal {
       return Promise.resolve();
     }
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.resolveWait = null;
-        resolve();
-      }, Math.max(0, timeoutMs));
+      const timer = setTimeout(
+        () => {
+          this.resolveWait = null;
+          resolve();
+        },
+        Math.max(0, timeoutMs),
+      );
       this.resolveWait = () => {
         clearTimeout(timer);
         resolve();

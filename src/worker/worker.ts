@@ -14,7 +14,7 @@ import { type Clock, isLeaseFresh, LABELS, newId, type ResolvedConfig } from '..
 import { type SandboxRuntime, stageRunner } from '../runtime/index.js';
 import type { Store, StoreChange } from '../store/index.js';
 import { type HostPaths, installIdOf } from './paths.js';
-import { SessionSupervisor } from './session-supervisor.js';
+import { SessionSupervisor, type SupervisorDeps } from './session-supervisor.js';
 import { WakeSignal } from './signal.js';
 
 export interface WorkerDeps {
@@ -53,7 +53,14 @@ export class Worker {
     const { store, clock, config, paths } = this.deps;
     await stageRunner(paths.runnerDir);
     const now = clock.now();
-    await store.registerWorker({ id: this.id, host: hostname(), pid: process.pid, slots: config.slots, heartbeatAt: now, startedAt: now });
+    await store.registerWorker({
+      id: this.id,
+      host: hostname(),
+      pid: process.pid,
+      slots: config.slots,
+      heartbeatAt: now,
+      startedAt: now,
+    });
     this.lastRenewedAt = now;
     await this.reapOrphans();
     this.unsubscribe = store.onChange((change) => this.onStoreChange(change));
@@ -79,8 +86,14 @@ export class Worker {
   private onStoreChange(change: StoreChange): void {
     if (change.type === 'enqueued') {
       const owner = this.supervisors.get(change.sessionId);
-      if (owner && change.leaseOwner === this.id) owner.notifyMessage();
-      else this.claimWake.notify();
+      if (owner && change.leaseOwner === this.id) {
+        owner.poke();
+        return;
+      }
+      this.claimWake.notify();
+      // All slots busy: idle sandboxes re-check whether to give theirs up.
+      if (this.supervisors.size >= this.deps.config.slots)
+        for (const s of this.supervisors.values()) s.poke();
     } else if (change.type === 'released') {
       this.claimWake.notify();
     }
@@ -95,7 +108,7 @@ export class Worker {
           const c = await store.claimRunnableSession(this.id, clock.now());
           if (c) {
             claimed = true;
-            this.supervise(new SessionSupervisor({ ...this.deps, installId: this.installId, workerId: this.id, secret: this.secret }, c.session, c.agent));
+            this.supervise(new SessionSupervisor(this.supervisorDeps(), c.session, c.agent));
           }
         } catch (err) {
           this.log.error({ err }, 'Claim failed');
@@ -110,14 +123,29 @@ export class Worker {
     }
   }
 
+  private supervisorDeps(): SupervisorDeps {
+    return {
+      ...this.deps,
+      installId: this.installId,
+      workerId: this.id,
+      secret: this.secret,
+      slotWanted: async () =>
+        this.supervisors.size >= this.deps.config.slots &&
+        (await this.deps.store.queueDepth(this.deps.clock.now())) > 0,
+    };
+  }
+
   private supervise(supervisor: SessionSupervisor): void {
     this.supervisors.set(supervisor.session.id, supervisor);
     const run = supervisor
       .run()
-      .catch((err: unknown) => this.log.error({ err, sessionId: supervisor.session.id }, 'Supervisor crashed'))
+      .catch((err: unknown) =>
+        this.log.error({ err, sessionId: supervisor.session.id }, 'Supervisor crashed'),
+      )
       .finally(() => {
         // The session may already be re-claimed by a newer supervisor (its release wakes the claim loop).
-        if (this.supervisors.get(supervisor.session.id) === supervisor) this.supervisors.delete(supervisor.session.id);
+        if (this.supervisors.get(supervisor.session.id) === supervisor)
+          this.supervisors.delete(supervisor.session.id);
         this.running.delete(run);
         this.claimWake.notify();
       });
@@ -168,9 +196,13 @@ export class Worker {
   private async reapOrphans(): Promise<void> {
     const { store, runtime, clock, config } = this.deps;
     const live = new Set(
-      (await store.listWorkers()).filter((w) => isLeaseFresh(w.heartbeatAt, clock.now(), config.leaseMs)).map((w) => w.id),
+      (await store.listWorkers())
+        .filter((w) => isLeaseFresh(w.heartbeatAt, clock.now(), config.leaseMs))
+        .map((w) => w.id),
     );
-    const orphans = (await runtime.list(this.installId)).filter((h) => !live.has(h.labels[LABELS.worker] ?? ''));
+    const orphans = (await runtime.list(this.installId)).filter(
+      (h) => !live.has(h.labels[LABELS.worker] ?? ''),
+    );
     await Promise.all(orphans.map((h) => runtime.kill(h, 'orphan')));
     if (orphans.length > 0) this.log.info({ count: orphans.length }, 'Reaped orphan sandboxes');
   }
@@ -179,9 +211,13 @@ export class Worker {
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
   });
 }

@@ -2,6 +2,11 @@
 import { openSqliteStore } from '../../src/store/index.js';
 
 const [path, count] = process.argv.slice(2) as [string, string];
-const store = openSqliteStore({ path, leaseMs: 10_000, retry: { retryBaseMs: 1000, retryMaxMs: 60_000, maxTries: 5 } });
-for (let i = 0; i < Number(count); i++) await store.enqueueMessage({ sessionId: 'child', agent: 'sh', text: `c${i}`, now: Date.now() });
+const store = openSqliteStore({
+  path,
+  leaseMs: 10_000,
+  retry: { retryBaseMs: 1000, retryMaxMs: 60_000, maxTries: 5 },
+});
+for (let i = 0; i < Number(count); i++)
+  await store.enqueueMessage({ sessionId: 'child', agent: 'sh', text: `c${i}`, now: Date.now() });
 await store.close();

@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { destination, pino } from 'pino';
-import { loadConfig, type SessionEvent } from '../../src/core/index.js';
 import { ApiClient, type Host, startHost } from '../../src/cli/index.js';
+import { loadConfig, type SessionEvent } from '../../src/core/index.js';
 
 export interface TestHost {
   host: Host;
@@ -38,7 +38,11 @@ export async function startTestHost(t: TestContext, env: Record<string, string> 
     client,
     dataDir,
     async sendAndCollect(sessionId, body, until, timeoutMs = 60_000) {
-      const posted = await client.request<{ eventId: number }>('POST', `/v1/sessions/${sessionId}/messages`, body);
+      const posted = await client.request<{ eventId: number }>(
+        'POST',
+        `/v1/sessions/${sessionId}/messages`,
+        body,
+      );
       const seen: { type: string; data: Record<string, unknown> }[] = [];
       const abort = AbortSignal.timeout(timeoutMs);
       try {

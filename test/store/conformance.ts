@@ -74,24 +74,42 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
         { ...fence, workerId: 'w2' },
       ];
       for (const f of stale) {
-        assert.equal(await store.commitTurn({ ...f, turnId: turn.id, outputs: [{ text: 'evil' }] }, BASE), 'stale');
+        assert.equal(
+          await store.commitTurn({ ...f, turnId: turn.id, outputs: [{ text: 'evil' }] }, BASE),
+          'stale',
+        );
         assert.equal(await store.recordProgress({ ...f, turnId: turn.id, text: 'evil' }, BASE), 'stale');
       }
       assert.equal((await store.listMessages('s', 0, 10)).filter((m) => m.direction === 'out').length, 0);
 
-      assert.equal(await store.commitTurn({ ...fence, turnId: turn.id, outputs: [{ text: 'hi\n', data: { exitCode: 0 } }] }, BASE + 5), 'ok');
-      assert.equal(await store.commitTurn({ ...fence, turnId: turn.id, outputs: [{ text: 'twice' }] }, BASE + 6), 'stale');
+      assert.equal(
+        await store.commitTurn(
+          { ...fence, turnId: turn.id, outputs: [{ text: 'hi\n', data: { exitCode: 0 } }] },
+          BASE + 5,
+        ),
+        'ok',
+      );
+      assert.equal(
+        await store.commitTurn({ ...fence, turnId: turn.id, outputs: [{ text: 'twice' }] }, BASE + 6),
+        'stale',
+      );
       const messages = await store.listMessages('s', 0, 10);
-      assert.deepEqual(messages.map((m) => [m.direction, m.status, m.text]), [
-        ['in', 'done', 'echo hi'],
-        ['out', 'done', 'hi\n'],
-      ]);
+      assert.deepEqual(
+        messages.map((m) => [m.direction, m.status, m.text]),
+        [
+          ['in', 'done', 'echo hi'],
+          ['out', 'done', 'hi\n'],
+        ],
+      );
       const view = (await store.getSessionView('s', BASE + 6))!;
       assert.equal(view.lastReply?.text, 'hi\n');
       assert.deepEqual(view.lastReply?.data, { exitCode: 0 });
       assert.equal(view.status, 'bound');
       const events = await store.eventsAfter('s', 0, 100);
-      assert.deepEqual(events.map((e) => e.type), ['queued', 'started', 'reply']);
+      assert.deepEqual(
+        events.map((e) => e.type),
+        ['queued', 'started', 'reply'],
+      );
       await store.close();
     });
 
@@ -106,11 +124,18 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
         const started = await store.startTurn(fence, now);
         const turn = started.code === 'ok' ? started.value!.turn : assert.fail('no turn');
         assert.equal(turn.attempt, attempt);
-        assert.equal(await store.abortTurn({ ...fence, turnId: turn.id, error: 'sandbox exited' }, now), 'ok');
+        assert.equal(
+          await store.abortTurn({ ...fence, turnId: turn.id, error: 'sandbox exited' }, now),
+          'ok',
+        );
         assert.equal(await store.releaseSession(fence, now), 'ok');
         if (attempt < RETRY.maxTries) {
           const backoff = 1000 * 2 ** (attempt - 1);
-          assert.equal(await store.claimRunnableSession('w1', now + backoff - 1), null, 'not before its backoff');
+          assert.equal(
+            await store.claimRunnableSession('w1', now + backoff - 1),
+            null,
+            'not before its backoff',
+          );
           assert.equal(await store.nextProcessAfter(now), now + backoff);
           assert.equal((await store.getSessionView('s', now))?.status, 'backoff');
           now += backoff;
@@ -141,7 +166,10 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
       const after = BASE + LEASE_MS + RETRY.retryBaseMs;
       const taken = (await store.claimRunnableSession('w2', after))!;
       assert.equal(taken.session.generation, oldFence.generation + 1);
-      assert.equal(await store.commitTurn({ ...oldFence, turnId: turn.id, outputs: [{ text: 'late' }] }, after), 'stale');
+      assert.equal(
+        await store.commitTurn({ ...oldFence, turnId: turn.id, outputs: [{ text: 'late' }] }, after),
+        'stale',
+      );
       assert.equal((await store.listTurns('s'))[0]?.status, 'aborted');
       await store.close();
     });

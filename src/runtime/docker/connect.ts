@@ -12,6 +12,8 @@ export async function assertDockerReachable(docker: Dockerode, socketPath: strin
     await docker.ping();
   } catch (err) {
     const reason = (err as { code?: string; message?: string }).code ?? (err as Error).message;
-    throw new BerthError('DOCKER_UNREACHABLE', `Docker engine not reachable at ${socketPath} (${reason})`, { cause: err });
+    throw new BerthError('DOCKER_UNREACHABLE', `Docker engine not reachable at ${socketPath} (${reason})`, {
+      cause: err,
+    });
   }
 }

@@ -24,7 +24,9 @@ export class DockerRuntime implements SandboxRuntime {
       await this.docker.getImage(image).inspect();
     } catch (err) {
       if ((err as { statusCode?: number }).statusCode === 404) {
-        throw new BerthError('IMAGE_MISSING', `Sandbox image ${image} is not in the Docker engine`, { cause: err });
+        throw new BerthError('IMAGE_MISSING', `Sandbox image ${image} is not in the Docker engine`, {
+          cause: err,
+        });
       }
       throw err;
     }
@@ -67,7 +69,12 @@ export class DockerRuntime implements SandboxRuntime {
           buffer = buffer.slice(newline + 1);
           newline = buffer.indexOf('\n');
           if (!line) continue;
-          const e = JSON.parse(line) as { Action: string; id: string; Actor: { Attributes: Record<string, string> }; timeNano?: number };
+          const e = JSON.parse(line) as {
+            Action: string;
+            id: string;
+            Actor: { Attributes: Record<string, string> };
+            timeNano?: number;
+          };
           if (e.Action === 'oom') {
             oomKilled.add(e.id);
             continue;
@@ -97,7 +104,11 @@ export class DockerRuntime implements SandboxRuntime {
       all: true,
       filters: { label: [`${LABELS.install}=${installId}`] },
     });
-    return containers.map((c) => ({ id: c.Id, name: (c.Names[0] ?? '').replace(/^\//, ''), labels: c.Labels }));
+    return containers.map((c) => ({
+      id: c.Id,
+      name: (c.Names[0] ?? '').replace(/^\//, ''),
+      labels: c.Labels,
+    }));
   }
 }
 

@@ -54,15 +54,23 @@ export function openSqliteStore(options: SqliteStoreOptions): SqliteStore {
 }
 
 function migrate(db: Database.Database): void {
-  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+  db.exec(
+    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
+  );
   const applied = new Set(
-    (db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version),
+    (db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map(
+      (r) => r.version,
+    ),
   );
   for (const m of SQLITE_MIGRATIONS) {
     if (applied.has(m.version)) continue;
     db.transaction(() => {
       db.exec(m.sql);
-      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
+        m.version,
+        m.name,
+        Date.now(),
+      );
     }).immediate();
   }
 }
@@ -96,7 +104,9 @@ export class SqliteStore implements Store {
       this.run(sql.INSERT_AGENT, { name: spec.name, spec: JSON.stringify(spec), now });
     } catch (err) {
       if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
-        throw new BerthError('AGENT_EXISTS', `Agent ${spec.name} already exists (createAgent)`, { cause: err });
+        throw new BerthError('AGENT_EXISTS', `Agent ${spec.name} already exists (createAgent)`, {
+          cause: err,
+        });
       }
       throw err;
     }
@@ -114,13 +124,18 @@ export class SqliteStore implements Store {
 
   // ---- inbound
 
-  async enqueueMessage(input: EnqueueInput): Promise<{ message: Message; view: SessionView; eventId: number }> {
+  async enqueueMessage(
+    input: EnqueueInput,
+  ): Promise<{ message: Message; view: SessionView; eventId: number }> {
     const { sessionId, text, now } = input;
     return this.write((changes) => {
       const existing = this.get(sql.SESSION_BY_ID, { id: sessionId });
       if (!existing) {
         if (!input.agent) {
-          throw new BerthError('AGENT_REQUIRED', `Session ${sessionId} does not exist and no agent was named (enqueueMessage)`);
+          throw new BerthError(
+            'AGENT_REQUIRED',
+            `Session ${sessionId} does not exist and no agent was named (enqueueMessage)`,
+          );
         }
         if (!this.get(sql.AGENT_BY_NAME, { name: input.agent })) {
           throw new BerthError('AGENT_NOT_FOUND', `Agent ${input.agent} does not exist (enqueueMessage)`);
@@ -136,7 +151,13 @@ export class SqliteStore implements Store {
       const message = toMessage(this.get(sql.MESSAGE_BY_ID, { id })!);
       const view = this.viewOf(sessionId, now)!;
       changes.push({ type: 'enqueued', sessionId, leaseOwner: view.leaseOwner });
-      const eventId = this.event(changes, sessionId, 'queued', { messageId: id, position: view.queuePosition }, now);
+      const eventId = this.event(
+        changes,
+        sessionId,
+        'queued',
+        { messageId: id, position: view.queuePosition },
+        now,
+      );
       return { message, view, eventId };
     });
   }
@@ -201,12 +222,21 @@ export class SqliteStore implements Store {
       const id = String(first.session_id);
       if (first.lease_owner !== null) this.reclaimSession(changes, id, now);
       const before = this.get(sql.SESSION_BY_ID, { id })!;
-      const claimed = this.run(sql.CLAIM_SESSION, { id, generation: before.generation, worker: workerId, now });
+      const claimed = this.run(sql.CLAIM_SESSION, {
+        id,
+        generation: before.generation,
+        worker: workerId,
+        now,
+      });
       if (claimed.changes !== 1) return null;
       const session = toSession(this.get(sql.SESSION_BY_ID, { id })!);
       const agent = toAgent(this.get(sql.AGENT_BY_NAME, { name: session.agent })!);
       return { session, agent };
     });
+  }
+
+  async queueDepth(now: number): Promise<number> {
+    return this.queuePositions(now).size;
   }
 
   async nextProcessAfter(now: number): Promise<number | null> {
@@ -231,7 +261,11 @@ export class SqliteStore implements Store {
       if (code !== 'ok') return { code };
       const { sessionId } = fence;
       const running = this.get(sql.RUNNING_TURN_OF_SESSION, { sessionId });
-      if (running) return { code: 'ok', value: { turn: toTurn(running), messages: this.turnMessages(String(running.id)) } };
+      if (running)
+        return {
+          code: 'ok',
+          value: { turn: toTurn(running), messages: this.turnMessages(String(running.id)) },
+        };
       const runnable = this.all(sql.RUNNABLE_OF_SESSION, { sessionId, now }).map(toMessage);
       if (runnable.length === 0) return { code: 'ok', value: null };
       const turnId = newId('turn');
@@ -249,7 +283,13 @@ export class SqliteStore implements Store {
         now,
       });
       this.event(changes, sessionId, 'started', { turnId, attempt, generation: fence.generation }, now);
-      return { code: 'ok', value: { turn: toTurn(this.get(sql.TURN_BY_ID, { id: turnId })!), messages: this.turnMessages(turnId) } };
+      return {
+        code: 'ok',
+        value: {
+          turn: toTurn(this.get(sql.TURN_BY_ID, { id: turnId })!),
+          messages: this.turnMessages(turnId),
+        },
+      };
     });
   }
 
@@ -356,7 +396,13 @@ export class SqliteStore implements Store {
       switch (decision.action) {
         case 'retry':
           this.run(sql.RETRY_MESSAGE, { id: m.id, processAfter: decision.processAfter, error });
-          this.event(changes, sessionId, 'retrying', { turnId, messageId: m.id, tries: m.tries, error, retryInMs: decision.delayMs }, now);
+          this.event(
+            changes,
+            sessionId,
+            'retrying',
+            { turnId, messageId: m.id, tries: m.tries, error, retryInMs: decision.delayMs },
+            now,
+          );
           break;
         case 'fail':
           this.run(sql.FAIL_MESSAGE, { id: m.id, error });
@@ -418,8 +464,16 @@ export class SqliteStore implements Store {
     };
   }
 
-  private event(changes: StoreChange[], sessionId: string, type: SessionEventType, data: Record<string, unknown>, now: number): number {
-    const id = Number(this.run(sql.INSERT_EVENT, { sessionId, type, data: JSON.stringify(data), now }).lastInsertRowid);
+  private event(
+    changes: StoreChange[],
+    sessionId: string,
+    type: SessionEventType,
+    data: Record<string, unknown>,
+    now: number,
+  ): number {
+    const id = Number(
+      this.run(sql.INSERT_EVENT, { sessionId, type, data: JSON.stringify(data), now }).lastInsertRowid,
+    );
     changes.push({ type: 'event', event: { id, sessionId, type, data, createdAt: now } });
     return id;
   }
