@@ -90,3 +90,39 @@ test('a sandbox that stops heartbeating is killed and the turn retried, never a 
   assert.match(turns[0]!.error!, /heartbeat-timeout/);
   assert.equal((await host.store.listMessages('h1', 0, 1))[0]?.tries, 2);
 });
+
+test('a sandbox that cannot start costs a try each time and ends failed, not a tight loop', async (t) => {
+  const { host, client, sendAndCollect } = await startTestHost(t, { BERTH_RETRY_BASE: '50ms' });
+  await client.request('POST', '/v1/agents', {
+    name: 'ghostimg',
+    provider: 'command',
+    image: 'berth-no-such-image:0',
+  });
+  const events = await sendAndCollect('g1', { agent: 'ghostimg', text: 'true' }, (e) => e.type === 'failed');
+  assert.equal(events.filter((e) => e.type === 'started').length, 5);
+  assert.match(String(events.at(-1)?.data.error), /berth-no-such-image/);
+  assert.equal((await host.store.listTurns('g1')).length, 5);
+});
+
+test('a turn the runner aborts is retried in a fresh sandbox after its backoff (session id with a dot)', async (t) => {
+  const { host, client, sendAndCollect } = await startTestHost(t);
+  await client.request('POST', '/v1/agents', { name: 'flaky', provider: 'script' });
+  const events = await sendAndCollect(
+    'retry.me',
+    {
+      agent: 'flaky',
+      text: plan({
+        steps: [{ run: 'if [ ! -e .once ]; then touch .once; echo first try fails >&2; exit 1; fi' }],
+        reply: 'ok',
+      }),
+    },
+    (e) => e.type === 'reply',
+  );
+  assert.match(String(events.find((e) => e.type === 'retrying')?.data.error), /first try fails/);
+  const turns = await host.store.listTurns('retry.me');
+  assert.deepEqual(
+    turns.map((x) => x.status),
+    ['aborted', 'committed'],
+  );
+  assert.ok(turns[1]!.generation > turns[0]!.generation, 'the retry gets a fresh sandbox');
+});

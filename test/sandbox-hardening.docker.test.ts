@@ -28,6 +28,7 @@ test('a sandbox carries every hardening flag and only its install sees it', asyn
     memoryMb: 300,
     cpus: 0.5,
     pidsLimit: 64,
+    heartbeatIntervalMs: 2000,
     runDir: dir,
     workspaceDir: dir,
     runnerDir,

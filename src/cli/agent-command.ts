@@ -1,4 +1,4 @@
-/** `berth agent create|list|get`. */
+/** `berth agent create|list`. */
 import { Command, Option } from 'commander';
 import { type Agent, loadConfig, PROVIDERS } from '../core/index.js';
 import { ApiClient } from './client.js';

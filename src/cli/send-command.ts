@@ -42,7 +42,7 @@ export function sendCommand(env: NodeJS.ProcessEnv): Command {
         if (o.json) return printJson(reply);
         const result = reply.data as CommandResult | null;
         if (result && typeof result === 'object' && 'exitCode' in result) {
-          process.stdout.write(result.stdout);
+          process.stdout.write(reply.text);
           process.stderr.write(result.stderr);
           if (result.truncated) process.stderr.write('berth: output truncated (BERTH_MAX_OUTPUT_BYTES)\n');
           process.exitCode = result.exitCode ?? 1;

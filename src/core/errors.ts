@@ -68,7 +68,11 @@ export const ERRORS = {
     retryable: true,
     hint: 'Start the engine (as root on Debian: scripts/ensure-docker.sh, or apt-get install docker.io && dockerd &), or set BERTH_DOCKER_SOCKET.',
   },
-  IMAGE_MISSING: { status: 503, retryable: true, hint: 'Build it: berth image build' },
+  IMAGE_MISSING: {
+    status: 503,
+    retryable: true,
+    hint: 'Build the base image (berth image build), or load the image named by BERTH_IMAGE / the agent into the engine.',
+  },
   SANDBOX_FAILED: {
     status: 500,
     retryable: true,

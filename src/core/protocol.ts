@@ -48,11 +48,10 @@ export interface HeartbeatRequest {
   turnId?: string;
 }
 
-/** A command job's result, the `data` of its output. */
+/** A command job's result: its stdout is the output's `text`, the rest is its `data`. */
 export interface CommandResult {
   exitCode: number | null;
   signal: string | null;
-  stdout: string;
   stderr: string;
   truncated: boolean;
 }

@@ -10,8 +10,9 @@ export interface TokenClaims {
   expiresAt: number;
 }
 
+/** The session id is base64url-encoded: ids may contain '.', the token's separator. */
 export function signSandboxToken(secret: Buffer, claims: TokenClaims): string {
-  const payload = `${claims.sessionId}.${claims.generation}.${claims.expiresAt}`;
+  const payload = `${Buffer.from(claims.sessionId).toString('base64url')}.${claims.generation}.${claims.expiresAt}`;
   return `v1.${payload}.${mac(secret, payload)}`;
 }
 
@@ -19,10 +20,17 @@ export function signSandboxToken(secret: Buffer, claims: TokenClaims): string {
 export function verifySandboxToken(secret: Buffer, token: string, now: number): TokenClaims | null {
   const parts = token.split('.');
   if (parts.length !== 5 || parts[0] !== 'v1') return null;
-  const [, sessionId, generation, expiresAt, signature] = parts as [string, string, string, string, string];
-  const expected = Buffer.from(mac(secret, `${sessionId}.${generation}.${expiresAt}`));
+  const [, encodedSession, generation, expiresAt, signature] = parts as [
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
+  const expected = Buffer.from(mac(secret, `${encodedSession}.${generation}.${expiresAt}`));
   const given = Buffer.from(signature);
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
+  const sessionId = Buffer.from(encodedSession, 'base64url').toString();
   const claims = { sessionId, generation: Number(generation), expiresAt: Number(expiresAt) };
   return claims.expiresAt > now ? claims : null;
 }

@@ -24,7 +24,7 @@ async function main(): Promise<void> {
       .call('POST', '/v1/heartbeat', currentTurn ? { turnId: currentTurn } : {}, 5_000)
       .catch(exitIfRevoked);
   };
-  let heartbeat = setInterval(beat, 2_000);
+  let heartbeat = setInterval(beat, Number(process.env.BERTH_HEARTBEAT_MS) || 2_000);
   beat();
   for (;;) {
     const polled = await gateway.call<TurnAssignment>('GET', '/v1/turn');

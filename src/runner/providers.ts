@@ -20,11 +20,11 @@ export const PROVIDERS: Record<TurnAssignment['provider'], Provider> = {
   async command(turn, ctx) {
     const outputs: TurnOutput[] = [];
     for (const message of turn.messages) {
-      const result = await runShell(message.text, {
+      const { stdout, ...result } = await runShell(message.text, {
         cwd: ctx.workspace,
         maxOutputBytes: turn.limits.maxOutputBytes,
       });
-      outputs.push({ text: result.stdout, data: result });
+      outputs.push({ text: stdout, data: result });
     }
     return outputs;
   },

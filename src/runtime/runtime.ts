@@ -14,6 +14,8 @@ export interface SandboxSpec {
   memoryMb: number;
   cpus: number;
   pidsLimit: number;
+  /** How often the runner heartbeats before its first turn tells it otherwise. */
+  heartbeatIntervalMs: number;
   /** Host dir holding the gateway socket and the token, mounted read-only at /run/berth. */
   runDir: string;
   /** Host dir of the session's workspace, mounted at /workspace. */
@@ -42,7 +44,7 @@ export interface SandboxRuntime {
   /** Graceful (1 s), then hard; removes the sandbox. Idempotent. */
   kill(handle: Pick<SandboxHandle, 'id' | 'name'>, reason: string): Promise<void>;
   /** 'connected' first, then exits and OOM kills of this install's sandboxes as they happen. */
-  events(installId: string, signal: AbortSignal): AsyncIterable<RuntimeEvent>;
+  events(installId: string, signal: AbortSignal, sinceMs?: number): AsyncIterable<RuntimeEvent>;
   /** Sandboxes carrying this install's label, running or not. */
   list(installId: string): Promise<SandboxHandle[]>;
 }

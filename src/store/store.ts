@@ -87,7 +87,7 @@ export interface Store {
   /** Earliest future time a pending message becomes runnable, for the wake-up timer. */
   nextProcessAfter(now: number): Promise<number | null>;
 
-  recordSandbox(fence: Fence, sandbox: string): Promise<FenceCode>;
+  recordSandbox(fence: Fence, sandbox: string, now: number): Promise<FenceCode>;
   /** Takes the session's runnable pending messages into a new running turn; value null when there are none. */
   startTurn(fence: Fence, now: number): Promise<Fenced<StartedTurn | null>>;
   recordProgress(fence: Fence & { turnId: string; text: string }, now: number): Promise<FenceCode>;

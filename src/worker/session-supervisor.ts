@@ -40,8 +40,8 @@ export interface SupervisorDeps {
   workerId: string;
   image: string;
   secret: Buffer;
-  /** True when another session waits for a slot: an idle sandbox then gives its slot up at once. */
-  slotWanted(): Promise<boolean>;
+  /** True when another session waits for a slot: this idle sandbox then gives its slot up at once. */
+  slotWanted(sandboxName: string): Promise<boolean>;
 }
 
 const SANDBOX_UID = 1000;
@@ -93,9 +93,8 @@ export class SessionSupervisor {
   }
 
   async run(): Promise<void> {
-    let ending: Ending = { reason: 'released', turnError: '' };
+    let ending: Ending;
     try {
-      await this.startSandbox();
       ending = await this.serveTurns();
     } catch (err) {
       this.log.error({ err }, 'Session supervision failed');
@@ -148,17 +147,22 @@ export class SessionSupervisor {
       memoryMb: this.agent.memoryMb,
       cpus: this.agent.cpus,
       pidsLimit: this.agent.pidsLimit,
+      heartbeatIntervalMs: config.heartbeatIntervalMs,
       runDir,
       workspaceDir,
       runnerDir: paths.runnerDir,
     });
     this.log.info({ startMs: Math.round(performance.now() - startedAt) }, 'Sandbox started');
-    if ((await this.deps.store.recordSandbox(this.fence, this.sandboxName)) !== 'ok') {
+    if ((await this.deps.store.recordSandbox(this.fence, this.sandboxName, this.deps.clock.now())) !== 'ok') {
       throw new Error('session was taken over while its sandbox started');
     }
   }
 
-  /** Runs turns until the session goes idle or something ends it; returns why it ended. */
+  /**
+   * Runs turns until the session goes idle or something ends it; returns why it ended.
+   * The first turn is started before the sandbox, so a sandbox that cannot start costs the
+   * message a try (and backoff) instead of being re-claimed at once, forever.
+   */
   private async serveTurns(): Promise<Ending> {
     const { store, clock, config } = this.deps;
     let idleSince = clock.now();
@@ -168,22 +172,29 @@ export class SessionSupervisor {
       const started = await store.startTurn(this.fence, clock.now());
       if (started.code !== 'ok') return { reason: `lease lost (${started.code})`, turnError: '' };
       if (started.value) {
+        this.currentTurn = started.value.turn;
+        if (!this.handle) await this.startSandbox();
         const ending = await this.superviseTurn(started.value.turn, started.value.messages);
         if (ending) return ending;
         idleSince = clock.now();
         if (config.idleTimeoutMs === 0) return { reason: 'fresh sandbox per turn', turnError: '' };
         continue;
       }
+      if (!this.handle) return { reason: 'nothing runnable', turnError: '' };
       const idleLeftMs = config.idleTimeoutMs - (clock.now() - idleSince);
       if (idleLeftMs <= 0) return { reason: 'idle', turnError: '' };
-      if (await this.deps.slotWanted()) return { reason: 'slot wanted by a queued session', turnError: '' };
+      if (await this.deps.slotWanted(this.sandboxName))
+        return { reason: 'slot wanted by a queued session', turnError: '' };
       const health = this.health(null);
       if (health.action === 'kill') return { reason: health.reason, turnError: '' };
       await this.wake.wait(Math.min(idleLeftMs, health.nextCheckInMs));
     }
   }
 
-  /** Returns null when the turn ended by commit or by the runner's own abort; otherwise why it must end. */
+  /**
+   * Returns null when the turn committed; otherwise why the sandbox must end. A turn the
+   * runner aborted itself ends the sandbox too: its retry gets a fresh one after backoff.
+   */
   private async superviseTurn(turn: Turn, messages: { id: number; text: string }[]): Promise<Ending | null> {
     const { config, clock } = this.deps;
     const assignment: TurnAssignment = {
@@ -196,17 +207,17 @@ export class SessionSupervisor {
       limits: { maxOutputBytes: config.maxOutputBytes, heartbeatIntervalMs: config.heartbeatIntervalMs },
     };
     this.log.info({ turnId: turn.id, attempt: turn.attempt, messages: messages.length }, 'Turn started');
-    this.currentTurn = turn;
     this.gateway!.offerTurn(assignment);
     for (;;) {
       if (this.turnEnd?.turnId === turn.id) {
+        const { end } = this.turnEnd;
         this.log.info(
-          { turnId: turn.id, outcome: this.turnEnd.end.kind, turnMs: clock.now() - turn.startedAt },
+          { turnId: turn.id, outcome: end.kind, turnMs: clock.now() - turn.startedAt },
           'Turn ended',
         );
         this.turnEnd = null;
         this.currentTurn = null;
-        return null;
+        return end.kind === 'committed' ? null : { reason: 'turn aborted by the runner', turnError: '' };
       }
       const early = this.earlyEnding(turn);
       if (early) return early;

@@ -10,12 +10,14 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { type Clock, isLeaseFresh, LABELS, newId, type ResolvedConfig } from '../core/index.js';
+import { BerthError, type Clock, isLeaseFresh, LABELS, newId, type ResolvedConfig } from '../core/index.js';
 import { type SandboxRuntime, stageRunner } from '../runtime/index.js';
 import type { Store, StoreChange } from '../store/index.js';
 import { type HostPaths, installIdOf } from './paths.js';
 import { SessionSupervisor, type SupervisorDeps } from './session-supervisor.js';
 import { WakeSignal } from './signal.js';
+
+const EVENTS_CONNECT_TIMEOUT_MS = 10_000;
 
 export interface WorkerDeps {
   config: ResolvedConfig;
@@ -37,6 +39,10 @@ export class Worker {
   private readonly abort = new AbortController();
   private readonly log: Logger;
   private lastRenewedAt = 0;
+  /** Time of the last runtime event seen (0 = never connected); a reconnect replays from just before it. */
+  private lastEventAt = 0;
+  /** Idle sandboxes already giving their slot up, so one queued session frees one slot, not all. */
+  private readonly yielding = new Set<string>();
   private loops: Promise<unknown>[] = [];
   private unsubscribe: (() => void) | null = null;
 
@@ -66,8 +72,15 @@ export class Worker {
     this.unsubscribe = store.onChange((change) => this.onStoreChange(change));
     const connected = new WakeSignal();
     this.loops = [this.watchRuntime(connected), this.renewLoop()];
-    // No sandbox starts before exits can be seen.
-    await connected.wait(config.leaseMs);
+    // No sandbox starts before its exit can be seen.
+    await connected.wait(EVENTS_CONNECT_TIMEOUT_MS);
+    if (this.lastEventAt === 0) {
+      await this.stop();
+      throw new BerthError(
+        'DOCKER_UNREACHABLE',
+        `Runtime event stream did not connect in ${EVENTS_CONNECT_TIMEOUT_MS} ms`,
+      );
+    }
     this.loops.push(this.claimLoop());
     this.log.info({ slots: config.slots, installId: this.installId }, 'Worker started');
   }
@@ -129,9 +142,12 @@ export class Worker {
       installId: this.installId,
       workerId: this.id,
       secret: this.secret,
-      slotWanted: async () =>
-        this.supervisors.size >= this.deps.config.slots &&
-        (await this.deps.store.queueDepth(this.deps.clock.now())) > 0,
+      slotWanted: async (sandbox) => {
+        if (this.supervisors.size < this.deps.config.slots) return false;
+        if ((await this.deps.store.queueDepth(this.deps.clock.now())) <= this.yielding.size) return false;
+        this.yielding.add(sandbox);
+        return true;
+      },
     };
   }
 
@@ -146,6 +162,7 @@ export class Worker {
         // The session may already be re-claimed by a newer supervisor (its release wakes the claim loop).
         if (this.supervisors.get(supervisor.session.id) === supervisor)
           this.supervisors.delete(supervisor.session.id);
+        this.yielding.delete(supervisor.sandboxName);
         this.running.delete(run);
         this.claimWake.notify();
       });
@@ -174,7 +191,9 @@ export class Worker {
   private async watchRuntime(connected: WakeSignal): Promise<void> {
     while (!this.abort.signal.aborted) {
       try {
-        for await (const event of this.deps.runtime.events(this.installId, this.abort.signal)) {
+        const since = this.lastEventAt === 0 ? undefined : this.lastEventAt - 1000;
+        for await (const event of this.deps.runtime.events(this.installId, this.abort.signal, since)) {
+          this.lastEventAt = Math.max(this.lastEventAt, event.at);
           if (event.type === 'connected') {
             connected.notify();
             continue;

@@ -30,7 +30,12 @@ export function containerOptions(spec: SandboxSpec): Dockerode.ContainerCreateOp
     Cmd: ['node', `${RUNNER_MOUNT}/${RUNNER_ENTRY}`],
     User: SANDBOX_USER,
     WorkingDir: WORKSPACE_MOUNT,
-    Env: [`BERTH_RUN_DIR=${SANDBOX_RUN_DIR}`, 'HOME=/tmp', 'PATH=/usr/local/bin:/usr/bin:/bin'],
+    Env: [
+      `BERTH_RUN_DIR=${SANDBOX_RUN_DIR}`,
+      `BERTH_HEARTBEAT_MS=${spec.heartbeatIntervalMs}`,
+      'HOME=/tmp',
+      'PATH=/usr/local/bin:/usr/bin:/bin',
+    ],
     Labels: sandboxLabels(spec),
     HostConfig: {
       NetworkMode: 'none',

@@ -51,8 +51,9 @@ export class DockerRuntime implements SandboxRuntime {
     await container.remove({ force: true, v: true }).catch(ignoreGone);
   }
 
-  async *events(installId: string, signal: AbortSignal): AsyncIterable<RuntimeEvent> {
+  async *events(installId: string, signal: AbortSignal, sinceMs?: number): AsyncIterable<RuntimeEvent> {
     const stream = (await this.docker.getEvents({
+      ...(sinceMs === undefined ? {} : { since: Math.floor(sinceMs / 1000) }),
       filters: { type: ['container'], event: ['die', 'oom'], label: [`${LABELS.install}=${installId}`] },
     })) as unknown as Readable;
     const onAbort = () => stream.destroy();

@@ -47,7 +47,8 @@ export function openSqliteStore(options: SqliteStoreOptions): SqliteStore {
   const db = new Database(options.path);
   db.pragma('journal_mode = WAL');
   db.pragma('busy_timeout = 5000');
-  db.pragma('synchronous = NORMAL');
+  // FULL: an accepted (202) message must survive a power cut, not only a process crash.
+  db.pragma('synchronous = FULL');
   db.pragma('foreign_keys = ON');
   migrate(db);
   return new SqliteStore(db, options.leaseMs, options.retry);
@@ -211,6 +212,8 @@ export class SqliteStore implements Store {
     return this.write((changes) => {
       const ids = this.all(sql.EXPIRED_LEASES, { staleBefore: now - this.leaseMs }).map((r) => String(r.id));
       for (const id of ids) this.reclaimSession(changes, id, now);
+      // Their sessions are reclaimed: rows of long-dead workers only clutter `berth status`.
+      this.run(sql.DELETE_DEAD_WORKERS, { deadBefore: now - 10 * this.leaseMs });
       return ids;
     });
   }
@@ -246,11 +249,11 @@ export class SqliteStore implements Store {
 
   // ---- fenced transitions
 
-  async recordSandbox(fence: Fence, sandbox: string): Promise<FenceCode> {
+  async recordSandbox(fence: Fence, sandbox: string, now: number): Promise<FenceCode> {
     return this.write(() => {
       const code = this.checkFence(fence);
       if (code !== 'ok') return code;
-      this.run(sql.RECORD_SANDBOX, { ...fenceParams(fence), sandbox, now: Date.now() });
+      this.run(sql.RECORD_SANDBOX, { ...fenceParams(fence), sandbox, now });
       return 'ok';
     });
   }

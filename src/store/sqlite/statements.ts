@@ -105,6 +105,9 @@ VALUES (:id, :host, :pid, :slots, :heartbeatAt, :startedAt)
 ON CONFLICT(id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, slots = excluded.slots`;
 export const RENEW_WORKER = `UPDATE workers SET heartbeat_at = :now WHERE id = :id`;
 export const DELETE_WORKER = `DELETE FROM workers WHERE id = :id`;
+/** Workers silent for long, holding no lease. Params: deadBefore. */
+export const DELETE_DEAD_WORKERS = `
+DELETE FROM workers WHERE heartbeat_at <= :deadBefore AND id NOT IN (SELECT lease_owner FROM sessions WHERE lease_owner IS NOT NULL)`;
 export const ALL_WORKERS = `SELECT * FROM workers ORDER BY started_at`;
 
 export const INSERT_AUDIT = `
