@@ -69,13 +69,13 @@ test('a sandbox that stops heartbeating is killed and the turn retried, never a 
     BERTH_HEARTBEAT_INTERVAL: '500ms',
   });
   await client.request('POST', '/v1/agents', { name: 'frozen', provider: 'script' });
-  // The first attempt freezes its runner (SIGSTOP): no more heartbeats. The retry finds the marker and goes on.
+  // The first attempt freezes its runner (SIGSTOP): no more heartbeats. The retry (attempt 2) goes on.
   const events = await sendAndCollect(
     'h1',
     {
       agent: 'frozen',
       text: plan({
-        steps: [{ run: 'if [ ! -e .froze ]; then touch .froze; kill -STOP $BERTH_RUNNER_PID; sleep 60; fi' }],
+        steps: [{ run: 'if [ "$BERTH_ATTEMPT" = 1 ]; then kill -STOP $BERTH_RUNNER_PID; sleep 60; fi' }],
         reply: 'thawed',
       }),
     },
@@ -112,7 +112,7 @@ test('a turn the runner aborts is retried in a fresh sandbox after its backoff (
     {
       agent: 'flaky',
       text: plan({
-        steps: [{ run: 'if [ ! -e .once ]; then touch .once; echo first try fails >&2; exit 1; fi' }],
+        steps: [{ run: 'if [ "$BERTH_ATTEMPT" = 1 ]; then echo first try fails >&2; exit 1; fi' }],
         reply: 'ok',
       }),
     },

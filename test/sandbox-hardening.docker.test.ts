@@ -10,6 +10,7 @@ import { test } from 'node:test';
 import { resolveImage } from '../src/cli/host.js';
 import { loadConfig } from '../src/core/index.js';
 import { connectDocker, DockerRuntime, type SandboxSpec, stageRunner } from '../src/runtime/index.js';
+import { Workspaces } from '../src/workspace/index.js';
 
 test('a sandbox carries every hardening flag and only its install sees it', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'berth-harden-'));
@@ -18,7 +19,9 @@ test('a sandbox carries every hardening flag and only its install sees it', asyn
   const runtime = new DockerRuntime(docker, config.dockerSocket);
   const image = await resolveImage(docker, config);
   const runnerDir = await stageRunner(join(dir, 'runner'));
-  const spec = (install: string, session: string): SandboxSpec => ({
+  const workspaces = new Workspaces(dir, 1000);
+  await workspaces.prepare();
+  const spec = async (install: string, session: string): Promise<SandboxSpec> => ({
     name: `berth-${install}-${session}-g1`,
     image,
     installId: install,
@@ -30,14 +33,15 @@ test('a sandbox carries every hardening flag and only its install sees it', asyn
     pidsLimit: 64,
     heartbeatIntervalMs: 2000,
     runDir: dir,
-    workspaceDir: dir,
+    workspaceDir: await workspaces.openSlot(`berth-${install}-${session}-g1`),
     runnerDir,
   });
-  const mine = await runtime.create(spec('hardentest', 's1'));
-  const theirs = await runtime.create(spec('otherinstall', 's1'));
+  const mine = await runtime.create(await spec('hardentest', 's1'));
+  const theirs = await runtime.create(await spec('otherinstall', 's1'));
   t.after(async () => {
     await runtime.kill(mine, 'test done');
     await runtime.kill(theirs, 'test done');
+    await workspaces.release();
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -59,8 +63,14 @@ test('a sandbox carries every hardening flag and only its install sees it', asyn
   assert.equal(info.Config.Labels['berth.install'], 'hardentest');
   assert.equal(info.Config.Labels['berth.session'], 's1');
   assert.equal(info.Config.Labels['berth.generation'], '1');
-  const mounts = Object.fromEntries(info.Mounts.map((m) => [m.Destination, m.RW]));
-  assert.deepEqual(mounts, { '/opt/berth': false, '/run/berth': false, '/workspace': true });
+  const mounts = Object.fromEntries(
+    info.Mounts.map((m) => [m.Destination, `${m.RW ? 'rw' : 'ro'} ${m.Propagation}`]),
+  );
+  assert.deepEqual(mounts, {
+    '/opt/berth': 'ro rprivate',
+    '/run/berth': 'ro rprivate',
+    '/workspace': 'rw rslave',
+  });
 
   const listed = await runtime.list('hardentest');
   assert.deepEqual(

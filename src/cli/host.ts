@@ -67,6 +67,7 @@ export async function startHost(
   const app = await buildApp({ config, store, clock, log });
   const address = await app.listen({ host: config.apiHost, port: config.apiPort });
   log.info({ address, dataDir: config.dataDir, image }, 'berth host up');
+  let closing: Promise<void> | undefined;
   return {
     config,
     store,
@@ -74,10 +75,14 @@ export async function startHost(
     app,
     docker,
     url: address,
-    async close() {
-      await app.close();
-      await worker.stop();
-      await store.close();
+    /** Idempotent: API first (no new work), then the worker (sandboxes ended), then the store. */
+    close() {
+      closing ??= (async () => {
+        await app.close();
+        await worker.stop();
+        await store.close();
+      })();
+      return closing;
     },
   };
 }

@@ -78,6 +78,16 @@ export const ERRORS = {
     retryable: true,
     hint: 'The turn is retried with backoff; see the turn error for the cause.',
   },
+  WORKSPACE_UNAVAILABLE: {
+    status: 503,
+    retryable: false,
+    hint: 'berth needs overlayfs and mount rights (root) for transactional workspaces; run the worker as root on a kernel with overlay.',
+  },
+  WORKSPACE_FAILED: {
+    status: 507,
+    retryable: true,
+    hint: 'The turn was aborted and will be retried; free disk space under the data dir if this repeats.',
+  },
   CONFIG_INVALID: {
     status: 500,
     retryable: false,

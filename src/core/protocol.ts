@@ -6,6 +6,8 @@
 
 /** Where the gateway socket and the sandbox token appear inside the sandbox. */
 export const SANDBOX_RUN_DIR = '/run/berth';
+/** Where each turn's workspace (committed state + the turn's own writes) appears inside the sandbox. */
+export const SANDBOX_WORKSPACE = '/workspace';
 export const GATEWAY_SOCKET_NAME = 'gateway.sock';
 export const TOKEN_FILE_NAME = 'token';
 
@@ -61,7 +63,13 @@ export type ScriptStep =
   | { run: string }
   | { sleep: number }
   | { write: { path: string; content: string } }
-  | { progress: string };
+  | { append: { path: string; content: string } }
+  | { progress: string }
+  | { putState: { key: string; value: unknown } }
+  /** Fails the turn unless the file's content equals `equals` (null: the file must not exist). */
+  | { assertFile: { path: string; equals: string | null } }
+  /** Fails the turn unless the state value deep-equals `equals` (null: the key must not be set). */
+  | { assertState: { key: string; equals: unknown } };
 
 export interface ScriptPlan {
   steps: ScriptStep[];

@@ -16,6 +16,10 @@ export interface Session {
   generation: number;
   leaseOwner: string | null;
   sandbox: string | null;
+  /** Committed turns that changed the workspace. */
+  workspaceVersion: number;
+  /** A committed turn whose layer is not promoted yet: promote it before any new attempt mounts. */
+  pendingLayer: string | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -94,6 +98,8 @@ export interface CommitInput {
   generation: number;
   workerId: string;
   outputs: TurnOutput[];
+  /** State written by the turn; null deletes the key. */
+  state?: Record<string, unknown>;
 }
 
 export interface AbortInput {

@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import { pino } from 'pino';
 import { agentSpecSchema, systemClock } from '../core/index.js';
 import { openSqliteStore } from '../store/index.js';
@@ -15,34 +15,12 @@ const SECRET = Buffer.from('k'.repeat(32));
 
 interface GatewayReply {
   turnId?: string;
+  value?: unknown;
   error?: { code: string; message: string };
 }
 
-function call(socketPath: string, token: string, method: string, path: string, body?: unknown) {
-  return new Promise<{ status: number; body: GatewayReply }>((resolve, reject) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    const req = request(
-      {
-        socketPath,
-        method,
-        path,
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString();
-          resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : null });
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
-
-test('gateway: current generation commits; stale generation, foreign tokens and bad bodies write nothing', async (t) => {
+/** A claimed session with a running turn, its gateway listening, and a client for it. */
+async function setUp(t: TestContext, sealError?: Error) {
   const dir = await mkdtemp(join(tmpdir(), 'berth-gw-'));
   const store = openSqliteStore({
     path: ':memory:',
@@ -57,9 +35,8 @@ test('gateway: current generation commits; stale generation, foreign tokens and 
   const binding = { sessionId: 's', generation: claim.session.generation, workerId: 'w1' };
   const started = await store.startTurn(binding, now);
   const turnId = started.code === 'ok' ? started.value!.turn.id : assert.fail();
-
   const ended: TurnEnd[] = [];
-  let beats = 0;
+  const counters = { beats: 0, seals: 0 };
   const socketPath = join(dir, 'gateway.sock');
   const gateway = new SandboxGateway({
     socketPath,
@@ -70,7 +47,14 @@ test('gateway: current generation commits; stale generation, foreign tokens and 
     log: pino({ level: 'silent' }),
     maxBodyBytes: 4096,
     longPollMs: 200,
-    hooks: { onHeartbeat: () => void beats++, onTurnEnded: (_id, end) => void ended.push(end) },
+    hooks: {
+      onHeartbeat: () => void counters.beats++,
+      beforeCommit: async () => {
+        counters.seals++;
+        if (sealError) throw sealError;
+      },
+      onTurnEnded: (_id, end) => void ended.push(end),
+    },
   });
   await gateway.listen();
   t.after(async () => {
@@ -78,71 +62,108 @@ test('gateway: current generation commits; stale generation, foreign tokens and 
     await store.close();
     await rm(dir, { recursive: true, force: true });
   });
-  const expiresAt = now + 60_000;
-  const token = signSandboxToken(SECRET, { sessionId: 's', generation: binding.generation, expiresAt });
-  const staleToken = signSandboxToken(SECRET, {
-    sessionId: 's',
-    generation: binding.generation - 1,
-    expiresAt,
-  });
-  const foreignToken = signSandboxToken(Buffer.from('x'.repeat(32)), {
-    sessionId: 's',
-    generation: binding.generation,
-    expiresAt,
-  });
+  const tokenFor = (generation: number, secret = SECRET) =>
+    signSandboxToken(secret, { sessionId: 's', generation, expiresAt: now + 60_000 });
+  const token = tokenFor(binding.generation);
+  const call = (method: string, path: string, body?: unknown, as = token) =>
+    new Promise<{ status: number; body: GatewayReply }>((resolve, reject) => {
+      const payload = body === undefined ? undefined : JSON.stringify(body);
+      const headers = { authorization: `Bearer ${as}`, 'content-type': 'application/json' };
+      const req = request({ socketPath, method, path, headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString();
+          resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : null });
+        });
+      });
+      req.on('error', reject);
+      req.end(payload);
+    });
+  const offer = () =>
+    gateway.offerTurn({
+      turnId,
+      sessionId: 's',
+      generation: binding.generation,
+      attempt: 1,
+      provider: 'command',
+      messages: [],
+      limits: { maxOutputBytes: 10, heartbeatIntervalMs: 2000 },
+    });
+  const replies = async () => (await store.listMessages('s', 0, 10)).filter((m) => m.direction === 'out');
+  return { store, binding, turnId, ended, counters, tokenFor, call, offer, replies };
+}
 
-  assert.equal(
-    (await call(socketPath, token, 'GET', '/v1/turn')).status,
-    204,
-    'long-poll answers 204 with no turn',
-  );
-  gateway.offerTurn({
-    turnId,
-    sessionId: 's',
-    generation: binding.generation,
-    attempt: 1,
-    provider: 'command',
-    messages: [],
-    limits: { maxOutputBytes: 10, heartbeatIntervalMs: 2000 },
-  });
-  assert.equal((await call(socketPath, token, 'GET', '/v1/turn')).body.turnId, turnId);
-  assert.equal((await call(socketPath, token, 'POST', '/v1/heartbeat', {})).status, 200);
-  assert.equal(beats, 1);
+test('gateway: stale generation, foreign tokens and bad bodies write nothing', async (t) => {
+  const { store, binding, turnId, ended, counters, tokenFor, call, offer, replies } = await setUp(t);
+  assert.equal((await call('GET', '/v1/turn')).status, 204, 'long-poll answers 204 with no turn');
+  offer();
+  assert.equal((await call('GET', '/v1/turn')).body.turnId, turnId);
+  assert.equal((await call('POST', '/v1/heartbeat', {})).status, 200);
+  assert.equal(counters.beats, 1);
 
   const refused = [
-    { token: staleToken, status: 409, code: 'STALE_GENERATION' },
-    { token: foreignToken, status: 401, code: 'UNAUTHORIZED' },
+    { token: tokenFor(binding.generation - 1), status: 409, code: 'STALE_GENERATION' },
+    { token: tokenFor(binding.generation, Buffer.from('x'.repeat(32))), status: 401, code: 'UNAUTHORIZED' },
     { token: '', status: 401, code: 'UNAUTHORIZED' },
   ];
   for (const r of refused) {
-    const res = await call(socketPath, r.token, 'POST', '/v1/commit', {
-      turnId,
-      outputs: [{ text: 'evil' }],
-    });
+    const res = await call('POST', '/v1/commit', { turnId, outputs: [{ text: 'evil' }] }, r.token);
     assert.equal(res.status, r.status);
     assert.equal(res.body.error?.code, r.code);
+    assert.equal((await call('PUT', '/v1/state/k', { value: 'evil' }, r.token)).status, r.status);
   }
-  const bad = await call(socketPath, token, 'POST', '/v1/commit', { turnId });
+  const bad = await call('POST', '/v1/commit', { turnId });
   assert.equal(bad.status, 400);
   assert.match(bad.body.error?.message ?? '', /outputs/);
-  assert.equal((await store.listMessages('s', 0, 10)).filter((m) => m.direction === 'out').length, 0);
+  assert.equal((await call('PUT', '/v1/state/a%2Fb', { value: 1 })).status, 400, 'state keys are narrow');
+  assert.equal((await replies()).length, 0);
   assert.equal(ended.length, 0);
 
   // The session is taken over (worker death): the old gateway's writes are now stale in the store itself.
   await store.removeWorker('w1');
   await store.reclaimExpiredLeases(Date.now());
-  const lateCommit = await call(socketPath, token, 'POST', '/v1/commit', {
-    turnId,
-    outputs: [{ text: 'late' }],
-  });
+  const lateCommit = await call('POST', '/v1/commit', { turnId, outputs: [{ text: 'late' }] });
   assert.equal(lateCommit.status, 409);
-  assert.equal((await store.listMessages('s', 0, 10)).filter((m) => m.direction === 'out').length, 0);
+  assert.equal((await replies()).length, 0);
+  assert.deepEqual(await store.getState('s'), {});
   const audit = await store.listAudit(0, 10);
+  assert.ok(audit.length >= 3, 'every refused stale request is audited');
+  assert.ok(audit.every((a) => a.kind === 'stale-generation'));
+});
+
+test('gateway: state a turn puts is visible to it and written only by its commit; a second commit is refused', async (t) => {
+  const { store, turnId, ended, counters, call, offer, replies } = await setUp(t);
+  offer();
+  assert.equal((await call('GET', '/v1/state/counter')).status, 404);
+  assert.equal((await call('PUT', '/v1/state/counter', { value: { n: 1 } })).status, 200);
+  assert.deepEqual((await call('GET', '/v1/state/counter')).body.value, { n: 1 });
+  assert.deepEqual(await store.getState('s'), {}, 'nothing committed yet');
+  assert.equal((await call('POST', '/v1/commit', { turnId, outputs: [{ text: 'done' }] })).status, 200);
+  assert.equal(counters.seals, 1, 'the layer is sealed before the commit');
+  assert.deepEqual(await store.getState('s'), { counter: { n: 1 } });
+  assert.equal((await store.getSessionView('s', Date.now()))?.pendingLayer, turnId);
+  const again = await call('POST', '/v1/commit', { turnId, outputs: [{ text: 'twice' }] });
+  assert.equal(again.status, 409, 'a second commit of the same turn writes nothing');
   assert.deepEqual(
-    audit.map((a) => [a.kind, a.generation]),
-    [
-      ['stale-generation', binding.generation - 1],
-      ['stale-generation', binding.generation],
-    ],
+    (await replies()).map((m) => m.text),
+    ['done'],
   );
+  assert.deepEqual(ended, [{ kind: 'committed' }]);
+});
+
+test('gateway: a seal that fails (e.g. disk full) aborts the turn; nothing of it is committed', async (t) => {
+  const { store, turnId, ended, call, offer, replies } = await setUp(
+    t,
+    new Error('ENOSPC: no space left on device'),
+  );
+  offer();
+  await call('PUT', '/v1/state/counter', { value: 1 });
+  const res = await call('POST', '/v1/commit', { turnId, outputs: [{ text: 'done' }] });
+  assert.equal(res.status, 500);
+  assert.deepEqual(await store.getState('s'), {});
+  assert.equal((await replies()).length, 0);
+  assert.equal((await store.getTurn(turnId))?.status, 'aborted');
+  assert.equal((await store.listMessages('s', 0, 1))[0]?.status, 'pending', 'the message is retried');
+  assert.equal(ended[0]?.kind, 'aborted');
 });

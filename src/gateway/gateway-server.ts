@@ -3,7 +3,8 @@
  * can reach. It is the sandbox's only door. Every request must carry the sandbox token
  * for this binding (session, generation); every write goes to the store fenced by that
  * generation and this worker's lease, so a stale sandbox gets 409, an audit row, and
- * nothing written.
+ * nothing written. State a turn puts is held here and written in that turn's commit
+ * transaction, so a killed turn's state vanishes with it.
  */
 import { chmod, rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -11,13 +12,15 @@ import type { Logger } from 'pino';
 import type { z } from 'zod';
 import { BerthError, type Clock, type TurnAssignment } from '../core/index.js';
 import { type Fence, type FenceCode, fenceError, type Store } from '../store/index.js';
-import { abortBody, commitBody, heartbeatBody, progressBody } from './schemas.js';
+import { abortBody, commitBody, heartbeatBody, progressBody, STATE_KEY, stateBody } from './schemas.js';
 import { verifySandboxToken } from './token.js';
 
 export type TurnEnd = { kind: 'committed' } | { kind: 'aborted'; error: string };
 
 export interface GatewayHooks {
   onHeartbeat(now: number): void;
+  /** Seals the turn's workspace layer; a failure aborts the turn instead of committing it. */
+  beforeCommit(turnId: string): Promise<void>;
   onTurnEnded(turnId: string, end: TurnEnd): void;
 }
 
@@ -43,6 +46,8 @@ interface Waiter {
 export class SandboxGateway {
   private readonly server: Server;
   private offered: TurnAssignment | null = null;
+  /** The turn the runner is working on, and the state it put so far. */
+  private turn: { id: string; state: Record<string, unknown> } | null = null;
   private waiter: Waiter | null = null;
 
   constructor(private readonly o: GatewayOptions) {
@@ -72,6 +77,7 @@ export class SandboxGateway {
   /** Hands a turn to the runner: answers its waiting long-poll now, or the next one. */
   offerTurn(assignment: TurnAssignment): void {
     this.offered = assignment;
+    this.turn = { id: assignment.turnId, state: {} };
     if (this.waiter) this.deliverTurn(this.waiter.res);
   }
 
@@ -93,7 +99,10 @@ export class SandboxGateway {
         `Session ${binding.sessionId} generation ${claims.generation} is not current (${req.method} ${req.url})`,
       );
     }
-    const route = `${req.method} ${(req.url ?? '').split('?')[0]}`;
+    const path = (req.url ?? '').split('?')[0]!;
+    const stateKey = /^\/v1\/state\/([^/]+)$/.exec(path)?.[1];
+    if (stateKey !== undefined) return this.handleState(req, res, decodeURIComponent(stateKey));
+    const route = `${req.method} ${path}`;
     switch (route) {
       case 'GET /v1/turn':
         return this.longPollTurn(req, res);
@@ -113,7 +122,24 @@ export class SandboxGateway {
       }
       case 'POST /v1/commit': {
         const body = await this.body(req, commitBody);
-        await this.fenced('commitTurn', await this.o.store.commitTurn({ ...binding, ...body }, now), now);
+        const state = this.turn?.id === body.turnId ? this.turn.state : {};
+        try {
+          await this.o.hooks.beforeCommit(body.turnId);
+        } catch (err) {
+          const error = (err as Error).message;
+          await this.fenced(
+            'abortTurn',
+            await this.o.store.abortTurn({ ...binding, turnId: body.turnId, error }, now),
+            now,
+          );
+          this.o.hooks.onTurnEnded(body.turnId, { kind: 'aborted', error });
+          throw err;
+        }
+        await this.fenced(
+          'commitTurn',
+          await this.o.store.commitTurn({ ...binding, ...body, state }, now),
+          now,
+        );
         this.o.hooks.onTurnEnded(body.turnId, { kind: 'committed' });
         return this.send(res, 200, { ok: true });
       }
@@ -126,6 +152,32 @@ export class SandboxGateway {
       default:
         throw new BerthError('NOT_FOUND', `No gateway route ${route}`);
     }
+  }
+
+  /** GET reads the turn's own writes over committed state; PUT holds a value for the turn's commit (null deletes). */
+  private async handleState(req: IncomingMessage, res: ServerResponse, key: string): Promise<void> {
+    if (!STATE_KEY.test(key))
+      throw new BerthError('INVALID_INPUT', `State key ${JSON.stringify(key.slice(0, 80))} is not allowed`);
+    const turn = this.turn;
+    if (req.method === 'PUT') {
+      if (!turn)
+        throw new BerthError(
+          'TURN_NOT_FOUND',
+          `Session ${this.o.binding.sessionId} has no turn to write state in`,
+        );
+      const { value } = await this.body(req, stateBody);
+      turn.state[key] = value;
+      return this.send(res, 200, { ok: true });
+    }
+    if (req.method !== 'GET')
+      throw new BerthError('NOT_FOUND', `No gateway route ${req.method} /v1/state/:key`);
+    const value =
+      turn && key in turn.state
+        ? turn.state[key]
+        : (await this.o.store.getState(this.o.binding.sessionId))[key];
+    if (value === undefined || value === null)
+      throw new BerthError('NOT_FOUND', `State key ${key} is not set`);
+    return this.send(res, 200, { key, value });
   }
 
   private longPollTurn(req: IncomingMessage, res: ServerResponse): void {

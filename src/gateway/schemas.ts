@@ -10,3 +10,6 @@ export const commitBody = z.object({
 export const abortBody = z.object({ turnId, error: z.string().max(64 * 1024) });
 export const progressBody = z.object({ turnId, text: z.string().max(4096) });
 export const heartbeatBody = z.object({ turnId: turnId.optional() });
+export const STATE_KEY = /^[A-Za-z0-9_.:-]{1,128}$/;
+/** null deletes the key at commit. */
+export const stateBody = z.object({ value: z.unknown().refine((v) => v !== undefined, 'value is required') });

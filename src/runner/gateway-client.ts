@@ -27,7 +27,7 @@ export class GatewayClient {
   ) {}
 
   async call<T>(
-    method: 'GET' | 'POST',
+    method: 'GET' | 'POST' | 'PUT',
     path: string,
     body?: unknown,
     timeoutMs = 60_000,

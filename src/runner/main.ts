@@ -7,13 +7,19 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { GATEWAY_SOCKET_NAME, TOKEN_FILE_NAME, type TurnAssignment } from '../core/protocol.js';
+import {
+  GATEWAY_SOCKET_NAME,
+  SANDBOX_WORKSPACE,
+  TOKEN_FILE_NAME,
+  type TurnAssignment,
+} from '../core/protocol.js';
 import { GatewayClient, GatewayError } from './gateway-client.js';
 import { killAllButRunner } from './processes.js';
 import { PROVIDERS } from './providers.js';
 
 const runDir = process.env.BERTH_RUN_DIR ?? '/run/berth';
-const workspace = process.cwd();
+// The runner never stands in the workspace: a process there would keep the turn's overlay busy.
+process.chdir('/');
 
 async function main(): Promise<void> {
   const token = (await readFile(join(runDir, TOKEN_FILE_NAME), 'utf8')).trim();
@@ -35,9 +41,12 @@ async function main(): Promise<void> {
     currentTurn = turn.turnId;
     try {
       const outputs = await PROVIDERS[turn.provider](turn, {
-        workspace,
+        workspace: SANDBOX_WORKSPACE,
         progress: async (text) =>
           void (await gateway.call('POST', '/v1/progress', { turnId: turn.turnId, text })),
+        getState: (key) => getState(gateway, key),
+        putState: async (key, value) =>
+          void (await gateway.call('PUT', `/v1/state/${encodeURIComponent(key)}`, { value })),
       });
       await killAllButRunner();
       await gateway.call('POST', '/v1/commit', { turnId: turn.turnId, outputs });
@@ -48,6 +57,16 @@ async function main(): Promise<void> {
     } finally {
       currentTurn = undefined;
     }
+  }
+}
+
+async function getState(gateway: GatewayClient, key: string): Promise<unknown> {
+  try {
+    return (await gateway.call<{ value: unknown }>('GET', `/v1/state/${encodeURIComponent(key)}`)).body
+      ?.value;
+  } catch (err) {
+    if (err instanceof GatewayError && err.status === 404) return undefined;
+    throw err;
   }
 }
 

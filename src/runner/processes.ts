@@ -15,16 +15,17 @@ export interface ShellResult {
   truncated: boolean;
 }
 
+/** Tools see BERTH_RUNNER_PID and BERTH_ATTEMPT (the turn's try number), for fault injection and idempotence. */
 export function runShell(
   command: string,
-  opts: { cwd: string; maxOutputBytes: number },
+  opts: { cwd: string; maxOutputBytes: number; attempt: number },
 ): Promise<ShellResult> {
   return new Promise((resolve) => {
     const child = spawn('/bin/sh', ['-c', command], {
       cwd: opts.cwd,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, BERTH_RUNNER_PID: String(process.pid) },
+      env: { ...process.env, BERTH_RUNNER_PID: String(process.pid), BERTH_ATTEMPT: String(opts.attempt) },
     });
     const out = new Capture(opts.maxOutputBytes);
     const err = new Capture(opts.maxOutputBytes);

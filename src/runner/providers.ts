@@ -1,17 +1,23 @@
 /**
  * Providers turn a turn's messages into outputs. `command`: each message is a shell
  * job; its reply is the exit code and output. `script`: each message is a JSON plan of
- * steps (run, sleep, write, progress), for tests, demos, load and chaos; a failing step
- * fails the turn.
+ * steps (run, sleep, write, append, progress, putState, assertFile, assertState), for
+ * tests, demos, load and chaos; a failing step fails the turn. The asserts are how a test
+ * sees partial state: a turn that finds anything but committed content fails.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+
+import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, resolve, sep } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import type { ScriptPlan, ScriptStep, TurnAssignment, TurnOutput } from '../core/protocol.js';
 import { runShell } from './processes.js';
 
 export interface TurnContext {
   workspace: string;
   progress(text: string): Promise<void>;
+  /** undefined when the key is not set. */
+  getState(key: string): Promise<unknown>;
+  putState(key: string, value: unknown): Promise<void>;
 }
 
 export type Provider = (turn: TurnAssignment, ctx: TurnContext) => Promise<TurnOutput[]>;
@@ -23,6 +29,7 @@ export const PROVIDERS: Record<TurnAssignment['provider'], Provider> = {
       const { stdout, ...result } = await runShell(message.text, {
         cwd: ctx.workspace,
         maxOutputBytes: turn.limits.maxOutputBytes,
+        attempt: turn.attempt,
       });
       outputs.push({ text: stdout, data: result });
     }
@@ -61,22 +68,48 @@ async function runStep(
   turn: TurnAssignment,
   ctx: TurnContext,
 ): Promise<void> {
+  const fail = (what: string) => {
+    throw new StepFailed(`step ${index} (${Object.keys(step)[0]}) ${what}`);
+  };
+  const inWorkspace = (path: string) => {
+    const full = resolve(ctx.workspace, path);
+    if (!full.startsWith(ctx.workspace + sep)) fail('path escapes the workspace');
+    return full;
+  };
   if ('run' in step) {
-    const r = await runShell(step.run, { cwd: ctx.workspace, maxOutputBytes: turn.limits.maxOutputBytes });
-    if (r.exitCode !== 0) {
-      throw new StepFailed(`step ${index} (run) exited ${r.exitCode ?? r.signal}: ${r.stderr.slice(0, 500)}`);
-    }
+    const r = await runShell(step.run, {
+      cwd: ctx.workspace,
+      maxOutputBytes: turn.limits.maxOutputBytes,
+      attempt: turn.attempt,
+    });
+    if (r.exitCode !== 0) fail(`exited ${r.exitCode ?? r.signal}: ${r.stderr.slice(0, 500)}`);
   } else if ('sleep' in step) {
     await new Promise((done) => setTimeout(done, step.sleep));
-  } else if ('write' in step) {
-    const path = resolve(ctx.workspace, step.write.path);
-    if (!path.startsWith(ctx.workspace + sep))
-      throw new StepFailed(`step ${index} (write) path escapes the workspace`);
-    await mkdir(dirname(path), { recursive: true });
-    await writeFile(path, step.write.content);
+  } else if ('write' in step || 'append' in step) {
+    const { path, content } = 'write' in step ? step.write : step.append;
+    const full = inWorkspace(path);
+    await mkdir(dirname(full), { recursive: true });
+    if ('write' in step) await writeFile(full, content);
+    else await appendFile(full, content);
   } else if ('progress' in step) {
     await ctx.progress(step.progress);
+  } else if ('putState' in step) {
+    await ctx.putState(step.putState.key, step.putState.value);
+  } else if ('assertFile' in step) {
+    const actual = await readFile(inWorkspace(step.assertFile.path), 'utf8').catch(() => null);
+    if (actual !== step.assertFile.equals) {
+      fail(
+        `${step.assertFile.path} is ${JSON.stringify(actual?.slice(0, 200))}, expected ${JSON.stringify(step.assertFile.equals?.slice(0, 200))}`,
+      );
+    }
+  } else if ('assertState' in step) {
+    const actual = (await ctx.getState(step.assertState.key)) ?? null;
+    if (!isDeepStrictEqual(actual, step.assertState.equals)) {
+      fail(
+        `state ${step.assertState.key} is ${JSON.stringify(actual)}, expected ${JSON.stringify(step.assertState.equals)}`,
+      );
+    }
   } else {
-    throw new StepFailed(`step ${index} is not one of run, sleep, write, progress`);
+    fail('is not a known step');
   }
 }

@@ -18,7 +18,7 @@ export interface SandboxSpec {
   heartbeatIntervalMs: number;
   /** Host dir holding the gateway socket and the token, mounted read-only at /run/berth. */
   runDir: string;
-  /** Host dir of the session's workspace, mounted at /workspace. */
+  /** The sandbox's slot: each turn's workspace overlay is mounted on it, and appears at /workspace. */
   workspaceDir: string;
   /** Host dir of the staged runner code, mounted read-only at /opt/berth. */
   runnerDir: string;

@@ -92,6 +92,11 @@ export interface Store {
   startTurn(fence: Fence, now: number): Promise<Fenced<StartedTurn | null>>;
   recordProgress(fence: Fence & { turnId: string; text: string }, now: number): Promise<FenceCode>;
   commitTurn(input: CommitInput, now: number): Promise<FenceCode>;
+  /** Committed state of a session (key → JSON value). */
+  getState(sessionId: string): Promise<Record<string, unknown>>;
+  getTurn(turnId: string): Promise<Turn | null>;
+  /** The turn's layer is promoted: clears pendingLayer if it still names this turn. Not fenced: any later owner may finish it. */
+  markLayerPromoted(sessionId: string, turnId: string): Promise<void>;
   /** Messages of the turn go back to pending with backoff, or are failed after the last try. */
   abortTurn(input: AbortInput, now: number): Promise<FenceCode>;
   /** Gives the session up: lease and sandbox cleared. */

@@ -5,10 +5,15 @@
  * messages retried with backoff or failed) before the sandbox is killed and the lease
  * given back, so the session is re-dispatched without anyone resending anything.
  *
+ * Each turn works in its own attempt layer mounted on the sandbox's slot; it is sealed by
+ * the gateway before the store commit and promoted (or discarded) right after the turn
+ * ends, before the next turn mounts. A promotion a crash cut short is finished when the
+ * session is next claimed (its pendingLayer).
+ *
  * Invariant: at most one sandbox per supervisor, and the supervisor's generation is the
  * one its claim set; every write it or its sandbox makes is fenced by it.
  */
-import { chmod, chown, mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import {
@@ -25,6 +30,7 @@ import {
 import { SandboxGateway, signSandboxToken, type TurnEnd } from '../gateway/index.js';
 import type { RuntimeEvent, SandboxHandle, SandboxRuntime } from '../runtime/index.js';
 import type { Fence, Store } from '../store/index.js';
+import type { Workspaces } from '../workspace/index.js';
 import type { HostPaths } from './paths.js';
 import { sandboxName } from './paths.js';
 import { WakeSignal } from './signal.js';
@@ -40,11 +46,11 @@ export interface SupervisorDeps {
   workerId: string;
   image: string;
   secret: Buffer;
+  workspaces: Workspaces;
   /** True when another session waits for a slot: this idle sandbox then gives its slot up at once. */
   slotWanted(sandboxName: string): Promise<boolean>;
 }
 
-const SANDBOX_UID = 1000;
 const TOKEN_TTL_MS = 7 * 24 * 3600 * 1000;
 
 type Ending = { reason: string; turnError: string };
@@ -106,10 +112,8 @@ export class SessionSupervisor {
   private async startSandbox(): Promise<void> {
     const { paths, config } = this.deps;
     const runDir = paths.sandboxRunDir(this.sandboxName);
-    const workspaceDir = paths.workspaceDir(this.session.id);
     await mkdir(runDir, { recursive: true, mode: 0o755 });
-    await mkdir(workspaceDir, { recursive: true, mode: 0o755 });
-    await giveToSandboxUser(workspaceDir);
+    const workspaceDir = await this.deps.workspaces.openSlot(this.sandboxName);
     const token = signSandboxToken(this.deps.secret, {
       sessionId: this.session.id,
       generation: this.session.generation,
@@ -128,6 +132,7 @@ export class SessionSupervisor {
         onHeartbeat: (now) => {
           this.lastHeartbeatAt = now;
         },
+        beforeCommit: (turnId) => this.deps.workspaces.seal(this.session.id, turnId, this.sandboxName),
         onTurnEnded: (turnId, end) => {
           this.turnEnd = { turnId, end };
           this.wake.notify();
@@ -165,6 +170,7 @@ export class SessionSupervisor {
    */
   private async serveTurns(): Promise<Ending> {
     const { store, clock, config } = this.deps;
+    if (this.session.pendingLayer) await this.settleLayer(this.session.pendingLayer);
     let idleSince = clock.now();
     for (;;) {
       const early = this.earlyEnding(null);
@@ -172,10 +178,14 @@ export class SessionSupervisor {
       const started = await store.startTurn(this.fence, clock.now());
       if (started.code !== 'ok') return { reason: `lease lost (${started.code})`, turnError: '' };
       if (started.value) {
-        this.currentTurn = started.value.turn;
+        const { turn, messages } = started.value;
+        this.currentTurn = turn;
         if (!this.handle) await this.startSandbox();
-        const ending = await this.superviseTurn(started.value.turn, started.value.messages);
+        await this.deps.workspaces.mountAttempt(this.session.id, turn.id, this.sandboxName);
+        const ending = await this.superviseTurn(turn, messages);
         if (ending) return ending;
+        await this.settleLayer(turn.id);
+        this.currentTurn = null;
         idleSince = clock.now();
         if (config.idleTimeoutMs === 0) return { reason: 'fresh sandbox per turn', turnError: '' };
         continue;
@@ -216,7 +226,6 @@ export class SessionSupervisor {
           'Turn ended',
         );
         this.turnEnd = null;
-        this.currentTurn = null;
         return end.kind === 'committed' ? null : { reason: 'turn aborted by the runner', turnError: '' };
       }
       const early = this.earlyEnding(turn);
@@ -255,11 +264,23 @@ export class SessionSupervisor {
     );
   }
 
-  /** Abort the running turn (if any), kill the sandbox, close the gateway, give the lease back. */
+  /** Takes a finished turn's layer off the slot and promotes it if the store says committed, else drops it. */
+  private async settleLayer(turnId: string): Promise<void> {
+    const { store, workspaces } = this.deps;
+    await workspaces.unmountSlot(this.sandboxName);
+    if ((await store.getTurn(turnId))?.status === 'committed') {
+      await workspaces.promote(this.session.id, turnId);
+      await store.markLayerPromoted(this.session.id, turnId);
+    } else {
+      await workspaces.discard(this.session.id, turnId);
+    }
+  }
+
+  /** Abort the running turn (if any), kill the sandbox, settle its layer, give the lease back. */
   private async finish(ending: Ending): Promise<void> {
     const { store, clock, runtime } = this.deps;
     if (this.currentTurn) {
-      // 'stale'/'not_found' here means the turn already ended (commit raced the ending): nothing to undo.
+      // 'stale'/'not_found' here means the turn already ended (a commit raced the ending): settleLayer keeps it.
       await store.abortTurn(
         { ...this.fence, turnId: this.currentTurn.id, error: ending.turnError || ending.reason },
         clock.now(),
@@ -273,13 +294,10 @@ export class SessionSupervisor {
         });
     }
     await this.gateway?.close();
+    if (this.currentTurn) await this.settleLayer(this.currentTurn.id);
+    await this.deps.workspaces.closeSlot(this.sandboxName);
     await rm(this.deps.paths.sandboxRunDir(this.sandboxName), { recursive: true, force: true });
     await store.releaseSession(this.fence, clock.now());
     this.log.info({ reason: ending.reason }, 'Session released');
   }
-}
-
-async function giveToSandboxUser(dir: string): Promise<void> {
-  if (process.getuid?.() === 0) await chown(dir, SANDBOX_UID, SANDBOX_UID);
-  else await chmod(dir, 0o777);
 }

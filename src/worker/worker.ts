@@ -13,11 +13,18 @@ import type { Logger } from 'pino';
 import { BerthError, type Clock, isLeaseFresh, LABELS, newId, type ResolvedConfig } from '../core/index.js';
 import { type SandboxRuntime, stageRunner } from '../runtime/index.js';
 import type { Store, StoreChange } from '../store/index.js';
+import { Workspaces } from '../workspace/index.js';
 import { type HostPaths, installIdOf } from './paths.js';
 import { SessionSupervisor, type SupervisorDeps } from './session-supervisor.js';
 import { WakeSignal } from './signal.js';
 
 const EVENTS_CONNECT_TIMEOUT_MS = 10_000;
+/** The sandbox's non-root user owns what a turn writes. */
+const SANDBOX_UID = 1000;
+/** Self-fence when the own row is this much of a lease old: before anyone else may take over (at a full lease). */
+const SELF_FENCE_FRACTION = 0.6;
+/** Local leftovers (containers, slots, layers) are swept once every this many renewals. */
+const CLEANUP_EVERY_RENEWALS = 5;
 
 export interface WorkerDeps {
   config: ResolvedConfig;
@@ -43,11 +50,13 @@ export class Worker {
   private lastEventAt = 0;
   /** Idle sandboxes already giving their slot up, so one queued session frees one slot, not all. */
   private readonly yielding = new Set<string>();
+  private readonly workspaces: Workspaces;
   private loops: Promise<unknown>[] = [];
   private unsubscribe: (() => void) | null = null;
 
   constructor(private readonly deps: WorkerDeps) {
     this.installId = installIdOf(deps.paths.dataDir);
+    this.workspaces = new Workspaces(deps.paths.dataDir, SANDBOX_UID);
     this.log = deps.log.child({ workerId: this.id });
   }
 
@@ -57,6 +66,7 @@ export class Worker {
 
   async start(): Promise<void> {
     const { store, clock, config, paths } = this.deps;
+    await this.workspaces.prepare();
     await stageRunner(paths.runnerDir);
     const now = clock.now();
     await store.registerWorker({
@@ -68,7 +78,7 @@ export class Worker {
       startedAt: now,
     });
     this.lastRenewedAt = now;
-    await this.reapOrphans();
+    await this.cleanUpLocal();
     this.unsubscribe = store.onChange((change) => this.onStoreChange(change));
     const connected = new WakeSignal();
     this.loops = [this.watchRuntime(connected), this.renewLoop()];
@@ -93,6 +103,11 @@ export class Worker {
     for (const s of this.supervisors.values()) s.stop('worker stopping');
     await Promise.allSettled([...this.running, ...this.loops]);
     await this.deps.store.removeWorker(this.id);
+    const now = this.deps.clock.now();
+    const others = (await this.deps.store.listWorkers()).filter((w) =>
+      isLeaseFresh(w.heartbeatAt, now, this.deps.config.leaseMs),
+    );
+    if (others.length === 0) await this.workspaces.release();
     this.log.info('Worker stopped');
   }
 
@@ -142,6 +157,7 @@ export class Worker {
       installId: this.installId,
       workerId: this.id,
       secret: this.secret,
+      workspaces: this.workspaces,
       slotWanted: async (sandbox) => {
         if (this.supervisors.size < this.deps.config.slots) return false;
         if ((await this.deps.store.queueDepth(this.deps.clock.now())) <= this.yielding.size) return false;
@@ -171,18 +187,20 @@ export class Worker {
 
   private async renewLoop(): Promise<void> {
     const { store, clock, config } = this.deps;
-    while (!this.abort.signal.aborted) {
+    for (let tick = 1; !this.abort.signal.aborted; tick++) {
       await sleep(config.leaseMs / 5, this.abort.signal);
       if (this.abort.signal.aborted) return;
       const now = clock.now();
       try {
         if (await store.renewWorker(this.id, now)) this.lastRenewedAt = now;
         await store.reclaimExpiredLeases(now);
+        if (tick % CLEANUP_EVERY_RENEWALS === 0) await this.cleanUpLocal();
       } catch (err) {
-        this.log.warn({ err }, 'Lease renewal failed');
+        this.log.warn({ err }, 'Lease renewal or sweep failed');
       }
-      if (!isLeaseFresh(this.lastRenewedAt, clock.now(), config.leaseMs) && this.supervisors.size > 0) {
-        this.log.error({ leaseAgeMs: clock.now() - this.lastRenewedAt }, 'Lease lost: killing own sandboxes');
+      const leaseAgeMs = clock.now() - this.lastRenewedAt;
+      if (leaseAgeMs >= config.leaseMs * SELF_FENCE_FRACTION && this.supervisors.size > 0) {
+        this.log.error({ leaseAgeMs }, 'Lease about to lapse: killing own sandboxes');
         for (const s of this.supervisors.values()) s.stop('lease lost');
       }
     }
@@ -211,19 +229,48 @@ export class Worker {
     }
   }
 
-  /** Sandboxes of this install whose worker is not alive are left from a crash: kill them. */
-  private async reapOrphans(): Promise<void> {
+  /**
+   * What a dead worker on this machine left behind, found level-triggered from the store and
+   * the disk: sandboxes of this install whose worker is gone, slots no live sandbox uses,
+   * attempt layers of turns that ended or died (a committed, unpromoted one is promoted).
+   * What a live worker (this one included) is using is never touched.
+   */
+  private async cleanUpLocal(): Promise<void> {
     const { store, runtime, clock, config } = this.deps;
+    const now = clock.now();
     const live = new Set(
       (await store.listWorkers())
-        .filter((w) => isLeaseFresh(w.heartbeatAt, clock.now(), config.leaseMs))
+        .filter((w) => isLeaseFresh(w.heartbeatAt, now, config.leaseMs))
         .map((w) => w.id),
     );
+    live.add(this.id);
     const orphans = (await runtime.list(this.installId)).filter(
       (h) => !live.has(h.labels[LABELS.worker] ?? ''),
     );
     await Promise.all(orphans.map((h) => runtime.kill(h, 'orphan')));
-    if (orphans.length > 0) this.log.info({ count: orphans.length }, 'Reaped orphan sandboxes');
+    const sessions = await store.listSessionViews(now);
+    const ownedByLive = (s: { leaseOwner: string | null }) => s.leaseOwner !== null && live.has(s.leaseOwner);
+    const liveSandboxes = new Set(sessions.filter(ownedByLive).map((s) => s.sandbox));
+    for (const s of this.supervisors.values()) liveSandboxes.add(s.sandboxName);
+    const staleSlots = (await this.workspaces.listSlots()).filter((name) => !liveSandboxes.has(name));
+    for (const name of staleSlots) await this.workspaces.closeSlot(name);
+    const byId = new Map(sessions.map((s) => [s.id, s]));
+    let layers = 0;
+    for (const { sessionId, turnId } of await this.workspaces.listLayers()) {
+      const session = byId.get(sessionId);
+      const turn = await store.getTurn(turnId);
+      if (this.supervisors.has(sessionId) || (session && ownedByLive(session))) continue;
+      if (turn?.status === 'committed' && session?.pendingLayer === turnId) {
+        await this.workspaces.promote(sessionId, turnId);
+        await store.markLayerPromoted(sessionId, turnId);
+      } else {
+        await this.workspaces.discard(sessionId, turnId);
+      }
+      layers++;
+    }
+    if (orphans.length + staleSlots.length + layers > 0) {
+      this.log.info({ sandboxes: orphans.length, slots: staleSlots.length, layers }, 'Cleaned up leftovers');
+    }
   }
 }
 

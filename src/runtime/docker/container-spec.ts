@@ -48,10 +48,15 @@ export function containerOptions(spec: SandboxSpec): Dockerode.ContainerCreateOp
       Memory: memoryBytes,
       MemorySwap: memoryBytes,
       NanoCpus: Math.round(spec.cpus * 1e9),
-      Binds: [
-        `${spec.runnerDir}:${RUNNER_MOUNT}:ro`,
-        `${spec.runDir}:${SANDBOX_RUN_DIR}:ro`,
-        `${spec.workspaceDir}:${WORKSPACE_MOUNT}:rw`,
+      Binds: [`${spec.runnerDir}:${RUNNER_MOUNT}:ro`, `${spec.runDir}:${SANDBOX_RUN_DIR}:ro`],
+      // rslave: each turn's overlay, mounted on the host side of the slot later, appears here.
+      Mounts: [
+        {
+          Type: 'bind',
+          Source: spec.workspaceDir,
+          Target: WORKSPACE_MOUNT,
+          BindOptions: { Propagation: 'rslave' },
+        },
       ],
       AutoRemove: false,
     },

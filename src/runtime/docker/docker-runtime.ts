@@ -39,7 +39,13 @@ export class DockerRuntime implements SandboxRuntime {
       await container.start();
     } catch (err) {
       await container.remove({ force: true }).catch(() => undefined);
-      throw new BerthError('SANDBOX_FAILED', `Sandbox ${spec.name} did not start (create)`, { cause: err });
+      throw new BerthError(
+        'SANDBOX_FAILED',
+        `Sandbox ${spec.name} did not start: ${(err as Error).message}`,
+        {
+          cause: err,
+        },
+      );
     }
     return { id: container.id, name: spec.name, labels: options.Labels ?? {} };
   }

@@ -78,4 +78,19 @@ CREATE TABLE audit (
 );
 `,
   },
+  {
+    version: 2,
+    name: 'workspace layers and session state',
+    sql: `
+ALTER TABLE sessions ADD COLUMN pending_layer TEXT;
+CREATE TABLE session_state (
+  session_id TEXT NOT NULL REFERENCES sessions(id),
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  turn_id TEXT NOT NULL,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (session_id, key)
+);
+`,
+  },
 ];

@@ -312,6 +312,18 @@ export class SqliteStore implements Store {
       if (code !== 'ok') return code;
       const inReplyTo = this.turnMessages(input.turnId).map((m) => m.id);
       for (const id of inReplyTo) this.run(sql.FINISH_MESSAGE, { id });
+      for (const [key, value] of Object.entries(input.state ?? {})) {
+        if (value === null) this.run(sql.DELETE_STATE, { sessionId: input.sessionId, key });
+        else
+          this.run(sql.UPSERT_STATE, {
+            sessionId: input.sessionId,
+            key,
+            value: JSON.stringify(value),
+            turnId: input.turnId,
+            now,
+          });
+      }
+      this.run(sql.SET_PENDING_LAYER, { id: input.sessionId, turnId: input.turnId, now });
       this.run(sql.END_TURN, { id: input.turnId, status: 'committed', error: null, now });
       for (const output of input.outputs) {
         const id = Number(
@@ -342,6 +354,20 @@ export class SqliteStore implements Store {
       this.abortRunningTurn(changes, input.sessionId, input.turnId, input.error, now);
       return 'ok';
     });
+  }
+
+  async getState(sessionId: string): Promise<Record<string, unknown>> {
+    const rows = this.all(sql.STATE_OF_SESSION, { sessionId });
+    return Object.fromEntries(rows.map((r) => [String(r.key), JSON.parse(String(r.value))]));
+  }
+
+  async getTurn(turnId: string): Promise<Turn | null> {
+    const row = this.get(sql.TURN_BY_ID, { id: turnId });
+    return row ? toTurn(row) : null;
+  }
+
+  async markLayerPromoted(sessionId: string, turnId: string): Promise<void> {
+    this.write(() => this.run(sql.CLEAR_PENDING_LAYER, { id: sessionId, turnId }));
   }
 
   async releaseSession(fence: Fence, now: number): Promise<FenceCode> {
@@ -530,6 +556,8 @@ function toSession(r: Row): Session {
     generation: Number(r.generation),
     leaseOwner: (r.lease_owner as string | null) ?? null,
     sandbox: (r.sandbox as string | null) ?? null,
+    workspaceVersion: Number(r.workspace_version),
+    pendingLayer: (r.pending_layer as string | null) ?? null,
     createdAt: Number(r.created_at),
     updatedAt: Number(r.updated_at),
   };

@@ -113,3 +113,14 @@ export const ALL_WORKERS = `SELECT * FROM workers ORDER BY started_at`;
 export const INSERT_AUDIT = `
 INSERT INTO audit (at, kind, session_id, generation, data) VALUES (:now, :kind, :sessionId, :generation, :data)`;
 export const AUDIT_AFTER = `SELECT * FROM audit WHERE id > :afterId ORDER BY id LIMIT :limit`;
+
+/** A commit's workspace bookkeeping. Params: id, turnId, now. */
+export const SET_PENDING_LAYER = `
+UPDATE sessions SET pending_layer = :turnId, workspace_version = workspace_version + 1, updated_at = :now WHERE id = :id`;
+/** Promotion done. Params: id, turnId. 1 row = it was pending. */
+export const CLEAR_PENDING_LAYER = `UPDATE sessions SET pending_layer = NULL WHERE id = :id AND pending_layer = :turnId`;
+export const UPSERT_STATE = `
+INSERT INTO session_state (session_id, key, value, turn_id, updated_at) VALUES (:sessionId, :key, :value, :turnId, :now)
+ON CONFLICT(session_id, key) DO UPDATE SET value = excluded.value, turn_id = excluded.turn_id, updated_at = excluded.updated_at`;
+export const DELETE_STATE = `DELETE FROM session_state WHERE session_id = :sessionId AND key = :key`;
+export const STATE_OF_SESSION = `SELECT key, value FROM session_state WHERE session_id = :sessionId ORDER BY key`;

@@ -1,0 +1,114 @@
+/**
+ * Promotion of a sealed attempt layer into the committed layer.
+ *
+ * Sealing (before the store commit, while the attempt overlay is still mounted) walks the
+ * layer's upper dir and the merged view and writes a plan: which committed entries to
+ * delete (gone from the merged view: whiteouts, opaque dirs), which dirs to create, which
+ * files to move in from the upper dir. Writing the plan is the only step that needs space,
+ * so a full disk aborts the turn with the committed layer intact.
+ *
+ * Applying the plan (after the store commit) is renames, deletes and mkdirs only, each
+ * step idempotent (a moved file's source is gone; a deleted entry is absent), so a
+ * promotion cut by a crash is simply applied again at recovery.
+ */
+import { chmod, chown, lstat, mkdir, open, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+export type PlanStep =
+  | { op: 'delete'; path: string }
+  | { op: 'mkdir'; path: string; mode: number; uid: number; gid: number }
+  | { op: 'move'; from: string; path: string };
+
+export interface PromotionPlan {
+  version: 1;
+  steps: PlanStep[];
+}
+
+export const PLAN_FILE = 'plan.json';
+
+/** Builds the plan from the upper dir, the merged view and the committed dir; writes it durably next to the upper dir. */
+export async function sealLayer(dirs: {
+  upper: string;
+  merged: string;
+  committed: string;
+  planFile: string;
+}): Promise<PromotionPlan> {
+  const steps: PlanStep[] = [];
+  await planDir('', dirs, steps);
+  const plan: PromotionPlan = { version: 1, steps };
+  const tmp = `${dirs.planFile}.tmp`;
+  await writeFile(tmp, JSON.stringify(plan));
+  const handle = await open(tmp, 'r');
+  await handle.sync();
+  await handle.close();
+  await rename(tmp, dirs.planFile);
+  return plan;
+}
+
+async function planDir(
+  rel: string,
+  dirs: { upper: string; merged: string; committed: string },
+  steps: PlanStep[],
+): Promise<void> {
+  const merged = new Set(await readdir(join(dirs.merged, rel)));
+  for (const name of await listDir(join(dirs.committed, rel))) {
+    if (!merged.has(name)) steps.push({ op: 'delete', path: join(rel, name) });
+  }
+  for (const entry of await readdir(join(dirs.upper, rel), { withFileTypes: true })) {
+    const path = join(rel, entry.name);
+    if (entry.isCharacterDevice()) continue; // a whiteout: its delete is planned above
+    if (entry.isDirectory()) {
+      const st = await lstat(join(dirs.upper, path));
+      steps.push({ op: 'mkdir', path, mode: st.mode & 0o7777, uid: st.uid, gid: st.gid });
+      await planDir(path, dirs, steps);
+    } else {
+      steps.push({ op: 'move', from: path, path });
+    }
+  }
+}
+
+/** Applies a sealed plan; safe to run again after a crash at any step. */
+export async function applyPlan(planFile: string, dirs: { upper: string; committed: string }): Promise<void> {
+  const plan = JSON.parse(await readFile(planFile, 'utf8')) as PromotionPlan;
+  for (const step of plan.steps) {
+    const target = join(dirs.committed, step.path);
+    switch (step.op) {
+      case 'delete':
+        await rm(target, { recursive: true, force: true });
+        break;
+      case 'mkdir': {
+        const st = await lstat(target).catch(() => null);
+        if (st && !st.isDirectory()) await rm(target, { force: true });
+        if (!st?.isDirectory()) await mkdir(target).catch(ignoreCode('EEXIST'));
+        await chown(target, step.uid, step.gid);
+        await chmod(target, step.mode);
+        break;
+      }
+      case 'move': {
+        const source = join(dirs.upper, step.from);
+        if (!(await lstat(source).catch(() => null))) break; // moved by an earlier, interrupted run
+        const st = await lstat(target).catch(() => null);
+        if (st?.isDirectory()) await rm(target, { recursive: true, force: true });
+        await rename(source, target).catch(ignoreCode('ENOENT'));
+        break;
+      }
+    }
+  }
+}
+
+async function listDir(path: string): Promise<string[]> {
+  try {
+    return await readdir(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR')
+      return [];
+    throw err;
+  }
+}
+
+/** Another run of the same plan got there first: the step's effect is already in place. */
+function ignoreCode(code: string): (err: NodeJS.ErrnoException) => void {
+  return (err) => {
+    if (err.code !== code) throw err;
+  };
+}

@@ -1,0 +1,167 @@
+/**
+ * Session workspaces as two layers (DESIGN "Sandboxes, turns and the workspace"):
+ *
+ *   <data>/workspaces/<session>/committed/          the committed layer: only promotion writes it
+ *   <data>/workspaces/<session>/layers/<turn>/       one attempt layer per turn: upper/, work/, plan.json
+ *   <data>/slots/<sandbox>/                          where a turn's overlay is mounted; bind-mounted
+ *                                                    into that sandbox at /workspace with rslave
+ *                                                    propagation (slots/ itself is an rshared mount)
+ *
+ * A turn sees committed state plus its own writes and nothing else; an aborted turn's layer
+ * is deleted; a committed one is sealed before the store commit and promoted after it. No
+ * writable directory is ever shared by two sandboxes.
+ */
+import { chown, mkdir, readdir, rm, rmdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { BerthError } from '../core/index.js';
+import { makeSharedMountRoot, mountOverlay, unmountAll } from './mounts.js';
+import { applyPlan, PLAN_FILE, sealLayer } from './promotion.js';
+
+export class Workspaces {
+  readonly slotsDir: string;
+  private readonly sessionsDir: string;
+
+  constructor(
+    dataDir: string,
+    /** Owner of what the sandbox writes (its non-root user). */
+    private readonly sandboxUid: number,
+  ) {
+    this.slotsDir = join(dataDir, 'slots');
+    this.sessionsDir = join(dataDir, 'workspaces');
+  }
+
+  slotPath(sandboxName: string): string {
+    return join(this.slotsDir, sandboxName);
+  }
+
+  committedPath(sessionId: string): string {
+    return join(this.sessionsDir, sessionId, 'committed');
+  }
+
+  private layerPath(sessionId: string, turnId: string): string {
+    return join(this.sessionsDir, sessionId, 'layers', turnId);
+  }
+
+  /** Makes the slot root a shared mount and proves overlayfs works here; fails at start, not at the first turn. */
+  async prepare(): Promise<void> {
+    await mkdir(this.slotsDir, { recursive: true, mode: 0o755 });
+    await mkdir(this.sessionsDir, { recursive: true, mode: 0o755 });
+    const probe = join(this.sessionsDir, '.overlay-probe');
+    try {
+      await makeSharedMountRoot(this.slotsDir);
+      for (const d of ['lower', 'upper', 'work', 'merged']) await mkdir(join(probe, d), { recursive: true });
+      await mountOverlay(join(probe, 'merged'), {
+        lower: join(probe, 'lower'),
+        upper: join(probe, 'upper'),
+        work: join(probe, 'work'),
+      });
+      await unmountAll(join(probe, 'merged'));
+    } catch (err) {
+      throw new BerthError(
+        'WORKSPACE_UNAVAILABLE',
+        `Cannot mount overlayfs under ${this.sessionsDir}: ${(err as { stderr?: string }).stderr?.trim() || (err as Error).message}`,
+        { cause: err },
+      );
+    } finally {
+      await rm(probe, { recursive: true, force: true });
+    }
+  }
+
+  /** Undoes prepare() (the shared slot root mount), so the data dir can be removed. Only when no worker uses it. */
+  async release(): Promise<void> {
+    await unmountAll(this.slotsDir);
+  }
+
+  /** The (empty, unmounted) directory a sandbox gets as /workspace. */
+  async openSlot(sandboxName: string): Promise<string> {
+    const slot = this.slotPath(sandboxName);
+    await mkdir(slot, { recursive: true, mode: 0o755 });
+    return slot;
+  }
+
+  /** Mounts committed + a fresh attempt layer for this turn on the sandbox's slot. */
+  async mountAttempt(sessionId: string, turnId: string, sandboxName: string): Promise<void> {
+    const committed = this.committedPath(sessionId);
+    const layer = this.layerPath(sessionId, turnId);
+    await mkdir(committed, { recursive: true, mode: 0o755 });
+    await chown(committed, this.sandboxUid, this.sandboxUid);
+    await mkdir(join(layer, 'upper'), { recursive: true, mode: 0o755 });
+    await mkdir(join(layer, 'work'), { recursive: true, mode: 0o700 });
+    await chown(join(layer, 'upper'), this.sandboxUid, this.sandboxUid);
+    await mountOverlay(this.slotPath(sandboxName), {
+      lower: committed,
+      upper: join(layer, 'upper'),
+      work: join(layer, 'work'),
+    });
+  }
+
+  /** Writes the promotion plan of a finished turn; the only step of a commit that needs disk space. */
+  async seal(sessionId: string, turnId: string, sandboxName: string): Promise<void> {
+    const layer = this.layerPath(sessionId, turnId);
+    try {
+      await sealLayer({
+        upper: join(layer, 'upper'),
+        merged: this.slotPath(sandboxName),
+        committed: this.committedPath(sessionId),
+        planFile: join(layer, PLAN_FILE),
+      });
+    } catch (err) {
+      throw new BerthError(
+        'WORKSPACE_FAILED',
+        `Sealing the workspace of turn ${turnId} failed: ${(err as Error).message}`,
+        {
+          cause: err,
+        },
+      );
+    }
+  }
+
+  /** Takes the turn's overlay off the slot (the next turn mounts a fresh one). */
+  async unmountSlot(sandboxName: string): Promise<void> {
+    await unmountAll(this.slotPath(sandboxName));
+  }
+
+  async closeSlot(sandboxName: string): Promise<void> {
+    await unmountAll(this.slotPath(sandboxName));
+    await rmdir(this.slotPath(sandboxName)).catch(() => undefined);
+  }
+
+  /** Applies a sealed, committed layer to the committed layer and deletes it. Idempotent. */
+  async promote(sessionId: string, turnId: string): Promise<void> {
+    const layer = this.layerPath(sessionId, turnId);
+    if (await exists(layer)) {
+      await applyPlan(join(layer, PLAN_FILE), {
+        upper: join(layer, 'upper'),
+        committed: this.committedPath(sessionId),
+      });
+    }
+    await rm(layer, { recursive: true, force: true });
+  }
+
+  /** Drops an aborted or abandoned attempt layer. */
+  async discard(sessionId: string, turnId: string): Promise<void> {
+    await rm(this.layerPath(sessionId, turnId), { recursive: true, force: true });
+  }
+
+  /** Every attempt layer on disk, for recovery at start. */
+  async listLayers(): Promise<{ sessionId: string; turnId: string }[]> {
+    const out: { sessionId: string; turnId: string }[] = [];
+    for (const sessionId of await readdir(this.sessionsDir).catch(() => [])) {
+      for (const turnId of await readdir(join(this.sessionsDir, sessionId, 'layers')).catch(() => [])) {
+        out.push({ sessionId, turnId });
+      }
+    }
+    return out;
+  }
+
+  async listSlots(): Promise<string[]> {
+    return readdir(this.slotsDir).catch(() => []);
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
