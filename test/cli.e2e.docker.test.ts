@@ -3,64 +3,22 @@
  * --wait, status, against a real sandbox; and `berth up` without an engine.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
-
-const BIN = fileURLToPath(new URL('../../bin/berth.js', import.meta.url));
-
-function berth(
-  args: string[],
-  env: NodeJS.ProcessEnv,
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env, timeout: 120_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
-  });
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise((r) => server.close(r));
-  return port;
-}
-
-async function waitForHealthy(url: string, up: ChildProcess, logFile: string): Promise<void> {
-  for (let i = 0; i < 600; i++) {
-    if (up.exitCode !== null)
-      throw new Error(`berth up exited ${up.exitCode}: ${await readFile(logFile, 'utf8')}`);
-    const ok = await fetch(`${url}/healthz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('berth up did not become healthy in 60 s');
-}
+import { berth, exited, freePort, spawnBerth, waitForHealthy } from './helpers/processes.js';
 
 test('berth up, agent create, send --wait, status: one message through a real sandbox', async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'berth-e2e-'));
   const port = await freePort();
   const env = { ...process.env, BERTH_DATA: dataDir, BERTH_PORT: String(port) };
-  const logFile = join(dataDir, 'up.log');
-  const { openSync } = await import('node:fs');
-  const up = spawn(process.execPath, [BIN, 'up'], {
-    env,
-    stdio: ['ignore', 'ignore', openSync(logFile, 'w')],
-  });
+  const up = spawnBerth(['up'], env, dataDir, 'up.log');
   t.after(async () => {
     if (up.exitCode === null) up.kill('SIGKILL');
     await rm(dataDir, { recursive: true, force: true });
   });
-  await waitForHealthy(`http://127.0.0.1:${port}`, up, logFile);
+  await waitForHealthy(`http://127.0.0.1:${port}`, up, join(dataDir, 'up.log'));
 
   const created = await berth(['agent', 'create', 'sh', '--provider', 'command'], env);
   assert.equal(created.code, 0, created.stderr);
@@ -88,7 +46,7 @@ test('berth up, agent create, send --wait, status: one message through a real sa
   assert.match(bad.stderr, /^berth: Agent ghost does not exist.*Fix: .*berth agent create/);
 
   up.kill('SIGTERM');
-  const code = await new Promise((r) => up.on('exit', r));
+  const code = await exited(up);
   assert.equal(code, 0, 'graceful shutdown');
   const ps = await berth(['status'], env);
   assert.notEqual(ps.code, 0, 'host is gone');

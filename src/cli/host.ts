@@ -1,7 +1,8 @@
 /**
- * A host: one store, one worker and the HTTP API in this process (`berth up`). Checks
- * the engine and the image before anything is accepted, so a broken set-up fails at
- * start with the fix, not at the first message.
+ * A host: one store, one worker and (unless worker-only) the HTTP API in this process:
+ * `berth up` is both, `berth worker` a worker alone sharing the store. Checks the engine,
+ * the image and overlayfs before anything is accepted, so a broken set-up fails at start
+ * with the fix, not at the first message.
  */
 
 import type Dockerode from 'dockerode';
@@ -19,8 +20,10 @@ export interface Host {
   config: ResolvedConfig;
   store: Store;
   worker: Worker;
-  app: FastifyInstance;
+  /** null for a worker-only host. */
+  app: FastifyInstance | null;
   docker: Dockerode;
+  /** Where the API listens; '' for a worker-only host. */
   url: string;
   close(): Promise<void>;
 }
@@ -49,8 +52,9 @@ export async function resolveImage(docker: Dockerode, config: ResolvedConfig): P
 export async function startHost(
   config: ResolvedConfig,
   log: Logger,
-  clock: Clock = systemClock,
+  options: { api?: boolean; clock?: Clock } = {},
 ): Promise<Host> {
+  const clock = options.clock ?? systemClock;
   const docker = connectDocker(config.dockerSocket);
   await assertDockerReachable(docker, config.dockerSocket);
   const image = await resolveImage(docker, config);
@@ -64,9 +68,9 @@ export async function startHost(
   });
   const worker = new Worker({ config, store, runtime, clock, log, paths, image });
   await worker.start();
-  const app = await buildApp({ config, store, clock, log });
-  const address = await app.listen({ host: config.apiHost, port: config.apiPort });
-  log.info({ address, dataDir: config.dataDir, image }, 'berth host up');
+  const app = options.api === false ? null : await buildApp({ config, store, clock, log });
+  const address = app ? await app.listen({ host: config.apiHost, port: config.apiPort }) : '';
+  log.info({ address, dataDir: config.dataDir, image, workerId: worker.id }, 'berth host up');
   let closing: Promise<void> | undefined;
   return {
     config,
@@ -78,7 +82,7 @@ export async function startHost(
     /** Idempotent: API first (no new work), then the worker (sandboxes ended), then the store. */
     close() {
       closing ??= (async () => {
-        await app.close();
+        await app?.close();
         await worker.stop();
         await store.close();
       })();

@@ -6,7 +6,7 @@ import { imageCommandFor } from './image-wiring.js';
 import { exitWithError } from './output.js';
 import { sendCommand } from './send-command.js';
 import { statusCommand } from './status-command.js';
-import { upCommand } from './up-command.js';
+import { upCommand, workerCommand } from './up-command.js';
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
   const program = new Command('berth')
@@ -14,6 +14,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<void
     .version('0.1.0')
     .showHelpAfterError()
     .addCommand(upCommand(env))
+    .addCommand(workerCommand(env))
     .addCommand(agentCommand(env))
     .addCommand(sendCommand(env))
     .addCommand(statusCommand(env))

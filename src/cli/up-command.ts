@@ -1,42 +1,53 @@
-/** `berth up`: run a host (worker + API) in the foreground until SIGINT/SIGTERM. */
+/** `berth up` (worker + API) and `berth worker` (a worker alone): run in the foreground until SIGINT/SIGTERM. */
 import { Command } from 'commander';
 import { destination, pino } from 'pino';
 import { loadConfig } from '../core/index.js';
 import { startHost } from './host.js';
 
+interface HostFlags {
+  data?: string;
+  host?: string;
+  port?: string;
+  slots?: string;
+}
+
 export function upCommand(env: NodeJS.ProcessEnv): Command {
   return new Command('up')
     .description('Run a berth host: worker slots and the HTTP API (data in ./.berth, or BERTH_DATA)')
     .option('--data <dir>', 'data directory (store, workspaces, sockets)')
-    .option('--host <addr>', 'address to listen on', undefined)
+    .option('--host <addr>', 'address to listen on')
     .option('--port <port>', 'API port (default 7420)')
+    .option('--slots <n>', 'concurrent sessions (default from CPUs and memory; 0 = API only, with `berth worker`s)')
+    .action((flags: HostFlags) => serveInForeground(env, flags, true));
+}
+
+export function workerCommand(env: NodeJS.ProcessEnv): Command {
+  return new Command('worker')
+    .description('Run a worker alone (no API) that shares the store of a host: more slots, or a second worker to fail over to')
+    .option('--data <dir>', 'data directory of the host whose store this worker shares')
     .option('--slots <n>', 'concurrent sessions (default from CPUs and memory)')
-    .action(async (opts: { data?: string; host?: string; port?: string; slots?: string }) => {
-      const config = loadConfig(env, {
-        dataDir: opts.data,
-        apiHost: opts.host,
-        apiPort: opts.port,
-        slots: opts.slots,
-      });
-      const log = pino({ level: config.logLevel }, destination(2));
-      const host = await startHost(config, log);
-      process.stderr.write(
-        `berth: host up at ${host.url} (slots ${config.slots}, data ${config.dataDir}); Ctrl-C stops it\n`,
-      );
-      let closing = false;
-      const shutdown = (signal: string) => {
-        if (closing) return;
-        closing = true;
-        log.info({ signal }, 'Shutting down');
-        host.close().then(
-          () => process.exit(0),
-          (err: unknown) => {
-            log.error({ err }, 'Shutdown failed');
-            process.exit(1);
-          },
-        );
-      };
-      process.on('SIGINT', () => shutdown('SIGINT'));
-      process.on('SIGTERM', () => shutdown('SIGTERM'));
-    });
+    .action((flags: HostFlags) => serveInForeground(env, flags, false));
+}
+
+async function serveInForeground(env: NodeJS.ProcessEnv, flags: HostFlags, api: boolean): Promise<void> {
+  const config = loadConfig(env, { dataDir: flags.data, apiHost: flags.host, apiPort: flags.port, slots: flags.slots });
+  const log = pino({ level: config.logLevel }, destination(2));
+  const host = await startHost(config, log, { api });
+  const what = api ? `host up at ${host.url}` : `worker ${host.worker.id} up`;
+  process.stderr.write(`berth: ${what} (slots ${config.slots}, data ${config.dataDir}); Ctrl-C stops it\n`);
+  let closing = false;
+  const shutdown = (signal: string) => {
+    if (closing) return;
+    closing = true;
+    log.info({ signal }, 'Shutting down');
+    host.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        log.error({ err }, 'Shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
 }

@@ -21,7 +21,7 @@ export interface ResolvedConfig {
   readonly dockerSocket: string;
   /** Sandbox image; empty = the locally built base image. (BERTH_IMAGE) */
   readonly image: string;
-  /** Concurrent sessions per worker. @default min(2 x CPUs, memory / 1 GiB), at least 1 (BERTH_SLOTS) */
+  /** Concurrent sessions per worker; 0 = this process claims no work (API only). @default min(2 x CPUs, memory / 1 GiB), at least 1 (BERTH_SLOTS) */
   readonly slots: number;
   /** A worker's liveness lease, in ms; it renews every leaseMs/5. @default 10000 (BERTH_LEASE) */
   readonly leaseMs: number;
@@ -43,6 +43,8 @@ export interface ResolvedConfig {
   readonly maxMessageBytes: number;
   /** stdout/stderr of a command job are truncated to this, in bytes. @default 65536 (BERTH_MAX_OUTPUT_BYTES) */
   readonly maxOutputBytes: number;
+  /** Fault injection for berth's own crash tests: 'kill-before-promote' SIGKILLs the worker between a turn's store commit and its promotion. @default '' (BERTH_FAILPOINT) */
+  readonly failpoint: '' | 'kill-before-promote';
   /** @default info (BERTH_LOG_LEVEL) */
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
@@ -67,7 +69,7 @@ const schema = z.object({
   apiUrl: z.string().url().optional(),
   dockerSocket: z.string().min(1),
   image: z.string(),
-  slots: positiveInt.optional(),
+  slots: z.coerce.number().int().min(0).optional(),
   leaseMs: durationMs.pipe(z.number().min(500, 'must be at least 500ms')),
   heartbeatIntervalMs: durationMs.pipe(z.number().min(50, 'must be at least 50ms')),
   heartbeatTimeoutMs: durationMs,
@@ -79,6 +81,7 @@ const schema = z.object({
   maxMessageBytes: positiveInt,
   maxOutputBytes: positiveInt,
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+  failpoint: z.enum(['', 'kill-before-promote']),
 });
 
 type Input = z.input<typeof schema>;
@@ -103,6 +106,7 @@ export const CONFIG_ENV: Record<keyof Input, string> = {
   maxMessageBytes: 'BERTH_MAX_MESSAGE_BYTES',
   maxOutputBytes: 'BERTH_MAX_OUTPUT_BYTES',
   logLevel: 'BERTH_LOG_LEVEL',
+  failpoint: 'BERTH_FAILPOINT',
 };
 
 const DEFAULTS: Input = {
@@ -122,6 +126,7 @@ const DEFAULTS: Input = {
   maxMessageBytes: 256 * 1024,
   maxOutputBytes: 64 * 1024,
   logLevel: 'info',
+  failpoint: '',
 };
 
 /** Validates env (then overrides, e.g. CLI flags) over the defaults. Throws CONFIG_INVALID naming the variable. */

@@ -269,6 +269,7 @@ export class SessionSupervisor {
     const { store, workspaces } = this.deps;
     await workspaces.unmountSlot(this.sandboxName);
     if ((await store.getTurn(turnId))?.status === 'committed') {
+      if (this.deps.config.failpoint === 'kill-before-promote') process.kill(process.pid, 'SIGKILL');
       await workspaces.promote(this.session.id, turnId);
       await store.markLayerPromoted(this.session.id, turnId);
     } else {

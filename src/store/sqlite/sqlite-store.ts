@@ -54,24 +54,16 @@ export function openSqliteStore(options: SqliteStoreOptions): SqliteStore {
   return new SqliteStore(db, options.leaseMs, options.retry);
 }
 
+/** Each migration in its own IMMEDIATE transaction that re-reads what is applied: processes starting together apply it once. */
 function migrate(db: Database.Database): void {
   db.exec(
     'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
   );
-  const applied = new Set(
-    (db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map(
-      (r) => r.version,
-    ),
-  );
   for (const m of SQLITE_MIGRATIONS) {
-    if (applied.has(m.version)) continue;
     db.transaction(() => {
+      if (db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').get(m.version)) return;
       db.exec(m.sql);
-      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
-        m.version,
-        m.name,
-        Date.now(),
-      );
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());
     }).immediate();
   }
 }
