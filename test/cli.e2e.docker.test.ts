@@ -3,11 +3,16 @@
  * --wait, status, against a real sandbox; and `berth up` without an engine.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { promisify } from 'node:util';
+import { listMounts } from '../src/workspace/index.js';
 import { berth, exited, freePort, spawnBerth, waitForHealthy } from './helpers/processes.js';
+
+const run = promisify(execFile);
 
 test('berth up, agent create, send --wait, status: one message through a real sandbox', async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'berth-e2e-'));
@@ -68,4 +73,32 @@ test('berth up with no Docker engine: one line naming the socket and the fix, ex
   assert.equal(lines.length, 1, r.stderr);
   assert.ok(lines[0]!.includes(socket), lines[0]);
   assert.match(lines[0]!, /Fix: .*dockerd/);
+});
+
+test('berth up where overlayfs cannot work (data dir on an overlay): one line naming overlayfs, exit non-zero, no mount left', async (t) => {
+  const base = await mkdtemp(join(tmpdir(), 'berth-e2e-'));
+  const merged = join(base, 'merged');
+  for (const d of ['lower', 'upper', 'work', 'merged']) await mkdir(join(base, d));
+  await run('mount', [
+    '-t',
+    'overlay',
+    'overlay',
+    '-o',
+    `lowerdir=${base}/lower,upperdir=${base}/upper,workdir=${base}/work`,
+    merged,
+  ]);
+  t.after(async () => {
+    await run('umount', ['-R', merged]);
+    await rm(base, { recursive: true, force: true });
+  });
+  const dataDir = join(merged, 'data');
+  const r = await berth(['up'], { ...process.env, BERTH_DATA: dataDir, BERTH_PORT: '0' });
+  assert.notEqual(r.code, 0);
+  const lines = r.stderr.trim().split('\n');
+  assert.equal(lines.length, 1, r.stderr);
+  assert.match(lines[0]!, /Cannot mount overlayfs under .*Fix: .*overlay/);
+  assert.deepEqual(
+    (await listMounts()).filter((m) => m.mountPoint.startsWith(dataDir)),
+    [],
+  );
 });

@@ -48,7 +48,6 @@ export class Workspaces {
     await mkdir(this.sessionsDir, { recursive: true, mode: 0o755 });
     const probe = join(this.sessionsDir, '.overlay-probe');
     try {
-      await makeSharedMountRoot(this.slotsDir);
       for (const d of ['lower', 'upper', 'work', 'merged']) await mkdir(join(probe, d), { recursive: true });
       await mountOverlay(join(probe, 'merged'), {
         lower: join(probe, 'lower'),
@@ -56,10 +55,11 @@ export class Workspaces {
         work: join(probe, 'work'),
       });
       await unmountAll(join(probe, 'merged'));
+      await makeSharedMountRoot(this.slotsDir);
     } catch (err) {
       throw new BerthError(
         'WORKSPACE_UNAVAILABLE',
-        `Cannot mount overlayfs under ${this.sessionsDir}: ${(err as { stderr?: string }).stderr?.trim() || (err as Error).message}`,
+        `Cannot mount overlayfs under ${this.sessionsDir}: ${firstLine((err as { stderr?: string }).stderr) || (err as Error).message}`,
         { cause: err },
       );
     } finally {
@@ -164,4 +164,8 @@ async function exists(path: string): Promise<boolean> {
     () => true,
     () => false,
   );
+}
+
+function firstLine(text: string | undefined): string {
+  return (text ?? '').trim().split('\n')[0] ?? '';
 }
