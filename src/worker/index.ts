@@ -1,3 +1,5 @@
 /** worker: slots, claim loop, sweep, sandbox supervision. */
+
+export type { WorkerDeps } from './deps.js';
 export { type HostPaths, hostPaths, installIdOf, sandboxName } from './paths.js';
-export { Worker, type WorkerDeps } from './worker.js';
+export { Worker } from './worker.js';

@@ -18,33 +18,24 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import {
   type Agent,
-  type Clock,
   decideSandboxHealth,
   GATEWAY_SOCKET_NAME,
-  type ResolvedConfig,
   type Session,
   TOKEN_FILE_NAME,
   type Turn,
   type TurnAssignment,
 } from '../core/index.js';
 import { SandboxGateway, signSandboxToken, type TurnEnd } from '../gateway/index.js';
-import type { RuntimeEvent, SandboxHandle, SandboxRuntime } from '../runtime/index.js';
-import type { Fence, Store } from '../store/index.js';
+import type { RuntimeEvent, SandboxHandle } from '../runtime/index.js';
+import type { Fence } from '../store/index.js';
 import type { Workspaces } from '../workspace/index.js';
-import type { HostPaths } from './paths.js';
+import type { WorkerDeps } from './deps.js';
 import { sandboxName } from './paths.js';
 import { WakeSignal } from './signal.js';
 
-export interface SupervisorDeps {
-  config: ResolvedConfig;
-  store: Store;
-  runtime: SandboxRuntime;
-  clock: Clock;
-  log: Logger;
-  paths: HostPaths;
+export interface SupervisorDeps extends WorkerDeps {
   installId: string;
   workerId: string;
-  image: string;
   secret: Buffer;
   workspaces: Workspaces;
   /** True when another session waits for a slot: this idle sandbox then gives its slot up at once. */

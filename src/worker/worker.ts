@@ -10,11 +10,12 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { BerthError, type Clock, isLeaseFresh, LABELS, newId, type ResolvedConfig } from '../core/index.js';
-import { type SandboxRuntime, stageRunner } from '../runtime/index.js';
-import type { Store, StoreChange } from '../store/index.js';
+import { BerthError, isLeaseFresh, LABELS, newId } from '../core/index.js';
+import { stageRunner } from '../runtime/index.js';
+import type { StoreChange } from '../store/index.js';
 import { Workspaces } from '../workspace/index.js';
-import { type HostPaths, installIdOf } from './paths.js';
+import type { WorkerDeps } from './deps.js';
+import { installIdOf } from './paths.js';
 import { SessionSupervisor, type SupervisorDeps } from './session-supervisor.js';
 import { WakeSignal } from './signal.js';
 
@@ -25,16 +26,6 @@ const SANDBOX_UID = 1000;
 const SELF_FENCE_FRACTION = 0.6;
 /** Local leftovers (containers, slots, layers) are swept once every this many renewals. */
 const CLEANUP_EVERY_RENEWALS = 5;
-
-export interface WorkerDeps {
-  config: ResolvedConfig;
-  store: Store;
-  runtime: SandboxRuntime;
-  clock: Clock;
-  log: Logger;
-  paths: HostPaths;
-  image: string;
-}
 
 export class Worker {
   readonly id = newId('wrk');

@@ -1,0 +1,17 @@
+/** What a worker and each of its session supervisors are given by the host. */
+import type { Logger } from 'pino';
+import type { Clock, ResolvedConfig } from '../core/index.js';
+import type { SandboxRuntime } from '../runtime/index.js';
+import type { Store } from '../store/index.js';
+import type { HostPaths } from './paths.js';
+
+export interface WorkerDeps {
+  config: ResolvedConfig;
+  store: Store;
+  runtime: SandboxRuntime;
+  clock: Clock;
+  log: Logger;
+  paths: HostPaths;
+  /** The sandbox image of agents that name none. */
+  image: string;
+}
