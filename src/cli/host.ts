@@ -10,8 +10,14 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { buildApp } from '../api/index.js';
 import { type Clock, type ResolvedConfig, systemClock } from '../core/index.js';
-import { baseImageRecipe, baseImageTag, ensureBaseImage } from '../runtime/docker/base-image.js';
-import { assertDockerReachable, connectDocker, DockerRuntime } from '../runtime/index.js';
+import {
+  assertDockerReachable,
+  baseImageRecipe,
+  baseImageTag,
+  connectDocker,
+  DockerRuntime,
+  ensureBaseImage,
+} from '../runtime/index.js';
 import { openSqliteStore, type Store } from '../store/index.js';
 import { hostPaths, Worker } from '../worker/index.js';
 import { createProgress } from './progress.js';

@@ -17,20 +17,30 @@ export function upCommand(env: NodeJS.ProcessEnv): Command {
     .option('--data <dir>', 'data directory (store, workspaces, sockets)')
     .option('--host <addr>', 'address to listen on')
     .option('--port <port>', 'API port (default 7420)')
-    .option('--slots <n>', 'concurrent sessions (default from CPUs and memory; 0 = API only, with `berth worker`s)')
+    .option(
+      '--slots <n>',
+      'concurrent sessions (default from CPUs and memory; 0 = API only, with `berth worker`s)',
+    )
     .action((flags: HostFlags) => serveInForeground(env, flags, true));
 }
 
 export function workerCommand(env: NodeJS.ProcessEnv): Command {
   return new Command('worker')
-    .description('Run a worker alone (no API) that shares the store of a host: more slots, or a second worker to fail over to')
+    .description(
+      'Run a worker alone (no API) that shares the store of a host: more slots, or a second worker to fail over to',
+    )
     .option('--data <dir>', 'data directory of the host whose store this worker shares')
     .option('--slots <n>', 'concurrent sessions (default from CPUs and memory)')
     .action((flags: HostFlags) => serveInForeground(env, flags, false));
 }
 
 async function serveInForeground(env: NodeJS.ProcessEnv, flags: HostFlags, api: boolean): Promise<void> {
-  const config = loadConfig(env, { dataDir: flags.data, apiHost: flags.host, apiPort: flags.port, slots: flags.slots });
+  const config = loadConfig(env, {
+    dataDir: flags.data,
+    apiHost: flags.host,
+    apiPort: flags.port,
+    slots: flags.slots,
+  });
   const log = pino({ level: config.logLevel }, destination(2));
   const host = await startHost(config, log, { api });
   const what = api ? `host up at ${host.url}` : `worker ${host.worker.id} up`;

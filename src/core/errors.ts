@@ -57,6 +57,16 @@ export const ERRORS = {
     retryable: false,
     hint: 'This sandbox was replaced; it must stop. Nothing it sent was written.',
   },
+  TURN_ENDED: {
+    status: 409,
+    retryable: false,
+    hint: 'The turn was already committed or aborted (or is not this sandbox’s); nothing was written.',
+  },
+  STATE_TOO_LARGE: {
+    status: 413,
+    retryable: false,
+    hint: 'Keep session state small; put bulk data in workspace files.',
+  },
   UNAUTHORIZED: {
     status: 401,
     retryable: false,

@@ -16,7 +16,7 @@ export interface Session {
   generation: number;
   leaseOwner: string | null;
   sandbox: string | null;
-  /** Committed turns that changed the workspace. */
+  /** Committed turns so far: each commit is a new workspace version. */
   workspaceVersion: number;
   /** A committed turn whose layer is not promoted yet: promote it before any new attempt mounts. */
   pendingLayer: string | null;

@@ -145,6 +145,7 @@ test('gateway: state a turn puts is visible to it and written only by its commit
   assert.equal((await store.getSessionView('s', Date.now()))?.pendingLayer, turnId);
   const again = await call('POST', '/v1/commit', { turnId, outputs: [{ text: 'twice' }] });
   assert.equal(again.status, 409, 'a second commit of the same turn writes nothing');
+  assert.equal(counters.seals, 1, 'and seals nothing: the committed layer is never touched again');
   assert.deepEqual(
     (await replies()).map((m) => m.text),
     ['done'],

@@ -15,6 +15,10 @@ import { type Fence, type FenceCode, fenceError, type Store } from '../store/ind
 import { abortBody, commitBody, heartbeatBody, progressBody, STATE_KEY, stateBody } from './schemas.js';
 import { verifySandboxToken } from './token.js';
 
+/** What one turn may put in state: the gateway holds it in memory until the commit. */
+const MAX_STATE_KEYS_PER_TURN = 1000;
+const MAX_STATE_BYTES_PER_TURN = 1024 * 1024;
+
 export type TurnEnd = { kind: 'committed' } | { kind: 'aborted'; error: string };
 
 export interface GatewayHooks {
@@ -46,8 +50,9 @@ interface Waiter {
 export class SandboxGateway {
   private readonly server: Server;
   private offered: TurnAssignment | null = null;
-  /** The turn the runner is working on, and the state it put so far. */
-  private turn: { id: string; state: Record<string, unknown> } | null = null;
+  /** The turn the runner is working on, the state it put so far, and whether its commit/abort has begun. */
+  private turn: { id: string; state: Record<string, unknown>; stateBytes: number; closing: boolean } | null =
+    null;
   private waiter: Waiter | null = null;
 
   constructor(private readonly o: GatewayOptions) {
@@ -77,7 +82,7 @@ export class SandboxGateway {
   /** Hands a turn to the runner: answers its waiting long-poll now, or the next one. */
   offerTurn(assignment: TurnAssignment): void {
     this.offered = assignment;
-    this.turn = { id: assignment.turnId, state: {} };
+    this.turn = { id: assignment.turnId, state: {}, stateBytes: 0, closing: false };
     if (this.waiter) this.deliverTurn(this.waiter.res);
   }
 
@@ -122,7 +127,7 @@ export class SandboxGateway {
       }
       case 'POST /v1/commit': {
         const body = await this.body(req, commitBody);
-        const state = this.turn?.id === body.turnId ? this.turn.state : {};
+        const state = this.closeTurn(body.turnId, 'commitTurn');
         try {
           await this.o.hooks.beforeCommit(body.turnId);
         } catch (err) {
@@ -145,6 +150,7 @@ export class SandboxGateway {
       }
       case 'POST /v1/abort': {
         const body = await this.body(req, abortBody);
+        this.closeTurn(body.turnId, 'abortTurn');
         await this.fenced('abortTurn', await this.o.store.abortTurn({ ...binding, ...body }, now), now);
         this.o.hooks.onTurnEnded(body.turnId, { kind: 'aborted', error: body.error });
         return this.send(res, 200, { ok: true });
@@ -152,6 +158,23 @@ export class SandboxGateway {
       default:
         throw new BerthError('NOT_FOUND', `No gateway route ${route}`);
     }
+  }
+
+  /**
+   * Claims the right to end the turn: only the offered turn, only once. Checked before
+   * anything is sealed, so a second or forged commit can never touch a layer. Returns the
+   * state the turn put.
+   */
+  private closeTurn(turnId: string, operation: string): Record<string, unknown> {
+    const turn = this.turn;
+    if (!turn || turn.id !== turnId || turn.closing) {
+      throw new BerthError(
+        'TURN_ENDED',
+        `Turn ${turnId} of session ${this.o.binding.sessionId} is not open (${operation})`,
+      );
+    }
+    turn.closing = true;
+    return turn.state;
   }
 
   /** GET reads the turn's own writes over committed state; PUT holds a value for the turn's commit (null deletes). */
@@ -165,7 +188,23 @@ export class SandboxGateway {
           'TURN_NOT_FOUND',
           `Session ${this.o.binding.sessionId} has no turn to write state in`,
         );
+      if (turn.closing)
+        throw new BerthError('TURN_ENDED', `Turn ${turn.id} is ending; state can no longer change`);
       const { value } = await this.body(req, stateBody);
+      const bytes = key.length + JSON.stringify(value ?? null).length;
+      if (!(key in turn.state) && Object.keys(turn.state).length >= MAX_STATE_KEYS_PER_TURN) {
+        throw new BerthError(
+          'STATE_TOO_LARGE',
+          `A turn may put at most ${MAX_STATE_KEYS_PER_TURN} state keys`,
+        );
+      }
+      if (turn.stateBytes + bytes > MAX_STATE_BYTES_PER_TURN) {
+        throw new BerthError(
+          'STATE_TOO_LARGE',
+          `A turn may put at most ${MAX_STATE_BYTES_PER_TURN} bytes of state`,
+        );
+      }
+      turn.stateBytes += bytes;
       turn.state[key] = value;
       return this.send(res, 200, { ok: true });
     }

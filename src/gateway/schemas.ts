@@ -1,7 +1,8 @@
 /** zod schemas of every gateway request body (the runner is untrusted input). */
 import { z } from 'zod';
 
-const turnId = z.string().min(1).max(128);
+/** Turn ids are berth's own (newId('turn')): nothing else may reach a path. */
+const turnId = z.string().regex(/^turn_[a-z0-9]{1,64}$/, 'not a turn id');
 
 export const commitBody = z.object({
   turnId,

@@ -5,7 +5,7 @@
  * group — survives into the next one.
  */
 import { spawn } from 'node:child_process';
-import { readdir } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 
 export interface ShellResult {
   exitCode: number | null;
@@ -68,18 +68,38 @@ class Capture {
   }
 }
 
-/** SIGKILLs every process in this sandbox except PID 1 and the runner itself. Returns how many. */
+/**
+ * SIGKILLs every process in this sandbox except PID 1 and the runner itself, pass after
+ * pass until none is left (a process forked after a pass's listing is caught by the
+ * next). Bounded: the pids limit caps what can be forked. Returns how many were killed.
+ */
 export async function killAllButRunner(): Promise<number> {
   let killed = 0;
-  for (const entry of await readdir('/proc')) {
-    const pid = Number(entry);
-    if (!Number.isInteger(pid) || pid === 1 || pid === process.pid) continue;
-    try {
-      process.kill(pid, 'SIGKILL');
-      killed++;
-    } catch {
-      // Already gone, or not ours to signal.
-    }
+  for (let pass = 0; pass < 100; pass++) {
+    const others = (await readdir('/proc'))
+      .map(Number)
+      .filter((pid) => Number.isInteger(pid) && pid !== 1 && pid !== process.pid);
+    const alive = others.filter((pid) => {
+      try {
+        process.kill(pid, 'SIGKILL');
+        return true;
+      } catch {
+        return false; // already gone, or a zombie the init will reap
+      }
+    });
+    killed += alive.length;
+    if (alive.length === 0) return killed;
+    await new Promise((r) => setTimeout(r, 5)); // let the kills land before looking again
+    if (await onlyZombies(alive)) return killed;
   }
   return killed;
+}
+
+/** Killed processes linger as zombies until the init reaps them; they hold nothing. */
+async function onlyZombies(pids: number[]): Promise<boolean> {
+  for (const pid of pids) {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    if (stat && !/\) Z /.test(stat)) return false;
+  }
+  return true;
 }

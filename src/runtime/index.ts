@@ -1,5 +1,6 @@
 /** runtime: sandboxes behind one interface; Docker (Engine API) is the default engine. */
 
+export { type BuildProgress, baseImageRecipe, baseImageTag, ensureBaseImage } from './docker/base-image.js';
 export { assertDockerReachable, connectDocker } from './docker/connect.js';
 export {
   containerOptions,

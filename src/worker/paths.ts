@@ -8,7 +8,6 @@ export interface HostPaths {
   runnerDir: string;
   imageCacheDir: string;
   sandboxRunDir(sandboxName: string): string;
-  workspaceDir(sessionId: string): string;
 }
 
 export function hostPaths(dataDir: string): HostPaths {
@@ -18,7 +17,6 @@ export function hostPaths(dataDir: string): HostPaths {
     runnerDir: join(dataDir, 'runner'),
     imageCacheDir: join(dataDir, 'cache'),
     sandboxRunDir: (name) => join(dataDir, 'run', name),
-    workspaceDir: (sessionId) => join(dataDir, 'workspaces', sessionId),
   };
 }
 
@@ -30,4 +28,14 @@ export function installIdOf(dataDir: string): string {
 /** Deterministic, so a reconcile pass can tell which sandbox belongs to which binding. */
 export function sandboxName(installId: string, sessionId: string, generation: number): string {
   return `berth-${installId}-${sessionId}-g${generation}`;
+}
+
+/** The binding a sandbox (or slot) name stands for; null for a name of another install or shape. */
+export function parseSandboxName(
+  installId: string,
+  name: string,
+): { sessionId: string; generation: number } | null {
+  const prefix = `berth-${installId}-`;
+  const m = /^(.+)-g(\d+)$/.exec(name.startsWith(prefix) ? name.slice(prefix.length) : '');
+  return m ? { sessionId: m[1]!, generation: Number(m[2]) } : null;
 }

@@ -42,6 +42,7 @@ export interface SupervisorDeps extends WorkerDeps {
   slotWanted(sandboxName: string): Promise<boolean>;
 }
 
+const SUPERVISOR_ERROR = 'supervisor error';
 const TOKEN_TTL_MS = 7 * 24 * 3600 * 1000;
 
 type Ending = { reason: string; turnError: string };
@@ -95,7 +96,7 @@ export class SessionSupervisor {
       ending = await this.serveTurns();
     } catch (err) {
       this.log.error({ err }, 'Session supervision failed');
-      ending = { reason: 'supervisor error', turnError: `sandbox failed: ${(err as Error).message}` };
+      ending = { reason: SUPERVISOR_ERROR, turnError: `sandbox failed: ${(err as Error).message}` };
     }
     await this.finish(ending);
   }
@@ -149,9 +150,6 @@ export class SessionSupervisor {
       runnerDir: paths.runnerDir,
     });
     this.log.info({ startMs: Math.round(performance.now() - startedAt) }, 'Sandbox started');
-    if ((await this.deps.store.recordSandbox(this.fence, this.sandboxName, this.deps.clock.now())) !== 'ok') {
-      throw new Error('session was taken over while its sandbox started');
-    }
   }
 
   /**
@@ -162,6 +160,10 @@ export class SessionSupervisor {
   private async serveTurns(): Promise<Ending> {
     const { store, clock, config } = this.deps;
     if (this.session.pendingLayer) await this.settleLayer(this.session.pendingLayer);
+    // The name is deterministic: recorded before the first turn starts, so every turn row names its sandbox.
+    if ((await store.recordSandbox(this.fence, this.sandboxName, clock.now())) !== 'ok') {
+      return { reason: 'lease lost before the sandbox started', turnError: '' };
+    }
     let idleSince = clock.now();
     for (;;) {
       const early = this.earlyEnding(null);
@@ -188,7 +190,8 @@ export class SessionSupervisor {
         return { reason: 'slot wanted by a queued session', turnError: '' };
       const health = this.health(null);
       if (health.action === 'kill') return { reason: health.reason, turnError: '' };
-      await this.wake.wait(Math.min(idleLeftMs, health.nextCheckInMs));
+      // The renew tick caps the wait: a message posted through another process wakes no one here.
+      await this.wake.wait(Math.min(idleLeftMs, health.nextCheckInMs, config.leaseMs / 5));
     }
   }
 
@@ -268,28 +271,42 @@ export class SessionSupervisor {
     }
   }
 
-  /** Abort the running turn (if any), kill the sandbox, settle its layer, give the lease back. */
+  /**
+   * Abort the running turn (if any), kill the sandbox, settle its layer, give the lease
+   * back. Every step runs even if an earlier one failed, and the lease is always given
+   * back: a session must never stay leased by a worker that no longer supervises it.
+   */
   private async finish(ending: Ending): Promise<void> {
-    const { store, clock, runtime } = this.deps;
-    if (this.currentTurn) {
-      // 'stale'/'not_found' here means the turn already ended (a commit raced the ending): settleLayer keeps it.
-      await store.abortTurn(
-        { ...this.fence, turnId: this.currentTurn.id, error: ending.turnError || ending.reason },
-        clock.now(),
+    const { store, clock, runtime, workspaces, paths } = this.deps;
+    const turn = this.currentTurn;
+    const step = async (what: string, effect: () => Promise<unknown>) => {
+      try {
+        await effect();
+      } catch (err) {
+        this.log.error({ err, step: what }, 'Session clean-up step failed');
+      }
+    };
+    // 'stale'/'not_found' from the abort means the turn already ended (a commit raced the ending): settleLayer keeps it.
+    if (turn)
+      await step('abort turn', () =>
+        store.abortTurn(
+          { ...this.fence, turnId: turn.id, error: ending.turnError || ending.reason },
+          clock.now(),
+        ),
       );
-    }
-    if (this.handle || this.exit) {
-      await runtime
-        .kill(this.handle ?? { id: '', name: this.sandboxName }, ending.reason)
-        .catch((err: unknown) => {
-          this.log.error({ err }, 'Failed to kill sandbox');
-        });
-    }
-    await this.gateway?.close();
-    if (this.currentTurn) await this.settleLayer(this.currentTurn.id);
-    await this.deps.workspaces.closeSlot(this.sandboxName);
-    await rm(this.deps.paths.sandboxRunDir(this.sandboxName), { recursive: true, force: true });
-    await store.releaseSession(this.fence, clock.now());
+    if (this.handle || this.exit)
+      await step('kill sandbox', () =>
+        runtime.kill(this.handle ?? { id: '', name: this.sandboxName }, ending.reason),
+      );
+    await step('close gateway', async () => this.gateway?.close());
+    if (turn) await step('settle layer', () => this.settleLayer(turn.id));
+    await step('close slot', () => workspaces.closeSlot(this.sandboxName));
+    await step('remove run dir', () =>
+      rm(paths.sandboxRunDir(this.sandboxName), { recursive: true, force: true }),
+    );
+    // A failure that will repeat at once (e.g. a promotion on a full disk) must not turn into a claim/release spin.
+    if (ending.reason === SUPERVISOR_ERROR) await new Promise((r) => setTimeout(r, 1000));
+    await step('release session', () => store.releaseSession(this.fence, clock.now()));
     this.log.info({ reason: ending.reason }, 'Session released');
   }
 }

@@ -15,7 +15,7 @@ import { stageRunner } from '../runtime/index.js';
 import type { StoreChange } from '../store/index.js';
 import { Workspaces } from '../workspace/index.js';
 import type { WorkerDeps } from './deps.js';
-import { installIdOf } from './paths.js';
+import { installIdOf, parseSandboxName } from './paths.js';
 import { SessionSupervisor, type SupervisorDeps } from './session-supervisor.js';
 import { WakeSignal } from './signal.js';
 
@@ -184,6 +184,7 @@ export class Worker {
       const now = clock.now();
       try {
         if (await store.renewWorker(this.id, now)) this.lastRenewedAt = now;
+        else await this.rejoin(now);
         await store.reclaimExpiredLeases(now);
         if (tick % CLEANUP_EVERY_RENEWALS === 0) await this.cleanUpLocal();
       } catch (err) {
@@ -195,6 +196,23 @@ export class Worker {
         for (const s of this.supervisors.values()) s.stop('lease lost');
       }
     }
+  }
+
+  /**
+   * Our row was deleted (we were silent for long, e.g. a paused VM): our sessions were
+   * taken over, so every supervision ends, and we come back as a worker with no sessions.
+   */
+  private async rejoin(now: number): Promise<void> {
+    this.log.error('Worker row gone: ending own sessions and registering again');
+    for (const s of this.supervisors.values()) s.stop('lease lost');
+    await this.deps.store.registerWorker({
+      id: this.id,
+      host: hostname(),
+      pid: process.pid,
+      slots: this.deps.config.slots,
+      heartbeatAt: now,
+      startedAt: now,
+    });
   }
 
   private async watchRuntime(connected: WakeSignal): Promise<void> {
@@ -239,19 +257,29 @@ export class Worker {
       (h) => !live.has(h.labels[LABELS.worker] ?? ''),
     );
     await Promise.all(orphans.map((h) => runtime.kill(h, 'orphan')));
-    const sessions = await store.listSessionViews(now);
-    const ownedByLive = (s: { leaseOwner: string | null }) => s.leaseOwner !== null && live.has(s.leaseOwner);
-    const liveSandboxes = new Set(sessions.filter(ownedByLive).map((s) => s.sandbox));
-    for (const s of this.supervisors.values()) liveSandboxes.add(s.sandboxName);
-    const staleSlots = (await this.workspaces.listSlots()).filter((name) => !liveSandboxes.has(name));
-    for (const name of staleSlots) await this.workspaces.closeSlot(name);
-    const byId = new Map(sessions.map((s) => [s.id, s]));
+    // Each slot and layer is judged against the store read AFTER it was listed: a claim
+    // (generation+1) commits before its slot or layer exists, so nothing in use looks stale.
+    const ownedByLive = (s: { leaseOwner: string | null } | null) =>
+      s?.leaseOwner != null && live.has(s.leaseOwner);
+    const mine = new Set([...this.supervisors.values()].map((s) => s.sandboxName));
+    let staleSlots = 0;
+    for (const name of await this.workspaces.listSlots()) {
+      if (mine.has(name)) continue;
+      const binding = parseSandboxName(this.installId, name);
+      const session = binding && (await store.getSessionView(binding.sessionId, clock.now()));
+      if (session && session.generation === binding?.generation && ownedByLive(session)) continue;
+      await this.workspaces.closeSlot(name);
+      staleSlots++;
+    }
     let layers = 0;
     for (const { sessionId, turnId } of await this.workspaces.listLayers()) {
-      const session = byId.get(sessionId);
+      if (this.supervisors.has(sessionId)) continue;
       const turn = await store.getTurn(turnId);
-      if (this.supervisors.has(sessionId) || (session && ownedByLive(session))) continue;
-      if (turn?.status === 'committed' && session?.pendingLayer === turnId) {
+      if (turn?.status === 'running' && live.has(turn.workerId)) continue;
+      const session = await store.getSessionView(sessionId, clock.now());
+      const pending = turn?.status === 'committed' && session?.pendingLayer === turnId;
+      if (pending && ownedByLive(session)) continue; // its owner promotes it
+      if (pending) {
         await this.workspaces.promote(sessionId, turnId);
         await store.markLayerPromoted(sessionId, turnId);
       } else {
@@ -259,8 +287,8 @@ export class Worker {
       }
       layers++;
     }
-    if (orphans.length + staleSlots.length + layers > 0) {
-      this.log.info({ sandboxes: orphans.length, slots: staleSlots.length, layers }, 'Cleaned up leftovers');
+    if (orphans.length + staleSlots + layers > 0) {
+      this.log.info({ sandboxes: orphans.length, slots: staleSlots, layers }, 'Cleaned up leftovers');
     }
   }
 }

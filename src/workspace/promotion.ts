@@ -12,7 +12,7 @@
  * promotion cut by a crash is simply applied again at recovery.
  */
 import { chmod, chown, lstat, mkdir, open, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 export type PlanStep =
   | { op: 'delete'; path: string }
@@ -38,10 +38,9 @@ export async function sealLayer(dirs: {
   const plan: PromotionPlan = { version: 1, steps };
   const tmp = `${dirs.planFile}.tmp`;
   await writeFile(tmp, JSON.stringify(plan));
-  const handle = await open(tmp, 'r');
-  await handle.sync();
-  await handle.close();
+  await fsyncPath(tmp);
   await rename(tmp, dirs.planFile);
+  await fsyncPath(dirname(dirs.planFile));
   return plan;
 }
 
@@ -62,15 +61,28 @@ async function planDir(
       steps.push({ op: 'mkdir', path, mode: st.mode & 0o7777, uid: st.uid, gid: st.gid });
       await planDir(path, dirs, steps);
     } else {
+      // The store commit follows the seal: the turn's file contents must be on disk before it.
+      if (entry.isFile()) await fsyncPath(join(dirs.upper, path));
       steps.push({ op: 'move', from: path, path });
     }
+  }
+}
+
+async function fsyncPath(path: string): Promise<void> {
+  const handle = await open(path, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }
 
 /** Applies a sealed plan; safe to run again after a crash at any step. */
 export async function applyPlan(planFile: string, dirs: { upper: string; committed: string }): Promise<void> {
   const plan = JSON.parse(await readFile(planFile, 'utf8')) as PromotionPlan;
+  const touchedDirs = new Set<string>([dirs.committed]);
   for (const step of plan.steps) {
+    touchedDirs.add(dirname(join(dirs.committed, step.path)));
     const target = join(dirs.committed, step.path);
     switch (step.op) {
       case 'delete':
@@ -94,6 +106,8 @@ export async function applyPlan(planFile: string, dirs: { upper: string; committ
       }
     }
   }
+  // The layer is deleted after this: the renames must be durable first.
+  for (const dir of touchedDirs) await fsyncPath(dir).catch(() => undefined);
 }
 
 async function listDir(path: string): Promise<string[]> {

@@ -129,7 +129,8 @@ export class Workspaces {
   /** Applies a sealed, committed layer to the committed layer and deletes it. Idempotent. */
   async promote(sessionId: string, turnId: string): Promise<void> {
     const layer = this.layerPath(sessionId, turnId);
-    if (await exists(layer)) {
+    // No plan in an existing layer: a crash cut the removal below, after the plan was fully applied.
+    if (await exists(join(layer, PLAN_FILE))) {
       await applyPlan(join(layer, PLAN_FILE), {
         upper: join(layer, 'upper'),
         committed: this.committedPath(sessionId),
