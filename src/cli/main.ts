@@ -1,6 +1,7 @@
 /** The `berth` command. Reads process.env once, through loadConfig, inside each command. */
 import { Command } from 'commander';
 import { agentCommand } from './agent-command.js';
+import { chaosCommand } from './chaos-command.js';
 import { demoCommand } from './demo-command.js';
 import { imageCommandFor } from './image-wiring.js';
 import { exitWithError } from './output.js';
@@ -20,6 +21,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<void
     .addCommand(statusCommand(env))
     .addCommand(imageCommandFor(env))
     .addCommand(demoCommand(env))
+    .addCommand(chaosCommand(env))
     .addHelpText(
       'after',
       `

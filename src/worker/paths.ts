@@ -5,6 +5,7 @@ import { join } from 'node:path';
 export interface HostPaths {
   dataDir: string;
   storeFile: string;
+  /** Holds the staged runner, one content-addressed dir per version of its code. */
   runnerDir: string;
   imageCacheDir: string;
   sandboxRunDir(sandboxName: string): string;

@@ -37,6 +37,8 @@ export interface SupervisorDeps extends WorkerDeps {
   installId: string;
   workerId: string;
   secret: Buffer;
+  /** Staged runner code to mount read-only. */
+  runnerDir: string;
   workspaces: Workspaces;
   /** True when another session waits for a slot: this idle sandbox then gives its slot up at once. */
   slotWanted(sandboxName: string): Promise<boolean>;
@@ -147,7 +149,7 @@ export class SessionSupervisor {
       heartbeatIntervalMs: config.heartbeatIntervalMs,
       runDir,
       workspaceDir,
-      runnerDir: paths.runnerDir,
+      runnerDir: this.deps.runnerDir,
     });
     this.log.info({ startMs: Math.round(performance.now() - startedAt) }, 'Sandbox started');
   }

@@ -42,6 +42,8 @@ export class Worker {
   /** Idle sandboxes already giving their slot up, so one queued session frees one slot, not all. */
   private readonly yielding = new Set<string>();
   private readonly workspaces: Workspaces;
+  /** The staged runner this worker's sandboxes mount (content-addressed, never rewritten). */
+  private runnerDir = '';
   private loops: Promise<unknown>[] = [];
   private unsubscribe: (() => void) | null = null;
 
@@ -58,7 +60,7 @@ export class Worker {
   async start(): Promise<void> {
     const { store, clock, config, paths } = this.deps;
     await this.workspaces.prepare();
-    await stageRunner(paths.runnerDir);
+    this.runnerDir = await stageRunner(paths.runnerDir);
     const now = clock.now();
     await store.registerWorker({
       id: this.id,
@@ -149,6 +151,7 @@ export class Worker {
       workerId: this.id,
       secret: this.secret,
       workspaces: this.workspaces,
+      runnerDir: this.runnerDir,
       slotWanted: async (sandbox) => {
         if (this.supervisors.size < this.deps.config.slots) return false;
         if ((await this.deps.store.queueDepth(this.deps.clock.now())) <= this.yielding.size) return false;

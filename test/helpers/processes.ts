@@ -2,11 +2,10 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { openSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { BERTH_BIN as BIN, freePort } from '../../src/chaos/index.js';
 
-export const BIN = fileURLToPath(new URL('../../../bin/berth.js', import.meta.url));
+export { freePort };
 
 export function berth(
   args: string[],
@@ -17,14 +16,6 @@ export function berth(
       resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
   });
-}
-
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise((r) => server.close(r));
-  return port;
 }
 
 /** Spawns a long-running `berth` command with its stderr in `<dataDir>/<logName>`. */

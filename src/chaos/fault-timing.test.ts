@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { Turn } from '../core/index.js';
+import { explainedByFault, sandboxKillHits, stats, timingOf, workerKillHits } from './fault-timing.js';
+import type { SandboxKill, WorkerKill } from './faults.js';
+
+const turn = (p: Partial<Turn>): Turn => ({
+  id: 't',
+  sessionId: 's1',
+  attempt: 1,
+  generation: 1,
+  workerId: 'w1',
+  sandbox: null,
+  status: 'aborted',
+  progress: null,
+  error: null,
+  messageIds: [1],
+  startedAt: 1000,
+  endedAt: 2000,
+  ...p,
+});
+const kill: SandboxKill = {
+  kind: 'sandbox-kill',
+  at: 1500,
+  container: 'berth-x-s1-g1',
+  session: 's1',
+  generation: 1,
+  workerId: 'w1',
+};
+const workerKill: WorkerKill = {
+  kind: 'worker-kill',
+  at: 1500,
+  pid: 1,
+  workerId: 'w1',
+  child: 'worker-1',
+  restartedAt: null,
+  restartedPid: null,
+};
+
+test('a sandbox kill hits the aborted turn of its session and generation that ran at that moment', () => {
+  const hit = turn({ id: 'hit' });
+  const turns = [
+    hit,
+    turn({ id: 'other-generation', generation: 2 }),
+    turn({ id: 'other-session', sessionId: 's2' }),
+    turn({ id: 'ended-before', endedAt: 1400 }),
+    turn({ id: 'committed', status: 'committed' }),
+  ];
+  assert.deepEqual(sandboxKillHits(kill, turns), [hit]);
+});
+
+test('a worker kill hits only its turns aborted by lease expiry', () => {
+  const hit = turn({ id: 'hit', error: 'worker lease expired', endedAt: 4600 });
+  const turns = [
+    hit,
+    turn({ id: 'other-worker', workerId: 'w2', error: 'worker lease expired' }),
+    turn({ error: 'x' }),
+  ];
+  assert.deepEqual(workerKillHits(workerKill, turns), [hit]);
+});
+
+test('detect and recover are measured from the fault; a kill that hit nothing is missed', () => {
+  const turns = [
+    turn({ id: 'a', endedAt: 1620 }),
+    turn({ id: 'b', status: 'committed', startedAt: 2700, endedAt: 3900 }),
+    turn({ id: 'c', status: 'committed', startedAt: 5000, endedAt: 6000 }),
+  ];
+  const t = timingOf(
+    [
+      { at: 1500, hits: sandboxKillHits(kill, turns) },
+      { at: 8000, hits: [] },
+    ],
+    turns,
+  );
+  assert.equal(t.injected, 2);
+  assert.equal(t.hit, 1);
+  assert.equal(t.missed, 1);
+  assert.equal(t.unrecovered, 0);
+  assert.deepEqual(t.detectMs, { n: 1, p50: 120, p99: 120, max: 120 });
+  assert.deepEqual(t.recoverMs, { n: 1, p50: 2400, p99: 2400, max: 2400 });
+});
+
+test('an aborted turn is explained only by a fault in effect on its sandbox or worker while it ran', () => {
+  assert.equal(explainedByFault(turn({}), [kill]), true);
+  assert.equal(explainedByFault(turn({ generation: 3 }), [kill]), false);
+  assert.equal(explainedByFault(turn({ generation: 3 }), [workerKill]), true);
+  assert.equal(explainedByFault(turn({ startedAt: 1600 }), [kill, workerKill]), false);
+});
+
+test('nearest-rank percentiles', () => {
+  assert.equal(stats([]), null);
+  const s = stats(Array.from({ length: 100 }, (_, i) => 100 - i))!;
+  assert.deepEqual(s, { n: 100, p50: 50, p99: 99, max: 100 });
+  assert.deepEqual(stats([7]), { n: 1, p50: 7, p99: 7, max: 7 });
+});

@@ -1,0 +1,100 @@
+/**
+ * Which turns each injected fault hit, and how long berth took to notice and to recover.
+ * Pure. All times are epoch ms from the same host clock (the workers write turn times
+ * with Date.now(); the injector records faults with Date.now()).
+ *
+ *   sandbox-kill  hit     = aborted turns of the killed sandbox's session and generation
+ *                           (its name is berth-<install>-<session>-g<generation>) that were
+ *                           running when it was killed
+ *                 detect  = hit.ended_at - kill time
+ *                 recover = that session's next committed turn's ended_at - kill time
+ *   worker-kill   hit     = turns of the killed worker running at the kill and aborted with
+ *                           'worker lease expired' (the sweep of another process)
+ *                 detect, recover: as above, per hit turn and per hit session
+ *
+ * Invariants: a fault with no hit is "missed" and adds no timing sample; a hit session that
+ * never commits again is "unrecovered"; percentiles are nearest-rank over the samples.
+ */
+import type { Turn } from '../core/index.js';
+import type { Fault, SandboxKill, WorkerKill } from './faults.js';
+
+export const LEASE_EXPIRED = 'worker lease expired';
+
+export interface Stats {
+  n: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+export interface FaultTiming {
+  injected: number;
+  /** Faults that ended at least one running turn. */
+  hit: number;
+  missed: number;
+  /** Hit sessions that never committed again (their message failed, or the run ended). */
+  unrecovered: number;
+  detectMs: Stats | null;
+  recoverMs: Stats | null;
+}
+
+export function ranAt(t: Turn, at: number): boolean {
+  return t.startedAt <= at && (t.endedAt ?? Number.POSITIVE_INFINITY) >= at;
+}
+
+export function sandboxKillHits(f: SandboxKill, turns: Turn[]): Turn[] {
+  return turns.filter(
+    (t) =>
+      t.status === 'aborted' && t.sessionId === f.session && t.generation === f.generation && ranAt(t, f.at),
+  );
+}
+
+export function workerKillHits(f: WorkerKill, turns: Turn[]): Turn[] {
+  return turns.filter(
+    (t) => t.status === 'aborted' && t.workerId === f.workerId && t.error === LEASE_EXPIRED && ranAt(t, f.at),
+  );
+}
+
+/** True when some injected fault was in effect on this aborted turn's sandbox or worker while it ran. */
+export function explainedByFault(t: Turn, faults: Fault[]): boolean {
+  return faults.some((f) =>
+    f.kind === 'sandbox-kill'
+      ? f.session === t.sessionId && f.generation === t.generation && ranAt(t, f.at)
+      : f.workerId === t.workerId && ranAt(t, f.at),
+  );
+}
+
+export function timingOf(kills: { at: number; hits: Turn[] }[], turns: Turn[]): FaultTiming {
+  const detect: number[] = [];
+  const recover: number[] = [];
+  let unrecovered = 0;
+  for (const { at, hits } of kills) {
+    for (const t of hits) if (t.endedAt !== null) detect.push(t.endedAt - at);
+    for (const session of new Set(hits.map((t) => t.sessionId))) {
+      const next = turns
+        .filter(
+          (t) => t.sessionId === session && t.status === 'committed' && t.endedAt !== null && t.endedAt > at,
+        )
+        .sort((a, b) => a.endedAt! - b.endedAt!)[0];
+      if (next) recover.push(next.endedAt! - at);
+      else unrecovered++;
+    }
+  }
+  const hit = kills.filter((k) => k.hits.length > 0).length;
+  return {
+    injected: kills.length,
+    hit,
+    missed: kills.length - hit,
+    unrecovered,
+    detectMs: stats(detect),
+    recoverMs: stats(recover),
+  };
+}
+
+/** Nearest-rank percentiles; null for no samples. */
+export function stats(samples: number[]): Stats | null {
+  if (samples.length === 0) return null;
+  const sorted = [...samples].sort((a, b) => a - b);
+  const rank = (p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+  return { n: sorted.length, p50: rank(50), p99: rank(99), max: sorted.at(-1)! };
+}

@@ -1,0 +1,232 @@
+/**
+ * The fault injector: faults the way they happen in production, not simulated.
+ *  - sandbox-kill: every A–B seconds (uniform), `docker kill` (Engine API) of one random
+ *    running container carrying this install's label.
+ *  - worker-kill: once, when `due()` says so, SIGKILL of one worker process (the one
+ *    running the most turns, so that the kill hits work), restarted with the same argv
+ *    `restartDelayMs` later.
+ *
+ * Invariants:
+ * - Only containers labelled `berth.install=<installId>` are ever touched.
+ * - Every fault is recorded with the time taken just BEFORE it was issued, so a
+ *   detection time measured from it is never negative.
+ * - At most one worker-kill per injector; its restart always happens, even when `stop()`
+ *   comes first (stop waits for it), so no worker is left dead.
+ * - The loop ends at `stop()` or `maxDurationMs`, whichever is first, and wakes at least
+ *   every TICK_MS; every Engine API and status call is bounded by a timeout.
+ */
+import type Dockerode from 'dockerode';
+import { LABELS } from '../core/index.js';
+
+export interface SandboxKill {
+  kind: 'sandbox-kill';
+  at: number;
+  container: string;
+  session: string;
+  generation: number;
+  workerId: string;
+}
+
+export interface WorkerKill {
+  kind: 'worker-kill';
+  at: number;
+  pid: number;
+  workerId: string;
+  /** Which child ('worker-1', ...). */
+  child: string;
+  restartedAt: number | null;
+  restartedPid: number | null;
+}
+
+export type Fault = SandboxKill | WorkerKill;
+
+/** A worker child the injector may SIGKILL and restart (see children.ts). */
+export interface KillableWorker {
+  readonly name: string;
+  readonly pid: number | undefined;
+  /** The berth worker id of the current incarnation; null until known. */
+  workerId(): string | null;
+  sigkill(): Promise<void>;
+  restart(): Promise<void>;
+}
+
+export interface FaultInjectorOptions {
+  docker: Dockerode;
+  installId: string;
+  /** Interval between sandbox kills, ms, drawn uniformly from [min, max]. */
+  killEveryMs: { min: number; max: number };
+  maxDurationMs: number;
+  workerKill?: {
+    workers: KillableWorker[];
+    /** Polled every tick; once true, the kill happens as soon as a worker runs a turn. */
+    due(): boolean;
+    /** Running turns per worker id right now (from the API's /v1/status). */
+    runningTurns(): Promise<Map<string, number>>;
+    /** After due() this long without any running turn, kill the busiest worker anyway (a miss). */
+    maxWaitForTurnsMs: number;
+    restartDelayMs: number;
+  };
+  random?: () => number;
+  /** Non-fatal trouble (a kill that raced the container's own end, an engine error). */
+  onWarning?: (message: string) => void;
+}
+
+const TICK_MS = 200;
+const ENGINE_TIMEOUT_MS = 5000;
+/** When no sandbox is running, look again this soon instead of waiting a whole interval. */
+const RETRY_NO_TARGET_MS = 250;
+
+export class FaultInjector {
+  readonly faults: Fault[] = [];
+  /** Kill attempts that found no running sandbox or raced its end. */
+  skipped = 0;
+  private stopped = false;
+  private wake: (() => void) | null = null;
+  private loop: Promise<void> | null = null;
+  private workerKill: Promise<void> | null = null;
+  private workerKillDueAt: number | null = null;
+  private readonly random: () => number;
+
+  constructor(private readonly opts: FaultInjectorOptions) {
+    const { min, max } = opts.killEveryMs;
+    if (!(min > 0 && max >= min))
+      throw new RangeError(`kill interval must be 0 < min <= max, got ${min}-${max} ms`);
+    this.random = opts.random ?? Math.random;
+  }
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** Stops injecting; resolves when the loop and a pending worker restart are done. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake?.();
+    await this.loop;
+    await this.workerKill;
+  }
+
+  count(kind: Fault['kind']): number {
+    return this.faults.filter((f) => f.kind === kind).length;
+  }
+
+  private async run(): Promise<void> {
+    const deadline = Date.now() + this.opts.maxDurationMs;
+    let nextKillAt = Date.now() + this.interval();
+    while (!this.stopped && Date.now() < deadline) {
+      const wk = this.opts.workerKill;
+      if (wk && !this.workerKill && wk.due()) {
+        this.workerKillDueAt ??= Date.now();
+        const force = Date.now() - this.workerKillDueAt >= wk.maxWaitForTurnsMs;
+        const victim = await this.pickWorker(wk, force);
+        if (victim) this.workerKill = this.killWorker(wk, victim);
+        else if (force) {
+          this.opts.onWarning?.('worker kill skipped: no running worker with a known id');
+          this.workerKill = Promise.resolve();
+        }
+      }
+      if (Date.now() >= nextKillAt) {
+        const hit = await this.killRandomSandbox().catch((err: unknown) => {
+          this.opts.onWarning?.(`sandbox kill failed: ${(err as Error).message}`);
+          return false;
+        });
+        nextKillAt = Date.now() + (hit ? this.interval() : RETRY_NO_TARGET_MS);
+      }
+      await this.sleep(Math.max(0, Math.min(TICK_MS, nextKillAt - Date.now())));
+    }
+  }
+
+  private interval(): number {
+    const { min, max } = this.opts.killEveryMs;
+    return min + this.random() * (max - min);
+  }
+
+  private async runningSandboxes(): Promise<Dockerode.ContainerInfo[]> {
+    return this.opts.docker.listContainers({
+      filters: { label: [`${LABELS.install}=${this.opts.installId}`], status: ['running'] },
+      abortSignal: AbortSignal.timeout(ENGINE_TIMEOUT_MS),
+    } as Dockerode.ContainerListOptions);
+  }
+
+  /** True when a container was killed. */
+  private async killRandomSandbox(): Promise<boolean> {
+    const running = await this.runningSandboxes();
+    if (running.length === 0) {
+      this.skipped++;
+      return false;
+    }
+    const target = running[Math.floor(this.random() * running.length)]!;
+    const at = Date.now();
+    try {
+      await this.opts.docker
+        .getContainer(target.Id)
+        .kill({ abortSignal: AbortSignal.timeout(ENGINE_TIMEOUT_MS) });
+    } catch (err) {
+      // 404/409: it ended on its own (turn done, supervisor killed it) between list and kill.
+      const status = (err as { statusCode?: number }).statusCode;
+      if (status !== 404 && status !== 409) throw err;
+      this.skipped++;
+      return false;
+    }
+    this.faults.push({
+      kind: 'sandbox-kill',
+      at,
+      container: (target.Names[0] ?? target.Id).replace(/^\//, ''),
+      session: target.Labels[LABELS.session] ?? '',
+      generation: Number(target.Labels[LABELS.generation] ?? Number.NaN),
+      workerId: target.Labels[LABELS.worker] ?? '',
+    });
+    return true;
+  }
+
+  private async killWorker(
+    wk: NonNullable<FaultInjectorOptions['workerKill']>,
+    victim: KillableWorker,
+  ): Promise<void> {
+    const record: WorkerKill = {
+      kind: 'worker-kill',
+      at: Date.now(),
+      pid: victim.pid!,
+      workerId: victim.workerId()!,
+      child: victim.name,
+      restartedAt: null,
+      restartedPid: null,
+    };
+    await victim.sigkill();
+    this.faults.push(record);
+    await new Promise((resolve) => setTimeout(resolve, wk.restartDelayMs));
+    await victim.restart();
+    record.restartedAt = Date.now();
+    record.restartedPid = victim.pid ?? null;
+  }
+
+  /** The live worker running the most turns (ties at random); undefined while none runs any, unless `force`. */
+  private async pickWorker(
+    wk: NonNullable<FaultInjectorOptions['workerKill']>,
+    force: boolean,
+  ): Promise<KillableWorker | undefined> {
+    const turns = await Promise.race([
+      wk.runningTurns(),
+      new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error('timeout')), ENGINE_TIMEOUT_MS).unref(),
+      ),
+    ]).catch(() => new Map<string, number>());
+    const load = (w: KillableWorker) => turns.get(w.workerId() ?? '') ?? 0;
+    const [best] = wk.workers
+      .filter((w) => w.pid !== undefined && w.workerId() !== null)
+      .map((w) => ({ w, load: load(w), tie: this.random() }))
+      .sort((a, b) => b.load - a.load || a.tie - b.tie);
+    return best && (best.load > 0 || force) ? best.w : undefined;
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+}

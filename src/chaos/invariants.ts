@@ -1,0 +1,225 @@
+/**
+ * The invariant checker of a chaos run, from the store snapshot, the workspaces on disk,
+ * the Docker engine and /proc, after every berth process has exited.
+ *
+ *   exactly-one-reply   every inbound message has one committed reply (none if berth
+ *                       failed it); an ok request's message is `done`; no reply comes
+ *                       from a turn that did not commit
+ *   committed-workspace committed/log.txt and state `turns` are what k committed turns
+ *                       write, k = the session's ok turns (+1 if its last was unknown)
+ *   no-partial-reads    no turn failed an assertFile/assertState step
+ *   no-stray-process    no turn failed the `! pgrep -x tail` step
+ *   no-failed-steps     no other script step failed
+ *   turns-ended         no turn is still `running`, no layer still pending promotion
+ *   clean-shutdown      every berth process was alive when the workload ended (the killed
+ *                       worker: its restart) and exited 0 on SIGTERM
+ *   no-orphan-*         no container of the install, no mount under the data dir (the
+ *                       slots root included: no worker is alive), no slot dir, no attempt
+ *                       layer, no host process running the workload's `tail -f`
+ *
+ * Invariants of this module: it only reads; each named invariant appears exactly once in
+ * the result, with `details` naming the offending ids (capped, see invariant-result.ts).
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type Dockerode from 'dockerode';
+import type { ScriptPlan } from '../core/index.js';
+import { type InvariantResult, result } from './invariant-result.js';
+import { orphans } from './orphans.js';
+import type { RequestRecord } from './session-driver.js';
+import type { SessionSnapshot } from './snapshot.js';
+import { expectedLog, LOG_FILE, STATE_KEY } from './workload.js';
+
+export interface ProcessEnd {
+  name: string;
+  /** Running when the workload ended. */
+  alive: boolean;
+  /** How its latest earlier incarnation ended, if one did (the injected SIGKILL, or a crash). */
+  lastExit: { code: number | null; signal: string | null; at: number } | null;
+  /** How it ended on our SIGTERM. */
+  stop: { code: number | null; signal: string | null; forced: boolean };
+}
+
+export interface CheckInput {
+  dataDir: string;
+  installId: string;
+  docker: Dockerode;
+  sessions: SessionSnapshot[];
+  requests: RequestRecord[];
+  processes: ProcessEnd[];
+}
+
+export async function checkInvariants(input: CheckInput): Promise<InvariantResult[]> {
+  return [
+    exactlyOneReply(input),
+    await committedWorkspace(input),
+    ...failedSteps(input.sessions),
+    turnsEnded(input.sessions),
+    cleanShutdown(input.processes),
+    ...(await orphans(input.dataDir, input.installId, input.docker)),
+  ];
+}
+
+/**
+ * Inbound ids lost (done or failed inconsistently, or never answered), duplicated (> 1 reply)
+ * and unfinished (still pending at shutdown: durable, they would run at the next start).
+ */
+export function countReplies(sessions: SessionSnapshot[]) {
+  const lost: number[] = [];
+  const unfinished: number[] = [];
+  const duplicated: number[] = [];
+  const details: string[] = [];
+  let inbound = 0;
+  for (const s of sessions) {
+    const committed = new Map(s.turns.filter((t) => t.status === 'committed').map((t) => [t.id, t]));
+    const replies = new Map<number, number>();
+    for (const out of s.messages.filter((m) => m.direction === 'out')) {
+      const turn = out.turnId ? committed.get(out.turnId) : undefined;
+      if (!turn) {
+        details.push(`${s.id}: reply ${out.id} comes from turn ${out.turnId}, which did not commit`);
+        continue;
+      }
+      for (const id of turn.messageIds) replies.set(id, (replies.get(id) ?? 0) + 1);
+    }
+    for (const m of s.messages.filter((x) => x.direction === 'in')) {
+      inbound++;
+      const n = replies.get(m.id) ?? 0;
+      if (n > 1) duplicated.push(m.id);
+      if (n > 1) details.push(`${s.id}: message ${m.id} has ${n} replies`);
+      if (n === 1 && m.status !== 'done')
+        details.push(`${s.id}: message ${m.id} has a reply but is ${m.status}`);
+      if (n === 0 && (m.status === 'pending' || m.status === 'processing')) unfinished.push(m.id);
+      else if (n === 0 && m.status !== 'failed') {
+        lost.push(m.id);
+        details.push(
+          `${s.id}: message ${m.id} (${m.status}, ${m.tries} tries) has no reply and was not failed`,
+        );
+      }
+    }
+  }
+  return { inbound, lost, duplicated, unfinished, details };
+}
+
+function exactlyOneReply({ sessions, requests }: CheckInput): InvariantResult {
+  const { inbound, lost, duplicated, unfinished, details } = countReplies(sessions);
+  const byId = new Map(sessions.flatMap((s) => s.messages).map((m) => [m.id, m]));
+  // Unfinished still breaks "exactly one reply", but it is not a loss: the message is durable and
+  // would run at the next start. Say whether its client had already given up (request unknown).
+  const givenUp = new Set(requests.filter((r) => r.outcome === 'unknown').map((r) => r.session));
+  for (const id of unfinished) {
+    const m = byId.get(id)!;
+    const what = `${m.sessionId}: message ${id} still ${m.status} at shutdown (${m.tries} tries)`;
+    details.push(
+      givenUp.has(m.sessionId) ? `${what}; its request ended unknown` : `${what}, no client gave up on it`,
+    );
+  }
+  for (const r of requests) {
+    if (r.outcome === 'ok' && r.reason) details.push(`${r.session} turn ${r.turn}: ${r.reason}`);
+    if (r.outcome === 'ok' && byId.get(r.messageId!)?.status !== 'done')
+      details.push(
+        `${r.session} turn ${r.turn}: the client got its reply but the store has it ${byId.get(r.messageId!)?.status}`,
+      );
+  }
+  return result(
+    'exactly-one-reply',
+    `${inbound} inbound messages: ${lost.length} lost, ${duplicated.length} duplicated, ${unfinished.length} unfinished`,
+    details,
+  );
+}
+
+async function committedWorkspace({ dataDir, sessions, requests }: CheckInput): Promise<InvariantResult> {
+  const details: string[] = [];
+  for (const s of sessions) {
+    const mine = requests.filter((r) => r.session === s.id);
+    const ok = mine.filter((r) => r.outcome === 'ok').length;
+    const unknown = mine.some((r) => r.outcome === 'unknown') ? 1 : 0;
+    const committed = s.turns.filter((t) => t.status === 'committed').length;
+    if (committed < ok || committed > ok + unknown)
+      details.push(
+        `${s.id}: ${committed} committed turns, but the client saw ${ok} ok (+${unknown} unknown)`,
+      );
+    const log = await readFile(join(dataDir, 'workspaces', s.id, 'committed', LOG_FILE), 'utf8').catch(
+      () => null,
+    );
+    const want = committed === 0 ? null : expectedLog(committed);
+    if (log !== want)
+      details.push(
+        `${s.id}: ${LOG_FILE} is ${JSON.stringify(log?.slice(-80))}, expected ${JSON.stringify(want?.slice(-80))} (${committed} turns)`,
+      );
+    const state = s.state[STATE_KEY] ?? null;
+    if (state !== (committed === 0 ? null : committed))
+      details.push(`${s.id}: state ${STATE_KEY} is ${JSON.stringify(state)}, expected ${committed}`);
+  }
+  return result(
+    'committed-workspace',
+    `${sessions.length} sessions: ${LOG_FILE} and state match their committed turns`,
+    details,
+  );
+}
+
+/** Script-step failures, by the kind of step that failed (read back from the message's plan). */
+function failedSteps(sessions: SessionSnapshot[]): InvariantResult[] {
+  const partial: string[] = [];
+  const stray: string[] = [];
+  const other: string[] = [];
+  for (const s of sessions) {
+    const texts = new Map(s.messages.map((m) => [m.id, m.text]));
+    for (const t of s.turns) {
+      const m = /^step (\d+) \((\w+)\)/.exec(t.error ?? '');
+      if (!m) continue;
+      const step = planOf(texts.get(t.messageIds[0] ?? -1))?.steps[Number(m[1])];
+      const line = `${s.id} turn ${t.id} (attempt ${t.attempt}): ${t.error!.slice(0, 200)}`;
+      if (m[2] === 'assertFile' || m[2] === 'assertState') partial.push(line);
+      else if (step && 'run' in step && step.run.includes('pgrep')) stray.push(line);
+      else other.push(line);
+    }
+  }
+  return [
+    result('no-partial-reads', 'no turn saw anything but committed files and state', partial),
+    result('no-stray-process', "no turn found a previous turn's background process", stray),
+    result('no-failed-steps', 'no other script step failed', other),
+  ];
+}
+
+function planOf(text: string | undefined): ScriptPlan | null {
+  try {
+    return text ? (JSON.parse(text) as ScriptPlan) : null;
+  } catch {
+    return null;
+  }
+}
+
+function turnsEnded(sessions: SessionSnapshot[]): InvariantResult {
+  const details: string[] = [];
+  for (const s of sessions) {
+    for (const t of s.turns.filter((x) => x.status === 'running'))
+      details.push(`${s.id}: turn ${t.id} still running`);
+    if (s.view?.pendingLayer) details.push(`${s.id}: layer of turn ${s.view.pendingLayer} never promoted`);
+    if (s.view?.leaseOwner) details.push(`${s.id}: still leased by ${s.view.leaseOwner}`);
+  }
+  return result(
+    'turns-ended',
+    'after shutdown no turn runs, no lease is held, no layer awaits promotion',
+    details,
+  );
+}
+
+function cleanShutdown(processes: ProcessEnd[]): InvariantResult {
+  const details: string[] = [];
+  for (const p of processes) {
+    if (!p.alive) {
+      const how = p.lastExit
+        ? `code ${p.lastExit.code}, signal ${p.lastExit.signal}, at ${new Date(p.lastExit.at).toISOString()}`
+        : '?';
+      details.push(`${p.name} was not running when the workload ended (exited: ${how})`);
+    }
+    if (p.stop.forced) details.push(`${p.name} ignored SIGTERM and was SIGKILLed`);
+    else if (p.alive && p.stop.code !== 0)
+      details.push(`${p.name} exited ${p.stop.code ?? p.stop.signal} on SIGTERM`);
+  }
+  return result(
+    'clean-shutdown',
+    `${processes.length} berth processes survived the run and stopped cleanly`,
+    details,
+  );
+}

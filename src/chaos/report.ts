@@ -1,0 +1,211 @@
+/**
+ * The chaos report: what was injected, what the clients saw, how fast berth noticed and
+ * recovered, and the invariants. `buildReport` is pure (inputs in, object out);
+ * `renderReport` turns it into a text table for people.
+ *
+ * Fault attribution and timing live in fault-timing.ts. Besides them the report counts
+ * the aborted turns no injected fault explains: under chaos those are berth's own failures.
+ */
+import type { Turn } from '../core/index.js';
+import {
+  explainedByFault,
+  type FaultTiming,
+  type Stats,
+  sandboxKillHits,
+  stats,
+  timingOf,
+  workerKillHits,
+} from './fault-timing.js';
+import type { Fault, SandboxKill, WorkerKill } from './faults.js';
+import type { InvariantResult } from './invariant-result.js';
+import type { Outcome, RequestRecord } from './session-driver.js';
+import type { SessionSnapshot } from './snapshot.js';
+
+export interface ChaosSettings {
+  sessions: number;
+  turns: number;
+  slotsPerWorker: number;
+  workers: number;
+  killEveryMs: { min: number; max: number };
+  killWorker: boolean;
+  leaseMs: number;
+  durationCapMs: number;
+  seed: number;
+  dataDir: string;
+  /** False when the run deleted its temp data dir. */
+  dataDirKept: boolean;
+}
+
+export interface ChaosReport {
+  settings: ChaosSettings;
+  wallMs: number;
+  /** The duration cap ended the workload before every turn was sent and answered. */
+  cutShort: boolean;
+  requests: Record<Outcome, number> & { planned: number; sent: number; notSent: number; retriesSeen: number };
+  userVisibleErrors: number;
+  /** POST to reply, of ok requests: what a user waits, retries and backoff included. */
+  latencyMs: Stats | null;
+  messages: { inbound: number; outbound: number };
+  faults: { 'sandbox-kill': number; 'worker-kill': number; skipped: number };
+  /** Aborted turns: each one's messages were dispatched again (or failed). */
+  redispatches: number;
+  /** Aborted turns by error (ids, paths and sandbox names blanked out), most frequent first. */
+  abortReasons: Record<string, number>;
+  /** Aborted turns that no injected fault explains (not in a killed sandbox, not on the killed worker): berth's own failures. */
+  unexplainedAborts: { count: number; reasons: Record<string, number> };
+  timing: { 'sandbox-kill': FaultTiming; 'worker-kill': FaultTiming };
+  invariants: InvariantResult[];
+  passed: boolean;
+  faultLog: Fault[];
+  /** Requests that did not end ok, with why. */
+  notOk: RequestRecord[];
+}
+
+export interface ReportInput {
+  settings: ChaosSettings;
+  wallMs: number;
+  cutShort: boolean;
+  requests: RequestRecord[];
+  notSent: number;
+  faults: Fault[];
+  skippedFaults: number;
+  sessions: SessionSnapshot[];
+  invariants: InvariantResult[];
+}
+
+export function buildReport(input: ReportInput): ChaosReport {
+  const { requests, sessions, faults } = input;
+  const count = (o: Outcome) => requests.filter((r) => r.outcome === o).length;
+  const turns = sessions.flatMap((s) => s.turns);
+  const aborted = turns.filter((t) => t.status === 'aborted');
+  const sandboxKills = faults.filter((f): f is SandboxKill => f.kind === 'sandbox-kill');
+  const workerKills = faults.filter((f): f is WorkerKill => f.kind === 'worker-kill');
+  const reason = (t: Turn) => normalizeError(t.error ?? '', input.settings.dataDir);
+  const unexplained = aborted.filter((t) => !explainedByFault(t, faults));
+  const fail = count('fail');
+  const unknown = count('unknown');
+  const passed = input.invariants.every((i) => i.passed) && fail === 0 && unknown === 0;
+  return {
+    settings: input.settings,
+    wallMs: input.wallMs,
+    cutShort: input.cutShort,
+    requests: {
+      planned: input.settings.sessions * input.settings.turns,
+      sent: requests.length,
+      notSent: input.notSent,
+      ok: count('ok'),
+      fail,
+      unknown,
+      retriesSeen: requests.reduce((n, r) => n + r.retriesSeen, 0),
+    },
+    userVisibleErrors: fail + unknown,
+    latencyMs: stats(requests.filter((r) => r.outcome === 'ok').map((r) => r.endedAt - r.sentAt)),
+    messages: {
+      inbound: sessions.reduce((n, s) => n + s.messages.filter((m) => m.direction === 'in').length, 0),
+      outbound: sessions.reduce((n, s) => n + s.messages.filter((m) => m.direction === 'out').length, 0),
+    },
+    faults: {
+      'sandbox-kill': sandboxKills.length,
+      'worker-kill': workerKills.length,
+      skipped: input.skippedFaults,
+    },
+    redispatches: aborted.length,
+    abortReasons: tally(aborted.map(reason)),
+    unexplainedAborts: { count: unexplained.length, reasons: tally(unexplained.map(reason)) },
+    timing: {
+      'sandbox-kill': timingOf(
+        sandboxKills.map((f) => ({ at: f.at, hits: sandboxKillHits(f, turns) })),
+        turns,
+      ),
+      'worker-kill': timingOf(
+        workerKills.map((f) => ({ at: f.at, hits: workerKillHits(f, turns) })),
+        turns,
+      ),
+    },
+    invariants: input.invariants,
+    passed,
+    faultLog: faults,
+    notOk: requests.filter((r) => r.outcome !== 'ok'),
+  };
+}
+
+/** An error as a category: one line, with data dir, sandbox names, turn ids, mount options and durations blanked. */
+export function normalizeError(error: string, dataDir: string): string {
+  const text = error
+    .split(dataDir)
+    .join('<data>')
+    .replace(/berth-[0-9a-f]{10}-[A-Za-z0-9_.-]+?-g\d+/g, '<sandbox>')
+    .replace(/turn_[0-9a-z]+/g, '<turn>')
+    .replace(/-o \S+/g, '-o ...')
+    .replace(/\d+ ms/g, 'N ms')
+    .replace(/\s*\n\s*/g, ' | ')
+    .trim();
+  return text.length > 160 ? `${text.slice(0, 157)}...` : text;
+}
+
+/** Counts per distinct value, most frequent first. */
+function tally(values: string[]): Record<string, number> {
+  const counts = new Map<string, number>();
+  for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
+  return Object.fromEntries([...counts].sort((a, b) => b[1] - a[1]));
+}
+
+export function renderReport(r: ChaosReport): string {
+  const s = r.settings;
+  const lines: string[] = [];
+  const ms = (x: Stats | null, k: keyof Stats) => (x ? String(Math.round(x[k])) : '-');
+  lines.push(
+    `berth chaos: ${s.sessions} sessions x ${s.turns} turns, ${s.workers} workers x ${s.slotsPerWorker} slots, ` +
+      `sandbox kill every ${s.killEveryMs.min / 1000}-${s.killEveryMs.max / 1000} s, worker kill ${s.killWorker ? 'on' : 'off'}, ` +
+      `lease ${s.leaseMs / 1000} s, seed ${s.seed}`,
+    `wall ${(r.wallMs / 1000).toFixed(1)} s${r.cutShort ? ' (cut short: --duration reached, or interrupted)' : ''}, data ${s.dataDir}${s.dataDirKept ? '' : ' (removed; --keep keeps it)'}`,
+    '',
+    `requests  planned ${r.requests.planned}  sent ${r.requests.sent}  ok ${r.requests.ok}  fail ${r.requests.fail}  ` +
+      `unknown ${r.requests.unknown}  not sent ${r.requests.notSent}  (retries seen by clients ${r.requests.retriesSeen})`,
+    `latency   ok requests, POST to reply, ms p50/p99/max ${ms(r.latencyMs, 'p50')}/${ms(r.latencyMs, 'p99')}/${ms(r.latencyMs, 'max')}`,
+    `messages  inbound ${r.messages.inbound}  outbound ${r.messages.outbound}  user-visible errors ${r.userVisibleErrors}`,
+    `faults    sandbox-kill ${r.faults['sandbox-kill']}  worker-kill ${r.faults['worker-kill']}  ` +
+      `(attempts that found no running sandbox: ${r.faults.skipped})`,
+    `re-dispatches (aborted turns) ${r.redispatches}, of which ${r.unexplainedAborts.count} no injected fault explains`,
+  );
+  for (const [reason, n] of Object.entries(r.abortReasons)) {
+    const spontaneous = r.unexplainedAborts.reasons[reason] ?? 0;
+    lines.push(
+      `  ${String(n).padStart(4)}  ${spontaneous ? `(${spontaneous} unexplained) ` : ''}${reason || '(no error text)'}`,
+    );
+  }
+  lines.push(
+    '',
+    'fault          injected  hit  missed  unrecov.  detect ms p50/p99/max   recover ms p50/p99/max',
+  );
+  for (const kind of ['sandbox-kill', 'worker-kill'] as const) {
+    const t = r.timing[kind];
+    const triple = (x: Stats | null) => `${ms(x, 'p50')}/${ms(x, 'p99')}/${ms(x, 'max')}`.padEnd(24);
+    lines.push(
+      `${kind.padEnd(14)} ${String(t.injected).padStart(8)} ${String(t.hit).padStart(4)} ${String(t.missed).padStart(7)} ` +
+        `${String(t.unrecovered).padStart(9)}  ${triple(t.detectMs)}${triple(t.recoverMs)}`,
+    );
+  }
+  lines.push(
+    '  (missed = the fault ended no running turn: the sandbox was idle, starting or already done)',
+    '',
+  );
+  lines.push('invariants');
+  for (const inv of r.invariants) {
+    lines.push(`  ${inv.passed ? 'PASS' : 'FAIL'}  ${inv.name.padEnd(22)} ${inv.summary}`);
+    for (const d of inv.details) lines.push(`          ${d}`);
+  }
+  if (r.notOk.length > 0) {
+    lines.push('', 'requests that did not end ok');
+    for (const q of r.notOk.slice(0, 20))
+      lines.push(
+        `  ${q.session} turn ${q.turn} (message ${q.messageId ?? '-'}): ${q.outcome} after ${q.endedAt - q.sentAt} ms ` +
+          `(${q.eventsSeen} events, last ${q.lastEvent ?? '-'}): ${q.reason.slice(0, 160)}`,
+      );
+  }
+  lines.push(
+    '',
+    r.passed ? 'RESULT: PASS' : 'RESULT: FAIL (an invariant failed, or a request ended fail/unknown)',
+  );
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,260 @@
+/**
+ * One chaos run, end to end: berth as separate processes (`berth up --slots 0` for the API,
+ * two `berth worker`s sharing its data dir), a workload of N sessions x T turns through
+ * the public API, real faults meanwhile, a clean shutdown, then the checker and the report.
+ *
+ * Invariants:
+ * - Always cleans up, on success, failure or exception: every child is stopped (SIGKILL
+ *   if SIGTERM does not end it in STOP_GRACE_MS), leftovers berth failed to remove are
+ *   removed AFTER the checker recorded them, and a temp data dir is deleted unless `keep`.
+ * - Bounded: start-up, each request (`messageTimeoutMs`), the workload (`durationCapMs`),
+ *   the injector and the shutdown each have a time limit.
+ * - The checker reads the store only after every berth process has exited.
+ */
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { ApiClient } from '../cli/client.js';
+import { isBerthError, loadConfig, parseDurationMs, type SessionView } from '../core/index.js';
+import { connectDocker } from '../runtime/index.js';
+import { installIdOf } from '../worker/index.js';
+import { BerthProcess, freePort, waitForHealthy, workerIdOf } from './children.js';
+import { FaultInjector, type KillableWorker } from './faults.js';
+import { checkInvariants } from './invariants.js';
+import { removeLeftovers } from './leftovers.js';
+import { buildReport, type ChaosReport, type ChaosSettings } from './report.js';
+import { driveSession, type RequestRecord } from './session-driver.js';
+import { readStoreSnapshot } from './snapshot.js';
+
+export interface ChaosOptions {
+  sessions: number;
+  turns: number;
+  /** The workload stops (unfinished requests become unknown) after this, ms. */
+  durationCapMs: number;
+  killEveryMs: { min: number; max: number };
+  killWorker: boolean;
+  slotsPerWorker: number;
+  /** BERTH_LEASE of the children, e.g. '3s'. */
+  lease: string;
+  /** Use this data dir (kept); default a fresh temp dir. */
+  dataDir?: string;
+  /** Keep the temp data dir (store, logs, workspaces) for inspection. */
+  keep?: boolean;
+  seed?: number;
+  messageTimeoutMs?: number;
+  /** BERTH_LOG_LEVEL of the children (their stderr goes to <data>/api.log, worker-N.log). @default warn */
+  logLevel?: string;
+  /** Environment of the children (BERTH_* settings pass through); the run sets DATA, PORT, LEASE, LOG_LEVEL. */
+  env?: NodeJS.ProcessEnv;
+  onProgress?: (p: ChaosProgress) => void;
+  /** Aborting it ends the workload early (like the duration cap); shutdown, check and cleanup still run. */
+  signal?: AbortSignal;
+}
+
+export interface ChaosProgress {
+  phase: 'starting' | 'running' | 'stopping' | 'checking' | 'done';
+  turnsDone: number;
+  turnsTotal: number;
+  ok: number;
+  fail: number;
+  unknown: number;
+  sandboxKills: number;
+  workerKills: number;
+  elapsedMs: number;
+}
+
+const WORKERS = 2;
+const AGENT = 'chaos';
+const START_TIMEOUT_MS = 120_000;
+const STOP_GRACE_MS = 30_000;
+const WORKER_RESTART_DELAY_MS = 1000;
+/** Once the worker kill is due, wait at most this long for a worker that runs a turn. */
+const WORKER_KILL_MAX_WAIT_MS = 15_000;
+
+export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
+  const startedAt = Date.now();
+  const leaseMs = parseDurationMs(opts.lease);
+  if (leaseMs === undefined) throw new Error(`lease "${opts.lease}" is not a duration (use 3s or 3000ms)`);
+  const ownDir = opts.dataDir === undefined;
+  const dataDir = ownDir ? await mkdtemp(join(tmpdir(), 'berth-chaos-')) : resolve(opts.dataDir!);
+  await mkdir(dataDir, { recursive: true });
+  const installId = installIdOf(dataDir);
+  const seed = opts.seed ?? Math.floor(Math.random() * 2 ** 31);
+  const port = await freePort();
+  const env: NodeJS.ProcessEnv = {
+    ...(opts.env ?? process.env),
+    BERTH_DATA: dataDir,
+    BERTH_PORT: String(port),
+    BERTH_HOST: '127.0.0.1',
+    BERTH_LEASE: opts.lease,
+    BERTH_LOG_LEVEL: opts.logLevel ?? 'warn',
+  };
+  delete env.BERTH_URL;
+  delete env.BERTH_SLOTS;
+  const docker = connectDocker(loadConfig(env).dockerSocket);
+  const url = `http://127.0.0.1:${port}`;
+  const client = new ApiClient(url);
+  const api = new BerthProcess('api', ['up', '--slots', '0'], env, join(dataDir, 'api.log'));
+  const workers = Array.from(
+    { length: WORKERS },
+    (_, i) =>
+      new BerthProcess(
+        `worker-${i + 1}`,
+        ['worker', '--slots', String(opts.slotsPerWorker)],
+        env,
+        join(dataDir, `worker-${i + 1}.log`),
+      ),
+  );
+  const children = [api, ...workers];
+  const workerIds = new Map<number, string>();
+  const requests: RequestRecord[] = [];
+  const turnsTotal = opts.sessions * opts.turns;
+  const cut = new AbortController();
+  const onAbort = () => cut.abort();
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+  let phase: ChaosProgress['phase'] = 'starting';
+  let injector: FaultInjector | null = null;
+  const progress = () =>
+    opts.onProgress?.({
+      phase,
+      turnsDone: requests.length,
+      turnsTotal,
+      ok: requests.filter((r) => r.outcome === 'ok').length,
+      fail: requests.filter((r) => r.outcome === 'fail').length,
+      unknown: requests.filter((r) => r.outcome === 'unknown').length,
+      sandboxKills: injector?.count('sandbox-kill') ?? 0,
+      workerKills: injector?.count('worker-kill') ?? 0,
+      elapsedMs: Date.now() - startedAt,
+    });
+  const ticker = setInterval(progress, 500);
+  try {
+    progress();
+    api.start();
+    await waitForHealthy(url, api, START_TIMEOUT_MS);
+    // One at a time: each worker's start-up mounts the shared slot root and reaps leftovers.
+    for (const w of workers) {
+      w.start();
+      workerIds.set(w.pid!, await workerIdOf(client, w, START_TIMEOUT_MS));
+    }
+    await client
+      .request('POST', '/v1/agents', { name: AGENT, provider: 'script', memoryMb: 256 })
+      .catch((err: unknown) => {
+        if (!(isBerthError(err) && err.code === 'AGENT_EXISTS')) throw err;
+      });
+
+    const killable: KillableWorker[] = workers.map((w) => ({
+      name: w.name,
+      get pid() {
+        return w.pid;
+      },
+      workerId: () => (w.pid === undefined ? null : (workerIds.get(w.pid) ?? null)),
+      sigkill: () => w.sigkill(),
+      restart: async () => {
+        await w.restart();
+        // Learn the new incarnation's id in the background; the run does not wait for it.
+        workerIdOf(client, w, START_TIMEOUT_MS).then(
+          (id) => workerIds.set(w.pid!, id),
+          () => undefined,
+        );
+      },
+    }));
+    injector = new FaultInjector({
+      docker,
+      installId,
+      killEveryMs: opts.killEveryMs,
+      maxDurationMs: opts.durationCapMs,
+      workerKill: opts.killWorker
+        ? {
+            workers: killable,
+            due: () => requests.length >= turnsTotal / 3,
+            runningTurns: () => runningTurnsByWorker(client),
+            maxWaitForTurnsMs: WORKER_KILL_MAX_WAIT_MS,
+            restartDelayMs: WORKER_RESTART_DELAY_MS,
+          }
+        : undefined,
+      onWarning: (m) => process.stderr.write(`berth chaos: ${m}\n`),
+    });
+    phase = 'running';
+    injector.start();
+    const capTimer = setTimeout(() => cut.abort(), opts.durationCapMs);
+    const runTag = Date.now().toString(36).slice(-4);
+    const sessionIds = Array.from({ length: opts.sessions }, (_, i) => `chaos-${runTag}-${i + 1}`);
+    const notSent = await Promise.all(
+      sessionIds.map((id, i) =>
+        driveSession(
+          {
+            client,
+            agent: AGENT,
+            turns: opts.turns,
+            seed,
+            messageTimeoutMs: opts.messageTimeoutMs ?? 120_000,
+            abort: cut.signal,
+            onRecord: (r) => {
+              requests.push(r);
+              progress();
+            },
+          },
+          i,
+          id,
+        ),
+      ),
+    ).finally(() => clearTimeout(capTimer));
+    const cutShort = cut.signal.aborted;
+
+    phase = 'stopping';
+    await injector.stop();
+    // A berth process that died on its own (not our SIGKILL) during the workload is a finding, not noise.
+    const aliveAtEnd = children.map((c) => ({ name: c.name, alive: c.running, lastExit: c.lastExit }));
+    const stopped = await Promise.all(children.map((c) => c.stop(STOP_GRACE_MS)));
+    const processes = aliveAtEnd.map((p, i) => ({ ...p, stop: stopped[i]! }));
+
+    phase = 'checking';
+    const sessions = await readStoreSnapshot(dataDir, sessionIds, leaseMs);
+    const invariants = await checkInvariants({ dataDir, installId, docker, sessions, requests, processes });
+    const settings: ChaosSettings = {
+      sessions: opts.sessions,
+      turns: opts.turns,
+      slotsPerWorker: opts.slotsPerWorker,
+      workers: WORKERS,
+      killEveryMs: opts.killEveryMs,
+      killWorker: opts.killWorker,
+      leaseMs,
+      durationCapMs: opts.durationCapMs,
+      seed,
+      dataDir,
+      dataDirKept: !ownDir || opts.keep === true,
+    };
+    phase = 'done';
+    return buildReport({
+      settings,
+      wallMs: Date.now() - startedAt,
+      cutShort,
+      requests,
+      notSent: notSent.reduce((a, b) => a + b, 0),
+      faults: injector.faults,
+      skippedFaults: injector.skipped,
+      sessions,
+      invariants,
+    });
+  } finally {
+    opts.signal?.removeEventListener('abort', onAbort);
+    clearInterval(ticker);
+    cut.abort();
+    await injector?.stop().catch(() => undefined);
+    await Promise.all(children.map((c) => c.stop(5000).catch(() => undefined)));
+    await removeLeftovers(docker, installId, dataDir);
+    if (ownDir && !opts.keep) await rm(dataDir, { recursive: true, force: true }).catch(() => undefined);
+    progress();
+  }
+}
+
+/** Running turns per worker id, from the API (sessions' current turns). */
+async function runningTurnsByWorker(client: ApiClient): Promise<Map<string, number>> {
+  const status = await client.request<{ sessions: SessionView[] }>('GET', '/v1/status');
+  const counts = new Map<string, number>();
+  for (const s of status.sessions) {
+    const worker = s.currentTurn?.workerId;
+    if (worker) counts.set(worker, (counts.get(worker) ?? 0) + 1);
+  }
+  return counts;
+}

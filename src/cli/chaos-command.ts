@@ -1,0 +1,178 @@
+/**
+ * `berth chaos`: runs berth as separate processes (an API and two workers on a temp data
+ * dir), drives a workload through the API while killing sandboxes (docker kill) and one
+ * worker (SIGKILL), then checks the invariants and prints the report. Exit 1 when an
+ * invariant fails or any request ended fail/unknown; 2 for bad flags.
+ */
+import { Command } from 'commander';
+import { type ChaosProgress, renderReport, runChaos } from '../chaos/index.js';
+import { BerthError, parseDurationMs } from '../core/index.js';
+import { formatElapsed } from './progress.js';
+
+interface ChaosFlags {
+  sessions: string;
+  turns: string;
+  duration: string;
+  killEvery: string;
+  killWorker?: boolean;
+  slots: string;
+  lease: string;
+  seed?: string;
+  data?: string;
+  logLevel: string;
+  json?: boolean;
+  keep?: boolean;
+}
+
+export function chaosCommand(env: NodeJS.ProcessEnv): Command {
+  return new Command('chaos')
+    .description(
+      'Run a fault-injection test against real berth processes: an API (`up --slots 0`) and two workers on a ' +
+        'temp data dir, N sessions x T turns of a script workload, docker kills of random sandboxes and one ' +
+        'SIGKILL of a worker; then check that no message was lost or duplicated, no turn saw partial state ' +
+        'and nothing was left behind',
+    )
+    .option('--sessions <n>', 'concurrent sessions', '10')
+    .option('--turns <n>', 'turns per session, sent one after another', '5')
+    .option('--duration <seconds>', 'stop the workload after this many seconds even if unfinished', '600')
+    .option(
+      '--kill-every <a-b>',
+      'docker kill a random running sandbox every A to B seconds (uniform)',
+      '1-3',
+    )
+    .option('--kill-worker', 'SIGKILL one worker at about 1/3 of the run and restart it 1 s later (default)')
+    .option('--no-kill-worker', 'do not kill a worker')
+    .option('--slots <n>', 'slots of each of the two workers', '2')
+    .option('--lease <duration>', 'worker lease (BERTH_LEASE) of the children', '3s')
+    .option('--seed <n>', 'seed of the workload sleeps (default random; printed in the report)')
+    .option('--data <dir>', 'use this data dir (kept) instead of a temp one')
+    .option(
+      '--log-level <level>',
+      'log level of the berth children (logs in the data dir; see --keep)',
+      'warn',
+    )
+    .option('--json', 'print the report as JSON')
+    .option(
+      '--keep',
+      'keep the temp data dir: store, workspaces, and the children logs (api.log, worker-N.log)',
+    )
+    .addHelpText(
+      'after',
+      `
+Every request ends ok (reply), fail (berth failed it after its tries) or unknown
+(timeout or stream error). Exit code: 0 when every invariant holds and every request
+was ok; 1 otherwise; 2 for bad flags. Needs Docker and root (overlay mounts).
+
+Examples:
+  berth chaos                                  10 x 5 turns, kills every 1-3 s, one worker kill
+  berth chaos --sessions 20 --turns 10 --kill-every 0.5-2 --keep
+  berth chaos --no-kill-worker --json > report.json`,
+    )
+    .action(async (flags: ChaosFlags) => {
+      const options = {
+        sessions: positiveInt('--sessions', flags.sessions),
+        turns: positiveInt('--turns', flags.turns),
+        durationCapMs: positiveInt('--duration', flags.duration) * 1000,
+        killEveryMs: killInterval(flags.killEvery),
+        killWorker: flags.killWorker !== false,
+        slotsPerWorker: positiveInt('--slots', flags.slots),
+        lease: lease(flags.lease),
+        seed: flags.seed === undefined ? undefined : nonNegativeInt('--seed', flags.seed),
+        dataDir: flags.data,
+        logLevel: flags.logLevel,
+        keep: flags.keep,
+        env,
+      };
+      const live = liveProgress(process.stderr);
+      // First Ctrl-C: stop the workload, then shut down, check and clean up as usual. A second one kills.
+      const interrupt = new AbortController();
+      const onSignal = () => {
+        process.stderr.write(
+          '\nberth chaos: stopping the workload; shutting down and checking (Ctrl-C again to kill)\n',
+        );
+        interrupt.abort();
+      };
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+      try {
+        const report = await runChaos({ ...options, onProgress: live.update, signal: interrupt.signal });
+        live.finish();
+        process.stdout.write(flags.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report));
+        if (!report.passed) process.exitCode = 1;
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+        live.finish();
+      }
+    });
+}
+
+function positiveInt(flag: string, raw: string): number {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw badFlag(flag, raw, 'a whole number >= 1');
+  return n;
+}
+
+function nonNegativeInt(flag: string, raw: string): number {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw badFlag(flag, raw, 'a whole number >= 0');
+  return n;
+}
+
+/** "A-B" seconds (decimals allowed), or one number for a fixed interval. */
+function killInterval(raw: string): { min: number; max: number } {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(?:-\s*(\d+(?:\.\d+)?))?\s*$/.exec(raw);
+  const min = m ? Number(m[1]) * 1000 : Number.NaN;
+  const max = m ? Number(m[2] ?? m[1]) * 1000 : Number.NaN;
+  if (!(min >= 100 && max >= min))
+    throw badFlag('--kill-every', raw, 'seconds "A-B" with 0.1 <= A <= B, e.g. 1-3');
+  return { min, max };
+}
+
+function lease(raw: string): string {
+  const ms = parseDurationMs(raw);
+  if (ms === undefined || ms < 500) throw badFlag('--lease', raw, 'a duration of at least 500ms, e.g. 3s');
+  return raw;
+}
+
+function badFlag(flag: string, raw: string, want: string): BerthError {
+  return new BerthError('INVALID_INPUT', `${flag} ${JSON.stringify(raw)} is not ${want}`, {
+    hint: 'Run berth chaos --help for the flag formats.',
+  });
+}
+
+/** One progress line on stderr, redrawn at most every 0.5 s on a TTY; off a TTY a line every 5 s at most. */
+function liveProgress(stream: NodeJS.WriteStream): { update(p: ChaosProgress): void; finish(): void } {
+  const tty = stream.isTTY === true;
+  let latest: ChaosProgress | null = null;
+  let drawn = '';
+  let lastPlainAt = 0;
+  let finished = false;
+  const line = (p: ChaosProgress) =>
+    `chaos ${p.phase}: turns ${p.turnsDone}/${p.turnsTotal} (ok ${p.ok}, fail ${p.fail}, unknown ${p.unknown}), ` +
+    `faults: ${p.sandboxKills} sandbox kills, ${p.workerKills} worker kills, ${formatElapsed(p.elapsedMs)}`;
+  const draw = () => {
+    if (!latest || finished) return;
+    const text = line(latest);
+    if (tty) {
+      if (text !== drawn) stream.write(`\r${text.slice(0, (stream.columns ?? 120) - 1)}\x1b[K`);
+    } else if (text !== drawn && Date.now() - lastPlainAt >= 5000) {
+      stream.write(`${text}\n`);
+      lastPlainAt = Date.now();
+    } else return;
+    drawn = text;
+  };
+  const timer = setInterval(draw, 500);
+  timer.unref();
+  return {
+    update(p) {
+      latest = p;
+    },
+    finish() {
+      if (finished) return;
+      finished = true;
+      clearInterval(timer);
+      if (tty && drawn) stream.write('\r\x1b[K');
+    },
+  };
+}

@@ -1,0 +1,19 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { RUNNER_ENTRY, stageRunner } from './runner-bundle.js';
+
+test('the runner is staged once per version of its code, even by workers staging at once', async (t) => {
+  const base = await mkdtemp(join(tmpdir(), 'berth-runner-'));
+  t.after(() => rm(base, { recursive: true, force: true }));
+  const dirs = await Promise.all([stageRunner(base), stageRunner(base), stageRunner(base)]);
+  assert.equal(new Set(dirs).size, 1);
+  const dir = dirs[0];
+  assert.deepEqual(await readdir(base), [dir.slice(base.length + 1)], 'no staging leftovers');
+  assert.match(await readFile(join(dir, RUNNER_ENTRY), 'utf8'), /gateway/);
+  assert.equal(await readFile(join(dir, 'package.json'), 'utf8'), '{"type":"module"}\n');
+  assert.ok((await readdir(join(dir, 'core'))).includes('protocol.js'));
+  assert.equal(await stageRunner(base), dir, 'a later worker reuses it');
+});

@@ -1,0 +1,36 @@
+/**
+ * The chaos harness end to end, against real processes and real Docker: an API and two
+ * workers, 10 sessions x 5 turns, a docker kill of a random sandbox every 1-3 s and one
+ * SIGKILL of a worker; every invariant must hold and every request must end ok. The data
+ * dir (store, workspaces, the children's logs) is kept when the test fails.
+ */
+import assert from 'node:assert/strict';
+import { rm } from 'node:fs/promises';
+import { test } from 'node:test';
+import { renderReport, runChaos } from '../src/chaos/index.js';
+
+test('chaos: sandbox kills and a worker SIGKILL lose, duplicate and leak nothing', {
+  timeout: 170_000,
+}, async (t) => {
+  const report = await runChaos({
+    sessions: 10,
+    turns: 5,
+    durationCapMs: 150_000,
+    killEveryMs: { min: 1000, max: 3000 },
+    killWorker: true,
+    slotsPerWorker: 2,
+    lease: '3s',
+    keep: true,
+  });
+  t.diagnostic(`\n${renderReport(report)}`);
+  const where = `(store and logs kept in ${report.settings.dataDir})`;
+  for (const inv of report.invariants)
+    assert.ok(inv.passed, `${inv.name}: ${inv.summary}\n${inv.details.join('\n')}\n${where}`);
+  assert.equal(report.requests.fail, 0, `no request failed ${where}`);
+  assert.equal(report.requests.unknown, 0, `no request ended unknown ${where}`);
+  assert.equal(report.requests.ok, 50);
+  assert.ok(report.faults['sandbox-kill'] >= 1, 'at least one sandbox was killed');
+  assert.equal(report.faults['worker-kill'], 1, 'exactly one worker was killed');
+  assert.ok(report.redispatches >= 1, 'at least one turn was re-dispatched');
+  await rm(report.settings.dataDir, { recursive: true, force: true });
+});
