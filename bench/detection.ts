@@ -34,5 +34,9 @@ export async function detection({ quick }: BenchOptions) {
   } finally {
     await h.close();
   }
-  return { bench: 'detection', dockerKillCallMs: stats(killCallMs), killStartToTurnAbortedMs: stats(detectMs) };
+  return {
+    bench: 'detection',
+    dockerKillCallMs: stats(killCallMs),
+    killStartToTurnAbortedMs: stats(detectMs),
+  };
 }
