@@ -11,6 +11,7 @@
  * is deleted; a committed one is sealed before the store commit and promoted after it. No
  * writable directory is ever shared by two sandboxes.
  */
+import { randomBytes } from 'node:crypto';
 import { chown, mkdir, readdir, rm, rmdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BerthError } from '../core/index.js';
@@ -46,7 +47,8 @@ export class Workspaces {
   async prepare(): Promise<void> {
     await mkdir(this.slotsDir, { recursive: true, mode: 0o755 });
     await mkdir(this.sessionsDir, { recursive: true, mode: 0o755 });
-    const probe = join(this.sessionsDir, '.overlay-probe');
+    // Per process: workers starting together on one data dir must not share the probe.
+    const probe = join(this.sessionsDir, `.overlay-probe-${process.pid}-${randomBytes(4).toString('hex')}`);
     try {
       for (const d of ['lower', 'upper', 'work', 'merged']) await mkdir(join(probe, d), { recursive: true });
       await mountOverlay(join(probe, 'merged'), {
