@@ -38,10 +38,15 @@ export interface AuditEntry {
   data: Record<string, unknown>;
 }
 
-/** In-process notifications, emitted after the transaction that caused them committed. */
+/**
+ * Notifications, emitted after the transaction that caused them committed: in this
+ * process, and (as hints) in other processes sharing the store. `events` is how another
+ * process's new session events arrive: read them from the store.
+ */
 export type StoreChange =
   | { type: 'enqueued'; sessionId: string; leaseOwner: string | null }
   | { type: 'event'; event: SessionEvent }
+  | { type: 'events'; sessionId: string }
   | { type: 'released'; sessionId: string };
 
 export interface EnqueueInput {

@@ -93,4 +93,15 @@ CREATE TABLE session_state (
 );
 `,
   },
+  {
+    version: 3,
+    name: 'change listeners',
+    sql: `
+CREATE TABLE change_listeners (
+  port INTEGER PRIMARY KEY,
+  pid INTEGER NOT NULL,
+  started_at INTEGER NOT NULL
+);
+`,
+  },
 ];

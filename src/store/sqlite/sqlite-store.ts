@@ -29,6 +29,7 @@ import {
 } from '../../core/index.js';
 import { deriveSessionStatus } from '../session-status.js';
 import type { AuditEntry, EnqueueInput, Fence, FenceCode, Fenced, Store, StoreChange } from '../store.js';
+import { ChangeRelay } from './change-relay.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 import * as sql from './statements.js';
 
@@ -42,6 +43,7 @@ export interface SqliteStoreOptions {
   retry: RetryPolicy;
 }
 
+/** Opens (and migrates) the store; a file-backed store also relays its notifications to other processes. */
 export function openSqliteStore(options: SqliteStoreOptions): SqliteStore {
   if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true });
   const db = new Database(options.path);
@@ -51,7 +53,9 @@ export function openSqliteStore(options: SqliteStoreOptions): SqliteStore {
   db.pragma('synchronous = FULL');
   db.pragma('foreign_keys = ON');
   migrate(db);
-  return new SqliteStore(db, options.leaseMs, options.retry);
+  const store = new SqliteStore(db, options.leaseMs, options.retry);
+  if (options.path !== ':memory:') store.relayAcrossProcesses();
+  return store;
 }
 
 /** Each migration in its own IMMEDIATE transaction that re-reads what is applied: processes starting together apply it once. */
@@ -75,6 +79,7 @@ function migrate(db: Database.Database): void {
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   private readonly emitter = new EventEmitter();
+  private relay: ChangeRelay | null = null;
   private readonly statements = new Map<string, Database.Statement>();
 
   constructor(
@@ -86,7 +91,14 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    this.relay?.stop();
     this.db.close();
+  }
+
+  /** @internal called once by openSqliteStore; starts listening in the background (publishing before that is a no-op). */
+  relayAcrossProcesses(): void {
+    this.relay = new ChangeRelay(this.db, (change) => this.emitter.emit('change', change));
+    this.relay.start();
   }
 
   onChange(listener: (change: StoreChange) => void): () => void {
@@ -508,6 +520,7 @@ export class SqliteStore implements Store {
     const changes: StoreChange[] = [];
     const result = this.db.transaction(() => fn(changes)).immediate();
     for (const change of changes) this.emitter.emit('change', change);
+    this.relay?.publish(changes);
     return result;
   }
 
