@@ -2,6 +2,8 @@
  * Versioned schema of the SQLite store. Append only: a released migration is never
  * edited; a change is a new entry. Applied in order inside one transaction each.
  */
+import type Database from 'better-sqlite3';
+
 export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[] = [
   {
     version: 1,
@@ -105,3 +107,21 @@ CREATE TABLE change_listeners (
 `,
   },
 ];
+
+/** Each migration in its own IMMEDIATE transaction that re-reads what is applied: processes starting together apply it once. */
+export function migrate(db: Database.Database): void {
+  db.exec(
+    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
+  );
+  for (const m of SQLITE_MIGRATIONS) {
+    db.transaction(() => {
+      if (db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').get(m.version)) return;
+      db.exec(m.sql);
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
+        m.version,
+        m.name,
+        Date.now(),
+      );
+    }).immediate();
+  }
+}

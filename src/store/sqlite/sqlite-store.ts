@@ -19,7 +19,6 @@ import {
   type Message,
   newId,
   type RetryPolicy,
-  type Session,
   type SessionEvent,
   type SessionEventType,
   type SessionView,
@@ -27,13 +26,13 @@ import {
   type Turn,
   type WorkerRow,
 } from '../../core/index.js';
-import { deriveSessionStatus } from '../session-status.js';
 import type { AuditEntry, EnqueueInput, Fence, FenceCode, Fenced, Store, StoreChange } from '../store.js';
 import { ChangeRelay } from './change-relay.js';
-import { SQLITE_MIGRATIONS } from './migrations.js';
+import { migrate } from './migrations.js';
+import { type Row, toAgent, toEvent, toMessage, toSession, toTurn, toWorker } from './rows.js';
+import { queuePositions, sessionViewOf, sessionViewOfRow } from './session-views.js';
+import { StatementCache } from './statement-cache.js';
 import * as sql from './statements.js';
-
-type Row = Record<string, unknown>;
 
 export interface SqliteStoreOptions {
   path: string;
@@ -58,29 +57,11 @@ export function openSqliteStore(options: SqliteStoreOptions): SqliteStore {
   return store;
 }
 
-/** Each migration in its own IMMEDIATE transaction that re-reads what is applied: processes starting together apply it once. */
-function migrate(db: Database.Database): void {
-  db.exec(
-    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
-  );
-  for (const m of SQLITE_MIGRATIONS) {
-    db.transaction(() => {
-      if (db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').get(m.version)) return;
-      db.exec(m.sql);
-      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
-        m.version,
-        m.name,
-        Date.now(),
-      );
-    }).immediate();
-  }
-}
-
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   private readonly emitter = new EventEmitter();
   private relay: ChangeRelay | null = null;
-  private readonly statements = new Map<string, Database.Statement>();
+  private readonly q: StatementCache;
 
   constructor(
     private readonly db: Database.Database,
@@ -88,6 +69,7 @@ export class SqliteStore implements Store {
     private readonly retry: RetryPolicy,
   ) {
     this.emitter.setMaxListeners(0);
+    this.q = new StatementCache(db);
   }
 
   async close(): Promise<void> {
@@ -110,7 +92,7 @@ export class SqliteStore implements Store {
 
   async createAgent(spec: AgentSpec, now: number): Promise<Agent> {
     try {
-      this.run(sql.INSERT_AGENT, { name: spec.name, spec: JSON.stringify(spec), now });
+      this.q.run(sql.INSERT_AGENT, { name: spec.name, spec: JSON.stringify(spec), now });
     } catch (err) {
       if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
         throw new BerthError('AGENT_EXISTS', `Agent ${spec.name} already exists (createAgent)`, {
@@ -123,12 +105,12 @@ export class SqliteStore implements Store {
   }
 
   async getAgent(name: string): Promise<Agent | null> {
-    const row = this.get(sql.AGENT_BY_NAME, { name });
+    const row = this.q.get(sql.AGENT_BY_NAME, { name });
     return row ? toAgent(row) : null;
   }
 
   async listAgents(): Promise<Agent[]> {
-    return this.all(sql.ALL_AGENTS, {}).map(toAgent);
+    return this.q.all(sql.ALL_AGENTS, {}).map(toAgent);
   }
 
   // ---- inbound
@@ -138,7 +120,7 @@ export class SqliteStore implements Store {
   ): Promise<{ message: Message; view: SessionView; eventId: number }> {
     const { sessionId, text, now } = input;
     return this.write((changes) => {
-      const existing = this.get(sql.SESSION_BY_ID, { id: sessionId });
+      const existing = this.q.get(sql.SESSION_BY_ID, { id: sessionId });
       if (!existing) {
         if (!input.agent) {
           throw new BerthError(
@@ -146,19 +128,19 @@ export class SqliteStore implements Store {
             `Session ${sessionId} does not exist and no agent was named (enqueueMessage)`,
           );
         }
-        if (!this.get(sql.AGENT_BY_NAME, { name: input.agent })) {
+        if (!this.q.get(sql.AGENT_BY_NAME, { name: input.agent })) {
           throw new BerthError('AGENT_NOT_FOUND', `Agent ${input.agent} does not exist (enqueueMessage)`);
         }
-        this.run(sql.INSERT_SESSION, { id: sessionId, agent: input.agent, now });
+        this.q.run(sql.INSERT_SESSION, { id: sessionId, agent: input.agent, now });
       } else if (input.agent && existing.agent !== input.agent) {
         throw new BerthError(
           'SESSION_AGENT_MISMATCH',
           `Session ${sessionId} belongs to agent ${String(existing.agent)}, not ${input.agent} (enqueueMessage)`,
         );
       }
-      const id = Number(this.run(sql.INSERT_INBOUND, { sessionId, text, now }).lastInsertRowid);
-      const message = toMessage(this.get(sql.MESSAGE_BY_ID, { id })!);
-      const view = this.viewOf(sessionId, now)!;
+      const id = Number(this.q.run(sql.INSERT_INBOUND, { sessionId, text, now }).lastInsertRowid);
+      const message = toMessage(this.q.get(sql.MESSAGE_BY_ID, { id })!);
+      const view = sessionViewOf(this.q, sessionId, now, this.leaseMs)!;
       changes.push({ type: 'enqueued', sessionId, leaseOwner: view.leaseOwner });
       const eventId = this.event(
         changes,
@@ -174,84 +156,86 @@ export class SqliteStore implements Store {
   // ---- reads
 
   async getSessionView(sessionId: string, now: number): Promise<SessionView | null> {
-    return this.viewOf(sessionId, now);
+    return sessionViewOf(this.q, sessionId, now, this.leaseMs);
   }
 
   async listSessionViews(now: number): Promise<SessionView[]> {
-    const positions = this.queuePositions(now);
-    return this.all(sql.ALL_SESSIONS, {}).map((row) => this.viewOfRow(row, now, positions));
+    const positions = queuePositions(this.q, now, this.leaseMs);
+    return this.q.all(sql.ALL_SESSIONS, {}).map((row) => sessionViewOfRow(this.q, row, now, positions));
   }
 
   async listMessages(sessionId: string, afterId: number, limit: number): Promise<Message[]> {
-    return this.all(sql.MESSAGES_AFTER, { sessionId, afterId, limit }).map(toMessage);
+    return this.q.all(sql.MESSAGES_AFTER, { sessionId, afterId, limit }).map(toMessage);
   }
 
   async listTurns(sessionId: string): Promise<Turn[]> {
-    return this.all(sql.TURNS_OF_SESSION, { sessionId }).map(toTurn);
+    return this.q.all(sql.TURNS_OF_SESSION, { sessionId }).map(toTurn);
   }
 
   async eventsAfter(sessionId: string | null, afterId: number, limit: number): Promise<SessionEvent[]> {
     const rows =
       sessionId === null
-        ? this.all(sql.EVENTS_AFTER, { afterId, limit })
-        : this.all(sql.EVENTS_AFTER_OF_SESSION, { sessionId, afterId, limit });
+        ? this.q.all(sql.EVENTS_AFTER, { afterId, limit })
+        : this.q.all(sql.EVENTS_AFTER_OF_SESSION, { sessionId, afterId, limit });
     return rows.map(toEvent);
   }
 
   async listWorkers(): Promise<WorkerRow[]> {
-    return this.all(sql.ALL_WORKERS, {}).map(toWorker);
+    return this.q.all(sql.ALL_WORKERS, {}).map(toWorker);
   }
 
   // ---- workers and leases
 
   async registerWorker(row: WorkerRow): Promise<void> {
-    this.write(() => this.run(sql.UPSERT_WORKER, { ...row }));
+    this.write(() => this.q.run(sql.UPSERT_WORKER, { ...row }));
   }
 
   async renewWorker(workerId: string, now: number): Promise<boolean> {
-    return this.write(() => this.run(sql.RENEW_WORKER, { id: workerId, now }).changes === 1);
+    return this.write(() => this.q.run(sql.RENEW_WORKER, { id: workerId, now }).changes === 1);
   }
 
   async removeWorker(workerId: string): Promise<void> {
-    this.write(() => this.run(sql.DELETE_WORKER, { id: workerId }));
+    this.write(() => this.q.run(sql.DELETE_WORKER, { id: workerId }));
   }
 
   async reclaimExpiredLeases(now: number): Promise<string[]> {
     return this.write((changes) => {
-      const ids = this.all(sql.EXPIRED_LEASES, { staleBefore: now - this.leaseMs }).map((r) => String(r.id));
+      const ids = this.q
+        .all(sql.EXPIRED_LEASES, { staleBefore: now - this.leaseMs })
+        .map((r) => String(r.id));
       for (const id of ids) this.reclaimSession(changes, id, now);
       // Their sessions are reclaimed: rows of long-dead workers only clutter `berth status`.
-      this.run(sql.DELETE_DEAD_WORKERS, { deadBefore: now - 10 * this.leaseMs });
+      this.q.run(sql.DELETE_DEAD_WORKERS, { deadBefore: now - 10 * this.leaseMs });
       return ids;
     });
   }
 
   async claimRunnableSession(workerId: string, now: number): Promise<ClaimedSession | null> {
     return this.write((changes) => {
-      const first = this.all(sql.QUEUE, { now, staleBefore: now - this.leaseMs })[0];
+      const first = this.q.all(sql.QUEUE, { now, staleBefore: now - this.leaseMs })[0];
       if (!first) return null;
       const id = String(first.session_id);
       if (first.lease_owner !== null) this.reclaimSession(changes, id, now);
-      const before = this.get(sql.SESSION_BY_ID, { id })!;
-      const claimed = this.run(sql.CLAIM_SESSION, {
+      const before = this.q.get(sql.SESSION_BY_ID, { id })!;
+      const claimed = this.q.run(sql.CLAIM_SESSION, {
         id,
         generation: before.generation,
         worker: workerId,
         now,
       });
       if (claimed.changes !== 1) return null;
-      const session = toSession(this.get(sql.SESSION_BY_ID, { id })!);
-      const agent = toAgent(this.get(sql.AGENT_BY_NAME, { name: session.agent })!);
+      const session = toSession(this.q.get(sql.SESSION_BY_ID, { id })!);
+      const agent = toAgent(this.q.get(sql.AGENT_BY_NAME, { name: session.agent })!);
       return { session, agent };
     });
   }
 
   async queueDepth(now: number): Promise<number> {
-    return this.queuePositions(now).size;
+    return queuePositions(this.q, now, this.leaseMs).size;
   }
 
   async nextProcessAfter(now: number): Promise<number | null> {
-    const row = this.get(sql.NEXT_PROCESS_AFTER, { now });
+    const row = this.q.get(sql.NEXT_PROCESS_AFTER, { now });
     return row?.at == null ? null : Number(row.at);
   }
 
@@ -261,7 +245,7 @@ export class SqliteStore implements Store {
     return this.write(() => {
       const code = this.checkFence(fence);
       if (code !== 'ok') return code;
-      this.run(sql.RECORD_SANDBOX, { ...fenceParams(fence), sandbox, now });
+      this.q.run(sql.RECORD_SANDBOX, { ...fenceParams(fence), sandbox, now });
       return 'ok';
     });
   }
@@ -271,19 +255,19 @@ export class SqliteStore implements Store {
       const code = this.checkFence(fence);
       if (code !== 'ok') return { code };
       const { sessionId } = fence;
-      const running = this.get(sql.RUNNING_TURN_OF_SESSION, { sessionId });
+      const running = this.q.get(sql.RUNNING_TURN_OF_SESSION, { sessionId });
       if (running)
         return {
           code: 'ok',
           value: { turn: toTurn(running), messages: this.turnMessages(String(running.id)) },
         };
-      const runnable = this.all(sql.RUNNABLE_OF_SESSION, { sessionId, now }).map(toMessage);
+      const runnable = this.q.all(sql.RUNNABLE_OF_SESSION, { sessionId, now }).map(toMessage);
       if (runnable.length === 0) return { code: 'ok', value: null };
       const turnId = newId('turn');
       const attempt = Math.max(...runnable.map((m) => m.tries)) + 1;
-      for (const m of runnable) this.run(sql.TAKE_MESSAGE, { id: m.id, turnId });
-      const session = this.get(sql.SESSION_BY_ID, { id: sessionId })!;
-      this.run(sql.INSERT_TURN, {
+      for (const m of runnable) this.q.run(sql.TAKE_MESSAGE, { id: m.id, turnId });
+      const session = this.q.get(sql.SESSION_BY_ID, { id: sessionId })!;
+      this.q.run(sql.INSERT_TURN, {
         id: turnId,
         sessionId,
         attempt,
@@ -297,7 +281,7 @@ export class SqliteStore implements Store {
       return {
         code: 'ok',
         value: {
-          turn: toTurn(this.get(sql.TURN_BY_ID, { id: turnId })!),
+          turn: toTurn(this.q.get(sql.TURN_BY_ID, { id: turnId })!),
           messages: this.turnMessages(turnId),
         },
       };
@@ -308,7 +292,7 @@ export class SqliteStore implements Store {
     return this.write((changes) => {
       const code = this.checkRunningTurn(input, input.turnId);
       if (code !== 'ok') return code;
-      this.run(sql.SET_TURN_PROGRESS, { id: input.turnId, text: input.text });
+      this.q.run(sql.SET_TURN_PROGRESS, { id: input.turnId, text: input.text });
       this.event(changes, input.sessionId, 'progress', { turnId: input.turnId, text: input.text }, now);
       return 'ok';
     });
@@ -319,11 +303,11 @@ export class SqliteStore implements Store {
       const code = this.checkRunningTurn(input, input.turnId);
       if (code !== 'ok') return code;
       const inReplyTo = this.turnMessages(input.turnId).map((m) => m.id);
-      for (const id of inReplyTo) this.run(sql.FINISH_MESSAGE, { id });
+      for (const id of inReplyTo) this.q.run(sql.FINISH_MESSAGE, { id });
       for (const [key, value] of Object.entries(input.state ?? {})) {
-        if (value === null) this.run(sql.DELETE_STATE, { sessionId: input.sessionId, key });
+        if (value === null) this.q.run(sql.DELETE_STATE, { sessionId: input.sessionId, key });
         else
-          this.run(sql.UPSERT_STATE, {
+          this.q.run(sql.UPSERT_STATE, {
             sessionId: input.sessionId,
             key,
             value: JSON.stringify(value),
@@ -331,11 +315,11 @@ export class SqliteStore implements Store {
             now,
           });
       }
-      this.run(sql.SET_PENDING_LAYER, { id: input.sessionId, turnId: input.turnId, now });
-      this.run(sql.END_TURN, { id: input.turnId, status: 'committed', error: null, now });
+      this.q.run(sql.SET_PENDING_LAYER, { id: input.sessionId, turnId: input.turnId, now });
+      this.q.run(sql.END_TURN, { id: input.turnId, status: 'committed', error: null, now });
       for (const output of input.outputs) {
         const id = Number(
-          this.run(sql.INSERT_OUTBOUND, {
+          this.q.run(sql.INSERT_OUTBOUND, {
             sessionId: input.sessionId,
             text: output.text,
             data: output.data === undefined ? null : JSON.stringify(output.data),
@@ -365,24 +349,24 @@ export class SqliteStore implements Store {
   }
 
   async getState(sessionId: string): Promise<Record<string, unknown>> {
-    const rows = this.all(sql.STATE_OF_SESSION, { sessionId });
+    const rows = this.q.all(sql.STATE_OF_SESSION, { sessionId });
     return Object.fromEntries(rows.map((r) => [String(r.key), JSON.parse(String(r.value))]));
   }
 
   async getTurn(turnId: string): Promise<Turn | null> {
-    const row = this.get(sql.TURN_BY_ID, { id: turnId });
+    const row = this.q.get(sql.TURN_BY_ID, { id: turnId });
     return row ? toTurn(row) : null;
   }
 
   async markLayerPromoted(sessionId: string, turnId: string): Promise<void> {
-    this.write(() => this.run(sql.CLEAR_PENDING_LAYER, { id: sessionId, turnId }));
+    this.write(() => this.q.run(sql.CLEAR_PENDING_LAYER, { id: sessionId, turnId }));
   }
 
   async releaseSession(fence: Fence, now: number): Promise<FenceCode> {
     return this.write((changes) => {
       const code = this.checkFence(fence);
       if (code !== 'ok') return code;
-      this.run(sql.RELEASE_SESSION, { ...fenceParams(fence), now });
+      this.q.run(sql.RELEASE_SESSION, { ...fenceParams(fence), now });
       changes.push({ type: 'released', sessionId: fence.sessionId });
       return 'ok';
     });
@@ -390,7 +374,7 @@ export class SqliteStore implements Store {
 
   async audit(entry: AuditEntry, now: number): Promise<void> {
     this.write(() =>
-      this.run(sql.INSERT_AUDIT, {
+      this.q.run(sql.INSERT_AUDIT, {
         now,
         kind: entry.kind,
         sessionId: entry.sessionId ?? null,
@@ -401,7 +385,7 @@ export class SqliteStore implements Store {
   }
 
   async listAudit(afterId: number, limit: number): Promise<(AuditEntry & { id: number; at: number })[]> {
-    return this.all(sql.AUDIT_AFTER, { afterId, limit }).map((r) => ({
+    return this.q.all(sql.AUDIT_AFTER, { afterId, limit }).map((r) => ({
       id: Number(r.id),
       at: Number(r.at),
       kind: String(r.kind),
@@ -415,9 +399,9 @@ export class SqliteStore implements Store {
 
   /** The lease holder is dead: its running turn is aborted and the lease cleared, before anyone else binds. */
   private reclaimSession(changes: StoreChange[], sessionId: string, now: number): void {
-    const running = this.get(sql.RUNNING_TURN_OF_SESSION, { sessionId });
+    const running = this.q.get(sql.RUNNING_TURN_OF_SESSION, { sessionId });
     if (running) this.abortRunningTurn(changes, sessionId, String(running.id), 'worker lease expired', now);
-    this.run(sql.CLEAR_LEASE, { id: sessionId, now });
+    this.q.run(sql.CLEAR_LEASE, { id: sessionId, now });
     changes.push({ type: 'released', sessionId });
   }
 
@@ -432,7 +416,7 @@ export class SqliteStore implements Store {
       const decision = decideAbortedMessage(m.tries, now, this.retry);
       switch (decision.action) {
         case 'retry':
-          this.run(sql.RETRY_MESSAGE, { id: m.id, processAfter: decision.processAfter, error });
+          this.q.run(sql.RETRY_MESSAGE, { id: m.id, processAfter: decision.processAfter, error });
           this.event(
             changes,
             sessionId,
@@ -442,63 +426,30 @@ export class SqliteStore implements Store {
           );
           break;
         case 'fail':
-          this.run(sql.FAIL_MESSAGE, { id: m.id, error });
+          this.q.run(sql.FAIL_MESSAGE, { id: m.id, error });
           this.event(changes, sessionId, 'failed', { turnId, messageId: m.id, tries: m.tries, error }, now);
           break;
       }
     }
-    this.run(sql.END_TURN, { id: turnId, status: 'aborted', error, now });
+    this.q.run(sql.END_TURN, { id: turnId, status: 'aborted', error, now });
   }
 
   private checkFence(fence: Fence): FenceCode {
-    if (this.get(sql.FENCE, fenceParams(fence))) return 'ok';
-    return this.get(sql.SESSION_BY_ID, { id: fence.sessionId }) ? 'stale' : 'not_found';
+    if (this.q.get(sql.FENCE, fenceParams(fence))) return 'ok';
+    return this.q.get(sql.SESSION_BY_ID, { id: fence.sessionId }) ? 'stale' : 'not_found';
   }
 
   private checkRunningTurn(fence: Fence, turnId: string): FenceCode {
     const code = this.checkFence(fence);
     if (code !== 'ok') return code;
-    const turn = this.get(sql.TURN_BY_ID, { id: turnId });
+    const turn = this.q.get(sql.TURN_BY_ID, { id: turnId });
     if (!turn || turn.session_id !== fence.sessionId) return 'not_found';
     if (turn.status !== 'running' || turn.generation !== fence.generation) return 'stale';
     return 'ok';
   }
 
   private turnMessages(turnId: string): Message[] {
-    return this.all(sql.PROCESSING_OF_TURN, { turnId }).map(toMessage);
-  }
-
-  private queuePositions(now: number): Map<string, number> {
-    const rows = this.all(sql.QUEUE, { now, staleBefore: now - this.leaseMs });
-    return new Map(rows.map((r, i) => [String(r.session_id), i + 1]));
-  }
-
-  private viewOf(sessionId: string, now: number): SessionView | null {
-    const row = this.get(sql.SESSION_BY_ID, { id: sessionId });
-    return row ? this.viewOfRow(row, now, this.queuePositions(now)) : null;
-  }
-
-  private viewOfRow(row: Row, now: number, positions: Map<string, number>): SessionView {
-    const session = toSession(row);
-    const counts = this.get(sql.SESSION_COUNTS, { sessionId: session.id, now })!;
-    const running = this.get(sql.RUNNING_TURN_OF_SESSION, { sessionId: session.id });
-    const lastReply = this.get(sql.LAST_REPLY, { sessionId: session.id });
-    const queuePosition = positions.get(session.id) ?? null;
-    const status = deriveSessionStatus({
-      leased: session.leaseOwner !== null && queuePosition === null,
-      turnRunning: running !== undefined,
-      pending: Number(counts.pending ?? 0),
-      runnable: Number(counts.runnable ?? 0),
-      lastInboundStatus: (counts.last_in_status as string | null) ?? null,
-    });
-    return {
-      ...session,
-      status,
-      queuePosition,
-      pending: Number(counts.pending ?? 0),
-      lastReply: lastReply ? toMessage(lastReply) : null,
-      currentTurn: running ? toTurn(running) : null,
-    };
+    return this.q.all(sql.PROCESSING_OF_TURN, { turnId }).map(toMessage);
   }
 
   private event(
@@ -509,7 +460,7 @@ export class SqliteStore implements Store {
     now: number,
   ): number {
     const id = Number(
-      this.run(sql.INSERT_EVENT, { sessionId, type, data: JSON.stringify(data), now }).lastInsertRowid,
+      this.q.run(sql.INSERT_EVENT, { sessionId, type, data: JSON.stringify(data), now }).lastInsertRowid,
     );
     changes.push({ type: 'event', event: { id, sessionId, type, data, createdAt: now } });
     return id;
@@ -523,105 +474,8 @@ export class SqliteStore implements Store {
     this.relay?.publish(changes);
     return result;
   }
-
-  private stmt(text: string): Database.Statement {
-    let s = this.statements.get(text);
-    if (!s) {
-      s = this.db.prepare(text);
-      this.statements.set(text, s);
-    }
-    return s;
-  }
-
-  private run(text: string, params: Row): Database.RunResult {
-    return this.stmt(text).run(params);
-  }
-
-  private get(text: string, params: Row): Row | undefined {
-    return this.stmt(text).get(params) as Row | undefined;
-  }
-
-  private all(text: string, params: Row): Row[] {
-    return this.stmt(text).all(params) as Row[];
-  }
 }
 
 function fenceParams(f: Fence): Row {
   return { id: f.sessionId, generation: f.generation, worker: f.workerId };
-}
-
-function parseJson(value: unknown): unknown {
-  return typeof value === 'string' ? JSON.parse(value) : null;
-}
-
-function toAgent(r: Row): Agent {
-  return { ...(JSON.parse(String(r.spec)) as AgentSpec), createdAt: Number(r.created_at) };
-}
-
-function toSession(r: Row): Session {
-  return {
-    id: String(r.id),
-    agent: String(r.agent),
-    generation: Number(r.generation),
-    leaseOwner: (r.lease_owner as string | null) ?? null,
-    sandbox: (r.sandbox as string | null) ?? null,
-    workspaceVersion: Number(r.workspace_version),
-    pendingLayer: (r.pending_layer as string | null) ?? null,
-    createdAt: Number(r.created_at),
-    updatedAt: Number(r.updated_at),
-  };
-}
-
-function toMessage(r: Row): Message {
-  return {
-    id: Number(r.id),
-    sessionId: String(r.session_id),
-    direction: r.direction as Message['direction'],
-    text: String(r.text),
-    data: parseJson(r.data),
-    status: r.status as Message['status'],
-    tries: Number(r.tries),
-    processAfter: Number(r.process_after),
-    turnId: (r.turn_id as string | null) ?? null,
-    error: (r.error as string | null) ?? null,
-    createdAt: Number(r.created_at),
-  };
-}
-
-function toTurn(r: Row): Turn {
-  return {
-    id: String(r.id),
-    sessionId: String(r.session_id),
-    attempt: Number(r.attempt),
-    generation: Number(r.generation),
-    workerId: String(r.worker_id),
-    sandbox: (r.sandbox as string | null) ?? null,
-    status: r.status as Turn['status'],
-    progress: (r.progress as string | null) ?? null,
-    error: (r.error as string | null) ?? null,
-    messageIds: JSON.parse(String(r.message_ids)) as number[],
-    startedAt: Number(r.started_at),
-    endedAt: r.ended_at == null ? null : Number(r.ended_at),
-  };
-}
-
-function toEvent(r: Row): SessionEvent {
-  return {
-    id: Number(r.id),
-    sessionId: String(r.session_id),
-    type: r.type as SessionEventType,
-    data: JSON.parse(String(r.data)) as Record<string, unknown>,
-    createdAt: Number(r.created_at),
-  };
-}
-
-function toWorker(r: Row): WorkerRow {
-  return {
-    id: String(r.id),
-    host: String(r.host),
-    pid: Number(r.pid),
-    slots: Number(r.slots),
-    heartbeatAt: Number(r.heartbeat_at),
-    startedAt: Number(r.started_at),
-  };
 }

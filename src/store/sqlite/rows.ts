@@ -1,0 +1,89 @@
+/** Row → record mappers of the SQLite store (snake_case columns, JSON as TEXT). */
+import type {
+  Agent,
+  AgentSpec,
+  Message,
+  Session,
+  SessionEvent,
+  SessionEventType,
+  Turn,
+  WorkerRow,
+} from '../../core/index.js';
+
+export type Row = Record<string, unknown>;
+
+function parseJson(value: unknown): unknown {
+  return typeof value === 'string' ? JSON.parse(value) : null;
+}
+
+export function toAgent(r: Row): Agent {
+  return { ...(JSON.parse(String(r.spec)) as AgentSpec), createdAt: Number(r.created_at) };
+}
+
+export function toSession(r: Row): Session {
+  return {
+    id: String(r.id),
+    agent: String(r.agent),
+    generation: Number(r.generation),
+    leaseOwner: (r.lease_owner as string | null) ?? null,
+    sandbox: (r.sandbox as string | null) ?? null,
+    workspaceVersion: Number(r.workspace_version),
+    pendingLayer: (r.pending_layer as string | null) ?? null,
+    createdAt: Number(r.created_at),
+    updatedAt: Number(r.updated_at),
+  };
+}
+
+export function toMessage(r: Row): Message {
+  return {
+    id: Number(r.id),
+    sessionId: String(r.session_id),
+    direction: r.direction as Message['direction'],
+    text: String(r.text),
+    data: parseJson(r.data),
+    status: r.status as Message['status'],
+    tries: Number(r.tries),
+    processAfter: Number(r.process_after),
+    turnId: (r.turn_id as string | null) ?? null,
+    error: (r.error as string | null) ?? null,
+    createdAt: Number(r.created_at),
+  };
+}
+
+export function toTurn(r: Row): Turn {
+  return {
+    id: String(r.id),
+    sessionId: String(r.session_id),
+    attempt: Number(r.attempt),
+    generation: Number(r.generation),
+    workerId: String(r.worker_id),
+    sandbox: (r.sandbox as string | null) ?? null,
+    status: r.status as Turn['status'],
+    progress: (r.progress as string | null) ?? null,
+    error: (r.error as string | null) ?? null,
+    messageIds: JSON.parse(String(r.message_ids)) as number[],
+    startedAt: Number(r.started_at),
+    endedAt: r.ended_at == null ? null : Number(r.ended_at),
+  };
+}
+
+export function toEvent(r: Row): SessionEvent {
+  return {
+    id: Number(r.id),
+    sessionId: String(r.session_id),
+    type: r.type as SessionEventType,
+    data: JSON.parse(String(r.data)) as Record<string, unknown>,
+    createdAt: Number(r.created_at),
+  };
+}
+
+export function toWorker(r: Row): WorkerRow {
+  return {
+    id: String(r.id),
+    host: String(r.host),
+    pid: Number(r.pid),
+    slots: Number(r.slots),
+    heartbeatAt: Number(r.heartbeat_at),
+    startedAt: Number(r.started_at),
+  };
+}
