@@ -4,8 +4,10 @@
  * In each case the message is re-dispatched without anyone resending it.
  */
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import type { ScriptPlan } from '../src/core/index.js';
+import { openSqliteStore } from '../src/store/index.js';
 import { startTestHost } from './helpers/test-host.js';
 
 const plan = (p: ScriptPlan) => JSON.stringify(p);
@@ -125,4 +127,24 @@ test('a turn the runner aborts is retried in a fresh sandbox after its backoff (
     ['aborted', 'committed'],
   );
   assert.ok(turns[1]!.generation > turns[0]!.generation, 'the retry gets a fresh sandbox');
+});
+
+test('a worker stopped gracefully mid-turn (deploy, restart) requeues the turn without spending a try', async (t) => {
+  const { host, client, dataDir } = await startTestHost(t);
+  await client.request('POST', '/v1/agents', { name: 'long', provider: 'script' });
+  const posted = await client.request<{ eventId: number }>('POST', '/v1/sessions/g1/messages', {
+    agent: 'long',
+    text: plan({ steps: [{ sleep: 10_000 }], reply: 'late' }),
+  });
+  for await (const e of client.events('g1', posted.eventId, AbortSignal.timeout(30_000)))
+    if (e.type === 'started') break;
+  const observer = openSqliteStore({ path: join(dataDir, 'berth.db'), leaseMs: 10_000, retry: host.config });
+  t.after(() => observer.close());
+  await host.close();
+  const [message] = await observer.listMessages('g1', 0, 1);
+  assert.equal(message?.status, 'pending', 'back in the queue for the next worker');
+  assert.equal(message?.tries, 0, 'the stop cost it no try');
+  const [turn] = await observer.listTurns('g1');
+  assert.equal(turn?.status, 'aborted');
+  assert.equal(turn?.error, 'worker stopped: worker stopping');
 });

@@ -37,6 +37,11 @@ test('decideAbortedMessage retries with backoff until maxTries, then fails', () 
   for (const c of cases) assert.deepEqual(decideAbortedMessage(c.tries, BASE, POLICY), c.expected, c.name);
 });
 
+test('decideAbortedMessage requeues without cost when the worker stopped, even on the last try', () => {
+  for (const tries of [1, 5])
+    assert.deepEqual(decideAbortedMessage(tries, BASE, POLICY, false), { action: 'requeue' });
+});
+
 test('decideSandboxHealth kills on missed heartbeats and overlong turns', () => {
   const cases: {
     name: string;

@@ -16,14 +16,21 @@ export function retryDelayMs(tries: number, policy: Pick<RetryPolicy, 'retryBase
 
 export type AbortedMessageDecision =
   | { action: 'retry'; processAfter: number; delayMs: number }
+  | { action: 'requeue' }
   | { action: 'fail' };
 
-/** A message whose turn was aborted after `tries` tries goes back to pending, or is failed. */
+/**
+ * A message whose turn was aborted after `tries` tries goes back to pending with backoff,
+ * or is failed. A turn ended because its worker was asked to stop (a deploy, a restart)
+ * is not the turn's fault: the message is requeued at once and the try is given back.
+ */
 export function decideAbortedMessage(
   tries: number,
   now: number,
   policy: RetryPolicy,
+  countsAsTry = true,
 ): AbortedMessageDecision {
+  if (!countsAsTry) return { action: 'requeue' };
   if (tries >= policy.maxTries) return { action: 'fail' };
   const delayMs = retryDelayMs(tries, policy);
   return { action: 'retry', processAfter: now + delayMs, delayMs };

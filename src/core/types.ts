@@ -108,4 +108,6 @@ export interface AbortInput {
   generation: number;
   workerId: string;
   error: string;
+  /** false when the worker was asked to stop: the message is requeued now and the try given back. @default true */
+  countsAsTry?: boolean;
 }

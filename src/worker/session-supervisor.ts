@@ -45,6 +45,8 @@ export interface SupervisorDeps extends WorkerDeps {
 }
 
 const SUPERVISOR_ERROR = 'supervisor error';
+/** The reason Worker.stop gives its supervisors. */
+export const WORKER_STOPPING = 'worker stopping';
 const TOKEN_TTL_MS = 7 * 24 * 3600 * 1000;
 
 type Ending = { reason: string; turnError: string };
@@ -292,7 +294,13 @@ export class SessionSupervisor {
     if (turn)
       await step('abort turn', () =>
         store.abortTurn(
-          { ...this.fence, turnId: turn.id, error: ending.turnError || ending.reason },
+          {
+            ...this.fence,
+            turnId: turn.id,
+            error: ending.turnError || ending.reason,
+            // A stop asked of the worker (deploy, restart) is not the turn's fault: no try is spent.
+            countsAsTry: ending.reason !== WORKER_STOPPING,
+          },
           clock.now(),
         ),
       );

@@ -16,7 +16,7 @@ import type { StoreChange } from '../store/index.js';
 import { Workspaces } from '../workspace/index.js';
 import type { WorkerDeps } from './deps.js';
 import { installIdOf, parseSandboxName } from './paths.js';
-import { SessionSupervisor, type SupervisorDeps } from './session-supervisor.js';
+import { SessionSupervisor, type SupervisorDeps, WORKER_STOPPING } from './session-supervisor.js';
 import { WakeSignal } from './signal.js';
 
 const EVENTS_CONNECT_TIMEOUT_MS = 10_000;
@@ -93,7 +93,7 @@ export class Worker {
     this.abort.abort();
     this.unsubscribe?.();
     this.claimWake.notify();
-    for (const s of this.supervisors.values()) s.stop('worker stopping');
+    for (const s of this.supervisors.values()) s.stop(WORKER_STOPPING);
     await Promise.allSettled([...this.running, ...this.loops]);
     await this.deps.store.removeWorker(this.id);
     const now = this.deps.clock.now();

@@ -152,6 +152,25 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
       await store.close();
     });
 
+    test('a turn aborted because its worker was asked to stop is requeued at once, its try given back', async () => {
+      const store = await withAgent(open);
+      await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'x', now: BASE });
+      const claim = (await store.claimRunnableSession('w1', BASE))!;
+      const fence = { sessionId: 's', generation: claim.session.generation, workerId: 'w1' };
+      const started = await store.startTurn(fence, BASE);
+      const turn = started.code === 'ok' ? started.value!.turn : assert.fail('no turn');
+      const abort = { ...fence, turnId: turn.id, error: 'worker stopping', countsAsTry: false };
+      assert.equal(await store.abortTurn(abort, BASE + 5), 'ok');
+      const [message] = await store.listMessages('s', 0, 1);
+      assert.equal(message?.status, 'pending');
+      assert.equal(message?.tries, 0);
+      assert.equal(message?.processAfter, BASE + 5);
+      assert.equal((await store.eventsAfter('s', 0, 10)).at(-1)?.data.retryInMs, 0);
+      await store.releaseSession(fence, BASE + 5);
+      assert.equal((await store.claimRunnableSession('w2', BASE + 5))?.session.id, 's', 'claimable at once');
+      await store.close();
+    });
+
     test("a dead worker's sessions are reclaimed: turn aborted, lease cleared, next claim bumps the generation", async () => {
       const store = await withAgent(open);
       await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'x', now: BASE });

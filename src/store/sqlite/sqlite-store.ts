@@ -343,7 +343,14 @@ export class SqliteStore implements Store {
     return this.write((changes) => {
       const code = this.checkRunningTurn(input, input.turnId);
       if (code !== 'ok') return code;
-      this.abortRunningTurn(changes, input.sessionId, input.turnId, input.error, now);
+      this.abortRunningTurn(
+        changes,
+        input.sessionId,
+        input.turnId,
+        input.error,
+        now,
+        input.countsAsTry ?? true,
+      );
       return 'ok';
     });
   }
@@ -411,10 +418,21 @@ export class SqliteStore implements Store {
     turnId: string,
     error: string,
     now: number,
+    countsAsTry = true,
   ): void {
     for (const m of this.turnMessages(turnId)) {
-      const decision = decideAbortedMessage(m.tries, now, this.retry);
+      const decision = decideAbortedMessage(m.tries, now, this.retry, countsAsTry);
       switch (decision.action) {
+        case 'requeue':
+          this.q.run(sql.REQUEUE_MESSAGE, { id: m.id, now, error });
+          this.event(
+            changes,
+            sessionId,
+            'retrying',
+            { turnId, messageId: m.id, tries: m.tries - 1, error, retryInMs: 0 },
+            now,
+          );
+          break;
         case 'retry':
           this.q.run(sql.RETRY_MESSAGE, { id: m.id, processAfter: decision.processAfter, error });
           this.event(

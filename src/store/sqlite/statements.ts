@@ -68,6 +68,10 @@ export const FINISH_MESSAGE = `UPDATE messages SET status = 'done' WHERE id = :i
 export const RETRY_MESSAGE = `
 UPDATE messages SET status = 'pending', process_after = :processAfter, turn_id = NULL, error = :error
 WHERE id = :id AND status = 'processing'`;
+/** Back to pending at once with its try given back (the worker stopped, not the turn). Params: id, now, error. */
+export const REQUEUE_MESSAGE = `
+UPDATE messages SET status = 'pending', tries = tries - 1, process_after = :now, turn_id = NULL, error = :error
+WHERE id = :id AND status = 'processing'`;
 export const FAIL_MESSAGE = `
 UPDATE messages SET status = 'failed', error = :error WHERE id = :id AND status = 'processing'`;
 export const PROCESSING_OF_TURN = `SELECT * FROM messages WHERE turn_id = :turnId AND status = 'processing' ORDER BY id`;
