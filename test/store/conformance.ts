@@ -21,6 +21,17 @@ async function withAgent(open: OpenStore): Promise<Store> {
   return store;
 }
 
+/** What a worker does to take a session: claim it (worker `w1` unless named), then start its turn. */
+async function claimAndStartTurn(store: Store, now: number, workerId = 'w1') {
+  const claim = await store.claimRunnableSession(workerId, now);
+  assert.ok(claim, 'a runnable session to claim');
+  const fence = { sessionId: claim.session.id, generation: claim.session.generation, workerId };
+  const started = await store.startTurn(fence, now);
+  assert.equal(started.code, 'ok');
+  const turn = started.code === 'ok' && started.value ? started.value.turn : assert.fail('no turn');
+  return { fence, turn };
+}
+
 export function runStoreConformance(kind: string, open: OpenStore): void {
   describe(`Store conformance: ${kind}`, () => {
     test('enqueue creates the session once, keeps its agent, and queues FIFO', async () => {
@@ -61,11 +72,7 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
     test('a turn commits outputs and state atomically, fenced by generation and lease holder', async () => {
       const store = await withAgent(open);
       await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'echo hi', now: BASE });
-      const { session } = (await store.claimRunnableSession('w1', BASE))!;
-      const fence = { sessionId: 's', generation: session.generation, workerId: 'w1' };
-      const started = await store.startTurn(fence, BASE);
-      assert.equal(started.code, 'ok');
-      const turn = started.code === 'ok' ? started.value!.turn : assert.fail('no turn');
+      const { fence, turn } = await claimAndStartTurn(store, BASE);
       assert.equal(turn.attempt, 1);
       assert.equal((await store.getSessionView('s', BASE))?.status, 'running');
 
@@ -118,11 +125,7 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
       await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'x', now: BASE });
       let now = BASE;
       for (let attempt = 1; attempt <= RETRY.maxTries; attempt++) {
-        const claim = await store.claimRunnableSession('w1', now);
-        assert.ok(claim, `claim ${attempt}`);
-        const fence = { sessionId: 's', generation: claim.session.generation, workerId: 'w1' };
-        const started = await store.startTurn(fence, now);
-        const turn = started.code === 'ok' ? started.value!.turn : assert.fail('no turn');
+        const { fence, turn } = await claimAndStartTurn(store, now);
         assert.equal(turn.attempt, attempt);
         assert.equal(
           await store.abortTurn({ ...fence, turnId: turn.id, error: 'sandbox exited' }, now),
@@ -155,10 +158,7 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
     test('a turn aborted because its worker was asked to stop is requeued at once, its try given back', async () => {
       const store = await withAgent(open);
       await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'x', now: BASE });
-      const claim = (await store.claimRunnableSession('w1', BASE))!;
-      const fence = { sessionId: 's', generation: claim.session.generation, workerId: 'w1' };
-      const started = await store.startTurn(fence, BASE);
-      const turn = started.code === 'ok' ? started.value!.turn : assert.fail('no turn');
+      const { fence, turn } = await claimAndStartTurn(store, BASE);
       const abort = { ...fence, turnId: turn.id, error: 'worker stopping', countsAsTry: false };
       assert.equal(await store.abortTurn(abort, BASE + 5), 'ok');
       const [message] = await store.listMessages('s', 0, 1);
@@ -174,10 +174,7 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
     test("a dead worker's sessions are reclaimed: turn aborted, lease cleared, next claim bumps the generation", async () => {
       const store = await withAgent(open);
       await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'x', now: BASE });
-      const claim = (await store.claimRunnableSession('w1', BASE))!;
-      const oldFence = { sessionId: 's', generation: claim.session.generation, workerId: 'w1' };
-      const started = await store.startTurn(oldFence, BASE);
-      const turn = started.code === 'ok' ? started.value!.turn : assert.fail('no turn');
+      const { fence: oldFence, turn } = await claimAndStartTurn(store, BASE);
 
       assert.equal(await store.renewWorker('w2', BASE + LEASE_MS), true);
       assert.deepEqual(await store.reclaimExpiredLeases(BASE + LEASE_MS - 1), []);
