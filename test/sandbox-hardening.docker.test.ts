@@ -31,6 +31,7 @@ test('a sandbox carries every hardening flag and only its install sees it', asyn
     memoryMb: 300,
     cpus: 0.5,
     pidsLimit: 64,
+    workspaceMb: 100,
     heartbeatIntervalMs: 2000,
     runDir: dir,
     workspaceDir: await workspaces.openSlot(`berth-${install}-${session}-g1`),
@@ -58,6 +59,7 @@ test('a sandbox carries every hardening flag and only its install sees it', asyn
   assert.equal(h.Memory, 300 * 1024 * 1024);
   assert.equal(h.MemorySwap, 300 * 1024 * 1024, 'no swap beyond the memory limit');
   assert.equal(h.NanoCpus, 0.5e9);
+  assert.deepEqual(h.Ulimits, [{ Name: 'fsize', Soft: 100 * 2 ** 20, Hard: 100 * 2 ** 20 }]);
   assert.equal(h.Privileged, false);
   assert.equal(info.Config.User, '1000:1000');
   assert.equal(info.Config.Labels['berth.install'], 'hardentest');

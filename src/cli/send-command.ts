@@ -44,7 +44,6 @@ export function sendCommand(env: NodeJS.ProcessEnv): Command {
         if (result && typeof result === 'object' && 'exitCode' in result) {
           process.stdout.write(reply.text);
           process.stderr.write(result.stderr);
-          if (result.truncated) process.stderr.write('berth: output truncated (BERTH_MAX_OUTPUT_BYTES)\n');
           process.exitCode = result.exitCode ?? 1;
         } else {
           process.stdout.write(`${reply.text}\n`);

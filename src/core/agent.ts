@@ -31,6 +31,13 @@ export const agentSpecSchema = z
       .min(16)
       .max(1 << 16)
       .default(256),
+    /** Per-session workspace quota (committed files + a turn's writes), MiB; also the largest file a job may write. @default 1024 */
+    workspaceMb: z
+      .number()
+      .int()
+      .min(1)
+      .max(1 << 24)
+      .default(1024),
     instructions: z
       .string()
       .max(64 * 1024)

@@ -41,7 +41,7 @@ export interface ResolvedConfig {
   readonly maxTries: number;
   /** Largest inbound message body, in bytes. @default 262144 (BERTH_MAX_MESSAGE_BYTES) */
   readonly maxMessageBytes: number;
-  /** stdout/stderr of a command job are truncated to this, in bytes. @default 65536 (BERTH_MAX_OUTPUT_BYTES) */
+  /** A job writing more than this to stdout or stderr is killed and fails the turn (OUTPUT_LIMIT_EXCEEDED), in bytes. @default 65536 (BERTH_MAX_OUTPUT_BYTES) */
   readonly maxOutputBytes: number;
   /** Fault injection for berth's own crash tests: 'kill-before-promote' SIGKILLs the worker between a turn's store commit and its promotion. @default '' (BERTH_FAILPOINT) */
   readonly failpoint: '' | 'kill-before-promote';

@@ -42,6 +42,11 @@ test('decideAbortedMessage requeues without cost when the worker stopped, even o
     assert.deepEqual(decideAbortedMessage(tries, BASE, POLICY, false), { action: 'requeue' });
 });
 
+test('decideAbortedMessage fails a terminal abort at once, whatever the tries', () => {
+  for (const countsAsTry of [true, false])
+    assert.deepEqual(decideAbortedMessage(1, BASE, POLICY, countsAsTry, true), { action: 'fail' });
+});
+
 test('decideSandboxHealth kills on missed heartbeats and overlong turns', () => {
   const cases: {
     name: string;

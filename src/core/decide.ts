@@ -23,13 +23,17 @@ export type AbortedMessageDecision =
  * A message whose turn was aborted after `tries` tries goes back to pending with backoff,
  * or is failed. A turn ended because its worker was asked to stop (a deploy, a restart)
  * is not the turn's fault: the message is requeued at once and the try is given back.
+ * A terminal abort (a sandbox limit the turn hit, which a retry would hit again) fails
+ * the message at once.
  */
 export function decideAbortedMessage(
   tries: number,
   now: number,
   policy: RetryPolicy,
   countsAsTry = true,
+  terminal = false,
 ): AbortedMessageDecision {
+  if (terminal) return { action: 'fail' };
   if (!countsAsTry) return { action: 'requeue' };
   if (tries >= policy.maxTries) return { action: 'fail' };
   const delayMs = retryDelayMs(tries, policy);

@@ -98,6 +98,31 @@ export const ERRORS = {
     retryable: true,
     hint: 'The turn was aborted and will be retried; free disk space under the data dir if this repeats.',
   },
+  SANDBOX_PIDS_LIMIT: {
+    status: 422,
+    retryable: false,
+    hint: 'A job forked until the sandbox process limit stopped it (a fork bomb, or runaway parallelism); the turn is not retried. Raise the agent pidsLimit if the work needs more processes.',
+  },
+  SANDBOX_OUT_OF_MEMORY: {
+    status: 422,
+    retryable: false,
+    hint: 'A process of the turn was killed at the sandbox memory limit; the turn is not retried. Use less memory, or raise the agent memoryMb.',
+  },
+  SANDBOX_TMP_FULL: {
+    status: 507,
+    retryable: false,
+    hint: '/tmp is a small tmpfs (64 MiB, counted against the sandbox memory); write bulk data under /workspace.',
+  },
+  WORKSPACE_QUOTA_EXCEEDED: {
+    status: 507,
+    retryable: false,
+    hint: 'The session workspace would pass the agent workspaceMb quota; the turn is not committed and not retried. Delete files, or raise workspaceMb.',
+  },
+  OUTPUT_LIMIT_EXCEEDED: {
+    status: 413,
+    retryable: false,
+    hint: 'A job wrote more than BERTH_MAX_OUTPUT_BYTES to stdout/stderr and was killed; redirect bulk output to a file under /workspace, or raise BERTH_MAX_OUTPUT_BYTES.',
+  },
   CONFIG_INVALID: {
     status: 500,
     retryable: false,

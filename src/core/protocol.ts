@@ -36,9 +36,23 @@ export interface CommitRequest {
   outputs: TurnOutput[];
 }
 
+/**
+ * Sandbox limits the runner reports when a turn hits one; each is a catalogue code
+ * (errors.ts) and ends the turn for good: running it again would hit the limit again.
+ */
+export const LIMIT_CODES = [
+  'SANDBOX_PIDS_LIMIT',
+  'SANDBOX_OUT_OF_MEMORY',
+  'SANDBOX_TMP_FULL',
+  'OUTPUT_LIMIT_EXCEEDED',
+] as const;
+export type LimitCode = (typeof LIMIT_CODES)[number];
+
 export interface AbortRequest {
   turnId: string;
   error: string;
+  /** Set when the turn hit a sandbox limit: the messages fail at once instead of being retried. */
+  code?: LimitCode;
 }
 
 export interface ProgressRequest {
@@ -55,7 +69,6 @@ export interface CommandResult {
   exitCode: number | null;
   signal: string | null;
   stderr: string;
-  truncated: boolean;
 }
 
 /** A script plan: the body of a message to a `script` agent. */

@@ -110,4 +110,6 @@ export interface AbortInput {
   error: string;
   /** false when the worker was asked to stop: the message is requeued now and the try given back. @default true */
   countsAsTry?: boolean;
+  /** true when the turn hit a sandbox limit (a terminal catalogue error): its messages fail now. @default false */
+  terminal?: boolean;
 }

@@ -131,10 +131,12 @@ export class SandboxGateway {
         try {
           await this.o.hooks.beforeCommit(body.turnId);
         } catch (err) {
-          const error = (err as Error).message;
+          // A terminal seal failure (over the workspace quota) would fail again: no retry.
+          const terminal = err instanceof BerthError && !err.retryable;
+          const error = terminal ? `${err.code}: ${err.message}` : (err as Error).message;
           await this.fenced(
             'abortTurn',
-            await this.o.store.abortTurn({ ...binding, turnId: body.turnId, error }, now),
+            await this.o.store.abortTurn({ ...binding, turnId: body.turnId, error, terminal }, now),
             now,
           );
           this.o.hooks.onTurnEnded(body.turnId, { kind: 'aborted', error });
@@ -151,8 +153,11 @@ export class SandboxGateway {
       case 'POST /v1/abort': {
         const body = await this.body(req, abortBody);
         this.closeTurn(body.turnId, 'abortTurn');
-        await this.fenced('abortTurn', await this.o.store.abortTurn({ ...binding, ...body }, now), now);
-        this.o.hooks.onTurnEnded(body.turnId, { kind: 'aborted', error: body.error });
+        // A limit the runner reports is a catalogue code: the turn fails for good (the sandbox can only fail its own turn).
+        const error = body.code ? `${body.code}: ${body.error}` : body.error;
+        const abort = { ...binding, turnId: body.turnId, error, terminal: body.code !== undefined };
+        await this.fenced('abortTurn', await this.o.store.abortTurn(abort, now), now);
+        this.o.hooks.onTurnEnded(body.turnId, { kind: 'aborted', error });
         return this.send(res, 200, { ok: true });
       }
       default:

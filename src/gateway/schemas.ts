@@ -1,5 +1,6 @@
 /** zod schemas of every gateway request body (the runner is untrusted input). */
 import { z } from 'zod';
+import { LIMIT_CODES } from '../core/index.js';
 
 /** Turn ids are berth's own (newId('turn')): nothing else may reach a path. */
 const turnId = z.string().regex(/^turn_[a-z0-9]{1,64}$/, 'not a turn id');
@@ -8,7 +9,11 @@ export const commitBody = z.object({
   turnId,
   outputs: z.array(z.object({ text: z.string(), data: z.unknown().optional() })).max(1000),
 });
-export const abortBody = z.object({ turnId, error: z.string().max(64 * 1024) });
+export const abortBody = z.object({
+  turnId,
+  error: z.string().max(64 * 1024),
+  code: z.enum(LIMIT_CODES).optional(),
+});
 export const progressBody = z.object({ turnId, text: z.string().max(4096) });
 export const heartbeatBody = z.object({ turnId: turnId.optional() });
 export const STATE_KEY = /^[A-Za-z0-9_.:-]{1,128}$/;

@@ -14,6 +14,7 @@ import {
   type TurnAssignment,
 } from '../core/protocol.js';
 import { GatewayClient, GatewayError } from './gateway-client.js';
+import { LimitExceeded, LimitWatch } from './limits.js';
 import { killAllButRunner } from './processes.js';
 import { PROVIDERS } from './providers.js';
 
@@ -39,6 +40,7 @@ async function main(): Promise<void> {
     clearInterval(heartbeat);
     heartbeat = setInterval(beat, turn.limits.heartbeatIntervalMs);
     currentTurn = turn.turnId;
+    const limits = await LimitWatch.start();
     try {
       const outputs = await PROVIDERS[turn.provider](turn, {
         workspace: SANDBOX_WORKSPACE,
@@ -49,11 +51,16 @@ async function main(): Promise<void> {
           void (await gateway.call('PUT', `/v1/state/${encodeURIComponent(key)}`, { value })),
       });
       await killAllButRunner();
+      const breach = await limits.breach();
+      if (breach) throw breach;
       await gateway.call('POST', '/v1/commit', { turnId: turn.turnId, outputs });
     } catch (err) {
       if (err instanceof GatewayError) throw err;
       await killAllButRunner();
-      await gateway.call('POST', '/v1/abort', { turnId: turn.turnId, error: (err as Error).message });
+      // A limit the turn hit explains a step's failure better than the step's own error.
+      const cause = err instanceof LimitExceeded ? err : ((await limits.breach()) ?? (err as Error));
+      const code = cause instanceof LimitExceeded ? cause.code : undefined;
+      await gateway.call('POST', '/v1/abort', { turnId: turn.turnId, error: cause.message, code });
     } finally {
       currentTurn = undefined;
     }

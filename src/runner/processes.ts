@@ -1,66 +1,88 @@
 /**
  * Tool subprocesses: each runs in its own process group, its output captured up to a
- * limit. At the end of a turn every process in the sandbox but PID 1 (the init) and the
- * runner is killed, so nothing a turn started — not even a daemon that left its process
- * group — survives into the next one.
+ * limit; a job that writes more is killed at once (its whole group) and fails the turn
+ * with OUTPUT_LIMIT_EXCEEDED, so an endless writer costs neither memory nor the turn's
+ * time. Jobs are the OOM killer's first choice over the runner. At the end of a turn
+ * every process in the sandbox but PID 1 (the init) and the runner is killed, so nothing
+ * a turn started — not even a daemon that left its process group — survives into the
+ * next one.
  */
 import { spawn } from 'node:child_process';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { LimitExceeded } from './limits.js';
 
 export interface ShellResult {
   exitCode: number | null;
   signal: string | null;
   stdout: string;
   stderr: string;
-  truncated: boolean;
 }
 
-/** Tools see BERTH_RUNNER_PID and BERTH_ATTEMPT (the turn's try number), for fault injection and idempotence. */
+/**
+ * Tools see BERTH_RUNNER_PID and BERTH_ATTEMPT (the turn's try number), for fault
+ * injection and idempotence. Rejects with LimitExceeded when the job's output passes
+ * maxOutputBytes.
+ */
 export function runShell(
   command: string,
   opts: { cwd: string; maxOutputBytes: number; attempt: number },
 ): Promise<ShellResult> {
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     const child = spawn('/bin/sh', ['-c', command], {
       cwd: opts.cwd,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, BERTH_RUNNER_PID: String(process.pid), BERTH_ATTEMPT: String(opts.attempt) },
     });
-    const out = new Capture(opts.maxOutputBytes);
-    const err = new Capture(opts.maxOutputBytes);
+    // Inherited by everything the job forks: a memory bomb is killed, not the runner.
+    if (child.pid) writeFile(`/proc/${child.pid}/oom_score_adj`, '1000').catch(() => undefined);
+    let overflowed: string | null = null;
+    const overflow = (stream: string) => () => {
+      if (overflowed) return;
+      overflowed = stream;
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // the group is already gone
+      }
+    };
+    const out = new Capture(opts.maxOutputBytes, overflow('stdout'));
+    const err = new Capture(opts.maxOutputBytes, overflow('stderr'));
     child.stdout.on('data', (c: Buffer) => out.add(c));
     child.stderr.on('data', (c: Buffer) => err.add(c));
     child.on('error', (e) => err.add(Buffer.from(String(e))));
-    child.on('close', (code, signal) =>
-      resolve({
-        exitCode: code,
-        signal,
-        stdout: out.text(),
-        stderr: err.text(),
-        truncated: out.truncated || err.truncated,
-      }),
-    );
+    child.on('close', (code, signal) => {
+      if (overflowed) {
+        reject(
+          new LimitExceeded(
+            'OUTPUT_LIMIT_EXCEEDED',
+            `a job wrote more than ${opts.maxOutputBytes} bytes to ${overflowed} and was killed`,
+          ),
+        );
+        return;
+      }
+      resolve({ exitCode: code, signal, stdout: out.text(), stderr: err.text() });
+    });
   });
 }
 
 class Capture {
   private readonly chunks: Buffer[] = [];
   private size = 0;
-  truncated = false;
 
-  constructor(private readonly limit: number) {}
+  constructor(
+    private readonly limit: number,
+    private readonly onOverflow: () => void,
+  ) {}
 
   add(chunk: Buffer): void {
     const room = this.limit - this.size;
-    if (room <= 0) {
-      this.truncated = true;
+    if (chunk.length > room) {
+      this.onOverflow();
       return;
     }
-    const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
-    if (part.length < chunk.length) this.truncated = true;
-    this.chunks.push(part);
-    this.size += part.length;
+    this.chunks.push(chunk);
+    this.size += chunk.length;
   }
 
   text(): string {

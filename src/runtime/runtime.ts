@@ -14,6 +14,8 @@ export interface SandboxSpec {
   memoryMb: number;
   cpus: number;
   pidsLimit: number;
+  /** The session's workspace quota, MiB: no single file a process writes may be larger (RLIMIT_FSIZE). */
+  workspaceMb: number;
   /** How often the runner heartbeats before its first turn tells it otherwise. */
   heartbeatIntervalMs: number;
   /** Host dir holding the gateway socket and the token, mounted read-only at /run/berth. */

@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import {
   type Agent,
+  type BerthError,
   decideSandboxHealth,
   GATEWAY_SOCKET_NAME,
   type Session,
@@ -28,7 +29,7 @@ import {
 import { SandboxGateway, signSandboxToken, type TurnEnd } from '../gateway/index.js';
 import type { RuntimeEvent, SandboxHandle } from '../runtime/index.js';
 import type { Fence } from '../store/index.js';
-import type { Workspaces } from '../workspace/index.js';
+import type { WorkspaceQuota, Workspaces } from '../workspace/index.js';
 import type { WorkerDeps } from './deps.js';
 import { sandboxName } from './paths.js';
 import { WakeSignal } from './signal.js';
@@ -49,7 +50,10 @@ const SUPERVISOR_ERROR = 'supervisor error';
 export const WORKER_STOPPING = 'worker stopping';
 const TOKEN_TTL_MS = 7 * 24 * 3600 * 1000;
 
-type Ending = { reason: string; turnError: string };
+/** terminal: the turn hit a limit a retry would hit again; its messages fail now. */
+type Ending = { reason: string; turnError: string; terminal?: boolean };
+/** How often a running turn's workspace is measured against the quota. */
+const QUOTA_CHECK_MS = 250;
 
 export class SessionSupervisor {
   readonly sandboxName: string;
@@ -63,6 +67,8 @@ export class SessionSupervisor {
   private turnEnd: { turnId: string; end: TurnEnd } | null = null;
   private currentTurn: Turn | null = null;
   private stopping: string | null = null;
+  private quota: WorkspaceQuota | null = null;
+  private quotaExceeded: BerthError | null = null;
 
   constructor(
     private readonly deps: SupervisorDeps,
@@ -128,7 +134,10 @@ export class SessionSupervisor {
         onHeartbeat: (now) => {
           this.lastHeartbeatAt = now;
         },
-        beforeCommit: (turnId) => this.deps.workspaces.seal(this.session.id, turnId, this.sandboxName),
+        beforeCommit: async (turnId) => {
+          await this.quota?.check();
+          await this.deps.workspaces.seal(this.session.id, turnId, this.sandboxName);
+        },
         onTurnEnded: (turnId, end) => {
           this.turnEnd = { turnId, end };
           this.wake.notify();
@@ -148,6 +157,7 @@ export class SessionSupervisor {
       memoryMb: this.agent.memoryMb,
       cpus: this.agent.cpus,
       pidsLimit: this.agent.pidsLimit,
+      workspaceMb: this.agent.workspaceMb,
       heartbeatIntervalMs: config.heartbeatIntervalMs,
       runDir,
       workspaceDir,
@@ -179,7 +189,9 @@ export class SessionSupervisor {
         this.currentTurn = turn;
         if (!this.handle) await this.startSandbox();
         await this.deps.workspaces.mountAttempt(this.session.id, turn.id, this.sandboxName);
+        await this.watchQuota(turn);
         const ending = await this.superviseTurn(turn, messages);
+        this.quota?.stop();
         if (ending) return ending;
         await this.settleLayer(turn.id);
         this.currentTurn = null;
@@ -242,9 +254,30 @@ export class SessionSupervisor {
     }
   }
 
+  /** Measures the session's workspace against its quota while the turn runs; over it ends the turn. */
+  private async watchQuota(turn: Turn): Promise<void> {
+    this.quotaExceeded = null;
+    this.quota = await this.deps.workspaces.quota(this.session.id, turn.id, this.agent.workspaceMb * 2 ** 20);
+    this.quota.watch(QUOTA_CHECK_MS, (err) => {
+      this.quotaExceeded = err;
+      this.wake.notify();
+    });
+  }
+
   private earlyEnding(turn: Turn | null): Ending | null {
+    if (turn && this.quotaExceeded) {
+      const err = this.quotaExceeded;
+      return { reason: 'workspace quota exceeded', turnError: `${err.code}: ${err.message}`, terminal: true };
+    }
     if (this.exit) {
       const e = this.exit;
+      if (e.oomKilled && turn) {
+        return {
+          reason: 'sandbox exited',
+          turnError: `SANDBOX_OUT_OF_MEMORY: sandbox exited mid-turn, killed at its memory limit (${this.agent.memoryMb} MiB)`,
+          terminal: true,
+        };
+      }
       const cause = e.oomKilled ? 'out of memory' : `exit code ${e.exitCode}`;
       return { reason: 'sandbox exited', turnError: turn ? `sandbox exited mid-turn (${cause})` : '' };
     }
@@ -283,6 +316,7 @@ export class SessionSupervisor {
   private async finish(ending: Ending): Promise<void> {
     const { store, clock, runtime, workspaces, paths } = this.deps;
     const turn = this.currentTurn;
+    this.quota?.stop();
     const step = async (what: string, effect: () => Promise<unknown>) => {
       try {
         await effect();
@@ -300,6 +334,7 @@ export class SessionSupervisor {
             error: ending.turnError || ending.reason,
             // A stop asked of the worker (deploy, restart) is not the turn's fault: no try is spent.
             countsAsTry: ending.reason !== WORKER_STOPPING,
+            terminal: ending.terminal ?? false,
           },
           clock.now(),
         ),

@@ -1,4 +1,5 @@
 /** workspace: committed + attempt layers, sealing, promotion, recovery. */
 
 export { isMountPoint, listMounts } from './mounts.js';
+export { treeDiskBytes, WorkspaceQuota } from './quota.js';
 export { Workspaces } from './workspaces.js';

@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { BerthError } from '../core/index.js';
 import { makeSharedMountRoot, mountOverlay, unmountAll } from './mounts.js';
 import { applyPlan, PLAN_FILE, sealLayer } from './promotion.js';
+import { WorkspaceQuota } from './quota.js';
 
 export class Workspaces {
   readonly slotsDir: string;
@@ -95,6 +96,15 @@ export class Workspaces {
       upper: join(layer, 'upper'),
       work: join(layer, 'work'),
     });
+  }
+
+  /** The session's quota over committed + this turn's layer (call after mountAttempt). */
+  async quota(sessionId: string, turnId: string, limitBytes: number): Promise<WorkspaceQuota> {
+    const dirs = {
+      committed: this.committedPath(sessionId),
+      upper: join(this.layerPath(sessionId, turnId), 'upper'),
+    };
+    return WorkspaceQuota.measure({ ...dirs, sessionId, turnId }, limitBytes);
   }
 
   /** Writes the promotion plan of a finished turn; the only step of a commit that needs disk space. */

@@ -171,6 +171,24 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
       await store.close();
     });
 
+    test('a terminal abort (a sandbox limit the turn hit) fails its messages on the first try', async () => {
+      const store = await withAgent(open);
+      await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'x', now: BASE });
+      const { fence, turn } = await claimAndStartTurn(store, BASE);
+      const error = 'SANDBOX_OUT_OF_MEMORY: killed at 512 MiB';
+      assert.equal(
+        await store.abortTurn({ ...fence, turnId: turn.id, error, terminal: true }, BASE + 5),
+        'ok',
+      );
+      const [message] = await store.listMessages('s', 0, 1);
+      assert.equal(message?.status, 'failed');
+      assert.equal(message?.tries, 1);
+      const last = (await store.eventsAfter('s', 0, 10)).at(-1);
+      assert.equal(last?.type, 'failed');
+      assert.equal(last?.data.error, error);
+      await store.close();
+    });
+
     test("a dead worker's sessions are reclaimed: turn aborted, lease cleared, next claim bumps the generation", async () => {
       const store = await withAgent(open);
       await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'x', now: BASE });

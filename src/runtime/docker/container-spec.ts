@@ -48,6 +48,8 @@ export function containerOptions(spec: SandboxSpec): Dockerode.ContainerCreateOp
       Memory: memoryBytes,
       MemorySwap: memoryBytes,
       NanoCpus: Math.round(spec.cpus * 1e9),
+      // A single disk filler stops at the quota even between two checks of the worker's quota watch.
+      Ulimits: [{ Name: 'fsize', Soft: spec.workspaceMb * 2 ** 20, Hard: spec.workspaceMb * 2 ** 20 }],
       Binds: [`${spec.runnerDir}:${RUNNER_MOUNT}:ro`, `${spec.runDir}:${SANDBOX_RUN_DIR}:ro`],
       // rslave: each turn's overlay, mounted on the host side of the slot later, appears here.
       Mounts: [

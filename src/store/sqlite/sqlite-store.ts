@@ -350,6 +350,7 @@ export class SqliteStore implements Store {
         input.error,
         now,
         input.countsAsTry ?? true,
+        input.terminal ?? false,
       );
       return 'ok';
     });
@@ -419,9 +420,10 @@ export class SqliteStore implements Store {
     error: string,
     now: number,
     countsAsTry = true,
+    terminal = false,
   ): void {
     for (const m of this.turnMessages(turnId)) {
-      const decision = decideAbortedMessage(m.tries, now, this.retry, countsAsTry);
+      const decision = decideAbortedMessage(m.tries, now, this.retry, countsAsTry, terminal);
       switch (decision.action) {
         case 'requeue':
           this.q.run(sql.REQUEUE_MESSAGE, { id: m.id, now, error });

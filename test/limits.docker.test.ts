@@ -1,0 +1,94 @@
+/**
+ * Limits that hold (issue 6, item 5): a fork bomb, a memory bomb, a /tmp filler, a
+ * workspace filler (one big file, and many small ones) and an endless writer, each run as
+ * a real job in a real sandbox. Each is contained to its own sandbox, fails its turn at
+ * once with its catalogue code (no retry: it would hit the limit again), commits nothing,
+ * and leaves the worker serving other sessions.
+ */
+import assert from 'node:assert/strict';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { startTestHost } from './helpers/test-host.js';
+
+/** Agents: `bounded` for most cases; `smallDisk` has a 32 MiB workspace quota (and so a 32 MiB largest file). */
+const CASES: { name: string; job: string; code: RegExp; agent?: 'smallDisk' }[] = [
+  { name: 'fork bomb', job: 'bomb() { bomb | bomb & }; bomb; sleep 5', code: /^SANDBOX_PIDS_LIMIT: / },
+  { name: 'memory bomb', job: 'head -c 2000m /dev/zero | tail', code: /^SANDBOX_OUT_OF_MEMORY: / },
+  {
+    name: '/tmp filler',
+    job: 'dd if=/dev/zero of=/tmp/fill bs=1M count=500; true',
+    code: /^SANDBOX_TMP_FULL: \/tmp \(64 MiB\) is full/,
+  },
+  {
+    name: 'workspace filler, one file',
+    job: 'dd if=/dev/zero of=fill bs=1M count=500; true',
+    code: /^WORKSPACE_QUOTA_EXCEEDED: .* over its 32\.0 MiB quota/,
+    agent: 'smallDisk',
+  },
+  {
+    name: 'workspace filler, many files',
+    job: 'for i in $(seq 1 200); do head -c 1048576 /dev/zero > f$i; done; sleep 2',
+    code: /^WORKSPACE_QUOTA_EXCEEDED: /,
+    agent: 'smallDisk',
+  },
+  {
+    name: 'endless output',
+    job: 'yes',
+    code: /^OUTPUT_LIMIT_EXCEEDED: a job wrote more than 65536 bytes to stdout/,
+  },
+];
+
+test('each limit is contained to its sandbox with its catalogue code; the worker stays healthy', async (t) => {
+  const { host, client, dataDir, sendAndCollect } = await startTestHost(t);
+  await client.request('POST', '/v1/agents', {
+    name: 'bounded',
+    provider: 'command',
+    memoryMb: 192,
+    pidsLimit: 64,
+  });
+  await client.request('POST', '/v1/agents', { name: 'smallDisk', provider: 'command', workspaceMb: 32 });
+  const released = async (session: string) => {
+    for (let i = 0; i < 200; i++) {
+      const view = await host.store.getSessionView(session, Date.now());
+      if (view && view.leaseOwner === null) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`session ${session} was not released`);
+  };
+  for (const [i, c] of CASES.entries()) {
+    await t.test(c.name, async () => {
+      const session = `limit${i}`;
+      const events = await sendAndCollect(
+        session,
+        { agent: c.agent ?? 'bounded', text: c.job },
+        (e) => e.type === 'failed' || e.type === 'reply',
+        90_000,
+      );
+      const last = events.at(-1)!;
+      assert.equal(last.type, 'failed', JSON.stringify(events));
+      assert.match(String(last.data.error), c.code);
+      assert.equal(last.data.tries, 1, 'a limit is terminal: not retried');
+      assert.equal(events.filter((e) => e.type === 'retrying').length, 0);
+      await released(session);
+      const committed = await readdir(join(dataDir, 'workspaces', session, 'committed')).catch(() => []);
+      assert.deepEqual(committed, [], 'nothing of the turn was committed');
+      assert.deepEqual(await readdir(join(dataDir, 'workspaces', session, 'layers')), [], 'layer discarded');
+    });
+  }
+  await t.test('the worker is healthy afterwards: the next session gets its reply', async () => {
+    const events = await sendAndCollect('after', { agent: 'bounded', text: 'echo still here' }, (e) =>
+      ['reply', 'failed'].includes(e.type),
+    );
+    assert.equal(events.at(-1)?.data.text, 'still here\n');
+    const status = await client.request<{ workers: { alive: boolean }[]; sandboxes: unknown[] }>(
+      'GET',
+      '/v1/status',
+    );
+    assert.ok(status.workers.every((w) => w.alive));
+    assert.equal(
+      (await host.docker.listContainers({ all: true, filters: { label: [`berth.session=limit0`] } })).length,
+      0,
+    );
+  });
+});
