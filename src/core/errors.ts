@@ -111,7 +111,7 @@ export const ERRORS = {
   SANDBOX_TMP_FULL: {
     status: 507,
     retryable: false,
-    hint: '/tmp is a small tmpfs (64 MiB, counted against the sandbox memory); write bulk data under /workspace.',
+    hint: '/tmp and /dev/shm are small tmpfs mounts (64 MiB each, counted against the sandbox memory); write bulk data under /workspace.',
   },
   WORKSPACE_QUOTA_EXCEEDED: {
     status: 507,

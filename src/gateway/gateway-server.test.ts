@@ -127,9 +127,11 @@ test('gateway: stale generation, foreign tokens and bad bodies write nothing', a
   assert.equal(lateCommit.status, 409);
   assert.equal((await replies()).length, 0);
   assert.deepEqual(await store.getState('s'), {});
-  const audit = await store.listAudit(0, 10);
-  assert.ok(audit.length >= 3, 'every refused stale request is audited');
-  assert.ok(audit.every((a) => a.kind === 'stale-generation'));
+  const audit = await store.listAudit(0, 100);
+  const kinds = (kind: string) => audit.filter((a) => a.kind === kind).length;
+  assert.ok(kinds('stale-generation') >= 3, 'every refused stale request is audited');
+  assert.equal(kinds('unauthorized'), 4, 'every refused foreign or forged token is audited');
+  assert.equal(audit.length, kinds('stale-generation') + kinds('unauthorized'));
 });
 
 test('gateway: state a turn puts is visible to it and written only by its commit; a second commit is refused', async (t) => {

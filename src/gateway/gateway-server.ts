@@ -18,6 +18,8 @@ import { verifySandboxToken } from './token.js';
 /** What one turn may put in state: the gateway holds it in memory until the commit. */
 const MAX_STATE_KEYS_PER_TURN = 1000;
 const MAX_STATE_BYTES_PER_TURN = 1024 * 1024;
+/** Refused tokens audited per gateway: a sandbox hammering its socket must not flood the audit table. */
+const MAX_UNAUTHORIZED_AUDITS = 100;
 
 export type TurnEnd = { kind: 'committed' } | { kind: 'aborted'; error: string };
 
@@ -54,6 +56,7 @@ export class SandboxGateway {
   private turn: { id: string; state: Record<string, unknown>; stateBytes: number; closing: boolean } | null =
     null;
   private waiter: Waiter | null = null;
+  private unauthorizedAudits = 0;
 
   constructor(private readonly o: GatewayOptions) {
     this.server = createServer((req, res) => {
@@ -92,6 +95,7 @@ export class SandboxGateway {
     const claims = verifySandboxToken(this.o.secret, auth.replace(/^Bearer\s+/i, ''), now);
     const { binding } = this.o;
     if (!claims || claims.sessionId !== binding.sessionId) {
+      await this.auditUnauthorized(`${req.method} ${req.url}`, claims?.sessionId ?? null, now);
       throw new BerthError(
         'UNAUTHORIZED',
         `No valid sandbox token for session ${binding.sessionId} (${req.method} ${req.url})`,
@@ -272,6 +276,25 @@ export class SandboxGateway {
         sessionId: this.o.binding.sessionId,
         generation,
         data: { operation, workerId: this.o.binding.workerId },
+      },
+      now,
+    );
+  }
+
+  /** A token that is not this sandbox's: forged, expired, or another session's (a leaked one). */
+  private async auditUnauthorized(
+    operation: string,
+    tokenSession: string | null,
+    now: number,
+  ): Promise<void> {
+    if (++this.unauthorizedAudits > MAX_UNAUTHORIZED_AUDITS) return;
+    this.o.log.warn({ operation, tokenSession }, 'Refused sandbox request without a valid token');
+    await this.o.store.audit(
+      {
+        kind: 'unauthorized',
+        sessionId: this.o.binding.sessionId,
+        generation: this.o.binding.generation,
+        data: { operation, tokenSession, workerId: this.o.binding.workerId },
       },
       now,
     );

@@ -1,7 +1,7 @@
 /**
  * The sandbox limits a turn can hit, seen from inside: the kernel's own counters of the
  * sandbox's cgroup (forks refused at the pids limit, processes OOM-killed at the memory
- * limit) and the free space of the /tmp tmpfs. The runner reads them when a turn starts
+ * limit) and the free space of the scratch tmpfs mounts (/tmp, /dev/shm). The runner reads them when a turn starts
  * and again when it ends; a counter that grew means this turn hit the limit, and the
  * turn fails for good with that catalogue code (a retry would hit it again). cgroup v1
  * and v2 layouts are both read; a runtime that shows no cgroup files (gVisor) leaves the
@@ -19,6 +19,7 @@ export class LimitExceeded extends Error {
   }
 }
 
+const SCRATCH_DIRS = ['/tmp', '/dev/shm'];
 const CGROUP = '/sys/fs/cgroup';
 const PIDS_EVENTS = [`${CGROUP}/pids.events`, `${CGROUP}/pids/pids.events`];
 const PIDS_MAX = [`${CGROUP}/pids.max`, `${CGROUP}/pids/pids.max`];
@@ -56,10 +57,12 @@ export class LimitWatch {
         `the turn's processes reached the sandbox process limit (${max ?? '?'}); further forks were refused`,
       );
     }
-    const tmp = await statfs('/tmp').catch(() => null);
-    if (tmp && tmp.blocks > 0 && tmp.bavail === 0) {
-      const mib = Math.round((tmp.blocks * tmp.bsize) / 2 ** 20);
-      return new LimitExceeded('SANDBOX_TMP_FULL', `/tmp (${mib} MiB) is full`);
+    for (const scratch of SCRATCH_DIRS) {
+      const fs = await statfs(scratch).catch(() => null);
+      if (fs && fs.blocks > 0 && fs.bavail === 0) {
+        const mib = Math.round((fs.blocks * fs.bsize) / 2 ** 20);
+        return new LimitExceeded('SANDBOX_TMP_FULL', `${scratch} (${mib} MiB) is full`);
+      }
     }
     return null;
   }

@@ -49,7 +49,8 @@ export async function mountOverlay(
     'overlay',
     'overlay',
     '-o',
-    `lowerdir=${layers.lower},upperdir=${layers.upper},workdir=${layers.work}`,
+    // nosuid, nodev: a setuid binary or device node planted in a workspace gives nothing, even without no-new-privileges.
+    `nosuid,nodev,lowerdir=${layers.lower},upperdir=${layers.upper},workdir=${layers.work}`,
     target,
   ]);
 }

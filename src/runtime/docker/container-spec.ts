@@ -41,6 +41,8 @@ export function containerOptions(spec: SandboxSpec): Dockerode.ContainerCreateOp
       NetworkMode: 'none',
       ReadonlyRootfs: true,
       Tmpfs: { '/tmp': 'rw,nosuid,nodev,size=64m' },
+      // Docker's default, stated: /dev/shm is the other scratch tmpfs (limit-checked like /tmp).
+      ShmSize: 64 * 2 ** 20,
       CapDrop: ['ALL'],
       SecurityOpt: ['no-new-privileges'],
       Init: true,
