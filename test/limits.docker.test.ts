@@ -21,6 +21,11 @@ const CASES: { name: string; job: string; code: RegExp; agent?: 'smallDisk' }[] 
     code: /^SANDBOX_TMP_FULL: \/tmp \(64 MiB\) is full/,
   },
   {
+    name: '/dev/shm filler',
+    job: 'dd if=/dev/zero of=/dev/shm/fill bs=1M count=500; true',
+    code: /^SANDBOX_TMP_FULL: \/dev\/shm \(64 MiB\) is full/,
+  },
+  {
     name: 'workspace filler, one file',
     job: 'dd if=/dev/zero of=fill bs=1M count=500; true',
     code: /^WORKSPACE_QUOTA_EXCEEDED: .* over its 32\.0 MiB quota/,
