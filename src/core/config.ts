@@ -3,8 +3,8 @@
  * returns a frozen ResolvedConfig with defaults applied and durations in ms. Nothing
  * else in berth reads process.env, and nothing reads config at import time.
  */
-import { cpus, totalmem } from 'node:os';
-import { resolve } from 'node:path';
+import { cpus, homedir, totalmem } from 'node:os';
+import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { BerthError } from './errors.js';
 
@@ -43,6 +43,8 @@ export interface ResolvedConfig {
   readonly maxMessageBytes: number;
   /** A job writing more than this to stdout or stderr is killed and fails the turn (OUTPUT_LIMIT_EXCEEDED), in bytes. @default 65536 (BERTH_MAX_OUTPUT_BYTES) */
   readonly maxOutputBytes: number;
+  /** The host's mount allowlist (agents' extra read-only mounts); no file = no extra mounts. @default ~/.config/berth/mount-allowlist.json (BERTH_MOUNT_ALLOWLIST) */
+  readonly mountAllowlistFile: string;
   /** Fault injection for berth's own crash tests: 'kill-before-promote' SIGKILLs the worker between a turn's store commit and its promotion. @default '' (BERTH_FAILPOINT) */
   readonly failpoint: '' | 'kill-before-promote';
   /** @default info (BERTH_LOG_LEVEL) */
@@ -80,6 +82,7 @@ const schema = z.object({
   maxTries: positiveInt,
   maxMessageBytes: positiveInt,
   maxOutputBytes: positiveInt,
+  mountAllowlistFile: z.string().min(1).optional(),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
   failpoint: z.enum(['', 'kill-before-promote']),
 });
@@ -105,6 +108,7 @@ export const CONFIG_ENV: Record<keyof Input, string> = {
   maxTries: 'BERTH_MAX_TRIES',
   maxMessageBytes: 'BERTH_MAX_MESSAGE_BYTES',
   maxOutputBytes: 'BERTH_MAX_OUTPUT_BYTES',
+  mountAllowlistFile: 'BERTH_MOUNT_ALLOWLIST',
   logLevel: 'BERTH_LOG_LEVEL',
   failpoint: 'BERTH_FAILPOINT',
 };
@@ -161,6 +165,9 @@ export function loadConfig(
     dataDir: resolve(c.dataDir),
     apiUrl: c.apiUrl ?? `http://${c.apiHost === '0.0.0.0' ? '127.0.0.1' : c.apiHost}:${c.apiPort}`,
     slots: c.slots ?? defaultSlots(cpus().length, totalmem()),
+    mountAllowlistFile: resolve(
+      c.mountAllowlistFile ?? join(env.HOME || homedir(), '.config', 'berth', 'mount-allowlist.json'),
+    ),
   });
 }
 

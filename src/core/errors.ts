@@ -123,6 +123,11 @@ export const ERRORS = {
     retryable: false,
     hint: 'A job wrote more than BERTH_MAX_OUTPUT_BYTES to stdout/stderr and was killed; redirect bulk output to a file under /workspace, or raise BERTH_MAX_OUTPUT_BYTES.',
   },
+  MOUNT_NOT_ALLOWED: {
+    status: 400,
+    retryable: false,
+    hint: 'Extra mounts must be existing directories under a root of the mount allowlist (BERTH_MOUNT_ALLOWLIST, default ~/.config/berth/mount-allowlist.json) and match no blocked pattern; see docs/security.md.',
+  },
   CONFIG_INVALID: {
     status: 500,
     retryable: false,

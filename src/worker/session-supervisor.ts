@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import {
   type Agent,
-  type BerthError,
+  BerthError,
   decideSandboxHealth,
   GATEWAY_SOCKET_NAME,
   type Session,
@@ -27,6 +27,7 @@ import {
   type TurnAssignment,
 } from '../core/index.js';
 import { SandboxGateway, signSandboxToken, type TurnEnd } from '../gateway/index.js';
+import { resolveMounts } from '../mounts/index.js';
 import type { RuntimeEvent, SandboxHandle } from '../runtime/index.js';
 import type { Fence } from '../store/index.js';
 import type { WorkspaceQuota, Workspaces } from '../workspace/index.js';
@@ -106,7 +107,12 @@ export class SessionSupervisor {
       ending = await this.serveTurns();
     } catch (err) {
       this.log.error({ err }, 'Session supervision failed');
-      ending = { reason: SUPERVISOR_ERROR, turnError: `sandbox failed: ${(err as Error).message}` };
+      // A terminal error (an extra mount the allowlist no longer allows) would fail every retry the same way.
+      const terminal = err instanceof BerthError && !err.retryable;
+      const turnError = terminal
+        ? `${err.code}: ${err.message}`
+        : `sandbox failed: ${(err as Error).message}`;
+      ending = { reason: SUPERVISOR_ERROR, turnError, terminal };
     }
     await this.finish(ending);
   }
@@ -115,6 +121,8 @@ export class SessionSupervisor {
     const { paths, config } = this.deps;
     const runDir = paths.sandboxRunDir(this.sandboxName);
     await mkdir(runDir, { recursive: true, mode: 0o755 });
+    // Checked again at every start: the allowlist or a symlink may have changed since the agent was created.
+    const extraMounts = await resolveMounts(this.agent.mounts, config.mountAllowlistFile);
     const workspaceDir = await this.deps.workspaces.openSlot(this.sandboxName);
     const token = signSandboxToken(this.deps.secret, {
       sessionId: this.session.id,
@@ -162,6 +170,7 @@ export class SessionSupervisor {
       runDir,
       workspaceDir,
       runnerDir: this.deps.runnerDir,
+      extraMounts,
     });
     this.log.info({ startMs: Math.round(performance.now() - startedAt) }, 'Sandbox started');
   }

@@ -13,6 +13,9 @@ export const SANDBOX_USER = '1000:1000';
 export const RUNNER_MOUNT = '/opt/berth';
 export const WORKSPACE_MOUNT = '/workspace';
 
+/** Engine API 1.40+ field, missing from dockerode's types. */
+const READ_ONLY_DATA_BIND = { Propagation: 'rprivate', NonRecursive: true } as const;
+
 export function sandboxLabels(spec: SandboxSpec): Record<string, string> {
   return {
     [LABELS.install]: spec.installId,
@@ -61,6 +64,14 @@ export function containerOptions(spec: SandboxSpec): Dockerode.ContainerCreateOp
           Target: WORKSPACE_MOUNT,
           BindOptions: { Propagation: 'rslave' },
         },
+        // NonRecursive: a mount below the allowed directory on the host is not carried in (nor left writable).
+        ...spec.extraMounts.map((m) => ({
+          Type: 'bind' as const,
+          Source: m.source,
+          Target: m.target,
+          ReadOnly: true,
+          BindOptions: READ_ONLY_DATA_BIND,
+        })),
       ],
       AutoRemove: false,
     },
