@@ -24,7 +24,7 @@ export async function benchHost(env: Record<string, string>, slots: number) {
   const dataDir = await mkdtemp(join(tmpdir(), 'berth-bench-'));
   const config = loadConfig({ ...process.env, ...env, BERTH_DATA: dataDir }, { apiPort: 0, slots });
   const host: Host = await startHost(config, pino({ level: 'silent' }));
-  const client = new ApiClient(host.url);
+  const client = new ApiClient(host.url, host.adminToken);
   await client.request('POST', '/v1/agents', { name: 'b', provider: 'command' });
   return {
     host,

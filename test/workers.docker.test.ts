@@ -10,6 +10,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
+import { readAdminToken } from '../src/api/index.js';
 import { ApiClient } from '../src/cli/index.js';
 import type { ScriptPlan } from '../src/core/index.js';
 import { connectDocker } from '../src/runtime/index.js';
@@ -48,7 +49,7 @@ async function startCluster(t: TestContext, workers: Record<string, NodeJS.Proce
   await eventually('workers registered', async () =>
     (await store.listWorkers()).length === Object.keys(workers).length + 1 ? true : undefined,
   );
-  const client = new ApiClient(`http://127.0.0.1:${port}`);
+  const client = new ApiClient(`http://127.0.0.1:${port}`, (await readAdminToken(dataDir)) ?? undefined);
   await client.request('POST', '/v1/agents', { name: 'scr', provider: 'script' });
   /** A worker that joins later; stopped with the others. */
   const addWorker = (name: string) => {

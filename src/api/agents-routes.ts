@@ -1,23 +1,100 @@
-/** /v1/agents: create, list, get. */
+/** /v1/agents: create, list, get, update, delete — each tenant its own agents. */
 import type { FastifyPluginAsync } from 'fastify';
-import { agentSpecSchema, BerthError } from '../core/index.js';
+import { agentPatchSchema, agentSpecSchema, BerthError } from '../core/index.js';
 import { resolveMounts } from '../mounts/index.js';
-import type { ApiDeps } from './deps.js';
+import type { PluginDeps } from './deps.js';
+import { scopeOf } from './route-table.js';
 import { parseInput } from './validate.js';
 
-export const agentsRoutes: FastifyPluginAsync<ApiDeps> = async (app, { store, clock, config }) => {
-  app.post('/v1/agents', async (request, reply) => {
-    const spec = parseInput(agentSpecSchema, request.body, 'agent');
-    await resolveMounts(spec.mounts, config.mountAllowlistFile);
-    const agent = await store.createAgent(spec, clock.now());
-    return reply.status(201).send(agent);
-  });
+const tag = 'agents';
 
-  app.get('/v1/agents', async () => ({ agents: await store.listAgents() }));
-
-  app.get<{ Params: { name: string } }>('/v1/agents/:name', async (request) => {
-    const agent = await store.getAgent(request.params.name);
-    if (!agent) throw new BerthError('AGENT_NOT_FOUND', `Agent ${request.params.name} does not exist`);
+export const agentsRoutes: FastifyPluginAsync<PluginDeps> = async (app, { store, clock, config, routes }) => {
+  const own = async (name: string, tenant: string | undefined) => {
+    const agent = await store.getAgent(name, tenant);
+    if (!agent) throw new BerthError('AGENT_NOT_FOUND', `Agent ${name} does not exist`);
     return agent;
-  });
+  };
+
+  routes.add(
+    app,
+    {
+      method: 'POST',
+      url: '/v1/agents',
+      summary: 'Create an agent',
+      tag,
+      access: 'tenant',
+      status: 201,
+      returns: 'Agent',
+      body: agentSpecSchema,
+    },
+    async ({ body, principal }) => {
+      await resolveMounts(body.mounts, config.mountAllowlistFile);
+      return store.createAgent(body, clock.now(), principal.tenant ?? undefined);
+    },
+  );
+
+  routes.add(
+    app,
+    {
+      method: 'GET',
+      url: '/v1/agents',
+      summary: 'List agents',
+      tag,
+      access: 'tenant',
+      status: 200,
+      returns: '{agents: Agent[]}',
+    },
+    async ({ principal }) => ({ agents: await store.listAgents(scopeOf(principal)) }),
+  );
+
+  routes.add(
+    app,
+    {
+      method: 'GET',
+      url: '/v1/agents/:name',
+      summary: 'Get an agent',
+      tag,
+      access: 'tenant',
+      status: 200,
+      returns: 'Agent',
+    },
+    async ({ params, principal }) => own(params.name!, scopeOf(principal)),
+  );
+
+  routes.add(
+    app,
+    {
+      method: 'PATCH',
+      url: '/v1/agents/:name',
+      summary: 'Change fields of an agent (its sessions use them from their next sandbox)',
+      tag,
+      access: 'tenant',
+      status: 200,
+      returns: 'Agent',
+      body: agentPatchSchema,
+    },
+    async ({ params, body, principal }) => {
+      const { tenant: _, createdAt: __, ...spec } = await own(params.name!, scopeOf(principal));
+      const merged = parseInput(agentSpecSchema, { ...spec, ...body }, 'agent');
+      await resolveMounts(merged.mounts, config.mountAllowlistFile);
+      return store.replaceAgentSpec(merged, scopeOf(principal));
+    },
+  );
+
+  routes.add(
+    app,
+    {
+      method: 'DELETE',
+      url: '/v1/agents/:name',
+      summary: 'Delete an agent that no live session uses',
+      tag,
+      access: 'tenant',
+      status: 204,
+      returns: 'nothing',
+    },
+    async ({ params, principal }) => {
+      await store.deleteAgent(params.name!, clock.now(), scopeOf(principal));
+      return undefined;
+    },
+  );
 };

@@ -4,12 +4,23 @@ import { test } from 'node:test';
 import { pino } from 'pino';
 import { loadConfig, systemClock } from '../core/index.js';
 import { openSqliteStore } from '../store/index.js';
+import { issueToken } from './api-tokens.js';
 import { buildApp } from './app.js';
 
 async function setup() {
   const config = loadConfig({ BERTH_MAX_MESSAGE_BYTES: '1024' });
   const store = openSqliteStore({ path: ':memory:', leaseMs: config.leaseMs, retry: config });
-  const app = await buildApp({ config, store, clock: systemClock, log: pino({ level: 'silent' }) });
+  const built = await buildApp({ config, store, clock: systemClock, log: pino({ level: 'silent' }) });
+  const { token } = await issueToken(store, 'acme', 'test', Date.now());
+  const authorization = `Bearer ${token}`;
+  const app = {
+    inject: (o: {
+      method: 'GET' | 'POST';
+      url: string;
+      payload?: unknown;
+      headers?: Record<string, string>;
+    }) => built.inject({ ...o, payload: o.payload as string, headers: { ...o.headers, authorization } }),
+  };
   const created = await app.inject({
     method: 'POST',
     url: '/v1/agents',

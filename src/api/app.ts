@@ -2,14 +2,19 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Logger } from 'pino';
 import { agentsRoutes } from './agents-routes.js';
+import { installAuth } from './auth.js';
 import type { ApiDeps } from './deps.js';
 import { installErrorHandler } from './error-handler.js';
 import { eventsRoutes } from './events-routes.js';
+import { buildOpenApi } from './openapi.js';
+import { RouteTable } from './route-table.js';
 import { sessionsRoutes } from './sessions-routes.js';
 import { statusRoutes } from './status-routes.js';
+import { tokensRoutes } from './tokens-routes.js';
 
 /** Room above the largest message for the JSON around it. */
 const BODY_SLACK_BYTES = 64 * 1024;
+export const API_VERSION = '1.0.0';
 
 export async function buildApp(deps: ApiDeps & { log: Logger }): Promise<FastifyInstance> {
   const app = Fastify({
@@ -19,9 +24,27 @@ export async function buildApp(deps: ApiDeps & { log: Logger }): Promise<Fastify
     logController: new LogController({ disableRequestLogging: true }),
   });
   installErrorHandler(app);
-  await app.register(agentsRoutes, deps);
-  await app.register(sessionsRoutes, deps);
-  await app.register(eventsRoutes, deps);
-  await app.register(statusRoutes, deps);
+  installAuth(app, deps.store);
+  const routes = new RouteTable();
+  const pluginDeps = { ...deps, routes };
+  await app.register(agentsRoutes, pluginDeps);
+  await app.register(sessionsRoutes, pluginDeps);
+  await app.register(eventsRoutes, pluginDeps);
+  await app.register(statusRoutes, pluginDeps);
+  await app.register(tokensRoutes, pluginDeps);
+  const openApi = buildOpenApi(routes.routes, API_VERSION);
+  routes.add(
+    app,
+    {
+      method: 'GET',
+      url: '/v1/openapi.json',
+      summary: 'This document',
+      tag: 'meta',
+      access: 'public',
+      status: 200,
+      returns: 'OpenAPI 3 document',
+    },
+    async () => openApi,
+  );
   return app;
 }

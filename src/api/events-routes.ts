@@ -1,90 +1,158 @@
 /**
- * /v1/sessions/:id/events: Server-Sent Events, resumable with Last-Event-ID (or
- * ?after=). Stored events carry their id; a queue position that moved is sent as an
- * extra `queued` event without an id. Pushed as soon as the store commits in this
- * process; a 1 s tick picks up writes made by other processes sharing the store.
+ * Server-Sent Events: /v1/sessions/:id/events (one session) and /v1/events (every
+ * session of the caller's tenant; all of them for the admin). Resumable with
+ * Last-Event-ID (or ?after=): stored events carry their id. On the session stream a queue
+ * position that moved is sent as an extra `queued` event without an id. Pushed as soon as
+ * the store commits in this process; a 1 s tick picks up writes made by other processes.
+ * A client that goes away leaves nothing behind: its store listener and timers end with
+ * its connection.
  */
-import type { FastifyPluginAsync } from 'fastify';
-import { z } from 'zod';
-import { assertSessionId, BerthError, type SessionEvent } from '../core/index.js';
-import type { ApiDeps } from './deps.js';
-import { parseInput } from './validate.js';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { assertSessionId, BerthError, eventsQuerySchema, type SessionEvent } from '../core/index.js';
+import type { Store } from '../store/index.js';
+import type { PluginDeps } from './deps.js';
+import { scopeOf } from './route-table.js';
 
-const eventsQuery = z.object({ after: z.coerce.number().int().min(0).optional() });
 const TICK_MS = 1_000;
 const KEEPALIVE_MS = 15_000;
+const BATCH = 200;
+const tag = 'events';
 
-export const eventsRoutes: FastifyPluginAsync<ApiDeps> = async (app, { store, clock }) => {
+interface StreamSource {
+  /** Events after the cursor, oldest first. */
+  after(cursor: number): Promise<SessionEvent[]>;
+  /** Extra, id-less events computed on each flush (the session's moved queue position). */
+  extra?(): Promise<{ type: string; data: unknown } | null>;
+}
+
+export const eventsRoutes: FastifyPluginAsync<PluginDeps> = async (app, { store, clock, routes }) => {
   // Streams never finish on their own: end them when the server closes, or close would wait on them.
   const open = new Set<() => void>();
   app.addHook('preClose', async () => {
     for (const end of open) end();
   });
 
-  app.get<{ Params: { id: string } }>('/v1/sessions/:id/events', async (request, reply) => {
-    const sessionId = assertSessionId(request.params.id);
-    const query = parseInput(eventsQuery, request.query, 'query');
-    const initial = await store.getSessionView(sessionId, clock.now());
-    if (!initial) throw new BerthError('SESSION_NOT_FOUND', `Session ${sessionId} does not exist`);
-    const lastEventId = Number(request.headers['last-event-id'] ?? query.after ?? 0) || 0;
-
-    reply.hijack();
-    const res = reply.raw;
-    res.writeHead(200, {
-      'content-type': 'text/event-stream',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
-    res.write('retry: 1000\n\n');
-
-    let cursor = lastEventId;
-    let position = initial.queuePosition;
-    let busy = false;
-    let again = false;
-    const send = (type: string, data: unknown, id?: number) => {
-      res.write(`${id === undefined ? '' : `id: ${id}\n`}event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
-    };
-    const flush = async () => {
-      if (busy) {
-        again = true;
-        return;
-      }
-      busy = true;
-      try {
-        do {
-          again = false;
-          let batch: SessionEvent[];
-          do {
-            batch = await store.eventsAfter(sessionId, cursor, 200);
-            for (const e of batch) {
-              send(e.type, { ...e.data, sessionId, at: e.createdAt }, e.id);
-              cursor = e.id;
-            }
-          } while (batch.length === 200);
+  routes.add(
+    app,
+    {
+      method: 'GET',
+      url: '/v1/sessions/:id/events',
+      summary: 'Live events of a session (SSE): queued, started, progress, reply, retrying, failed, archived',
+      tag,
+      access: 'tenant',
+      status: 200,
+      returns: 'text/event-stream',
+      stream: true,
+      query: eventsQuerySchema,
+    },
+    async ({ params, query, principal, request, reply }) => {
+      const sessionId = assertSessionId(params.id!);
+      const initial = await store.getSessionView(sessionId, clock.now(), scopeOf(principal));
+      if (!initial) throw new BerthError('SESSION_NOT_FOUND', `Session ${sessionId} does not exist`);
+      let position = initial.queuePosition;
+      await stream(request, reply, store, open, resumeFrom(request, query.after), {
+        after: (cursor) => store.eventsAfter(sessionId, cursor, BATCH),
+        async extra() {
           const view = await store.getSessionView(sessionId, clock.now());
-          if (view && view.queuePosition !== position) {
-            position = view.queuePosition;
-            if (position !== null) send('queued', { sessionId, position, at: clock.now() });
-          }
-        } while (again);
-      } catch (err) {
-        request.log.warn({ err }, 'SSE flush failed');
-      } finally {
-        busy = false;
-      }
-    };
-    const unsubscribe = store.onChange(() => void flush());
-    const tick = setInterval(() => void flush(), TICK_MS);
-    const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
-    const end = () => res.end();
-    open.add(end);
-    request.raw.on('close', () => {
-      open.delete(end);
-      unsubscribe();
-      clearInterval(tick);
-      clearInterval(keepalive);
-    });
-    await flush();
-  });
+          if (!view || view.queuePosition === position) return null;
+          position = view.queuePosition;
+          return position === null
+            ? null
+            : { type: 'queued', data: { sessionId, position, at: clock.now() } };
+        },
+      });
+    },
+  );
+
+  routes.add(
+    app,
+    {
+      method: 'GET',
+      url: '/v1/events',
+      summary: "Live events of every session of the caller's tenant (SSE)",
+      tag,
+      access: 'tenant',
+      status: 200,
+      returns: 'text/event-stream',
+      stream: true,
+      query: eventsQuerySchema,
+    },
+    async ({ query, principal, request, reply }) => {
+      const tenant = scopeOf(principal);
+      await stream(request, reply, store, open, resumeFrom(request, query.after), {
+        after: (cursor) => store.eventsAfter(null, cursor, BATCH, tenant),
+      });
+    },
+  );
 };
+
+function resumeFrom(request: FastifyRequest, after: number | undefined): number {
+  return Number(request.headers['last-event-id'] ?? after ?? 0) || 0;
+}
+
+async function stream(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  store: Store,
+  open: Set<() => void>,
+  from: number,
+  source: StreamSource,
+): Promise<void> {
+  reply.hijack();
+  const res = reply.raw;
+  res.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  res.write('retry: 1000\n\n');
+
+  let cursor = from;
+  let busy = false;
+  let again = false;
+  let closed = false;
+  const send = (type: string, data: unknown, id?: number) => {
+    res.write(`${id === undefined ? '' : `id: ${id}\n`}event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
+  };
+  const flush = async () => {
+    if (busy) {
+      again = true;
+      return;
+    }
+    busy = true;
+    try {
+      do {
+        again = false;
+        let batch: SessionEvent[];
+        do {
+          batch = await source.after(cursor);
+          if (closed) return;
+          for (const e of batch) {
+            send(e.type, { ...e.data, sessionId: e.sessionId, at: e.createdAt }, e.id);
+            cursor = e.id;
+          }
+        } while (batch.length === BATCH);
+        const extra = await source.extra?.();
+        if (extra && !closed) send(extra.type, extra.data);
+      } while (again && !closed);
+    } catch (err) {
+      request.log.warn({ err }, 'SSE flush failed');
+    } finally {
+      busy = false;
+    }
+  };
+  const unsubscribe = store.onChange(() => void flush());
+  const tick = setInterval(() => void flush(), TICK_MS);
+  const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
+  const end = () => res.end();
+  open.add(end);
+  request.raw.on('close', () => {
+    closed = true;
+    open.delete(end);
+    unsubscribe();
+    clearInterval(tick);
+    clearInterval(keepalive);
+  });
+  await flush();
+}

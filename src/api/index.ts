@@ -1,3 +1,10 @@
-/** api: the HTTP API (REST + SSE). */
+/** api: the HTTP API (REST + SSE), its auth and tokens. */
+export {
+  ADMIN_TOKEN_FILE,
+  assertListenAllowed,
+  ensureAdminToken,
+  isLoopbackAddress,
+  readAdminToken,
+} from './api-tokens.js';
 export { buildApp } from './app.js';
 export type { ApiDeps } from './deps.js';

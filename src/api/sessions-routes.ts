@@ -1,57 +1,201 @@
-/** /v1/sessions: post a message (creating the session on first use), read a session, its messages and turns. */
+/**
+ * /v1/sessions: create, list (filters), get (with queue ETA), delete (stop and archive);
+ * messages (post, cursor pages) and turns. A tenant sees only its own sessions: another
+ * tenant's answer 404, exactly like one that does not exist.
+ */
 import type { FastifyPluginAsync } from 'fastify';
-import { z } from 'zod';
-import { assertSessionId, BerthError } from '../core/index.js';
-import type { ApiDeps } from './deps.js';
-import { parseInput } from './validate.js';
+import {
+  assertSessionId,
+  BerthError,
+  createSessionSchema,
+  isLeaseFresh,
+  listSessionsQuerySchema,
+  newId,
+  pageQuerySchema,
+  postMessageSchema,
+  type SessionView,
+} from '../core/index.js';
+import type { PluginDeps } from './deps.js';
+import { scopeOf } from './route-table.js';
 
-const messageBody = z
-  .object({ text: z.string().min(1, 'text must not be empty'), agent: z.string().min(1).optional() })
-  .strict();
-const pageQuery = z.object({
-  after: z.coerce.number().int().min(0).default(0),
-  limit: z.coerce.number().int().min(1).max(500).default(100),
-});
+const tag = 'sessions';
+/** Committed turns the ETA averages over. */
+const ETA_SAMPLE_TURNS = 50;
 
-type SessionParams = { Params: { id: string } };
+export interface SessionWithEta extends SessionView {
+  /** Expected wait before this session's turn starts, in ms; null when not queued or nothing to go by yet. */
+  etaMs: number | null;
+}
 
-export const sessionsRoutes: FastifyPluginAsync<ApiDeps> = async (app, { store, clock, config }) => {
-  app.post<SessionParams>('/v1/sessions/:id/messages', async (request, reply) => {
-    const sessionId = assertSessionId(request.params.id);
-    const body = parseInput(messageBody, request.body, 'message');
-    const bytes = Buffer.byteLength(body.text);
-    if (bytes > config.maxMessageBytes) {
-      throw new BerthError(
-        'MESSAGE_TOO_LARGE',
-        `Message of ${bytes} bytes is over the limit of ${config.maxMessageBytes} bytes`,
-      );
-    }
-    const { message, view, eventId } = await store.enqueueMessage({
-      sessionId,
-      agent: body.agent,
-      text: body.text,
-      now: clock.now(),
-    });
-    return reply.status(202).send({ message, session: view, eventId });
-  });
+export const sessionsRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) => {
+  const { store, clock, config, routes } = deps;
 
-  app.get('/v1/sessions', async () => ({ sessions: await store.listSessionViews(clock.now()) }));
-
-  app.get<SessionParams>('/v1/sessions/:id', async (request) => {
-    const sessionId = assertSessionId(request.params.id);
-    const view = await store.getSessionView(sessionId, clock.now());
+  /** Position x mean turn time / live slots: a rough figure, and labelled so in the docs. */
+  const withEta = async (views: SessionView[]): Promise<SessionWithEta[]> => {
+    const queued = views.some((v) => v.queuePosition !== null);
+    const meanMs = queued ? await store.meanTurnMs(ETA_SAMPLE_TURNS) : null;
+    const now = clock.now();
+    const slots = queued
+      ? (await store.listWorkers())
+          .filter((w) => isLeaseFresh(w.heartbeatAt, now, config.leaseMs))
+          .reduce((n, w) => n + w.slots, 0)
+      : 0;
+    return views.map((v) => ({
+      ...v,
+      etaMs:
+        v.queuePosition === null || meanMs === null || slots === 0
+          ? null
+          : Math.ceil(v.queuePosition / slots) * meanMs,
+    }));
+  };
+  const ownView = async (id: string, tenant: string | undefined): Promise<SessionView> => {
+    const sessionId = assertSessionId(id);
+    const view = await store.getSessionView(sessionId, clock.now(), tenant);
     if (!view) throw new BerthError('SESSION_NOT_FOUND', `Session ${sessionId} does not exist`);
     return view;
-  });
+  };
 
-  app.get<SessionParams>('/v1/sessions/:id/messages', async (request) => {
-    const sessionId = assertSessionId(request.params.id);
-    const { after, limit } = parseInput(pageQuery, request.query, 'query');
-    const messages = await store.listMessages(sessionId, after, limit);
-    return { messages, next: messages.length === limit ? messages.at(-1)!.id : null };
-  });
+  routes.add(
+    app,
+    {
+      method: 'POST',
+      url: '/v1/sessions',
+      summary: 'Create a session (no message yet)',
+      tag,
+      access: 'tenant',
+      status: 201,
+      returns: 'SessionView',
+      body: createSessionSchema,
+    },
+    async ({ body, principal }) => {
+      const sessionId = body.id === undefined ? newId('s') : assertSessionId(body.id);
+      return store.createSession({
+        sessionId,
+        agent: body.agent,
+        now: clock.now(),
+        tenant: scopeOf(principal),
+      });
+    },
+  );
 
-  app.get<SessionParams>('/v1/sessions/:id/turns', async (request) => ({
-    turns: await store.listTurns(assertSessionId(request.params.id)),
-  }));
+  routes.add(
+    app,
+    {
+      method: 'GET',
+      url: '/v1/sessions',
+      summary: 'List sessions, optionally by status and agent',
+      tag,
+      access: 'tenant',
+      status: 200,
+      returns: '{sessions: SessionView & {etaMs}[]}',
+      query: listSessionsQuerySchema,
+    },
+    async ({ query, principal }) => {
+      const all = await store.listSessionViews(clock.now(), scopeOf(principal));
+      const wanted = all.filter(
+        (v) =>
+          (query.status === undefined || v.status === query.status) &&
+          (query.agent === undefined || v.agent === query.agent) &&
+          (query.archived === 'true' || query.status === 'archived' || v.archivedAt === null),
+      );
+      return { sessions: await withEta(wanted) };
+    },
+  );
+
+  routes.add(
+    app,
+    {
+      method: 'GET',
+      url: '/v1/sessions/:id',
+      summary: 'A session: status, generation, queue position and ETA, current turn, last reply',
+      tag,
+      access: 'tenant',
+      status: 200,
+      returns: 'SessionView & {etaMs}',
+    },
+    async ({ params, principal }) => (await withEta([await ownView(params.id!, scopeOf(principal))]))[0],
+  );
+
+  routes.add(
+    app,
+    {
+      method: 'DELETE',
+      url: '/v1/sessions/:id',
+      summary: 'Stop and archive a session: open messages fail, its sandbox is fenced off',
+      tag,
+      access: 'tenant',
+      status: 200,
+      returns: 'SessionView',
+    },
+    async ({ params, principal }) =>
+      store.archiveSession(assertSessionId(params.id!), clock.now(), scopeOf(principal)),
+  );
+
+  routes.add(
+    app,
+    {
+      method: 'POST',
+      url: '/v1/sessions/:id/messages',
+      summary: 'Post a message (creates the session on first use with "agent")',
+      tag,
+      access: 'tenant',
+      status: 202,
+      returns: '{message: Message, session: SessionView, eventId}',
+      body: postMessageSchema,
+    },
+    async ({ params, body, principal }) => {
+      const sessionId = assertSessionId(params.id!);
+      const bytes = Buffer.byteLength(body.text);
+      if (bytes > config.maxMessageBytes) {
+        throw new BerthError(
+          'MESSAGE_TOO_LARGE',
+          `Message of ${bytes} bytes is over the limit of ${config.maxMessageBytes} bytes`,
+        );
+      }
+      const { message, view, eventId } = await store.enqueueMessage({
+        sessionId,
+        agent: body.agent,
+        text: body.text,
+        now: clock.now(),
+        tenant: scopeOf(principal),
+      });
+      return { message, session: view, eventId };
+    },
+  );
+
+  routes.add(
+    app,
+    {
+      method: 'GET',
+      url: '/v1/sessions/:id/messages',
+      summary: 'Messages of a session, oldest first, a page at a time',
+      tag,
+      access: 'tenant',
+      status: 200,
+      returns: '{messages: Message[], next: number | null}',
+      query: pageQuerySchema,
+    },
+    async ({ params, query, principal }) => {
+      const view = await ownView(params.id!, scopeOf(principal));
+      const messages = await store.listMessages(view.id, query.after, query.limit);
+      return { messages, next: messages.length === query.limit ? messages.at(-1)!.id : null };
+    },
+  );
+
+  routes.add(
+    app,
+    {
+      method: 'GET',
+      url: '/v1/sessions/:id/turns',
+      summary: 'Turns of a session: attempts, timings, errors',
+      tag,
+      access: 'tenant',
+      status: 200,
+      returns: '{turns: Turn[]}',
+    },
+    async ({ params, principal }) => {
+      const view = await ownView(params.id!, scopeOf(principal));
+      return { turns: await store.listTurns(view.id) };
+    },
+  );
 };

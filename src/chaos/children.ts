@@ -14,7 +14,7 @@ import { closeSync, openSync, writeSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import type { ApiClient } from '../cli/client.js';
+import type { ApiClient } from '../client/index.js';
 
 /** bin/berth.js, from dist/src/chaos/ (compiled) — the same CLI a user runs. */
 export const BERTH_BIN = fileURLToPath(new URL('../../../bin/berth.js', import.meta.url));

@@ -14,7 +14,8 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { ApiClient } from '../cli/client.js';
+import { readAdminToken } from '../api/index.js';
+import { ApiClient } from '../client/index.js';
 import { isBerthError, loadConfig, parseDurationMs, type SessionView } from '../core/index.js';
 import { connectDocker } from '../runtime/index.js';
 import { installIdOf } from '../worker/index.js';
@@ -93,7 +94,6 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   delete env.BERTH_SLOTS;
   const docker = connectDocker(loadConfig(env).dockerSocket);
   const url = `http://127.0.0.1:${port}`;
-  const client = new ApiClient(url);
   const api = new BerthProcess('api', ['up', '--slots', '0'], env, join(dataDir, 'api.log'));
   const workers = Array.from(
     { length: WORKERS },
@@ -131,6 +131,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     progress();
     api.start();
     await waitForHealthy(url, api, START_TIMEOUT_MS);
+    // The API process wrote the admin token at start: this run acts as the operator.
+    const client = new ApiClient(url, (await readAdminToken(dataDir)) ?? undefined);
     // One at a time: each worker's start-up mounts the shared slot root and reaps leftovers.
     for (const w of workers) {
       w.start();

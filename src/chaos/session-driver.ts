@@ -13,7 +13,7 @@
  * - Each request is bounded by `messageTimeoutMs` and by the run's abort signal.
  */
 
-import type { ApiClient } from '../cli/client.js';
+import type { ApiClient } from '../client/index.js';
 import { BerthError, isBerthError } from '../core/index.js';
 import { expectedReply, turnPlan } from './workload.js';
 

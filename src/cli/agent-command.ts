@@ -1,11 +1,10 @@
 /** `berth agent create|list`. */
 import { Command, Option } from 'commander';
-import { type Agent, loadConfig, PROVIDERS } from '../core/index.js';
-import { ApiClient } from './client.js';
+import { PROVIDERS, type ProviderName } from '../core/index.js';
+import { connect } from './connect.js';
 import { printJson } from './output.js';
 
 export function agentCommand(env: NodeJS.ProcessEnv): Command {
-  const client = () => new ApiClient(loadConfig(env).apiUrl);
   const agent = new Command('agent').description('Create and inspect agents (named sandbox configurations)');
   agent
     .command('create <name>')
@@ -23,9 +22,9 @@ export function agentCommand(env: NodeJS.ProcessEnv): Command {
         name: string,
         o: { provider: string; image?: string; memory: string; cpus: string; pids: string; json?: boolean },
       ) => {
-        const created = await client().request<Agent>('POST', '/v1/agents', {
+        const created = await (await connect(env)).agents.create({
           name,
-          provider: o.provider,
+          provider: o.provider as ProviderName,
           ...(o.image ? { image: o.image } : {}),
           memoryMb: Number(o.memory),
           cpus: Number(o.cpus),
@@ -43,7 +42,7 @@ export function agentCommand(env: NodeJS.ProcessEnv): Command {
     .description('List agents')
     .option('--json', 'print JSON')
     .action(async (o: { json?: boolean }) => {
-      const { agents } = await client().request<{ agents: Agent[] }>('GET', '/v1/agents');
+      const agents = await (await connect(env)).agents.list();
       if (o.json) return printJson(agents);
       for (const a of agents)
         process.stdout.write(`${a.name}\t${a.provider}\t${a.memoryMb} MiB\t${a.cpus} CPU\n`);

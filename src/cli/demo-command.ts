@@ -8,10 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { destination, pino } from 'pino';
+import { ApiClient, type Posted } from '../client/index.js';
 import { loadConfig, type ScriptPlan } from '../core/index.js';
-import { ApiClient } from './client.js';
 import { startHost } from './host.js';
-import type { Posted } from './send-command.js';
 
 interface Row {
   session: string;
@@ -38,7 +37,7 @@ export function demoCommand(env: NodeJS.ProcessEnv): Command {
       const config = loadConfig({ ...env, BERTH_DATA: dataDir }, { apiPort: 0, slots: SLOTS });
       const log = pino({ level: 'warn' }, destination(2));
       const host = await startHost(config, log);
-      const client = new ApiClient(host.url);
+      const client = new ApiClient(host.url, host.adminToken);
       try {
         await client
           .request('POST', '/v1/agents', { name: 'demo', provider: 'script', memoryMb: 256 })

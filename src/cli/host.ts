@@ -8,7 +8,7 @@
 import type Dockerode from 'dockerode';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { buildApp } from '../api/index.js';
+import { assertListenAllowed, buildApp, ensureAdminToken } from '../api/index.js';
 import { type Clock, type ResolvedConfig, systemClock } from '../core/index.js';
 import {
   assertDockerReachable,
@@ -31,6 +31,8 @@ export interface Host {
   docker: Dockerode;
   /** Where the API listens; '' for a worker-only host. */
   url: string;
+  /** The operator's token (also in <data>/admin-token); '' for a worker-only host. */
+  adminToken: string;
   close(): Promise<void>;
 }
 
@@ -72,9 +74,12 @@ export async function startHost(
     leaseMs: config.leaseMs,
     retry: { retryBaseMs: config.retryBaseMs, retryMaxMs: config.retryMaxMs, maxTries: config.maxTries },
   });
+  const api = options.api !== false;
+  if (api) await assertListenAllowed(store, config.apiHost);
+  const adminToken = api ? await ensureAdminToken(store, config.dataDir, clock.now()) : '';
   const worker = new Worker({ config, store, runtime, clock, log, paths, image });
   await worker.start();
-  const app = options.api === false ? null : await buildApp({ config, store, clock, log });
+  const app = api ? await buildApp({ config, store, clock, log }) : null;
   const address = app ? await app.listen({ host: config.apiHost, port: config.apiPort }) : '';
   log.info({ address, dataDir: config.dataDir, image, workerId: worker.id }, 'berth host up');
   let closing: Promise<void> | undefined;
@@ -85,6 +90,7 @@ export async function startHost(
     app,
     docker,
     url: address,
+    adminToken,
     /** Idempotent: API first (no new work), then the worker (sandboxes ended), then the store. */
     close() {
       closing ??= (async () => {

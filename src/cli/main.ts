@@ -7,6 +7,7 @@ import { imageCommandFor } from './image-wiring.js';
 import { exitWithError } from './output.js';
 import { sendCommand } from './send-command.js';
 import { statusCommand } from './status-command.js';
+import { tokenCommand } from './token-command.js';
 import { upCommand, workerCommand } from './up-command.js';
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
@@ -19,6 +20,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<void
     .addCommand(agentCommand(env))
     .addCommand(sendCommand(env))
     .addCommand(statusCommand(env))
+    .addCommand(tokenCommand(env))
     .addCommand(imageCommandFor(env))
     .addCommand(demoCommand(env))
     .addCommand(chaosCommand(env))

@@ -1,14 +1,9 @@
 /** `berth send`: post a message to a session; with --wait, follow it to its reply. */
 import { Command } from 'commander';
-import { BerthError, type CommandResult, loadConfig, type Message, type SessionView } from '../core/index.js';
-import { ApiClient } from './client.js';
+import type { StreamedEvent } from '../client/index.js';
+import type { CommandResult } from '../core/index.js';
+import { connect } from './connect.js';
 import { printJson } from './output.js';
-
-export interface Posted {
-  message: Message;
-  session: SessionView;
-  eventId: number;
-}
 
 export function sendCommand(env: NodeJS.ProcessEnv): Command {
   return new Command('send')
@@ -20,16 +15,9 @@ export function sendCommand(env: NodeJS.ProcessEnv): Command {
     .option('--json', 'print JSON')
     .action(
       async (sessionId: string, textArg: string, o: { agent?: string; wait?: boolean; json?: boolean }) => {
-        const client = new ApiClient(loadConfig(env).apiUrl);
+        const berth = await connect(env);
         const text = textArg === '-' ? await readStdin() : textArg;
-        const posted = await client.request<Posted>(
-          'POST',
-          `/v1/sessions/${encodeURIComponent(sessionId)}/messages`,
-          {
-            text,
-            ...(o.agent ? { agent: o.agent } : {}),
-          },
-        );
+        const posted = await berth.sessions.post(sessionId, { text, ...(o.agent ? { agent: o.agent } : {}) });
         if (!o.wait) {
           if (o.json) return printJson(posted);
           const where = posted.session.queuePosition
@@ -38,7 +26,11 @@ export function sendCommand(env: NodeJS.ProcessEnv): Command {
           process.stdout.write(`message ${posted.message.id} accepted for ${sessionId} (${where})\n`);
           return;
         }
-        const reply = await waitForReply(client, sessionId, posted, !o.json);
+        const say = (line: string) =>
+          !o.json && process.stderr.isTTY && process.stderr.write(`\r\x1b[K${line}`);
+        const reply = await berth
+          .waitForReply(sessionId, posted, { onEvent: (e) => say(describeEvent(e) ?? '') })
+          .finally(() => say(''));
         if (o.json) return printJson(reply);
         const result = reply.data as CommandResult | null;
         if (result && typeof result === 'object' && 'exitCode' in result) {
@@ -52,49 +44,27 @@ export function sendCommand(env: NodeJS.ProcessEnv): Command {
     );
 }
 
-/** Follows the session's events from the message's 'queued' event until its reply or its failure. */
-export async function waitForReply(
-  client: ApiClient,
-  sessionId: string,
-  posted: Posted,
-  showProgress: boolean,
-): Promise<{ text: string; data: unknown }> {
-  const say = (line: string) =>
-    showProgress && process.stderr.isTTY && process.stderr.write(`\r\x1b[K${line}`);
-  const messageId = posted.message.id;
-  try {
-    for await (const e of client.events(sessionId, posted.eventId)) {
-      const d = e.data;
-      switch (e.type) {
-        case 'queued':
-          say(`queued at position ${d.position}`);
-          break;
-        case 'started':
-          say(`running (attempt ${d.attempt})`);
-          break;
-        case 'progress':
-          say(`running: ${String(d.text)}`);
-          break;
-        case 'retrying':
-          if (d.messageId === messageId) say(`retrying in ${d.retryInMs} ms: ${String(d.error)}`);
-          break;
-        case 'failed':
-          if (d.messageId === messageId) {
-            throw new BerthError(
-              'SANDBOX_FAILED',
-              `Message ${messageId} failed after ${d.tries} tries: ${String(d.error)}`,
-            );
-          }
-          break;
-        case 'reply':
-          if ((d.inReplyTo as number[]).includes(messageId)) return { text: String(d.text), data: d.data };
-          break;
-      }
-    }
-  } finally {
-    say('');
+/** One line for a session event, as the live views show it; null for events with nothing to show. */
+export function describeEvent(e: StreamedEvent): string | null {
+  const d = e.data;
+  switch (e.type) {
+    case 'queued':
+      return `queued at position ${d.position}`;
+    case 'started':
+      return `running (attempt ${d.attempt})`;
+    case 'progress':
+      return `running: ${String(d.text)}`;
+    case 'retrying':
+      return `retrying in ${d.retryInMs} ms: ${String(d.error)}`;
+    case 'failed':
+      return `failed after ${d.tries} tries: ${String(d.error)}`;
+    case 'reply':
+      return `reply: ${String(d.text)}`;
+    case 'archived':
+      return 'archived';
+    default:
+      return null;
   }
-  throw new BerthError('HOST_UNREACHABLE', `Event stream of session ${sessionId} ended before the reply`);
 }
 
 async function readStdin(): Promise<string> {

@@ -1,28 +1,21 @@
 /** `berth status`: sessions, queue, sandboxes and workers, as a table or JSON. */
 import { Command } from 'commander';
-import { loadConfig, type SessionView, type WorkerRow } from '../core/index.js';
-import { ApiClient } from './client.js';
+import type { Status } from '../client/index.js';
+import { connect } from './connect.js';
 import { printJson } from './output.js';
-
-export interface StatusBody {
-  sessions: SessionView[];
-  queue: { sessionId: string; position: number; pending: number }[];
-  sandboxes: { name: string; sessionId: string; generation: number; worker: string; status: string }[];
-  workers: (WorkerRow & { alive: boolean })[];
-}
 
 export function statusCommand(env: NodeJS.ProcessEnv): Command {
   return new Command('status')
     .description('Show sessions, the queue, sandboxes and workers')
     .option('--json', 'print JSON')
     .action(async (o: { json?: boolean }) => {
-      const status = await new ApiClient(loadConfig(env).apiUrl).request<StatusBody>('GET', '/v1/status');
+      const status = await (await connect(env)).status();
       if (o.json) return printJson(status);
       process.stdout.write(renderStatus(status));
     });
 }
 
-export function renderStatus(s: StatusBody): string {
+export function renderStatus(s: Status): string {
   const rows = s.sessions.map((v) => [
     v.id,
     v.agent,

@@ -17,6 +17,8 @@ export interface ResolvedConfig {
   readonly apiPort: number;
   /** Where CLI commands find the API. @default http://127.0.0.1:7420 (BERTH_URL) */
   readonly apiUrl: string;
+  /** API token the CLI sends; empty = the admin token in <dataDir>/admin-token. @default '' (BERTH_TOKEN) */
+  readonly apiToken: string;
   /** Docker Engine API socket. @default /var/run/docker.sock (BERTH_DOCKER_SOCKET) */
   readonly dockerSocket: string;
   /** Sandbox image; empty = the locally built base image. (BERTH_IMAGE) */
@@ -69,6 +71,7 @@ const schema = z.object({
   apiHost: z.string().min(1),
   apiPort: z.coerce.number().int().min(0).max(65535),
   apiUrl: z.string().url().optional(),
+  apiToken: z.string(),
   dockerSocket: z.string().min(1),
   image: z.string(),
   slots: z.coerce.number().int().min(0).optional(),
@@ -95,6 +98,7 @@ export const CONFIG_ENV: Record<keyof Input, string> = {
   apiHost: 'BERTH_HOST',
   apiPort: 'BERTH_PORT',
   apiUrl: 'BERTH_URL',
+  apiToken: 'BERTH_TOKEN',
   dockerSocket: 'BERTH_DOCKER_SOCKET',
   image: 'BERTH_IMAGE',
   slots: 'BERTH_SLOTS',
@@ -117,6 +121,7 @@ const DEFAULTS: Input = {
   dataDir: '.berth',
   apiHost: '127.0.0.1',
   apiPort: 7420,
+  apiToken: '',
   dockerSocket: '/var/run/docker.sock',
   image: '',
   leaseMs: 10_000,

@@ -42,6 +42,21 @@ export const ERRORS = {
     retryable: false,
     hint: 'Send a message to create it: berth send <session> <text> --agent <agent>',
   },
+  SESSION_EXISTS: {
+    status: 409,
+    retryable: false,
+    hint: 'Pick another session id, or post messages to the existing session.',
+  },
+  SESSION_ARCHIVED: {
+    status: 409,
+    retryable: false,
+    hint: 'An archived session takes no more messages; start a new session id.',
+  },
+  AGENT_IN_USE: {
+    status: 409,
+    retryable: false,
+    hint: 'Delete (archive) the sessions of this agent first: DELETE /v1/sessions/<id>.',
+  },
   SESSION_AGENT_MISMATCH: {
     status: 409,
     retryable: false,
@@ -71,6 +86,21 @@ export const ERRORS = {
     status: 401,
     retryable: false,
     hint: 'Send the sandbox token in the Authorization header.',
+  },
+  API_TOKEN_INVALID: {
+    status: 401,
+    retryable: false,
+    hint: 'Send "Authorization: Bearer <token>": a tenant token from `berth token create --tenant T`, or the admin token in <data>/admin-token (the CLI reads it itself, or set BERTH_TOKEN).',
+  },
+  ADMIN_ONLY: {
+    status: 403,
+    retryable: false,
+    hint: 'Use the operator admin token (<data>/admin-token) for this.',
+  },
+  TOKEN_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    hint: 'List tokens with berth token list.',
   },
   TURN_NOT_FOUND: { status: 404, retryable: false, hint: 'Poll GET /v1/turn for the current turn.' },
   DOCKER_UNREACHABLE: {

@@ -1,5 +1,6 @@
 /** core: types, config, ids, clock, errors and pure deciders. No I/O. */
 export * from './agent.js';
+export * from './api-schemas.js';
 export * from './clock.js';
 export * from './config.js';
 export * from './decide.js';

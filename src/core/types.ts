@@ -4,9 +4,21 @@ import type { TurnOutput } from './protocol.js';
 
 export type MessageStatus = 'pending' | 'processing' | 'done' | 'failed';
 export type TurnStatus = 'running' | 'committed' | 'aborted';
-export type SessionStatus = 'idle' | 'queued' | 'backoff' | 'starting' | 'running' | 'bound' | 'failed';
+export type SessionStatus =
+  | 'idle'
+  | 'queued'
+  | 'backoff'
+  | 'starting'
+  | 'running'
+  | 'bound'
+  | 'failed'
+  | 'archived';
+
+/** Owner of agents and sessions; an API token belongs to one tenant (or is the operator's admin token). */
+export const DEFAULT_TENANT = 'default';
 
 export interface Agent extends AgentSpec {
+  tenant: string;
   createdAt: number;
 }
 
@@ -20,6 +32,9 @@ export interface Session {
   workspaceVersion: number;
   /** A committed turn whose layer is not promoted yet: promote it before any new attempt mounts. */
   pendingLayer: string | null;
+  tenant: string;
+  /** Set by DELETE /v1/sessions/:id: the session takes no more messages and its lease is fenced off. */
+  archivedAt: number | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -53,6 +68,19 @@ export interface Turn {
   endedAt: number | null;
 }
 
+/** Who an API token speaks for: one tenant, or the operator (admin: every tenant). */
+export interface Principal {
+  tokenId: string;
+  tenant: string | null;
+  admin: boolean;
+}
+
+export interface ApiTokenRow extends Principal {
+  label: string;
+  createdAt: number;
+  revokedAt: number | null;
+}
+
 export interface WorkerRow {
   id: string;
   host: string;
@@ -72,7 +100,14 @@ export interface SessionView extends Session {
   currentTurn: Turn | null;
 }
 
-export type SessionEventType = 'queued' | 'started' | 'progress' | 'reply' | 'retrying' | 'failed';
+export type SessionEventType =
+  | 'queued'
+  | 'started'
+  | 'progress'
+  | 'reply'
+  | 'retrying'
+  | 'failed'
+  | 'archived';
 
 export interface SessionEvent {
   id: number;

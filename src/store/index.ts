@@ -2,4 +2,14 @@
 
 export { fenceError } from './fence-error.js';
 export { openSqliteStore, type SqliteStoreOptions } from './sqlite/sqlite-store.js';
-export type { AuditEntry, EnqueueInput, Fence, FenceCode, Fenced, Store, StoreChange } from './store.js';
+export type {
+  AuditEntry,
+  CreateSessionInput,
+  EnqueueInput,
+  Fence,
+  FenceCode,
+  Fenced,
+  NewApiToken,
+  Store,
+  StoreChange,
+} from './store.js';

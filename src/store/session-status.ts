@@ -2,6 +2,7 @@
 import type { SessionStatus } from '../core/index.js';
 
 export interface SessionFacts {
+  archived: boolean;
   leased: boolean;
   turnRunning: boolean;
   pending: number;
@@ -10,6 +11,7 @@ export interface SessionFacts {
 }
 
 export function deriveSessionStatus(f: SessionFacts): SessionStatus {
+  if (f.archived) return 'archived';
   if (f.turnRunning) return 'running';
   if (f.leased && f.runnable > 0) return 'starting';
   if (f.runnable > 0) return 'queued';

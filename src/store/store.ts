@@ -10,9 +10,11 @@ import type {
   AbortInput,
   Agent,
   AgentSpec,
+  ApiTokenRow,
   ClaimedSession,
   CommitInput,
   Message,
+  Principal,
   Session,
   SessionEvent,
   SessionView,
@@ -55,6 +57,25 @@ export interface EnqueueInput {
   agent?: string;
   text: string;
   now: number;
+  /** The caller's tenant: the session and agent must be its own (else *_NOT_FOUND). Omitted = the operator. */
+  tenant?: string;
+}
+
+export interface CreateSessionInput {
+  sessionId: string;
+  agent: string;
+  now: number;
+  /** As in EnqueueInput. A new session belongs to its agent's tenant. */
+  tenant?: string;
+}
+
+export interface NewApiToken {
+  id: string;
+  /** null for the operator's admin token. */
+  tenant: string | null;
+  /** SHA-256 (hex) of the secret; the secret itself is never stored. */
+  hash: string;
+  label: string;
 }
 
 export interface Store {
@@ -62,20 +83,44 @@ export interface Store {
   close(): Promise<void>;
   onChange(listener: (change: StoreChange) => void): () => void;
 
-  createAgent(spec: AgentSpec, now: number): Promise<Agent>;
-  getAgent(name: string): Promise<Agent | null>;
-  listAgents(): Promise<Agent[]>;
+  // `tenant` parameters scope a read or write to one tenant: another tenant's rows look
+  // absent (null, NOT_FOUND). Omitted = the operator, who sees every tenant.
+
+  /** Throws AGENT_EXISTS. @param tenant owner of the new agent, default DEFAULT_TENANT */
+  createAgent(spec: AgentSpec, now: number, tenant?: string): Promise<Agent>;
+  getAgent(name: string, tenant?: string): Promise<Agent | null>;
+  listAgents(tenant?: string): Promise<Agent[]>;
+  /** Replaces the spec (the name stays). Throws AGENT_NOT_FOUND. */
+  replaceAgentSpec(spec: AgentSpec, tenant?: string): Promise<Agent>;
+  /** Throws AGENT_NOT_FOUND, or AGENT_IN_USE while a session that is not archived uses it. */
+  deleteAgent(name: string, now: number, tenant?: string): Promise<void>;
+
+  /** A session without a message yet. Throws AGENT_NOT_FOUND / SESSION_EXISTS. */
+  createSession(input: CreateSessionInput): Promise<SessionView>;
+  /**
+   * Stop and archive: pending and running messages failed, lease cleared and generation
+   * bumped (the serving sandbox is fenced off), one 'archived' event. Idempotent.
+   * Throws SESSION_NOT_FOUND.
+   */
+  archiveSession(sessionId: string, now: number, tenant?: string): Promise<SessionView>;
 
   /** Creates the session on first use. Throws AGENT_NOT_FOUND / AGENT_REQUIRED / SESSION_AGENT_MISMATCH. */
   /** eventId is the id of the 'queued' event it wrote: follow the session's events after it. */
   enqueueMessage(input: EnqueueInput): Promise<{ message: Message; view: SessionView; eventId: number }>;
 
-  getSessionView(sessionId: string, now: number): Promise<SessionView | null>;
-  listSessionViews(now: number): Promise<SessionView[]>;
+  getSessionView(sessionId: string, now: number, tenant?: string): Promise<SessionView | null>;
+  listSessionViews(now: number, tenant?: string): Promise<SessionView[]>;
   listMessages(sessionId: string, afterId: number, limit: number): Promise<Message[]>;
   listTurns(sessionId: string): Promise<Turn[]>;
-  /** Events after `afterId`, for one session or (null) all, oldest first. */
-  eventsAfter(sessionId: string | null, afterId: number, limit: number): Promise<SessionEvent[]>;
+  /** Events after `afterId`, for one session or (null) all sessions (of `tenant`), oldest first. */
+  eventsAfter(
+    sessionId: string | null,
+    afterId: number,
+    limit: number,
+    tenant?: string,
+  ): Promise<SessionEvent[]>;
+  /** Mean run time of the last `limit` committed turns in ms; null before the first. */
+  meanTurnMs(limit: number): Promise<number | null>;
   listWorkers(): Promise<WorkerRow[]>;
 
   registerWorker(row: WorkerRow): Promise<void>;
@@ -106,6 +151,13 @@ export interface Store {
   abortTurn(input: AbortInput, now: number): Promise<FenceCode>;
   /** Gives the session up: lease and sandbox cleared. */
   releaseSession(fence: Fence, now: number): Promise<FenceCode>;
+
+  insertApiToken(token: NewApiToken, now: number): Promise<ApiTokenRow>;
+  /** The live (not revoked) token with this hash. */
+  principalOfTokenHash(hash: string): Promise<Principal | null>;
+  listApiTokens(): Promise<ApiTokenRow[]>;
+  /** false when no live token has this id. */
+  revokeApiToken(id: string, now: number): Promise<boolean>;
 
   audit(entry: AuditEntry, now: number): Promise<void>;
   listAudit(afterId: number, limit: number): Promise<(AuditEntry & { id: number; at: number })[]>;

@@ -28,7 +28,7 @@ export async function startTestHost(t: TestContext, env: Record<string, string> 
   const config = loadConfig({ BERTH_LOG_LEVEL: 'info', ...env, BERTH_DATA: dataDir }, { apiPort: 0 });
   const log = pino({ level: config.logLevel }, destination({ dest: join(dataDir, 'host.log'), sync: true }));
   const host = await startHost(config, log);
-  const client = new ApiClient(host.url);
+  const client = new ApiClient(host.url, host.adminToken);
   t.after(async () => {
     await host.close();
     await rm(dataDir, { recursive: true, force: true });

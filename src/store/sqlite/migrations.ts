@@ -106,6 +106,27 @@ CREATE TABLE change_listeners (
 );
 `,
   },
+  {
+    version: 4,
+    name: 'tenants, api tokens and archived sessions',
+    sql: `
+ALTER TABLE agents ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default';
+ALTER TABLE agents ADD COLUMN deleted_at INTEGER;
+ALTER TABLE sessions ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default';
+ALTER TABLE sessions ADD COLUMN archived_at INTEGER;
+CREATE INDEX sessions_tenant ON sessions(tenant, created_at);
+CREATE TABLE api_tokens (
+  id TEXT PRIMARY KEY,
+  tenant TEXT,
+  admin INTEGER NOT NULL CHECK (admin IN (0, 1)),
+  hash TEXT NOT NULL UNIQUE,
+  label TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  revoked_at INTEGER,
+  CHECK ((admin = 1) = (tenant IS NULL))
+);
+`,
+  },
 ];
 
 /** Each migration in its own IMMEDIATE transaction that re-reads what is applied: processes starting together apply it once. */

@@ -2,6 +2,7 @@
 import type {
   Agent,
   AgentSpec,
+  ApiTokenRow,
   Message,
   Session,
   SessionEvent,
@@ -17,7 +18,11 @@ function parseJson(value: unknown): unknown {
 }
 
 export function toAgent(r: Row): Agent {
-  return { ...(JSON.parse(String(r.spec)) as AgentSpec), createdAt: Number(r.created_at) };
+  return {
+    ...(JSON.parse(String(r.spec)) as AgentSpec),
+    tenant: String(r.tenant),
+    createdAt: Number(r.created_at),
+  };
 }
 
 export function toSession(r: Row): Session {
@@ -29,6 +34,8 @@ export function toSession(r: Row): Session {
     sandbox: (r.sandbox as string | null) ?? null,
     workspaceVersion: Number(r.workspace_version),
     pendingLayer: (r.pending_layer as string | null) ?? null,
+    tenant: String(r.tenant),
+    archivedAt: r.archived_at == null ? null : Number(r.archived_at),
     createdAt: Number(r.created_at),
     updatedAt: Number(r.updated_at),
   };
@@ -85,5 +92,16 @@ export function toWorker(r: Row): WorkerRow {
     slots: Number(r.slots),
     heartbeatAt: Number(r.heartbeat_at),
     startedAt: Number(r.started_at),
+  };
+}
+
+export function toApiToken(r: Row): ApiTokenRow {
+  return {
+    tokenId: String(r.id),
+    tenant: (r.tenant as string | null) ?? null,
+    admin: Number(r.admin) === 1,
+    label: String(r.label),
+    createdAt: Number(r.created_at),
+    revokedAt: r.revoked_at == null ? null : Number(r.revoked_at),
   };
 }

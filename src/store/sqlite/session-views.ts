@@ -33,6 +33,7 @@ export function sessionViewOfRow(
   const lastReply = q.get(sql.LAST_REPLY, { sessionId: session.id });
   const queuePosition = positions.get(session.id) ?? null;
   const status = deriveSessionStatus({
+    archived: session.archivedAt !== null,
     leased: session.leaseOwner !== null && queuePosition === null,
     turnRunning: running !== undefined,
     pending: Number(counts.pending ?? 0),

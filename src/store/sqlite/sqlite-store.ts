@@ -12,12 +12,15 @@ import {
   type AbortInput,
   type Agent,
   type AgentSpec,
+  type ApiTokenRow,
   BerthError,
   type ClaimedSession,
   type CommitInput,
+  DEFAULT_TENANT,
   decideAbortedMessage,
   type Message,
   newId,
+  type Principal,
   type RetryPolicy,
   type SessionEvent,
   type SessionEventType,
@@ -26,10 +29,20 @@ import {
   type Turn,
   type WorkerRow,
 } from '../../core/index.js';
-import type { AuditEntry, EnqueueInput, Fence, FenceCode, Fenced, Store, StoreChange } from '../store.js';
+import type {
+  AuditEntry,
+  CreateSessionInput,
+  EnqueueInput,
+  Fence,
+  FenceCode,
+  Fenced,
+  NewApiToken,
+  Store,
+  StoreChange,
+} from '../store.js';
 import { ChangeRelay } from './change-relay.js';
 import { migrate } from './migrations.js';
-import { type Row, toAgent, toEvent, toMessage, toSession, toTurn, toWorker } from './rows.js';
+import { type Row, toAgent, toApiToken, toEvent, toMessage, toSession, toTurn, toWorker } from './rows.js';
 import { queuePositions, sessionViewOf, sessionViewOfRow } from './session-views.js';
 import { StatementCache } from './statement-cache.js';
 import * as sql from './statements.js';
@@ -90,27 +103,78 @@ export class SqliteStore implements Store {
 
   // ---- agents
 
-  async createAgent(spec: AgentSpec, now: number): Promise<Agent> {
-    try {
-      this.q.run(sql.INSERT_AGENT, { name: spec.name, spec: JSON.stringify(spec), now });
-    } catch (err) {
-      if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
-        throw new BerthError('AGENT_EXISTS', `Agent ${spec.name} already exists (createAgent)`, {
-          cause: err,
-        });
+  async createAgent(spec: AgentSpec, now: number, tenant: string = DEFAULT_TENANT): Promise<Agent> {
+    return this.write(() => {
+      const params = { name: spec.name, spec: JSON.stringify(spec), tenant, now };
+      if (this.q.run(sql.INSERT_AGENT, params).changes !== 1) {
+        // Names are global; another tenant's agent is not revealed beyond "taken".
+        throw new BerthError('AGENT_EXISTS', `Agent ${spec.name} already exists (createAgent)`);
       }
-      throw err;
-    }
-    return { ...spec, createdAt: now };
+      return { ...spec, tenant, createdAt: now };
+    });
   }
 
-  async getAgent(name: string): Promise<Agent | null> {
+  async getAgent(name: string, tenant?: string): Promise<Agent | null> {
     const row = this.q.get(sql.AGENT_BY_NAME, { name });
-    return row ? toAgent(row) : null;
+    return row && ownedBy(row, tenant) ? toAgent(row) : null;
   }
 
-  async listAgents(): Promise<Agent[]> {
-    return this.q.all(sql.ALL_AGENTS, {}).map(toAgent);
+  async listAgents(tenant?: string): Promise<Agent[]> {
+    return this.q.all(sql.ALL_AGENTS, { tenant: tenant ?? null }).map(toAgent);
+  }
+
+  async replaceAgentSpec(spec: AgentSpec, tenant?: string): Promise<Agent> {
+    return this.write(() => {
+      const row = this.ownAgentRow(spec.name, tenant, 'replaceAgentSpec');
+      this.q.run(sql.REPLACE_AGENT_SPEC, { name: spec.name, spec: JSON.stringify(spec) });
+      return { ...spec, tenant: String(row.tenant), createdAt: Number(row.created_at) };
+    });
+  }
+
+  async deleteAgent(name: string, now: number, tenant?: string): Promise<void> {
+    this.write(() => {
+      this.ownAgentRow(name, tenant, 'deleteAgent');
+      if (this.q.get(sql.LIVE_SESSION_OF_AGENT, { agent: name })) {
+        throw new BerthError(
+          'AGENT_IN_USE',
+          `Agent ${name} has sessions that are not archived (deleteAgent)`,
+        );
+      }
+      this.q.run(sql.DELETE_AGENT, { name, now });
+    });
+  }
+
+  // ---- sessions
+
+  async createSession(input: CreateSessionInput): Promise<SessionView> {
+    const { sessionId, now } = input;
+    return this.write(() => {
+      if (this.q.get(sql.SESSION_BY_ID, { id: sessionId })) {
+        throw new BerthError('SESSION_EXISTS', `Session ${sessionId} already exists (createSession)`);
+      }
+      const agent = this.ownAgentRow(input.agent, input.tenant, 'createSession');
+      this.q.run(sql.INSERT_SESSION, { id: sessionId, agent: input.agent, tenant: agent.tenant, now });
+      return sessionViewOf(this.q, sessionId, now, this.leaseMs)!;
+    });
+  }
+
+  async archiveSession(sessionId: string, now: number, tenant?: string): Promise<SessionView> {
+    return this.write((changes) => {
+      const row = this.q.get(sql.SESSION_BY_ID, { id: sessionId });
+      if (!row || !ownedBy(row, tenant)) {
+        throw new BerthError('SESSION_NOT_FOUND', `Session ${sessionId} does not exist (archiveSession)`);
+      }
+      if (this.q.run(sql.ARCHIVE_SESSION, { id: sessionId, now }).changes === 1) {
+        const error = 'session archived';
+        const failed = this.q.all(sql.OPEN_INBOUND_OF_SESSION, { sessionId }).map(toMessage);
+        for (const m of failed) this.q.run(sql.FAIL_OPEN_MESSAGE, { id: m.id, error });
+        const running = this.q.get(sql.RUNNING_TURN_OF_SESSION, { sessionId });
+        if (running) this.q.run(sql.END_TURN, { id: running.id, status: 'aborted', error, now });
+        this.event(changes, sessionId, 'archived', { failedMessageIds: failed.map((m) => m.id) }, now);
+        changes.push({ type: 'released', sessionId });
+      }
+      return sessionViewOf(this.q, sessionId, now, this.leaseMs)!;
+    });
   }
 
   // ---- inbound
@@ -121,6 +185,12 @@ export class SqliteStore implements Store {
     const { sessionId, text, now } = input;
     return this.write((changes) => {
       const existing = this.q.get(sql.SESSION_BY_ID, { id: sessionId });
+      if (existing && !ownedBy(existing, input.tenant)) {
+        throw new BerthError('SESSION_NOT_FOUND', `Session ${sessionId} does not exist (enqueueMessage)`);
+      }
+      if (existing?.archived_at != null) {
+        throw new BerthError('SESSION_ARCHIVED', `Session ${sessionId} is archived (enqueueMessage)`);
+      }
       if (!existing) {
         if (!input.agent) {
           throw new BerthError(
@@ -128,10 +198,8 @@ export class SqliteStore implements Store {
             `Session ${sessionId} does not exist and no agent was named (enqueueMessage)`,
           );
         }
-        if (!this.q.get(sql.AGENT_BY_NAME, { name: input.agent })) {
-          throw new BerthError('AGENT_NOT_FOUND', `Agent ${input.agent} does not exist (enqueueMessage)`);
-        }
-        this.q.run(sql.INSERT_SESSION, { id: sessionId, agent: input.agent, now });
+        const agent = this.ownAgentRow(input.agent, input.tenant, 'enqueueMessage');
+        this.q.run(sql.INSERT_SESSION, { id: sessionId, agent: input.agent, tenant: agent.tenant, now });
       } else if (input.agent && existing.agent !== input.agent) {
         throw new BerthError(
           'SESSION_AGENT_MISMATCH',
@@ -155,13 +223,16 @@ export class SqliteStore implements Store {
 
   // ---- reads
 
-  async getSessionView(sessionId: string, now: number): Promise<SessionView | null> {
-    return sessionViewOf(this.q, sessionId, now, this.leaseMs);
+  async getSessionView(sessionId: string, now: number, tenant?: string): Promise<SessionView | null> {
+    const view = sessionViewOf(this.q, sessionId, now, this.leaseMs);
+    return view && (tenant === undefined || view.tenant === tenant) ? view : null;
   }
 
-  async listSessionViews(now: number): Promise<SessionView[]> {
+  async listSessionViews(now: number, tenant?: string): Promise<SessionView[]> {
     const positions = queuePositions(this.q, now, this.leaseMs);
-    return this.q.all(sql.ALL_SESSIONS, {}).map((row) => sessionViewOfRow(this.q, row, now, positions));
+    return this.q
+      .all(sql.ALL_SESSIONS, { tenant: tenant ?? null })
+      .map((row) => sessionViewOfRow(this.q, row, now, positions));
   }
 
   async listMessages(sessionId: string, afterId: number, limit: number): Promise<Message[]> {
@@ -172,12 +243,22 @@ export class SqliteStore implements Store {
     return this.q.all(sql.TURNS_OF_SESSION, { sessionId }).map(toTurn);
   }
 
-  async eventsAfter(sessionId: string | null, afterId: number, limit: number): Promise<SessionEvent[]> {
+  async eventsAfter(
+    sessionId: string | null,
+    afterId: number,
+    limit: number,
+    tenant?: string,
+  ): Promise<SessionEvent[]> {
     const rows =
       sessionId === null
-        ? this.q.all(sql.EVENTS_AFTER, { afterId, limit })
+        ? this.q.all(sql.EVENTS_AFTER, { afterId, limit, tenant: tenant ?? null })
         : this.q.all(sql.EVENTS_AFTER_OF_SESSION, { sessionId, afterId, limit });
     return rows.map(toEvent);
+  }
+
+  async meanTurnMs(limit: number): Promise<number | null> {
+    const row = this.q.get(sql.MEAN_TURN_MS, { limit });
+    return row?.ms == null ? null : Math.round(Number(row.ms));
   }
 
   async listWorkers(): Promise<WorkerRow[]> {
@@ -380,6 +461,30 @@ export class SqliteStore implements Store {
     });
   }
 
+  // ---- API tokens
+
+  async insertApiToken(token: NewApiToken, now: number): Promise<ApiTokenRow> {
+    return this.write(() => {
+      this.q.run(sql.INSERT_API_TOKEN, { ...token, admin: token.tenant === null ? 1 : 0, now });
+      return toApiToken(this.q.get(sql.API_TOKEN_BY_HASH, { hash: token.hash })!);
+    });
+  }
+
+  async principalOfTokenHash(hash: string): Promise<Principal | null> {
+    const row = this.q.get(sql.API_TOKEN_BY_HASH, { hash });
+    if (!row) return null;
+    const { tokenId, tenant, admin } = toApiToken(row);
+    return { tokenId, tenant, admin };
+  }
+
+  async listApiTokens(): Promise<ApiTokenRow[]> {
+    return this.q.all(sql.ALL_API_TOKENS, {}).map(toApiToken);
+  }
+
+  async revokeApiToken(id: string, now: number): Promise<boolean> {
+    return this.write(() => this.q.run(sql.REVOKE_API_TOKEN, { id, now }).changes === 1);
+  }
+
   async audit(entry: AuditEntry, now: number): Promise<void> {
     this.write(() =>
       this.q.run(sql.INSERT_AUDIT, {
@@ -454,6 +559,15 @@ export class SqliteStore implements Store {
     this.q.run(sql.END_TURN, { id: turnId, status: 'aborted', error, now });
   }
 
+  /** The live agent `name` if `tenant` may use it; otherwise AGENT_NOT_FOUND (another tenant's looks absent). */
+  private ownAgentRow(name: string, tenant: string | undefined, operation: string): Row {
+    const row = this.q.get(sql.AGENT_BY_NAME, { name });
+    if (!row || !ownedBy(row, tenant)) {
+      throw new BerthError('AGENT_NOT_FOUND', `Agent ${name} does not exist (${operation})`);
+    }
+    return row;
+  }
+
   private checkFence(fence: Fence): FenceCode {
     if (this.q.get(sql.FENCE, fenceParams(fence))) return 'ok';
     return this.q.get(sql.SESSION_BY_ID, { id: fence.sessionId }) ? 'stale' : 'not_found';
@@ -494,6 +608,11 @@ export class SqliteStore implements Store {
     this.relay?.publish(changes);
     return result;
   }
+}
+
+/** A row with a tenant column is visible to that tenant and to the operator (tenant undefined). */
+function ownedBy(row: Row, tenant: string | undefined): boolean {
+  return tenant === undefined || row.tenant === tenant;
 }
 
 function fenceParams(f: Fence): Row {

@@ -34,9 +34,25 @@ WHERE id = :id AND generation = :generation`;
 export const FENCE = `SELECT 1 FROM sessions WHERE id = :id AND generation = :generation AND lease_owner = :worker`;
 
 export const SESSION_BY_ID = `SELECT * FROM sessions WHERE id = :id`;
-export const ALL_SESSIONS = `SELECT * FROM sessions ORDER BY created_at, id`;
+/** Params: tenant (null = every tenant). */
+export const ALL_SESSIONS = `
+SELECT * FROM sessions WHERE (:tenant IS NULL OR tenant = :tenant) ORDER BY created_at, id`;
 export const INSERT_SESSION = `
-INSERT INTO sessions (id, agent, created_at, updated_at) VALUES (:id, :agent, :now, :now)`;
+INSERT INTO sessions (id, agent, tenant, created_at, updated_at) VALUES (:id, :agent, :tenant, :now, :now)`;
+/**
+ * Stop and archive: the lease is cleared and the generation bumped, so whatever sandbox
+ * serves the session is fenced off (its writes get 'stale'). Params: id, now. 1 row = archived now.
+ */
+export const ARCHIVE_SESSION = `
+UPDATE sessions SET archived_at = :now, lease_owner = NULL, sandbox = NULL, generation = generation + 1, updated_at = :now
+WHERE id = :id AND archived_at IS NULL`;
+/** Inbound messages not yet done of a session being archived. Params: sessionId. */
+export const OPEN_INBOUND_OF_SESSION = `
+SELECT * FROM messages WHERE session_id = :sessionId AND direction = 'in' AND status IN ('pending', 'processing') ORDER BY id`;
+export const FAIL_OPEN_MESSAGE = `
+UPDATE messages SET status = 'failed', error = :error WHERE id = :id AND status IN ('pending', 'processing')`;
+/** Params: sessionId. 1 row = a session not archived uses the agent. */
+export const LIVE_SESSION_OF_AGENT = `SELECT 1 FROM sessions WHERE agent = :agent AND archived_at IS NULL LIMIT 1`;
 export const RECORD_SANDBOX = `
 UPDATE sessions SET sandbox = :sandbox, updated_at = :now
 WHERE id = :id AND generation = :generation AND lease_owner = :worker`;
@@ -45,9 +61,18 @@ UPDATE sessions SET lease_owner = NULL, sandbox = NULL, updated_at = :now
 WHERE id = :id AND generation = :generation AND lease_owner = :worker`;
 export const CLEAR_LEASE = `UPDATE sessions SET lease_owner = NULL, sandbox = NULL, updated_at = :now WHERE id = :id`;
 
-export const INSERT_AGENT = `INSERT INTO agents (name, spec, created_at) VALUES (:name, :spec, :now)`;
-export const AGENT_BY_NAME = `SELECT * FROM agents WHERE name = :name`;
-export const ALL_AGENTS = `SELECT * FROM agents ORDER BY name`;
+/** A deleted agent's name can be taken again. Params: name, spec, tenant, now. 1 row = created. */
+export const INSERT_AGENT = `
+INSERT INTO agents (name, spec, tenant, created_at) VALUES (:name, :spec, :tenant, :now)
+ON CONFLICT(name) DO UPDATE SET spec = excluded.spec, tenant = excluded.tenant, created_at = excluded.created_at, deleted_at = NULL
+WHERE agents.deleted_at IS NOT NULL`;
+/** Live agents only. */
+export const AGENT_BY_NAME = `SELECT * FROM agents WHERE name = :name AND deleted_at IS NULL`;
+/** Params: tenant (null = every tenant). */
+export const ALL_AGENTS = `
+SELECT * FROM agents WHERE deleted_at IS NULL AND (:tenant IS NULL OR tenant = :tenant) ORDER BY name`;
+export const REPLACE_AGENT_SPEC = `UPDATE agents SET spec = :spec WHERE name = :name AND deleted_at IS NULL`;
+export const DELETE_AGENT = `UPDATE agents SET deleted_at = :now WHERE name = :name AND deleted_at IS NULL`;
 
 export const INSERT_INBOUND = `
 INSERT INTO messages (session_id, direction, text, status, process_after, created_at)
@@ -101,7 +126,11 @@ export const INSERT_EVENT = `
 INSERT INTO events (session_id, type, data, created_at) VALUES (:sessionId, :type, :data, :now)`;
 export const EVENTS_AFTER_OF_SESSION = `
 SELECT * FROM events WHERE session_id = :sessionId AND id > :afterId ORDER BY id LIMIT :limit`;
-export const EVENTS_AFTER = `SELECT * FROM events WHERE id > :afterId ORDER BY id LIMIT :limit`;
+/** Params: afterId, limit, tenant (null = every tenant). */
+export const EVENTS_AFTER = `
+SELECT e.* FROM events e
+WHERE e.id > :afterId AND (:tenant IS NULL OR e.session_id IN (SELECT id FROM sessions WHERE tenant = :tenant))
+ORDER BY e.id LIMIT :limit`;
 
 export const UPSERT_WORKER = `
 INSERT INTO workers (id, host, pid, slots, heartbeat_at, started_at)
@@ -128,3 +157,16 @@ INSERT INTO session_state (session_id, key, value, turn_id, updated_at) VALUES (
 ON CONFLICT(session_id, key) DO UPDATE SET value = excluded.value, turn_id = excluded.turn_id, updated_at = excluded.updated_at`;
 export const DELETE_STATE = `DELETE FROM session_state WHERE session_id = :sessionId AND key = :key`;
 export const STATE_OF_SESSION = `SELECT key, value FROM session_state WHERE session_id = :sessionId ORDER BY key`;
+
+/** Mean run time of the last :limit committed turns, for queue ETAs. Returns ms (null: none yet). */
+export const MEAN_TURN_MS = `
+SELECT AVG(ended_at - started_at) AS ms FROM (
+  SELECT started_at, ended_at FROM turns WHERE status = 'committed' ORDER BY ended_at DESC LIMIT :limit
+)`;
+
+export const INSERT_API_TOKEN = `
+INSERT INTO api_tokens (id, tenant, admin, hash, label, created_at) VALUES (:id, :tenant, :admin, :hash, :label, :now)`;
+/** A live token by the SHA-256 of its secret. Params: hash. */
+export const API_TOKEN_BY_HASH = `SELECT * FROM api_tokens WHERE hash = :hash AND revoked_at IS NULL`;
+export const ALL_API_TOKENS = `SELECT * FROM api_tokens ORDER BY created_at, id`;
+export const REVOKE_API_TOKEN = `UPDATE api_tokens SET revoked_at = :now WHERE id = :id AND revoked_at IS NULL`;

@@ -1,20 +1,27 @@
 /**
- * The CLI's client for the berth API: JSON requests and a Server-Sent Events reader.
- * Errors from the API come back as BerthErrors with the API's code and hint; a host
- * that does not answer is HOST_UNREACHABLE naming the URL.
+ * The SDK's transport: JSON requests with the bearer token, and a Server-Sent Events
+ * reader. An API error comes back as a BerthError with the API's code, message and hint;
+ * a host that does not answer is HOST_UNREACHABLE naming the URL.
  */
 import { BerthError, ERRORS, type ErrorCode } from '../core/index.js';
 
 export interface StreamedEvent {
+  /** null for events the server computes on the fly (a moved queue position). */
   id: number | null;
   type: string;
   data: Record<string, unknown>;
 }
 
-export class ApiClient {
-  constructor(readonly baseUrl: string) {}
+export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
-  async request<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+/** The transport under `Berth`; also usable alone for raw routes (the CLI and tests do). */
+export class ApiClient {
+  constructor(
+    readonly baseUrl: string,
+    private readonly token?: string,
+  ) {}
+
+  async request<T>(method: HttpMethod, path: string, body?: unknown): Promise<T> {
     const res = await this.fetch(path, {
       method,
       headers: body === undefined ? {} : { 'content-type': 'application/json' },
@@ -26,9 +33,14 @@ export class ApiClient {
     return json as T;
   }
 
-  /** Yields a session's events after `after` until the consumer stops iterating. */
-  async *events(sessionId: string, after: number, signal?: AbortSignal): AsyncGenerator<StreamedEvent> {
-    const res = await this.fetch(`/v1/sessions/${encodeURIComponent(sessionId)}/events?after=${after}`, {
+  /** A session's events after event id `after`, until the consumer stops or `signal` aborts. */
+  events(sessionId: string, after: number, signal?: AbortSignal): AsyncGenerator<StreamedEvent> {
+    return this.stream(`/v1/sessions/${encodeURIComponent(sessionId)}/events`, after, signal);
+  }
+
+  /** Yields the events of an SSE route after event id `after` until the consumer stops or `signal` aborts. */
+  async *stream(path: string, after: number, signal?: AbortSignal): AsyncGenerator<StreamedEvent> {
+    const res = await this.fetch(`${path}?after=${after}`, {
       headers: { accept: 'text/event-stream' },
       signal,
     });
@@ -53,10 +65,12 @@ export class ApiClient {
   }
 
   private async fetch(path: string, init: RequestInit): Promise<Response> {
+    const headers = new Headers(init.headers);
+    if (this.token) headers.set('authorization', `Bearer ${this.token}`);
     try {
-      return await fetch(new URL(path, this.baseUrl), init);
+      return await fetch(new URL(path, this.baseUrl), { ...init, headers });
     } catch (err) {
-      if ((err as Error).name === 'AbortError') throw err;
+      if ((err as Error).name === 'AbortError' || (err as Error).name === 'TimeoutError') throw err;
       throw new BerthError('HOST_UNREACHABLE', `No berth host answers at ${this.baseUrl}`, { cause: err });
     }
   }

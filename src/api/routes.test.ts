@@ -1,0 +1,187 @@
+/** The /v1 resources end to end through the HTTP layer (app.inject, real SQLite): CRUD, pages, archive, OpenAPI. */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { pino } from 'pino';
+import { loadConfig, systemClock } from '../core/index.js';
+import { openSqliteStore } from '../store/index.js';
+import { issueToken } from './api-tokens.js';
+import { buildApp } from './app.js';
+
+async function setup() {
+  const config = loadConfig({});
+  const store = openSqliteStore({ path: ':memory:', leaseMs: config.leaseMs, retry: config });
+  const app = await buildApp({ config, store, clock: systemClock, log: pino({ level: 'silent' }) });
+  const { token } = await issueToken(store, 'acme', '', Date.now());
+  const call = async (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: object) => {
+    const res = await app.inject({ method, url, payload, headers: { authorization: `Bearer ${token}` } });
+    return { status: res.statusCode, body: res.body ? res.json() : null };
+  };
+  return { store, call };
+}
+
+test('agents: create, list, get, patch, delete (refused while a live session uses it)', async () => {
+  const { store, call } = await setup();
+  assert.equal((await call('POST', '/v1/agents', { name: 'sh', provider: 'command' })).status, 201);
+  assert.equal(
+    (await call('POST', '/v1/agents', { name: 'sh', provider: 'command' })).body.error.code,
+    'AGENT_EXISTS',
+  );
+  assert.deepEqual(
+    (await call('GET', '/v1/agents')).body.agents.map((a: { name: string }) => a.name),
+    ['sh'],
+  );
+  const patched = await call('PATCH', '/v1/agents/sh', { memoryMb: 128, instructions: 'be brief' });
+  assert.equal(patched.status, 200);
+  assert.equal(patched.body.memoryMb, 128);
+  assert.equal(patched.body.provider, 'command');
+  assert.equal((await call('GET', '/v1/agents/sh')).body.instructions, 'be brief');
+  const rename = await call('PATCH', '/v1/agents/sh', { name: 'other' });
+  assert.equal(rename.status, 400);
+  assert.match(rename.body.error.message, /name/);
+  const tooSmall = await call('PATCH', '/v1/agents/sh', { memoryMb: 1 });
+  assert.match(tooSmall.body.error.message, /memoryMb/);
+
+  await call('POST', '/v1/sessions', { id: 's1', agent: 'sh' });
+  const inUse = await call('DELETE', '/v1/agents/sh');
+  assert.equal(inUse.status, 409);
+  assert.equal(inUse.body.error.code, 'AGENT_IN_USE');
+  assert.equal((await call('DELETE', '/v1/sessions/s1')).body.status, 'archived');
+  assert.equal((await call('DELETE', '/v1/agents/sh')).status, 204);
+  assert.equal((await call('GET', '/v1/agents/sh')).status, 404);
+  assert.equal(
+    (await call('POST', '/v1/agents', { name: 'sh', provider: 'script' })).status,
+    201,
+    'name free again',
+  );
+  await store.close();
+});
+
+test('sessions: create, list with filters, get with ETA fields, archive stops it taking messages', async () => {
+  const { store, call } = await setup();
+  await call('POST', '/v1/agents', { name: 'sh', provider: 'command' });
+  const created = await call('POST', '/v1/sessions', { agent: 'sh' });
+  assert.equal(created.status, 201);
+  assert.match(created.body.id, /^s_/);
+  assert.equal(created.body.status, 'idle');
+  assert.equal(
+    (await call('POST', '/v1/sessions', { id: created.body.id, agent: 'sh' })).body.error.code,
+    'SESSION_EXISTS',
+  );
+  await call('POST', '/v1/sessions/q1/messages', { text: 'echo 1', agent: 'sh' });
+  await call('POST', '/v1/sessions/q2/messages', { text: 'echo 2', agent: 'sh' });
+
+  const queued = await call('GET', '/v1/sessions?status=queued');
+  assert.deepEqual(
+    queued.body.sessions.map((s: { id: string }) => s.id),
+    ['q1', 'q2'],
+  );
+  assert.equal(queued.body.sessions[1].queuePosition, 2);
+  assert.ok('etaMs' in queued.body.sessions[0], 'ETA is part of the view (null until a turn has run)');
+  assert.equal((await call('GET', '/v1/sessions?agent=nobody')).body.sessions.length, 0);
+  const badFilter = await call('GET', '/v1/sessions?status=sleeping');
+  assert.equal(badFilter.status, 400);
+  assert.match(badFilter.body.error.message, /status/);
+  assert.deepEqual(
+    (await call('GET', '/v1/queue')).body.queue.map((q: { sessionId: string }) => q.sessionId),
+    ['q1', 'q2'],
+  );
+
+  const archived = await call('DELETE', '/v1/sessions/q1');
+  assert.equal(archived.body.status, 'archived');
+  assert.ok(archived.body.archivedAt > 0);
+  assert.equal((await call('DELETE', '/v1/sessions/q1')).status, 200, 'idempotent');
+  const [message] = (await call('GET', '/v1/sessions/q1/messages')).body.messages;
+  assert.equal(message.status, 'failed');
+  assert.equal(message.error, 'session archived');
+  const again = await call('POST', '/v1/sessions/q1/messages', { text: 'more' });
+  assert.equal(again.status, 409);
+  assert.equal(again.body.error.code, 'SESSION_ARCHIVED');
+  assert.equal((await call('GET', '/v1/queue')).body.queue[0].sessionId, 'q2', 'q2 moves up');
+  assert.equal((await call('GET', '/v1/queue')).body.queue[0].position, 1);
+  const listed = (await call('GET', '/v1/sessions')).body.sessions.map((s: { id: string }) => s.id);
+  assert.ok(!listed.includes('q1'), 'archived sessions are left out unless asked for');
+  assert.ok(
+    (await call('GET', '/v1/sessions?archived=true')).body.sessions.some(
+      (s: { id: string }) => s.id === 'q1',
+    ),
+  );
+  const events = await store.eventsAfter('q1', 0, 10);
+  assert.deepEqual(
+    events.map((e) => e.type),
+    ['queued', 'archived'],
+  );
+  await store.close();
+});
+
+test('messages come a page at a time with a cursor; turns, workers, sandboxes are listed', async () => {
+  const { store, call } = await setup();
+  await call('POST', '/v1/agents', { name: 'sh', provider: 'command' });
+  for (let i = 0; i < 5; i++) await call('POST', '/v1/sessions/p/messages', { text: `m${i}`, agent: 'sh' });
+  const texts: string[] = [];
+  let after = 0;
+  for (;;) {
+    const page = await call('GET', `/v1/sessions/p/messages?after=${after}&limit=2`);
+    texts.push(...page.body.messages.map((m: { text: string }) => m.text));
+    if (page.body.next === null) break;
+    after = page.body.next;
+  }
+  assert.deepEqual(texts, ['m0', 'm1', 'm2', 'm3', 'm4']);
+  const badPage = await call('GET', '/v1/sessions/p/messages?limit=0');
+  assert.equal(badPage.status, 400);
+  assert.match(badPage.body.error.message, /limit/);
+  assert.deepEqual((await call('GET', '/v1/sessions/p/turns')).body.turns, []);
+  assert.deepEqual((await call('GET', '/v1/workers')).body.workers, []);
+  assert.deepEqual((await call('GET', '/v1/sandboxes')).body.sandboxes, []);
+  await store.close();
+});
+
+test('unknown routes and methods are 404 JSON from the catalogue', async () => {
+  const { store, call } = await setup();
+  for (const [method, url] of [
+    ['GET', '/v2/agents'],
+    ['GET', '/nope'],
+    ['PATCH', '/v1/sessions/x/messages'],
+  ] as const) {
+    const res = await call(method, url);
+    assert.equal(res.status, 404, url);
+    assert.equal(res.body.error.code, 'NOT_FOUND');
+    assert.ok(res.body.error.hint);
+  }
+  await store.close();
+});
+
+test('the OpenAPI document lists every route with the schemas the API validates with', async () => {
+  const { store, call } = await setup();
+  const doc = (await call('GET', '/v1/openapi.json')).body;
+  assert.equal(doc.openapi, '3.0.3');
+  const expected = {
+    '/v1/agents': ['get', 'post'],
+    '/v1/agents/{name}': ['delete', 'get', 'patch'],
+    '/v1/sessions': ['get', 'post'],
+    '/v1/sessions/{id}': ['delete', 'get'],
+    '/v1/sessions/{id}/messages': ['get', 'post'],
+    '/v1/sessions/{id}/turns': ['get'],
+    '/v1/sessions/{id}/events': ['get'],
+    '/v1/events': ['get'],
+    '/v1/queue': ['get'],
+    '/v1/workers': ['get'],
+    '/v1/sandboxes': ['get'],
+    '/v1/status': ['get'],
+    '/v1/tokens': ['get', 'post'],
+    '/v1/tokens/{id}': ['delete'],
+  };
+  for (const [path, methods] of Object.entries(expected)) {
+    assert.deepEqual(Object.keys(doc.paths[path] ?? {}).sort(), methods, path);
+  }
+  const post = doc.paths['/v1/sessions/{id}/messages'].post;
+  const schema = post.requestBody.content['application/json'].schema;
+  assert.deepEqual(schema.required, ['text']);
+  assert.equal(schema.additionalProperties, false);
+  assert.equal(schema.properties.text.minLength, 1);
+  const agent = doc.paths['/v1/agents'].post.requestBody.content['application/json'].schema;
+  assert.deepEqual(agent.properties.provider.enum, ['command', 'script']);
+  const list = doc.paths['/v1/sessions'].get.parameters.map((p: { name: string }) => p.name);
+  assert.deepEqual(list, ['status', 'agent', 'archived']);
+  assert.ok(doc.components.schemas.Error.properties.error.properties.hint);
+  await store.close();
+});

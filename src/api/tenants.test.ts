@@ -1,0 +1,139 @@
+/** Auth and tenant isolation at the API: 401 without a live token, 404 (never 403) for another tenant's things. Real SQLite, app.inject(). */
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { pino } from 'pino';
+import { loadConfig, systemClock } from '../core/index.js';
+import { openSqliteStore } from '../store/index.js';
+import { assertListenAllowed, ensureAdminToken, issueToken, readAdminToken } from './api-tokens.js';
+import { buildApp } from './app.js';
+
+async function setup() {
+  const config = loadConfig({});
+  const store = openSqliteStore({ path: ':memory:', leaseMs: config.leaseMs, retry: config });
+  const app = await buildApp({ config, store, clock: systemClock, log: pino({ level: 'silent' }) });
+  const now = Date.now();
+  const acme = (await issueToken(store, 'acme', 'a', now)).token;
+  const globex = (await issueToken(store, 'globex', 'g', now)).token;
+  const admin = (await issueToken(store, null, 'admin', now)).token;
+  const call = (
+    token: string | null,
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    url: string,
+    payload?: object,
+  ) => app.inject({ method, url, payload, headers: token ? { authorization: `Bearer ${token}` } : {} });
+  return { app, store, call, acme, globex, admin };
+}
+
+test('no token, a malformed header, an unknown or revoked token: 401 with the fix', async () => {
+  const { app, store, call, acme, admin } = await setup();
+  const cases: [string, Record<string, string>][] = [
+    ['no header', {}],
+    ['not bearer', { authorization: `Basic ${acme}` }],
+    ['unknown token', { authorization: 'Bearer berth_nope' }],
+  ];
+  for (const [name, headers] of cases) {
+    const res = await app.inject({ method: 'GET', url: '/v1/sessions', headers });
+    assert.equal(res.statusCode, 401, name);
+    assert.equal(res.json().error.code, 'API_TOKEN_INVALID', name);
+    assert.match(res.json().error.hint, /berth token create/, name);
+  }
+  const [row] = (await store.listApiTokens()).filter((t) => t.tenant === 'acme');
+  assert.equal((await call(admin, 'DELETE', `/v1/tokens/${row!.tokenId}`)).statusCode, 204);
+  assert.equal((await call(acme, 'GET', '/v1/agents')).statusCode, 401, 'revoked');
+  assert.equal((await call(admin, 'DELETE', `/v1/tokens/${row!.tokenId}`)).statusCode, 404, 'revoked twice');
+  assert.equal((await call(null, 'GET', '/v1/openapi.json')).statusCode, 200, 'the document is public');
+  assert.equal((await call(null, 'GET', '/healthz')).statusCode, 200);
+  await store.close();
+});
+
+test("a tenant sees and touches only its own agents and sessions; another's are 404", async () => {
+  const { store, call, acme, globex, admin } = await setup();
+  assert.equal(
+    (await call(acme, 'POST', '/v1/agents', { name: 'a-sh', provider: 'command' })).statusCode,
+    201,
+  );
+  const posted = await call(acme, 'POST', '/v1/sessions/a1/messages', { text: 'echo', agent: 'a-sh' });
+  assert.equal(posted.statusCode, 202);
+  assert.equal(posted.json().session.tenant, 'acme');
+
+  const hidden: [string, 'GET' | 'POST' | 'PATCH' | 'DELETE', string, object?][] = [
+    ['get session', 'GET', '/v1/sessions/a1'],
+    ['messages', 'GET', '/v1/sessions/a1/messages'],
+    ['turns', 'GET', '/v1/sessions/a1/turns'],
+    ['events', 'GET', '/v1/sessions/a1/events'],
+    ['post to it', 'POST', '/v1/sessions/a1/messages', { text: 'x' }],
+    ['archive it', 'DELETE', '/v1/sessions/a1'],
+    ['get agent', 'GET', '/v1/agents/a-sh'],
+    ['patch agent', 'PATCH', '/v1/agents/a-sh', { memoryMb: 64 }],
+    ['delete agent', 'DELETE', '/v1/agents/a-sh'],
+    ['use agent', 'POST', '/v1/sessions/g1/messages', { text: 'x', agent: 'a-sh' }],
+    ['session on agent', 'POST', '/v1/sessions', { agent: 'a-sh' }],
+  ];
+  for (const [name, method, url, body] of hidden) {
+    const res = await call(globex, method, url, body);
+    assert.equal(res.statusCode, 404, `${name}: ${res.body}`);
+    assert.match(res.json().error.code, /_NOT_FOUND$/, name);
+  }
+  const lists = await Promise.all(
+    ['/v1/sessions', '/v1/agents', '/v1/queue', '/v1/sandboxes'].map((u) => call(globex, 'GET', u)),
+  );
+  for (const res of lists) assert.deepEqual(Object.values(res.json())[0], [], res.body);
+  assert.deepEqual((await call(globex, 'GET', '/v1/status')).json().sessions, []);
+
+  // The owner and the operator see it.
+  assert.equal((await call(acme, 'GET', '/v1/sessions/a1')).statusCode, 200);
+  assert.equal((await call(acme, 'GET', '/v1/queue')).json().queue[0].sessionId, 'a1');
+  assert.equal((await call(admin, 'GET', '/v1/sessions/a1')).json().tenant, 'acme');
+  assert.equal((await call(admin, 'GET', '/v1/sessions')).json().sessions.length, 1);
+  // The operator's new session on a tenant's agent belongs to that tenant.
+  assert.equal(
+    (await call(admin, 'POST', '/v1/sessions', { id: 'a2', agent: 'a-sh' })).json().tenant,
+    'acme',
+  );
+  // Nothing of acme's changed.
+  assert.equal((await store.getAgent('a-sh'))?.memoryMb, 512);
+  assert.equal((await store.listMessages('a1', 0, 10)).length, 1);
+  await store.close();
+});
+
+test('tokens are admin-only, hashed at rest, and shown once', async () => {
+  const { store, call, acme, admin } = await setup();
+  const denied = await call(acme, 'POST', '/v1/tokens', { tenant: 'acme' });
+  assert.equal(denied.statusCode, 403);
+  assert.equal(denied.json().error.code, 'ADMIN_ONLY');
+  const issued = await call(admin, 'POST', '/v1/tokens', { tenant: 'initech', label: 'ci' });
+  assert.equal(issued.statusCode, 201);
+  const { token, id } = issued.json();
+  assert.match(token, /^berth_/);
+  const listed = await call(admin, 'GET', '/v1/tokens');
+  assert.ok(!listed.body.includes(token), 'the secret is never listed');
+  assert.ok(listed.json().tokens.some((t: { tokenId: string }) => t.tokenId === id));
+  assert.equal((await call(token, 'GET', '/v1/agents')).statusCode, 200);
+  const bad = await call(admin, 'POST', '/v1/tokens', { tenant: 'a b' });
+  assert.equal(bad.statusCode, 400);
+  assert.match(bad.json().error.message, /tenant/);
+  await store.close();
+});
+
+test('the admin token file is 0600, stable across starts, and listening beyond loopback needs a tenant token', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'berth-auth-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const config = loadConfig({});
+  const store = openSqliteStore({ path: join(dir, 'store.db'), leaseMs: config.leaseMs, retry: config });
+  const first = await ensureAdminToken(store, dir, Date.now());
+  assert.equal((await stat(join(dir, 'admin-token'))).mode & 0o777, 0o600);
+  assert.equal(await ensureAdminToken(store, dir, Date.now()), first);
+  assert.equal(await readAdminToken(dir), first);
+  assert.equal((await store.listApiTokens()).length, 1);
+  await assertListenAllowed(store, '127.0.0.1');
+  await assert.rejects(
+    assertListenAllowed(store, '0.0.0.0'),
+    /Refusing to listen on 0\.0\.0\.0.*no tenant token/,
+  );
+  await issueToken(store, 'acme', '', Date.now());
+  await assertListenAllowed(store, '0.0.0.0');
+  await store.close();
+});

@@ -1,0 +1,194 @@
+/**
+ * The berth SDK: `new Berth({url, token})`, one method per API capability. Parameter
+ * types come from the API's own zod schemas (core/api-schemas.ts), results are the core
+ * record types, errors are BerthErrors carrying the API's code and hint.
+ *
+ *   const berth = new Berth({ url: 'http://127.0.0.1:7420', token });
+ *   await berth.agents.create({ name: 'sh', provider: 'command' });
+ *   const reply = await berth.sessions.send('s1', 'echo hi', { agent: 'sh' });
+ *   for await (const e of berth.sessions.events('s1')) console.log(e.type, e.data);
+ */
+import {
+  type Agent,
+  type AgentPatch,
+  type AgentSpecInput,
+  type ApiTokenRow,
+  BerthError,
+  type CreateSessionBody,
+  type CreateTokenBody,
+  type ListSessionsQuery,
+  type Message,
+  type PageQuery,
+  type PostMessageBody,
+  type SessionView,
+  type Turn,
+  type WorkerRow,
+} from '../core/index.js';
+import { ApiClient, type StreamedEvent } from './http.js';
+
+export interface BerthOptions {
+  /** Where the API listens, e.g. http://127.0.0.1:7420 */
+  url: string;
+  /** A tenant token (berth token create --tenant T) or the admin token. */
+  token?: string;
+}
+
+export type SessionWithEta = SessionView & { etaMs: number | null };
+
+export interface Posted {
+  message: Message;
+  session: SessionView;
+  /** Id of the 'queued' event the post wrote: follow the session's events after it. */
+  eventId: number;
+}
+
+export interface Reply {
+  text: string;
+  data: unknown;
+  messageId: number;
+}
+
+export interface Sandbox {
+  name: string;
+  sessionId: string;
+  generation: number;
+  worker: string | null;
+  status: string;
+}
+
+export interface QueueEntry {
+  sessionId: string;
+  position: number;
+  pending: number;
+}
+
+export type LiveWorker = WorkerRow & { alive: boolean };
+
+export interface Status {
+  sessions: SessionView[];
+  queue: QueueEntry[];
+  sandboxes: Sandbox[];
+  workers: LiveWorker[];
+}
+
+export interface IssuedToken {
+  token: string;
+  id: string;
+  tenant: string;
+  label: string;
+  createdAt: number;
+}
+
+export interface SendOptions {
+  /** The agent of a new session. */
+  agent?: string;
+  /** Called with every event of the session while waiting (queued, started, progress, retrying...). */
+  onEvent?: (event: StreamedEvent) => void;
+  signal?: AbortSignal;
+}
+
+const enc = encodeURIComponent;
+
+export class Berth {
+  readonly http: ApiClient;
+
+  constructor(options: BerthOptions) {
+    this.http = new ApiClient(options.url, options.token);
+  }
+
+  readonly agents = {
+    create: (spec: AgentSpecInput) => this.http.request<Agent>('POST', '/v1/agents', spec),
+    list: async () => (await this.http.request<{ agents: Agent[] }>('GET', '/v1/agents')).agents,
+    get: (name: string) => this.http.request<Agent>('GET', `/v1/agents/${enc(name)}`),
+    update: (name: string, patch: AgentPatch) =>
+      this.http.request<Agent>('PATCH', `/v1/agents/${enc(name)}`, patch),
+    delete: (name: string) => this.http.request<null>('DELETE', `/v1/agents/${enc(name)}`),
+  };
+
+  readonly sessions = {
+    create: (body: CreateSessionBody) => this.http.request<SessionView>('POST', '/v1/sessions', body),
+    list: async (query: ListSessionsQuery = {}) => {
+      const qs = new URLSearchParams(Object.entries(query).filter(([, v]) => v !== undefined));
+      const path = `/v1/sessions${qs.size ? `?${qs}` : ''}`;
+      return (await this.http.request<{ sessions: SessionWithEta[] }>('GET', path)).sessions;
+    },
+    get: (id: string) => this.http.request<SessionWithEta>('GET', `/v1/sessions/${enc(id)}`),
+    /** Stop and archive. */
+    delete: (id: string) => this.http.request<SessionView>('DELETE', `/v1/sessions/${enc(id)}`),
+    /** Posts a message and returns at once (202): the message, the session and where to follow it from. */
+    post: (id: string, body: PostMessageBody) =>
+      this.http.request<Posted>('POST', `/v1/sessions/${enc(id)}/messages`, body),
+    /** Posts a message and waits for its reply; throws SANDBOX_FAILED when it failed after its last try. */
+    send: async (id: string, text: string, options: SendOptions = {}): Promise<Reply> => {
+      const posted = await this.sessions.post(id, {
+        text,
+        ...(options.agent ? { agent: options.agent } : {}),
+      });
+      return this.waitForReply(id, posted, options);
+    },
+    /** The session's events after `after` (default: from the start), live, until the loop stops or `signal` aborts. */
+    events: (id: string, options: { after?: number; signal?: AbortSignal } = {}) =>
+      this.http.events(id, options.after ?? 0, options.signal),
+    messages: (id: string, page: PageQuery = {}) => {
+      const qs = new URLSearchParams({ after: String(page.after ?? 0), limit: String(page.limit ?? 100) });
+      return this.http.request<{ messages: Message[]; next: number | null }>(
+        'GET',
+        `/v1/sessions/${enc(id)}/messages?${qs}`,
+      );
+    },
+    turns: async (id: string) =>
+      (await this.http.request<{ turns: Turn[] }>('GET', `/v1/sessions/${enc(id)}/turns`)).turns,
+  };
+
+  readonly tokens = {
+    create: (body: CreateTokenBody) => this.http.request<IssuedToken>('POST', '/v1/tokens', body),
+    list: async () => (await this.http.request<{ tokens: ApiTokenRow[] }>('GET', '/v1/tokens')).tokens,
+    revoke: (id: string) => this.http.request<null>('DELETE', `/v1/tokens/${enc(id)}`),
+  };
+
+  status(): Promise<Status> {
+    return this.http.request<Status>('GET', '/v1/status');
+  }
+
+  async queue(): Promise<QueueEntry[]> {
+    return (await this.http.request<{ queue: QueueEntry[] }>('GET', '/v1/queue')).queue;
+  }
+
+  async sandboxes(): Promise<Sandbox[]> {
+    return (await this.http.request<{ sandboxes: Sandbox[] }>('GET', '/v1/sandboxes')).sandboxes;
+  }
+
+  async workers(): Promise<LiveWorker[]> {
+    return (await this.http.request<{ workers: LiveWorker[] }>('GET', '/v1/workers')).workers;
+  }
+
+  /** Events of every session the token may see, live. */
+  events(options: { after?: number; signal?: AbortSignal } = {}): AsyncGenerator<StreamedEvent> {
+    return this.http.stream('/v1/events', options.after ?? 0, options.signal);
+  }
+
+  /** Follows the session's events from the post's 'queued' event until its reply or its failure. */
+  async waitForReply(id: string, posted: Posted, options: SendOptions = {}): Promise<Reply> {
+    const messageId = posted.message.id;
+    for await (const e of this.sessions.events(id, { after: posted.eventId, signal: options.signal })) {
+      options.onEvent?.(e);
+      const d = e.data;
+      if (e.type === 'reply' && (d.inReplyTo as number[]).includes(messageId)) {
+        return { text: String(d.text), data: d.data, messageId: Number(d.messageId) };
+      }
+      if (e.type === 'failed' && d.messageId === messageId) {
+        throw new BerthError(
+          'SANDBOX_FAILED',
+          `Message ${messageId} failed after ${d.tries} tries: ${String(d.error)}`,
+        );
+      }
+      if (e.type === 'archived') {
+        throw new BerthError(
+          'SESSION_ARCHIVED',
+          `Session ${id} was archived before message ${messageId} was answered`,
+        );
+      }
+    }
+    throw new BerthError('HOST_UNREACHABLE', `Event stream of session ${id} ended before the reply`);
+  }
+}

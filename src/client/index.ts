@@ -1,0 +1,15 @@
+/** client: the TypeScript SDK for the berth API (package export `berth/client`). */
+
+export type * from '../core/api-schemas.js';
+export type {
+  Agent,
+  ApiTokenRow,
+  Message,
+  SessionEvent,
+  SessionView,
+  Turn,
+  WorkerRow,
+} from '../core/index.js';
+export { BerthError, isBerthError } from '../core/index.js';
+export * from './berth.js';
+export { ApiClient, parseSseBlock, type StreamedEvent } from './http.js';

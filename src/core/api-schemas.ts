@@ -1,0 +1,80 @@
+/**
+ * The HTTP API's request shapes, as zod schemas. One definition serves three readers:
+ * the API validates with them, /v1/openapi.json is generated from them, and the SDK
+ * (src/client) takes its parameter types from them. Responses are the core record types.
+ */
+import { z } from 'zod';
+import { agentSpecSchema, NAME_PATTERN } from './agent.js';
+import type { SessionStatus } from './types.js';
+
+export { agentSpecSchema };
+
+/** PATCH /v1/agents/:name: any spec field but the name; what is left out stays. */
+export const agentPatchSchema = agentSpecSchema.omit({ name: true }).partial().strict();
+
+const sessionIdSchema = z
+  .string()
+  .regex(NAME_PATTERN, 'id: 1-64 of A-Z a-z 0-9 _ - . starting with a letter or digit');
+
+/** POST /v1/sessions: a session with no message yet; the id is generated when left out. */
+export const createSessionSchema = z
+  .object({ id: sessionIdSchema.optional(), agent: z.string().min(1, 'agent must not be empty') })
+  .strict();
+
+/** POST /v1/sessions/:id/messages. `agent` is needed only when the post creates the session. */
+export const postMessageSchema = z
+  .object({ text: z.string().min(1, 'text must not be empty'), agent: z.string().min(1).optional() })
+  .strict();
+
+export const SESSION_STATUSES = [
+  'idle',
+  'queued',
+  'backoff',
+  'starting',
+  'running',
+  'bound',
+  'failed',
+  'archived',
+] as const satisfies readonly SessionStatus[];
+
+/** GET /v1/sessions filters. Archived sessions are listed only when asked for. */
+export const listSessionsQuerySchema = z
+  .object({
+    status: z.enum(SESSION_STATUSES).optional(),
+    agent: z.string().min(1).optional(),
+    archived: z.enum(['true', 'false']).default('false'),
+  })
+  .strict();
+
+/** Cursor pagination: `after` is the last id of the previous page (the response's `next`). */
+export const pageQuerySchema = z
+  .object({
+    after: z.coerce.number().int().min(0).default(0),
+    limit: z.coerce.number().int().min(1).max(500).default(100),
+  })
+  .strict();
+
+/** SSE: resume after an event id (the Last-Event-ID header wins over ?after=). */
+export const eventsQuerySchema = z.object({ after: z.coerce.number().int().min(0).optional() }).strict();
+
+/** POST /v1/tokens (admin). */
+export const createTokenSchema = z
+  .object({
+    tenant: z
+      .string()
+      .regex(NAME_PATTERN, 'tenant: 1-64 of A-Z a-z 0-9 _ - . starting with a letter or digit'),
+    label: z.string().max(200).default(''),
+  })
+  .strict();
+
+export const errorBodySchema = z.object({
+  error: z.object({ code: z.string(), message: z.string(), hint: z.string() }),
+});
+
+export type AgentPatch = z.input<typeof agentPatchSchema>;
+export type CreateSessionBody = z.input<typeof createSessionSchema>;
+export type PostMessageBody = z.input<typeof postMessageSchema>;
+export type ListSessionsQuery = z.input<typeof listSessionsQuerySchema>;
+export type PageQuery = z.input<typeof pageQuerySchema>;
+export type CreateTokenBody = z.input<typeof createTokenSchema>;
+export type ErrorBody = z.output<typeof errorBodySchema>;
