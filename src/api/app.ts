@@ -6,11 +6,13 @@ import { installAuth } from './auth.js';
 import type { ApiDeps } from './deps.js';
 import { installErrorHandler } from './error-handler.js';
 import { eventsRoutes } from './events-routes.js';
+import { BerthMetrics } from './metrics.js';
 import { buildOpenApi } from './openapi.js';
 import { RouteTable } from './route-table.js';
 import { sessionsRoutes } from './sessions-routes.js';
 import { statusRoutes } from './status-routes.js';
 import { tokensRoutes } from './tokens-routes.js';
+import { webhooksRoutes } from './webhooks-routes.js';
 
 /** Room above the largest message for the JSON around it. */
 const BODY_SLACK_BYTES = 64 * 1024;
@@ -32,6 +34,25 @@ export async function buildApp(deps: ApiDeps & { log: Logger }): Promise<Fastify
   await app.register(eventsRoutes, pluginDeps);
   await app.register(statusRoutes, pluginDeps);
   await app.register(tokensRoutes, pluginDeps);
+  await app.register(webhooksRoutes, pluginDeps);
+  const metrics = deps.metrics ?? new BerthMetrics(deps);
+  routes.add(
+    app,
+    {
+      method: 'GET',
+      url: '/metrics',
+      summary: 'Prometheus metrics',
+      tag: 'meta',
+      access: 'admin',
+      status: 200,
+      returns: 'Prometheus text format',
+    },
+    async ({ reply }) => {
+      const text = await metrics.render();
+      void reply.type(metrics.contentType);
+      return text;
+    },
+  );
   const openApi = buildOpenApi(routes.routes, API_VERSION);
   routes.add(
     app,

@@ -1,12 +1,20 @@
 /** What the API needs from the host; passed to buildApp, never read from globals. */
 import type { Clock, ResolvedConfig } from '../core/index.js';
 import type { Store } from '../store/index.js';
+import type { BerthMetrics } from './metrics.js';
 import type { RouteTable } from './route-table.js';
+import type { WebhookDispatcher } from './webhook-dispatcher.js';
 
 export interface ApiDeps {
   config: ResolvedConfig;
   store: Store;
   clock: Clock;
+  /** The host's dispatcher, woken when a delivery is sent again; absent = deliveries wait for its next poll. */
+  webhooks?: WebhookDispatcher;
+  /** The host's metrics (they time its store calls); absent = the app makes its own. */
+  metrics?: BerthMetrics;
+  /** Pre-booted sandboxes waiting for a session, for berth_warm_pool_size. @default () => 0 */
+  warmPoolSize?: () => number;
 }
 
 /** What each route plugin gets: the deps and the table its routes are declared in. */

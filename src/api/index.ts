@@ -8,3 +8,5 @@ export {
 } from './api-tokens.js';
 export { buildApp } from './app.js';
 export type { ApiDeps } from './deps.js';
+export { BerthMetrics, timeStoreCalls } from './metrics.js';
+export { type DeliveryOutcome, WebhookDispatcher } from './webhook-dispatcher.js';

@@ -8,7 +8,14 @@
 import type Dockerode from 'dockerode';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { assertListenAllowed, buildApp, ensureAdminToken } from '../api/index.js';
+import {
+  assertListenAllowed,
+  BerthMetrics,
+  buildApp,
+  ensureAdminToken,
+  timeStoreCalls,
+  WebhookDispatcher,
+} from '../api/index.js';
 import { type Clock, type ResolvedConfig, systemClock } from '../core/index.js';
 import {
   assertDockerReachable,
@@ -69,17 +76,22 @@ export async function startHost(
   const runtime = new DockerRuntime(docker, config.dockerSocket);
   await runtime.check(image);
   const paths = hostPaths(config.dataDir);
-  const store = openSqliteStore({
+  const untimedStore = openSqliteStore({
     path: paths.storeFile,
     leaseMs: config.leaseMs,
     retry: { retryBaseMs: config.retryBaseMs, retryMaxMs: config.retryMaxMs, maxTries: config.maxTries },
   });
+  const metrics = new BerthMetrics({ store: untimedStore, clock });
+  const store = timeStoreCalls(untimedStore, metrics.storeCallSeconds);
   const api = options.api !== false;
   if (api) await assertListenAllowed(store, config.apiHost);
   const adminToken = api ? await ensureAdminToken(store, config.dataDir, clock.now()) : '';
   const worker = new Worker({ config, store, runtime, clock, log, paths, image });
   await worker.start();
-  const app = api ? await buildApp({ config, store, clock, log }) : null;
+  // Webhooks go out from the API process(es); a worker-only host sends none.
+  const webhooks = api ? new WebhookDispatcher({ store, clock, config, log }) : undefined;
+  webhooks?.start();
+  const app = api ? await buildApp({ config, store, clock, log, webhooks, metrics }) : null;
   const address = app ? await app.listen({ host: config.apiHost, port: config.apiPort }) : '';
   log.info({ address, dataDir: config.dataDir, image, workerId: worker.id }, 'berth host up');
   let closing: Promise<void> | undefined;
@@ -95,6 +107,7 @@ export async function startHost(
     close() {
       closing ??= (async () => {
         await app?.close();
+        await webhooks?.stop();
         await worker.stop();
         await store.close();
       })();

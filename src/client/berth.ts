@@ -16,12 +16,16 @@ import {
   BerthError,
   type CreateSessionBody,
   type CreateTokenBody,
+  type CreateWebhookBody,
   type ListSessionsQuery,
   type Message,
   type PageQuery,
   type PostMessageBody,
   type SessionView,
   type Turn,
+  type Webhook,
+  type WebhookAttempt,
+  type WebhookDelivery,
   type WorkerRow,
 } from '../core/index.js';
 import { ApiClient, type StreamedEvent } from './http.js';
@@ -144,6 +148,24 @@ export class Berth {
     create: (body: CreateTokenBody) => this.http.request<IssuedToken>('POST', '/v1/tokens', body),
     list: async () => (await this.http.request<{ tokens: ApiTokenRow[] }>('GET', '/v1/tokens')).tokens,
     revoke: (id: string) => this.http.request<null>('DELETE', `/v1/tokens/${enc(id)}`),
+  };
+
+  readonly webhooks = {
+    /** The answer's `secret` signs every delivery (check it with verifyWebhookSignature). */
+    create: (body: CreateWebhookBody) =>
+      this.http.request<Webhook & { secret: string }>('POST', '/v1/webhooks', body),
+    list: async () => (await this.http.request<{ webhooks: Webhook[] }>('GET', '/v1/webhooks')).webhooks,
+    delete: (id: string) => this.http.request<null>('DELETE', `/v1/webhooks/${enc(id)}`),
+    deliveries: (id: string, page: PageQuery = {}) => {
+      const qs = new URLSearchParams({ after: String(page.after ?? 0), limit: String(page.limit ?? 100) });
+      return this.http.request<{
+        deliveries: (WebhookDelivery & { log: WebhookAttempt[] })[];
+        next: number | null;
+      }>('GET', `/v1/webhooks/${enc(id)}/deliveries?${qs}`);
+    },
+    /** Sends a dead letter again from its first attempt. */
+    retry: (id: string, deliveryId: number) =>
+      this.http.request<{ retried: true }>('POST', `/v1/webhooks/${enc(id)}/deliveries/${deliveryId}/retry`),
   };
 
   status(): Promise<Status> {

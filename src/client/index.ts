@@ -10,6 +10,6 @@ export type {
   Turn,
   WorkerRow,
 } from '../core/index.js';
-export { BerthError, isBerthError } from '../core/index.js';
+export { BerthError, isBerthError, verifyWebhookSignature, type WebhookPayload } from '../core/index.js';
 export * from './berth.js';
 export { ApiClient, parseSseBlock, type StreamedEvent } from './http.js';

@@ -67,6 +67,34 @@ export const createTokenSchema = z
   })
   .strict();
 
+export const WEBHOOK_EVENT_TYPES = [
+  'queued',
+  'started',
+  'progress',
+  'reply',
+  'retrying',
+  'failed',
+  'archived',
+] as const;
+
+/** POST /v1/webhooks: events of one agent's sessions, or of one session, to a URL. */
+export const createWebhookSchema = z
+  .object({
+    url: z
+      .string()
+      .url('url: an absolute http(s) URL')
+      .refine((u) => /^https?:\/\//.test(u), 'url: must be http or https'),
+    agent: z.string().min(1).optional(),
+    session: sessionIdSchema.optional(),
+    /** @default ['reply', 'failed'] */
+    events: z.array(z.enum(WEBHOOK_EVENT_TYPES)).min(1).default(['reply', 'failed']),
+  })
+  .strict()
+  .refine((w) => (w.agent === undefined) !== (w.session === undefined), {
+    message: 'name exactly one of agent and session',
+    path: ['agent'],
+  });
+
 export const errorBodySchema = z.object({
   error: z.object({ code: z.string(), message: z.string(), hint: z.string() }),
 });
@@ -77,4 +105,5 @@ export type PostMessageBody = z.input<typeof postMessageSchema>;
 export type ListSessionsQuery = z.input<typeof listSessionsQuerySchema>;
 export type PageQuery = z.input<typeof pageQuerySchema>;
 export type CreateTokenBody = z.input<typeof createTokenSchema>;
+export type CreateWebhookBody = z.input<typeof createWebhookSchema>;
 export type ErrorBody = z.output<typeof errorBodySchema>;

@@ -49,6 +49,14 @@ export interface ResolvedConfig {
   readonly mountAllowlistFile: string;
   /** Fault injection for berth's own crash tests: 'kill-before-promote' SIGKILLs the worker between a turn's store commit and its promotion. @default '' (BERTH_FAILPOINT) */
   readonly failpoint: '' | 'kill-before-promote';
+  /** Attempts of a webhook delivery before it is a dead letter. @default 8 (BERTH_WEBHOOK_MAX_ATTEMPTS) */
+  readonly webhookMaxAttempts: number;
+  /** Backoff after a failed delivery attempt n is base * 2^(n-1), in ms. @default 1000 (BERTH_WEBHOOK_RETRY_BASE) */
+  readonly webhookRetryBaseMs: number;
+  /** @default 300000 (BERTH_WEBHOOK_RETRY_MAX) */
+  readonly webhookRetryMaxMs: number;
+  /** A receiver answering later than this is a failed attempt, in ms. @default 10000 (BERTH_WEBHOOK_TIMEOUT) */
+  readonly webhookTimeoutMs: number;
   /** @default info (BERTH_LOG_LEVEL) */
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
@@ -84,6 +92,10 @@ const schema = z.object({
   retryMaxMs: durationMs,
   maxTries: positiveInt,
   maxMessageBytes: positiveInt,
+  webhookMaxAttempts: positiveInt,
+  webhookRetryBaseMs: durationMs,
+  webhookRetryMaxMs: durationMs,
+  webhookTimeoutMs: durationMs.pipe(z.number().min(100, 'must be at least 100ms')),
   maxOutputBytes: positiveInt,
   mountAllowlistFile: z.string().min(1).optional(),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
@@ -111,6 +123,10 @@ export const CONFIG_ENV: Record<keyof Input, string> = {
   retryMaxMs: 'BERTH_RETRY_MAX',
   maxTries: 'BERTH_MAX_TRIES',
   maxMessageBytes: 'BERTH_MAX_MESSAGE_BYTES',
+  webhookMaxAttempts: 'BERTH_WEBHOOK_MAX_ATTEMPTS',
+  webhookRetryBaseMs: 'BERTH_WEBHOOK_RETRY_BASE',
+  webhookRetryMaxMs: 'BERTH_WEBHOOK_RETRY_MAX',
+  webhookTimeoutMs: 'BERTH_WEBHOOK_TIMEOUT',
   maxOutputBytes: 'BERTH_MAX_OUTPUT_BYTES',
   mountAllowlistFile: 'BERTH_MOUNT_ALLOWLIST',
   logLevel: 'BERTH_LOG_LEVEL',
@@ -133,6 +149,10 @@ const DEFAULTS: Input = {
   retryMaxMs: 60_000,
   maxTries: 5,
   maxMessageBytes: 256 * 1024,
+  webhookMaxAttempts: 8,
+  webhookRetryBaseMs: 1_000,
+  webhookRetryMaxMs: 300_000,
+  webhookTimeoutMs: 10_000,
   maxOutputBytes: 64 * 1024,
   logLevel: 'info',
   failpoint: '',

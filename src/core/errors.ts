@@ -97,6 +97,11 @@ export const ERRORS = {
     retryable: false,
     hint: 'Use the operator admin token (<data>/admin-token) for this.',
   },
+  WEBHOOK_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    hint: "List webhooks with GET /v1/webhooks, and a webhook's deliveries with GET /v1/webhooks/<id>/deliveries.",
+  },
   TOKEN_NOT_FOUND: {
     status: 404,
     retryable: false,

@@ -9,3 +9,4 @@ export * from './ids.js';
 export * from './labels.js';
 export * from './protocol.js';
 export * from './types.js';
+export * from './webhook.js';

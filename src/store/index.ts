@@ -3,6 +3,7 @@
 export { fenceError } from './fence-error.js';
 export { openSqliteStore, type SqliteStoreOptions } from './sqlite/sqlite-store.js';
 export type {
+  AttemptResult,
   AuditEntry,
   CreateSessionInput,
   EnqueueInput,
@@ -10,6 +11,8 @@ export type {
   FenceCode,
   Fenced,
   NewApiToken,
+  NewWebhook,
   Store,
   StoreChange,
+  TakenDelivery,
 } from './store.js';

@@ -13,6 +13,7 @@ import type {
   ApiTokenRow,
   ClaimedSession,
   CommitInput,
+  DeliveryDecision,
   Message,
   Principal,
   Session,
@@ -20,6 +21,9 @@ import type {
   SessionView,
   StartedTurn,
   Turn,
+  Webhook,
+  WebhookAttempt,
+  WebhookDelivery,
   WorkerRow,
 } from '../core/index.js';
 
@@ -67,6 +71,34 @@ export interface CreateSessionInput {
   now: number;
   /** As in EnqueueInput. A new session belongs to its agent's tenant. */
   tenant?: string;
+}
+
+export interface NewWebhook {
+  id: string;
+  tenant: string;
+  agent: string | null;
+  sessionId: string | null;
+  url: string;
+  /** Kept in clear: the dispatcher signs every delivery with it. */
+  secret: string;
+  events: string[];
+}
+
+/** A delivery taken for one attempt, with what to send and where. */
+export interface TakenDelivery {
+  delivery: WebhookDelivery;
+  webhook: Webhook & { secret: string };
+  event: SessionEvent;
+}
+
+export interface AttemptResult {
+  deliveryId: number;
+  /** The attempt number the delivery was taken with (its fence). */
+  attempt: number;
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+  decision: DeliveryDecision;
 }
 
 export interface NewApiToken {
@@ -158,6 +190,27 @@ export interface Store {
   listApiTokens(): Promise<ApiTokenRow[]>;
   /** false when no live token has this id. */
   revokeApiToken(id: string, now: number): Promise<boolean>;
+
+  /** Throws AGENT_NOT_FOUND / SESSION_NOT_FOUND when the target is not the tenant's. */
+  createWebhook(webhook: NewWebhook, now: number): Promise<Webhook>;
+  listWebhooks(tenant?: string): Promise<Webhook[]>;
+  getWebhook(id: string, tenant?: string): Promise<Webhook | null>;
+  /** false when there is no such live webhook (of the tenant). Pending deliveries stay and are still sent. */
+  deleteWebhook(id: string, now: number, tenant?: string): Promise<boolean>;
+  /** The next due delivery, taken for one attempt for `leaseMs`; null when none is due. */
+  takeWebhookDelivery(now: number, leaseMs: number): Promise<TakenDelivery | null>;
+  /** Logs the attempt and applies its decision (delivered / retry at / dead), fenced by the attempt number. */
+  recordWebhookAttempt(result: AttemptResult, now: number): Promise<void>;
+  /** A delivery's attempts. */
+  listWebhookDeliveries(
+    webhookId: string,
+    afterId: number,
+    limit: number,
+  ): Promise<(WebhookDelivery & { log: WebhookAttempt[] })[]>;
+  /** Sends a delivered or dead one again from scratch; false when there is none (or it is pending). */
+  retryWebhookDelivery(deliveryId: number, now: number, tenant?: string): Promise<boolean>;
+  /** Deliveries per status, for metrics. */
+  webhookDeliveryCounts(): Promise<Record<'pending' | 'delivered' | 'dead', number>>;
 
   audit(entry: AuditEntry, now: number): Promise<void>;
   listAudit(afterId: number, limit: number): Promise<(AuditEntry & { id: number; at: number })[]>;

@@ -127,6 +127,48 @@ CREATE TABLE api_tokens (
 );
 `,
   },
+  {
+    version: 5,
+    name: 'webhooks and their delivery log',
+    sql: `
+CREATE TABLE webhooks (
+  id TEXT PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  agent TEXT,
+  session_id TEXT,
+  url TEXT NOT NULL,
+  secret TEXT NOT NULL,
+  events TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  deleted_at INTEGER,
+  CHECK ((agent IS NULL) <> (session_id IS NULL))
+);
+CREATE INDEX webhooks_agent ON webhooks(agent) WHERE deleted_at IS NULL;
+CREATE INDEX webhooks_session ON webhooks(session_id) WHERE deleted_at IS NULL;
+CREATE TABLE webhook_deliveries (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  webhook_id TEXT NOT NULL REFERENCES webhooks(id),
+  event_id INTEGER NOT NULL REFERENCES events(id),
+  status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'dead')),
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at INTEGER NOT NULL,
+  last_error TEXT,
+  created_at INTEGER NOT NULL,
+  delivered_at INTEGER,
+  UNIQUE (webhook_id, event_id)
+);
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at, id) WHERE status = 'pending';
+CREATE TABLE webhook_attempts (
+  delivery_id INTEGER NOT NULL REFERENCES webhook_deliveries(id),
+  attempt INTEGER NOT NULL,
+  at INTEGER NOT NULL,
+  status_code INTEGER,
+  error TEXT,
+  duration_ms INTEGER NOT NULL,
+  PRIMARY KEY (delivery_id, attempt)
+);
+`,
+  },
 ];
 
 /** Each migration in its own IMMEDIATE transaction that re-reads what is applied: processes starting together apply it once. */

@@ -8,6 +8,9 @@ import type {
   SessionEvent,
   SessionEventType,
   Turn,
+  Webhook,
+  WebhookAttempt,
+  WebhookDelivery,
   WorkerRow,
 } from '../../core/index.js';
 
@@ -103,5 +106,42 @@ export function toApiToken(r: Row): ApiTokenRow {
     label: String(r.label),
     createdAt: Number(r.created_at),
     revokedAt: r.revoked_at == null ? null : Number(r.revoked_at),
+  };
+}
+
+export function toWebhook(r: Row): Webhook {
+  return {
+    id: String(r.id),
+    tenant: String(r.tenant),
+    agent: (r.agent as string | null) ?? null,
+    sessionId: (r.session_id as string | null) ?? null,
+    url: String(r.url),
+    events: JSON.parse(String(r.events)) as string[],
+    createdAt: Number(r.created_at),
+  };
+}
+
+export function toDelivery(r: Row): WebhookDelivery {
+  return {
+    id: Number(r.id),
+    webhookId: String(r.webhook_id),
+    eventId: Number(r.event_id),
+    status: r.status as WebhookDelivery['status'],
+    attempts: Number(r.attempts),
+    nextAttemptAt: Number(r.next_attempt_at),
+    lastError: (r.last_error as string | null) ?? null,
+    createdAt: Number(r.created_at),
+    deliveredAt: r.delivered_at == null ? null : Number(r.delivered_at),
+  };
+}
+
+export function toAttempt(r: Row): WebhookAttempt {
+  return {
+    deliveryId: Number(r.delivery_id),
+    attempt: Number(r.attempt),
+    at: Number(r.at),
+    statusCode: r.status_code == null ? null : Number(r.status_code),
+    error: (r.error as string | null) ?? null,
+    durationMs: Number(r.duration_ms),
   };
 }

@@ -27,9 +27,13 @@ import {
   type SessionView,
   type StartedTurn,
   type Turn,
+  type Webhook,
+  type WebhookAttempt,
+  type WebhookDelivery,
   type WorkerRow,
 } from '../../core/index.js';
 import type {
+  AttemptResult,
   AuditEntry,
   CreateSessionInput,
   EnqueueInput,
@@ -37,12 +41,26 @@ import type {
   FenceCode,
   Fenced,
   NewApiToken,
+  NewWebhook,
   Store,
   StoreChange,
+  TakenDelivery,
 } from '../store.js';
 import { ChangeRelay } from './change-relay.js';
 import { migrate } from './migrations.js';
-import { type Row, toAgent, toApiToken, toEvent, toMessage, toSession, toTurn, toWorker } from './rows.js';
+import {
+  type Row,
+  toAgent,
+  toApiToken,
+  toAttempt,
+  toDelivery,
+  toEvent,
+  toMessage,
+  toSession,
+  toTurn,
+  toWebhook,
+  toWorker,
+} from './rows.js';
 import { queuePositions, sessionViewOf, sessionViewOfRow } from './session-views.js';
 import { StatementCache } from './statement-cache.js';
 import * as sql from './statements.js';
@@ -485,6 +503,108 @@ export class SqliteStore implements Store {
     return this.write(() => this.q.run(sql.REVOKE_API_TOKEN, { id, now }).changes === 1);
   }
 
+  // ---- webhooks
+
+  async createWebhook(webhook: NewWebhook, now: number): Promise<Webhook> {
+    return this.write(() => {
+      if (webhook.agent !== null) this.ownAgentRow(webhook.agent, webhook.tenant, 'createWebhook');
+      if (webhook.sessionId !== null) {
+        const session = this.q.get(sql.SESSION_BY_ID, { id: webhook.sessionId });
+        if (!session || session.tenant !== webhook.tenant) {
+          throw new BerthError(
+            'SESSION_NOT_FOUND',
+            `Session ${webhook.sessionId} does not exist (createWebhook)`,
+          );
+        }
+      }
+      this.q.run(sql.INSERT_WEBHOOK, { ...webhook, events: JSON.stringify(webhook.events), now });
+      return toWebhook(this.q.get(sql.WEBHOOK_BY_ID, { id: webhook.id })!);
+    });
+  }
+
+  async listWebhooks(tenant?: string): Promise<Webhook[]> {
+    return this.q.all(sql.ALL_WEBHOOKS, { tenant: tenant ?? null }).map(toWebhook);
+  }
+
+  async getWebhook(id: string, tenant?: string): Promise<Webhook | null> {
+    const row = this.q.get(sql.WEBHOOK_BY_ID, { id });
+    return row && ownedBy(row, tenant) ? toWebhook(row) : null;
+  }
+
+  async deleteWebhook(id: string, now: number, tenant?: string): Promise<boolean> {
+    return this.write(() => {
+      const row = this.q.get(sql.WEBHOOK_BY_ID, { id });
+      if (!row || !ownedBy(row, tenant)) return false;
+      return this.q.run(sql.DELETE_WEBHOOK, { id, now }).changes === 1;
+    });
+  }
+
+  async takeWebhookDelivery(now: number, leaseMs: number): Promise<TakenDelivery | null> {
+    return this.write(() => {
+      const due = this.q.get(sql.DUE_DELIVERY, { now });
+      if (!due) return null;
+      if (this.q.run(sql.TAKE_DELIVERY, { id: due.id, now, leaseUntil: now + leaseMs }).changes !== 1)
+        return null;
+      const delivery = toDelivery(this.q.get(sql.DELIVERY_BY_ID, { id: due.id })!);
+      // Deleted webhooks still get what was owed to them: read without the deleted_at filter.
+      const hook = this.q.get(sql.WEBHOOK_EVEN_DELETED, { id: delivery.webhookId })!;
+      const event = toEvent(this.q.get(sql.EVENT_BY_ID, { id: delivery.eventId })!);
+      return { delivery, webhook: { ...toWebhook(hook), secret: String(hook.secret) }, event };
+    });
+  }
+
+  async recordWebhookAttempt(result: AttemptResult, now: number): Promise<void> {
+    this.write(() => {
+      const { deliveryId, attempt, decision } = result;
+      const ended = this.q.run(sql.END_ATTEMPT, {
+        id: deliveryId,
+        attempt,
+        status: decision.action === 'retry' ? 'pending' : decision.action,
+        nextAttemptAt: decision.action === 'retry' ? decision.nextAttemptAt : now,
+        error: result.error,
+        deliveredAt: decision.action === 'delivered' ? now : null,
+      });
+      // A stale attempt (its lease ran out and another took the delivery) is not logged either.
+      if (ended.changes !== 1) return;
+      this.q.run(sql.INSERT_ATTEMPT, {
+        deliveryId,
+        attempt,
+        now,
+        statusCode: result.statusCode,
+        error: result.error,
+        durationMs: result.durationMs,
+      });
+    });
+  }
+
+  async listWebhookDeliveries(
+    webhookId: string,
+    afterId: number,
+    limit: number,
+  ): Promise<(WebhookDelivery & { log: WebhookAttempt[] })[]> {
+    return this.q.all(sql.DELIVERIES_OF_WEBHOOK, { webhookId, afterId, limit }).map((r) => ({
+      ...toDelivery(r),
+      log: this.q.all(sql.ATTEMPTS_OF_DELIVERY, { deliveryId: r.id }).map(toAttempt),
+    }));
+  }
+
+  async retryWebhookDelivery(deliveryId: number, now: number, tenant?: string): Promise<boolean> {
+    return this.write(() => {
+      const row = this.q.get(sql.DELIVERY_BY_ID, { id: deliveryId });
+      if (!row) return false;
+      const hook = this.q.get(sql.WEBHOOK_EVEN_DELETED, { id: row.webhook_id })!;
+      if (!ownedBy(hook, tenant)) return false;
+      return this.q.run(sql.RETRY_DELIVERY, { id: deliveryId, now }).changes === 1;
+    });
+  }
+
+  async webhookDeliveryCounts(): Promise<Record<'pending' | 'delivered' | 'dead', number>> {
+    const counts = { pending: 0, delivered: 0, dead: 0 };
+    for (const r of this.q.all(sql.DELIVERY_COUNTS, {}))
+      counts[r.status as keyof typeof counts] = Number(r.n);
+    return counts;
+  }
+
   async audit(entry: AuditEntry, now: number): Promise<void> {
     this.write(() =>
       this.q.run(sql.INSERT_AUDIT, {
@@ -596,6 +716,7 @@ export class SqliteStore implements Store {
     const id = Number(
       this.q.run(sql.INSERT_EVENT, { sessionId, type, data: JSON.stringify(data), now }).lastInsertRowid,
     );
+    this.q.run(sql.INSERT_DELIVERIES_FOR_EVENT, { eventId: id, sessionId, type, now });
     changes.push({ type: 'event', event: { id, sessionId, type, data, createdAt: now } });
     return id;
   }

@@ -170,3 +170,50 @@ INSERT INTO api_tokens (id, tenant, admin, hash, label, created_at) VALUES (:id,
 export const API_TOKEN_BY_HASH = `SELECT * FROM api_tokens WHERE hash = :hash AND revoked_at IS NULL`;
 export const ALL_API_TOKENS = `SELECT * FROM api_tokens ORDER BY created_at, id`;
 export const REVOKE_API_TOKEN = `UPDATE api_tokens SET revoked_at = :now WHERE id = :id AND revoked_at IS NULL`;
+
+export const INSERT_WEBHOOK = `
+INSERT INTO webhooks (id, tenant, agent, session_id, url, secret, events, created_at)
+VALUES (:id, :tenant, :agent, :sessionId, :url, :secret, :events, :now)`;
+export const WEBHOOK_BY_ID = `SELECT * FROM webhooks WHERE id = :id AND deleted_at IS NULL`;
+/** Deleted ones too: deliveries owed before the delete are still sent. */
+export const WEBHOOK_EVEN_DELETED = `SELECT * FROM webhooks WHERE id = :id`;
+/** Params: tenant (null = every tenant). */
+export const ALL_WEBHOOKS = `
+SELECT * FROM webhooks WHERE deleted_at IS NULL AND (:tenant IS NULL OR tenant = :tenant) ORDER BY created_at, id`;
+export const DELETE_WEBHOOK = `UPDATE webhooks SET deleted_at = :now WHERE id = :id AND deleted_at IS NULL`;
+/**
+ * One delivery per live webhook that wants this event, in the event's own transaction,
+ * so an event is never written without its deliveries. Params: eventId, sessionId, type, now.
+ */
+export const INSERT_DELIVERIES_FOR_EVENT = `
+INSERT INTO webhook_deliveries (webhook_id, event_id, status, attempts, next_attempt_at, created_at)
+SELECT w.id, :eventId, 'pending', 0, :now, :now FROM webhooks w JOIN sessions s ON s.id = :sessionId
+WHERE w.deleted_at IS NULL AND w.tenant = s.tenant AND (w.session_id = s.id OR w.agent = s.agent)
+AND EXISTS (SELECT 1 FROM json_each(w.events) WHERE value = :type)`;
+/** The next due delivery. Params: now. */
+export const DUE_DELIVERY = `
+SELECT * FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= :now ORDER BY next_attempt_at, id LIMIT 1`;
+/**
+ * Takes a due delivery for one attempt: next_attempt_at moves to the end of the attempt's
+ * lease, so no other dispatcher takes it meanwhile, and one left by a crash is due again
+ * then. Params: id, now, leaseUntil. 1 row = taken.
+ */
+export const TAKE_DELIVERY = `
+UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = :leaseUntil
+WHERE id = :id AND status = 'pending' AND next_attempt_at <= :now`;
+export const DELIVERY_BY_ID = `SELECT * FROM webhook_deliveries WHERE id = :id`;
+export const INSERT_ATTEMPT = `
+INSERT INTO webhook_attempts (delivery_id, attempt, at, status_code, error, duration_ms)
+VALUES (:deliveryId, :attempt, :now, :statusCode, :error, :durationMs)`;
+/** Ends an attempt; fenced by the attempt number so a stale dispatcher writes nothing. Params: id, attempt, status, nextAttemptAt, error, deliveredAt. */
+export const END_ATTEMPT = `
+UPDATE webhook_deliveries SET status = :status, next_attempt_at = :nextAttemptAt, last_error = :error, delivered_at = :deliveredAt
+WHERE id = :id AND attempts = :attempt AND status = 'pending'`;
+/** A dead letter (or any delivery) sent again from scratch. Params: id, now. */
+export const RETRY_DELIVERY = `
+UPDATE webhook_deliveries SET status = 'pending', attempts = 0, next_attempt_at = :now, delivered_at = NULL WHERE id = :id AND status <> 'pending'`;
+export const DELIVERIES_OF_WEBHOOK = `
+SELECT * FROM webhook_deliveries WHERE webhook_id = :webhookId AND id > :afterId ORDER BY id LIMIT :limit`;
+export const ATTEMPTS_OF_DELIVERY = `SELECT * FROM webhook_attempts WHERE delivery_id = :deliveryId ORDER BY attempt`;
+export const DELIVERY_COUNTS = `SELECT status, COUNT(*) AS n FROM webhook_deliveries GROUP BY status`;
+export const EVENT_BY_ID = `SELECT * FROM events WHERE id = :id`;

@@ -1,0 +1,213 @@
+/**
+ * Prometheus metrics (prom-client, one registry per host). Three sources:
+ * - gauges read at scrape time from the store: queue depth, sessions by status, active
+ *   sandboxes, webhook deliveries by status (dead letters), warm pool size (a callback
+ *   the worker provides; 0 until it does);
+ * - counters and histograms derived from the events table, tailed from a cursor at each
+ *   scrape, so they count every worker's turns, whichever process ran them: turns
+ *   started, turn run time (started → first reply), queue wait (queued → started),
+ *   retries, failed messages, recovery time (retrying → next reply of the session);
+ * - store call latency measured in this process (`timeStoreCalls`): commit, claim, enqueue.
+ */
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Clock, SessionEvent } from '../core/index.js';
+import type { Store } from '../store/index.js';
+
+const BATCH = 1_000;
+const SECONDS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+export interface MetricsSources {
+  store: Store;
+  clock: Clock;
+  /** Pre-booted sandboxes waiting for a session; the worker's pool provides it. @default () => 0 */
+  warmPoolSize?: () => number;
+}
+
+export class BerthMetrics {
+  readonly registry = new Registry();
+  private cursor = 0;
+  private readonly turnStartedAt = new Map<string, number>();
+  private readonly queuedAt = new Map<string, number>();
+  private readonly retryingSince = new Map<string, number>();
+  readonly storeCallSeconds: Histogram<'method'>;
+  private readonly turnsStarted: Counter;
+  private readonly turnSeconds: Histogram;
+  private readonly queueWaitSeconds: Histogram;
+  private readonly retries: Counter;
+  private readonly failedMessages: Counter;
+  private readonly recoverySeconds: Histogram;
+
+  constructor(private readonly sources: MetricsSources) {
+    const registers = [this.registry];
+    const { store, clock } = sources;
+    new Gauge({
+      name: 'berth_queue_depth',
+      help: 'Sessions waiting in the claim queue',
+      registers,
+      async collect() {
+        this.set(await store.queueDepth(clock.now()));
+      },
+    });
+    new Gauge({
+      name: 'berth_sessions',
+      help: 'Sessions by status',
+      labelNames: ['status'],
+      registers,
+      async collect() {
+        this.reset();
+        const views = await store.listSessionViews(clock.now());
+        for (const v of views) this.inc({ status: v.status });
+      },
+    });
+    new Gauge({
+      name: 'berth_active_sandboxes',
+      help: 'Sandboxes serving a session now',
+      registers,
+      async collect() {
+        this.set((await store.listSessionViews(clock.now())).filter((v) => v.sandbox !== null).length);
+      },
+    });
+    new Gauge({
+      name: 'berth_warm_pool_size',
+      help: 'Pre-booted sandboxes waiting for a session',
+      registers,
+      collect() {
+        this.set(sources.warmPoolSize?.() ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'berth_webhook_deliveries',
+      help: 'Webhook deliveries by status (dead = dead letters)',
+      labelNames: ['status'],
+      registers,
+      async collect() {
+        for (const [status, n] of Object.entries(await store.webhookDeliveryCounts()))
+          this.set({ status }, n);
+      },
+    });
+    this.turnsStarted = new Counter({
+      name: 'berth_turns_started_total',
+      help: 'Turns started (attempts)',
+      registers,
+    });
+    this.turnSeconds = new Histogram({
+      name: 'berth_turn_duration_seconds',
+      help: 'Turn run time, start to first reply',
+      buckets: SECONDS,
+      registers,
+    });
+    this.queueWaitSeconds = new Histogram({
+      name: 'berth_queue_wait_seconds',
+      help: 'Wait from a message queued to its turn started',
+      buckets: SECONDS,
+      registers,
+    });
+    this.retries = new Counter({
+      name: 'berth_retries_total',
+      help: 'Messages sent back for a retry',
+      registers,
+    });
+    this.failedMessages = new Counter({
+      name: 'berth_failed_messages_total',
+      help: 'Messages failed after their last try (dead letters of the turn queue)',
+      registers,
+    });
+    this.recoverySeconds = new Histogram({
+      name: 'berth_recovery_seconds',
+      help: 'From a turn aborted (retrying) to the next reply of its session',
+      buckets: SECONDS,
+      registers,
+    });
+    this.storeCallSeconds = new Histogram({
+      name: 'berth_store_call_seconds',
+      help: 'Store transaction latency by method (commitTurn = store commit), in this process',
+      labelNames: ['method'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers,
+    });
+  }
+
+  /** Brings the event-derived metrics up to date, then renders every metric. */
+  async render(): Promise<string> {
+    let batch: SessionEvent[];
+    do {
+      batch = await this.sources.store.eventsAfter(null, this.cursor, BATCH);
+      for (const e of batch) this.observe(e);
+      this.cursor = batch.at(-1)?.id ?? this.cursor;
+    } while (batch.length === BATCH);
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  private observe(e: SessionEvent): void {
+    const turnId = String(e.data.turnId ?? '');
+    switch (e.type) {
+      case 'queued':
+        if (!this.queuedAt.has(e.sessionId)) this.queuedAt.set(e.sessionId, e.createdAt);
+        break;
+      case 'started': {
+        this.turnsStarted.inc();
+        this.turnStartedAt.set(turnId, e.createdAt);
+        const queued = this.queuedAt.get(e.sessionId);
+        if (queued !== undefined) this.queueWaitSeconds.observe((e.createdAt - queued) / 1000);
+        this.queuedAt.delete(e.sessionId);
+        break;
+      }
+      case 'reply': {
+        const started = this.turnStartedAt.get(turnId);
+        if (started !== undefined) this.turnSeconds.observe((e.createdAt - started) / 1000);
+        this.turnStartedAt.delete(turnId);
+        const since = this.retryingSince.get(e.sessionId);
+        if (since !== undefined) this.recoverySeconds.observe((e.createdAt - since) / 1000);
+        this.retryingSince.delete(e.sessionId);
+        break;
+      }
+      case 'retrying':
+        this.retries.inc();
+        this.turnStartedAt.delete(turnId);
+        if (!this.retryingSince.has(e.sessionId)) this.retryingSince.set(e.sessionId, e.createdAt);
+        // The retry waits in the queue again.
+        this.queuedAt.set(e.sessionId, e.createdAt);
+        break;
+      case 'failed':
+        this.failedMessages.inc();
+        this.turnStartedAt.delete(turnId);
+        this.retryingSince.delete(e.sessionId);
+        break;
+      case 'archived':
+        this.queuedAt.delete(e.sessionId);
+        this.retryingSince.delete(e.sessionId);
+        break;
+      case 'progress':
+        break;
+    }
+  }
+}
+
+const TIMED_METHODS = [
+  'commitTurn',
+  'claimRunnableSession',
+  'enqueueMessage',
+  'startTurn',
+  'abortTurn',
+] as const;
+
+/** The store, with the latency of its main transactions observed into `histogram`. */
+export function timeStoreCalls(store: Store, histogram: Histogram<'method'>): Store {
+  const timed: Partial<Store> = {};
+  for (const method of TIMED_METHODS) {
+    const original = store[method].bind(store) as (...args: unknown[]) => Promise<unknown>;
+    (timed as Record<string, unknown>)[method] = async (...args: unknown[]) => {
+      const end = histogram.startTimer({ method });
+      try {
+        return await original(...args);
+      } finally {
+        end();
+      }
+    };
+  }
+  return Object.assign(Object.create(store) as Store, timed);
+}
