@@ -27,5 +27,8 @@ npm run build --silent
 step "docker: scripts/ensure-docker.sh"
 scripts/ensure-docker.sh
 
+step "chromium (dashboard browser test): scripts/ensure-chromium.sh"
+scripts/ensure-chromium.sh
+
 step "base image: berth image build"
 node bin/berth.js image build

@@ -3,6 +3,8 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import type { Logger } from 'pino';
 import { agentsRoutes } from './agents-routes.js';
 import { installAuth } from './auth.js';
+import { chaosRoutes } from './chaos-routes.js';
+import { dashboardRoutes } from './dashboard-routes.js';
 import type { ApiDeps } from './deps.js';
 import { installErrorHandler } from './error-handler.js';
 import { eventsRoutes } from './events-routes.js';
@@ -35,6 +37,8 @@ export async function buildApp(deps: ApiDeps & { log: Logger }): Promise<Fastify
   await app.register(statusRoutes, pluginDeps);
   await app.register(tokensRoutes, pluginDeps);
   await app.register(webhooksRoutes, pluginDeps);
+  await app.register(chaosRoutes, pluginDeps);
+  await app.register(dashboardRoutes);
   const metrics = deps.metrics ?? new BerthMetrics(deps);
   routes.add(
     app,

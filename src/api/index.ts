@@ -7,6 +7,7 @@ export {
   readAdminToken,
 } from './api-tokens.js';
 export { buildApp } from './app.js';
+export { CHAOS_REPORTS_DIR } from './chaos-routes.js';
 export type { ApiDeps } from './deps.js';
 export { BerthMetrics, timeStoreCalls } from './metrics.js';
 export { type DeliveryOutcome, WebhookDispatcher } from './webhook-dispatcher.js';

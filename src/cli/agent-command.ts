@@ -47,5 +47,14 @@ export function agentCommand(env: NodeJS.ProcessEnv): Command {
       for (const a of agents)
         process.stdout.write(`${a.name}\t${a.provider}\t${a.memoryMb} MiB\t${a.cpus} CPU\n`);
     });
+  agent
+    .command('delete <name>')
+    .description('Delete an agent no live session uses')
+    .option('--json', 'print JSON')
+    .action(async (name: string, o: { json?: boolean }) => {
+      await (await connect(env)).agents.delete(name);
+      if (o.json) return printJson({ deleted: name });
+      process.stdout.write(`agent ${name} deleted\n`);
+    });
   return agent;
 }

@@ -4,9 +4,12 @@
  * worker (SIGKILL), then checks the invariants and prints the report. Exit 1 when an
  * invariant fails or any request ended fail/unknown; 2 for bad flags.
  */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Command } from 'commander';
-import { type ChaosProgress, renderReport, runChaos } from '../chaos/index.js';
-import { BerthError, parseDurationMs } from '../core/index.js';
+import { CHAOS_REPORTS_DIR } from '../api/index.js';
+import { type ChaosProgress, type ChaosReport, renderReport, runChaos } from '../chaos/index.js';
+import { BerthError, loadConfig, parseDurationMs } from '../core/index.js';
 import { formatElapsed } from './progress.js';
 
 interface ChaosFlags {
@@ -98,6 +101,8 @@ Examples:
         const report = await runChaos({ ...options, onProgress: live.update, signal: interrupt.signal });
         live.finish();
         process.stdout.write(flags.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report));
+        const saved = await saveChaosReport(loadConfig(env).dataDir, report);
+        process.stderr.write(`berth chaos: report saved to ${saved} (the dashboard's fault timeline)\n`);
         if (!report.passed) process.exitCode = 1;
       } finally {
         process.off('SIGINT', onSignal);
@@ -175,4 +180,14 @@ function liveProgress(stream: NodeJS.WriteStream): { update(p: ChaosProgress): v
       if (tty && drawn) stream.write('\r\x1b[K');
     },
   };
+}
+
+/** Into <data>/chaos/, where the host's dashboard (GET /v1/chaos/reports) finds it. */
+async function saveChaosReport(dataDir: string, report: ChaosReport): Promise<string> {
+  const startedAt = Date.now() - report.wallMs;
+  const dir = join(dataDir, CHAOS_REPORTS_DIR);
+  await mkdir(dir, { recursive: true });
+  const file = join(dir, `${new Date(startedAt).toISOString().replace(/[:.]/g, '-')}.json`);
+  await writeFile(file, JSON.stringify({ startedAt, ...report }));
+  return file;
 }

@@ -1,129 +1,176 @@
 /**
- * `berth demo`: a host with 2 slots takes script jobs for 8 sessions. The screen shows
- * each session live — queue position, attempt, progress — then the replies and a
- * summary of what was measured. Everything goes through the real API and real sandboxes.
+ * `berth demo`: 20 concurrent tasks of about a minute each (multi-step `script` turns that
+ * report progress) on an embedded 4-slot host, while random sandboxes are killed (docker
+ * kill through the Engine API, the chaos suite's FaultInjector). A live view shows every
+ * task's state, queue position, attempt and progress; the summary says whether all 20
+ * completed with none lost, the queue waits and run times, the faults and the recoveries,
+ * and the dashboard URL to watch it. `--fast` (make demo DEMO_FAST=1) runs the same in
+ * well under a minute. Everything goes through the real API (the SDK) and real sandboxes.
+ * Exit 0 only when every task completed.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { destination, pino } from 'pino';
-import { ApiClient, type Posted } from '../client/index.js';
+import { FaultInjector } from '../chaos/index.js';
+import { Berth, type Posted } from '../client/index.js';
 import { loadConfig, type ScriptPlan } from '../core/index.js';
+import { installIdOf } from '../worker/index.js';
 import { startHost } from './host.js';
+import { formatElapsed } from './progress.js';
+
+const TASKS = 20;
+const SLOTS = 4;
+const STEPS = 6;
+
+interface Pace {
+  stepMs: number;
+  killEveryMs: { min: number; max: number };
+  retryBaseMs: number;
+}
+
+const FULL: Pace = { stepMs: 10_000, killEveryMs: { min: 15_000, max: 30_000 }, retryBaseMs: 1_000 };
+const FAST: Pace = { stepMs: 300, killEveryMs: { min: 2_500, max: 4_000 }, retryBaseMs: 200 };
 
 interface Row {
   session: string;
-  state: string;
-  detail: string;
+  state: 'queued' | 'running' | 'retrying' | 'done' | 'failed';
+  position: number | null;
+  attempt: number;
+  step: number;
   postedAt: number;
   startedAt?: number;
+  lastStartedAt?: number;
   doneAt?: number;
-  maxPosition: number;
-  reply?: string;
+  retries: number;
+  /** Time from a retry to the reply that followed it. */
+  recoveredInMs?: number;
+  retryingSince?: number;
 }
-
-const SESSIONS = 8;
-const SLOTS = 2;
 
 export function demoCommand(env: NodeJS.ProcessEnv): Command {
   return new Command('demo')
     .description(
-      `Run ${SESSIONS} script sessions through a ${SLOTS}-slot host and show queueing, progress and replies live`,
+      `Run ${TASKS} one-minute tasks on a ${SLOTS}-slot host while sandboxes are killed; show them live and summarise`,
     )
+    .option('--fast', 'shortened run (under a minute), as CI runs it')
     .option('--keep', 'keep the demo data directory')
-    .action(async (o: { keep?: boolean }) => {
+    .action(async (o: { fast?: boolean; keep?: boolean }) => {
+      const pace = o.fast ? FAST : FULL;
       const dataDir = env.BERTH_DATA ?? (await mkdtemp(join(tmpdir(), 'berth-demo-')));
-      const config = loadConfig({ ...env, BERTH_DATA: dataDir }, { apiPort: 0, slots: SLOTS });
+      // Kills cost tries: leave enough of them that a task hit several times still completes.
+      const config = loadConfig(
+        { ...env, BERTH_DATA: dataDir },
+        { apiPort: 0, slots: SLOTS, maxTries: 10, retryBaseMs: pace.retryBaseMs, idleTimeoutMs: 0 },
+      );
       const log = pino({ level: 'warn' }, destination(2));
       const host = await startHost(config, log);
-      const client = new ApiClient(host.url, host.adminToken);
+      const berth = new Berth({ url: host.url, token: host.adminToken });
+      const injector = new FaultInjector({
+        docker: host.docker,
+        installId: installIdOf(dataDir),
+        killEveryMs: pace.killEveryMs,
+        maxDurationMs: 60 * 60_000,
+      });
       try {
-        await client
-          .request('POST', '/v1/agents', { name: 'demo', provider: 'script', memoryMb: 256 })
-          .catch(() => undefined);
-        const rows = await runSessions(client);
-        printSummary(rows);
+        process.stdout.write(`dashboard: ${host.url}/#token=${host.adminToken}\n\n`);
+        await berth.agents.create({ name: 'demo', provider: 'script', memoryMb: 256 }).catch(() => undefined);
+        const startedAt = Date.now();
+        injector.start();
+        const rows = await runTasks(berth, pace);
+        await injector.stop();
+        const ok = printSummary(rows, await storedOutcomes(berth, rows), injector, Date.now() - startedAt);
+        process.stdout.write(`\ndashboard: ${host.url}/#token=${host.adminToken} (until the demo exits)\n`);
+        if (!ok) process.exitCode = 1;
       } finally {
+        await injector.stop();
         await host.close();
         if (!o.keep && !env.BERTH_DATA) await rm(dataDir, { recursive: true, force: true });
       }
     });
 }
 
-function planFor(n: number): ScriptPlan {
-  const ms = 600 + ((n * 370) % 900);
-  return {
-    steps: [
-      { progress: 'reading the task' },
-      { sleep: ms },
-      { write: { path: 'notes.md', content: `session ${n} was here\n` } },
-      { progress: 'computing' },
-      { run: `seq 1 ${n * 1000} | tail -n 1 > result.txt` },
-      { sleep: ms },
-      { progress: 'writing the answer' },
-    ],
-    reply: `session ${n}: counted to ${n * 1000} in a sandbox of its own`,
-  };
+function planFor(n: number, pace: Pace): ScriptPlan {
+  const steps: ScriptPlan['steps'] = [];
+  for (let k = 1; k <= STEPS; k++) {
+    steps.push({ progress: `step ${k}/${STEPS}` });
+    steps.push({ sleep: pace.stepMs });
+    if (k === STEPS / 2) steps.push({ run: `seq 1 ${n * 1000} | tail -n 1 > count.txt` });
+  }
+  steps.push({ write: { path: 'result.md', content: `task ${n} done\n` } });
+  return { steps, reply: `task ${n}: counted to ${n * 1000} in ${STEPS} steps` };
 }
 
-async function runSessions(client: ApiClient): Promise<Row[]> {
+async function runTasks(berth: Berth, pace: Pace): Promise<Row[]> {
   const rows: Row[] = [];
   const render = createRenderer(rows);
-  const waits = [];
-  for (let n = 1; n <= SESSIONS; n++) {
-    const session = `demo-${n}`;
-    const posted = await client.request<Posted>('POST', `/v1/sessions/${session}/messages`, {
+  const follows: Promise<void>[] = [];
+  for (let n = 1; n <= TASKS; n++) {
+    const session = `task-${String(n).padStart(2, '0')}`;
+    const posted = await berth.sessions.post(session, {
       agent: 'demo',
-      text: JSON.stringify(planFor(n)),
+      text: JSON.stringify(planFor(n, pace)),
     });
     const row: Row = {
       session,
       state: 'queued',
-      detail: '',
+      position: posted.session.queuePosition,
+      attempt: 0,
+      step: 0,
       postedAt: Date.now(),
-      maxPosition: posted.session.queuePosition ?? 0,
+      retries: 0,
     };
     rows.push(row);
-    waits.push(follow(client, row, posted, render));
+    follows.push(follow(berth, row, posted));
   }
   const ticker = setInterval(render, 250);
-  await Promise.all(waits);
+  await Promise.all(follows);
   clearInterval(ticker);
   render();
   return rows;
 }
 
-async function follow(client: ApiClient, row: Row, posted: Posted, render: () => void): Promise<void> {
-  for await (const e of client.events(row.session, posted.eventId)) {
-    const d = e.data;
-    if (e.type === 'queued') {
-      row.state = 'queued';
-      row.detail = `position ${d.position}`;
-      row.maxPosition = Math.max(row.maxPosition, Number(d.position));
-    } else if (e.type === 'started') {
-      row.state = 'running';
-      row.detail = `attempt ${d.attempt}`;
-      row.startedAt ??= Date.now();
-    } else if (e.type === 'progress') {
-      row.detail = String(d.text);
-    } else if (e.type === 'retrying') {
-      row.state = 'retrying';
-      row.detail = String(d.error);
-    } else if (e.type === 'failed') {
-      row.state = 'failed';
-      row.detail = String(d.error);
-      row.doneAt = Date.now();
-      return render();
-    } else if (e.type === 'reply') {
-      row.state = 'done';
-      row.reply = String(d.text);
-      row.detail = '';
-      row.doneAt = Date.now();
-      return render();
-    }
-    render();
+async function follow(berth: Berth, row: Row, posted: Posted): Promise<void> {
+  try {
+    await berth.waitForReply(row.session, posted, {
+      onEvent: (e) => {
+        const d = e.data;
+        const now = Date.now();
+        switch (e.type) {
+          case 'queued':
+            row.position = (d.position as number | null) ?? row.position;
+            break;
+          case 'started':
+            row.state = 'running';
+            row.position = null;
+            row.attempt = Number(d.attempt);
+            row.step = 0;
+            row.startedAt ??= now;
+            row.lastStartedAt = now;
+            break;
+          case 'progress':
+            row.step = Number(/step (\d+)/.exec(String(d.text))?.[1] ?? row.step);
+            break;
+          case 'retrying':
+            row.state = 'retrying';
+            row.retries++;
+            row.retryingSince ??= now;
+            break;
+        }
+      },
+    });
+    row.state = 'done';
+    row.doneAt = Date.now();
+    if (row.retryingSince !== undefined) row.recoveredInMs = row.doneAt - row.retryingSince;
+  } catch {
+    row.state = 'failed';
+    row.doneAt = Date.now();
   }
+}
+
+function bar(step: number): string {
+  return `[${'#'.repeat(step)}${'-'.repeat(STEPS - step)}]`;
 }
 
 function createRenderer(rows: Row[]): () => void {
@@ -131,34 +178,77 @@ function createRenderer(rows: Row[]): () => void {
   let drawn = 0;
   const last = new Map<string, string>();
   return () => {
-    const lines = rows.map((r) => `${r.session.padEnd(8)} ${r.state.padEnd(9)} ${r.detail}`);
+    const now = Date.now();
+    const lines = rows.map((r) => {
+      const where = r.state === 'queued' && r.position !== null ? `queue #${r.position}` : '';
+      const attempt = r.attempt > 1 ? `attempt ${r.attempt}` : '';
+      const clock = formatElapsed((r.doneAt ?? now) - r.postedAt);
+      return `${r.session}  ${r.state.padEnd(8)} ${bar(r.step)} ${where.padEnd(9)} ${attempt.padEnd(9)} ${clock}`;
+    });
+    const done = rows.filter((r) => r.state === 'done').length;
+    const header = `${done}/${rows.length} done, ${rows.filter((r) => r.state === 'running').length} running, ${rows.filter((r) => r.state === 'queued').length} queued`;
     if (tty) {
       if (drawn) process.stdout.write(`\x1b[${drawn}A`);
-      for (const l of lines) process.stdout.write(`\x1b[K${l}\n`);
-      drawn = lines.length;
-    } else {
-      rows.forEach((r, i) => {
-        const key = `${r.state} ${r.detail}`;
-        if (last.get(r.session) !== key) {
-          last.set(r.session, key);
-          process.stdout.write(`${lines[i]}\n`);
-        }
-      });
+      for (const l of [header, ...lines]) process.stdout.write(`\x1b[K${l}\n`);
+      drawn = lines.length + 1;
+      return;
     }
+    // Off a TTY (CI logs): a line per state change only.
+    rows.forEach((r, i) => {
+      const key = `${r.state} ${r.attempt}`;
+      if (last.get(r.session) !== key) {
+        last.set(r.session, key);
+        process.stdout.write(`${lines[i]}\n`);
+      }
+    });
   };
 }
 
-function printSummary(rows: Row[]): void {
-  const first = Math.min(...rows.map((r) => r.postedAt));
-  const last = Math.max(...rows.map((r) => r.doneAt ?? Date.now()));
-  const waits = rows.map((r) => (r.startedAt ?? r.postedAt) - r.postedAt);
-  process.stdout.write('\nReplies:\n');
-  for (const r of rows) process.stdout.write(`  ${r.session}: ${r.reply ?? `(${r.state}) ${r.detail}`}\n`);
-  const done = rows.filter((r) => r.state === 'done').length;
+/** From the store, not the client's view: tasks with exactly one reply (answered) or none (lost), and replies beyond one (duplicated). */
+async function storedOutcomes(
+  berth: Berth,
+  rows: Row[],
+): Promise<{ answered: number; lost: number; duplicated: number }> {
+  const outcome = { answered: 0, lost: 0, duplicated: 0 };
+  for (const r of rows) {
+    const { messages } = await berth.sessions.messages(r.session);
+    const replies = messages.filter((m) => m.direction === 'out').length;
+    if (replies === 0) outcome.lost++;
+    else outcome.answered++;
+    outcome.duplicated += Math.max(0, replies - 1);
+  }
+  return outcome;
+}
+
+function secs(ms: number[]): string {
+  if (ms.length === 0) return '-';
+  const mean = ms.reduce((a, b) => a + b, 0) / ms.length;
+  return `mean ${(mean / 1000).toFixed(1)} s, max ${(Math.max(...ms) / 1000).toFixed(1)} s`;
+}
+
+/** Prints the summary; true when every task completed. */
+function printSummary(
+  rows: Row[],
+  stored: { answered: number; lost: number; duplicated: number },
+  injector: FaultInjector,
+  wallMs: number,
+): boolean {
+  const done = rows.filter((r) => r.state === 'done');
+  const failed = rows.filter((r) => r.state === 'failed');
+  const waits = rows.filter((r) => r.startedAt).map((r) => r.startedAt! - r.postedAt);
+  const runs = done.map((r) => r.doneAt! - r.lastStartedAt!);
+  const recovered = rows.filter((r) => r.recoveredInMs !== undefined && r.state === 'done');
+  const kills = injector.count('sandbox-kill');
   process.stdout.write(
-    `\nSummary: ${done}/${rows.length} replied, ${SLOTS} slots, wall ${((last - first) / 1000).toFixed(1)} s, ` +
-      `queue wait mean ${(waits.reduce((a, b) => a + b, 0) / waits.length / 1000).toFixed(1)} s / max ${(Math.max(...waits) / 1000).toFixed(1)} s, ` +
-      `deepest queue position ${Math.max(...rows.map((r) => r.maxPosition))}\n`,
+    [
+      '',
+      `Summary: ${done.length}/${rows.length} completed, ${failed.length} failed; in the store ${stored.answered} answered, ${stored.lost} lost, ${stored.duplicated} duplicated; ${SLOTS} slots, ${(wallMs / 1000).toFixed(1)} s`,
+      `  queue wait   ${secs(waits)}`,
+      `  run time     ${secs(runs)} (last attempt)`,
+      `  faults       ${kills} sandboxes killed (${injector.skipped} kill attempts found none running)`,
+      `  recoveries   ${recovered.length} tasks hit by a kill completed anyway (${rows.reduce((n, r) => n + r.retries, 0)} retries), recovery ${secs(recovered.map((r) => r.recoveredInMs!))}`,
+      '',
+    ].join('\n'),
   );
-  if (done !== rows.length) process.exitCode = 1;
+  return done.length === rows.length && stored.lost === 0 && stored.duplicated === 0;
 }

@@ -4,8 +4,10 @@ import { agentCommand } from './agent-command.js';
 import { chaosCommand } from './chaos-command.js';
 import { demoCommand } from './demo-command.js';
 import { imageCommandFor } from './image-wiring.js';
+import { logsCommand } from './logs-command.js';
 import { exitWithError } from './output.js';
 import { sendCommand } from './send-command.js';
+import { sessionCommand } from './session-command.js';
 import { statusCommand } from './status-command.js';
 import { tokenCommand } from './token-command.js';
 import { upCommand, workerCommand } from './up-command.js';
@@ -19,6 +21,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<void
     .addCommand(workerCommand(env))
     .addCommand(agentCommand(env))
     .addCommand(sendCommand(env))
+    .addCommand(sessionCommand(env))
+    .addCommand(logsCommand(env))
     .addCommand(statusCommand(env))
     .addCommand(tokenCommand(env))
     .addCommand(imageCommandFor(env))

@@ -1,6 +1,7 @@
 /** `berth status`: sessions, queue, sandboxes and workers, as a table or JSON. */
 import { Command } from 'commander';
 import type { Status } from '../client/index.js';
+import type { SessionView } from '../core/index.js';
 import { connect } from './connect.js';
 import { printJson } from './output.js';
 
@@ -16,7 +17,17 @@ export function statusCommand(env: NodeJS.ProcessEnv): Command {
 }
 
 export function renderStatus(s: Status): string {
-  const rows = s.sessions.map((v) => [
+  const alive = s.workers.filter((w) => w.alive);
+  return [
+    renderSessions(s.sessions),
+    '',
+    `queue: ${s.queue.length} waiting   sandboxes: ${s.sandboxes.length}   workers: ${alive.length} alive (${alive.reduce((n, w) => n + w.slots, 0)} slots)`,
+    '',
+  ].join('\n');
+}
+
+export function renderSessions(sessions: SessionView[]): string {
+  const rows = sessions.map((v) => [
     v.id,
     v.agent,
     v.status,
@@ -26,13 +37,7 @@ export function renderStatus(s: Status): string {
     v.sandbox ?? '-',
     v.lastReply ? oneLine(v.lastReply.text, 40) : '-',
   ]);
-  const alive = s.workers.filter((w) => w.alive);
-  return [
-    table(['SESSION', 'AGENT', 'STATUS', 'QUEUE', 'PENDING', 'GEN', 'SANDBOX', 'LAST REPLY'], rows),
-    '',
-    `queue: ${s.queue.length} waiting   sandboxes: ${s.sandboxes.length}   workers: ${alive.length} alive (${alive.reduce((n, w) => n + w.slots, 0)} slots)`,
-    '',
-  ].join('\n');
+  return table(['SESSION', 'AGENT', 'STATUS', 'QUEUE', 'PENDING', 'GEN', 'SANDBOX', 'LAST REPLY'], rows);
 }
 
 function table(head: string[], rows: string[][]): string {

@@ -45,6 +45,8 @@ async function serveInForeground(env: NodeJS.ProcessEnv, flags: HostFlags, api: 
   const host = await startHost(config, log, { api });
   const what = api ? `host up at ${host.url}` : `worker ${host.worker.id} up`;
   process.stderr.write(`berth: ${what} (slots ${config.slots}, data ${config.dataDir}); Ctrl-C stops it\n`);
+  // The fragment never reaches the server; the page keeps the token in its session storage.
+  if (api) process.stderr.write(`berth: dashboard ${host.url}/#token=${host.adminToken}\n`);
   let closing = false;
   const shutdown = (signal: string) => {
     if (closing) return;

@@ -1,0 +1,269 @@
+// berth dashboard: plain ES module, no framework, no CDN. Reads the API with the token
+// from the URL fragment (#token=…, never sent to the server) or typed in, kept in
+// sessionStorage. Live data: the tenant event stream (/v1/events, read with fetch so the
+// token travels in a header) plus /v1/status after each burst of events.
+
+const $ = (sel) => document.querySelector(sel);
+const fromHash = new URLSearchParams(location.hash.slice(1)).get('token');
+if (fromHash) {
+  sessionStorage.setItem('berth-token', fromHash);
+  history.replaceState(null, '', location.pathname);
+}
+let token = sessionStorage.getItem('berth-token') ?? '';
+
+async function api(path, init = {}) {
+  const res = await fetch(path, {
+    ...init,
+    headers: { ...(init.body ? { 'content-type': 'application/json' } : {}), authorization: `Bearer ${token}`, ...init.headers },
+  });
+  const text = await res.text();
+  const body = text && res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text;
+  if (!res.ok) throw Object.assign(new Error(body?.error?.message ?? `HTTP ${res.status}`), { status: res.status, body });
+  return body;
+}
+
+/** Server-Sent Events over fetch (EventSource cannot send a header); reconnects after the last id. */
+async function follow(path, onEvent) {
+  let lastId = 0;
+  for (;;) {
+    try {
+      const res = await fetch(`${path}?after=${lastId}`, { headers: { authorization: `Bearer ${token}` } });
+      if (res.status === 401) return showTokenForm();
+      const reader = res.body.getReader();
+      const decoder = new TextDecoder();
+      let buffer = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += decoder.decode(value, { stream: true });
+        let end;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const event = { id: null, type: 'message', data: '' };
+          for (const line of block.split('\n')) {
+            const i = line.indexOf(':');
+            if (i <= 0) continue;
+            const field = line.slice(0, i);
+            const v = line.slice(i + 1).replace(/^ /, '');
+            if (field === 'id') event.id = Number(v);
+            else if (field === 'event') event.type = v;
+            else if (field === 'data') event.data += v;
+          }
+          if (!event.data) continue;
+          if (event.id !== null) lastId = event.id;
+          onEvent({ ...event, data: JSON.parse(event.data) });
+        }
+      }
+    } catch {
+      // Host restarting: try again below.
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+function showTokenForm() {
+  $('#token-form').hidden = false;
+  $('#summary').textContent = 'needs a token';
+}
+$('#token-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  token = $('#token-input').value.trim();
+  sessionStorage.setItem('berth-token', token);
+  location.reload();
+});
+
+// ---- sessions
+
+/** Which states each session was seen in, in order: the row's data-seen. */
+const seen = new Map();
+
+function displayState(v) {
+  if (v.status === 'running' || v.status === 'starting') return 'running';
+  if (v.status === 'queued' || v.status === 'backoff') return 'queued';
+  if (v.status === 'failed' || v.status === 'archived') return v.status;
+  return v.lastReply && v.pending === 0 ? 'done' : 'idle';
+}
+
+function cell(text, cls) {
+  const td = document.createElement('td');
+  td.textContent = text;
+  if (cls) td.className = cls;
+  return td;
+}
+
+function renderSessions(sessions) {
+  const tbody = $('#sessions tbody');
+  tbody.replaceChildren();
+  for (const v of sessions) {
+    const state = displayState(v);
+    const history = seen.get(v.id) ?? [];
+    if (history.at(-1) !== state) history.push(state);
+    seen.set(v.id, history);
+    const tr = document.createElement('tr');
+    tr.dataset.session = v.id;
+    const stateCell = cell(state, 'state');
+    stateCell.dataset.state = state;
+    tr.dataset.seen = history.join(' ');
+    tr.append(
+      cell(v.id),
+      cell(v.agent),
+      stateCell,
+      cell(v.queuePosition ?? '–'),
+      cell(v.etaMs == null ? '–' : `${Math.round(v.etaMs / 1000)} s`),
+      cell(v.currentTurn?.progress ?? ''),
+      cell(v.lastReply ? v.lastReply.text.slice(0, 80) : ''),
+    );
+    tbody.append(tr);
+  }
+}
+
+function renderWorkers(status) {
+  const box = $('#workers');
+  box.replaceChildren();
+  for (const w of status.workers) {
+    const div = document.createElement('div');
+    div.className = `worker${w.alive ? '' : ' dead'}`;
+    const mine = status.sandboxes.filter((s) => s.worker === w.id);
+    div.textContent = `${w.id} (${w.alive ? 'alive' : 'dead'}, ${mine.length}/${w.slots} slots) `;
+    for (const s of mine) {
+      const span = document.createElement('span');
+      span.className = 'sandbox';
+      span.textContent = `${s.sessionId} g${s.generation}`;
+      div.append(span);
+    }
+    box.append(div);
+  }
+}
+
+let refreshing = null;
+async function refresh() {
+  if (refreshing) return refreshing;
+  refreshing = (async () => {
+    try {
+      const [status, list] = await Promise.all([api('/v1/status'), api('/v1/sessions')]);
+      renderSessions(list.sessions);
+      renderWorkers(status);
+      const alive = status.workers.filter((w) => w.alive);
+      $('#summary').textContent = `${list.sessions.length} sessions · ${status.queue.length} queued · ${status.sandboxes.length} sandboxes · ${alive.length} workers`;
+    } catch (err) {
+      if (err.status === 401) showTokenForm();
+    } finally {
+      refreshing = null;
+    }
+  })();
+  return refreshing;
+}
+
+// ---- latency chart (turn start → reply, from the event stream)
+
+const turnStarts = new Map();
+const latencies = [];
+
+function drawLatency() {
+  const canvas = $('#latency');
+  const ctx = canvas.getContext('2d');
+  ctx.clearRect(0, 0, canvas.width, canvas.height);
+  const max = Math.max(1, ...latencies);
+  const w = canvas.width / 60;
+  ctx.fillStyle = '#0b62c4';
+  latencies.forEach((s, i) => {
+    const h = (s / max) * (canvas.height - 16);
+    ctx.fillRect(i * w + 1, canvas.height - h, w - 2, h);
+  });
+  ctx.fillStyle = '#555';
+  ctx.fillText(`max ${max.toFixed(1)} s`, 4, 12);
+}
+
+// ---- events
+
+function onEvent(e) {
+  const d = e.data;
+  if (e.type === 'started') turnStarts.set(d.turnId, d.at);
+  if (e.type === 'reply' && turnStarts.has(d.turnId)) {
+    latencies.push((d.at - turnStarts.get(d.turnId)) / 1000);
+    turnStarts.delete(d.turnId);
+    if (latencies.length > 60) latencies.shift();
+    drawLatency();
+  }
+  const li = document.createElement('li');
+  const detail = d.text ?? d.error ?? (d.position != null ? `position ${d.position}` : d.attempt ? `attempt ${d.attempt}` : '');
+  li.textContent = `${new Date(d.at).toLocaleTimeString()} ${d.sessionId} ${e.type} ${String(detail).slice(0, 100)}`;
+  const list = $('#events');
+  list.prepend(li);
+  while (list.children.length > 100) list.lastChild.remove();
+  clearTimeout(onEvent.timer);
+  onEvent.timer = setTimeout(refresh, 100);
+}
+
+// ---- warm pool (from /metrics, admin token only) and chaos reports
+
+async function refreshPool() {
+  try {
+    const text = await api('/metrics');
+    const m = /^berth_warm_pool_size (\S+)$/m.exec(text);
+    $('#pool').textContent = `warm pool: ${m ? m[1] : '–'}`;
+  } catch {
+    $('#pool').textContent = 'warm pool: – (admin token only)';
+  }
+}
+
+async function refreshChaos() {
+  let reports;
+  try {
+    reports = (await api('/v1/chaos/reports')).reports;
+  } catch {
+    return;
+  }
+  if (reports.length === 0) return;
+  const box = $('#chaos');
+  box.replaceChildren();
+  for (const r of reports) {
+    const head = document.createElement('p');
+    const t = r.timing;
+    const p50 = (s) => (s ? `${s.p50} ms` : '–');
+    head.textContent =
+      `${new Date(r.startedAt).toLocaleString()} · ${r.passed ? 'PASS' : 'FAIL'} · ` +
+      `sandbox kills ${t['sandbox-kill'].injected} (detect p50 ${p50(t['sandbox-kill'].detectMs)}, recover p50 ${p50(t['sandbox-kill'].recoverMs)}) · ` +
+      `worker kills ${t['worker-kill'].injected} (detect p50 ${p50(t['worker-kill'].detectMs)}, recover p50 ${p50(t['worker-kill'].recoverMs)})`;
+    const line = document.createElement('div');
+    line.className = 'timeline';
+    for (const f of r.faults) {
+      const mark = document.createElement('span');
+      mark.className = `mark ${f.kind}`;
+      mark.style.left = `${Math.min(99.5, ((f.at - r.startedAt) / r.wallMs) * 100)}%`;
+      mark.title = `${f.kind} at +${((f.at - r.startedAt) / 1000).toFixed(1)} s`;
+      line.append(mark);
+    }
+    box.append(head, line);
+  }
+}
+
+// ---- send
+
+$('#send-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const session = $('#send-session').value.trim();
+  const agent = $('#send-agent').value.trim();
+  try {
+    const posted = await api(`/v1/sessions/${encodeURIComponent(session)}/messages`, {
+      method: 'POST',
+      body: JSON.stringify({ text: $('#send-text').value, ...(agent ? { agent } : {}) }),
+    });
+    $('#send-result').textContent = `message ${posted.message.id} accepted (${posted.session.queuePosition ? `queue position ${posted.session.queuePosition}` : posted.session.status})`;
+    refresh();
+  } catch (err) {
+    $('#send-result').textContent = `${err.message}${err.body?.error?.hint ? ` — ${err.body.error.hint}` : ''}`;
+  }
+});
+
+if (!token) showTokenForm();
+else {
+  refresh();
+  refreshPool();
+  refreshChaos();
+  setInterval(refresh, 2000);
+  setInterval(refreshPool, 5000);
+  setInterval(refreshChaos, 10000);
+  follow('/v1/events', onEvent);
+}

@@ -1,0 +1,52 @@
+/** `berth session list|show|delete`. */
+import { Command } from 'commander';
+import type { ListSessionsQuery } from '../core/index.js';
+import { connect } from './connect.js';
+import { printJson } from './output.js';
+import { renderSessions } from './status-command.js';
+
+export function sessionCommand(env: NodeJS.ProcessEnv): Command {
+  const session = new Command('session').description('List, show and delete (stop and archive) sessions');
+  session
+    .command('list')
+    .description('List sessions')
+    .option('--status <status>', 'only sessions in this status (queued, running, idle, failed, archived...)')
+    .option('--agent <name>', 'only sessions of this agent')
+    .option('--archived', 'include archived sessions')
+    .option('--json', 'print JSON')
+    .action(async (o: { status?: string; agent?: string; archived?: boolean; json?: boolean }) => {
+      const sessions = await (await connect(env)).sessions.list({
+        status: o.status as ListSessionsQuery['status'],
+        agent: o.agent,
+        archived: o.archived ? 'true' : 'false',
+      });
+      if (o.json) return printJson(sessions);
+      process.stdout.write(`${renderSessions(sessions)}\n`);
+    });
+  session
+    .command('show <id>')
+    .description('A session: status, generation, queue position and ETA, current turn, last reply, turns')
+    .option('--json', 'print JSON')
+    .action(async (id: string, o: { json?: boolean }) => {
+      const berth = await connect(env);
+      const [view, turns] = await Promise.all([berth.sessions.get(id), berth.sessions.turns(id)]);
+      if (o.json) return printJson({ ...view, turns });
+      process.stdout.write(`${renderSessions([view])}\n\nturns:\n`);
+      for (const t of turns) {
+        const ms = t.endedAt === null ? 'running' : `${t.endedAt - t.startedAt} ms`;
+        process.stdout.write(
+          `  ${t.id} attempt ${t.attempt} gen ${t.generation} ${t.status} ${ms}${t.error ? ` ${t.error}` : ''}\n`,
+        );
+      }
+    });
+  session
+    .command('delete <id>')
+    .description('Stop and archive a session: its open messages fail, its sandbox is fenced off')
+    .option('--json', 'print JSON')
+    .action(async (id: string, o: { json?: boolean }) => {
+      const view = await (await connect(env)).sessions.delete(id);
+      if (o.json) return printJson(view);
+      process.stdout.write(`session ${id} archived\n`);
+    });
+  return session;
+}
