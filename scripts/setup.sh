@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One-shot set-up of a checkout: dependencies, build, Docker, sandbox base image.
+# One-shot set-up of a checkout: dependencies, build, Docker, sandbox base image, PostgreSQL
+# server binaries (for the tests' throw-away clusters).
 #
 # Invariants: re-running is cheap. `npm ci` runs only when node_modules is missing or
 # package-lock.json changed since the last successful install (its sha256 is kept in
@@ -32,3 +33,6 @@ scripts/ensure-chromium.sh
 
 step "base image: berth image build"
 node bin/berth.js image build
+
+step "postgresql: scripts/ensure-postgres.sh"
+scripts/ensure-postgres.sh

@@ -1,8 +1,8 @@
 /**
- * Several worker processes on one SQLite file, killed the way workers die (SIGKILL):
- * the survivor takes the session over under a new generation and cleans up what the
- * dead one left; a worker killed between a turn's store commit and its promotion has
- * the promotion finished by the next worker.
+ * Several worker processes sharing one store (a SQLite file, or a PostgreSQL database),
+ * killed the way workers die (SIGKILL): the survivor takes the session over under a new
+ * generation and cleans up what the dead one left; a worker killed between a turn's
+ * store commit and its promotion has the promotion finished by the next worker.
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
@@ -14,23 +14,35 @@ import { readAdminToken } from '../src/api/index.js';
 import { ApiClient } from '../src/cli/index.js';
 import type { ScriptPlan } from '../src/core/index.js';
 import { connectDocker } from '../src/runtime/index.js';
-import { openSqliteStore, type Store } from '../src/store/index.js';
+import { openStore, type Store } from '../src/store/index.js';
 import { installIdOf } from '../src/worker/index.js';
 import { listMounts } from '../src/workspace/index.js';
+import { freshDatabase } from './helpers/postgres.js';
 import { eventually, exited, freePort, spawnBerth, waitForHealthy } from './helpers/processes.js';
 
 const plan = (p: ScriptPlan) => JSON.stringify(p);
 
-/** `berth up --slots 0` (API only) plus the given workers, on one data dir, with a 2 s lease. */
-async function startCluster(t: TestContext, workers: Record<string, NodeJS.ProcessEnv>) {
+type StoreKind = 'sqlite' | 'postgres';
+
+/** `berth up --slots 0` (API only) plus the given workers, on one data dir and one store, with a 2 s lease. */
+async function startCluster(t: TestContext, kind: StoreKind, workers: Record<string, NodeJS.ProcessEnv>) {
   const dataDir = await mkdtemp(join(tmpdir(), 'berth-workers-'));
   const port = await freePort();
-  const env = { ...process.env, BERTH_DATA: dataDir, BERTH_PORT: String(port), BERTH_LEASE: '2s' };
+  const storeUrl = kind === 'postgres' ? await freshDatabase() : '';
+  const env = {
+    ...process.env,
+    BERTH_DATA: dataDir,
+    BERTH_PORT: String(port),
+    BERTH_LEASE: '2s',
+    BERTH_STORE: storeUrl,
+  };
   const children: ChildProcess[] = [];
   const api = spawnBerth(['up', '--slots', '0'], env, dataDir, 'api.log');
   children.push(api);
-  const store: Store = openSqliteStore({
-    path: join(dataDir, 'berth.db'),
+  await waitForHealthy(`http://127.0.0.1:${port}`, api, join(dataDir, 'api.log'));
+  const store: Store = await openStore({
+    store: storeUrl,
+    sqlitePath: join(dataDir, 'berth.db'),
     leaseMs: 2000,
     retry: { retryBaseMs: 1000, retryMaxMs: 60_000, maxTries: 5 },
   });
@@ -40,7 +52,6 @@ async function startCluster(t: TestContext, workers: Record<string, NodeJS.Proce
     await store.close();
     await rm(dataDir, { recursive: true, force: true });
   });
-  await waitForHealthy(`http://127.0.0.1:${port}`, api, join(dataDir, 'api.log'));
   const spawned: Record<string, ChildProcess> = {};
   for (const [name, extra] of Object.entries(workers)) {
     spawned[name] = spawnBerth(['worker', '--slots', '2'], { ...env, ...extra }, dataDir, `${name}.log`);
@@ -60,54 +71,60 @@ async function startCluster(t: TestContext, workers: Record<string, NodeJS.Proce
   return { dataDir, store, client, workers: spawned, addWorker, installId: installIdOf(dataDir) };
 }
 
-test('SIGKILL of the worker running a turn: another worker takes over, the reply arrives, nothing is left behind', async (t) => {
-  const { dataDir, store, client, workers, installId } = await startCluster(t, { b: {}, c: {} });
-  await client.request('POST', '/v1/sessions/s1/messages', {
-    agent: 'scr',
-    text: plan({ steps: [{ append: { path: 'log.txt', content: 'x\n' } }, { sleep: 4000 }], reply: 'done' }),
-  });
-  const running = await eventually('turn running', async () =>
-    (await store.listTurns('s1')).find((x) => x.status === 'running'),
-  );
-  const victimRow = (await store.listWorkers()).find((w) => w.id === running.workerId)!;
-  const victim = Object.values(workers).find((w) => w.pid === victimRow.pid)!;
-  victim.kill('SIGKILL');
-
-  const turns = await eventually('reply after takeover', async () => {
-    const all = await store.listTurns('s1');
-    return all.some((x) => x.status === 'committed') ? all : undefined;
-  });
-  assert.equal(turns[0]?.status, 'aborted');
-  assert.equal(turns[0]?.error, 'worker lease expired');
-  assert.notEqual(turns.at(-1)?.workerId, running.workerId);
-  assert.ok(turns.at(-1)!.generation > running.generation);
-  assert.equal((await store.listMessages('s1', 0, 10))[0]?.tries, 2);
-  await eventually('promoted', async () =>
-    (await store.getSessionView('s1', Date.now()))?.pendingLayer ? undefined : true,
-  );
-  assert.equal(
-    await readFile(join(dataDir, 'workspaces', 's1', 'committed', 'log.txt'), 'utf8'),
-    'x\n',
-    'written once',
-  );
-
-  // The survivor's sweep removes the dead worker's container, slot mount and attempt layer.
-  const docker = connectDocker('/var/run/docker.sock');
-  await eventually('dead worker cleaned up', async () => {
-    const containers = await docker.listContainers({
-      all: true,
-      filters: { label: [`berth.worker=${running.workerId}`] },
+for (const kind of ['sqlite', 'postgres'] as const)
+  test(`${kind}: SIGKILL of the worker running a turn: another worker takes over, the reply arrives, nothing is left behind`, async (t) => {
+    const { dataDir, store, client, workers, installId } = await startCluster(t, kind, { b: {}, c: {} });
+    await client.request('POST', '/v1/sessions/s1/messages', {
+      agent: 'scr',
+      text: plan({
+        steps: [{ append: { path: 'log.txt', content: 'x\n' } }, { sleep: 4000 }],
+        reply: 'done',
+      }),
     });
-    const mounts = (await listMounts()).filter((m) =>
-      m.mountPoint.startsWith(join(dataDir, 'slots', `berth-${installId}-s1-g${running.generation}`)),
+    const running = await eventually('turn running', async () =>
+      (await store.listTurns('s1')).find((x) => x.status === 'running'),
     );
-    const layers = await readdir(join(dataDir, 'workspaces', 's1', 'layers'));
-    return containers.length === 0 && mounts.length === 0 && !layers.includes(running.id) ? true : undefined;
+    const victimRow = (await store.listWorkers()).find((w) => w.id === running.workerId)!;
+    const victim = Object.values(workers).find((w) => w.pid === victimRow.pid)!;
+    victim.kill('SIGKILL');
+
+    const turns = await eventually('reply after takeover', async () => {
+      const all = await store.listTurns('s1');
+      return all.some((x) => x.status === 'committed') ? all : undefined;
+    });
+    assert.equal(turns[0]?.status, 'aborted');
+    assert.equal(turns[0]?.error, 'worker lease expired');
+    assert.notEqual(turns.at(-1)?.workerId, running.workerId);
+    assert.ok(turns.at(-1)!.generation > running.generation);
+    assert.equal((await store.listMessages('s1', 0, 10))[0]?.tries, 2);
+    await eventually('promoted', async () =>
+      (await store.getSessionView('s1', Date.now()))?.pendingLayer ? undefined : true,
+    );
+    assert.equal(
+      await readFile(join(dataDir, 'workspaces', 's1', 'committed', 'log.txt'), 'utf8'),
+      'x\n',
+      'written once',
+    );
+
+    // The survivor's sweep removes the dead worker's container, slot mount and attempt layer.
+    const docker = connectDocker('/var/run/docker.sock');
+    await eventually('dead worker cleaned up', async () => {
+      const containers = await docker.listContainers({
+        all: true,
+        filters: { label: [`berth.worker=${running.workerId}`] },
+      });
+      const mounts = (await listMounts()).filter((m) =>
+        m.mountPoint.startsWith(join(dataDir, 'slots', `berth-${installId}-s1-g${running.generation}`)),
+      );
+      const layers = await readdir(join(dataDir, 'workspaces', 's1', 'layers'));
+      return containers.length === 0 && mounts.length === 0 && !layers.includes(running.id)
+        ? true
+        : undefined;
+    });
   });
-});
 
 test('a worker killed between a turn’s store commit and its promotion: the next worker finishes the promotion', async (t) => {
-  const { dataDir, store, client, addWorker } = await startCluster(t, {
+  const { dataDir, store, client, addWorker } = await startCluster(t, 'sqlite', {
     b: { BERTH_FAILPOINT: 'kill-before-promote' },
   });
   await client.request('POST', '/v1/sessions/p1/messages', {

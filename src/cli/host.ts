@@ -25,7 +25,7 @@ import {
   DockerRuntime,
   ensureBaseImage,
 } from '../runtime/index.js';
-import { openSqliteStore, type Store } from '../store/index.js';
+import { openStore, type Store } from '../store/index.js';
 import { hostPaths, Worker } from '../worker/index.js';
 import { createProgress } from './progress.js';
 
@@ -76,10 +76,12 @@ export async function startHost(
   const runtime = new DockerRuntime(docker, config.dockerSocket);
   await runtime.check(image);
   const paths = hostPaths(config.dataDir);
-  const untimedStore = openSqliteStore({
-    path: paths.storeFile,
+  const untimedStore = await openStore({
+    store: config.store,
+    sqlitePath: paths.storeFile,
     leaseMs: config.leaseMs,
     retry: { retryBaseMs: config.retryBaseMs, retryMaxMs: config.retryMaxMs, maxTries: config.maxTries },
+    onWarning: (message, err) => log.warn({ err }, message),
   });
   const metrics = new BerthMetrics({ store: untimedStore, clock });
   const store = timeStoreCalls(untimedStore, metrics.storeCallSeconds);

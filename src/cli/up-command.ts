@@ -6,6 +6,7 @@ import { startHost } from './host.js';
 
 interface HostFlags {
   data?: string;
+  store?: string;
   host?: string;
   port?: string;
   slots?: string;
@@ -15,6 +16,10 @@ export function upCommand(env: NodeJS.ProcessEnv): Command {
   return new Command('up')
     .description('Run a berth host: worker slots and the HTTP API (data in ./.berth, or BERTH_DATA)')
     .option('--data <dir>', 'data directory (store, workspaces, sockets)')
+    .option(
+      '--store <url>',
+      'postgres://… store shared with workers on other machines (default: SQLite in the data dir)',
+    )
     .option('--host <addr>', 'address to listen on')
     .option('--port <port>', 'API port (default 7420)')
     .option(
@@ -30,6 +35,7 @@ export function workerCommand(env: NodeJS.ProcessEnv): Command {
       'Run a worker alone (no API) that shares the store of a host: more slots, or a second worker to fail over to',
     )
     .option('--data <dir>', 'data directory of the host whose store this worker shares')
+    .option('--store <url>', 'postgres://… store of the host (default: SQLite in the data dir)')
     .option('--slots <n>', 'concurrent sessions (default from CPUs and memory)')
     .action((flags: HostFlags) => serveInForeground(env, flags, false));
 }
@@ -37,6 +43,7 @@ export function workerCommand(env: NodeJS.ProcessEnv): Command {
 async function serveInForeground(env: NodeJS.ProcessEnv, flags: HostFlags, api: boolean): Promise<void> {
   const config = loadConfig(env, {
     dataDir: flags.data,
+    store: flags.store,
     apiHost: flags.host,
     apiPort: flags.port,
     slots: flags.slots,

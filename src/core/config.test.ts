@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { defaultSlots, loadConfig, parseDurationMs } from './config.js';
+import { defaultSlots, loadConfig, parseDurationMs, redactUrl } from './config.js';
 import { isBerthError } from './errors.js';
 
 test('defaults resolve, frozen, with durations in ms', () => {
@@ -25,12 +25,35 @@ test('environment and overrides apply, durations take units', () => {
   assert.equal(c.slots, 3);
 });
 
+test('the store: SQLite in the data dir by default, a postgres:// URL from BERTH_STORE or the flag', () => {
+  assert.equal(loadConfig({}).store, '');
+  assert.equal(loadConfig({ BERTH_STORE: 'postgres://u@db:5432/berth' }).store, 'postgres://u@db:5432/berth');
+  assert.equal(
+    loadConfig({ BERTH_STORE: 'postgres://a@x/y' }, { store: 'postgresql://b@z/w' }).store,
+    'postgresql://b@z/w',
+  );
+});
+
+test('a URL loses only its password when shown', () => {
+  const cases = [
+    ['postgres://u:p%40ss@h:5432/d', 'postgres://u:***@h:5432/d'],
+    ['postgres://u@h/d', 'postgres://u@h/d'],
+    ['postgres://h/d', 'postgres://h/d'],
+  ];
+  for (const [url, shown] of cases) assert.equal(redactUrl(url!), shown);
+});
+
 test('a bad value names its variable', () => {
   const cases: [Record<string, string>, RegExp][] = [
     [{ BERTH_PORT: 'eighty' }, /BERTH_PORT/],
     [{ BERTH_LEASE: '10 parsecs' }, /BERTH_LEASE.*not a duration/],
     [{ BERTH_MAX_TRIES: '0' }, /BERTH_MAX_TRIES/],
     [{ BERTH_HEARTBEAT_TIMEOUT: '1s' }, /must exceed BERTH_HEARTBEAT_INTERVAL/],
+    [
+      { BERTH_STORE: 'mysql://u:hunter2@db/x' },
+      /^Invalid BERTH_STORE="mysql:\/\/u:\*\*\*@db\/x": use postgres:\/\//,
+    ],
+    [{ BERTH_STORE: 'postgres://' }, /BERTH_STORE/],
   ];
   for (const [env, pattern] of cases) {
     assert.throws(

@@ -11,6 +11,8 @@ import { BerthError } from './errors.js';
 export interface ResolvedConfig {
   /** Where the store, workspaces and sockets live. @default ./.berth (BERTH_DATA) */
   readonly dataDir: string;
+  /** The store: '' = SQLite at <dataDir>/berth.db; a postgres:// URL = that PostgreSQL database, shared by workers on many machines. @default '' (BERTH_STORE) */
+  readonly store: string;
   /** Address the API listens on. @default 127.0.0.1 (BERTH_HOST) */
   readonly apiHost: string;
   /** @default 7420 (BERTH_PORT) */
@@ -74,8 +76,16 @@ const durationMs = z.union([z.number(), z.string()]).transform((raw, ctx) => {
 });
 const positiveInt = z.coerce.number().int().positive();
 
+const storeUrl = z
+  .string()
+  .refine(
+    (s) => s === '' || (/^postgres(ql)?:\/\/[^/]/.test(s) && URL.canParse(s)),
+    'use postgres://user:password@host:5432/database, or leave it empty for SQLite in the data dir',
+  );
+
 const schema = z.object({
   dataDir: z.string().min(1),
+  store: storeUrl,
   apiHost: z.string().min(1),
   apiPort: z.coerce.number().int().min(0).max(65535),
   apiUrl: z.string().url().optional(),
@@ -107,6 +117,7 @@ type Input = z.input<typeof schema>;
 /** Environment variable of each option, for the loader and for error messages. */
 export const CONFIG_ENV: Record<keyof Input, string> = {
   dataDir: 'BERTH_DATA',
+  store: 'BERTH_STORE',
   apiHost: 'BERTH_HOST',
   apiPort: 'BERTH_PORT',
   apiUrl: 'BERTH_URL',
@@ -135,6 +146,7 @@ export const CONFIG_ENV: Record<keyof Input, string> = {
 
 const DEFAULTS: Input = {
   dataDir: '.berth',
+  store: '',
   apiHost: '127.0.0.1',
   apiPort: 7420,
   apiToken: '',
@@ -175,7 +187,7 @@ export function loadConfig(
     const key = String(issue.path[0]) as keyof Input;
     throw new BerthError(
       'CONFIG_INVALID',
-      `Invalid ${CONFIG_ENV[key] ?? key}=${JSON.stringify(raw[key])}: ${issue.message}`,
+      `Invalid ${CONFIG_ENV[key] ?? key}=${JSON.stringify(key === 'store' ? redactUrl(String(raw[key])) : raw[key])}: ${issue.message}`,
     );
   }
   const c = parsed.data;
@@ -194,6 +206,11 @@ export function loadConfig(
       c.mountAllowlistFile ?? join(env.HOME || homedir(), '.config', 'berth', 'mount-allowlist.json'),
     ),
   });
+}
+
+/** A URL without its password (user:***@), for messages and logs. */
+export function redactUrl(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*):[^@/]*@/i, '$1:***@');
 }
 
 /** Two sessions per core, but never more than one per GiB of memory. */

@@ -163,6 +163,11 @@ export const ERRORS = {
     retryable: false,
     hint: 'Extra mounts must be existing directories under a root of the mount allowlist (BERTH_MOUNT_ALLOWLIST, default ~/.config/berth/mount-allowlist.json) and match no blocked pattern; see docs/security.md.',
   },
+  STORE_UNAVAILABLE: {
+    status: 503,
+    retryable: true,
+    hint: 'Check that PostgreSQL runs and that BERTH_STORE (or --store) names it: host, port, database, user and password. Nothing was written.',
+  },
   CONFIG_INVALID: {
     status: 500,
     retryable: false,

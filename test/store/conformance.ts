@@ -216,6 +216,136 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
       await store.close();
     });
 
+    test('workers claiming at the same instant: each session goes to one of them, once', async () => {
+      const store = await withAgent(open);
+      for (const id of ['a', 'b', 'c'])
+        await store.enqueueMessage({ sessionId: id, agent: 'sh', text: 'x', now: BASE });
+      const claims = await Promise.all(
+        ['w1', 'w2', 'w1', 'w2', 'w1', 'w2'].map((w) => store.claimRunnableSession(w, BASE + 1)),
+      );
+      const won = claims.filter((c) => c !== null).map((c) => c!.session.id);
+      // A claim that lost a race may come back empty (the claim loop then tries again): finish like it.
+      for (
+        let c = await store.claimRunnableSession('w1', BASE + 1);
+        c;
+        c = await store.claimRunnableSession('w1', BASE + 1)
+      )
+        won.push(c.session.id);
+      assert.deepEqual([...won].sort(), ['a', 'b', 'c'], 'every session claimed exactly once');
+      for (const id of ['a', 'b', 'c'])
+        assert.equal((await store.getSessionView(id, BASE + 1))?.generation, 1);
+      await store.close();
+    });
+
+    test('first messages of one new session sent at once create it once and keep both', async () => {
+      const store = await withAgent(open);
+      await store.createAgent(agentSpecSchema.parse({ name: 'other', provider: 'script' }), BASE);
+      const results = await Promise.allSettled(
+        ['sh', 'sh', 'other'].map((agent, i) =>
+          store.enqueueMessage({ sessionId: 'new', agent, text: `m${i}`, now: BASE }),
+        ),
+      );
+      const agent = (await store.getSessionView('new', BASE))?.agent;
+      const accepted = results.filter((r) => r.status === 'fulfilled').length;
+      assert.equal(accepted, agent === 'sh' ? 2 : 1, 'the messages of the agent that won are kept');
+      for (const r of results)
+        if (r.status === 'rejected') assert.ok(isBerthError(r.reason, 'SESSION_AGENT_MISMATCH'));
+      assert.equal((await store.listMessages('new', 0, 10)).length, accepted);
+      await store.close();
+    });
+
+    test('createAgent twice: AGENT_EXISTS, the first spec kept', async () => {
+      const store = await withAgent(open);
+      await assert.rejects(
+        store.createAgent(agentSpecSchema.parse({ name: 'sh', provider: 'script' }), BASE),
+        (e: unknown) => isBerthError(e, 'AGENT_EXISTS'),
+      );
+      assert.equal((await store.getAgent('sh'))?.provider, 'command');
+      await store.close();
+    });
+
+    test('tenants see only their rows; archiving fences the session and fails its open messages; tokens', async () => {
+      const store = await withAgent(open);
+      await store.createAgent(agentSpecSchema.parse({ name: 'mine', provider: 'command' }), BASE, 't1');
+      await store.enqueueMessage({ sessionId: 'a', agent: 'mine', text: 'x', now: BASE, tenant: 't1' });
+      await assert.rejects(
+        store.enqueueMessage({ sessionId: 'b', agent: 'mine', text: 'x', now: BASE, tenant: 't2' }),
+        (e: unknown) => isBerthError(e, 'AGENT_NOT_FOUND'),
+      );
+      assert.deepEqual(
+        (await store.listAgents('t1')).map((a) => a.name),
+        ['mine'],
+      );
+      assert.deepEqual(await store.listSessionViews(BASE, 't2'), []);
+      assert.equal((await store.listSessionViews(BASE, 't1'))[0]?.id, 'a');
+      assert.deepEqual(await store.eventsAfter(null, 0, 100, 't2'), []);
+      assert.equal((await store.eventsAfter(null, 0, 100, 't1')).length, 1);
+
+      const { fence, turn } = await claimAndStartTurn(store, BASE + 1);
+      const archived = await store.archiveSession('a', BASE + 2, 't1');
+      assert.equal(archived.status, 'archived');
+      assert.equal(
+        await store.commitTurn({ ...fence, turnId: turn.id, outputs: [{ text: 'late' }] }, BASE + 3),
+        'stale',
+      );
+      assert.equal((await store.listMessages('a', 0, 10))[0]?.status, 'failed');
+      await assert.rejects(
+        store.enqueueMessage({ sessionId: 'a', text: 'again', now: BASE + 4 }),
+        (e: unknown) => isBerthError(e, 'SESSION_ARCHIVED'),
+      );
+      await store.deleteAgent('mine', BASE + 5, 't1');
+      assert.equal(await store.getAgent('mine'), null);
+
+      const token = await store.insertApiToken({ id: 'tok1', tenant: 't1', hash: 'h1', label: 'ci' }, BASE);
+      assert.deepEqual(await store.principalOfTokenHash('h1'), {
+        tokenId: 'tok1',
+        tenant: 't1',
+        admin: false,
+      });
+      assert.equal(token.revokedAt, null);
+      assert.equal(await store.revokeApiToken('tok1', BASE + 1), true);
+      assert.equal(await store.principalOfTokenHash('h1'), null);
+      assert.equal(await store.meanTurnMs(10), null, 'no committed turn yet');
+      await store.close();
+    });
+
+    test('an event a webhook wants gets one delivery in its own transaction; an attempt is fenced by its number', async () => {
+      const store = await withAgent(open);
+      const hook = {
+        tenant: 'default',
+        agent: 'sh',
+        sessionId: null,
+        url: 'http://127.0.0.1:1/',
+        secret: 's',
+      };
+      await store.createWebhook({ ...hook, id: 'wh1', events: ['reply'] }, BASE);
+      await store.createWebhook({ ...hook, id: 'wh2', events: ['failed'] }, BASE);
+      await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'x', now: BASE });
+      const { fence, turn } = await claimAndStartTurn(store, BASE);
+      await store.commitTurn({ ...fence, turnId: turn.id, outputs: [{ text: 'hi' }] }, BASE + 1);
+      const taken = (await store.takeWebhookDelivery(BASE + 2, 10_000))!;
+      assert.equal(taken.webhook.id, 'wh1');
+      assert.equal(taken.event.type, 'reply');
+      assert.equal(await store.takeWebhookDelivery(BASE + 2, 10_000), null, 'one delivery, taken');
+      const attempt = { deliveryId: taken.delivery.id, statusCode: 200, error: null, durationMs: 5 };
+      await store.recordWebhookAttempt(
+        { ...attempt, attempt: 2, decision: { action: 'delivered' } },
+        BASE + 3,
+      );
+      assert.deepEqual(
+        await store.webhookDeliveryCounts(),
+        { pending: 1, delivered: 0, dead: 0 },
+        'stale attempt',
+      );
+      await store.recordWebhookAttempt(
+        { ...attempt, attempt: 1, decision: { action: 'delivered' } },
+        BASE + 3,
+      );
+      assert.deepEqual(await store.webhookDeliveryCounts(), { pending: 0, delivered: 1, dead: 0 });
+      assert.equal((await store.listWebhookDeliveries('wh1', 0, 10))[0]?.log.length, 1);
+      await store.close();
+    });
+
     test('notifications follow the committed transaction', async () => {
       const store = await withAgent(open);
       const seen: string[] = [];

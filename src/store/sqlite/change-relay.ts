@@ -7,6 +7,7 @@
  */
 import { createSocket, type Socket } from 'node:dgram';
 import type Database from 'better-sqlite3';
+import { changeHints } from '../change-hints.js';
 import type { StoreChange } from '../store.js';
 
 /** Peers are re-read at most this often. */
@@ -49,10 +50,7 @@ export class ChangeRelay {
   /** Sends what another process needs to wake up: small hints, never payloads. */
   publish(changes: StoreChange[]): void {
     if (!this.socket || changes.length === 0) return;
-    const hints = changes.map((c) =>
-      c.type === 'event' ? { type: 'events', sessionId: c.event.sessionId } : c,
-    );
-    const datagram = Buffer.from(JSON.stringify(hints));
+    const datagram = Buffer.from(JSON.stringify(changeHints(changes)));
     for (const port of this.livePeers()) this.socket.send(datagram, port, '127.0.0.1');
   }
 

@@ -1,6 +1,6 @@
 /** Prepared statements of one SQLite connection, prepared once per SQL text and reused. */
 import type Database from 'better-sqlite3';
-import type { Row } from './rows.js';
+import type { Row } from '../sql/program.js';
 
 export class StatementCache {
   private readonly statements = new Map<string, Database.Statement>();

@@ -1,4 +1,4 @@
-/** Row → record mappers of the SQLite store (snake_case columns, JSON as TEXT). */
+/** Row → record mappers shared by the SQL stores (snake_case columns, JSON as TEXT, integers as numbers). */
 import type {
   Agent,
   AgentSpec,
@@ -14,7 +14,7 @@ import type {
   WorkerRow,
 } from '../../core/index.js';
 
-export type Row = Record<string, unknown>;
+import type { Row } from './program.js';
 
 function parseJson(value: unknown): unknown {
   return typeof value === 'string' ? JSON.parse(value) : null;

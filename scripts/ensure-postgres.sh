@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Makes sure PostgreSQL's server binaries (initdb, pg_ctl, postgres) are installed: the
+# tests and `berth chaos --store postgres` start throw-away clusters of their own with
+# them. Installs Debian's `postgresql` package when they are missing (root only).
+#
+# Invariants: silent and exit 0 when /usr/lib/postgresql/<ver>/bin/initdb exists; never
+# creates or starts the machine's default cluster (createcluster.conf says so before the
+# install, and a policy-rc.d keeps services from starting during it). Safe to re-run.
+set -euo pipefail
+
+if compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
+  exit 0
+fi
+if [[ $(id -u) -ne 0 ]]; then
+  echo 'PostgreSQL server binaries are missing: run as root, or apt-get install postgresql' >&2
+  exit 1
+fi
+
+echo 'Installing PostgreSQL (Debian package postgresql; no default cluster)...'
+conf=/etc/postgresql-common/createcluster.conf
+if [[ ! -f $conf ]]; then
+  mkdir -p "$(dirname "$conf")"
+  echo 'create_main_cluster = false' >"$conf"
+fi
+policy=/usr/sbin/policy-rc.d
+added_policy=0
+if [[ ! -e $policy ]]; then
+  printf '#!/bin/sh\nexit 101\n' >"$policy"
+  chmod +x "$policy"
+  added_policy=1
+fi
+trap 'if [[ $added_policy -eq 1 ]]; then rm -f "$policy"; fi' EXIT
+apt-get update -qq
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+  -o Dpkg::Options::=--force-confold postgresql >/dev/null
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null

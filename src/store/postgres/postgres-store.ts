@@ -1,0 +1,221 @@
+/**
+ * PostgreSQL implementation of the Store: the shared SQL transitions (../sql/sql-store.ts)
+ * over a connection pool, each in one READ COMMITTED transaction whose session rows are
+ * locked first (see statements.ts), so many workers on many machines share one database.
+ *
+ * Connection loss: a transaction that failed before its COMMIT was sent was rolled back
+ * by the server, so it is run again from the start (with backoff, for up to
+ * RETRY_BUDGET_MS), as are serialization failures and deadlocks; a COMMIT whose answer
+ * was lost is not retried (its outcome is unknown) and surfaces as STORE_UNAVAILABLE,
+ * like a store that stays away past the budget. Callers already handle a failed store
+ * call: the worker logs it and fences itself when it cannot renew for a lease, and a turn
+ * whose commit failed is aborted and retried (a commit that did land makes that abort
+ * stale, so nothing is doubled).
+ */
+import pg from 'pg';
+import { BerthError, type RetryPolicy, redactUrl } from '../../core/index.js';
+import { type Op, type OpResult, type Program, runProgram, type StatementName } from '../sql/program.js';
+import { type SqlDriver, SqlStore } from '../sql/sql-store.js';
+import * as shared from '../sql/statements.js';
+import type { StoreChange } from '../store.js';
+import { CHANNEL, ChangeListener, newStoreTag, notifyPayloads } from './change-channel.js';
+import { migrate } from './migrations.js';
+import { type PositionalStatement, positionalValues, toPositional } from './named-params.js';
+import { POSTGRES_STATEMENTS } from './statements.js';
+
+export interface PostgresStoreOptions {
+  /** postgres://user:password@host:port/database */
+  url: string;
+  /** A lease holder whose worker row is older than this is dead. */
+  leaseMs: number;
+  /** Applied to the messages of every aborted turn. */
+  retry: RetryPolicy;
+  /** Told of connection trouble the store rides out (listener lost, transaction retried). */
+  onWarning?: (message: string, err: unknown) => void;
+}
+
+/** Connections per process: a worker's claim loop, renewals, gateways and the API share them. */
+const POOL_SIZE = 10;
+const CONNECT_TIMEOUT_MS = 5000;
+/** How long a transition keeps retrying a lost connection before it fails. */
+const RETRY_BUDGET_MS = 3000;
+const RETRY_FIRST_DELAY_MS = 50;
+
+const STATEMENTS = new Map<StatementName, PositionalStatement>(
+  Object.entries({ ...shared, ...POSTGRES_STATEMENTS } satisfies Record<StatementName, string>).map(
+    ([name, text]) => [name as StatementName, toPositional(text)],
+  ),
+);
+
+/** Epoch milliseconds and ids are BIGINT: read them as numbers (exact up to 2^53). */
+const TYPES = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === pg.types.builtins.INT8
+      ? (value: string) => Number(value)
+      : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+/** Connects, applies missing migrations (once, under an advisory lock) and starts listening. */
+export async function openPostgresStore(options: PostgresStoreOptions): Promise<SqlStore> {
+  const config: pg.ClientConfig = {
+    connectionString: options.url,
+    types: TYPES,
+    keepAlive: true,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    application_name: 'berth',
+  };
+  const warn = options.onWarning ?? (() => undefined);
+  const pool = new pg.Pool({ ...config, max: POOL_SIZE });
+  // An idle connection that dies (server restart) is dropped by the pool; the next query opens a new one.
+  pool.on('error', (err) => warn('Idle PostgreSQL connection lost', err));
+  try {
+    await migrate(pool);
+  } catch (err) {
+    await pool.end().catch(() => undefined);
+    throw new BerthError(
+      'STORE_UNAVAILABLE',
+      `Cannot open the PostgreSQL store at ${redactUrl(options.url)}: ${(err as Error).message || String(err)}`,
+      { cause: err },
+    );
+  }
+  return new SqlStore(new PostgresDriver(pool, config, warn), options);
+}
+
+class PostgresDriver implements SqlDriver {
+  readonly kind = 'postgres' as const;
+  private listener: ChangeListener | null = null;
+  private readonly tag = newStoreTag();
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly config: pg.ClientConfig,
+    private readonly warn: (message: string, err: unknown) => void,
+  ) {}
+
+  write<T>(program: (changes: StoreChange[]) => Program<T>): Promise<{ value: T; changes: StoreChange[] }> {
+    return this.withRetries(async () => {
+      const client = await this.pool.connect();
+      let committing = false;
+      try {
+        await client.query('BEGIN');
+        const changes: StoreChange[] = [];
+        const value = await runProgram(program(changes), (op) => execute(client, op));
+        for (const payload of notifyPayloads(this.tag, changes))
+          await client.query('SELECT pg_notify($1, $2)', [CHANNEL, payload]);
+        committing = true;
+        await client.query('COMMIT');
+        client.release();
+        return { value, changes };
+      } catch (err) {
+        const broken = isConnectionError(err);
+        if (!broken) await client.query('ROLLBACK').catch(() => undefined);
+        client.release(broken ? (err as Error) : undefined);
+        if (committing && broken) throw new CommitOutcomeUnknown(err);
+        throw err;
+      }
+    });
+  }
+
+  /** Not in a transaction, as SQLite's reads: each statement sees what was committed when it ran. */
+  read<T>(program: () => Program<T>): Promise<T> {
+    return this.withRetries(async () => {
+      const client = await this.pool.connect();
+      try {
+        const value = await runProgram(program(), (op) => execute(client, op));
+        client.release();
+        return value;
+      } catch (err) {
+        client.release(isConnectionError(err) ? (err as Error) : undefined);
+        throw err;
+      }
+    });
+  }
+
+  listen(deliver: (change: StoreChange) => void): void {
+    this.listener = new ChangeListener(this.config, this.tag, deliver, (err) =>
+      this.warn('PostgreSQL change listener lost its connection; reconnecting', err),
+    );
+    this.listener.start();
+  }
+
+  async close(): Promise<void> {
+    await this.listener?.stop();
+    await this.pool.end();
+  }
+
+  private async withRetries<T>(attempt: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + RETRY_BUDGET_MS;
+    for (let delayMs = RETRY_FIRST_DELAY_MS; ; delayMs *= 2) {
+      try {
+        return await attempt();
+      } catch (err) {
+        if (err instanceof CommitOutcomeUnknown)
+          throw storeUnavailable('the answer to a COMMIT was lost', err.cause);
+        if (!isRetryable(err)) throw err;
+        if (Date.now() + delayMs > deadline) throw storeUnavailable(`retried for ${RETRY_BUDGET_MS} ms`, err);
+        this.warn('PostgreSQL transaction failed; retrying', err);
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
+      }
+    }
+  }
+}
+
+async function execute(client: pg.PoolClient, op: Op): Promise<OpResult> {
+  const statement = STATEMENTS.get(op.statement)!;
+  // Named: prepared once per connection.
+  const result = await client.query({
+    name: op.statement,
+    text: statement.text,
+    values: positionalValues(statement, op.params),
+  });
+  switch (op.kind) {
+    case 'get':
+      return result.rows[0];
+    case 'all':
+      return result.rows;
+    case 'run':
+      return result.rowCount ?? 0;
+  }
+}
+
+class CommitOutcomeUnknown extends Error {
+  constructor(cause: unknown) {
+    super('COMMIT outcome unknown', { cause });
+  }
+}
+
+function storeUnavailable(why: string, cause: unknown): BerthError {
+  return new BerthError(
+    'STORE_UNAVAILABLE',
+    `PostgreSQL store unavailable (${why}): ${(cause as Error)?.message ?? String(cause)}`,
+    { cause },
+  );
+}
+
+/** SQLSTATE classes and socket errors meaning the connection, not the statement, failed. */
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENOTFOUND',
+]);
+
+function isConnectionError(err: unknown): boolean {
+  const code = String((err as { code?: unknown })?.code ?? '');
+  if (CONNECTION_CODES.has(code) || code.startsWith('08') || code.startsWith('57P')) return true;
+  // node-postgres reports a dropped socket or a connect timeout without a code.
+  return (
+    err instanceof Error &&
+    /Connection terminated|connection error|timeout exceeded when trying to connect|Client was closed/i.test(
+      err.message,
+    )
+  );
+}
+
+/** Rolled back by the server, so safe to run again: a lost connection, a serialization failure or a deadlock. */
+function isRetryable(err: unknown): boolean {
+  const code = String((err as { code?: unknown })?.code ?? '');
+  return code === '40001' || code === '40P01' || isConnectionError(err);
+}

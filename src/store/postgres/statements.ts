@@ -1,0 +1,21 @@
+/**
+ * The PostgreSQL text of the statements whose text differs between engines. Several
+ * workers write at once, so a transition first locks the session rows it changes:
+ * FOR NO KEY UPDATE (foreign-key checks of concurrent inserts, which take KEY SHARE, do
+ * not wait for it); the claim and the sweep skip rows another transaction holds, so
+ * workers claiming together never queue behind each other (SKIP LOCKED).
+ */
+
+import { insertDeliveriesForEvent } from '../sql/deliveries-for-event.js';
+import type { DialectStatements } from '../sql/statements.js';
+import { EXPIRED_LEASES, QUEUE } from '../sql/statements.js';
+
+export const POSTGRES_STATEMENTS: DialectStatements = {
+  QUEUE_HEAD: `${QUEUE} LIMIT 1 FOR NO KEY UPDATE OF s SKIP LOCKED`,
+  EXPIRED_LEASES_LOCKED: `${EXPIRED_LEASES} FOR NO KEY UPDATE OF s SKIP LOCKED`,
+  FENCE:
+    'SELECT 1 FROM sessions WHERE id = :id AND generation = :generation AND lease_owner = :worker FOR NO KEY UPDATE',
+  INSERT_DELIVERIES_FOR_EVENT: insertDeliveriesForEvent(
+    'EXISTS (SELECT 1 FROM json_array_elements_text(w.events::json) AS e(value) WHERE e.value = CAST(:type AS TEXT))',
+  ),
+};

@@ -1,0 +1,204 @@
+/**
+ * The one versioned schema of both stores, written in SQLite's dialect; the PostgreSQL
+ * store applies each entry through toPostgresDdl (integers become BIGINT: times are epoch
+ * ms). Append only: a released migration is never edited; a change is a new entry, in
+ * SQL both engines accept (or marked `only` for one of them). Each store applies them in
+ * order, one transaction each, exactly once even when several processes start together.
+ */
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+  /** Applied by this store only. */
+  only?: 'sqlite' | 'postgres';
+}
+
+export const MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    name: 'initial',
+    sql: `
+CREATE TABLE agents (
+  name TEXT PRIMARY KEY,
+  spec TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE TABLE sessions (
+  id TEXT PRIMARY KEY,
+  agent TEXT NOT NULL REFERENCES agents(name),
+  generation INTEGER NOT NULL DEFAULT 0,
+  lease_owner TEXT,
+  sandbox TEXT,
+  workspace_version INTEGER NOT NULL DEFAULT 0,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE TABLE messages (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_id TEXT NOT NULL REFERENCES sessions(id),
+  direction TEXT NOT NULL CHECK (direction IN ('in', 'out')),
+  text TEXT NOT NULL,
+  data TEXT,
+  status TEXT NOT NULL CHECK (status IN ('pending', 'processing', 'done', 'failed')),
+  tries INTEGER NOT NULL DEFAULT 0,
+  process_after INTEGER NOT NULL DEFAULT 0,
+  turn_id TEXT,
+  error TEXT,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX messages_session ON messages(session_id, id);
+CREATE INDEX messages_pending ON messages(process_after, id) WHERE status = 'pending';
+CREATE TABLE turns (
+  id TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL REFERENCES sessions(id),
+  attempt INTEGER NOT NULL,
+  generation INTEGER NOT NULL,
+  worker_id TEXT NOT NULL,
+  sandbox TEXT,
+  status TEXT NOT NULL CHECK (status IN ('running', 'committed', 'aborted')),
+  progress TEXT,
+  error TEXT,
+  message_ids TEXT NOT NULL,
+  started_at INTEGER NOT NULL,
+  ended_at INTEGER
+);
+CREATE INDEX turns_session ON turns(session_id, started_at);
+CREATE TABLE workers (
+  id TEXT PRIMARY KEY,
+  host TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  slots INTEGER NOT NULL,
+  heartbeat_at INTEGER NOT NULL,
+  started_at INTEGER NOT NULL
+);
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_id TEXT NOT NULL,
+  type TEXT NOT NULL,
+  data TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX events_session ON events(session_id, id);
+CREATE TABLE audit (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  at INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  session_id TEXT,
+  generation INTEGER,
+  data TEXT NOT NULL
+);
+`,
+  },
+  {
+    version: 2,
+    name: 'workspace layers and session state',
+    sql: `
+ALTER TABLE sessions ADD COLUMN pending_layer TEXT;
+CREATE TABLE session_state (
+  session_id TEXT NOT NULL REFERENCES sessions(id),
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  turn_id TEXT NOT NULL,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (session_id, key)
+);
+`,
+  },
+  {
+    version: 3,
+    name: 'change listeners',
+    // The UDP relay's peers; PostgreSQL has LISTEN/NOTIFY.
+    only: 'sqlite',
+    sql: `
+CREATE TABLE change_listeners (
+  port INTEGER PRIMARY KEY,
+  pid INTEGER NOT NULL,
+  started_at INTEGER NOT NULL
+);
+`,
+  },
+  {
+    version: 4,
+    name: 'tenants, api tokens and archived sessions',
+    sql: `
+ALTER TABLE agents ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default';
+ALTER TABLE agents ADD COLUMN deleted_at INTEGER;
+ALTER TABLE sessions ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default';
+ALTER TABLE sessions ADD COLUMN archived_at INTEGER;
+CREATE INDEX sessions_tenant ON sessions(tenant, created_at);
+CREATE TABLE api_tokens (
+  id TEXT PRIMARY KEY,
+  tenant TEXT,
+  admin INTEGER NOT NULL CHECK (admin IN (0, 1)),
+  hash TEXT NOT NULL UNIQUE,
+  label TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  revoked_at INTEGER,
+  CHECK ((admin = 1) = (tenant IS NULL))
+);
+`,
+  },
+  {
+    version: 5,
+    name: 'webhooks and their delivery log',
+    sql: `
+CREATE TABLE webhooks (
+  id TEXT PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  agent TEXT,
+  session_id TEXT,
+  url TEXT NOT NULL,
+  secret TEXT NOT NULL,
+  events TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  deleted_at INTEGER,
+  CHECK ((agent IS NULL) <> (session_id IS NULL))
+);
+CREATE INDEX webhooks_agent ON webhooks(agent) WHERE deleted_at IS NULL;
+CREATE INDEX webhooks_session ON webhooks(session_id) WHERE deleted_at IS NULL;
+CREATE TABLE webhook_deliveries (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  webhook_id TEXT NOT NULL REFERENCES webhooks(id),
+  event_id INTEGER NOT NULL REFERENCES events(id),
+  status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'dead')),
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at INTEGER NOT NULL,
+  last_error TEXT,
+  created_at INTEGER NOT NULL,
+  delivered_at INTEGER,
+  UNIQUE (webhook_id, event_id)
+);
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at, id) WHERE status = 'pending';
+CREATE TABLE webhook_attempts (
+  delivery_id INTEGER NOT NULL REFERENCES webhook_deliveries(id),
+  attempt INTEGER NOT NULL,
+  at INTEGER NOT NULL,
+  status_code INTEGER,
+  error TEXT,
+  duration_ms INTEGER NOT NULL,
+  PRIMARY KEY (delivery_id, attempt)
+);
+`,
+  },
+  {
+    version: 6,
+    name: 'indexes for turn and lease lookups',
+    sql: `
+CREATE INDEX messages_turn ON messages(turn_id) WHERE turn_id IS NOT NULL;
+CREATE INDEX turns_running ON turns(session_id) WHERE status = 'running';
+CREATE INDEX sessions_lease_owner ON sessions(lease_owner) WHERE lease_owner IS NOT NULL;
+`,
+  },
+];
+
+/** SQLite's column types in PostgreSQL's: every integer 64-bit, AUTOINCREMENT keys as BIGSERIAL. */
+export function toPostgresDdl(sql: string): string {
+  return sql
+    .replace(/\bINTEGER PRIMARY KEY AUTOINCREMENT\b/g, 'BIGSERIAL PRIMARY KEY')
+    .replace(/\bINTEGER\b/g, 'BIGINT');
+}
+
+export function migrationsFor(store: 'sqlite' | 'postgres'): Migration[] {
+  return MIGRATIONS.filter((m) => m.only === undefined || m.only === store);
+}

@@ -1,0 +1,745 @@
+/**
+ * The Store's transitions, written once for both SQL engines. Each method is one program
+ * (see program.ts) that a SqlDriver runs in one transaction; notifications collected by
+ * a program reach this process's listeners only after its transaction committed, and
+ * other processes through the driver (SQLite: loopback datagrams, PostgreSQL:
+ * LISTEN/NOTIFY). Every session-changing program starts by locking the session row
+ * (FENCE, QUEUE_HEAD, EXPIRED_LEASES_LOCKED) and re-reads what it decides on after the
+ * lock, so PostgreSQL's concurrent transactions decide as SQLite's serial ones do.
+ */
+import { EventEmitter } from 'node:events';
+import {
+  type AbortInput,
+  type Agent,
+  type AgentSpec,
+  type ApiTokenRow,
+  BerthError,
+  type ClaimedSession,
+  type CommitInput,
+  DEFAULT_TENANT,
+  decideAbortedMessage,
+  type Message,
+  newId,
+  type Principal,
+  type RetryPolicy,
+  type SessionEvent,
+  type SessionEventType,
+  type SessionView,
+  type StartedTurn,
+  type Turn,
+  type Webhook,
+  type WebhookAttempt,
+  type WebhookDelivery,
+  type WorkerRow,
+} from '../../core/index.js';
+import type {
+  AttemptResult,
+  AuditEntry,
+  CreateSessionInput,
+  EnqueueInput,
+  Fence,
+  FenceCode,
+  Fenced,
+  NewApiToken,
+  NewWebhook,
+  Store,
+  StoreChange,
+  TakenDelivery,
+} from '../store.js';
+import { all, get, type Program, type Row, run } from './program.js';
+import {
+  toAgent,
+  toApiToken,
+  toAttempt,
+  toDelivery,
+  toEvent,
+  toMessage,
+  toSession,
+  toTurn,
+  toWebhook,
+  toWorker,
+} from './rows.js';
+import { listSessionViews, queuePositions, sessionViewOf } from './session-views.js';
+
+export interface SqlDriver {
+  readonly kind: Store['kind'];
+  /**
+   * Runs the program in one write transaction (from the start again, with a fresh
+   * `changes`, if the engine asks for a retry), tells other processes of its changes, and
+   * returns its value and changes once committed.
+   */
+  write<T>(program: (changes: StoreChange[]) => Program<T>): Promise<{ value: T; changes: StoreChange[] }>;
+  /** Runs a read-only program (made anew for each try). */
+  read<T>(program: () => Program<T>): Promise<T>;
+  /** Starts delivering other processes' notifications (hints) to `deliver`. */
+  listen(deliver: (change: StoreChange) => void): void;
+  close(): Promise<void>;
+}
+
+export interface SqlStoreOptions {
+  /** A lease holder whose worker row is older than this is dead. */
+  leaseMs: number;
+  /** Applied to the messages of every aborted turn. */
+  retry: RetryPolicy;
+}
+
+export class SqlStore implements Store {
+  readonly kind: Store['kind'];
+  private readonly emitter = new EventEmitter();
+  private readonly leaseMs: number;
+  private readonly retry: RetryPolicy;
+
+  constructor(
+    private readonly driver: SqlDriver,
+    options: SqlStoreOptions,
+  ) {
+    this.kind = driver.kind;
+    this.leaseMs = options.leaseMs;
+    this.retry = options.retry;
+    this.emitter.setMaxListeners(0);
+    driver.listen((change) => this.emitter.emit('change', change));
+  }
+
+  close(): Promise<void> {
+    return this.driver.close();
+  }
+
+  onChange(listener: (change: StoreChange) => void): () => void {
+    this.emitter.on('change', listener);
+    return () => this.emitter.off('change', listener);
+  }
+
+  // ---- agents
+
+  async createAgent(spec: AgentSpec, now: number, tenant: string = DEFAULT_TENANT): Promise<Agent> {
+    await this.write(function* () {
+      const params = { name: spec.name, spec: JSON.stringify(spec), tenant, now };
+      // Names are global; another tenant's agent is not revealed beyond "taken".
+      if ((yield* run('INSERT_AGENT', params)) !== 1)
+        throw new BerthError('AGENT_EXISTS', `Agent ${spec.name} already exists (createAgent)`);
+    });
+    return { ...spec, tenant, createdAt: now };
+  }
+
+  async getAgent(name: string, tenant?: string): Promise<Agent | null> {
+    const row = await this.driver.read(() => get('AGENT_BY_NAME', { name }));
+    return row && ownedBy(row, tenant) ? toAgent(row) : null;
+  }
+
+  async listAgents(tenant?: string): Promise<Agent[]> {
+    return (await this.driver.read(() => all('ALL_AGENTS', { tenant: tenant ?? null }))).map(toAgent);
+  }
+
+  replaceAgentSpec(spec: AgentSpec, tenant?: string): Promise<Agent> {
+    return this.write(function* () {
+      const row = yield* ownAgentRow(spec.name, tenant, 'replaceAgentSpec');
+      yield* run('REPLACE_AGENT_SPEC', { name: spec.name, spec: JSON.stringify(spec) });
+      return { ...spec, tenant: String(row.tenant), createdAt: Number(row.created_at) };
+    });
+  }
+
+  async deleteAgent(name: string, now: number, tenant?: string): Promise<void> {
+    await this.write(function* () {
+      yield* ownAgentRow(name, tenant, 'deleteAgent');
+      if (yield* get('LIVE_SESSION_OF_AGENT', { agent: name }))
+        throw new BerthError(
+          'AGENT_IN_USE',
+          `Agent ${name} has sessions that are not archived (deleteAgent)`,
+        );
+      yield* run('DELETE_AGENT', { name, now });
+    });
+  }
+
+  // ---- sessions
+
+  createSession(input: CreateSessionInput): Promise<SessionView> {
+    const { sessionId, now } = input;
+    const leaseMs = this.leaseMs;
+    return this.write(function* () {
+      if (yield* get('SESSION_BY_ID', { id: sessionId }))
+        throw new BerthError('SESSION_EXISTS', `Session ${sessionId} already exists (createSession)`);
+      const agent = yield* ownAgentRow(input.agent, input.tenant, 'createSession');
+      // A concurrent create of the same id inserts nothing here: SESSION_EXISTS for the loser.
+      if (
+        (yield* run('INSERT_SESSION', { id: sessionId, agent: input.agent, tenant: agent.tenant, now })) !== 1
+      )
+        throw new BerthError('SESSION_EXISTS', `Session ${sessionId} already exists (createSession)`);
+      return (yield* sessionViewOf(sessionId, now, leaseMs))!;
+    });
+  }
+
+  archiveSession(sessionId: string, now: number, tenant?: string): Promise<SessionView> {
+    const leaseMs = this.leaseMs;
+    return this.write(function* (changes) {
+      const row = yield* get('SESSION_BY_ID', { id: sessionId });
+      if (!row || !ownedBy(row, tenant))
+        throw new BerthError('SESSION_NOT_FOUND', `Session ${sessionId} does not exist (archiveSession)`);
+      if ((yield* run('ARCHIVE_SESSION', { id: sessionId, now })) === 1) {
+        const error = 'session archived';
+        const failed = (yield* all('OPEN_INBOUND_OF_SESSION', { sessionId })).map(toMessage);
+        for (const m of failed) yield* run('FAIL_OPEN_MESSAGE', { id: m.id, error });
+        const running = yield* get('RUNNING_TURN_OF_SESSION', { sessionId });
+        if (running) yield* run('END_TURN', { id: running.id, status: 'aborted', error, now });
+        yield* insertEvent(
+          changes,
+          sessionId,
+          'archived',
+          { failedMessageIds: failed.map((m) => m.id) },
+          now,
+        );
+        changes.push({ type: 'released', sessionId });
+      }
+      return (yield* sessionViewOf(sessionId, now, leaseMs))!;
+    });
+  }
+
+  // ---- inbound
+
+  enqueueMessage(input: EnqueueInput): Promise<{ message: Message; view: SessionView; eventId: number }> {
+    const { sessionId, text, now } = input;
+    const leaseMs = this.leaseMs;
+    return this.write(function* (changes) {
+      let existing = yield* get('SESSION_BY_ID', { id: sessionId });
+      if (!existing) {
+        if (!input.agent) {
+          throw new BerthError(
+            'AGENT_REQUIRED',
+            `Session ${sessionId} does not exist and no agent was named (enqueueMessage)`,
+          );
+        }
+        const agent = yield* ownAgentRow(input.agent, input.tenant, 'enqueueMessage');
+        yield* run('INSERT_SESSION', { id: sessionId, agent: input.agent, tenant: agent.tenant, now });
+        // Re-read: a concurrent first message may have created it, possibly for another agent.
+        existing = (yield* get('SESSION_BY_ID', { id: sessionId }))!;
+      }
+      if (!ownedBy(existing, input.tenant))
+        throw new BerthError('SESSION_NOT_FOUND', `Session ${sessionId} does not exist (enqueueMessage)`);
+      if (existing.archived_at != null)
+        throw new BerthError('SESSION_ARCHIVED', `Session ${sessionId} is archived (enqueueMessage)`);
+      if (input.agent && existing.agent !== input.agent) {
+        throw new BerthError(
+          'SESSION_AGENT_MISMATCH',
+          `Session ${sessionId} belongs to agent ${String(existing.agent)}, not ${input.agent} (enqueueMessage)`,
+        );
+      }
+      const message = toMessage((yield* get('INSERT_INBOUND', { sessionId, text, now }))!);
+      const view = (yield* sessionViewOf(sessionId, now, leaseMs))!;
+      changes.push({ type: 'enqueued', sessionId, leaseOwner: view.leaseOwner });
+      const eventId = yield* insertEvent(
+        changes,
+        sessionId,
+        'queued',
+        { messageId: message.id, position: view.queuePosition },
+        now,
+      );
+      return { message, view, eventId };
+    });
+  }
+
+  // ---- reads
+
+  async getSessionView(sessionId: string, now: number, tenant?: string): Promise<SessionView | null> {
+    const view = await this.driver.read(() => sessionViewOf(sessionId, now, this.leaseMs));
+    return view && (tenant === undefined || view.tenant === tenant) ? view : null;
+  }
+
+  listSessionViews(now: number, tenant?: string): Promise<SessionView[]> {
+    return this.driver.read(() => listSessionViews(now, this.leaseMs, tenant));
+  }
+
+  async listMessages(sessionId: string, afterId: number, limit: number): Promise<Message[]> {
+    return (await this.driver.read(() => all('MESSAGES_AFTER', { sessionId, afterId, limit }))).map(
+      toMessage,
+    );
+  }
+
+  async listTurns(sessionId: string): Promise<Turn[]> {
+    return (await this.driver.read(() => all('TURNS_OF_SESSION', { sessionId }))).map(toTurn);
+  }
+
+  async eventsAfter(
+    sessionId: string | null,
+    afterId: number,
+    limit: number,
+    tenant?: string,
+  ): Promise<SessionEvent[]> {
+    const rows = await this.driver.read(() =>
+      sessionId === null
+        ? all('EVENTS_AFTER', { afterId, limit, tenant: tenant ?? null })
+        : all('EVENTS_AFTER_OF_SESSION', { sessionId, afterId, limit }),
+    );
+    return rows.map(toEvent);
+  }
+
+  async meanTurnMs(limit: number): Promise<number | null> {
+    const row = await this.driver.read(() => get('MEAN_TURN_MS', { limit }));
+    return row?.ms == null ? null : Math.round(Number(row.ms));
+  }
+
+  async listWorkers(): Promise<WorkerRow[]> {
+    return (await this.driver.read(() => all('ALL_WORKERS', {}))).map(toWorker);
+  }
+
+  // ---- workers and leases
+
+  async registerWorker(row: WorkerRow): Promise<void> {
+    await this.write(() => run('UPSERT_WORKER', { ...row }));
+  }
+
+  async renewWorker(workerId: string, now: number): Promise<boolean> {
+    return (await this.write(() => run('RENEW_WORKER', { id: workerId, now }))) === 1;
+  }
+
+  async removeWorker(workerId: string): Promise<void> {
+    await this.write(() => run('DELETE_WORKER', { id: workerId }));
+  }
+
+  reclaimExpiredLeases(now: number): Promise<string[]> {
+    const store = this;
+    return this.write(function* (changes) {
+      const reclaimed: string[] = [];
+      const expired = yield* all('EXPIRED_LEASES_LOCKED', { staleBefore: now - store.leaseMs });
+      for (const { id } of expired) {
+        if (yield* store.reclaimSession(changes, String(id), now)) reclaimed.push(String(id));
+      }
+      // Their sessions are reclaimed: rows of long-dead workers only clutter `berth status`.
+      yield* run('DELETE_DEAD_WORKERS', { deadBefore: now - 10 * store.leaseMs });
+      return reclaimed;
+    });
+  }
+
+  claimRunnableSession(workerId: string, now: number): Promise<ClaimedSession | null> {
+    const store = this;
+    return this.write(function* (changes) {
+      const head = yield* get('QUEUE_HEAD', { now, staleBefore: now - store.leaseMs });
+      if (!head) return null;
+      const id = String(head.session_id);
+      const lease = (yield* get('SESSION_LEASE', { id, staleBefore: now - store.leaseMs }))!;
+      // Taken by a live worker since the queue was read (PostgreSQL): not ours to take.
+      if (lease.lease_owner !== null && Number(lease.holder_alive) === 1) return null;
+      if (lease.lease_owner !== null) yield* store.reclaimSession(changes, id, now);
+      const generation = Number((yield* get('SESSION_BY_ID', { id }))!.generation);
+      if ((yield* run('CLAIM_SESSION', { id, generation, worker: workerId, now })) !== 1) return null;
+      const session = toSession((yield* get('SESSION_BY_ID', { id }))!);
+      const agent = toAgent((yield* get('AGENT_BY_NAME', { name: session.agent }))!);
+      return { session, agent };
+    });
+  }
+
+  async queueDepth(now: number): Promise<number> {
+    return (await this.driver.read(() => queuePositions(now, this.leaseMs))).size;
+  }
+
+  async nextProcessAfter(now: number): Promise<number | null> {
+    const row = await this.driver.read(() => get('NEXT_PROCESS_AFTER', { now }));
+    return row?.at == null ? null : Number(row.at);
+  }
+
+  // ---- fenced transitions
+
+  recordSandbox(fence: Fence, sandbox: string, now: number): Promise<FenceCode> {
+    return this.write(function* () {
+      const code = yield* checkFence(fence);
+      if (code !== 'ok') return code;
+      yield* run('RECORD_SANDBOX', { ...fenceParams(fence), sandbox, now });
+      return 'ok';
+    });
+  }
+
+  startTurn(fence: Fence, now: number): Promise<Fenced<StartedTurn | null>> {
+    return this.write(function* (changes): Program<Fenced<StartedTurn | null>> {
+      const code = yield* checkFence(fence);
+      if (code !== 'ok') return { code };
+      const { sessionId } = fence;
+      const running = yield* get('RUNNING_TURN_OF_SESSION', { sessionId });
+      if (running) {
+        const messages = yield* turnMessages(String(running.id));
+        return { code: 'ok', value: { turn: toTurn(running), messages } };
+      }
+      const runnable = (yield* all('RUNNABLE_OF_SESSION', { sessionId, now })).map(toMessage);
+      if (runnable.length === 0) return { code: 'ok', value: null };
+      const turnId = newId('turn');
+      const attempt = Math.max(...runnable.map((m) => m.tries)) + 1;
+      for (const m of runnable) yield* run('TAKE_MESSAGE', { id: m.id, turnId });
+      const session = (yield* get('SESSION_BY_ID', { id: sessionId }))!;
+      yield* run('INSERT_TURN', {
+        id: turnId,
+        sessionId,
+        attempt,
+        generation: fence.generation,
+        worker: fence.workerId,
+        sandbox: session.sandbox,
+        messageIds: JSON.stringify(runnable.map((m) => m.id)),
+        now,
+      });
+      yield* insertEvent(
+        changes,
+        sessionId,
+        'started',
+        { turnId, attempt, generation: fence.generation },
+        now,
+      );
+      const turn = toTurn((yield* get('TURN_BY_ID', { id: turnId }))!);
+      return { code: 'ok', value: { turn, messages: yield* turnMessages(turnId) } };
+    });
+  }
+
+  recordProgress(input: Fence & { turnId: string; text: string }, now: number): Promise<FenceCode> {
+    return this.write(function* (changes) {
+      const code = yield* checkRunningTurn(input, input.turnId);
+      if (code !== 'ok') return code;
+      yield* run('SET_TURN_PROGRESS', { id: input.turnId, text: input.text });
+      yield* insertEvent(
+        changes,
+        input.sessionId,
+        'progress',
+        { turnId: input.turnId, text: input.text },
+        now,
+      );
+      return 'ok';
+    });
+  }
+
+  commitTurn(input: CommitInput, now: number): Promise<FenceCode> {
+    const { sessionId, turnId } = input;
+    return this.write(function* (changes) {
+      const code = yield* checkRunningTurn(input, turnId);
+      if (code !== 'ok') return code;
+      const inReplyTo = (yield* turnMessages(turnId)).map((m) => m.id);
+      for (const id of inReplyTo) yield* run('FINISH_MESSAGE', { id });
+      for (const [key, value] of Object.entries(input.state ?? {})) {
+        if (value === null) yield* run('DELETE_STATE', { sessionId, key });
+        else yield* run('UPSERT_STATE', { sessionId, key, value: JSON.stringify(value), turnId, now });
+      }
+      yield* run('SET_PENDING_LAYER', { id: sessionId, turnId, now });
+      yield* run('END_TURN', { id: turnId, status: 'committed', error: null, now });
+      for (const output of input.outputs) {
+        const data = output.data === undefined ? null : JSON.stringify(output.data);
+        const reply = (yield* get('INSERT_OUTBOUND', { sessionId, text: output.text, data, turnId, now }))!;
+        yield* insertEvent(
+          changes,
+          sessionId,
+          'reply',
+          { turnId, messageId: Number(reply.id), inReplyTo, text: output.text, data: output.data ?? null },
+          now,
+        );
+      }
+      return 'ok';
+    });
+  }
+
+  abortTurn(input: AbortInput, now: number): Promise<FenceCode> {
+    const store = this;
+    return this.write(function* (changes) {
+      const code = yield* checkRunningTurn(input, input.turnId);
+      if (code !== 'ok') return code;
+      yield* store.abortRunningTurn(
+        changes,
+        input.sessionId,
+        input.turnId,
+        input.error,
+        now,
+        input.countsAsTry ?? true,
+        input.terminal ?? false,
+      );
+      return 'ok';
+    });
+  }
+
+  async getState(sessionId: string): Promise<Record<string, unknown>> {
+    const rows = await this.driver.read(() => all('STATE_OF_SESSION', { sessionId }));
+    return Object.fromEntries(rows.map((r) => [String(r.key), JSON.parse(String(r.value))]));
+  }
+
+  async getTurn(turnId: string): Promise<Turn | null> {
+    const row = await this.driver.read(() => get('TURN_BY_ID', { id: turnId }));
+    return row ? toTurn(row) : null;
+  }
+
+  async markLayerPromoted(sessionId: string, turnId: string): Promise<void> {
+    await this.write(() => run('CLEAR_PENDING_LAYER', { id: sessionId, turnId }));
+  }
+
+  releaseSession(fence: Fence, now: number): Promise<FenceCode> {
+    return this.write(function* (changes) {
+      const code = yield* checkFence(fence);
+      if (code !== 'ok') return code;
+      yield* run('RELEASE_SESSION', { ...fenceParams(fence), now });
+      changes.push({ type: 'released', sessionId: fence.sessionId });
+      return 'ok';
+    });
+  }
+
+  // ---- API tokens
+
+  insertApiToken(token: NewApiToken, now: number): Promise<ApiTokenRow> {
+    return this.write(function* () {
+      yield* run('INSERT_API_TOKEN', { ...token, admin: token.tenant === null ? 1 : 0, now });
+      return toApiToken((yield* get('API_TOKEN_BY_HASH', { hash: token.hash }))!);
+    });
+  }
+
+  async principalOfTokenHash(hash: string): Promise<Principal | null> {
+    const row = await this.driver.read(() => get('API_TOKEN_BY_HASH', { hash }));
+    if (!row) return null;
+    const { tokenId, tenant, admin } = toApiToken(row);
+    return { tokenId, tenant, admin };
+  }
+
+  async listApiTokens(): Promise<ApiTokenRow[]> {
+    return (await this.driver.read(() => all('ALL_API_TOKENS', {}))).map(toApiToken);
+  }
+
+  async revokeApiToken(id: string, now: number): Promise<boolean> {
+    return (await this.write(() => run('REVOKE_API_TOKEN', { id, now }))) === 1;
+  }
+
+  // ---- webhooks
+
+  createWebhook(webhook: NewWebhook, now: number): Promise<Webhook> {
+    return this.write(function* () {
+      if (webhook.agent !== null) yield* ownAgentRow(webhook.agent, webhook.tenant, 'createWebhook');
+      if (webhook.sessionId !== null) {
+        const session = yield* get('SESSION_BY_ID', { id: webhook.sessionId });
+        if (!session || session.tenant !== webhook.tenant)
+          throw new BerthError(
+            'SESSION_NOT_FOUND',
+            `Session ${webhook.sessionId} does not exist (createWebhook)`,
+          );
+      }
+      yield* run('INSERT_WEBHOOK', { ...webhook, events: JSON.stringify(webhook.events), now });
+      return toWebhook((yield* get('WEBHOOK_BY_ID', { id: webhook.id }))!);
+    });
+  }
+
+  async listWebhooks(tenant?: string): Promise<Webhook[]> {
+    return (await this.driver.read(() => all('ALL_WEBHOOKS', { tenant: tenant ?? null }))).map(toWebhook);
+  }
+
+  async getWebhook(id: string, tenant?: string): Promise<Webhook | null> {
+    const row = await this.driver.read(() => get('WEBHOOK_BY_ID', { id }));
+    return row && ownedBy(row, tenant) ? toWebhook(row) : null;
+  }
+
+  deleteWebhook(id: string, now: number, tenant?: string): Promise<boolean> {
+    return this.write(function* () {
+      const row = yield* get('WEBHOOK_BY_ID', { id });
+      if (!row || !ownedBy(row, tenant)) return false;
+      return (yield* run('DELETE_WEBHOOK', { id, now })) === 1;
+    });
+  }
+
+  takeWebhookDelivery(now: number, leaseMs: number): Promise<TakenDelivery | null> {
+    return this.write(function* (): Program<TakenDelivery | null> {
+      const due = yield* get('DUE_DELIVERY', { now });
+      if (!due) return null;
+      if ((yield* run('TAKE_DELIVERY', { id: due.id, now, leaseUntil: now + leaseMs })) !== 1) return null;
+      const delivery = toDelivery((yield* get('DELIVERY_BY_ID', { id: due.id }))!);
+      // Deleted webhooks still get what was owed to them: read without the deleted_at filter.
+      const hook = (yield* get('WEBHOOK_EVEN_DELETED', { id: delivery.webhookId }))!;
+      const event = toEvent((yield* get('EVENT_BY_ID', { id: delivery.eventId }))!);
+      return { delivery, webhook: { ...toWebhook(hook), secret: String(hook.secret) }, event };
+    });
+  }
+
+  async recordWebhookAttempt(result: AttemptResult, now: number): Promise<void> {
+    await this.write(function* () {
+      const { deliveryId, attempt, decision } = result;
+      const ended = yield* run('END_ATTEMPT', {
+        id: deliveryId,
+        attempt,
+        status: decision.action === 'retry' ? 'pending' : decision.action,
+        nextAttemptAt: decision.action === 'retry' ? decision.nextAttemptAt : now,
+        error: result.error,
+        deliveredAt: decision.action === 'delivered' ? now : null,
+      });
+      // A stale attempt (its lease ran out and another took the delivery) is not logged either.
+      if (ended !== 1) return;
+      yield* run('INSERT_ATTEMPT', {
+        deliveryId,
+        attempt,
+        now,
+        statusCode: result.statusCode,
+        error: result.error,
+        durationMs: result.durationMs,
+      });
+    });
+  }
+
+  listWebhookDeliveries(
+    webhookId: string,
+    afterId: number,
+    limit: number,
+  ): Promise<(WebhookDelivery & { log: WebhookAttempt[] })[]> {
+    return this.driver.read(function* () {
+      const out: (WebhookDelivery & { log: WebhookAttempt[] })[] = [];
+      for (const r of yield* all('DELIVERIES_OF_WEBHOOK', { webhookId, afterId, limit }))
+        out.push({
+          ...toDelivery(r),
+          log: (yield* all('ATTEMPTS_OF_DELIVERY', { deliveryId: r.id })).map(toAttempt),
+        });
+      return out;
+    });
+  }
+
+  retryWebhookDelivery(deliveryId: number, now: number, tenant?: string): Promise<boolean> {
+    return this.write(function* () {
+      const row = yield* get('DELIVERY_BY_ID', { id: deliveryId });
+      if (!row) return false;
+      const hook = (yield* get('WEBHOOK_EVEN_DELETED', { id: row.webhook_id }))!;
+      if (!ownedBy(hook, tenant)) return false;
+      return (yield* run('RETRY_DELIVERY', { id: deliveryId, now })) === 1;
+    });
+  }
+
+  async webhookDeliveryCounts(): Promise<Record<'pending' | 'delivered' | 'dead', number>> {
+    const counts = { pending: 0, delivered: 0, dead: 0 };
+    for (const r of await this.driver.read(() => all('DELIVERY_COUNTS', {})))
+      counts[r.status as keyof typeof counts] = Number(r.n);
+    return counts;
+  }
+
+  async audit(entry: AuditEntry, now: number): Promise<void> {
+    await this.write(() =>
+      run('INSERT_AUDIT', {
+        now,
+        kind: entry.kind,
+        sessionId: entry.sessionId ?? null,
+        generation: entry.generation ?? null,
+        data: JSON.stringify(entry.data),
+      }),
+    );
+  }
+
+  async listAudit(afterId: number, limit: number): Promise<(AuditEntry & { id: number; at: number })[]> {
+    return (await this.driver.read(() => all('AUDIT_AFTER', { afterId, limit }))).map((r) => ({
+      id: Number(r.id),
+      at: Number(r.at),
+      kind: String(r.kind),
+      ...(r.session_id == null ? {} : { sessionId: String(r.session_id) }),
+      ...(r.generation == null ? {} : { generation: Number(r.generation) }),
+      data: JSON.parse(String(r.data)) as Record<string, unknown>,
+    }));
+  }
+
+  // ---- parts of programs (run inside a write transaction)
+
+  /**
+   * The lease holder is dead: its running turn is aborted and the lease cleared, before
+   * anyone else binds. The session row is locked by the caller; false when, re-read under
+   * that lock, its holder turned out alive (or gone) after all.
+   */
+  private *reclaimSession(changes: StoreChange[], sessionId: string, now: number): Program<boolean> {
+    const lease = yield* get('SESSION_LEASE', { id: sessionId, staleBefore: now - this.leaseMs });
+    if (!lease || lease.lease_owner === null || Number(lease.holder_alive) === 1) return false;
+    const running = yield* get('RUNNING_TURN_OF_SESSION', { sessionId });
+    if (running)
+      yield* this.abortRunningTurn(changes, sessionId, String(running.id), 'worker lease expired', now);
+    yield* run('CLEAR_LEASE', { id: sessionId, now });
+    changes.push({ type: 'released', sessionId });
+    return true;
+  }
+
+  private *abortRunningTurn(
+    changes: StoreChange[],
+    sessionId: string,
+    turnId: string,
+    error: string,
+    now: number,
+    countsAsTry = true,
+    terminal = false,
+  ): Program<void> {
+    for (const m of yield* turnMessages(turnId)) {
+      const decision = decideAbortedMessage(m.tries, now, this.retry, countsAsTry, terminal);
+      switch (decision.action) {
+        case 'requeue':
+          yield* run('REQUEUE_MESSAGE', { id: m.id, now, error });
+          yield* insertEvent(
+            changes,
+            sessionId,
+            'retrying',
+            { turnId, messageId: m.id, tries: m.tries - 1, error, retryInMs: 0 },
+            now,
+          );
+          break;
+        case 'retry':
+          yield* run('RETRY_MESSAGE', { id: m.id, processAfter: decision.processAfter, error });
+          yield* insertEvent(
+            changes,
+            sessionId,
+            'retrying',
+            { turnId, messageId: m.id, tries: m.tries, error, retryInMs: decision.delayMs },
+            now,
+          );
+          break;
+        case 'fail':
+          yield* run('FAIL_MESSAGE', { id: m.id, error });
+          yield* insertEvent(
+            changes,
+            sessionId,
+            'failed',
+            { turnId, messageId: m.id, tries: m.tries, error },
+            now,
+          );
+          break;
+      }
+    }
+    yield* run('END_TURN', { id: turnId, status: 'aborted', error, now });
+  }
+
+  /** Notifications go out only after the transaction committed. */
+  private async write<T>(program: (changes: StoreChange[]) => Program<T>): Promise<T> {
+    const { value, changes } = await this.driver.write(program);
+    for (const change of changes) this.emitter.emit('change', change);
+    return value;
+  }
+}
+
+/** The live agent `name` if `tenant` may use it; otherwise AGENT_NOT_FOUND (another tenant's looks absent). */
+function* ownAgentRow(name: string, tenant: string | undefined, operation: string): Program<Row> {
+  const row = yield* get('AGENT_BY_NAME', { name });
+  if (!row || !ownedBy(row, tenant))
+    throw new BerthError('AGENT_NOT_FOUND', `Agent ${name} does not exist (${operation})`);
+  return row;
+}
+
+/** A row with a tenant column is visible to that tenant and to the operator (tenant undefined). */
+function ownedBy(row: Row, tenant: string | undefined): boolean {
+  return tenant === undefined || row.tenant === tenant;
+}
+
+function* checkFence(fence: Fence): Program<FenceCode> {
+  if (yield* get('FENCE', fenceParams(fence))) return 'ok';
+  return (yield* get('SESSION_BY_ID', { id: fence.sessionId })) ? 'stale' : 'not_found';
+}
+
+function* checkRunningTurn(fence: Fence, turnId: string): Program<FenceCode> {
+  const code = yield* checkFence(fence);
+  if (code !== 'ok') return code;
+  const turn = yield* get('TURN_BY_ID', { id: turnId });
+  if (!turn || turn.session_id !== fence.sessionId) return 'not_found';
+  if (turn.status !== 'running' || Number(turn.generation) !== fence.generation) return 'stale';
+  return 'ok';
+}
+
+function* turnMessages(turnId: string): Program<Message[]> {
+  return (yield* all('PROCESSING_OF_TURN', { turnId })).map(toMessage);
+}
+
+function* insertEvent(
+  changes: StoreChange[],
+  sessionId: string,
+  type: SessionEventType,
+  data: Record<string, unknown>,
+  now: number,
+): Program<number> {
+  const row = (yield* get('INSERT_EVENT', { sessionId, type, data: JSON.stringify(data), now }))!;
+  const id = Number(row.id);
+  yield* run('INSERT_DELIVERIES_FOR_EVENT', { eventId: id, sessionId, type, now });
+  changes.push({ type: 'event', event: { id, sessionId, type, data, createdAt: now } });
+  return id;
+}
+
+function fenceParams(f: Fence): Row {
+  return { id: f.sessionId, generation: f.generation, worker: f.workerId };
+}

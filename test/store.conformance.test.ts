@@ -1,0 +1,12 @@
+/** The one Store conformance suite, run unchanged against SQLite and a real PostgreSQL. */
+import { openPostgresStore, openSqliteStore } from '../src/store/index.js';
+import { freshDatabase } from './helpers/postgres.js';
+import { LEASE_MS, RETRY, runStoreConformance } from './store/conformance.js';
+
+runStoreConformance('sqlite', async () =>
+  openSqliteStore({ path: ':memory:', leaseMs: LEASE_MS, retry: RETRY }),
+);
+
+runStoreConformance('postgres', async () =>
+  openPostgresStore({ url: await freshDatabase(), leaseMs: LEASE_MS, retry: RETRY }),
+);

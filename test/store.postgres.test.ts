@@ -1,0 +1,107 @@
+/** What only the PostgreSQL store does: migrations raced by many processes, LISTEN/NOTIFY, a database that restarts or is not there. */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import pg from 'pg';
+import { agentSpecSchema, isBerthError } from '../src/core/index.js';
+import { openPostgresStore, type Store } from '../src/store/index.js';
+import { migrationsFor } from '../src/store/sql/migrations.js';
+import { freshDatabase, testCluster } from './helpers/postgres.js';
+import { LEASE_MS, RETRY } from './store/conformance.js';
+
+const open = (url: string) => openPostgresStore({ url, leaseMs: LEASE_MS, retry: RETRY });
+
+/** Writes on `writer` until `listener` hears of one (its LISTEN connection opens in the background). */
+async function untilHeard(writer: Store, listener: Store, sessionId: string): Promise<string[]> {
+  const heard: string[] = [];
+  const off = listener.onChange((c) => {
+    if ((c.type === 'enqueued' || c.type === 'events') && c.sessionId === sessionId) heard.push(c.type);
+  });
+  for (let i = 0; i < 100 && heard.length === 0; i++) {
+    await writer.enqueueMessage({ sessionId, agent: 'sh', text: `m${i}`, now: Date.now() });
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  off();
+  return heard;
+}
+
+test('postgres: stores opened together on a new database migrate it once', async () => {
+  const url = await freshDatabase();
+  const stores = await Promise.all([1, 2, 3, 4].map(() => open(url)));
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const { rows } = await client.query('SELECT version FROM schema_migrations ORDER BY version');
+  await client.end();
+  assert.deepEqual(
+    rows.map((r) => Number(r.version)),
+    migrationsFor('postgres').map((m) => m.version),
+  );
+  await Promise.all(stores.map((s) => s.close()));
+});
+
+test('postgres: a store hears of another store’s commits (LISTEN/NOTIFY), and not of its own twice', async () => {
+  const url = await freshDatabase();
+  const [a, b] = [await open(url), await open(url)];
+  await a.createAgent(agentSpecSchema.parse({ name: 'sh', provider: 'command' }), Date.now());
+  const heard = await untilHeard(a, b, 's');
+  assert.ok(heard.includes('enqueued') && heard.includes('events'), `b heard ${heard.join()}`);
+  const own: string[] = [];
+  a.onChange((c) => own.push(c.type));
+  await a.enqueueMessage({ sessionId: 's', text: 'once', now: Date.now() });
+  await new Promise((r) => setTimeout(r, 300));
+  assert.deepEqual(own, ['enqueued', 'event'], 'own changes delivered once, in full');
+  await Promise.all([a.close(), b.close()]);
+});
+
+test('postgres: a wrong or unreachable database fails at open with one line naming it, without the password', async () => {
+  const cluster = await testCluster();
+  const cases = [
+    { name: 'nobody listens', url: 'postgres://u:secret@127.0.0.1:1/db' },
+    { name: 'no such database', url: cluster.url('no_such_db').replace('berth@', 'berth:secret@') },
+  ];
+  for (const c of cases) {
+    await assert.rejects(open(c.url), (e: unknown) => {
+      assert.ok(isBerthError(e, 'STORE_UNAVAILABLE'), c.name);
+      assert.match(
+        e.message,
+        /^Cannot open the PostgreSQL store at postgres:\/\/\w+:\*\*\*@127\.0\.0\.1/,
+        c.name,
+      );
+      assert.ok(!e.message.includes('secret') && !e.message.includes('\n'), c.name);
+      return true;
+    });
+  }
+});
+
+test('postgres: the database restarts under an open store: a call made meanwhile completes, and notifications resume', async () => {
+  const cluster = await testCluster();
+  const url = await freshDatabase();
+  const [a, b] = [await open(url), await open(url)];
+  await a.createAgent(agentSpecSchema.parse({ name: 'sh', provider: 'command' }), Date.now());
+  assert.ok((await untilHeard(a, b, 'before')).length > 0);
+
+  await cluster.stop();
+  const during = a.enqueueMessage({ sessionId: 'during', agent: 'sh', text: 'x', now: Date.now() });
+  await cluster.start();
+  await during;
+  assert.equal((await b.listMessages('during', 0, 10)).length, 1, 'written once');
+  assert.ok((await untilHeard(a, b, 'after')).length > 0, 'the listener reconnected');
+  await Promise.all([a.close(), b.close()]);
+});
+
+test('postgres: a database that stays away fails a call with STORE_UNAVAILABLE, and nothing is written', async () => {
+  const cluster = await testCluster();
+  const url = await freshDatabase();
+  const store = await open(url);
+  await store.createAgent(agentSpecSchema.parse({ name: 'sh', provider: 'command' }), Date.now());
+  await cluster.stop();
+  try {
+    await assert.rejects(
+      store.enqueueMessage({ sessionId: 'x', agent: 'sh', text: 'x', now: Date.now() }),
+      (e: unknown) => isBerthError(e, 'STORE_UNAVAILABLE'),
+    );
+  } finally {
+    await cluster.start();
+  }
+  assert.equal(await store.getSessionView('x', Date.now()), null);
+  await store.close();
+});
