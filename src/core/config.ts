@@ -27,6 +27,8 @@ export interface ResolvedConfig {
   readonly image: string;
   /** Concurrent sessions per worker; 0 = this process claims no work (API only). @default min(2 x CPUs, memory / 1 GiB), at least 1 (BERTH_SLOTS) */
   readonly slots: number;
+  /** Most warm (pre-booted, unbound) sandboxes a worker keeps per profile; the target adapts to demand below it; 0 = no pool, every sandbox starts cold. @default 2 (BERTH_WARM_POOL) */
+  readonly warmPool: number;
   /** A worker's liveness lease, in ms; it renews every leaseMs/5. @default 10000 (BERTH_LEASE) */
   readonly leaseMs: number;
   /** How often the runner heartbeats, in ms. @default 2000 (BERTH_HEARTBEAT_INTERVAL) */
@@ -93,6 +95,7 @@ const schema = z.object({
   dockerSocket: z.string().min(1),
   image: z.string(),
   slots: z.coerce.number().int().min(0).optional(),
+  warmPool: z.coerce.number().int().min(0).max(1000),
   leaseMs: durationMs.pipe(z.number().min(500, 'must be at least 500ms')),
   heartbeatIntervalMs: durationMs.pipe(z.number().min(50, 'must be at least 50ms')),
   heartbeatTimeoutMs: durationMs,
@@ -125,6 +128,7 @@ export const CONFIG_ENV: Record<keyof Input, string> = {
   dockerSocket: 'BERTH_DOCKER_SOCKET',
   image: 'BERTH_IMAGE',
   slots: 'BERTH_SLOTS',
+  warmPool: 'BERTH_WARM_POOL',
   leaseMs: 'BERTH_LEASE',
   heartbeatIntervalMs: 'BERTH_HEARTBEAT_INTERVAL',
   heartbeatTimeoutMs: 'BERTH_HEARTBEAT_TIMEOUT',
@@ -152,6 +156,7 @@ const DEFAULTS: Input = {
   apiToken: '',
   dockerSocket: '/var/run/docker.sock',
   image: '',
+  warmPool: 2,
   leaseMs: 10_000,
   heartbeatIntervalMs: 2_000,
   heartbeatTimeoutMs: 30_000,

@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { decideAbortedMessage, decideSandboxHealth, isLeaseFresh, retryDelayMs } from './decide.js';
+import {
+  decideAbortedMessage,
+  decideSandboxHealth,
+  decideWarmPoolTarget,
+  isLeaseFresh,
+  retryDelayMs,
+} from './decide.js';
 
 const BASE = 1_700_000_000_000;
 const POLICY = { retryBaseMs: 1000, retryMaxMs: 60_000, maxTries: 5 };
@@ -85,4 +91,15 @@ test('decideSandboxHealth kills on missed heartbeats and overlong turns', () => 
 test('isLeaseFresh is strict at the boundary', () => {
   assert.equal(isLeaseFresh(BASE - 9_999, BASE, 10_000), true);
   assert.equal(isLeaseFresh(BASE - 10_000, BASE, 10_000), false);
+});
+
+test('decideWarmPoolTarget follows recent demand between one (in use) and max', () => {
+  const cases = [
+    { recentTakes: 0, inUse: true, max: 4, expected: 1 },
+    { recentTakes: 0, inUse: false, max: 4, expected: 0 },
+    { recentTakes: 3, inUse: true, max: 4, expected: 3 },
+    { recentTakes: 9, inUse: true, max: 4, expected: 4 },
+    { recentTakes: 5, inUse: true, max: 0, expected: 0 },
+  ];
+  for (const { expected, ...c } of cases) assert.equal(decideWarmPoolTarget(c), expected, JSON.stringify(c));
 });

@@ -73,3 +73,12 @@ export function decideSandboxHealth(
 export function isLeaseFresh(heartbeatAt: number, now: number, leaseMs: number): boolean {
   return now - heartbeatAt < leaseMs;
 }
+
+/**
+ * How many warm sandboxes to keep for one profile: as many as were taken (or wanted) in
+ * the last minute, at least one while the profile is in use, never more than `max`.
+ */
+export function decideWarmPoolTarget(p: { recentTakes: number; inUse: boolean; max: number }): number {
+  if (p.max <= 0) return 0;
+  return Math.min(p.max, Math.max(p.inUse ? 1 : 0, p.recentTakes));
+}

@@ -4,4 +4,6 @@ export const LABELS = {
   session: 'berth.session',
   generation: 'berth.generation',
   worker: 'berth.worker',
+  /** Warm sandboxes: the pool key (image + resources) they were started for. */
+  pool: 'berth.pool',
 } as const;

@@ -9,7 +9,17 @@ export const SANDBOX_RUN_DIR = '/run/berth';
 /** Where each turn's workspace (committed state + the turn's own writes) appears inside the sandbox. */
 export const SANDBOX_WORKSPACE = '/workspace';
 export const GATEWAY_SOCKET_NAME = 'gateway.sock';
+/** The boot token: lets the runner ask for its binding (GET /v1/bind), nothing else. */
 export const TOKEN_FILE_NAME = 'token';
+
+/** The answer to GET /v1/bind: who this sandbox now serves. Sent once, when bound. */
+export interface BindAssignment {
+  sessionId: string;
+  generation: number;
+  /** The session token every later request carries. */
+  token: string;
+  heartbeatIntervalMs: number;
+}
 
 export interface TurnMessage {
   id: number;

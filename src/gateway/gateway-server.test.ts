@@ -19,8 +19,10 @@ interface GatewayReply {
   error?: { code: string; message: string };
 }
 
-/** A claimed session with a running turn, its gateway listening, and a client for it. */
-async function setUp(t: TestContext, sealError?: Error) {
+const BOOT_TOKEN = 'boot-token-of-this-sandbox';
+
+/** A claimed session with a running turn, its gateway listening (bound unless `unbound`), and a client for it. */
+async function setUp(t: TestContext, o: { sealError?: Error; unbound?: boolean } = {}) {
   const dir = await mkdtemp(join(tmpdir(), 'berth-gw-'));
   const store = openSqliteStore({
     path: ':memory:',
@@ -36,25 +38,19 @@ async function setUp(t: TestContext, sealError?: Error) {
   const started = await store.startTurn(binding, now);
   const turnId = started.code === 'ok' ? started.value!.turn.id : assert.fail();
   const ended: TurnEnd[] = [];
-  const counters = { beats: 0, seals: 0 };
+  const counters = { beats: 0, seals: 0, bootWaits: 0 };
   const socketPath = join(dir, 'gateway.sock');
+  const log = pino({ level: 'silent' });
   const gateway = new SandboxGateway({
     socketPath,
-    binding,
+    bootToken: BOOT_TOKEN,
     secret: SECRET,
     store,
     clock: systemClock,
-    log: pino({ level: 'silent' }),
+    log,
     maxBodyBytes: 4096,
     longPollMs: 200,
-    hooks: {
-      onHeartbeat: () => void counters.beats++,
-      beforeCommit: async () => {
-        counters.seals++;
-        if (sealError) throw sealError;
-      },
-      onTurnEnded: (_id, end) => void ended.push(end),
-    },
+    onBootWaiting: () => void counters.bootWaits++,
   });
   await gateway.listen();
   t.after(async () => {
@@ -65,6 +61,21 @@ async function setUp(t: TestContext, sealError?: Error) {
   const tokenFor = (generation: number, secret = SECRET) =>
     signSandboxToken(secret, { sessionId: 's', generation, expiresAt: now + 60_000 });
   const token = tokenFor(binding.generation);
+  const bind = () =>
+    gateway.bind({
+      fence: binding,
+      assignment: { sessionId: 's', generation: binding.generation, token, heartbeatIntervalMs: 2000 },
+      log,
+      hooks: {
+        onHeartbeat: () => void counters.beats++,
+        beforeCommit: async () => {
+          counters.seals++;
+          if (o.sealError) throw o.sealError;
+        },
+        onTurnEnded: (_id, end) => void ended.push(end),
+      },
+    });
+  if (!o.unbound) bind();
   const call = (method: string, path: string, body?: unknown, as = token) =>
     new Promise<{ status: number; body: GatewayReply }>((resolve, reject) => {
       const payload = body === undefined ? undefined : JSON.stringify(body);
@@ -91,7 +102,7 @@ async function setUp(t: TestContext, sealError?: Error) {
       limits: { maxOutputBytes: 10, heartbeatIntervalMs: 2000 },
     });
   const replies = async () => (await store.listMessages('s', 0, 10)).filter((m) => m.direction === 'out');
-  return { store, binding, turnId, ended, counters, tokenFor, call, offer, replies };
+  return { store, gateway, binding, bind, token, turnId, ended, counters, tokenFor, call, offer, replies };
 }
 
 test('gateway: stale generation, foreign tokens and bad bodies write nothing', async (t) => {
@@ -156,10 +167,9 @@ test('gateway: state a turn puts is visible to it and written only by its commit
 });
 
 test('gateway: a seal that fails (e.g. disk full) aborts the turn; nothing of it is committed', async (t) => {
-  const { store, turnId, ended, call, offer, replies } = await setUp(
-    t,
-    new Error('ENOSPC: no space left on device'),
-  );
+  const { store, turnId, ended, call, offer, replies } = await setUp(t, {
+    sealError: new Error('ENOSPC: no space left on device'),
+  });
   offer();
   await call('PUT', '/v1/state/counter', { value: 1 });
   const res = await call('POST', '/v1/commit', { turnId, outputs: [{ text: 'done' }] });
@@ -169,4 +179,29 @@ test('gateway: a seal that fails (e.g. disk full) aborts the turn; nothing of it
   assert.equal((await store.getTurn(turnId))?.status, 'aborted');
   assert.equal((await store.listMessages('s', 0, 1))[0]?.status, 'pending', 'the message is retried');
   assert.equal(ended[0]?.kind, 'aborted');
+});
+
+test('gateway: an unbound (warm) sandbox can only wait for its binding, with its boot token, and gets it once bound', async (t) => {
+  const { gateway, bind, token, counters, call, offer } = await setUp(t, { unbound: true });
+  assert.equal((await call('GET', '/v1/bind', undefined, 'wrong')).status, 401);
+  assert.equal((await call('GET', '/v1/turn', undefined, token)).status, 401, 'no turn before the bind');
+  assert.equal((await call('GET', '/v1/bind', undefined, BOOT_TOKEN)).status, 204, 'long-poll ends empty');
+  const waiting = call('GET', '/v1/bind', undefined, BOOT_TOKEN);
+  for (let i = 0; i < 100 && !gateway.runnerWaiting; i++) await new Promise((r) => setTimeout(r, 5));
+  assert.equal(gateway.runnerWaiting, true, 'the runner is seen waiting: the sandbox is ready to bind');
+  assert.ok(counters.bootWaits >= 2);
+  bind();
+  assert.equal(gateway.runnerWaiting, false);
+  const bound = await waiting;
+  assert.equal(bound.status, 200);
+  assert.equal((bound.body as { token?: string }).token, token);
+  assert.throws(bind, /already bound/, 'a sandbox serves one session');
+  offer();
+  assert.equal((await call('GET', '/v1/turn', undefined, token)).status, 200);
+  const again = await call('GET', '/v1/bind', undefined, BOOT_TOKEN);
+  assert.equal(
+    (again.body as { token?: string }).token,
+    token,
+    'asking again after the bind answers at once',
+  );
 });

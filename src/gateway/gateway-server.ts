@@ -1,17 +1,23 @@
 /**
  * One gateway per sandbox: an HTTP/1.1 server on a Unix socket that only that sandbox
- * can reach. It is the sandbox's only door. Every request must carry the sandbox token
- * for this binding (session, generation); every write goes to the store fenced by that
- * generation and this worker's lease, so a stale sandbox gets 409, an audit row, and
- * nothing written. State a turn puts is held here and written in that turn's commit
- * transaction, so a killed turn's state vanishes with it.
+ * can reach. It is the sandbox's only door. It listens before the sandbox starts; the
+ * runner's first call, GET /v1/bind (with the boot token from its run dir), waits until
+ * the worker binds the gateway to a session, then returns the session token. A warm
+ * sandbox waits there unbound; a cold one finds its binding at once. After the bind every
+ * request must carry the sandbox token for that binding (session, generation); every
+ * write goes to the store fenced by that generation and this worker's lease, so a stale
+ * sandbox gets 409, an audit row, and nothing written. State a turn puts is held here and
+ * written in that turn's commit transaction, so a killed turn's state vanishes with it.
  */
+
+import { timingSafeEqual } from 'node:crypto';
 import { chmod, rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import { BerthError, type Clock, type TurnAssignment } from '../core/index.js';
+import { BerthError, type BindAssignment, type Clock, type TurnAssignment } from '../core/index.js';
 import { type Fence, type FenceCode, fenceError, type Store } from '../store/index.js';
+import { LongPoll } from './long-poll.js';
 import { abortBody, commitBody, heartbeatBody, progressBody, STATE_KEY, stateBody } from './schemas.js';
 import { verifySandboxToken } from './token.js';
 
@@ -32,21 +38,27 @@ export interface GatewayHooks {
 
 export interface GatewayOptions {
   socketPath: string;
-  binding: Fence;
+  /** What the runner proves it is this sandbox with, before any binding exists. */
+  bootToken: string;
   secret: Buffer;
   store: Store;
   clock: Clock;
   log: Logger;
-  hooks: GatewayHooks;
+  /** The runner is booted and waiting for its binding (a warm sandbox is ready). */
+  onBootWaiting?(): void;
   /** Largest request body accepted, in bytes. */
   maxBodyBytes: number;
   /** How long GET /v1/turn holds the request before answering 204. @default 25000 */
   longPollMs?: number;
 }
 
-interface Waiter {
-  res: ServerResponse;
-  timer: NodeJS.Timeout;
+/** A session binding: given once, for the life of the sandbox. */
+export interface GatewayBinding {
+  fence: Fence;
+  /** The session token handed to the runner; requests carrying any other are refused. */
+  assignment: BindAssignment;
+  hooks: GatewayHooks;
+  log: Logger;
 }
 
 export class SandboxGateway {
@@ -55,10 +67,14 @@ export class SandboxGateway {
   /** The turn the runner is working on, the state it put so far, and whether its commit/abort has begun. */
   private turn: { id: string; state: Record<string, unknown>; stateBytes: number; closing: boolean } | null =
     null;
-  private waiter: Waiter | null = null;
+  private readonly turnPoll: LongPoll;
+  private readonly bindPoll: LongPoll;
+  private bound: GatewayBinding | null = null;
   private unauthorizedAudits = 0;
 
   constructor(private readonly o: GatewayOptions) {
+    this.turnPoll = new LongPoll(o.longPollMs ?? 25_000);
+    this.bindPoll = new LongPoll(o.longPollMs ?? 25_000);
     this.server = createServer((req, res) => {
       this.handle(req, res).catch((err: unknown) => this.fail(res, err));
     });
@@ -75,8 +91,34 @@ export class SandboxGateway {
     await chmod(this.o.socketPath, 0o666);
   }
 
+  /** Binds the sandbox to one session; answers the runner's waiting GET /v1/bind now. Once only. */
+  bind(binding: GatewayBinding): void {
+    if (this.bound) throw new Error('gateway already bound: a sandbox serves one session');
+    this.bound = binding;
+    const waiting = this.bindPoll.take();
+    if (waiting) this.send(waiting, 200, binding.assignment);
+  }
+
+  /** The runner is alive and waiting on GET /v1/bind right now: binding it takes effect at once. */
+  get runnerWaiting(): boolean {
+    return !this.bound && this.bindPoll.waiting;
+  }
+
+  private get fence(): Fence {
+    return this.bound!.fence;
+  }
+
+  private get hooks(): GatewayHooks {
+    return this.bound!.hooks;
+  }
+
+  private get log(): Logger {
+    return this.bound?.log ?? this.o.log;
+  }
+
   async close(): Promise<void> {
-    this.releaseWaiter(204);
+    this.turnPoll.release();
+    this.bindPoll.release();
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
     await rm(this.o.socketPath, { force: true });
@@ -86,14 +128,23 @@ export class SandboxGateway {
   offerTurn(assignment: TurnAssignment): void {
     this.offered = assignment;
     this.turn = { id: assignment.turnId, state: {}, stateBytes: 0, closing: false };
-    if (this.waiter) this.deliverTurn(this.waiter.res);
+    const waiting = this.turnPoll.take();
+    if (waiting) this.deliverTurn(waiting);
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const now = this.o.clock.now();
-    const auth = req.headers.authorization ?? '';
-    const claims = verifySandboxToken(this.o.secret, auth.replace(/^Bearer\s+/i, ''), now);
-    const { binding } = this.o;
+    const presented = (req.headers.authorization ?? '').replace(/^Bearer\s+/i, '');
+    if (req.method === 'GET' && req.url === '/v1/bind') return this.longPollBind(req, res, presented);
+    if (!this.bound) {
+      await this.auditUnauthorized(`${req.method} ${req.url}`, null, now);
+      throw new BerthError(
+        'UNAUTHORIZED',
+        `Sandbox is not bound to a session yet (${req.method} ${req.url})`,
+      );
+    }
+    const claims = verifySandboxToken(this.o.secret, presented, now);
+    const binding = this.bound.fence;
     if (!claims || claims.sessionId !== binding.sessionId) {
       await this.auditUnauthorized(`${req.method} ${req.url}`, claims?.sessionId ?? null, now);
       throw new BerthError(
@@ -117,7 +168,7 @@ export class SandboxGateway {
         return this.longPollTurn(req, res);
       case 'POST /v1/heartbeat': {
         await this.body(req, heartbeatBody);
-        this.o.hooks.onHeartbeat(now);
+        this.hooks.onHeartbeat(now);
         return this.send(res, 200, { ok: true });
       }
       case 'POST /v1/progress': {
@@ -133,7 +184,7 @@ export class SandboxGateway {
         const body = await this.body(req, commitBody);
         const state = this.closeTurn(body.turnId, 'commitTurn');
         try {
-          await this.o.hooks.beforeCommit(body.turnId);
+          await this.hooks.beforeCommit(body.turnId);
         } catch (err) {
           // A terminal seal failure (over the workspace quota) would fail again: no retry.
           const terminal = err instanceof BerthError && !err.retryable;
@@ -143,7 +194,7 @@ export class SandboxGateway {
             await this.o.store.abortTurn({ ...binding, turnId: body.turnId, error, terminal }, now),
             now,
           );
-          this.o.hooks.onTurnEnded(body.turnId, { kind: 'aborted', error });
+          this.hooks.onTurnEnded(body.turnId, { kind: 'aborted', error });
           throw err;
         }
         await this.fenced(
@@ -151,7 +202,7 @@ export class SandboxGateway {
           await this.o.store.commitTurn({ ...binding, ...body, state }, now),
           now,
         );
-        this.o.hooks.onTurnEnded(body.turnId, { kind: 'committed' });
+        this.hooks.onTurnEnded(body.turnId, { kind: 'committed' });
         return this.send(res, 200, { ok: true });
       }
       case 'POST /v1/abort': {
@@ -161,7 +212,7 @@ export class SandboxGateway {
         const error = body.code ? `${body.code}: ${body.error}` : body.error;
         const abort = { ...binding, turnId: body.turnId, error, terminal: body.code !== undefined };
         await this.fenced('abortTurn', await this.o.store.abortTurn(abort, now), now);
-        this.o.hooks.onTurnEnded(body.turnId, { kind: 'aborted', error });
+        this.hooks.onTurnEnded(body.turnId, { kind: 'aborted', error });
         return this.send(res, 200, { ok: true });
       }
       default:
@@ -179,7 +230,7 @@ export class SandboxGateway {
     if (!turn || turn.id !== turnId || turn.closing) {
       throw new BerthError(
         'TURN_ENDED',
-        `Turn ${turnId} of session ${this.o.binding.sessionId} is not open (${operation})`,
+        `Turn ${turnId} of session ${this.fence.sessionId} is not open (${operation})`,
       );
     }
     turn.closing = true;
@@ -195,7 +246,7 @@ export class SandboxGateway {
       if (!turn)
         throw new BerthError(
           'TURN_NOT_FOUND',
-          `Session ${this.o.binding.sessionId} has no turn to write state in`,
+          `Session ${this.fence.sessionId} has no turn to write state in`,
         );
       if (turn.closing)
         throw new BerthError('TURN_ENDED', `Turn ${turn.id} is ending; state can no longer change`);
@@ -220,9 +271,7 @@ export class SandboxGateway {
     if (req.method !== 'GET')
       throw new BerthError('NOT_FOUND', `No gateway route ${req.method} /v1/state/:key`);
     const value =
-      turn && key in turn.state
-        ? turn.state[key]
-        : (await this.o.store.getState(this.o.binding.sessionId))[key];
+      turn && key in turn.state ? turn.state[key] : (await this.o.store.getState(this.fence.sessionId))[key];
     if (value === undefined || value === null)
       throw new BerthError('NOT_FOUND', `State key ${key} is not set`);
     return this.send(res, 200, { key, value });
@@ -233,49 +282,43 @@ export class SandboxGateway {
       this.deliverTurn(res);
       return;
     }
-    this.releaseWaiter(204);
-    const timer = setTimeout(() => this.releaseWaiter(204), this.o.longPollMs ?? 25_000);
-    this.waiter = { res, timer };
-    req.on('close', () => {
-      if (this.waiter?.res === res) {
-        clearTimeout(timer);
-        this.waiter = null;
-      }
-    });
+    this.turnPoll.hold(req, res);
   }
 
   private deliverTurn(res: ServerResponse): void {
     const assignment = this.offered!;
     this.offered = null;
-    if (this.waiter?.res === res) {
-      clearTimeout(this.waiter.timer);
-      this.waiter = null;
-    }
     this.send(res, 200, assignment);
   }
 
-  private releaseWaiter(status: number): void {
-    if (!this.waiter) return;
-    clearTimeout(this.waiter.timer);
-    const { res } = this.waiter;
-    this.waiter = null;
-    res.writeHead(status).end();
+  /** The runner's first call: its session token once bound (at once for a cold sandbox). */
+  private async longPollBind(req: IncomingMessage, res: ServerResponse, presented: string): Promise<void> {
+    if (!sameSecret(presented, this.o.bootToken)) {
+      await this.auditUnauthorized('GET /v1/bind', null, this.o.clock.now());
+      throw new BerthError('UNAUTHORIZED', 'GET /v1/bind needs the boot token of this sandbox');
+    }
+    if (this.bound) {
+      this.send(res, 200, this.bound.assignment);
+      return;
+    }
+    this.bindPoll.hold(req, res);
+    this.o.onBootWaiting?.();
   }
 
   private async fenced(operation: string, code: FenceCode, now: number): Promise<void> {
     if (code === 'ok') return;
-    if (code === 'stale') await this.refuseStale(operation, this.o.binding.generation, now);
-    throw fenceError(code, this.o.binding, operation);
+    if (code === 'stale') await this.refuseStale(operation, this.fence.generation, now);
+    throw fenceError(code, this.fence, operation);
   }
 
   private async refuseStale(operation: string, generation: number, now: number): Promise<void> {
-    this.o.log.warn({ operation, generation }, 'Refused stale sandbox request');
+    this.log.warn({ operation, generation }, 'Refused stale sandbox request');
     await this.o.store.audit(
       {
         kind: 'stale-generation',
-        sessionId: this.o.binding.sessionId,
+        sessionId: this.fence.sessionId,
         generation,
-        data: { operation, workerId: this.o.binding.workerId },
+        data: { operation, workerId: this.fence.workerId },
       },
       now,
     );
@@ -288,13 +331,13 @@ export class SandboxGateway {
     now: number,
   ): Promise<void> {
     if (++this.unauthorizedAudits > MAX_UNAUTHORIZED_AUDITS) return;
-    this.o.log.warn({ operation, tokenSession }, 'Refused sandbox request without a valid token');
+    this.log.warn({ operation, tokenSession }, 'Refused sandbox request without a valid token');
     await this.o.store.audit(
       {
         kind: 'unauthorized',
-        sessionId: this.o.binding.sessionId,
-        generation: this.o.binding.generation,
-        data: { operation, tokenSession, workerId: this.o.binding.workerId },
+        // Unbound (a warm sandbox): no session yet; the audit row still names the attempt.
+        ...(this.bound ? { sessionId: this.fence.sessionId, generation: this.fence.generation } : {}),
+        data: { operation, tokenSession, workerId: this.bound?.fence.workerId ?? null },
       },
       now,
     );
@@ -331,7 +374,7 @@ export class SandboxGateway {
       err instanceof BerthError
         ? err
         : new BerthError('INTERNAL', `Gateway failed: ${(err as Error).message}`, { cause: err });
-    if (error.code === 'INTERNAL') this.o.log.error({ err }, 'Gateway request failed');
+    if (error.code === 'INTERNAL') this.log.error({ err }, 'Gateway request failed');
     if (!res.headersSent) this.send(res, error.status, error.toJSON());
   }
 
@@ -341,4 +384,10 @@ export class SandboxGateway {
       .writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
       .end(text);
   }
+}
+
+function sameSecret(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
 }

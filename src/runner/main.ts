@@ -1,6 +1,8 @@
 /**
- * The agent runner: PID 2 of every sandbox (the init is PID 1). It long-polls its
- * gateway for a turn, runs it with the agent's provider, commits or aborts, then kills
+ * The agent runner: PID 2 of every sandbox (the init is PID 1). It boots before the
+ * sandbox is bound to a session (a warm sandbox waits here), asks its gateway for the
+ * binding with the boot token, then long-polls for turns with the session token. Each
+ * turn it runs it with the agent's provider, commits or aborts, then kills
  * every process the turn started. A heartbeat timer, independent of the work, tells
  * the worker it is alive. A 409 or 401 from the gateway means this sandbox was replaced
  * or revoked: it exits at once. Node built-ins only; ships into the sandbox.
@@ -8,6 +10,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
+  type BindAssignment,
   GATEWAY_SOCKET_NAME,
   SANDBOX_WORKSPACE,
   TOKEN_FILE_NAME,
@@ -23,15 +26,16 @@ const runDir = process.env.BERTH_RUN_DIR ?? '/run/berth';
 process.chdir('/');
 
 async function main(): Promise<void> {
-  const token = (await readFile(join(runDir, TOKEN_FILE_NAME), 'utf8')).trim();
-  const gateway = new GatewayClient(join(runDir, GATEWAY_SOCKET_NAME), token);
+  const socketPath = join(runDir, GATEWAY_SOCKET_NAME);
+  const binding = await waitForBinding(socketPath);
+  const gateway = new GatewayClient(socketPath, binding.token);
   let currentTurn: string | undefined;
   const beat = () => {
     gateway
       .call('POST', '/v1/heartbeat', currentTurn ? { turnId: currentTurn } : {}, 5_000)
       .catch(exitIfRevoked);
   };
-  let heartbeat = setInterval(beat, Number(process.env.BERTH_HEARTBEAT_MS) || 2_000);
+  let heartbeat = setInterval(beat, binding.heartbeatIntervalMs);
   beat();
   for (;;) {
     const polled = await gateway.call<TurnAssignment>('GET', '/v1/turn');
@@ -64,6 +68,16 @@ async function main(): Promise<void> {
     } finally {
       currentTurn = undefined;
     }
+  }
+}
+
+/** Long-polls GET /v1/bind until the worker binds this sandbox to a session. */
+async function waitForBinding(socketPath: string): Promise<BindAssignment> {
+  const bootToken = (await readFile(join(runDir, TOKEN_FILE_NAME), 'utf8')).trim();
+  const boot = new GatewayClient(socketPath, bootToken);
+  for (;;) {
+    const polled = await boot.call<BindAssignment>('GET', '/v1/bind');
+    if (polled.status === 200 && polled.body) return polled.body;
   }
 }
 

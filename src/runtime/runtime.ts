@@ -4,20 +4,20 @@
  */
 
 export interface SandboxSpec {
-  /** Deterministic name: berth-<install>-<session>-g<generation>. */
+  /** berth-<install>-<session>-g<generation> (cold) or berth-<install>-pool-<worker>-<n> (warm). */
   name: string;
   image: string;
   installId: string;
   workerId: string;
-  sessionId: string;
-  generation: number;
+  /** The session it starts for; absent for a warm sandbox, which its gateway binds later. */
+  binding?: { sessionId: string; generation: number };
+  /** The warm pool it belongs to (its key), for a warm sandbox. */
+  pool?: string;
   memoryMb: number;
   cpus: number;
   pidsLimit: number;
   /** The session's workspace quota, MiB: no single file a process writes may be larger (RLIMIT_FSIZE). */
   workspaceMb: number;
-  /** How often the runner heartbeats before its first turn tells it otherwise. */
-  heartbeatIntervalMs: number;
   /** Host dir holding the gateway socket and the token, mounted read-only at /run/berth. */
   runDir: string;
   /** The sandbox's slot: each turn's workspace overlay is mounted on it, and appears at /workspace. */

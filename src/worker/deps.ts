@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Clock, ResolvedConfig } from '../core/index.js';
 import type { SandboxRuntime } from '../runtime/index.js';
 import type { Store } from '../store/index.js';
+import type { Workspaces } from '../workspace/index.js';
 import type { HostPaths } from './paths.js';
 
 export interface WorkerDeps {
@@ -14,4 +15,15 @@ export interface WorkerDeps {
   paths: HostPaths;
   /** The sandbox image of agents that name none. */
   image: string;
+}
+
+/** What starting and running a sandbox needs on top: this worker's identity and its files. */
+export interface SandboxDeps extends WorkerDeps {
+  installId: string;
+  workerId: string;
+  /** Signs the session tokens of this worker's sandboxes. */
+  secret: Buffer;
+  /** Staged runner code to mount read-only. */
+  runnerDir: string;
+  workspaces: Workspaces;
 }

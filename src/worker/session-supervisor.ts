@@ -1,6 +1,6 @@
 /**
- * Supervises one claimed session on one worker slot: starts its sandbox and gateway,
- * feeds it turns while messages arrive, and ends it on idle timeout, sandbox exit, or a
+ * Supervises one claimed session on one worker slot: binds it to a warm sandbox taken
+ * from the pool, or starts a cold one, and feeds it turns while messages arrive, and ends it on idle timeout, sandbox exit, or a
  * missed heartbeat. Whatever ends a turn early, the turn is aborted in the store (its
  * messages retried with backoff or failed) before the sandbox is killed and the lease
  * given back, so the session is re-dispatched without anyone resending anything.
@@ -13,35 +13,25 @@
  * Invariant: at most one sandbox per supervisor, and the supervisor's generation is the
  * one its claim set; every write it or its sandbox makes is fenced by it.
  */
-import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { Logger } from 'pino';
 import {
   type Agent,
   BerthError,
   decideSandboxHealth,
-  GATEWAY_SOCKET_NAME,
   type Session,
-  TOKEN_FILE_NAME,
   type Turn,
   type TurnAssignment,
 } from '../core/index.js';
-import { SandboxGateway, signSandboxToken, type TurnEnd } from '../gateway/index.js';
-import { resolveMounts } from '../mounts/index.js';
+import { type SandboxGateway, signSandboxToken, type TurnEnd } from '../gateway/index.js';
 import type { RuntimeEvent, SandboxHandle } from '../runtime/index.js';
 import type { Fence } from '../store/index.js';
-import type { WorkspaceQuota, Workspaces } from '../workspace/index.js';
-import type { WorkerDeps } from './deps.js';
+import type { WorkspaceQuota } from '../workspace/index.js';
+import type { SandboxDeps } from './deps.js';
 import { sandboxName } from './paths.js';
+import { type LaunchedSandbox, launchSandbox, profileOf, removeSandboxFiles } from './sandbox-launch.js';
 import { WakeSignal } from './signal.js';
 
-export interface SupervisorDeps extends WorkerDeps {
-  installId: string;
-  workerId: string;
-  secret: Buffer;
-  /** Staged runner code to mount read-only. */
-  runnerDir: string;
-  workspaces: Workspaces;
+export interface SupervisorDeps extends SandboxDeps {
   /** True when another session waits for a slot: this idle sandbox then gives its slot up at once. */
   slotWanted(sandboxName: string): Promise<boolean>;
 }
@@ -61,8 +51,10 @@ export class SessionSupervisor {
   private readonly fence: Fence;
   private readonly wake = new WakeSignal();
   private readonly log: Logger;
-  private gateway: SandboxGateway | null = null;
-  private handle: SandboxHandle | null = null;
+  private gateway: SandboxGateway | null;
+  private handle: SandboxHandle | null;
+  /** The gateway has handed the runner this session's binding. */
+  private bound = false;
   private lastHeartbeatAt = 0;
   private exit: Extract<RuntimeEvent, { type: 'exit' }> | null = null;
   private turnEnd: { turnId: string; end: TurnEnd } | null = null;
@@ -75,13 +67,18 @@ export class SessionSupervisor {
     private readonly deps: SupervisorDeps,
     readonly session: Session,
     private readonly agent: Agent,
+    /** A sandbox taken from the warm pool for this session; null = start a cold one. */
+    warm: LaunchedSandbox | null,
   ) {
     this.fence = { sessionId: session.id, generation: session.generation, workerId: deps.workerId };
-    this.sandboxName = sandboxName(deps.installId, session.id, session.generation);
+    this.sandboxName = warm?.name ?? sandboxName(deps.installId, session.id, session.generation);
+    this.gateway = warm?.gateway ?? null;
+    this.handle = warm?.handle ?? null;
     this.log = deps.log.child({
       sessionId: session.id,
       generation: session.generation,
       sandbox: this.sandboxName,
+      warm: warm !== null,
     });
   }
 
@@ -117,27 +114,36 @@ export class SessionSupervisor {
     await this.finish(ending);
   }
 
-  private async startSandbox(): Promise<void> {
-    const { paths, config } = this.deps;
-    const runDir = paths.sandboxRunDir(this.sandboxName);
-    await mkdir(runDir, { recursive: true, mode: 0o755 });
-    // Checked again at every start: the allowlist or a symlink may have changed since the agent was created.
-    const extraMounts = await resolveMounts(this.agent.mounts, config.mountAllowlistFile);
-    const workspaceDir = await this.deps.workspaces.openSlot(this.sandboxName);
+  /**
+   * Starts a cold sandbox unless a warm one was taken, then binds it to this session: the
+   * gateway answers the runner's GET /v1/bind with the session token.
+   */
+  private async bindSandbox(): Promise<void> {
+    const { clock, config } = this.deps;
+    if (!this.handle) {
+      const launched = await launchSandbox(this.deps, {
+        name: this.sandboxName,
+        profile: profileOf(this.agent, this.deps.image),
+        log: this.log,
+        binding: { sessionId: this.session.id, generation: this.session.generation },
+      });
+      this.gateway = launched.gateway;
+      this.handle = launched.handle;
+    }
     const token = signSandboxToken(this.deps.secret, {
       sessionId: this.session.id,
       generation: this.session.generation,
-      expiresAt: this.deps.clock.now() + TOKEN_TTL_MS,
+      expiresAt: clock.now() + TOKEN_TTL_MS,
     });
-    await writeFile(join(runDir, TOKEN_FILE_NAME), `${token}\n`, { mode: 0o644 });
-    this.gateway = new SandboxGateway({
-      socketPath: join(runDir, GATEWAY_SOCKET_NAME),
-      binding: this.fence,
-      secret: this.deps.secret,
-      store: this.deps.store,
-      clock: this.deps.clock,
+    this.gateway!.bind({
+      fence: this.fence,
+      assignment: {
+        sessionId: this.session.id,
+        generation: this.session.generation,
+        token,
+        heartbeatIntervalMs: config.heartbeatIntervalMs,
+      },
       log: this.log,
-      maxBodyBytes: 4 * config.maxOutputBytes + 1024 * 1024,
       hooks: {
         onHeartbeat: (now) => {
           this.lastHeartbeatAt = now;
@@ -152,27 +158,8 @@ export class SessionSupervisor {
         },
       },
     });
-    await this.gateway.listen();
-    this.lastHeartbeatAt = this.deps.clock.now();
-    const startedAt = performance.now();
-    this.handle = await this.deps.runtime.create({
-      name: this.sandboxName,
-      image: this.agent.image || this.deps.image,
-      installId: this.deps.installId,
-      workerId: this.deps.workerId,
-      sessionId: this.session.id,
-      generation: this.session.generation,
-      memoryMb: this.agent.memoryMb,
-      cpus: this.agent.cpus,
-      pidsLimit: this.agent.pidsLimit,
-      workspaceMb: this.agent.workspaceMb,
-      heartbeatIntervalMs: config.heartbeatIntervalMs,
-      runDir,
-      workspaceDir,
-      runnerDir: this.deps.runnerDir,
-      extraMounts,
-    });
-    this.log.info({ startMs: Math.round(performance.now() - startedAt) }, 'Sandbox started');
+    this.bound = true;
+    this.lastHeartbeatAt = clock.now();
   }
 
   /**
@@ -196,7 +183,7 @@ export class SessionSupervisor {
       if (started.value) {
         const { turn, messages } = started.value;
         this.currentTurn = turn;
-        if (!this.handle) await this.startSandbox();
+        if (!this.bound) await this.bindSandbox();
         await this.deps.workspaces.mountAttempt(this.session.id, turn.id, this.sandboxName);
         await this.watchQuota(turn);
         const ending = await this.superviseTurn(turn, messages);
@@ -208,7 +195,7 @@ export class SessionSupervisor {
         if (config.idleTimeoutMs === 0) return { reason: 'fresh sandbox per turn', turnError: '' };
         continue;
       }
-      if (!this.handle) return { reason: 'nothing runnable', turnError: '' };
+      if (!this.bound) return { reason: 'nothing runnable', turnError: '' };
       const idleLeftMs = config.idleTimeoutMs - (clock.now() - idleSince);
       if (idleLeftMs <= 0) return { reason: 'idle', turnError: '' };
       if (await this.deps.slotWanted(this.sandboxName))
@@ -323,7 +310,7 @@ export class SessionSupervisor {
    * back: a session must never stay leased by a worker that no longer supervises it.
    */
   private async finish(ending: Ending): Promise<void> {
-    const { store, clock, runtime, workspaces, paths } = this.deps;
+    const { store, clock, runtime } = this.deps;
     const turn = this.currentTurn;
     this.quota?.stop();
     const step = async (what: string, effect: () => Promise<unknown>) => {
@@ -354,10 +341,7 @@ export class SessionSupervisor {
       );
     await step('close gateway', async () => this.gateway?.close());
     if (turn) await step('settle layer', () => this.settleLayer(turn.id));
-    await step('close slot', () => workspaces.closeSlot(this.sandboxName));
-    await step('remove run dir', () =>
-      rm(paths.sandboxRunDir(this.sandboxName), { recursive: true, force: true }),
-    );
+    await step('remove slot and run dir', () => removeSandboxFiles(this.deps, this.sandboxName));
     // A failure that will repeat at once (e.g. a promotion on a full disk) must not turn into a claim/release spin.
     if (ending.reason === SUPERVISOR_ERROR) await new Promise((r) => setTimeout(r, 1000));
     await step('release session', () => store.releaseSession(this.fence, clock.now()));

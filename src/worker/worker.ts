@@ -1,6 +1,7 @@
 /**
  * A worker owns N slots on one machine. It pulls: a session is claimed only when a slot
- * is free, so a peak queues (with a visible position) instead of failing. It renews its
+ * is free, so a peak queues (with a visible position) instead of failing. A claimed
+ * session is bound to a warm sandbox from the worker's pool when one is ready. It renews its
  * own row every lease/5 (its sessions' leases live only while that row is fresh), sweeps
  * sessions of dead workers back into the queue, routes engine exit events to the
  * supervisor of the sandbox, and at start reaps this install's sandboxes whose worker is
@@ -10,14 +11,16 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { BerthError, isLeaseFresh, LABELS, newId } from '../core/index.js';
+import { agentSpecSchema, BerthError, isLeaseFresh, LABELS, newId } from '../core/index.js';
 import { stageRunner } from '../runtime/index.js';
 import type { StoreChange } from '../store/index.js';
 import { Workspaces } from '../workspace/index.js';
-import type { WorkerDeps } from './deps.js';
-import { installIdOf, parseSandboxName } from './paths.js';
+import type { SandboxDeps, WorkerDeps } from './deps.js';
+import { installIdOf, parsePoolSandboxName, parseSandboxName, poolSandboxName } from './paths.js';
+import { launchSandbox, profileOf, removeSandboxFiles } from './sandbox-launch.js';
 import { SessionSupervisor, type SupervisorDeps, WORKER_STOPPING } from './session-supervisor.js';
 import { WakeSignal } from './signal.js';
+import { WarmPool, type WarmPoolStats } from './warm-pool.js';
 
 const EVENTS_CONNECT_TIMEOUT_MS = 10_000;
 /** The sandbox's non-root user owns what a turn writes. */
@@ -46,6 +49,7 @@ export class Worker {
   private runnerDir = '';
   private loops: Promise<unknown>[] = [];
   private unsubscribe: (() => void) | null = null;
+  private pool: WarmPool | null = null;
 
   constructor(private readonly deps: WorkerDeps) {
     this.installId = installIdOf(deps.paths.dataDir);
@@ -55,6 +59,10 @@ export class Worker {
 
   get activeSessions(): number {
     return this.supervisors.size;
+  }
+
+  get warmPoolStats(): WarmPoolStats {
+    return this.pool?.stats() ?? { ready: 0, starting: 0, hits: 0, misses: 0 };
   }
 
   async start(): Promise<void> {
@@ -84,6 +92,8 @@ export class Worker {
         `Runtime event stream did not connect in ${EVENTS_CONNECT_TIMEOUT_MS} ms`,
       );
     }
+    this.pool = this.createPool();
+    this.pool.start();
     this.loops.push(this.claimLoop());
     this.log.info({ slots: config.slots, installId: this.installId }, 'Worker started');
   }
@@ -94,7 +104,7 @@ export class Worker {
     this.unsubscribe?.();
     this.claimWake.notify();
     for (const s of this.supervisors.values()) s.stop(WORKER_STOPPING);
-    await Promise.allSettled([...this.running, ...this.loops]);
+    await Promise.allSettled([...this.running, ...this.loops, this.pool?.stop()]);
     await this.deps.store.removeWorker(this.id);
     const now = this.deps.clock.now();
     const others = (await this.deps.store.listWorkers()).filter((w) =>
@@ -129,7 +139,8 @@ export class Worker {
           const c = await store.claimRunnableSession(this.id, clock.now());
           if (c) {
             claimed = true;
-            this.supervise(new SessionSupervisor(this.supervisorDeps(), c.session, c.agent));
+            const warm = this.pool!.take(profileOf(c.agent, this.deps.image));
+            this.supervise(new SessionSupervisor(this.supervisorDeps(), c.session, c.agent, warm));
           }
         } catch (err) {
           this.log.error({ err }, 'Claim failed');
@@ -144,7 +155,7 @@ export class Worker {
     }
   }
 
-  private supervisorDeps(): SupervisorDeps {
+  private sandboxDeps(): SandboxDeps {
     return {
       ...this.deps,
       installId: this.installId,
@@ -152,6 +163,44 @@ export class Worker {
       secret: this.secret,
       workspaces: this.workspaces,
       runnerDir: this.runnerDir,
+    };
+  }
+
+  private createPool(): WarmPool {
+    const deps = this.sandboxDeps();
+    let seq = 0;
+    const log = this.log.child({ pool: true });
+    const maxPerProfile = this.deps.config.slots === 0 ? 0 : this.deps.config.warmPool;
+    // What an agent that sets nothing gets: warm from the start.
+    const defaultAgent = { ...agentSpecSchema.parse({ name: 'default', provider: 'command' }), createdAt: 0 };
+    const defaultProfile = profileOf(defaultAgent, this.deps.image);
+    return new WarmPool(
+      {
+        clock: this.deps.clock,
+        log,
+        nextName: () => poolSandboxName(this.installId, this.id, ++seq),
+        launch: (name, key, profile, onReady) =>
+          launchSandbox(deps, {
+            name,
+            profile,
+            pool: key,
+            log: log.child({ sandbox: name }),
+            onBootWaiting: onReady,
+          }),
+        dispose: async (sandbox, reason) => {
+          await this.deps.runtime.kill(sandbox.handle, reason);
+          await sandbox.gateway.close();
+          await removeSandboxFiles(deps, sandbox.name);
+        },
+      },
+      maxPerProfile,
+      defaultProfile,
+    );
+  }
+
+  private supervisorDeps(): SupervisorDeps {
+    return {
+      ...this.sandboxDeps(),
       slotWanted: async (sandbox) => {
         if (this.supervisors.size < this.deps.config.slots) return false;
         if ((await this.deps.store.queueDepth(this.deps.clock.now())) <= this.yielding.size) return false;
@@ -232,7 +281,9 @@ export class Worker {
             this.log.warn({ error: event.error }, 'Runtime event stream lost; reconnecting');
             break;
           }
-          for (const s of this.supervisors.values()) if (s.sandboxName === event.name) s.onSandboxExit(event);
+          const supervisor = [...this.supervisors.values()].find((s) => s.sandboxName === event.name);
+          if (supervisor) supervisor.onSandboxExit(event);
+          else this.pool?.onSandboxExit(event.name);
         }
       } catch (err) {
         this.log.warn({ err }, 'Runtime event stream failed; reconnecting');
@@ -265,9 +316,13 @@ export class Worker {
     const ownedByLive = (s: { leaseOwner: string | null } | null) =>
       s?.leaseOwner != null && live.has(s.leaseOwner);
     const mine = new Set([...this.supervisors.values()].map((s) => s.sandboxName));
+    for (const name of this.pool?.names() ?? []) mine.add(name);
     let staleSlots = 0;
     for (const name of await this.workspaces.listSlots()) {
       if (mine.has(name)) continue;
+      // A warm sandbox's slot: in use while its (other, live) worker holds it.
+      const warmOwner = parsePoolSandboxName(this.installId, name)?.workerId;
+      if (warmOwner && warmOwner !== this.id && live.has(warmOwner)) continue;
       const binding = parseSandboxName(this.installId, name);
       const session = binding && (await store.getSessionView(binding.sessionId, clock.now()));
       if (session && session.generation === binding?.generation && ownedByLive(session)) continue;

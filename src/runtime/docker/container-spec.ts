@@ -17,11 +17,14 @@ export const WORKSPACE_MOUNT = '/workspace';
 const READ_ONLY_DATA_BIND = { Propagation: 'rprivate', NonRecursive: true } as const;
 
 export function sandboxLabels(spec: SandboxSpec): Record<string, string> {
+  // Labels cannot change after create: a warm sandbox carries its pool, not the session it gets later.
   return {
     [LABELS.install]: spec.installId,
-    [LABELS.session]: spec.sessionId,
-    [LABELS.generation]: String(spec.generation),
     [LABELS.worker]: spec.workerId,
+    ...(spec.binding
+      ? { [LABELS.session]: spec.binding.sessionId, [LABELS.generation]: String(spec.binding.generation) }
+      : {}),
+    ...(spec.pool ? { [LABELS.pool]: spec.pool } : {}),
   };
 }
 
@@ -33,12 +36,7 @@ export function containerOptions(spec: SandboxSpec): Dockerode.ContainerCreateOp
     Cmd: ['node', `${RUNNER_MOUNT}/${RUNNER_ENTRY}`],
     User: SANDBOX_USER,
     WorkingDir: WORKSPACE_MOUNT,
-    Env: [
-      `BERTH_RUN_DIR=${SANDBOX_RUN_DIR}`,
-      `BERTH_HEARTBEAT_MS=${spec.heartbeatIntervalMs}`,
-      'HOME=/tmp',
-      'PATH=/usr/local/bin:/usr/bin:/bin',
-    ],
+    Env: [`BERTH_RUN_DIR=${SANDBOX_RUN_DIR}`, 'HOME=/tmp', 'PATH=/usr/local/bin:/usr/bin:/bin'],
     Labels: sandboxLabels(spec),
     HostConfig: {
       NetworkMode: 'none',

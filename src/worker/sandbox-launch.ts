@@ -1,0 +1,103 @@
+/**
+ * Starting and disposing of one sandbox with its gateway, the same for a cold sandbox
+ * (started for a session) and a warm one (started unbound for the pool): run dir with a
+ * fresh boot token, slot, gateway listening, then the container. A sandbox that did not
+ * start leaves nothing behind.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { type Agent, type AgentMount, GATEWAY_SOCKET_NAME, TOKEN_FILE_NAME } from '../core/index.js';
+import { SandboxGateway } from '../gateway/index.js';
+import { resolveMounts } from '../mounts/index.js';
+import type { SandboxHandle, SandboxSpec } from '../runtime/index.js';
+import type { SandboxDeps } from './deps.js';
+
+/** What a sandbox is started with, apart from who it serves: the warm pool's key. */
+export interface SandboxProfile {
+  image: string;
+  memoryMb: number;
+  cpus: number;
+  pidsLimit: number;
+  workspaceMb: number;
+  /** The agent's extra data mounts as configured; resolved against the allowlist at each launch. */
+  mounts: AgentMount[];
+}
+
+export interface LaunchedSandbox {
+  name: string;
+  handle: SandboxHandle;
+  gateway: SandboxGateway;
+}
+
+export function profileOf(agent: Agent, defaultImage: string): SandboxProfile {
+  return {
+    image: agent.image || defaultImage,
+    memoryMb: agent.memoryMb,
+    cpus: agent.cpus,
+    pidsLimit: agent.pidsLimit,
+    workspaceMb: agent.workspaceMb,
+    mounts: agent.mounts,
+  };
+}
+
+export async function launchSandbox(
+  deps: SandboxDeps,
+  o: {
+    name: string;
+    profile: SandboxProfile;
+    log: Logger;
+    binding?: SandboxSpec['binding'];
+    pool?: string;
+    onBootWaiting?: () => void;
+  },
+): Promise<LaunchedSandbox> {
+  const runDir = deps.paths.sandboxRunDir(o.name);
+  let gateway: SandboxGateway | null = null;
+  try {
+    await mkdir(runDir, { recursive: true, mode: 0o755 });
+    // Checked again at every start: the allowlist or a symlink may have changed since the agent was created.
+    const { mounts, ...resources } = o.profile;
+    const extraMounts = await resolveMounts(mounts, deps.config.mountAllowlistFile);
+    const workspaceDir = await deps.workspaces.openSlot(o.name);
+    const bootToken = randomBytes(24).toString('base64url');
+    await writeFile(join(runDir, TOKEN_FILE_NAME), `${bootToken}\n`, { mode: 0o644 });
+    gateway = new SandboxGateway({
+      socketPath: join(runDir, GATEWAY_SOCKET_NAME),
+      bootToken,
+      secret: deps.secret,
+      store: deps.store,
+      clock: deps.clock,
+      log: o.log,
+      maxBodyBytes: 4 * deps.config.maxOutputBytes + 1024 * 1024,
+      ...(o.onBootWaiting ? { onBootWaiting: o.onBootWaiting } : {}),
+    });
+    await gateway.listen();
+    const startedAt = performance.now();
+    const handle = await deps.runtime.create({
+      name: o.name,
+      ...resources,
+      extraMounts,
+      installId: deps.installId,
+      workerId: deps.workerId,
+      ...(o.binding ? { binding: o.binding } : {}),
+      ...(o.pool ? { pool: o.pool } : {}),
+      runDir,
+      workspaceDir,
+      runnerDir: deps.runnerDir,
+    });
+    o.log.info({ startMs: Math.round(performance.now() - startedAt), warm: !o.binding }, 'Sandbox started');
+    return { name: o.name, handle, gateway };
+  } catch (err) {
+    await gateway?.close().catch(() => undefined);
+    await removeSandboxFiles(deps, o.name).catch(() => undefined);
+    throw err;
+  }
+}
+
+/** The slot and run dir of a sandbox that is gone. */
+export async function removeSandboxFiles(deps: SandboxDeps, name: string): Promise<void> {
+  await deps.workspaces.closeSlot(name);
+  await rm(deps.paths.sandboxRunDir(name), { recursive: true, force: true });
+}

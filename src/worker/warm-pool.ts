@@ -1,0 +1,237 @@
+/**
+ * The warm pool: per profile (image + resources), sandboxes created, started and with
+ * the runner booted, bound to no session. Taking one is synchronous and costs no engine
+ * call: the session's workspace is mounted on its slot and its binding is a message on its
+ * gateway. Only sandboxes whose runner is waiting on GET /v1/bind right now are handed
+ * out, so a sandbox that died in the pool is never bound; its exit removes it and the pool
+ * refills. A sandbox leaves the pool once, for one session, and is never returned.
+ *
+ * The target per profile adapts to demand: the takes of the last minute (counting takes
+ * that found the pool empty), at least one for a profile used in the last ten minutes and
+ * for the default profile, at most `maxPerProfile`.
+ */
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import { type Clock, decideWarmPoolTarget } from '../core/index.js';
+import type { LaunchedSandbox, SandboxProfile } from './sandbox-launch.js';
+import { WakeSignal } from './signal.js';
+
+const DEMAND_WINDOW_MS = 60_000;
+const KEEP_PROFILE_MS = 10 * 60_000;
+const RETRY_BASE_MS = 1_000;
+const RETRY_MAX_MS = 30_000;
+
+export interface WarmPoolDeps {
+  clock: Clock;
+  log: Logger;
+  /** Starts an unbound sandbox; `onReady` fires each time its runner waits for a binding. */
+  launch(name: string, key: string, profile: SandboxProfile, onReady: () => void): Promise<LaunchedSandbox>;
+  /** Kills a sandbox that left the pool unbound and removes its files. */
+  dispose(sandbox: LaunchedSandbox, reason: string): Promise<void>;
+  /** A fresh, never reused sandbox name. */
+  nextName(): string;
+}
+
+interface Entry {
+  name: string;
+  /** null while the engine is still creating it. */
+  sandbox: LaunchedSandbox | null;
+  dead: boolean;
+}
+
+interface ProfilePool {
+  profile: SandboxProfile;
+  entries: Entry[];
+  /** Times of recent takes (including misses), for the adaptive target. */
+  takes: number[];
+  lastUsedAt: number;
+  isDefault: boolean;
+}
+
+export interface WarmPoolStats {
+  /** Sandboxes ready to bind now. */
+  ready: number;
+  /** Created or being created, not yet ready. */
+  starting: number;
+  hits: number;
+  misses: number;
+}
+
+export class WarmPool {
+  private readonly pools = new Map<string, ProfilePool>();
+  private readonly byName = new Map<string, { key: string; entry: Entry }>();
+  private readonly wake = new WakeSignal();
+  private stopped = false;
+  private loop: Promise<void> | null = null;
+  private hits = 0;
+  private misses = 0;
+
+  constructor(
+    private readonly deps: WarmPoolDeps,
+    private readonly maxPerProfile: number,
+    defaultProfile: SandboxProfile,
+  ) {
+    if (maxPerProfile > 0) this.poolOf(defaultProfile).isDefault = true;
+  }
+
+  static keyOf(profile: SandboxProfile): string {
+    const { image, memoryMb, cpus, pidsLimit, workspaceMb, mounts } = profile;
+    return createHash('sha256')
+      .update(JSON.stringify([image, memoryMb, cpus, pidsLimit, workspaceMb, mounts]))
+      .digest('hex')
+      .slice(0, 12);
+  }
+
+  start(): void {
+    if (this.maxPerProfile > 0) this.loop = this.refillLoop();
+  }
+
+  /** A ready sandbox of this profile, now out of the pool for good; null = start a cold one. */
+  take(profile: SandboxProfile): LaunchedSandbox | null {
+    if (this.maxPerProfile === 0) return null;
+    const pool = this.poolOf(profile);
+    const now = this.deps.clock.now();
+    pool.takes.push(now);
+    pool.lastUsedAt = now;
+    const index = pool.entries.findIndex((e) => !e.dead && e.sandbox?.gateway.runnerWaiting);
+    this.wake.notify();
+    if (index < 0) {
+      this.misses++;
+      return null;
+    }
+    const [entry] = pool.entries.splice(index, 1);
+    this.byName.delete(entry!.name);
+    this.hits++;
+    return entry!.sandbox;
+  }
+
+  /** True when the sandbox belonged to the pool: it is dropped and replaced. */
+  onSandboxExit(name: string): boolean {
+    const found = this.byName.get(name);
+    if (!found) return false;
+    found.entry.dead = true;
+    this.deps.log.warn({ sandbox: name }, 'Warm sandbox died before binding; replacing it');
+    this.wake.notify();
+    return true;
+  }
+
+  /** Names of every sandbox the pool holds (their slots and run dirs are in use). */
+  names(): string[] {
+    return [...this.byName.keys()];
+  }
+
+  stats(): WarmPoolStats {
+    let ready = 0;
+    let starting = 0;
+    for (const pool of this.pools.values())
+      for (const e of pool.entries) {
+        if (e.dead) continue;
+        if (e.sandbox?.gateway.runnerWaiting) ready++;
+        else starting++;
+      }
+    return { ready, starting, hits: this.hits, misses: this.misses };
+  }
+
+  /** Stops refilling and disposes of every pooled sandbox. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake.notify();
+    await this.loop;
+    const all = [...this.pools.values()].flatMap((p) => p.entries.splice(0));
+    this.byName.clear();
+    await Promise.allSettled(
+      all.flatMap((e) => (e.sandbox ? [this.deps.dispose(e.sandbox, 'worker stopping')] : [])),
+    );
+  }
+
+  private poolOf(profile: SandboxProfile): ProfilePool {
+    const key = WarmPool.keyOf(profile);
+    let pool = this.pools.get(key);
+    if (!pool) {
+      pool = { profile, entries: [], takes: [], lastUsedAt: 0, isDefault: false };
+      this.pools.set(key, pool);
+    }
+    return pool;
+  }
+
+  /** One sandbox at a time: on two cores, parallel creates only slow each other (and cold starts) down. */
+  private async refillLoop(): Promise<void> {
+    let failures = 0;
+    while (!this.stopped) {
+      await this.dropDeadAndSurplus();
+      const next = this.mostWanted();
+      if (!next) {
+        // Demand decays with time: re-check now and then even when nothing happens.
+        await this.wake.wait(DEMAND_WINDOW_MS / 4);
+        continue;
+      }
+      try {
+        await this.fill(next.key, next.pool);
+        failures = 0;
+      } catch (err) {
+        failures++;
+        const delayMs = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (failures - 1));
+        this.deps.log.error({ err, delayMs }, 'Warm pool could not start a sandbox; retrying later');
+        await this.wake.wait(delayMs);
+      }
+    }
+  }
+
+  private targetOf(pool: ProfilePool, now: number): number {
+    pool.takes = pool.takes.filter((at) => now - at < DEMAND_WINDOW_MS);
+    return decideWarmPoolTarget({
+      recentTakes: pool.takes.length,
+      inUse: pool.isDefault || now - pool.lastUsedAt < KEEP_PROFILE_MS,
+      max: this.maxPerProfile,
+    });
+  }
+
+  /** The profile furthest below its target, if any. */
+  private mostWanted(): { key: string; pool: ProfilePool } | null {
+    const now = this.deps.clock.now();
+    let best: { key: string; pool: ProfilePool; missing: number } | null = null;
+    for (const [key, pool] of this.pools) {
+      const missing = this.targetOf(pool, now) - pool.entries.length;
+      if (missing > 0 && (!best || missing > best.missing)) best = { key, pool, missing };
+    }
+    return best;
+  }
+
+  private async fill(key: string, pool: ProfilePool): Promise<void> {
+    const entry: Entry = { name: this.deps.nextName(), sandbox: null, dead: false };
+    pool.entries.push(entry);
+    this.byName.set(entry.name, { key, entry });
+    try {
+      entry.sandbox = await this.deps.launch(entry.name, key, pool.profile, () => this.wake.notify());
+    } catch (err) {
+      this.remove(pool, entry);
+      throw err;
+    }
+    // Stopped while it was being created: it never joins the pool.
+    if (this.stopped) {
+      this.remove(pool, entry);
+      await this.deps.dispose(entry.sandbox, 'worker stopping');
+    }
+  }
+
+  private async dropDeadAndSurplus(): Promise<void> {
+    const now = this.deps.clock.now();
+    for (const pool of this.pools.values()) {
+      let surplus = pool.entries.length - this.targetOf(pool, now);
+      // Dead ones first, then the oldest.
+      for (const entry of [...pool.entries].sort((a, b) => Number(b.dead) - Number(a.dead))) {
+        if (!entry.dead && surplus <= 0) break;
+        if (!entry.sandbox) continue;
+        this.remove(pool, entry);
+        surplus--;
+        await this.deps.dispose(entry.sandbox, entry.dead ? 'died in the pool' : 'pool shrinking');
+      }
+    }
+  }
+
+  private remove(pool: ProfilePool, entry: Entry): void {
+    const index = pool.entries.indexOf(entry);
+    if (index >= 0) pool.entries.splice(index, 1);
+    this.byName.delete(entry.name);
+  }
+}
