@@ -178,15 +178,26 @@ export class SessionSupervisor {
     for (;;) {
       const early = this.earlyEnding(null);
       if (early) return early;
+      const t0 = performance.now();
       const started = await store.startTurn(this.fence, clock.now());
       if (started.code !== 'ok') return { reason: `lease lost (${started.code})`, turnError: '' };
       if (started.value) {
         const { turn, messages } = started.value;
         this.currentTurn = turn;
+        const t1 = performance.now();
         if (!this.bound) await this.bindSandbox();
+        const t2 = performance.now();
         await this.deps.workspaces.mountAttempt(this.session.id, turn.id, this.sandboxName);
+        const t3 = performance.now();
         await this.watchQuota(turn);
-        const ending = await this.superviseTurn(turn, messages);
+        // Where a turn's start went: what the warm-start benchmark's figures break down into.
+        const timings = {
+          startTurnMs: ms(t1 - t0),
+          bindMs: ms(t2 - t1),
+          mountMs: ms(t3 - t2),
+          quotaMs: ms(performance.now() - t3),
+        };
+        const ending = await this.superviseTurn(turn, messages, timings);
         this.quota?.stop();
         if (ending) return ending;
         await this.settleLayer(turn.id);
@@ -211,7 +222,11 @@ export class SessionSupervisor {
    * Returns null when the turn committed; otherwise why the sandbox must end. A turn the
    * runner aborted itself ends the sandbox too: its retry gets a fresh one after backoff.
    */
-  private async superviseTurn(turn: Turn, messages: { id: number; text: string }[]): Promise<Ending | null> {
+  private async superviseTurn(
+    turn: Turn,
+    messages: { id: number; text: string }[],
+    timings: Record<string, number>,
+  ): Promise<Ending | null> {
     const { config, clock } = this.deps;
     const assignment: TurnAssignment = {
       turnId: turn.id,
@@ -222,7 +237,10 @@ export class SessionSupervisor {
       messages: messages.map((m) => ({ id: m.id, text: m.text })),
       limits: { maxOutputBytes: config.maxOutputBytes, heartbeatIntervalMs: config.heartbeatIntervalMs },
     };
-    this.log.info({ turnId: turn.id, attempt: turn.attempt, messages: messages.length }, 'Turn started');
+    this.log.info(
+      { turnId: turn.id, attempt: turn.attempt, messages: messages.length, ...timings },
+      'Turn started',
+    );
     this.gateway!.offerTurn(assignment);
     for (;;) {
       if (this.turnEnd?.turnId === turn.id) {
@@ -348,3 +366,5 @@ export class SessionSupervisor {
     this.log.info({ reason: ending.reason }, 'Session released');
   }
 }
+
+const ms = (value: number) => Math.round(value * 10) / 10;
