@@ -10,7 +10,7 @@ const turn = (p: Partial<Turn>): Turn => ({
   attempt: 1,
   generation: 1,
   workerId: 'w1',
-  sandbox: null,
+  sandbox: 'berth-x-s1-g1',
   status: 'aborted',
   progress: null,
   error: null,
@@ -23,8 +23,7 @@ const kill: SandboxKill = {
   kind: 'sandbox-kill',
   at: 1500,
   container: 'berth-x-s1-g1',
-  session: 's1',
-  generation: 1,
+  warm: false,
   workerId: 'w1',
 };
 const workerKill: WorkerKill = {
@@ -37,16 +36,19 @@ const workerKill: WorkerKill = {
   restartedPid: null,
 };
 
-test('a sandbox kill hits the aborted turn of its session and generation that ran at that moment', () => {
+test('a sandbox kill hits the aborted turn that ran in that sandbox at that moment', () => {
   const hit = turn({ id: 'hit' });
+  const warm = turn({ id: 'warm', sandbox: 'berth-x-pool-wrk_a-3' });
   const turns = [
     hit,
-    turn({ id: 'other-generation', generation: 2 }),
-    turn({ id: 'other-session', sessionId: 's2' }),
+    warm,
+    turn({ id: 'other-generation', generation: 2, sandbox: 'berth-x-s1-g2' }),
+    turn({ id: 'other-session', sessionId: 's2', sandbox: 'berth-x-s2-g1' }),
     turn({ id: 'ended-before', endedAt: 1400 }),
     turn({ id: 'committed', status: 'committed' }),
   ];
   assert.deepEqual(sandboxKillHits(kill, turns), [hit]);
+  assert.deepEqual(sandboxKillHits({ ...kill, container: 'berth-x-pool-wrk_a-3' }, turns), [warm]);
 });
 
 test('a worker kill hits only its turns aborted by lease expiry', () => {
@@ -82,8 +84,8 @@ test('detect and recover are measured from the fault; a kill that hit nothing is
 
 test('an aborted turn is explained only by a fault in effect on its sandbox or worker while it ran', () => {
   assert.equal(explainedByFault(turn({}), [kill]), true);
-  assert.equal(explainedByFault(turn({ generation: 3 }), [kill]), false);
-  assert.equal(explainedByFault(turn({ generation: 3 }), [workerKill]), true);
+  assert.equal(explainedByFault(turn({ sandbox: 'berth-x-s1-g3' }), [kill]), false);
+  assert.equal(explainedByFault(turn({ sandbox: 'berth-x-s1-g3' }), [workerKill]), true);
   assert.equal(explainedByFault(turn({ startedAt: 1600 }), [kill, workerKill]), false);
 });
 

@@ -3,9 +3,8 @@
  * Pure. All times are epoch ms from the same host clock (the workers write turn times
  * with Date.now(); the injector records faults with Date.now()).
  *
- *   sandbox-kill  hit     = aborted turns of the killed sandbox's session and generation
- *                           (its name is berth-<install>-<session>-g<generation>) that were
- *                           running when it was killed
+ *   sandbox-kill  hit     = aborted turns that ran in the killed sandbox (turn rows name their
+ *                           sandbox: cold or taken from the warm pool) when it was killed
  *                 detect  = hit.ended_at - kill time
  *                 recover = that session's next committed turn's ended_at - kill time
  *   worker-kill   hit     = turns of the killed worker running at the kill and aborted with
@@ -44,8 +43,7 @@ export function ranAt(t: Turn, at: number): boolean {
 
 export function sandboxKillHits(f: SandboxKill, turns: Turn[]): Turn[] {
   return turns.filter(
-    (t) =>
-      t.status === 'aborted' && t.sessionId === f.session && t.generation === f.generation && ranAt(t, f.at),
+    (t) => t.status === 'aborted' && t.sandbox === f.container && ranAt(t, f.at),
   );
 }
 
@@ -59,7 +57,7 @@ export function workerKillHits(f: WorkerKill, turns: Turn[]): Turn[] {
 export function explainedByFault(t: Turn, faults: Fault[]): boolean {
   return faults.some((f) =>
     f.kind === 'sandbox-kill'
-      ? f.session === t.sessionId && f.generation === t.generation && ranAt(t, f.at)
+      ? f.container === t.sandbox && ranAt(t, f.at)
       : f.workerId === t.workerId && ranAt(t, f.at),
   );
 }

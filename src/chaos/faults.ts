@@ -22,8 +22,8 @@ export interface SandboxKill {
   kind: 'sandbox-kill';
   at: number;
   container: string;
-  session: string;
-  generation: number;
+  /** A warm sandbox, bound to no session yet (labels cannot say which session a warm one got later). */
+  warm: boolean;
   workerId: string;
 }
 
@@ -172,8 +172,7 @@ export class FaultInjector {
       kind: 'sandbox-kill',
       at,
       container: (target.Names[0] ?? target.Id).replace(/^\//, ''),
-      session: target.Labels[LABELS.session] ?? '',
-      generation: Number(target.Labels[LABELS.generation] ?? Number.NaN),
+      warm: LABELS.pool in target.Labels,
       workerId: target.Labels[LABELS.worker] ?? '',
     });
     return true;
