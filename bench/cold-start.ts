@@ -3,7 +3,8 @@
  *  - baseline: `docker run --rm --network none <image> node -e 1` through the Engine API
  *    (create, start, wait, remove);
  *  - berth: message accepted → turn started and → reply, with BERTH_IDLE_TIMEOUT=0 so every
- *    turn gets a fresh sandbox (and a fresh overlay layer);
+ *    turn gets a fresh sandbox (and a fresh overlay layer) and BERTH_WARM_POOL=0 so each one
+ *    starts cold (the pool's empty-pool fallback);
  *  - the memory of an idle, bound sandbox (runner booted, waiting for work).
  */
 import { resolveImage } from '../src/cli/host.js';
@@ -11,7 +12,7 @@ import { type BenchOptions, benchHost, stats, timedMessage } from './harness.js'
 
 export async function coldStart({ quick }: BenchOptions) {
   const runs = quick ? 5 : 20;
-  const cold = await benchHost({ BERTH_IDLE_TIMEOUT: '0' }, 1);
+  const cold = await benchHost({ BERTH_IDLE_TIMEOUT: '0', BERTH_WARM_POOL: '0' }, 1);
   const { docker } = cold.host;
   const image = await resolveImage(docker, cold.config);
   const baseline: number[] = [];

@@ -1,16 +1,22 @@
 /**
- * Detection: time from the start of a `docker kill` of a sandbox in the middle of a turn to
- * the turn being aborted in the store (the `retrying` event), p50/p99. The engine's event
- * stream is what tells the worker; the baseline is the kill call itself, which returns only
- * once the engine has stopped the container (so detection cannot beat it by much).
+ * Detection: how long after a sandbox dies mid-turn its turn is aborted in the store.
+ *  - baseline: the `docker kill` call itself (it returns once the engine has the container
+ *    stopped, so detection cannot beat it by much when measured from the call's start);
+ *  - from the start of the kill call to the turn row's end (`ended_at`, written by the abort);
+ *  - from the engine's `die` event (its own timestamp) to the turn row's end: the part berth
+ *    controls (event stream → worker → supervisor → store).
+ *  All times are this host's wall clock (the engine runs here too).
  */
+import type { Readable } from 'node:stream';
+import type Dockerode from 'dockerode';
 import { type BenchOptions, benchHost, stats } from './harness.js';
 
 export async function detection({ quick }: BenchOptions) {
   const runs = quick ? 5 : 30;
   const h = await benchHost({ BERTH_RETRY_BASE: '50ms' }, 1);
   const killCallMs: number[] = [];
-  const detectMs: number[] = [];
+  const killToAbortedMs: number[] = [];
+  const dieToAbortedMs: number[] = [];
   try {
     for (let i = 0; i < runs; i++) {
       const session = `det-${i}`;
@@ -18,16 +24,21 @@ export async function detection({ quick }: BenchOptions) {
         agent: 'b',
         text: 'if [ "$BERTH_ATTEMPT" = 1 ]; then sleep 60; fi',
       });
-      let killedAt = 0;
       for await (const e of h.client.events(session, posted.eventId, AbortSignal.timeout(60_000))) {
-        if (e.type === 'started' && killedAt === 0) {
+        if (e.type === 'started' && killCallMs.length === i) {
           const view = await h.host.store.getSessionView(session, Date.now());
           await new Promise((r) => setTimeout(r, 200)); // let the runner take the turn
-          killedAt = performance.now();
-          await h.host.docker.getContainer(view!.sandbox!).kill();
-          killCallMs.push(performance.now() - killedAt);
+          const container = h.host.docker.getContainer(view!.sandbox!);
+          const dieEvent = nextDieAt(h.host.docker, view!.sandbox!);
+          const killedAt = Date.now();
+          const t0 = performance.now();
+          await container.kill();
+          killCallMs.push(performance.now() - t0);
+          const died = await dieEvent;
+          const [aborted] = (await waitForAbortedTurn(h.host.store, session)).filter((t) => t.attempt === 1);
+          killToAbortedMs.push(aborted!.endedAt! - killedAt);
+          if (Number.isFinite(died)) dieToAbortedMs.push(aborted!.endedAt! - died);
         }
-        if (e.type === 'retrying') detectMs.push(performance.now() - killedAt);
         if (e.type === 'reply') break;
       }
     }
@@ -36,7 +47,39 @@ export async function detection({ quick }: BenchOptions) {
   }
   return {
     bench: 'detection',
-    dockerKillCallMs: stats(killCallMs),
-    killStartToTurnAbortedMs: stats(detectMs),
+    baselineDockerKillCallMs: stats(killCallMs),
+    killStartToTurnAbortedMs: stats(killToAbortedMs),
+    engineDieToTurnAbortedMs: dieToAbortedMs.length > 0 ? stats(dieToAbortedMs) : null,
   };
+}
+
+/** The engine's own timestamp of the container's next `die` event, epoch ms. */
+async function nextDieAt(docker: Dockerode, name: string): Promise<number> {
+  const stream = (await docker.getEvents({
+    filters: { type: ['container'], event: ['die'], container: [name] },
+  })) as unknown as Readable;
+  try {
+    let buffer = '';
+    for await (const chunk of stream) {
+      buffer += chunk.toString();
+      const line = buffer.split('\n')[0]!;
+      if (buffer.includes('\n')) return Math.round((JSON.parse(line) as { timeNano: number }).timeNano / 1e6);
+    }
+    return Number.NaN;
+  } finally {
+    stream.destroy();
+  }
+}
+
+async function waitForAbortedTurn(
+  store: Awaited<ReturnType<typeof benchHost>>['host']['store'],
+  session: string,
+) {
+  for (;;) {
+    const turns = (await store.listTurns(session)).filter(
+      (t) => t.status === 'aborted' && t.endedAt !== null,
+    );
+    if (turns.length > 0) return turns;
+    await new Promise((r) => setTimeout(r, 2));
+  }
 }

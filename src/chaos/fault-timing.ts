@@ -42,9 +42,7 @@ export function ranAt(t: Turn, at: number): boolean {
 }
 
 export function sandboxKillHits(f: SandboxKill, turns: Turn[]): Turn[] {
-  return turns.filter(
-    (t) => t.status === 'aborted' && t.sandbox === f.container && ranAt(t, f.at),
-  );
+  return turns.filter((t) => t.status === 'aborted' && t.sandbox === f.container && ranAt(t, f.at));
 }
 
 export function workerKillHits(f: WorkerKill, turns: Turn[]): Turn[] {

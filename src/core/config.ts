@@ -29,6 +29,8 @@ export interface ResolvedConfig {
   readonly slots: number;
   /** Most warm (pre-booted, unbound) sandboxes a worker keeps per profile; the target adapts to demand below it; 0 = no pool, every sandbox starts cold. @default 2 (BERTH_WARM_POOL) */
   readonly warmPool: number;
+  /** Warm sandboxes kept per profile in use (and for the default profile from the start) whatever the demand; capped by warmPool. @default 1 (BERTH_WARM_POOL_MIN) */
+  readonly warmPoolMin: number;
   /** A worker's liveness lease, in ms; it renews every leaseMs/5. @default 10000 (BERTH_LEASE) */
   readonly leaseMs: number;
   /** How often the runner heartbeats, in ms. @default 2000 (BERTH_HEARTBEAT_INTERVAL) */
@@ -96,6 +98,7 @@ const schema = z.object({
   image: z.string(),
   slots: z.coerce.number().int().min(0).optional(),
   warmPool: z.coerce.number().int().min(0).max(1000),
+  warmPoolMin: z.coerce.number().int().min(0).max(1000),
   leaseMs: durationMs.pipe(z.number().min(500, 'must be at least 500ms')),
   heartbeatIntervalMs: durationMs.pipe(z.number().min(50, 'must be at least 50ms')),
   heartbeatTimeoutMs: durationMs,
@@ -129,6 +132,7 @@ export const CONFIG_ENV: Record<keyof Input, string> = {
   image: 'BERTH_IMAGE',
   slots: 'BERTH_SLOTS',
   warmPool: 'BERTH_WARM_POOL',
+  warmPoolMin: 'BERTH_WARM_POOL_MIN',
   leaseMs: 'BERTH_LEASE',
   heartbeatIntervalMs: 'BERTH_HEARTBEAT_INTERVAL',
   heartbeatTimeoutMs: 'BERTH_HEARTBEAT_TIMEOUT',
@@ -157,6 +161,7 @@ const DEFAULTS: Input = {
   dockerSocket: '/var/run/docker.sock',
   image: '',
   warmPool: 2,
+  warmPoolMin: 1,
   leaseMs: 10_000,
   heartbeatIntervalMs: 2_000,
   heartbeatTimeoutMs: 30_000,

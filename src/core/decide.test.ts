@@ -93,13 +93,15 @@ test('isLeaseFresh is strict at the boundary', () => {
   assert.equal(isLeaseFresh(BASE - 10_000, BASE, 10_000), false);
 });
 
-test('decideWarmPoolTarget follows recent demand between one (in use) and max', () => {
+test('decideWarmPoolTarget follows recent demand between min (in use) and max', () => {
   const cases = [
-    { recentTakes: 0, inUse: true, max: 4, expected: 1 },
-    { recentTakes: 0, inUse: false, max: 4, expected: 0 },
-    { recentTakes: 3, inUse: true, max: 4, expected: 3 },
-    { recentTakes: 9, inUse: true, max: 4, expected: 4 },
-    { recentTakes: 5, inUse: true, max: 0, expected: 0 },
+    { recentTakes: 0, inUse: true, min: 1, max: 4, expected: 1 },
+    { recentTakes: 0, inUse: false, min: 1, max: 4, expected: 0 },
+    { recentTakes: 3, inUse: true, min: 1, max: 4, expected: 3 },
+    { recentTakes: 9, inUse: true, min: 1, max: 4, expected: 4 },
+    { recentTakes: 0, inUse: true, min: 500, max: 500, expected: 500 },
+    { recentTakes: 0, inUse: true, min: 8, max: 2, expected: 2 },
+    { recentTakes: 5, inUse: true, min: 1, max: 0, expected: 0 },
   ];
   for (const { expected, ...c } of cases) assert.equal(decideWarmPoolTarget(c), expected, JSON.stringify(c));
 });

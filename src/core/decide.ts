@@ -76,9 +76,13 @@ export function isLeaseFresh(heartbeatAt: number, now: number, leaseMs: number):
 
 /**
  * How many warm sandboxes to keep for one profile: as many as were taken (or wanted) in
- * the last minute, at least one while the profile is in use, never more than `max`.
+ * the last minute, at least `min` while the profile is in use, never more than `max`.
  */
-export function decideWarmPoolTarget(p: { recentTakes: number; inUse: boolean; max: number }): number {
-  if (p.max <= 0) return 0;
-  return Math.min(p.max, Math.max(p.inUse ? 1 : 0, p.recentTakes));
+export function decideWarmPoolTarget(p: {
+  recentTakes: number;
+  inUse: boolean;
+  min: number;
+  max: number;
+}): number {
+  return Math.max(0, Math.min(p.max, Math.max(p.inUse ? p.min : 0, p.recentTakes)));
 }

@@ -7,8 +7,8 @@
  * refills. A sandbox leaves the pool once, for one session, and is never returned.
  *
  * The target per profile adapts to demand: the takes of the last minute (counting takes
- * that found the pool empty), at least one for a profile used in the last ten minutes and
- * for the default profile, at most `maxPerProfile`.
+ * that found the pool empty), at least `sizes.min` for a profile used in the last ten
+ * minutes and for the default profile, at most `sizes.max`.
  */
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -20,6 +20,7 @@ const DEMAND_WINDOW_MS = 60_000;
 const KEEP_PROFILE_MS = 10 * 60_000;
 const RETRY_BASE_MS = 1_000;
 const RETRY_MAX_MS = 30_000;
+const STOP_CONCURRENCY = 8;
 
 export interface WarmPoolDeps {
   clock: Clock;
@@ -68,10 +69,10 @@ export class WarmPool {
 
   constructor(
     private readonly deps: WarmPoolDeps,
-    private readonly maxPerProfile: number,
+    private readonly sizes: { min: number; max: number },
     defaultProfile: SandboxProfile,
   ) {
-    if (maxPerProfile > 0) this.poolOf(defaultProfile).isDefault = true;
+    if (sizes.max > 0) this.poolOf(defaultProfile).isDefault = true;
   }
 
   static keyOf(profile: SandboxProfile): string {
@@ -83,12 +84,12 @@ export class WarmPool {
   }
 
   start(): void {
-    if (this.maxPerProfile > 0) this.loop = this.refillLoop();
+    if (this.sizes.max > 0) this.loop = this.refillLoop();
   }
 
   /** A ready sandbox of this profile, now out of the pool for good; null = start a cold one. */
   take(profile: SandboxProfile): LaunchedSandbox | null {
-    if (this.maxPerProfile === 0) return null;
+    if (this.sizes.max === 0) return null;
     const pool = this.poolOf(profile);
     const now = this.deps.clock.now();
     pool.takes.push(now);
@@ -139,9 +140,15 @@ export class WarmPool {
     await this.loop;
     const all = [...this.pools.values()].flatMap((p) => p.entries.splice(0));
     this.byName.clear();
-    await Promise.allSettled(
-      all.flatMap((e) => (e.sandbox ? [this.deps.dispose(e.sandbox, 'worker stopping')] : [])),
-    );
+    // A few at a time: hundreds of parallel stops would only queue up in the engine.
+    const sandboxes = all.flatMap((e) => (e.sandbox ? [e.sandbox] : []));
+    const disposeNext = async (): Promise<void> => {
+      for (let s = sandboxes.pop(); s; s = sandboxes.pop())
+        await this.deps.dispose(s, 'worker stopping').catch((err: unknown) => {
+          this.deps.log.warn({ err, sandbox: s.name }, 'Could not dispose of a warm sandbox');
+        });
+    };
+    await Promise.all(Array.from({ length: STOP_CONCURRENCY }, disposeNext));
   }
 
   private poolOf(profile: SandboxProfile): ProfilePool {
@@ -182,7 +189,7 @@ export class WarmPool {
     return decideWarmPoolTarget({
       recentTakes: pool.takes.length,
       inUse: pool.isDefault || now - pool.lastUsedAt < KEEP_PROFILE_MS,
-      max: this.maxPerProfile,
+      ...this.sizes,
     });
   }
 

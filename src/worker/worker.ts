@@ -170,7 +170,8 @@ export class Worker {
     const deps = this.sandboxDeps();
     let seq = 0;
     const log = this.log.child({ pool: true });
-    const maxPerProfile = this.deps.config.slots === 0 ? 0 : this.deps.config.warmPool;
+    const { slots, warmPool, warmPoolMin } = this.deps.config;
+    const sizes = { min: warmPoolMin, max: slots === 0 ? 0 : warmPool };
     // What an agent that sets nothing gets: warm from the start.
     const defaultAgent = { ...agentSpecSchema.parse({ name: 'default', provider: 'command' }), createdAt: 0 };
     const defaultProfile = profileOf(defaultAgent, this.deps.image);
@@ -193,7 +194,7 @@ export class Worker {
           await removeSandboxFiles(deps, sandbox.name);
         },
       },
-      maxPerProfile,
+      sizes,
       defaultProfile,
     );
   }
