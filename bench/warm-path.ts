@@ -10,7 +10,8 @@ import { type BenchOptions, benchHost, round, stats, timedMessage } from './harn
 
 export async function warmPath({ quick }: BenchOptions) {
   const turns = quick ? 30 : 200;
-  const slots = 2;
+  // One busy session per slot; more sessions than cores keeps both cores busy while turns wait on I/O.
+  const slots = 8;
   const h = await benchHost({ BERTH_IDLE_TIMEOUT: '10m' }, slots);
   try {
     await timedMessage(h.client, 'warm', 'true'); // boots the sandbox

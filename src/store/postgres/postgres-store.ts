@@ -92,6 +92,10 @@ class PostgresDriver implements SqlDriver {
     private readonly warn: (message: string, err: unknown) => void,
   ) {}
 
+  /**
+   * Every write is durable here, the relaxed ones too: workers on other machines outlive a
+   * database crash, and a claim (generation) lost with it could be handed out twice.
+   */
   write<T>(program: (changes: StoreChange[]) => Program<T>): Promise<{ value: T; changes: StoreChange[] }> {
     return this.withRetries(async () => {
       const client = await this.pool.connect();

@@ -61,6 +61,9 @@ import {
 } from './rows.js';
 import { listSessionViews, queuePositions, sessionViewOf } from './session-views.js';
 
+/** See SqlStore.write. */
+export type Durability = 'durable' | 'relaxed';
+
 export interface SqlDriver {
   readonly kind: Store['kind'];
   /**
@@ -68,7 +71,10 @@ export interface SqlDriver {
    * `changes`, if the engine asks for a retry), tells other processes of its changes, and
    * returns its value and changes once committed.
    */
-  write<T>(program: (changes: StoreChange[]) => Program<T>): Promise<{ value: T; changes: StoreChange[] }>;
+  write<T>(
+    program: (changes: StoreChange[]) => Program<T>,
+    durability: Durability,
+  ): Promise<{ value: T; changes: StoreChange[] }>;
   /** Runs a read-only program (made anew for each try). */
   read<T>(program: () => Program<T>): Promise<T>;
   /** Starts delivering other processes' notifications (hints) to `deliver`. */
@@ -287,7 +293,7 @@ export class SqlStore implements Store {
   }
 
   async renewWorker(workerId: string, now: number): Promise<boolean> {
-    return (await this.write(() => run('RENEW_WORKER', { id: workerId, now }))) === 1;
+    return (await this.write(() => run('RENEW_WORKER', { id: workerId, now }), 'relaxed')) === 1;
   }
 
   async removeWorker(workerId: string): Promise<void> {
@@ -323,7 +329,7 @@ export class SqlStore implements Store {
       const session = toSession((yield* get('SESSION_BY_ID', { id }))!);
       const agent = toAgent((yield* get('AGENT_BY_NAME', { name: session.agent }))!);
       return { session, agent };
-    });
+    }, 'relaxed');
   }
 
   async queueDepth(now: number): Promise<number> {
@@ -343,7 +349,7 @@ export class SqlStore implements Store {
       if (code !== 'ok') return code;
       yield* run('RECORD_SANDBOX', { ...fenceParams(fence), sandbox, now });
       return 'ok';
-    });
+    }, 'relaxed');
   }
 
   startTurn(fence: Fence, now: number): Promise<Fenced<StartedTurn | null>> {
@@ -381,7 +387,7 @@ export class SqlStore implements Store {
       );
       const turn = toTurn((yield* get('TURN_BY_ID', { id: turnId }))!);
       return { code: 'ok', value: { turn, messages: yield* turnMessages(turnId) } };
-    });
+    }, 'relaxed');
   }
 
   recordProgress(input: Fence & { turnId: string; text: string }, now: number): Promise<FenceCode> {
@@ -397,7 +403,7 @@ export class SqlStore implements Store {
         now,
       );
       return 'ok';
-    });
+    }, 'relaxed');
   }
 
   commitTurn(input: CommitInput, now: number): Promise<FenceCode> {
@@ -457,7 +463,7 @@ export class SqlStore implements Store {
   }
 
   async markLayerPromoted(sessionId: string, turnId: string): Promise<void> {
-    await this.write(() => run('CLEAR_PENDING_LAYER', { id: sessionId, turnId }));
+    await this.write(() => run('CLEAR_PENDING_LAYER', { id: sessionId, turnId }), 'relaxed');
   }
 
   releaseSession(fence: Fence, now: number): Promise<FenceCode> {
@@ -467,7 +473,7 @@ export class SqlStore implements Store {
       yield* run('RELEASE_SESSION', { ...fenceParams(fence), now });
       changes.push({ type: 'released', sessionId: fence.sessionId });
       return 'ok';
-    });
+    }, 'relaxed');
   }
 
   // ---- API tokens
@@ -687,9 +693,18 @@ export class SqlStore implements Store {
     yield* run('END_TURN', { id: turnId, status: 'aborted', error, now });
   }
 
-  /** Notifications go out only after the transaction committed. */
-  private async write<T>(program: (changes: StoreChange[]) => Program<T>): Promise<T> {
-    const { value, changes } = await this.driver.write(program);
+  /**
+   * Notifications go out only after the transaction committed. Durable by default: what a
+   * client is told (a message accepted, a turn committed, an agent or token created) is on
+   * disk before the call returns. 'relaxed' marks the transitions recovery redoes or undoes
+   * on its own (claim, sandbox record, turn start, progress, promotion mark, release,
+   * renewal); a driver may let them ride on the next durable commit's flush.
+   */
+  private async write<T>(
+    program: (changes: StoreChange[]) => Program<T>,
+    durability: Durability = 'durable',
+  ): Promise<T> {
+    const { value, changes } = await this.driver.write(program, durability);
     for (const change of changes) this.emitter.emit('change', change);
     return value;
   }

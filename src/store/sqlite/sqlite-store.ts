@@ -9,7 +9,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { RetryPolicy } from '../../core/index.js';
 import { type Op, type OpResult, type Program, runProgramSync, type StatementName } from '../sql/program.js';
-import { type SqlDriver, SqlStore } from '../sql/sql-store.js';
+import { type Durability, type SqlDriver, SqlStore } from '../sql/sql-store.js';
 import * as shared from '../sql/statements.js';
 import type { StoreChange } from '../store.js';
 import { ChangeRelay } from './change-relay.js';
@@ -44,6 +44,8 @@ class SqliteDriver implements SqlDriver {
   readonly kind = 'sqlite' as const;
   private readonly q: StatementCache;
   private relay: ChangeRelay | null = null;
+  /** The connection's PRAGMA synchronous (FULL from open). */
+  private synchronous: 'FULL' | 'NORMAL' = 'FULL';
 
   constructor(
     private readonly db: Database.Database,
@@ -52,7 +54,19 @@ class SqliteDriver implements SqlDriver {
     this.q = new StatementCache(db);
   }
 
-  async write<T>(program: (changes: StoreChange[]) => Program<T>) {
+  /**
+   * Durable: PRAGMA synchronous = FULL, the WAL is fsynced at the commit. Relaxed: NORMAL,
+   * no fsync of its own; the WAL is append-only, so the next durable commit persists it
+   * too, and a process crash never loses it. Only a power cut can, which also kills every
+   * worker and sandbox on this machine (SQLite is one machine's store); recovery then
+   * redoes or undoes each relaxed transition. A warm turn pays two fsyncs instead of four.
+   */
+  async write<T>(program: (changes: StoreChange[]) => Program<T>, durability: Durability) {
+    const level = durability === 'durable' ? 'FULL' : 'NORMAL';
+    if (level !== this.synchronous) {
+      this.db.pragma(`synchronous = ${level}`);
+      this.synchronous = level;
+    }
     const changes: StoreChange[] = [];
     const value = this.db
       .transaction(() => runProgramSync(program(changes), (op) => this.execute(op)))
