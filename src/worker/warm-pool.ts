@@ -21,6 +21,8 @@ const KEEP_PROFILE_MS = 10 * 60_000;
 const RETRY_BASE_MS = 1_000;
 const RETRY_MAX_MS = 30_000;
 const STOP_CONCURRENCY = 8;
+/** A warm sandbox whose runner has not asked for a binding for this long is replaced. */
+const BOOT_TIMEOUT_MS = 60_000;
 
 export interface WarmPoolDeps {
   clock: Clock;
@@ -37,7 +39,10 @@ interface Entry {
   name: string;
   /** null while the engine is still creating it. */
   sandbox: LaunchedSandbox | null;
+  /** Died in the pool, or its runner stopped asking for a binding (hung). */
   dead: boolean;
+  /** Last time its runner was seen waiting for a binding (or when it was launched). */
+  seenAt: number;
 }
 
 interface ProfilePool {
@@ -205,11 +210,20 @@ export class WarmPool {
   }
 
   private async fill(key: string, pool: ProfilePool): Promise<void> {
-    const entry: Entry = { name: this.deps.nextName(), sandbox: null, dead: false };
+    const entry: Entry = {
+      name: this.deps.nextName(),
+      sandbox: null,
+      dead: false,
+      seenAt: this.deps.clock.now(),
+    };
     pool.entries.push(entry);
     this.byName.set(entry.name, { key, entry });
+    const onReady = () => {
+      entry.seenAt = this.deps.clock.now();
+      this.wake.notify();
+    };
     try {
-      entry.sandbox = await this.deps.launch(entry.name, key, pool.profile, () => this.wake.notify());
+      entry.sandbox = await this.deps.launch(entry.name, key, pool.profile, onReady);
     } catch (err) {
       this.remove(pool, entry);
       throw err;
@@ -224,6 +238,9 @@ export class WarmPool {
   private async dropDeadAndSurplus(): Promise<void> {
     const now = this.deps.clock.now();
     for (const pool of this.pools.values()) {
+      // A runner asks again at once after each long-poll: one silent this long is hung (or never booted).
+      for (const e of pool.entries)
+        if (e.sandbox && !e.sandbox.gateway.runnerWaiting && now - e.seenAt > BOOT_TIMEOUT_MS) e.dead = true;
       let surplus = pool.entries.length - this.targetOf(pool, now);
       // Dead ones first, then the oldest.
       for (const entry of [...pool.entries].sort((a, b) => Number(b.dead) - Number(a.dead))) {
@@ -231,7 +248,7 @@ export class WarmPool {
         if (!entry.sandbox) continue;
         this.remove(pool, entry);
         surplus--;
-        await this.deps.dispose(entry.sandbox, entry.dead ? 'died in the pool' : 'pool shrinking');
+        await this.deps.dispose(entry.sandbox, entry.dead ? 'dead or hung in the pool' : 'pool shrinking');
       }
     }
   }
