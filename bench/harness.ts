@@ -2,6 +2,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type Dockerode from 'dockerode';
 import { pino } from 'pino';
 import { ApiClient, type Host, startHost } from '../src/cli/index.js';
 import { loadConfig } from '../src/core/index.js';
@@ -51,4 +52,13 @@ export async function timedMessage(client: ApiClient, sessionId: string, text: s
     if (e.type === 'failed') throw new Error(`bench message failed: ${JSON.stringify(e.data)}`);
   }
   throw new Error('event stream ended before the reply');
+}
+
+/** The baseline of the warm benchmarks: `docker exec <container> true` through the Engine API (create, start, wait). */
+export async function dockerExecTrueMs(container: Dockerode.Container): Promise<number> {
+  const t0 = performance.now();
+  const exec = await container.exec({ Cmd: ['true'], AttachStdout: false, AttachStderr: false });
+  const stream = await exec.start({ Detach: false });
+  await new Promise((r) => stream.on('end', r).resume());
+  return performance.now() - t0;
 }

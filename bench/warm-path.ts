@@ -6,7 +6,7 @@
  *  - sustained turns/s with one busy session per slot sending `true` back to back.
  */
 import type { ApiClient } from '../src/cli/index.js';
-import { type BenchOptions, benchHost, round, stats, timedMessage } from './harness.js';
+import { type BenchOptions, benchHost, dockerExecTrueMs, round, stats, timedMessage } from './harness.js';
 
 export async function warmPath({ quick }: BenchOptions) {
   const turns = quick ? 30 : 200;
@@ -21,11 +21,7 @@ export async function warmPath({ quick }: BenchOptions) {
     const started: number[] = [];
     const reply: number[] = [];
     for (let i = 0; i < turns; i++) {
-      const t0 = performance.now();
-      const exec = await container.exec({ Cmd: ['true'], AttachStdout: false, AttachStderr: false });
-      const stream = await exec.start({ Detach: false });
-      await new Promise((r) => stream.on('end', r).resume());
-      execMs.push(performance.now() - t0);
+      execMs.push(await dockerExecTrueMs(container));
       const t = await timedMessage(h.client, 'warm', 'true');
       started.push(t.startedMs);
       reply.push(t.replyMs);

@@ -10,7 +10,7 @@
  *  Also: the store's `started` event (turn row written) and the reply.
  */
 import { resolveImage } from '../src/cli/host.js';
-import { type BenchOptions, benchHost, round, stats } from './harness.js';
+import { type BenchOptions, benchHost, dockerExecTrueMs, round, stats } from './harness.js';
 
 export async function warmStart({ quick }: BenchOptions) {
   const runs = quick ? 20 : 200;
@@ -36,11 +36,7 @@ export async function warmStart({ quick }: BenchOptions) {
     await container.start();
     cleanup = () => container.kill().catch(() => undefined);
     for (let i = 0; i < runs; i++) {
-      const e0 = performance.now();
-      const exec = await container.exec({ Cmd: ['true'], AttachStdout: false, AttachStderr: false });
-      const stream = await exec.start({ Detach: false });
-      await new Promise((r) => stream.on('end', r).resume());
-      execMs.push(performance.now() - e0);
+      execMs.push(await dockerExecTrueMs(container));
 
       await ready();
       const missesBefore = h.host.worker.warmPoolStats.misses;

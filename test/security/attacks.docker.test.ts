@@ -6,13 +6,13 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { startTestHost } from '../helpers/test-host.js';
-import { connectJob, gatewayCallJob, SYSCALLS_JOB } from './probes.js';
+import { connectJob, gatewayCallJob, SYSCALLS_JOB, sessionTokenJob } from './probes.js';
 
 const SOCKET = '/run/berth/gateway.sock';
 
@@ -82,10 +82,9 @@ test('attack suite (runc): every case run from inside a sandbox is refused', asy
   await t.test(
     "another session's token, leaked into this sandbox, is refused (401) and audited",
     async () => {
-      await run('victim', 'true'); // its sandbox stays up (idle timeout 60 s), its token valid
-      const victim = (await host.store.getSessionView('victim', Date.now()))!;
-      const token = (await readFile(join(dataDir, 'run', victim.sandbox!, 'token'), 'utf8')).trim();
-      const { stdout } = await run('thief', gatewayCallJob(SOCKET, token, 'POST', '/v1/heartbeat'));
+      // The victim's sandbox stays up (idle timeout 60 s), its token valid.
+      const { stdout: token } = await run('victim', sessionTokenJob(SOCKET));
+      const { stdout } = await run('thief', gatewayCallJob(SOCKET, token.trim(), 'POST', '/v1/heartbeat'));
       assert.deepEqual(JSON.parse(stdout), { status: 401, code: 'UNAUTHORIZED' });
       const audit = await host.store.listAudit(0, 1000);
       assert.ok(
@@ -101,7 +100,7 @@ test('attack suite (runc): every case run from inside a sandbox is refused', asy
   );
 
   await t.test('a token of an old generation is refused (409) and audited', async () => {
-    const { stdout: oldToken } = await run('replaced', 'cat /run/berth/token');
+    const { stdout: oldToken } = await run('replaced', sessionTokenJob(SOCKET));
     const first = (await host.store.getSessionView('replaced', Date.now()))!;
     await host.docker.getContainer(first.sandbox!).kill();
     await released('replaced');

@@ -34,6 +34,21 @@ export function gatewayCallJob(socketPath: string, token: string, method: string
 }
 
 /**
+ * Prints this sandbox's session token, as a tool inside could get it: the boot token in
+ * /run/berth/token answers GET /v1/bind with the binding (what a leak would carry out).
+ */
+export function sessionTokenJob(socketPath: string): string {
+  const script = [
+    "const http=require('http');const fs=require('fs');",
+    'const [socketPath]=process.argv.slice(1);',
+    "const boot=fs.readFileSync('/run/berth/token','utf8').trim();",
+    "http.get({socketPath,path:'/v1/bind',headers:{authorization:'Bearer '+boot}},(res)=>{",
+    "let t='';res.on('data',(c)=>t+=c);res.on('end',()=>console.log(JSON.parse(t).token))});",
+  ].join('');
+  return `node -e ${shellQuote(script)} ${shellQuote(socketPath)}`;
+}
+
+/**
  * Raw syscalls through perl's syscall() (x86_64 and aarch64 numbers): ptrace-attach to
  * PID 1, mount a tmpfs, read the session keyring, a new user namespace, setuid(0).
  * Prints {"name": errno} (0 = it worked).
