@@ -61,8 +61,9 @@ async function main(): Promise<void> {
     } catch (err) {
       if (err instanceof GatewayError) throw err;
       await killAllButRunner();
-      // A limit the turn hit explains a step's failure better than the step's own error.
-      const cause = err instanceof LimitExceeded ? err : ((await limits.breach()) ?? (err as Error));
+      // A sandbox limit the turn hit (kernel counters) explains a step's failure better than the step's own
+      // error, the output limit included: a fork bomb's endless "fork: retry" lines are a symptom, not the cause.
+      const cause = (await limits.breach()) ?? (err as Error);
       const code = cause instanceof LimitExceeded ? cause.code : undefined;
       await gateway.call('POST', '/v1/abort', { turnId: turn.turnId, error: cause.message, code });
     } finally {

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { type Agent, type AgentMount, GATEWAY_SOCKET_NAME, TOKEN_FILE_NAME } from '../core/index.js';
+import { type AgentMount, type AgentSpec, GATEWAY_SOCKET_NAME, TOKEN_FILE_NAME } from '../core/index.js';
 import { SandboxGateway } from '../gateway/index.js';
 import { resolveMounts } from '../mounts/index.js';
 import type { SandboxHandle, SandboxSpec } from '../runtime/index.js';
@@ -31,7 +31,7 @@ export interface LaunchedSandbox {
   gateway: SandboxGateway;
 }
 
-export function profileOf(agent: Agent, defaultImage: string): SandboxProfile {
+export function profileOf(agent: AgentSpec, defaultImage: string): SandboxProfile {
   return {
     image: agent.image || defaultImage,
     memoryMb: agent.memoryMb,

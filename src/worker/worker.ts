@@ -173,7 +173,7 @@ export class Worker {
     const { slots, warmPool, warmPoolMin } = this.deps.config;
     const sizes = { min: warmPoolMin, max: slots === 0 ? 0 : warmPool };
     // What an agent that sets nothing gets: warm from the start.
-    const defaultAgent = { ...agentSpecSchema.parse({ name: 'default', provider: 'command' }), createdAt: 0 };
+    const defaultAgent = agentSpecSchema.parse({ name: 'default', provider: 'command' });
     const defaultProfile = profileOf(defaultAgent, this.deps.image);
     return new WarmPool(
       {
