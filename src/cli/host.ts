@@ -83,12 +83,19 @@ export async function startHost(
     retry: { retryBaseMs: config.retryBaseMs, retryMaxMs: config.retryMaxMs, maxTries: config.maxTries },
     onWarning: (message, err) => log.warn({ err }, message),
   });
-  const metrics = new BerthMetrics({ store: untimedStore, clock });
+  // The worker is created after the metrics (its store is the timed one); its pool is read at scrape time.
+  const started: { worker?: Worker } = {};
+  const metrics = new BerthMetrics({
+    store: untimedStore,
+    clock,
+    warmPoolSize: () => started.worker?.warmPoolStats.ready ?? 0,
+  });
   const store = timeStoreCalls(untimedStore, metrics.storeCallSeconds);
   const api = options.api !== false;
   if (api) await assertListenAllowed(store, config.apiHost);
   const adminToken = api ? await ensureAdminToken(store, config.dataDir, clock.now()) : '';
   const worker = new Worker({ config, store, runtime, clock, log, paths, image });
+  started.worker = worker;
   await worker.start();
   // Webhooks go out from the API process(es); a worker-only host sends none.
   const webhooks = api ? new WebhookDispatcher({ store, clock, config, log }) : undefined;
