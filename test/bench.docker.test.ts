@@ -1,0 +1,35 @@
+/**
+ * `npm run bench -- --quick` as CI runs it: every benchmark completes against the real
+ * engine and prints one JSON object with its same-run baseline. Figures are not judged
+ * here (timings are noisy); docs/performance.md quotes a full run.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { test } from 'node:test';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+test('npm run bench -- --quick: each benchmark prints its JSON with a baseline from the same run', async () => {
+  const { stdout } = await run(process.execPath, ['dist/bench/index.js', '--quick'], {
+    maxBuffer: 16 * 1024 * 1024,
+    timeout: 15 * 60_000,
+  });
+  const results = stdout
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+  const byName = new Map(results.map((r) => [r.bench, r]));
+  for (const name of ['cold-start', 'warm-start', 'warm-path', 'detection', 'live-sandboxes']) {
+    const r = byName.get(name);
+    assert.ok(r, `${name} printed a result: ${stdout}`);
+    assert.ok(
+      Object.keys(r).some((k) => k.startsWith('baseline')),
+      `${name} carries its baseline: ${JSON.stringify(r)}`,
+    );
+  }
+  const warm = byName.get('warm-start') as { newSessionToRunnerHoldsTurnMs: { n: number } };
+  assert.ok(warm.newSessionToRunnerHoldsTurnMs.n > 0);
+  const live = byName.get('live-sandboxes') as { sandboxes: number; sandboxOwnMemoryMiB: { n: number } };
+  assert.ok(live.sandboxOwnMemoryMiB.n > 0, 'the live sandboxes were measured');
+});
