@@ -22,6 +22,7 @@ const turn = (p: Partial<Turn>): Turn => ({
 const kill: SandboxKill = {
   kind: 'sandbox-kill',
   at: 1500,
+  killedAt: 1500,
   container: 'berth-x-s1-g1',
   warm: false,
   workerId: 'w1',
@@ -49,6 +50,11 @@ test('a sandbox kill hits the aborted turn that ran in that sandbox at that mome
   ];
   assert.deepEqual(sandboxKillHits(kill, turns), [hit]);
   assert.deepEqual(sandboxKillHits({ ...kill, container: 'berth-x-pool-wrk_a-3' }, turns), [warm]);
+  // A warm sandbox bound while the kill call was under way: the turn it started is the kill's hit too.
+  const late = turn({ id: 'late', sandbox: 'berth-x-pool-wrk_a-4', startedAt: 1550 });
+  const slowKill = { ...kill, container: 'berth-x-pool-wrk_a-4', killedAt: 1600 };
+  assert.deepEqual(sandboxKillHits(slowKill, [late]), [late]);
+  assert.deepEqual(sandboxKillHits({ ...slowKill, killedAt: 1500 }, [late]), []);
 });
 
 test('a worker kill hits only its turns aborted by lease expiry', () => {

@@ -4,7 +4,8 @@
  * with Date.now(); the injector records faults with Date.now()).
  *
  *   sandbox-kill  hit     = aborted turns that ran in the killed sandbox (turn rows name their
- *                           sandbox: cold or taken from the warm pool) when it was killed
+ *                           sandbox: cold or taken from the warm pool) while the kill call
+ *                           was under way (a warm sandbox may start a turn during it)
  *                 detect  = hit.ended_at - kill time
  *                 recover = that session's next committed turn's ended_at - kill time
  *   worker-kill   hit     = turns of the killed worker running at the kill and aborted with
@@ -37,12 +38,15 @@ export interface FaultTiming {
   recoverMs: Stats | null;
 }
 
-export function ranAt(t: Turn, at: number): boolean {
-  return t.startedAt <= at && (t.endedAt ?? Number.POSITIVE_INFINITY) >= at;
+/** The turn was running at some moment of [from, to]. */
+export function ranAt(t: Turn, from: number, to = from): boolean {
+  return t.startedAt <= to && (t.endedAt ?? Number.POSITIVE_INFINITY) >= from;
 }
 
 export function sandboxKillHits(f: SandboxKill, turns: Turn[]): Turn[] {
-  return turns.filter((t) => t.status === 'aborted' && t.sandbox === f.container && ranAt(t, f.at));
+  return turns.filter(
+    (t) => t.status === 'aborted' && t.sandbox === f.container && ranAt(t, f.at, f.killedAt),
+  );
 }
 
 export function workerKillHits(f: WorkerKill, turns: Turn[]): Turn[] {
@@ -55,7 +59,7 @@ export function workerKillHits(f: WorkerKill, turns: Turn[]): Turn[] {
 export function explainedByFault(t: Turn, faults: Fault[]): boolean {
   return faults.some((f) =>
     f.kind === 'sandbox-kill'
-      ? f.container === t.sandbox && ranAt(t, f.at)
+      ? f.container === t.sandbox && ranAt(t, f.at, f.killedAt)
       : f.workerId === t.workerId && ranAt(t, f.at),
   );
 }

@@ -21,6 +21,8 @@ import { LABELS } from '../core/index.js';
 export interface SandboxKill {
   kind: 'sandbox-kill';
   at: number;
+  /** When the kill call returned: the container is dead by then (a warm one may have started a turn since `at`). */
+  killedAt: number;
   container: string;
   /** A warm sandbox, bound to no session yet (labels cannot say which session a warm one got later). */
   warm: boolean;
@@ -171,6 +173,7 @@ export class FaultInjector {
     this.faults.push({
       kind: 'sandbox-kill',
       at,
+      killedAt: Date.now(),
       container: (target.Names[0] ?? target.Id).replace(/^\//, ''),
       warm: LABELS.pool in target.Labels,
       workerId: target.Labels[LABELS.worker] ?? '',
