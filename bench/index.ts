@@ -5,12 +5,13 @@
 import { coldStart } from './cold-start.js';
 import { detection } from './detection.js';
 import { liveSandboxes } from './live-sandboxes.js';
+import { modelProxy } from './model-proxy.js';
 import { warmPath } from './warm-path.js';
 import { warmStart } from './warm-start.js';
 
 const quick = process.argv.includes('--quick');
 const only = process.argv.slice(2).filter((a) => !a.startsWith('--'));
-const all = { coldStart, warmStart, warmPath, detection, liveSandboxes };
+const all = { coldStart, warmStart, warmPath, detection, liveSandboxes, modelProxy };
 for (const [name, bench] of Object.entries(all)) {
   if (only.length > 0 && !only.includes(name)) continue;
   process.stdout.write(`${JSON.stringify(await bench({ quick }))}\n`);

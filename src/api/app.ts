@@ -11,6 +11,7 @@ import { eventsRoutes } from './events-routes.js';
 import { BerthMetrics } from './metrics.js';
 import { buildOpenApi } from './openapi.js';
 import { RouteTable } from './route-table.js';
+import { schedulesRoutes } from './schedules-routes.js';
 import { sessionsRoutes } from './sessions-routes.js';
 import { statusRoutes } from './status-routes.js';
 import { tokensRoutes } from './tokens-routes.js';
@@ -36,6 +37,7 @@ export async function buildApp(deps: ApiDeps & { log: Logger }): Promise<Fastify
   await app.register(eventsRoutes, pluginDeps);
   await app.register(statusRoutes, pluginDeps);
   await app.register(tokensRoutes, pluginDeps);
+  await app.register(schedulesRoutes, pluginDeps);
   await app.register(webhooksRoutes, pluginDeps);
   await app.register(chaosRoutes, pluginDeps);
   await app.register(dashboardRoutes);

@@ -16,11 +16,30 @@ export function agentCommand(env: NodeJS.ProcessEnv): Command {
     .option('--memory <mb>', 'memory limit in MiB', '512')
     .option('--cpus <n>', 'CPU limit', '1')
     .option('--pids <n>', 'process limit', '256')
+    .option('--model <name>', 'anthropic/openai: the model, e.g. claude-sonnet-4-5')
+    .option(
+      '--instructions <text>',
+      'anthropic/openai: system instructions (AGENT.md in the workspace is appended)',
+    )
+    .option(
+      '--base-url <url>',
+      'anthropic/openai: upstream base URL (default: ANTHROPIC_BASE_URL / OPENAI_BASE_URL on the host)',
+    )
+    .option('--secret <name>', 'anthropic/openai: host secret holding the key (default: the provider name)')
+    .option('--tokens-per-hour <n>', 'anthropic/openai: model token budget per sliding hour')
+    .option('--turns-per-hour <n>', 'anthropic/openai: model turn budget per sliding hour')
     .option('--json', 'print the agent as JSON')
     .action(
       async (
         name: string,
-        o: { provider: string; image?: string; memory: string; cpus: string; pids: string; json?: boolean },
+        o: {
+          provider: string;
+          image?: string;
+          memory: string;
+          cpus: string;
+          pids: string;
+          json?: boolean;
+        } & ModelOptions,
       ) => {
         const created = await (await connect(env)).agents.create({
           name,
@@ -29,6 +48,7 @@ export function agentCommand(env: NodeJS.ProcessEnv): Command {
           memoryMb: Number(o.memory),
           cpus: Number(o.cpus),
           pidsLimit: Number(o.pids),
+          ...modelFields(o),
         });
         if (o.json) printJson(created);
         else
@@ -57,4 +77,28 @@ export function agentCommand(env: NodeJS.ProcessEnv): Command {
       process.stdout.write(`agent ${name} deleted\n`);
     });
   return agent;
+}
+
+interface ModelOptions {
+  model?: string;
+  instructions?: string;
+  baseUrl?: string;
+  secret?: string;
+  tokensPerHour?: string;
+  turnsPerHour?: string;
+}
+
+/** The model agent fields given on the command line (issue 7); the API validates them. */
+function modelFields(o: ModelOptions): Record<string, unknown> {
+  const budget = {
+    ...(o.tokensPerHour ? { tokensPerHour: Number(o.tokensPerHour) } : {}),
+    ...(o.turnsPerHour ? { turnsPerHour: Number(o.turnsPerHour) } : {}),
+  };
+  return {
+    ...(o.model ? { model: o.model } : {}),
+    ...(o.instructions ? { instructions: o.instructions } : {}),
+    ...(o.baseUrl ? { baseUrl: o.baseUrl } : {}),
+    ...(o.secret ? { secret: o.secret } : {}),
+    ...(Object.keys(budget).length ? { budget } : {}),
+  };
 }

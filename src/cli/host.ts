@@ -25,8 +25,9 @@ import {
   DockerRuntime,
   ensureBaseImage,
 } from '../runtime/index.js';
+import { SecretStore } from '../secrets/index.js';
 import { openStore, type Store } from '../store/index.js';
-import { hostPaths, Worker } from '../worker/index.js';
+import { hostPaths, ScheduleRunner, Worker } from '../worker/index.js';
 import { createProgress } from './progress.js';
 
 export interface Host {
@@ -94,9 +95,12 @@ export async function startHost(
   const api = options.api !== false;
   if (api) await assertListenAllowed(store, config.apiHost);
   const adminToken = api ? await ensureAdminToken(store, config.dataDir, clock.now()) : '';
-  const worker = new Worker({ config, store, runtime, clock, log, paths, image });
+  const secrets = new SecretStore({ path: paths.secretsFile, key: config.secretKey });
+  const worker = new Worker({ config, store, runtime, clock, log, paths, image, secrets });
   started.worker = worker;
   await worker.start();
+  const schedules = new ScheduleRunner(store, clock, log);
+  schedules.start();
   // Webhooks go out from the API process(es); a worker-only host sends none.
   const webhooks = api ? new WebhookDispatcher({ store, clock, config, log }) : undefined;
   webhooks?.start();
@@ -117,6 +121,7 @@ export async function startHost(
       closing ??= (async () => {
         await app?.close();
         await webhooks?.stop();
+        await schedules.stop();
         await worker.stop();
         await store.close();
       })();

@@ -6,6 +6,8 @@ import { demoCommand } from './demo-command.js';
 import { imageCommandFor } from './image-wiring.js';
 import { logsCommand } from './logs-command.js';
 import { exitWithError } from './output.js';
+import { scheduleCommand } from './schedule-command.js';
+import { secretCommand } from './secret-command.js';
 import { sendCommand } from './send-command.js';
 import { sessionCommand } from './session-command.js';
 import { statusCommand } from './status-command.js';
@@ -28,6 +30,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<void
     .addCommand(imageCommandFor(env))
     .addCommand(demoCommand(env))
     .addCommand(chaosCommand(env))
+    .addCommand(secretCommand(env))
+    .addCommand(scheduleCommand(env))
     .addHelpText(
       'after',
       `

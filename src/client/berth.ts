@@ -21,6 +21,8 @@ import {
   type Message,
   type PageQuery,
   type PostMessageBody,
+  type Schedule,
+  type ScheduleBody,
   type SessionView,
   type Turn,
   type Webhook,
@@ -142,6 +144,22 @@ export class Berth {
     },
     turns: async (id: string) =>
       (await this.http.request<{ turns: Turn[] }>('GET', `/v1/sessions/${enc(id)}/turns`)).turns,
+  };
+
+  /** Recurring messages to a session (cron in a time zone). */
+  readonly schedules = {
+    create: (sessionId: string, body: ScheduleBody) =>
+      this.http.request<Schedule>('POST', `/v1/sessions/${enc(sessionId)}/schedules`, body),
+    list: async (sessionId?: string) =>
+      (
+        await this.http.request<{ schedules: Schedule[] }>(
+          'GET',
+          sessionId ? `/v1/sessions/${enc(sessionId)}/schedules` : '/v1/schedules',
+        )
+      ).schedules,
+    pause: (id: string) => this.http.request<Schedule>('POST', `/v1/schedules/${enc(id)}/pause`),
+    resume: (id: string) => this.http.request<Schedule>('POST', `/v1/schedules/${enc(id)}/resume`),
+    cancel: (id: string) => this.http.request<Schedule>('POST', `/v1/schedules/${enc(id)}/cancel`),
   };
 
   readonly tokens = {

@@ -3,8 +3,12 @@
  * the API boundary; the store keeps the resolved form.
  */
 import { z } from 'zod';
+import { BerthError } from './errors.js';
 
-export const PROVIDERS = ['command', 'script'] as const;
+export const PROVIDERS = ['command', 'script', 'anthropic', 'openai'] as const;
+/** Providers whose turns are model tool-use loops through the gateway's model proxy. */
+export const MODEL_PROVIDERS = ['anthropic', 'openai'] as const;
+export type ModelProviderName = (typeof MODEL_PROVIDERS)[number];
 export type ProviderName = (typeof PROVIDERS)[number];
 
 export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
@@ -67,8 +71,44 @@ export const agentSpecSchema = z
       .string()
       .max(64 * 1024)
       .optional(),
+    // Model agents (anthropic, openai), issue 7. Defaults: MODEL_DEFAULTS.
+    /** The upstream model name, e.g. claude-sonnet-4-5 or gpt-4.1; required for anthropic and openai. */
+    model: z.string().min(1).max(200).optional(),
+    /** Upstream base URL for this agent; unset = the host's ANTHROPIC_BASE_URL / OPENAI_BASE_URL. */
+    baseUrl: z.string().url().max(2048).optional(),
+    /** Host secret holding the provider key. @default the provider's name ('anthropic' or 'openai') */
+    secret: z.string().regex(NAME_PATTERN, 'secret: a secret name').optional(),
+    /** Largest reply of one model call, in tokens. @default 4096 */
+    maxTokens: z.number().int().min(1).max(1_000_000).optional(),
+    /** Model calls one turn may make before it fails. @default 50 */
+    maxSteps: z.number().int().min(1).max(1000).optional(),
+    /** Time limit of one bash tool call, in ms. @default 120000 */
+    toolTimeoutMs: z.number().int().min(100).max(3_600_000).optional(),
+    /** Model budget over a sliding hour, enforced by the gateway; unset = unlimited. */
+    budget: z
+      .object({
+        tokensPerHour: z.number().int().positive().optional(),
+        turnsPerHour: z.number().int().positive().optional(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
+
+export const MODEL_DEFAULTS = { maxTokens: 4096, maxSteps: 50, toolTimeoutMs: 120_000 } as const;
+
+/**
+ * Cross-field rule of model agents, checked where agents are created or changed (kept
+ * out of the schema so that it stays an object other schemas can derive from).
+ */
+export function assertModelFields(spec: { name: string; provider: string; model?: string }): void {
+  if ((MODEL_PROVIDERS as readonly string[]).includes(spec.provider) && !spec.model) {
+    throw new BerthError(
+      'INVALID_INPUT',
+      `Invalid agent: model: provider ${spec.provider} needs a model name (e.g. "model": "claude-sonnet-4-5")`,
+    );
+  }
+}
 
 export type AgentSpecInput = z.input<typeof agentSpecSchema>;
 export type AgentSpec = z.output<typeof agentSpecSchema>;

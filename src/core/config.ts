@@ -63,6 +63,12 @@ export interface ResolvedConfig {
   readonly webhookRetryMaxMs: number;
   /** A receiver answering later than this is a failed attempt, in ms. @default 10000 (BERTH_WEBHOOK_TIMEOUT) */
   readonly webhookTimeoutMs: number;
+  /** Encrypts the secret store at rest (AES-256-GCM, key derived with scrypt); empty = stored unencrypted. Never logged. @default '' (BERTH_SECRET_KEY) */
+  readonly secretKey: string;
+  /** Upstream of the gateway's Anthropic proxy, unless the agent names one. @default https://api.anthropic.com (ANTHROPIC_BASE_URL) */
+  readonly anthropicBaseUrl: string;
+  /** Upstream of the gateway's OpenAI-compatible proxy, unless the agent names one. @default https://api.openai.com/v1 (OPENAI_BASE_URL) */
+  readonly openaiBaseUrl: string;
   /** @default info (BERTH_LOG_LEVEL) */
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
@@ -114,6 +120,9 @@ const schema = z.object({
   webhookTimeoutMs: durationMs.pipe(z.number().min(100, 'must be at least 100ms')),
   maxOutputBytes: positiveInt,
   mountAllowlistFile: z.string().min(1).optional(),
+  secretKey: z.string(),
+  anthropicBaseUrl: z.string().url(),
+  openaiBaseUrl: z.string().url(),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
   failpoint: z.enum(['', 'kill-before-promote']),
 });
@@ -148,6 +157,9 @@ export const CONFIG_ENV: Record<keyof Input, string> = {
   webhookTimeoutMs: 'BERTH_WEBHOOK_TIMEOUT',
   maxOutputBytes: 'BERTH_MAX_OUTPUT_BYTES',
   mountAllowlistFile: 'BERTH_MOUNT_ALLOWLIST',
+  secretKey: 'BERTH_SECRET_KEY',
+  anthropicBaseUrl: 'ANTHROPIC_BASE_URL',
+  openaiBaseUrl: 'OPENAI_BASE_URL',
   logLevel: 'BERTH_LOG_LEVEL',
   failpoint: 'BERTH_FAILPOINT',
 };
@@ -176,6 +188,9 @@ const DEFAULTS: Input = {
   webhookRetryMaxMs: 300_000,
   webhookTimeoutMs: 10_000,
   maxOutputBytes: 64 * 1024,
+  secretKey: '',
+  anthropicBaseUrl: 'https://api.anthropic.com',
+  openaiBaseUrl: 'https://api.openai.com/v1',
   logLevel: 'info',
   failpoint: '',
 };

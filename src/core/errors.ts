@@ -178,6 +178,36 @@ export const ERRORS = {
     retryable: true,
     hint: 'Start the host: berth up (or set BERTH_URL to where it runs).',
   },
+  SECRET_STORE_LOCKED: {
+    status: 500,
+    retryable: false,
+    hint: 'Set BERTH_SECRET_KEY to the key the secrets were stored with (the same for every berth process on this data dir).',
+  },
+  MODEL_KEY_MISSING: {
+    status: 503,
+    retryable: true,
+    hint: "Store the provider key on the host: berth secret set anthropic (or openai, or the agent's secret name); the value is read from stdin.",
+  },
+  MODEL_BUDGET_EXCEEDED: {
+    status: 429,
+    retryable: true,
+    hint: "The agent spent its hourly model budget; wait for the window to move on, or raise the agent's budget.",
+  },
+  MODEL_UPSTREAM_FAILED: {
+    status: 502,
+    retryable: true,
+    hint: "The model provider could not be reached; check ANTHROPIC_BASE_URL / OPENAI_BASE_URL (or the agent's baseUrl) on the host.",
+  },
+  SCHEDULE_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    hint: 'List schedules with: berth schedule list [session]',
+  },
+  SCHEDULE_CANCELLED: {
+    status: 409,
+    retryable: false,
+    hint: 'A cancelled schedule stays cancelled; create a new one.',
+  },
   NOT_FOUND: { status: 404, retryable: false, hint: 'See /v1 routes in docs/architecture.md.' },
   INTERNAL: { status: 500, retryable: true, hint: 'This is a bug in berth; the logs have the details.' },
 } as const satisfies Record<string, ErrorSpec>;

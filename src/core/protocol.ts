@@ -31,10 +31,24 @@ export interface TurnAssignment {
   sessionId: string;
   generation: number;
   attempt: number;
-  provider: 'command' | 'script';
+  provider: 'command' | 'script' | 'anthropic' | 'openai';
   messages: TurnMessage[];
   limits: { maxOutputBytes: number; heartbeatIntervalMs: number };
+  /** For anthropic and openai turns: the loop's settings (the key stays on the host). */
+  model?: ModelSettings;
 }
+
+export interface ModelSettings {
+  model: string;
+  maxTokens: number;
+  maxSteps: number;
+  toolTimeoutMs: number;
+  /** The agent's instructions; the runner appends the workspace's AGENT.md. */
+  instructions: string;
+}
+
+/** Path prefix of the gateway's model proxy: <prefix>/anthropic/… and <prefix>/openai/… */
+export const MODEL_PROXY_PATH = '/v1/model';
 
 export interface TurnOutput {
   text: string;

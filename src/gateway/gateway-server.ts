@@ -15,9 +15,16 @@ import { chmod, rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import { BerthError, type BindAssignment, type Clock, type TurnAssignment } from '../core/index.js';
+import {
+  BerthError,
+  type BindAssignment,
+  type Clock,
+  MODEL_PROXY_PATH,
+  type TurnAssignment,
+} from '../core/index.js';
 import { type Fence, type FenceCode, fenceError, type Store } from '../store/index.js';
 import { LongPoll } from './long-poll.js';
+import type { ModelProxy } from './model-proxy.js';
 import { abortBody, commitBody, heartbeatBody, progressBody, STATE_KEY, stateBody } from './schemas.js';
 import { verifySandboxToken } from './token.js';
 
@@ -59,6 +66,8 @@ export interface GatewayBinding {
   assignment: BindAssignment;
   hooks: GatewayHooks;
   log: Logger;
+  /** Serves /v1/model/* for model agents (issue 7); absent = no model proxy. */
+  modelProxy?: ModelProxy;
 }
 
 export class SandboxGateway {
@@ -160,6 +169,11 @@ export class SandboxGateway {
       );
     }
     const path = (req.url ?? '').split('?')[0]!;
+    const modelProxy = this.bound?.modelProxy;
+    if (path.startsWith(`${MODEL_PROXY_PATH}/`) && modelProxy) {
+      const open = this.turn && !this.turn.closing ? this.turn.id : null;
+      return modelProxy.handle(req, res, req.url ?? '', open);
+    }
     const stateKey = /^\/v1\/state\/([^/]+)$/.exec(path)?.[1];
     if (stateKey !== undefined) return this.handleState(req, res, decodeURIComponent(stateKey));
     const route = `${req.method} ${path}`;
@@ -375,13 +389,24 @@ export class SandboxGateway {
         ? err
         : new BerthError('INTERNAL', `Gateway failed: ${(err as Error).message}`, { cause: err });
     if (error.code === 'INTERNAL') this.log.error({ err }, 'Gateway request failed');
-    if (!res.headersSent) this.send(res, error.status, error.toJSON());
+    // The SDKs retry 409 and 429 on their own; the gateway's refusals are final for that call.
+    const shouldRetry = error.code === 'MODEL_UPSTREAM_FAILED' ? 'true' : 'false';
+    if (!res.headersSent) this.send(res, error.status, error.toJSON(), { 'x-should-retry': shouldRetry });
   }
 
-  private send(res: ServerResponse, status: number, body: unknown): void {
+  private send(
+    res: ServerResponse,
+    status: number,
+    body: unknown,
+    headers: Record<string, string> = {},
+  ): void {
     const text = JSON.stringify(body);
     res
-      .writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
+      .writeHead(status, {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(text),
+        ...headers,
+      })
       .end(text);
   }
 }

@@ -1,4 +1,4 @@
-/** gateway: the per-sandbox door (turn protocol), with its tokens. */
+/** gateway: the per-sandbox door (turn protocol, model proxy), with its tokens. */
 export {
   type GatewayBinding,
   type GatewayHooks,
@@ -6,4 +6,5 @@ export {
   SandboxGateway,
   type TurnEnd,
 } from './gateway-server.js';
+export { ModelProxy, type ModelProxyOptions, type SecretSource } from './model-proxy.js';
 export { signSandboxToken, type TokenClaims, verifySandboxToken } from './token.js';

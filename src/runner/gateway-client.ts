@@ -22,8 +22,9 @@ export class GatewayClient {
   private readonly agent = new Agent({ keepAlive: true });
 
   constructor(
-    private readonly socketPath: string,
-    private readonly token: string,
+    readonly socketPath: string,
+    /** Also the model SDKs' "API key": the gateway swaps it for the real key on the host. */
+    readonly token: string,
   ) {}
 
   async call<T>(

@@ -48,6 +48,7 @@ async function main(): Promise<void> {
     try {
       const outputs = await PROVIDERS[turn.provider](turn, {
         workspace: SANDBOX_WORKSPACE,
+        gateway,
         progress: async (text) =>
           void (await gateway.call('POST', '/v1/progress', { turnId: turn.turnId, text })),
         getState: (key) => getState(gateway, key),

@@ -16,6 +16,8 @@ export interface ShellResult {
   signal: string | null;
   stdout: string;
   stderr: string;
+  /** True when the job ran past its timeout and its process group was killed. */
+  timedOut: boolean;
 }
 
 /**
@@ -25,7 +27,7 @@ export interface ShellResult {
  */
 export function runShell(
   command: string,
-  opts: { cwd: string; maxOutputBytes: number; attempt: number },
+  opts: { cwd: string; maxOutputBytes: number; attempt: number; timeoutMs?: number },
 ): Promise<ShellResult> {
   return new Promise((resolve, reject) => {
     const child = spawn('/bin/sh', ['-c', command], {
@@ -51,7 +53,20 @@ export function runShell(
     child.stdout.on('data', (c: Buffer) => out.add(c));
     child.stderr.on('data', (c: Buffer) => err.add(c));
     child.on('error', (e) => err.add(Buffer.from(String(e))));
+    let timedOut = false;
+    const timer =
+      opts.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            timedOut = true;
+            try {
+              process.kill(-child.pid!, 'SIGKILL'); // the whole group: a pipeline's children too
+            } catch {
+              // already gone
+            }
+          }, opts.timeoutMs);
     child.on('close', (code, signal) => {
+      clearTimeout(timer);
       if (overflowed) {
         reject(
           new LimitExceeded(
@@ -61,7 +76,7 @@ export function runShell(
         );
         return;
       }
-      resolve({ exitCode: code, signal, stdout: out.text(), stderr: err.text() });
+      resolve({ exitCode: code, signal, stdout: out.text(), stderr: err.text(), timedOut });
     });
   });
 }

@@ -4,16 +4,20 @@
  * steps (run, sleep, write, append, progress, putState, assertFile, assertState), for
  * tests, demos, load and chaos; a failing step fails the turn. The asserts are how a test
  * sees partial state: a turn that finds anything but committed content fails.
+ * `anthropic` and `openai`: model tool-use loops (their own modules).
  */
 
 import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, resolve, sep } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type { ScriptPlan, ScriptStep, TurnAssignment, TurnOutput } from '../core/protocol.js';
+import type { GatewayClient } from './gateway-client.js';
 import { runShell } from './processes.js';
 
 export interface TurnContext {
   workspace: string;
+  /** Model providers reach the gateway's model proxy through it. */
+  gateway: GatewayClient;
   progress(text: string): Promise<void>;
   /** undefined when the key is not set. */
   getState(key: string): Promise<unknown>;
@@ -45,6 +49,10 @@ export const PROVIDERS: Record<TurnAssignment['provider'], Provider> = {
     }
     return outputs;
   },
+
+  // Model loops load their SDK only when an agent uses them (issue 7).
+  anthropic: async (turn, ctx) => (await import('./anthropic-provider.js')).runAnthropic(turn, ctx),
+  openai: async (turn, ctx) => (await import('./openai-provider.js')).runOpenAI(turn, ctx),
 };
 
 export class StepFailed extends Error {}

@@ -15,5 +15,11 @@ test('the runner is staged once per version of its code, even by workers staging
   assert.match(await readFile(join(dir, RUNNER_ENTRY), 'utf8'), /gateway/);
   assert.equal(await readFile(join(dir, 'package.json'), 'utf8'), '{"type":"module"}\n');
   assert.ok((await readdir(join(dir, 'core'))).includes('protocol.js'));
+  // The model SDKs the runner imports, with their dependencies, without type declarations.
+  for (const pkg of ['@anthropic-ai/sdk', 'openai'])
+    assert.ok(JSON.parse(await readFile(join(dir, 'node_modules', pkg, 'package.json'), 'utf8')).version);
+  await assert.rejects(readFile(join(dir, 'node_modules', 'openai', 'index.d.ts')), /ENOENT/);
+  const sdk = await import(join(dir, 'node_modules', '@anthropic-ai', 'sdk', 'index.mjs'));
+  assert.equal(typeof sdk.default, 'function', 'the staged SDK loads');
   assert.equal(await stageRunner(base), dir, 'a later worker reuses it');
 });

@@ -16,6 +16,9 @@ import type {
   DeliveryDecision,
   Message,
   Principal,
+  Schedule,
+  ScheduleInput,
+  ScheduleStatus,
   Session,
   SessionEvent,
   SessionView,
@@ -108,6 +111,34 @@ export interface NewApiToken {
   /** SHA-256 (hex) of the secret; the secret itself is never stored. */
   hash: string;
   label: string;
+}
+
+/** A schedule to create: validated input, its session, its first due time, the caller's tenant. */
+export type NewSchedule = Omit<ScheduleInput, 'agent'> & {
+  sessionId: string;
+  agent?: string;
+  nextRunAt: number;
+  tenant?: string;
+};
+
+/** One upstream model call, recorded by the gateway's model proxy once its response ended. */
+export interface ModelUsageEntry {
+  agent: string;
+  sessionId: string;
+  turnId: string;
+  generation: number;
+  provider: string;
+  model: string;
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export interface ModelUsageTotals {
+  calls: number;
+  inputTokens: number;
+  outputTokens: number;
+  /** Distinct turns that made those calls. */
+  turns: number;
 }
 
 export interface Store {
@@ -211,6 +242,26 @@ export interface Store {
   retryWebhookDelivery(deliveryId: number, now: number, tenant?: string): Promise<boolean>;
   /** Deliveries per status, for metrics. */
   webhookDeliveryCounts(): Promise<Record<'pending' | 'delivered' | 'dead', number>>;
+  /** Checks the session and agent as enqueueMessage does (same errors); the schedule takes the session's tenant. */
+  createSchedule(input: NewSchedule, now: number): Promise<Schedule>;
+  /** One session's schedules, or (null) all. */
+  listSchedules(sessionId: string | null, tenant?: string): Promise<Schedule[]>;
+  /**
+   * Pause, resume or cancel (SCHEDULE_NOT_FOUND, SCHEDULE_CANCELLED). A resumed schedule
+   * is next due at its first time after now: runs that fell while paused are not sent.
+   */
+  moveScheduleTo(id: string, status: ScheduleStatus, now: number, tenant?: string): Promise<Schedule>;
+  /**
+   * Every due active schedule, each in its own transaction: moves next_run_at on by
+   * compare-and-set and, when the run is sent (decideScheduleRun), enqueues its message
+   * in the same transaction. A due run is handled at most once, whoever else runs this.
+   */
+  runDueSchedules(now: number): Promise<{ fired: string[]; skipped: string[] }>;
+
+  /** Not fenced: the tokens were spent whichever generation is current by the time the response ended. */
+  recordModelUsage(entry: ModelUsageEntry, now: number): Promise<void>;
+  /** Totals of the calls matching every given filter (budgets: agent + since; a turn's usage: turnId). */
+  sumModelUsage(filter: { agent?: string; turnId?: string; since?: number }): Promise<ModelUsageTotals>;
 
   audit(entry: AuditEntry, now: number): Promise<void>;
   listAudit(afterId: number, limit: number): Promise<(AuditEntry & { id: number; at: number })[]>;

@@ -1,6 +1,7 @@
 /** What a worker and each of its session supervisors are given by the host. */
 import type { Logger } from 'pino';
 import type { Clock, ResolvedConfig } from '../core/index.js';
+import type { SecretSource } from '../gateway/index.js';
 import type { SandboxRuntime } from '../runtime/index.js';
 import type { Store } from '../store/index.js';
 import type { Workspaces } from '../workspace/index.js';
@@ -15,6 +16,8 @@ export interface WorkerDeps {
   paths: HostPaths;
   /** The sandbox image of agents that name none. */
   image: string;
+  /** Provider keys for the gateway's model proxy (the host's secret store). */
+  secrets: SecretSource;
 }
 
 /** What starting and running a sandbox needs on top: this worker's identity and its files. */

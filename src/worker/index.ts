@@ -2,4 +2,5 @@
 
 export type { WorkerDeps } from './deps.js';
 export { type HostPaths, hostPaths, installIdOf, sandboxName } from './paths.js';
+export { ScheduleRunner } from './schedule-runner.js';
 export { Worker } from './worker.js';

@@ -8,6 +8,8 @@ export interface HostPaths {
   /** Holds the staged runner, one content-addressed dir per version of its code. */
   runnerDir: string;
   imageCacheDir: string;
+  /** The secret store's file (mode 0600). */
+  secretsFile: string;
   sandboxRunDir(sandboxName: string): string;
 }
 
@@ -17,6 +19,7 @@ export function hostPaths(dataDir: string): HostPaths {
     storeFile: join(dataDir, 'berth.db'),
     runnerDir: join(dataDir, 'runner'),
     imageCacheDir: join(dataDir, 'cache'),
+    secretsFile: join(dataDir, 'secrets.json'),
     sandboxRunDir: (name) => join(dataDir, 'run', name),
   };
 }

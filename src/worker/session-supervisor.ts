@@ -18,11 +18,13 @@ import {
   type Agent,
   BerthError,
   decideSandboxHealth,
+  MODEL_DEFAULTS,
+  MODEL_PROVIDERS,
   type Session,
   type Turn,
   type TurnAssignment,
 } from '../core/index.js';
-import { type SandboxGateway, signSandboxToken, type TurnEnd } from '../gateway/index.js';
+import { ModelProxy, type SandboxGateway, signSandboxToken, type TurnEnd } from '../gateway/index.js';
 import type { RuntimeEvent, SandboxHandle } from '../runtime/index.js';
 import type { Fence } from '../store/index.js';
 import type { WorkspaceQuota } from '../workspace/index.js';
@@ -144,6 +146,7 @@ export class SessionSupervisor {
         heartbeatIntervalMs: config.heartbeatIntervalMs,
       },
       log: this.log,
+      modelProxy: this.modelProxy(),
       hooks: {
         onHeartbeat: (now) => {
           this.lastHeartbeatAt = now;
@@ -160,6 +163,21 @@ export class SessionSupervisor {
     });
     this.bound = true;
     this.lastHeartbeatAt = clock.now();
+  }
+
+  /** Model agents get the gateway's model proxy, which adds the provider key on the host. */
+  private modelProxy(): ModelProxy | undefined {
+    if (!(MODEL_PROVIDERS as readonly string[]).includes(this.agent.provider)) return undefined;
+    const { config } = this.deps;
+    return new ModelProxy({
+      agent: this.agent,
+      binding: this.fence,
+      secrets: this.deps.secrets,
+      upstreams: { anthropic: config.anthropicBaseUrl, openai: config.openaiBaseUrl },
+      store: this.deps.store,
+      clock: this.deps.clock,
+      log: this.log,
+    });
   }
 
   /**
@@ -236,6 +254,17 @@ export class SessionSupervisor {
       provider: this.agent.provider,
       messages: messages.map((m) => ({ id: m.id, text: m.text })),
       limits: { maxOutputBytes: config.maxOutputBytes, heartbeatIntervalMs: config.heartbeatIntervalMs },
+      ...(this.agent.model
+        ? {
+            model: {
+              model: this.agent.model,
+              maxTokens: this.agent.maxTokens ?? MODEL_DEFAULTS.maxTokens,
+              maxSteps: this.agent.maxSteps ?? MODEL_DEFAULTS.maxSteps,
+              toolTimeoutMs: this.agent.toolTimeoutMs ?? MODEL_DEFAULTS.toolTimeoutMs,
+              instructions: this.agent.instructions ?? '',
+            },
+          }
+        : {}),
     };
     this.log.info(
       { turnId: turn.id, attempt: turn.attempt, messages: messages.length, ...timings },

@@ -190,6 +190,50 @@ CREATE INDEX turns_running ON turns(session_id) WHERE status = 'running';
 CREATE INDEX sessions_lease_owner ON sessions(lease_owner) WHERE lease_owner IS NOT NULL;
 `,
   },
+  {
+    version: 7,
+    name: 'model usage',
+    sql: `
+CREATE TABLE model_usage (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  at INTEGER NOT NULL,
+  agent TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  turn_id TEXT NOT NULL,
+  generation INTEGER NOT NULL,
+  provider TEXT NOT NULL,
+  model TEXT NOT NULL,
+  input_tokens INTEGER NOT NULL,
+  output_tokens INTEGER NOT NULL
+);
+CREATE INDEX model_usage_agent ON model_usage(agent, at);
+CREATE INDEX model_usage_turn ON model_usage(turn_id);
+`,
+  },
+  {
+    version: 8,
+    name: 'schedules',
+    sql: `
+CREATE TABLE schedules (
+  id TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL,
+  agent TEXT,
+  tenant TEXT NOT NULL,
+  cron TEXT NOT NULL,
+  tz TEXT NOT NULL,
+  message TEXT NOT NULL,
+  missed TEXT NOT NULL CHECK (missed IN ('once', 'skip')),
+  status TEXT NOT NULL CHECK (status IN ('active', 'paused', 'cancelled')),
+  next_run_at INTEGER,
+  last_run_at INTEGER,
+  runs INTEGER NOT NULL DEFAULT 0,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE INDEX schedules_due ON schedules(next_run_at) WHERE status = 'active';
+CREATE INDEX schedules_session ON schedules(session_id);
+`,
+  },
 ];
 
 /** SQLite's column types in PostgreSQL's: every integer 64-bit, AUTOINCREMENT keys as BIGSERIAL. */

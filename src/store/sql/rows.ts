@@ -4,6 +4,7 @@ import type {
   AgentSpec,
   ApiTokenRow,
   Message,
+  Schedule,
   Session,
   SessionEvent,
   SessionEventType,
@@ -143,5 +144,25 @@ export function toAttempt(r: Row): WebhookAttempt {
     statusCode: r.status_code == null ? null : Number(r.status_code),
     error: (r.error as string | null) ?? null,
     durationMs: Number(r.duration_ms),
+  };
+}
+
+export function toSchedule(r: Row): Schedule {
+  const n = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+  return {
+    id: String(r.id),
+    sessionId: String(r.session_id),
+    agent: (r.agent as string | null) ?? null,
+    tenant: String(r.tenant),
+    cron: String(r.cron),
+    tz: String(r.tz),
+    message: String(r.message),
+    missed: r.missed as Schedule['missed'],
+    status: r.status as Schedule['status'],
+    nextRunAt: n(r.next_run_at),
+    lastRunAt: n(r.last_run_at),
+    runs: Number(r.runs),
+    createdAt: Number(r.created_at),
+    updatedAt: Number(r.updated_at),
   };
 }

@@ -18,10 +18,14 @@ import {
   type CommitInput,
   DEFAULT_TENANT,
   decideAbortedMessage,
+  decideScheduleRun,
   type Message,
   newId,
+  nextRunOf,
   type Principal,
   type RetryPolicy,
+  type Schedule,
+  type ScheduleStatus,
   type SessionEvent,
   type SessionEventType,
   type SessionView,
@@ -40,7 +44,10 @@ import type {
   Fence,
   FenceCode,
   Fenced,
+  ModelUsageEntry,
+  ModelUsageTotals,
   NewApiToken,
+  NewSchedule,
   NewWebhook,
   Store,
   StoreChange,
@@ -54,6 +61,7 @@ import {
   toDelivery,
   toEvent,
   toMessage,
+  toSchedule,
   toSession,
   toTurn,
   toWebhook,
@@ -202,44 +210,116 @@ export class SqlStore implements Store {
   // ---- inbound
 
   enqueueMessage(input: EnqueueInput): Promise<{ message: Message; view: SessionView; eventId: number }> {
-    const { sessionId, text, now } = input;
     const leaseMs = this.leaseMs;
-    return this.write(function* (changes) {
-      let existing = yield* get('SESSION_BY_ID', { id: sessionId });
-      if (!existing) {
-        if (!input.agent) {
-          throw new BerthError(
-            'AGENT_REQUIRED',
-            `Session ${sessionId} does not exist and no agent was named (enqueueMessage)`,
-          );
-        }
-        const agent = yield* ownAgentRow(input.agent, input.tenant, 'enqueueMessage');
-        yield* run('INSERT_SESSION', { id: sessionId, agent: input.agent, tenant: agent.tenant, now });
-        // Re-read: a concurrent first message may have created it, possibly for another agent.
-        existing = (yield* get('SESSION_BY_ID', { id: sessionId }))!;
-      }
-      if (!ownedBy(existing, input.tenant))
-        throw new BerthError('SESSION_NOT_FOUND', `Session ${sessionId} does not exist (enqueueMessage)`);
-      if (existing.archived_at != null)
-        throw new BerthError('SESSION_ARCHIVED', `Session ${sessionId} is archived (enqueueMessage)`);
-      if (input.agent && existing.agent !== input.agent) {
-        throw new BerthError(
-          'SESSION_AGENT_MISMATCH',
-          `Session ${sessionId} belongs to agent ${String(existing.agent)}, not ${input.agent} (enqueueMessage)`,
-        );
-      }
-      const message = toMessage((yield* get('INSERT_INBOUND', { sessionId, text, now }))!);
-      const view = (yield* sessionViewOf(sessionId, now, leaseMs))!;
-      changes.push({ type: 'enqueued', sessionId, leaseOwner: view.leaseOwner });
-      const eventId = yield* insertEvent(
-        changes,
-        sessionId,
-        'queued',
-        { messageId: message.id, position: view.queuePosition },
-        now,
-      );
-      return { message, view, eventId };
+    return this.write((changes) => enqueueInTx(changes, input, leaseMs, 'enqueueMessage'));
+  }
+
+  // ---- schedules (issue 7)
+
+  createSchedule(input: NewSchedule, now: number): Promise<Schedule> {
+    return this.write(function* () {
+      const tenant = yield* sessionTenantFor(input, 'createSchedule');
+      const id = newId('sch');
+      yield* run('INSERT_SCHEDULE', { ...input, agent: input.agent ?? null, tenant, id, now });
+      return toSchedule((yield* get('SCHEDULE_BY_ID', { id }))!);
     });
+  }
+
+  async listSchedules(sessionId: string | null, tenant?: string): Promise<Schedule[]> {
+    return (await this.driver.read(() => all('SCHEDULES', { sessionId, tenant: tenant ?? null }))).map(
+      toSchedule,
+    );
+  }
+
+  moveScheduleTo(id: string, status: ScheduleStatus, now: number, tenant?: string): Promise<Schedule> {
+    return this.write(function* () {
+      const row = yield* get('SCHEDULE_BY_ID', { id });
+      if (!row || !ownedBy(row, tenant))
+        throw new BerthError(
+          'SCHEDULE_NOT_FOUND',
+          `Schedule ${id} does not exist (moveScheduleTo ${status})`,
+        );
+      const s = toSchedule(row);
+      if (s.status === 'cancelled')
+        throw new BerthError('SCHEDULE_CANCELLED', `Schedule ${id} is cancelled (moveScheduleTo ${status})`);
+      // Resumed: next due after now, so runs that fell while paused are not sent.
+      const nextRunAt =
+        status === 'active' ? nextRunOf(s.cron, s.tz, now) : status === 'paused' ? s.nextRunAt : null;
+      yield* run('MOVE_SCHEDULE', { id, status, nextRunAt, now });
+      return toSchedule((yield* get('SCHEDULE_BY_ID', { id }))!);
+    });
+  }
+
+  async runDueSchedules(now: number): Promise<{ fired: string[]; skipped: string[] }> {
+    const result = { fired: [] as string[], skipped: [] as string[] };
+    const leaseMs = this.leaseMs;
+    for (const row of await this.driver.read(() => all('DUE_SCHEDULES', { now }))) {
+      const s = toSchedule(row);
+      const decision = decideScheduleRun(s, now);
+      if (decision.action === 'wait') continue;
+      const outcome = await this.write(function* (changes) {
+        // Compare-and-set on the due time: whoever moves it on first handles the run, once.
+        const moved = yield* run('ADVANCE_SCHEDULE', {
+          id: s.id,
+          dueAt: decision.dueAt,
+          nextRunAt: decision.nextRunAt,
+          fired: decision.action === 'fire' ? 1 : 0,
+          now,
+        });
+        if (moved !== 1) return 'taken';
+        if (decision.action === 'skip') return 'skipped';
+        const input = {
+          sessionId: s.sessionId,
+          text: s.message,
+          now,
+          tenant: s.tenant,
+          ...(s.agent ? { agent: s.agent } : {}),
+        };
+        const failure = yield* checkEnqueue(input, 'runDueSchedules');
+        if (failure) {
+          // The session was archived or its agent deleted: the schedule moves on and says why.
+          yield* run('INSERT_AUDIT', {
+            now,
+            kind: 'schedule-failed',
+            sessionId: s.sessionId,
+            generation: null,
+            data: JSON.stringify({ scheduleId: s.id, error: failure.message }),
+          });
+          return 'failed';
+        }
+        yield* enqueueInTx(changes, input, leaseMs, 'runDueSchedules');
+        return 'fired';
+      });
+      if (outcome === 'fired') result.fired.push(s.id);
+      if (outcome === 'skipped') result.skipped.push(s.id);
+    }
+    return result;
+  }
+
+  // ---- model usage (issue 7)
+
+  async recordModelUsage(entry: ModelUsageEntry, now: number): Promise<void> {
+    await this.write(() => run('INSERT_MODEL_USAGE', { ...entry, now }));
+  }
+
+  async sumModelUsage(filter: {
+    agent?: string;
+    turnId?: string;
+    since?: number;
+  }): Promise<ModelUsageTotals> {
+    const r = (await this.driver.read(() =>
+      get('SUM_MODEL_USAGE', {
+        agent: filter.agent ?? null,
+        turnId: filter.turnId ?? null,
+        since: filter.since ?? null,
+      }),
+    ))!;
+    return {
+      calls: Number(r.calls),
+      inputTokens: Number(r.input_tokens),
+      outputTokens: Number(r.output_tokens),
+      turns: Number(r.turns),
+    };
   }
 
   // ---- reads
@@ -708,6 +788,79 @@ export class SqlStore implements Store {
     for (const change of changes) this.emitter.emit('change', change);
     return value;
   }
+}
+
+/**
+ * An inbound message (creating the session on first use, as the caller's tenant may) and
+ * its `queued` event. Throws AGENT_REQUIRED, AGENT_NOT_FOUND, SESSION_NOT_FOUND,
+ * SESSION_ARCHIVED, SESSION_AGENT_MISMATCH naming `operation`.
+ */
+function* enqueueInTx(
+  changes: StoreChange[],
+  input: EnqueueInput,
+  leaseMs: number,
+  operation: string,
+): Program<{ message: Message; view: SessionView; eventId: number }> {
+  const { sessionId, text, now } = input;
+  if (!(yield* get('SESSION_BY_ID', { id: sessionId })) && input.agent) {
+    const agent = yield* ownAgentRow(input.agent, input.tenant, operation);
+    yield* run('INSERT_SESSION', { id: sessionId, agent: input.agent, tenant: agent.tenant, now });
+  }
+  // Checked after the insert: a concurrent first message may have created it, possibly for another agent.
+  const failure = yield* checkEnqueue(input, operation);
+  if (failure) throw failure;
+  const message = toMessage((yield* get('INSERT_INBOUND', { sessionId, text, now }))!);
+  const view = (yield* sessionViewOf(sessionId, now, leaseMs))!;
+  changes.push({ type: 'enqueued', sessionId, leaseOwner: view.leaseOwner });
+  const eventId = yield* insertEvent(
+    changes,
+    sessionId,
+    'queued',
+    { messageId: message.id, position: view.queuePosition },
+    now,
+  );
+  return { message, view, eventId };
+}
+
+/** The tenant a schedule to this session belongs to, checked as an enqueue would be (nothing written). */
+function* sessionTenantFor(
+  input: { sessionId: string; agent?: string; tenant?: string },
+  operation: string,
+): Program<string> {
+  const failure = yield* checkEnqueue(input, operation);
+  if (failure) throw failure;
+  const existing = yield* get('SESSION_BY_ID', { id: input.sessionId });
+  if (existing) return String(existing.tenant);
+  return String((yield* ownAgentRow(input.agent!, input.tenant, operation)).tenant);
+}
+
+/** Why a message to this session would be refused now, or null (nothing written). */
+function* checkEnqueue(
+  input: { sessionId: string; agent?: string; tenant?: string },
+  operation: string,
+): Program<BerthError | null> {
+  const existing = yield* get('SESSION_BY_ID', { id: input.sessionId });
+  if (!existing) {
+    if (!input.agent)
+      return new BerthError(
+        'AGENT_REQUIRED',
+        `Session ${input.sessionId} does not exist and no agent was named (${operation})`,
+      );
+    const agent = yield* get('AGENT_BY_NAME', { name: input.agent });
+    if (!agent || !ownedBy(agent, input.tenant))
+      return new BerthError('AGENT_NOT_FOUND', `Agent ${input.agent} does not exist (${operation})`);
+    return null;
+  }
+  if (!ownedBy(existing, input.tenant))
+    return new BerthError('SESSION_NOT_FOUND', `Session ${input.sessionId} does not exist (${operation})`);
+  if (existing.archived_at != null)
+    return new BerthError('SESSION_ARCHIVED', `Session ${input.sessionId} is archived (${operation})`);
+  if (input.agent && existing.agent !== input.agent)
+    return new BerthError(
+      'SESSION_AGENT_MISMATCH',
+      `Session ${input.sessionId} belongs to agent ${String(existing.agent)}, not ${input.agent} (${operation})`,
+    );
+  return null;
 }
 
 /** The live agent `name` if `tenant` may use it; otherwise AGENT_NOT_FOUND (another tenant's looks absent). */

@@ -174,6 +174,47 @@ export const STATE_OF_SESSION = `SELECT key, value FROM session_state WHERE sess
  * Statements whose text differs between engines: PostgreSQL takes row locks where SQLite
  * (one writer at a time) needs none.
  */
+/** One upstream model call's token counts (issue 7). */
+export const INSERT_MODEL_USAGE = `
+INSERT INTO model_usage (at, agent, session_id, turn_id, generation, provider, model, input_tokens, output_tokens)
+VALUES (:now, :agent, :sessionId, :turnId, :generation, :provider, :model, :inputTokens, :outputTokens)`;
+/**
+ * Totals over model calls matching every given filter (a NULL param matches all).
+ * Params: agent, turnId, since. Returns calls, input_tokens, output_tokens, turns (distinct).
+ */
+export const SUM_MODEL_USAGE = `
+SELECT COUNT(*) AS calls, COALESCE(SUM(input_tokens), 0) AS input_tokens,
+  COALESCE(SUM(output_tokens), 0) AS output_tokens, COUNT(DISTINCT turn_id) AS turns
+FROM model_usage
+WHERE (:agent IS NULL OR agent = :agent) AND (:turnId IS NULL OR turn_id = :turnId)
+  AND (:since IS NULL OR at >= :since)`;
+
+/** A new active schedule (issue 7). Params: id, sessionId, agent, tenant, cron, tz, message, missed, nextRunAt, now. */
+export const INSERT_SCHEDULE = `
+INSERT INTO schedules (id, session_id, agent, tenant, cron, tz, message, missed, status, next_run_at, created_at, updated_at)
+VALUES (:id, :sessionId, :agent, :tenant, :cron, :tz, :message, :missed, 'active', :nextRunAt, :now, :now)`;
+export const SCHEDULE_BY_ID = `SELECT * FROM schedules WHERE id = :id`;
+/** Schedules of one session (or, NULL, all) of one tenant (or, NULL, all). Params: sessionId, tenant. */
+export const SCHEDULES = `
+SELECT * FROM schedules WHERE (:sessionId IS NULL OR session_id = :sessionId) AND (:tenant IS NULL OR tenant = :tenant)
+ORDER BY created_at, id`;
+/** Active schedules due by now. Params: now. */
+export const DUE_SCHEDULES = `
+SELECT * FROM schedules WHERE status = 'active' AND next_run_at <= :now ORDER BY next_run_at, id`;
+/** Pause, resume or cancel. Params: id, status, nextRunAt, now. */
+export const MOVE_SCHEDULE = `
+UPDATE schedules SET status = :status, next_run_at = :nextRunAt, updated_at = :now
+WHERE id = :id AND status != 'cancelled'`;
+/**
+ * A due run handled: compare-and-set on the due time, so it is handled once. Params: id,
+ * dueAt (the next_run_at read), nextRunAt, fired (1 = sent, 0 = skipped), now. 1 row = this
+ * caller handles it.
+ */
+export const ADVANCE_SCHEDULE = `
+UPDATE schedules SET next_run_at = :nextRunAt, runs = runs + :fired,
+  last_run_at = CASE WHEN :fired = 1 THEN :now ELSE last_run_at END, updated_at = :now
+WHERE id = :id AND status = 'active' AND next_run_at = :dueAt`;
+
 export interface DialectStatements {
   /** The first session of the claim queue, locked (others skipped) where the engine can. Params: now, staleBefore. Returns session_id, lease_owner. */
   QUEUE_HEAD: string;

@@ -1,0 +1,215 @@
+/**
+ * The gateway's model proxy, `/v1/model/anthropic/…` and `/v1/model/openai/…` (issue 7).
+ * The sandbox talks to it with an official SDK as if it were the provider, using its
+ * sandbox token as the "API key"; the proxy forwards the call to the upstream base URL
+ * with the real key from the host's secret store, so no key ever enters a sandbox.
+ *
+ * Invariants:
+ * - Only the agent's own provider and one call per provider pass (Anthropic `POST
+ *   /v1/messages`, OpenAI `POST /chat/completions`), only inside an open turn, only with
+ *   the agent's model: the key cannot be used for anything else.
+ * - Request headers are rebuilt from an allowlist: the sandbox token never goes upstream.
+ * - The response streams through as it arrives (SSE or JSON); its token usage is read on
+ *   the way and recorded in the store when it ends, tokens spent by a turn that later
+ *   aborts included.
+ * - The agent's hourly budget is checked before every call (MODEL_BUDGET_EXCEEDED, 429,
+ *   audited). A stale generation never reaches this module: the gateway refuses it first.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { request } from 'undici';
+import {
+  type Agent,
+  BerthError,
+  BUDGET_WINDOW_MS,
+  type Clock,
+  decideModelBudget,
+  MODEL_PROXY_PATH,
+  type ModelProviderName,
+} from '../core/index.js';
+import type { Fence, Store } from '../store/index.js';
+import { UsageMeter } from './usage-meter.js';
+
+/** The one call each provider may make through the proxy. */
+const ALLOWED_CALL: Record<ModelProviderName, string> = {
+  anthropic: 'POST /v1/messages',
+  openai: 'POST /chat/completions',
+};
+/** Request headers passed upstream; everything else (the sandbox token first) is dropped. */
+const REQUEST_HEADERS = ['accept', 'anthropic-version', 'anthropic-beta', 'user-agent'];
+/** Response headers passed back: what the SDKs read for errors, rate limits and retries. */
+const RESPONSE_HEADER =
+  /^(content-type|retry-after|retry-after-ms|x-should-retry|request-id|x-request-id|anthropic-ratelimit-.*|x-ratelimit-.*)$/;
+const MAX_REQUEST_BYTES = 32 * 1024 * 1024;
+
+export interface SecretSource {
+  get(name: string): Promise<string | undefined>;
+}
+
+export interface ModelProxyOptions {
+  agent: Agent;
+  binding: Fence;
+  secrets: SecretSource;
+  /** Host-wide upstreams (ANTHROPIC_BASE_URL, OPENAI_BASE_URL); the agent's baseUrl wins. */
+  upstreams: Record<ModelProviderName, string>;
+  store: Store;
+  clock: Clock;
+  log: Logger;
+}
+
+export class ModelProxy {
+  constructor(private readonly o: ModelProxyOptions) {}
+
+  /** `url` is the request's path and query; `turnId` the open turn, null when none is. */
+  async handle(req: IncomingMessage, res: ServerResponse, url: string, turnId: string | null): Promise<void> {
+    const { agent, binding } = this.o;
+    const [path = '', query = ''] = url.split('?', 2) as [string, string?];
+    const [, provider = '', ...rest] = path.slice(MODEL_PROXY_PATH.length).split('/');
+    const call = `${req.method} /${rest.join('/')}`;
+    if (provider !== agent.provider || ALLOWED_CALL[provider as ModelProviderName] !== call) {
+      throw new BerthError(
+        'NOT_FOUND',
+        `Agent ${agent.name} (provider ${agent.provider}) may not call ${call} on model proxy ${provider || '(none)'}`,
+        {
+          hint: `The model proxy serves ${ALLOWED_CALL[agent.provider as ModelProviderName] ?? 'nothing'} under ${MODEL_PROXY_PATH}/${agent.provider} for this agent.`,
+        },
+      );
+    }
+    const name = provider as ModelProviderName;
+    if (!turnId)
+      throw new BerthError(
+        'TURN_NOT_FOUND',
+        `Session ${binding.sessionId} has no open turn to call the model in`,
+      );
+    const body = await this.requestBody(req, name);
+    const now = this.o.clock.now();
+    await this.checkBudget(turnId, now);
+    const secretName = agent.secret ?? name;
+    const key = await this.o.secrets.get(secretName);
+    if (!key)
+      throw new BerthError(
+        'MODEL_KEY_MISSING',
+        `No secret ${secretName} on the host for agent ${agent.name} (model proxy ${name})`,
+      );
+
+    const upstream = `${(agent.baseUrl ?? this.o.upstreams[name]).replace(/\/+$/, '')}/${rest.join('/')}${query ? `?${query}` : ''}`;
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      // Identity encoding: the meter reads the bytes as they pass.
+      'accept-encoding': 'identity',
+      ...(name === 'anthropic' ? { 'x-api-key': key } : { authorization: `Bearer ${key}` }),
+    };
+    for (const h of REQUEST_HEADERS) {
+      const v = req.headers[h];
+      if (typeof v === 'string') headers[h] = v;
+    }
+    const abort = new AbortController();
+    res.on('close', () => abort.abort()); // the sandbox went away: stop paying for the answer
+    const startedAt = performance.now();
+    let up: Awaited<ReturnType<typeof request>>;
+    try {
+      up = await request(upstream, { method: 'POST', headers, body, signal: abort.signal });
+    } catch (err) {
+      throw new BerthError(
+        'MODEL_UPSTREAM_FAILED',
+        `Model upstream ${new URL(upstream).origin} unreachable for agent ${agent.name}: ${(err as Error).message}`,
+        { cause: err },
+      );
+    }
+    const contentType = String(up.headers['content-type'] ?? '');
+    const passed: Record<string, string> = {};
+    for (const [h, v] of Object.entries(up.headers))
+      if (RESPONSE_HEADER.test(h) && v !== undefined) passed[h] = Array.isArray(v) ? v.join(', ') : v;
+    res.writeHead(up.statusCode, passed);
+    const meter = new UsageMeter(name, contentType);
+    try {
+      for await (const chunk of up.body as AsyncIterable<Buffer>) {
+        meter.add(chunk);
+        if (!res.write(chunk)) await new Promise((r) => res.once('drain', r));
+      }
+      res.end();
+    } catch (err) {
+      // Headers are out: the only honest signal left is a cut connection.
+      this.o.log.warn({ err, turnId }, 'Model response cut');
+      res.destroy(err as Error);
+    }
+    const usage = meter.finish();
+    this.o.log.info(
+      {
+        turnId,
+        provider: name,
+        status: up.statusCode,
+        ...usage,
+        ms: Math.round(performance.now() - startedAt),
+      },
+      'Model call',
+    );
+    if (up.statusCode < 400) {
+      await this.o.store.recordModelUsage(
+        {
+          agent: agent.name,
+          sessionId: binding.sessionId,
+          turnId,
+          generation: binding.generation,
+          provider: name,
+          model: agent.model ?? '',
+          ...usage,
+        },
+        this.o.clock.now(),
+      );
+    }
+  }
+
+  /** The JSON body, with the agent's model enforced; OpenAI streams are asked to report usage. */
+  private async requestBody(req: IncomingMessage, name: ModelProviderName): Promise<string> {
+    let size = 0;
+    const chunks: Buffer[] = [];
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > MAX_REQUEST_BYTES)
+        throw new BerthError('MESSAGE_TOO_LARGE', `Model request body over ${MAX_REQUEST_BYTES} bytes`);
+      chunks.push(chunk);
+    }
+    let body: Record<string, unknown>;
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      if (!body || typeof body !== 'object' || Array.isArray(body)) throw new Error('not an object');
+    } catch (err) {
+      throw new BerthError('INVALID_INPUT', 'Model request body is not a JSON object', { cause: err });
+    }
+    const model = this.o.agent.model;
+    if (body.model !== model) {
+      throw new BerthError(
+        'INVALID_INPUT',
+        `Agent ${this.o.agent.name} may only call model ${model}, not ${JSON.stringify(body.model)}`,
+      );
+    }
+    if (name === 'openai' && body.stream === true) {
+      body.stream_options = { ...(body.stream_options as object | undefined), include_usage: true };
+    }
+    return JSON.stringify(body);
+  }
+
+  private async checkBudget(turnId: string, now: number): Promise<void> {
+    const { agent, store, binding } = this.o;
+    if (!agent.budget) return;
+    const window = await store.sumModelUsage({ agent: agent.name, since: now - BUDGET_WINDOW_MS });
+    const ofTurn = await store.sumModelUsage({ turnId, since: now - BUDGET_WINDOW_MS });
+    const decision = decideModelBudget(agent.budget, {
+      tokens: window.inputTokens + window.outputTokens,
+      turns: window.turns,
+      turnCounted: ofTurn.calls > 0,
+    });
+    if (decision.action === 'allow') return;
+    await store.audit(
+      {
+        kind: 'model-budget-exceeded',
+        sessionId: binding.sessionId,
+        generation: binding.generation,
+        data: { agent: agent.name, turnId, reason: decision.reason },
+      },
+      now,
+    );
+    throw new BerthError('MODEL_BUDGET_EXCEEDED', `Agent ${agent.name} ${decision.reason} (model proxy)`);
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * What the anthropic and openai loops share: the system prompt, the conversation kept in
+ * session state, the tool context, and progress posting.
+ *
+ * The conversation is committed with the turn (state key `berth.conversation`), so a
+ * turn that is retried — its sandbox killed mid tool-call, say — starts again from the
+ * conversation as the last committed turn left it, with the same workspace files, and
+ * runs its messages once more from there: the history never holds half a turn. It is
+ * trimmed from the oldest whole exchange to stay within the state a turn may put.
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { MODEL_PROXY_PATH, type ModelSettings, type TurnAssignment } from '../core/protocol.js';
+import type { TurnContext } from './providers.js';
+import { socketFetch } from './socket-fetch.js';
+import { runTool, type ToolContext, type ToolResult } from './tools.js';
+
+export const CONVERSATION_KEY = 'berth.conversation';
+/** Half of what a turn may put in state: the rest is the agent's own. */
+const MAX_CONVERSATION_BYTES = 512 * 1024;
+const MAX_AGENT_MD_BYTES = 64 * 1024;
+/** A progress event carries at most this much of the model's text. */
+const PROGRESS_CHARS = 2000;
+/** The SDKs retry 429, 5xx (and 529) this many times, with their own backoff. */
+const SDK_MAX_RETRIES = 4;
+
+/** The runner's turn context: the model loops reach the model proxy through its gateway client. */
+export type ModelTurnContext = TurnContext;
+
+/** What a loop starts from: its settings, system prompt, tool context and the conversation so far. */
+export async function beginModelTurn<M>(
+  turn: TurnAssignment,
+  ctx: ModelTurnContext,
+): Promise<{ settings: ModelSettings; system: string; tools: ToolContext; history: M[] }> {
+  const settings = turn.model;
+  if (!settings) throw new Error(`turn ${turn.turnId} of a ${turn.provider} agent carries no model settings`);
+  return {
+    settings,
+    system: await systemPrompt(settings, ctx.workspace),
+    tools: {
+      workspace: ctx.workspace,
+      maxOutputBytes: turn.limits.maxOutputBytes,
+      bashTimeoutMs: settings.toolTimeoutMs,
+      attempt: turn.attempt,
+      getState: ctx.getState,
+      putState: ctx.putState,
+    },
+    history: await loadConversation<M>(ctx, turn.provider),
+  };
+}
+
+/**
+ * Client options for either SDK: the gateway's model proxy over the socket, the sandbox
+ * token as the credential the SDK sends (the gateway swaps it for the key).
+ */
+export function sdkOptions(ctx: ModelTurnContext, provider: 'anthropic' | 'openai') {
+  return {
+    baseURL: `http://berth-gateway${MODEL_PROXY_PATH}/${provider}`,
+    fetch: socketFetch(ctx.gateway.socketPath),
+    maxRetries: SDK_MAX_RETRIES,
+  };
+}
+
+/** Runs one tool the model asked for, with its started/finished progress events. */
+export async function runToolCall(
+  ctx: ModelTurnContext,
+  tools: ToolContext,
+  name: string,
+  input: unknown,
+): Promise<ToolResult> {
+  await ctx.progress(`tool ${name} started`);
+  const result = await runTool(name, input, tools);
+  await ctx.progress(`tool ${name} finished${result.isError ? ' with an error' : ''}`);
+  return result;
+}
+
+/** The agent's instructions, then the workspace's AGENT.md when there is one. */
+async function systemPrompt(settings: ModelSettings, workspace: string): Promise<string> {
+  const agentMd = await readFile(join(workspace, 'AGENT.md'), 'utf8').catch(() => '');
+  return [settings.instructions.trim(), agentMd.slice(0, MAX_AGENT_MD_BYTES).trim()]
+    .filter(Boolean)
+    .join('\n\n');
+}
+
+/** The committed conversation of this provider; empty when none (or another provider's). */
+async function loadConversation<M>(ctx: ModelTurnContext, provider: string): Promise<M[]> {
+  const saved = (await ctx.getState(CONVERSATION_KEY)) as { provider?: string; messages?: M[] } | undefined;
+  return saved?.provider === provider && Array.isArray(saved.messages) ? saved.messages : [];
+}
+
+/**
+ * Saves the conversation for the commit, dropping the oldest exchanges (from one
+ * exchange start to the next, as `startsExchange` says) until it fits.
+ */
+export async function saveConversation<M>(
+  ctx: ModelTurnContext,
+  provider: string,
+  messages: M[],
+  startsExchange: (m: M) => boolean,
+): Promise<void> {
+  let kept = messages;
+  while (kept.length > 1 && Buffer.byteLength(JSON.stringify(kept)) > MAX_CONVERSATION_BYTES) {
+    const next = kept.findIndex((m, i) => i > 0 && startsExchange(m));
+    kept = next === -1 ? [] : kept.slice(next);
+  }
+  await ctx.putState(CONVERSATION_KEY, { provider, messages: kept });
+}
+
+export async function postText(ctx: ModelTurnContext, text: string): Promise<void> {
+  const trimmed = text.trim();
+  if (!trimmed) return;
+  await ctx.progress(trimmed.length > PROGRESS_CHARS ? `${trimmed.slice(0, PROGRESS_CHARS)}…` : trimmed);
+}
+
+export function stepLimitError(provider: string, maxSteps: number): Error {
+  return new Error(
+    `${provider}: the model made ${maxSteps} calls in one turn without finishing (agent maxSteps)`,
+  );
+}

@@ -1,0 +1,170 @@
+/**
+ * Model agents end to end: real sandboxes whose runner drives the official Anthropic and
+ * OpenAI SDKs through the gateway's model proxy to fake providers on loopback (the real
+ * wire protocols, streaming). The agent writes a file with bash, reads it back and
+ * replies; the key reaches the provider and is nowhere in the sandbox; the conversation
+ * carries over to the next turn; a turn whose sandbox is killed mid tool-call is retried
+ * from the committed conversation and workspace.
+ */
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { SecretStore } from '../src/secrets/index.js';
+import { type FakeModelServer, startFakeAnthropic, startFakeOpenAI } from './helpers/fake-models.js';
+import { startTestHost } from './helpers/test-host.js';
+
+const KEY = `sk-e2e-${Math.random().toString(36).slice(2)}-secret`;
+const reply = (e: { type: string }) => e.type === 'reply' || e.type === 'failed';
+
+/** The search runs inside the sandbox; the needle is built from two halves so no command line holds it whole. */
+function keySearch(key: string): string {
+  const half = Math.floor(key.length / 2);
+  return [
+    `K='${key.slice(0, half)}''${key.slice(half)}'`,
+    'found=""',
+    'for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do grep -qsF "$K" "$f" && found="$found $f"; done',
+    'hits=$(grep -rlsF "$K" /run /workspace /tmp /opt /etc /home /root /usr/local 2>/dev/null)',
+    'env | grep -qF "$K" && found="$found env"',
+    'if [ -z "$found$hits" ]; then echo KEY-ABSENT; else echo "KEY-FOUND $found $hits"; fi',
+  ].join('\n');
+}
+
+/** The tool results in the conversation the provider received with request `index`. */
+function toolResults(fake: FakeModelServer, index: number): string[] {
+  return (fake.requests[index]!.body.messages as { role: string; content: unknown }[]).flatMap((m) => {
+    if (m.role === 'tool') return [String(m.content)];
+    if (m.role === 'user' && Array.isArray(m.content))
+      return (m.content as { type: string; content?: string }[])
+        .filter((b) => b.type === 'tool_result')
+        .map((b) => String(b.content));
+    return [];
+  });
+}
+
+async function promoted(
+  host: {
+    store: { getSessionView(id: string, now: number): Promise<{ pendingLayer: string | null } | null> };
+  },
+  sessionId: string,
+): Promise<void> {
+  for (let i = 0; i < 100 && (await host.store.getSessionView(sessionId, Date.now()))?.pendingLayer; i++)
+    await new Promise((r) => setTimeout(r, 50));
+}
+
+for (const provider of ['anthropic', 'openai'] as const) {
+  test(`${provider}: the model writes a file with bash, reads it back and replies; the key stays on the host`, async (t) => {
+    const fake = await (provider === 'anthropic' ? startFakeAnthropic : startFakeOpenAI)([
+      {
+        tool: { name: 'bash', input: { command: 'echo "hello from the sandbox" > note.txt' } },
+        text: 'Writing.',
+      },
+      { tool: { name: 'read_file', input: { path: 'note.txt' } } },
+      { tool: { name: 'bash', input: { command: keySearch(KEY) } } },
+      { text: 'The note says hello.' },
+      { text: 'I remember the note.' },
+    ]);
+    t.after(() => fake.close());
+    const env: Record<string, string> =
+      provider === 'anthropic' ? { ANTHROPIC_BASE_URL: fake.url } : { OPENAI_BASE_URL: fake.url };
+    const { host, client, dataDir, sendAndCollect } = await startTestHost(t, {
+      ...env,
+      BERTH_SECRET_KEY: 'e2e-passphrase',
+    });
+    await new SecretStore({ path: join(dataDir, 'secrets.json'), key: 'e2e-passphrase' }).set(provider, KEY);
+    await client.request('POST', '/v1/agents', {
+      name: 'm',
+      provider,
+      model: 'model-x',
+      instructions: 'You are a careful test agent.',
+    });
+
+    const events = await sendAndCollect('m1', { agent: 'm', text: 'Write a note and read it back.' }, reply);
+    const last = events.at(-1)!;
+    assert.equal(last.type, 'reply', JSON.stringify(events));
+    assert.equal(last.data.text, 'The note says hello.');
+    const progress = events.filter((e) => e.type === 'progress').map((e) => e.data.text);
+    assert.ok(
+      progress.includes('tool bash started') && progress.includes('tool read_file finished'),
+      String(progress),
+    );
+    assert.ok(progress.includes('Writing.'), 'model text is a progress event');
+
+    // Upstream: the key, the system prompt, the tool results the sandbox produced.
+    assert.equal(fake.requests.length, 4);
+    for (const r of fake.requests) {
+      if (provider === 'anthropic') assert.equal(r.headers['x-api-key'], KEY);
+      else assert.equal(r.headers.authorization, `Bearer ${KEY}`);
+    }
+    const first = fake.requests[0]!.body;
+    const system =
+      provider === 'anthropic' ? first.system : (first.messages as { content: string }[])[0]!.content;
+    assert.equal(system, 'You are a careful test agent.');
+    const results = toolResults(fake, 3);
+    assert.match(results[0]!, /exit code 0/);
+    assert.equal(results[1], 'hello from the sandbox\n');
+    assert.match(results[2]!, /KEY-ABSENT/, `the key was found in the sandbox: ${results[2]}`);
+
+    // The committed workspace has the file; the turn's usage is in the store.
+    await promoted(host, 'm1');
+    assert.equal(
+      await readFile(join(dataDir, 'workspaces', 'm1', 'committed', 'note.txt'), 'utf8'),
+      'hello from the sandbox\n',
+    );
+    const [turn] = await host.store.listTurns('m1');
+    const usage = await host.store.sumModelUsage({ turnId: turn!.id });
+    assert.equal(usage.calls, 4);
+    assert.equal(
+      usage.inputTokens + usage.outputTokens,
+      fake.requests.reduce((n, r) => n + r.usage.input + r.usage.output, 0),
+    );
+
+    // The next turn continues the conversation.
+    const second = await sendAndCollect('m1', { agent: 'm', text: 'What did the note say?' }, reply);
+    assert.equal(second.at(-1)!.data.text, 'I remember the note.');
+    const history = (fake.requests[4]!.body.messages as { role: string }[]).filter(
+      (m) => m.role !== 'system',
+    );
+    assert.equal(history.length, 9, 'turn 1 (user, 4 model replies, 3 tool results) and the new message');
+  });
+}
+
+test('anthropic: a turn killed mid tool-call is retried from the committed conversation and workspace', async (t) => {
+  const killOnFirstTry =
+    'echo partial > partial.txt; if [ "$BERTH_ATTEMPT" = 1 ]; then kill -KILL $BERTH_RUNNER_PID; sleep 5; fi; echo survived';
+  const fake = await startFakeAnthropic([
+    { text: 'First answer.' },
+    { tool: { name: 'bash', input: { command: killOnFirstTry } } },
+    { tool: { name: 'bash', input: { command: killOnFirstTry } } },
+    { text: 'Done after the retry.' },
+  ]);
+  t.after(() => fake.close());
+  const { host, client, dataDir, sendAndCollect } = await startTestHost(t, { ANTHROPIC_BASE_URL: fake.url });
+  await new SecretStore({ path: join(dataDir, 'secrets.json'), key: '' }).set('anthropic', KEY);
+  await client.request('POST', '/v1/agents', { name: 'm', provider: 'anthropic', model: 'model-x' });
+
+  await sendAndCollect('k1', { agent: 'm', text: 'one' }, reply);
+  const events = await sendAndCollect('k1', { agent: 'm', text: 'two' }, reply, 90_000);
+  assert.equal(events.at(-1)!.type, 'reply', JSON.stringify(events));
+  assert.equal(events.at(-1)!.data.text, 'Done after the retry.');
+  assert.equal(events.filter((e) => e.type === 'started').length, 2);
+
+  const turns = await host.store.listTurns('k1');
+  assert.deepEqual(
+    turns.map((x) => x.status),
+    ['committed', 'aborted', 'committed'],
+  );
+  await promoted(host, 'k1');
+  assert.equal(
+    await readFile(join(dataDir, 'workspaces', 'k1', 'committed', 'partial.txt'), 'utf8'),
+    'partial\n',
+  );
+  // Try 2 started from what turn 1 committed: one exchange, then "two" — nothing of try 1.
+  const retried = fake.requests[2]!.body.messages as { role: string; content: unknown }[];
+  assert.deepEqual(
+    retried.map((m) => m.role),
+    ['user', 'assistant', 'user'],
+  );
+  assert.deepEqual(fake.requests[1]!.body.messages, retried, 'both tries sent the same conversation');
+  assert.equal(toolResults(fake, 3).at(-1), 'exit code 0\nstdout:\nsurvived\n\nstderr:\n');
+});
