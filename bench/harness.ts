@@ -39,16 +39,16 @@ export async function benchHost(env: Record<string, string>, slots: number) {
 }
 
 /** Posts a message and returns ms from the POST to the turn's start and to its reply. */
-export async function timedMessage(client: ApiClient, sessionId: string, text: string) {
+export async function timedMessage(client: ApiClient, sessionId: string, text: string, agent = 'b') {
   const t0 = performance.now();
   const posted = await client.request<{ eventId: number }>('POST', `/v1/sessions/${sessionId}/messages`, {
-    agent: 'b',
+    agent,
     text,
   });
   let startedMs = Number.NaN;
   for await (const e of client.events(sessionId, posted.eventId, AbortSignal.timeout(60_000))) {
     if (e.type === 'started') startedMs = performance.now() - t0;
-    if (e.type === 'reply') return { startedMs, replyMs: performance.now() - t0 };
+    if (e.type === 'reply') return { startedMs, replyMs: performance.now() - t0, text: String(e.data.text) };
     if (e.type === 'failed') throw new Error(`bench message failed: ${JSON.stringify(e.data)}`);
   }
   throw new Error('event stream ended before the reply');

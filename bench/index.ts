@@ -4,14 +4,19 @@
  */
 import { coldStart } from './cold-start.js';
 import { detection } from './detection.js';
+import { isolation } from './isolation.js';
 import { liveSandboxes } from './live-sandboxes.js';
 import { modelProxy } from './model-proxy.js';
 import { warmPath } from './warm-path.js';
 import { warmStart } from './warm-start.js';
 
 const quick = process.argv.includes('--quick');
-const only = process.argv.slice(2).filter((a) => !a.startsWith('--'));
-const all = { coldStart, warmStart, warmPath, detection, liveSandboxes, modelProxy };
+// Names to run: positional (`coldStart warmStart`) or --only=<name>; none = all.
+const only = process.argv
+  .slice(2)
+  .map((a) => (a.startsWith('--only=') ? a.slice('--only='.length) : a))
+  .filter((a) => !a.startsWith('--'));
+const all = { coldStart, warmStart, warmPath, detection, liveSandboxes, modelProxy, isolation };
 for (const [name, bench] of Object.entries(all)) {
   if (only.length > 0 && !only.includes(name)) continue;
   process.stdout.write(`${JSON.stringify(await bench({ quick }))}\n`);

@@ -31,6 +31,9 @@ scripts/ensure-docker.sh
 step "chromium (dashboard browser test): scripts/ensure-chromium.sh"
 scripts/ensure-chromium.sh
 
+step "gVisor tier: scripts/ensure-runsc.sh"
+scripts/ensure-runsc.sh
+
 step "base image: berth image build"
 node bin/berth.js image build
 

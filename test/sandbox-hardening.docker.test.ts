@@ -35,6 +35,7 @@ test('a sandbox carries every hardening flag and only its install sees it', asyn
     workspaceDir: await workspaces.openSlot(`berth-${install}-${session}-g1`),
     runnerDir,
     extraMounts: [],
+    isolation: 'runc',
   });
   const mine = await runtime.create(await spec('hardentest', 's1'));
   const theirs = await runtime.create(await spec('otherinstall', 's1'));

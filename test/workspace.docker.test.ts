@@ -6,16 +6,26 @@
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import type { ScriptPlan } from '../src/core/index.js';
 import { listMounts } from '../src/workspace/index.js';
 import { startTestHost } from './helpers/test-host.js';
+import { availableTiers, type Tier } from './helpers/tiers.js';
 
 const plan = (p: ScriptPlan) => JSON.stringify(p);
 
-test('a turn killed after writing partial state leaves nothing; the retry sees only committed content', async (t) => {
+// On gVisor every turn runs in a fresh sandbox whose layer was mounted before it started (docs/isolation.md).
+for (const { tier, skip } of await availableTiers()) {
+  test(
+    `a turn killed after writing partial state leaves nothing; the retry sees only committed content (${tier})`,
+    { skip },
+    (t) => transactionalTurns(t, tier),
+  );
+}
+
+async function transactionalTurns(t: TestContext, tier: Tier): Promise<void> {
   const { host, client, dataDir, sendAndCollect } = await startTestHost(t);
-  await client.request('POST', '/v1/agents', { name: 'tx', provider: 'script' });
+  await client.request('POST', '/v1/agents', { name: 'tx', provider: 'script', isolation: tier });
   const reply = (e: { type: string }) => e.type === 'reply';
   await sendAndCollect(
     'w1',
@@ -44,7 +54,7 @@ test('a turn killed after writing partial state leaves nothing; the retry sees o
   const events = await sendAndCollect('w1', { agent: 'tx', text: turn2 }, reply);
   assert.equal(events.filter((e) => e.type === 'started').length, 2);
 
-  // Turn 3 (same sandbox) checks turn 2's committed result and that its tail -f is gone.
+  // Turn 3 (same sandbox on runc) checks turn 2's committed result and that its tail -f is gone.
   const turn3 = plan({
     steps: [
       { assertFile: { path: 'log.txt', equals: 'one\ntwo-a\ntwo-b\n' } },
@@ -89,4 +99,4 @@ test('a turn killed after writing partial state leaves nothing; the retry sees o
   );
   assert.deepEqual(await readdir(join(dataDir, 'slots')), []);
   assert.deepEqual(await readdir(join(dataDir, 'workspaces', 'w1', 'layers')), []);
-});
+}

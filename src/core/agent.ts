@@ -9,6 +9,9 @@ export const PROVIDERS = ['command', 'script', 'anthropic', 'openai'] as const;
 /** Providers whose turns are model tool-use loops through the gateway's model proxy. */
 export const MODEL_PROVIDERS = ['anthropic', 'openai'] as const;
 export type ModelProviderName = (typeof MODEL_PROVIDERS)[number];
+/** Isolation tiers (docs/isolation.md): runc = Docker's default runtime; runsc = gVisor, a user-space kernel. */
+export const ISOLATION_TIERS = ['runc', 'runsc'] as const;
+export type IsolationTier = (typeof ISOLATION_TIERS)[number];
 export type ProviderName = (typeof PROVIDERS)[number];
 
 export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
@@ -40,6 +43,8 @@ export const agentSpecSchema = z
   .object({
     name: z.string().regex(NAME_PATTERN, 'name: 1-64 of A-Z a-z 0-9 _ - . starting with a letter or digit'),
     provider: z.enum(PROVIDERS),
+    /** runsc: the sandbox runs under gVisor, with a fresh sandbox for every turn. @default runc */
+    isolation: z.enum(ISOLATION_TIERS).default('runc'),
     /** Sandbox image; empty = the host's base image. */
     image: z.string().max(256).optional(),
     /** @default 512 */

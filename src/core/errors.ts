@@ -158,6 +158,11 @@ export const ERRORS = {
     retryable: false,
     hint: 'A job wrote more than BERTH_MAX_OUTPUT_BYTES to stdout/stderr and was killed; redirect bulk output to a file under /workspace, or raise BERTH_MAX_OUTPUT_BYTES.',
   },
+  ISOLATION_UNAVAILABLE: {
+    status: 503,
+    retryable: false,
+    hint: 'The agent asks for an isolation tier this Docker engine does not offer; for runsc (gVisor) run scripts/ensure-runsc.sh as root, or create the agent with isolation runc.',
+  },
   MOUNT_NOT_ALLOWED: {
     status: 400,
     retryable: false,

@@ -24,6 +24,8 @@ export interface SandboxSpec {
   workspaceDir: string;
   /** Host dir of the staged runner code, mounted read-only at /opt/berth. */
   runnerDir: string;
+  /** runsc: run under gVisor (Docker runtime "runsc"). */
+  isolation: 'runc' | 'runsc';
   /** The agent's extra data mounts, resolved against the mount allowlist: mounted read-only. */
   extraMounts: { source: string; target: string }[];
 }

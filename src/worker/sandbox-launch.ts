@@ -21,6 +21,7 @@ export interface SandboxProfile {
   cpus: number;
   pidsLimit: number;
   workspaceMb: number;
+  isolation: AgentSpec['isolation'];
   /** The agent's extra data mounts as configured; resolved against the allowlist at each launch. */
   mounts: AgentMount[];
 }
@@ -38,6 +39,7 @@ export function profileOf(agent: AgentSpec, defaultImage: string): SandboxProfil
     cpus: agent.cpus,
     pidsLimit: agent.pidsLimit,
     workspaceMb: agent.workspaceMb,
+    isolation: agent.isolation,
     mounts: agent.mounts,
   };
 }

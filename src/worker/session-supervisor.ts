@@ -63,6 +63,8 @@ export class SessionSupervisor {
   private currentTurn: Turn | null = null;
   private stopping: string | null = null;
   private quota: WorkspaceQuota | null = null;
+  /** A committed turn's layer to settle after the sandbox is killed (gVisor), not before. */
+  private layerAfterKill: string | null = null;
   private quotaExceeded: BerthError | null = null;
 
   constructor(
@@ -203,9 +205,14 @@ export class SessionSupervisor {
         const { turn, messages } = started.value;
         this.currentTurn = turn;
         const t1 = performance.now();
+        // runc: the sandbox starts on the empty slot and each turn's overlay propagates onto it (rslave); a layer
+        // mounted before the start would be copied into the sandbox and outlive its unmount. gVisor sees only the
+        // mounts present at its start: its layer goes first, and the sandbox serves that one turn (docs/isolation.md).
+        const layerFirst = this.agent.isolation === 'runsc';
+        if (layerFirst) await this.deps.workspaces.mountAttempt(this.session.id, turn.id, this.sandboxName);
         if (!this.bound) await this.bindSandbox();
         const t2 = performance.now();
-        await this.deps.workspaces.mountAttempt(this.session.id, turn.id, this.sandboxName);
+        if (!layerFirst) await this.deps.workspaces.mountAttempt(this.session.id, turn.id, this.sandboxName);
         const t3 = performance.now();
         await this.watchQuota(turn);
         // Where a turn's start went: what the warm-start benchmark's figures break down into.
@@ -218,6 +225,12 @@ export class SessionSupervisor {
         const ending = await this.superviseTurn(turn, messages, timings);
         this.quota?.stop();
         if (ending) return ending;
+        if (this.agent.isolation === 'runsc') {
+          // The next turn's layer could not reach this sandbox: it ends, and its layer is settled once it is gone.
+          this.currentTurn = null;
+          this.layerAfterKill = turn.id;
+          return { reason: 'fresh sandbox per turn (gVisor)', turnError: '' };
+        }
         await this.settleLayer(turn.id);
         this.currentTurn = null;
         idleSince = clock.now();
@@ -387,7 +400,8 @@ export class SessionSupervisor {
         runtime.kill(this.handle ?? { id: '', name: this.sandboxName }, ending.reason),
       );
     await step('close gateway', async () => this.gateway?.close());
-    if (turn) await step('settle layer', () => this.settleLayer(turn.id));
+    const layer = turn?.id ?? this.layerAfterKill;
+    if (layer) await step('settle layer', () => this.settleLayer(layer));
     await step('remove slot and run dir', () => removeSandboxFiles(this.deps, this.sandboxName));
     // A failure that will repeat at once (e.g. a promotion on a full disk) must not turn into a claim/release spin.
     if (ending.reason === SUPERVISOR_ERROR) await new Promise((r) => setTimeout(r, 1000));

@@ -15,6 +15,7 @@ const PROFILE: SandboxProfile = {
   cpus: 1,
   pidsLimit: 256,
   workspaceMb: 1024,
+  isolation: 'runc',
   mounts: [],
 };
 const OTHER: SandboxProfile = { ...PROFILE, memoryMb: 300 };

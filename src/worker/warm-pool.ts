@@ -81,9 +81,9 @@ export class WarmPool {
   }
 
   static keyOf(profile: SandboxProfile): string {
-    const { image, memoryMb, cpus, pidsLimit, workspaceMb, mounts } = profile;
+    const { image, memoryMb, cpus, pidsLimit, workspaceMb, isolation, mounts } = profile;
     return createHash('sha256')
-      .update(JSON.stringify([image, memoryMb, cpus, pidsLimit, workspaceMb, mounts]))
+      .update(JSON.stringify([image, memoryMb, cpus, pidsLimit, workspaceMb, isolation, mounts]))
       .digest('hex')
       .slice(0, 12);
   }
@@ -94,7 +94,8 @@ export class WarmPool {
 
   /** A ready sandbox of this profile, now out of the pool for good; null = start a cold one. */
   take(profile: SandboxProfile): LaunchedSandbox | null {
-    if (this.sizes.max === 0) return null;
+    // gVisor sees only the mounts present at its start: its sandboxes start per turn, on the turn's layer.
+    if (this.sizes.max === 0 || profile.isolation === 'runsc') return null;
     const pool = this.poolOf(profile);
     const now = this.deps.clock.now();
     pool.takes.push(now);

@@ -95,6 +95,8 @@ export class Workspaces {
         chown(join(layer, 'upper'), this.sandboxUid, this.sandboxUid),
       ),
       mkdir(join(layer, 'work'), { recursive: true, mode: 0o700 }),
+      // A gVisor sandbox starts after its layer is mounted: its slot may not exist yet.
+      mkdir(this.slotPath(sandboxName), { recursive: true, mode: 0o755 }),
     ]);
     await mountOverlay(this.slotPath(sandboxName), {
       lower: committed,

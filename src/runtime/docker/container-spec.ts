@@ -16,6 +16,16 @@ export const WORKSPACE_MOUNT = '/workspace';
 /** Engine API 1.40+ field, missing from dockerode's types. */
 const READ_ONLY_DATA_BIND = { Propagation: 'rprivate', NonRecursive: true } as const;
 
+/**
+ * Under gVisor the pids cgroup holds the user-space kernel's own threads and, on the ptrace
+ * platform, a host stub per sandbox process (91 host tasks for 8 sandbox processes,
+ * measured): the sandbox's own limit is RLIMIT_NPROC inside gVisor, and the cgroup is a
+ * backstop sized above it.
+ */
+export function runscHostPidsLimit(pidsLimit: number): number {
+  return 4 * pidsLimit + 256;
+}
+
 export function sandboxLabels(spec: SandboxSpec): Record<string, string> {
   // Labels cannot change after create: a warm sandbox carries its pool, not the session it gets later.
   return {
@@ -36,9 +46,16 @@ export function containerOptions(spec: SandboxSpec): Dockerode.ContainerCreateOp
     Cmd: ['node', `${RUNNER_MOUNT}/${RUNNER_ENTRY}`],
     User: SANDBOX_USER,
     WorkingDir: WORKSPACE_MOUNT,
-    Env: [`BERTH_RUN_DIR=${SANDBOX_RUN_DIR}`, 'HOME=/tmp', 'PATH=/usr/local/bin:/usr/bin:/bin'],
+    Env: [
+      `BERTH_RUN_DIR=${SANDBOX_RUN_DIR}`,
+      `BERTH_ISOLATION=${spec.isolation}`,
+      'HOME=/tmp',
+      'PATH=/usr/local/bin:/usr/bin:/bin',
+    ],
     Labels: sandboxLabels(spec),
     HostConfig: {
+      // runc is the engine's default runtime; runsc must be registered (scripts/ensure-runsc.sh).
+      ...(spec.isolation === 'runsc' ? { Runtime: 'runsc' } : {}),
       NetworkMode: 'none',
       ReadonlyRootfs: true,
       Tmpfs: { '/tmp': 'rw,nosuid,nodev,size=64m' },
@@ -47,12 +64,19 @@ export function containerOptions(spec: SandboxSpec): Dockerode.ContainerCreateOp
       CapDrop: ['ALL'],
       SecurityOpt: ['no-new-privileges'],
       Init: true,
-      PidsLimit: spec.pidsLimit,
+      PidsLimit: spec.isolation === 'runsc' ? runscHostPidsLimit(spec.pidsLimit) : spec.pidsLimit,
       Memory: memoryBytes,
       MemorySwap: memoryBytes,
       NanoCpus: Math.round(spec.cpus * 1e9),
       // A single disk filler stops at the quota even between two checks of the worker's quota watch.
-      Ulimits: [{ Name: 'fsize', Soft: spec.workspaceMb * 2 ** 20, Hard: spec.workspaceMb * 2 ** 20 }],
+      Ulimits: [
+        { Name: 'fsize', Soft: spec.workspaceMb * 2 ** 20, Hard: spec.workspaceMb * 2 ** 20 },
+        // gVisor counts the sandbox's processes in its own kernel (RLIMIT_NPROC); under runc the count would be
+        // per host uid, shared by every sandbox, so there the pids cgroup alone is the limit.
+        ...(spec.isolation === 'runsc'
+          ? [{ Name: 'nproc', Soft: spec.pidsLimit, Hard: spec.pidsLimit }]
+          : []),
+      ],
       Binds: [`${spec.runnerDir}:${RUNNER_MOUNT}:ro`, `${spec.runDir}:${SANDBOX_RUN_DIR}:ro`],
       // rslave: each turn's overlay, mounted on the host side of the slot later, appears here.
       Mounts: [

@@ -34,7 +34,16 @@ export class DockerRuntime implements SandboxRuntime {
 
   async create(spec: SandboxSpec): Promise<SandboxHandle> {
     const options = containerOptions(spec);
-    const container = await this.docker.createContainer(options);
+    const container = await this.docker.createContainer(options).catch((err: Error) => {
+      if (/unknown runtime specified|unknown or invalid runtime/i.test(err.message)) {
+        throw new BerthError(
+          'ISOLATION_UNAVAILABLE',
+          `Sandbox ${spec.name} needs the Docker runtime ${spec.isolation}, which the engine does not have`,
+          { cause: err },
+        );
+      }
+      throw err;
+    });
     try {
       await container.start();
     } catch (err) {
