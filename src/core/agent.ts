@@ -29,6 +29,18 @@ const containerPath = z
     'containerPath: relative, segments of A-Z a-z 0-9 _ - . (no "..", no ":", no leading "/")',
   );
 
+/** "host:port" of an egress allowlist: a DNS name or IPv4 address (lower case) and a port 1-65535. */
+const EGRESS_TARGET =
+  /^([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*):(\d{1,5})$/;
+
+/** Parses "host:port" (host lower-cased); null when it is not one. */
+export function egressTarget(text: string): { host: string; port: number } | null {
+  const m = EGRESS_TARGET.exec(text.toLowerCase());
+  if (!m) return null;
+  const port = Number(m[2]);
+  return port >= 1 && port <= 65535 ? { host: m[1]!, port } : null;
+}
+
 export const agentMountSchema = z
   .object({
     /** Absolute host directory; must resolve under a root of the host's mount allowlist. */
@@ -70,6 +82,20 @@ export const agentSpecSchema = z
       .min(1)
       .max(1 << 24)
       .default(1024),
+    /** Hosts the sandbox may reach through the gateway's proxy, as "host:port"; empty = no egress at all. @default [] */
+    egress: z
+      .array(
+        z
+          .string()
+          .max(260)
+          .transform((t) => t.toLowerCase())
+          .refine(
+            (t) => egressTarget(t) !== null,
+            'egress: each entry is "host:port" (DNS name or IPv4, port 1-65535)',
+          ),
+      )
+      .max(256)
+      .default([]),
     /** Extra read-only data mounts, checked against the mount allowlist at create and at each sandbox start. @default [] */
     mounts: z.array(agentMountSchema).max(16).default([]),
     instructions: z

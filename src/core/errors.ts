@@ -163,6 +163,16 @@ export const ERRORS = {
     retryable: false,
     hint: 'The agent asks for an isolation tier this Docker engine does not offer; for runsc (gVisor) run scripts/ensure-runsc.sh as root, or create the agent with isolation runc.',
   },
+  EGRESS_DENIED: {
+    status: 403,
+    retryable: false,
+    hint: 'The sandbox may reach only the host:port entries of its agent egress allowlist; add the target to the agent (egress) if it should be reachable.',
+  },
+  EGRESS_FAILED: {
+    status: 502,
+    retryable: true,
+    hint: 'The target is allowed but the host could not connect to it; check that it is up and resolvable from the worker.',
+  },
   MOUNT_NOT_ALLOWED: {
     status: 400,
     retryable: false,

@@ -11,6 +11,8 @@ export const SANDBOX_WORKSPACE = '/workspace';
 export const GATEWAY_SOCKET_NAME = 'gateway.sock';
 /** The boot token: lets the runner ask for its binding (GET /v1/bind), nothing else. */
 export const TOKEN_FILE_NAME = 'token';
+/** The runner's HTTP proxy inside the sandbox (127.0.0.1), the egress door to the gateway. */
+export const EGRESS_PROXY_PORT = 3128;
 
 /** The answer to GET /v1/bind: who this sandbox now serves. Sent once, when bound. */
 export interface BindAssignment {

@@ -13,6 +13,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { chmod, rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import {
@@ -23,6 +24,7 @@ import {
   type TurnAssignment,
 } from '../core/index.js';
 import { type Fence, type FenceCode, fenceError, type Store } from '../store/index.js';
+import { type EgressAudit, type EgressPolicy, EgressProxy } from './egress-proxy.js';
 import { LongPoll } from './long-poll.js';
 import type { ModelProxy } from './model-proxy.js';
 import { abortBody, commitBody, heartbeatBody, progressBody, STATE_KEY, stateBody } from './schemas.js';
@@ -68,10 +70,14 @@ export interface GatewayBinding {
   log: Logger;
   /** Serves /v1/model/* for model agents (issue 7); absent = no model proxy. */
   modelProxy?: ModelProxy;
+  /** The agent's egress allowlist, served as HTTP CONNECT on this socket. @default deny all */
+  egress?: EgressPolicy;
 }
 
 export class SandboxGateway {
   private readonly server: Server;
+  /** HTTP CONNECT on this socket, with the bound agent's allowlist; none before the bind (CONNECT is refused). */
+  private egress: EgressProxy | null = null;
   private offered: TurnAssignment | null = null;
   /** The turn the runner is working on, the state it put so far, and whether its commit/abort has begun. */
   private turn: { id: string; state: Record<string, unknown>; stateBytes: number; closing: boolean } | null =
@@ -86,6 +92,9 @@ export class SandboxGateway {
     this.bindPoll = new LongPoll(o.longPollMs ?? 25_000);
     this.server = createServer((req, res) => {
       this.handle(req, res).catch((err: unknown) => this.fail(res, err));
+    });
+    this.server.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      this.handleConnect(req, socket, head).catch((err: unknown) => this.failRaw(socket, err));
     });
     this.server.keepAliveTimeout = 60_000;
   }
@@ -104,6 +113,9 @@ export class SandboxGateway {
   bind(binding: GatewayBinding): void {
     if (this.bound) throw new Error('gateway already bound: a sandbox serves one session');
     this.bound = binding;
+    this.egress = new EgressProxy(binding.egress ?? { agent: '', allow: [] }, (entry) =>
+      this.auditEgress(entry),
+    );
     const waiting = this.bindPoll.take();
     if (waiting) this.send(waiting, 200, binding.assignment);
   }
@@ -128,6 +140,7 @@ export class SandboxGateway {
   async close(): Promise<void> {
     this.turnPoll.release();
     this.bindPoll.release();
+    this.egress?.closeAll();
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
     await rm(this.o.socketPath, { force: true });
@@ -145,29 +158,8 @@ export class SandboxGateway {
     const now = this.o.clock.now();
     const presented = (req.headers.authorization ?? '').replace(/^Bearer\s+/i, '');
     if (req.method === 'GET' && req.url === '/v1/bind') return this.longPollBind(req, res, presented);
-    if (!this.bound) {
-      await this.auditUnauthorized(`${req.method} ${req.url}`, null, now);
-      throw new BerthError(
-        'UNAUTHORIZED',
-        `Sandbox is not bound to a session yet (${req.method} ${req.url})`,
-      );
-    }
-    const claims = verifySandboxToken(this.o.secret, presented, now);
-    const binding = this.bound.fence;
-    if (!claims || claims.sessionId !== binding.sessionId) {
-      await this.auditUnauthorized(`${req.method} ${req.url}`, claims?.sessionId ?? null, now);
-      throw new BerthError(
-        'UNAUTHORIZED',
-        `No valid sandbox token for session ${binding.sessionId} (${req.method} ${req.url})`,
-      );
-    }
-    if (claims.generation !== binding.generation) {
-      await this.refuseStale(`${req.method} ${req.url}`, claims.generation, now);
-      throw new BerthError(
-        'STALE_GENERATION',
-        `Session ${binding.sessionId} generation ${claims.generation} is not current (${req.method} ${req.url})`,
-      );
-    }
+    await this.authorize(req, now);
+    const binding = this.fence;
     const path = (req.url ?? '').split('?')[0]!;
     const modelProxy = this.bound?.modelProxy;
     if (path.startsWith(`${MODEL_PROXY_PATH}/`) && modelProxy) {
@@ -232,6 +224,73 @@ export class SandboxGateway {
       default:
         throw new BerthError('NOT_FOUND', `No gateway route ${route}`);
     }
+  }
+
+  /** The sandbox token for this binding: 401 (audited) for any other, 409 (audited) for another generation. */
+  private async authorize(req: IncomingMessage, now: number): Promise<void> {
+    const presented = (req.headers.authorization ?? '').replace(/^Bearer\s+/i, '');
+    if (!this.bound) {
+      await this.auditUnauthorized(`${req.method} ${req.url}`, null, now);
+      throw new BerthError(
+        'UNAUTHORIZED',
+        `Sandbox is not bound to a session yet (${req.method} ${req.url})`,
+      );
+    }
+    const claims = verifySandboxToken(this.o.secret, presented, now);
+    const binding = this.bound.fence;
+    if (!claims || claims.sessionId !== binding.sessionId) {
+      await this.auditUnauthorized(`${req.method} ${req.url}`, claims?.sessionId ?? null, now);
+      throw new BerthError(
+        'UNAUTHORIZED',
+        `No valid sandbox token for session ${binding.sessionId} (${req.method} ${req.url})`,
+      );
+    }
+    if (claims.generation !== binding.generation) {
+      await this.refuseStale(`${req.method} ${req.url}`, claims.generation, now);
+      throw new BerthError(
+        'STALE_GENERATION',
+        `Session ${binding.sessionId} generation ${claims.generation} is not current (${req.method} ${req.url})`,
+      );
+    }
+  }
+
+  /** CONNECT host:port — the egress proxy, behind the same token and generation checks as every route. */
+  private async handleConnect(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    await this.authorize(req, this.o.clock.now());
+    await this.egress!.connect(req.url ?? '', socket, head);
+  }
+
+  /** Never throws: a tunnel's closing audit runs detached from any request. */
+  private async auditEgress(entry: Parameters<EgressAudit>[0]): Promise<void> {
+    const binding = this.fence;
+    const data = { agent: this.bound?.egress?.agent ?? '', workerId: binding.workerId, ...entry };
+    this.log.info(data, entry.allowed ? 'Egress allowed' : 'Egress denied');
+    try {
+      await this.o.store.audit(
+        {
+          kind: entry.allowed ? 'egress-allowed' : 'egress-denied',
+          sessionId: binding.sessionId,
+          generation: binding.generation,
+          data,
+        },
+        this.o.clock.now(),
+      );
+    } catch (err) {
+      this.log.error({ err, ...data }, 'Egress audit failed');
+    }
+  }
+
+  /** An error on a CONNECT: the socket is raw, so the HTTP answer is written by hand. */
+  private failRaw(socket: Duplex, err: unknown): void {
+    const error =
+      err instanceof BerthError
+        ? err
+        : new BerthError('INTERNAL', `Gateway failed: ${(err as Error).message}`, { cause: err });
+    if (error.code === 'INTERNAL') this.log.error({ err }, 'Gateway CONNECT failed');
+    const text = JSON.stringify(error.toJSON());
+    socket.end(
+      `HTTP/1.1 ${error.status} ${error.code}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
+    );
   }
 
   /**

@@ -16,6 +16,7 @@ import {
   TOKEN_FILE_NAME,
   type TurnAssignment,
 } from '../core/protocol.js';
+import { startEgressProxy } from './egress-proxy.js';
 import { GatewayClient, GatewayError } from './gateway-client.js';
 import { LimitExceeded, LimitWatch } from './limits.js';
 import { killAllButRunner } from './processes.js';
@@ -29,6 +30,7 @@ async function main(): Promise<void> {
   const socketPath = join(runDir, GATEWAY_SOCKET_NAME);
   const binding = await waitForBinding(socketPath);
   const gateway = new GatewayClient(socketPath, binding.token);
+  await startEgressProxy(socketPath, binding.token);
   let currentTurn: string | undefined;
   const beat = () => {
     gateway

@@ -149,6 +149,7 @@ export class SessionSupervisor {
       },
       log: this.log,
       modelProxy: this.modelProxy(),
+      egress: { agent: this.agent.name, allow: this.agent.egress },
       hooks: {
         onHeartbeat: (now) => {
           this.lastHeartbeatAt = now;

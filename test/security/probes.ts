@@ -69,3 +69,33 @@ export const SYSCALLS_JOB = `perl -e ${shellQuote(
 export function shellQuote(text: string): string {
   return `'${text.replace(/'/g, `'\\''`)}'`;
 }
+
+/**
+ * Through the sandbox's proxy (HTTP_PROXY): a plain-HTTP GET of each URL, then a CONNECT
+ * tunnel to each host:port with a GET inside. Prints one JSON object: {"GET <url>": "<status>
+ * <body>", "CONNECT <target>": "<status> <first line or body>"}.
+ */
+export function proxyJob(urls: string[], tunnels: string[]): string {
+  const script = [
+    "const http=require('http');const [urls,tunnels]=JSON.parse(process.argv[1]);",
+    'const proxy=new URL(process.env.HTTP_PROXY);const out={};',
+    'const get=(u)=>new Promise((done)=>{const r=http.request({host:proxy.hostname,port:proxy.port,path:u,headers:{host:new URL(u).host}},(res)=>{',
+    "let b='';res.on('data',(c)=>b+=c);res.on('end',()=>done(res.statusCode+' '+b.trim()))});r.on('error',(e)=>done('ERR '+e.code));r.end()});",
+    "const tunnel=(t)=>new Promise((done)=>{const r=http.request({host:proxy.hostname,port:proxy.port,method:'CONNECT',path:t});",
+    "r.on('connect',(res,s)=>{if(res.statusCode!==200){done(res.statusCode+'');s.destroy();return}",
+    "let b='';s.on('data',(c)=>b+=c);s.on('end',()=>done('200 '+b.split('\\r\\n\\r\\n')[1]));s.write('GET / HTTP/1.1\\r\\nhost: '+t+'\\r\\nconnection: close\\r\\n\\r\\n')});",
+    "r.on('response',(res)=>done(res.statusCode+''));r.on('error',(e)=>done('ERR '+e.code));r.end()});",
+    "(async()=>{for(const u of urls)out['GET '+u]=await get(u);for(const t of tunnels)out['CONNECT '+t]=await tunnel(t);console.log(JSON.stringify(out))})();",
+  ].join('');
+  return `node -e ${shellQuote(script)} ${shellQuote(JSON.stringify([urls, tunnels]))}`;
+}
+
+/** A raw CONNECT on the gateway socket with the given token; prints the status line. */
+export function rawConnectJob(socketPath: string, token: string, target: string): string {
+  const script = [
+    "const net=require('net');const [path,token,target]=process.argv.slice(1);",
+    "const s=net.connect({path},()=>s.write('CONNECT '+target+' HTTP/1.1\\r\\nauthorization: Bearer '+token+'\\r\\n\\r\\n'));",
+    "let b='';s.on('data',(c)=>{b+=c;if(b.includes('\\r\\n')){console.log(b.split('\\r\\n')[0]);s.destroy()}});",
+  ].join('');
+  return `node -e ${shellQuote(script)} ${[socketPath, token, target].map(shellQuote).join(' ')}`;
+}

@@ -5,7 +5,7 @@
  * from the agent, and this install's labels. Pure, so a unit test can read it.
  */
 import type Dockerode from 'dockerode';
-import { LABELS, SANDBOX_RUN_DIR } from '../../core/index.js';
+import { EGRESS_PROXY_PORT, LABELS, SANDBOX_RUN_DIR } from '../../core/index.js';
 import { RUNNER_ENTRY } from '../runner-bundle.js';
 import type { SandboxSpec } from '../runtime.js';
 
@@ -50,6 +50,13 @@ export function containerOptions(spec: SandboxSpec): Dockerode.ContainerCreateOp
       `BERTH_RUN_DIR=${SANDBOX_RUN_DIR}`,
       `BERTH_ISOLATION=${spec.isolation}`,
       'HOME=/tmp',
+      // Ordinary tools reach the network only through the runner's proxy, i.e. the gateway's egress allowlist.
+      ...['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy'].map(
+        (name) => `${name}=http://127.0.0.1:${EGRESS_PROXY_PORT}`,
+      ),
+      // The sandbox's own loopback stays local (the proxy would connect from the host).
+      'NO_PROXY=localhost,127.0.0.1,::1',
+      'no_proxy=localhost,127.0.0.1,::1',
       'PATH=/usr/local/bin:/usr/bin:/bin',
     ],
     Labels: sandboxLabels(spec),
