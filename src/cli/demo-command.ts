@@ -27,11 +27,21 @@ const STEPS = 6;
 interface Pace {
   stepMs: number;
   killEveryMs: { min: number; max: number };
+  /**
+   * Sandbox kills in all. A budget, not a rate to the end: the kills always pick a running
+   * sandbox, so once few tasks are left a steady rate would hit the same ones again and again.
+   */
+  kills: number;
   retryBaseMs: number;
 }
 
-const FULL: Pace = { stepMs: 10_000, killEveryMs: { min: 15_000, max: 30_000 }, retryBaseMs: 1_000 };
-const FAST: Pace = { stepMs: 300, killEveryMs: { min: 2_500, max: 4_000 }, retryBaseMs: 200 };
+const FULL: Pace = {
+  stepMs: 10_000,
+  killEveryMs: { min: 15_000, max: 30_000 },
+  kills: 8,
+  retryBaseMs: 1_000,
+};
+const FAST: Pace = { stepMs: 300, killEveryMs: { min: 2_500, max: 4_000 }, kills: 6, retryBaseMs: 200 };
 
 interface Row {
   session: string;
@@ -73,20 +83,35 @@ export function demoCommand(env: NodeJS.ProcessEnv): Command {
         killEveryMs: pace.killEveryMs,
         maxDurationMs: 60 * 60_000,
       });
+      const cleanUp = async () => {
+        await injector.stop();
+        await host.close();
+        if (!o.keep && !env.BERTH_DATA) await rm(dataDir, { recursive: true, force: true });
+      };
+      // Ctrl-C: end the sandboxes, unmount and remove the temp data dir, as at the normal end.
+      const onSignal = () => {
+        process.stderr.write('\nberth demo: stopping; cleaning up\n');
+        void cleanUp().finally(() => process.exit(130));
+      };
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
       try {
         process.stdout.write(`dashboard: ${host.url}/#token=${host.adminToken}\n\n`);
         await berth.agents.create({ name: 'demo', provider: 'script', memoryMb: 256 }).catch(() => undefined);
         const startedAt = Date.now();
         injector.start();
-        const rows = await runTasks(berth, pace);
+        const budget = setInterval(() => {
+          if (injector.count('sandbox-kill') >= pace.kills) void injector.stop();
+        }, 100);
+        const rows = await runTasks(berth, pace).finally(() => clearInterval(budget));
         await injector.stop();
         const ok = printSummary(rows, await storedOutcomes(berth, rows), injector, Date.now() - startedAt);
         process.stdout.write(`\ndashboard: ${host.url}/#token=${host.adminToken} (until the demo exits)\n`);
         if (!ok) process.exitCode = 1;
       } finally {
-        await injector.stop();
-        await host.close();
-        if (!o.keep && !env.BERTH_DATA) await rm(dataDir, { recursive: true, force: true });
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+        await cleanUp();
       }
     });
 }
