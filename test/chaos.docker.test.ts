@@ -17,7 +17,7 @@ test('chaos: sandbox kills and a worker SIGKILL lose, duplicate and leak nothing
     turns: 5,
     durationCapMs: 150_000,
     killEveryMs: { min: 1000, max: 3000 },
-    killWorker: true,
+    killWorkers: 1,
     slotsPerWorker: 2,
     lease: '3s',
     keep: true,

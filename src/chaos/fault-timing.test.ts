@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Turn } from '../core/index.js';
-import { explainedByFault, sandboxKillHits, stats, timingOf, workerKillHits } from './fault-timing.js';
-import type { SandboxKill, WorkerKill } from './faults.js';
+import * as timing from './fault-timing.js';
+import type { SandboxKill, StoreRestart, WorkerKill } from './faults.js';
 
 const turn = (p: Partial<Turn>): Turn => ({
   id: 't',
@@ -48,13 +48,13 @@ test('a sandbox kill hits the aborted turn that ran in that sandbox at that mome
     turn({ id: 'ended-before', endedAt: 1400 }),
     turn({ id: 'committed', status: 'committed' }),
   ];
-  assert.deepEqual(sandboxKillHits(kill, turns), [hit]);
-  assert.deepEqual(sandboxKillHits({ ...kill, container: 'berth-x-pool-wrk_a-3' }, turns), [warm]);
+  assert.deepEqual(timing.sandboxKillHits(kill, turns), [hit]);
+  assert.deepEqual(timing.sandboxKillHits({ ...kill, container: 'berth-x-pool-wrk_a-3' }, turns), [warm]);
   // A warm sandbox bound while the kill call was under way: the turn it started is the kill's hit too.
   const late = turn({ id: 'late', sandbox: 'berth-x-pool-wrk_a-4', startedAt: 1550 });
   const slowKill = { ...kill, container: 'berth-x-pool-wrk_a-4', killedAt: 1600 };
-  assert.deepEqual(sandboxKillHits(slowKill, [late]), [late]);
-  assert.deepEqual(sandboxKillHits({ ...slowKill, killedAt: 1500 }, [late]), []);
+  assert.deepEqual(timing.sandboxKillHits(slowKill, [late]), [late]);
+  assert.deepEqual(timing.sandboxKillHits({ ...slowKill, killedAt: 1500 }, [late]), []);
 });
 
 test('a worker kill hits only its turns aborted by lease expiry', () => {
@@ -64,7 +64,24 @@ test('a worker kill hits only its turns aborted by lease expiry', () => {
     turn({ id: 'other-worker', workerId: 'w2', error: 'worker lease expired' }),
     turn({ error: 'x' }),
   ];
-  assert.deepEqual(workerKillHits(workerKill, turns), [hit]);
+  assert.deepEqual(timing.workerKillHits(workerKill, turns), [hit]);
+});
+
+test('a store restart hits every aborted turn that ran while the database was down', () => {
+  const restart: StoreRestart = { kind: 'store-restart', at: 3000, upAt: 6000 };
+  const cases = [
+    { name: 'ran across the stop', t: turn({ startedAt: 2000, endedAt: 3500 }), hit: true },
+    { name: 'started while down', t: turn({ startedAt: 5000, endedAt: 9000 }), hit: true },
+    { name: 'ended before the stop', t: turn({ startedAt: 1000, endedAt: 2500 }), hit: false },
+    { name: 'started after the restart', t: turn({ startedAt: 6500, endedAt: 7000 }), hit: false },
+    { name: 'committed', t: turn({ status: 'committed', startedAt: 2000, endedAt: 3500 }), hit: false },
+  ];
+  for (const c of cases) {
+    assert.equal(timing.storeRestartHits(restart, [c.t]).length === 1, c.hit, c.name);
+    if (c.t.status === 'aborted') assert.equal(timing.explainedByFault(c.t, [restart]), c.hit, c.name);
+  }
+  const neverBack: StoreRestart = { ...restart, upAt: null };
+  assert.equal(timing.storeRestartHits(neverBack, [turn({ startedAt: 9000, endedAt: 9500 })]).length, 1);
 });
 
 test('detect and recover are measured from the fault; a kill that hit nothing is missed', () => {
@@ -73,9 +90,9 @@ test('detect and recover are measured from the fault; a kill that hit nothing is
     turn({ id: 'b', status: 'committed', startedAt: 2700, endedAt: 3900 }),
     turn({ id: 'c', status: 'committed', startedAt: 5000, endedAt: 6000 }),
   ];
-  const t = timingOf(
+  const t = timing.timingOf(
     [
-      { at: 1500, hits: sandboxKillHits(kill, turns) },
+      { at: 1500, hits: timing.sandboxKillHits(kill, turns) },
       { at: 8000, hits: [] },
     ],
     turns,
@@ -89,15 +106,15 @@ test('detect and recover are measured from the fault; a kill that hit nothing is
 });
 
 test('an aborted turn is explained only by a fault in effect on its sandbox or worker while it ran', () => {
-  assert.equal(explainedByFault(turn({}), [kill]), true);
-  assert.equal(explainedByFault(turn({ sandbox: 'berth-x-s1-g3' }), [kill]), false);
-  assert.equal(explainedByFault(turn({ sandbox: 'berth-x-s1-g3' }), [workerKill]), true);
-  assert.equal(explainedByFault(turn({ startedAt: 1600 }), [kill, workerKill]), false);
+  assert.equal(timing.explainedByFault(turn({}), [kill]), true);
+  assert.equal(timing.explainedByFault(turn({ sandbox: 'berth-x-s1-g3' }), [kill]), false);
+  assert.equal(timing.explainedByFault(turn({ sandbox: 'berth-x-s1-g3' }), [workerKill]), true);
+  assert.equal(timing.explainedByFault(turn({ startedAt: 1600 }), [kill, workerKill]), false);
 });
 
 test('nearest-rank percentiles', () => {
-  assert.equal(stats([]), null);
-  const s = stats(Array.from({ length: 100 }, (_, i) => 100 - i))!;
+  assert.equal(timing.stats([]), null);
+  const s = timing.stats(Array.from({ length: 100 }, (_, i) => 100 - i))!;
   assert.deepEqual(s, { n: 100, p50: 50, p99: 99, max: 100 });
-  assert.deepEqual(stats([7]), { n: 1, p50: 7, p99: 7, max: 7 });
+  assert.deepEqual(timing.stats([7]), { n: 1, p50: 7, p99: 7, max: 7 });
 });

@@ -11,12 +11,16 @@
  *   worker-kill   hit     = turns of the killed worker running at the kill and aborted with
  *                           'worker lease expired' (the sweep of another process)
  *                 detect, recover: as above, per hit turn and per hit session
+ *   store-restart hit     = aborted turns that were running at some time while the database
+ *                           was down (from the stop to the restart; to the end of the run if
+ *                           it never came back)
+ *                 detect, recover: as above, from the stop
  *
  * Invariants: a fault with no hit is "missed" and adds no timing sample; a hit session that
  * never commits again is "unrecovered"; percentiles are nearest-rank over the samples.
  */
 import type { Turn } from '../core/index.js';
-import type { Fault, SandboxKill, WorkerKill } from './faults.js';
+import type { Fault, SandboxKill, StoreRestart, WorkerKill } from './faults.js';
 
 export const LEASE_EXPIRED = 'worker lease expired';
 
@@ -40,7 +44,7 @@ export interface FaultTiming {
 
 /** The turn was running at some moment of [from, to]. */
 export function ranAt(t: Turn, from: number, to = from): boolean {
-  return t.startedAt <= to && (t.endedAt ?? Number.POSITIVE_INFINITY) >= from;
+  return ranDuring(t, from, to);
 }
 
 export function sandboxKillHits(f: SandboxKill, turns: Turn[]): Turn[] {
@@ -55,13 +59,30 @@ export function workerKillHits(f: WorkerKill, turns: Turn[]): Turn[] {
   );
 }
 
+export function storeRestartHits(f: StoreRestart, turns: Turn[]): Turn[] {
+  return turns.filter(
+    (t) => t.status === 'aborted' && ranDuring(t, f.at, f.upAt ?? Number.POSITIVE_INFINITY),
+  );
+}
+
+function ranDuring(t: Turn, from: number, to: number): boolean {
+  return t.startedAt <= to && (t.endedAt ?? Number.POSITIVE_INFINITY) >= from;
+}
+
 /** True when some injected fault was in effect on this aborted turn's sandbox or worker while it ran. */
 export function explainedByFault(t: Turn, faults: Fault[]): boolean {
-  return faults.some((f) =>
-    f.kind === 'sandbox-kill'
-      ? f.container === t.sandbox && ranAt(t, f.at, f.killedAt)
-      : f.workerId === t.workerId && ranAt(t, f.at),
-  );
+  return faults.some((f) => inEffectOn(f, t));
+}
+
+function inEffectOn(f: Fault, t: Turn): boolean {
+  switch (f.kind) {
+    case 'sandbox-kill':
+      return f.container === t.sandbox && ranAt(t, f.at, f.killedAt);
+    case 'worker-kill':
+      return f.workerId === t.workerId && ranAt(t, f.at);
+    case 'store-restart':
+      return ranDuring(t, f.at, f.upAt ?? Number.POSITIVE_INFINITY);
+  }
 }
 
 export function timingOf(kills: { at: number; hits: Turn[] }[], turns: Turn[]): FaultTiming {

@@ -2,16 +2,18 @@
  * The fault injector: faults the way they happen in production, not simulated.
  *  - sandbox-kill: every A–B seconds (uniform), `docker kill` (Engine API) of one random
  *    running container carrying this install's label.
- *  - worker-kill: once, when `due()` says so, SIGKILL of one worker process (the one
- *    running the most turns, so that the kill hits work), restarted with the same argv
- *    `restartDelayMs` later.
+ *  - worker-kill: once, when `due()` says so, SIGKILL of `count` worker processes at once
+ *    (those running the most turns, so that the kills hit work), restarted with the same
+ *    argv `restartDelayMs` later.
+ *  - store-restart: once, when `due()` says so, the store's database server is stopped
+ *    (fast shutdown: connections cut), left down `downMs`, and started again.
  *
  * Invariants:
  * - Only containers labelled `berth.install=<installId>` are ever touched.
  * - Every fault is recorded with the time taken just BEFORE it was issued, so a
  *   detection time measured from it is never negative.
- * - At most one worker-kill per injector; its restart always happens, even when `stop()`
- *   comes first (stop waits for it), so no worker is left dead.
+ * - At most one worker-kill round and one store-restart per injector; the restarts always
+ *   happen, even when `stop()` comes first (stop waits for them), so nothing is left dead.
  * - The loop ends at `stop()` or `maxDurationMs`, whichever is first, and wakes at least
  *   every TICK_MS; every Engine API and status call is bounded by a timeout.
  */
@@ -40,7 +42,15 @@ export interface WorkerKill {
   restartedPid: number | null;
 }
 
-export type Fault = SandboxKill | WorkerKill;
+export interface StoreRestart {
+  kind: 'store-restart';
+  /** When the stop was issued. */
+  at: number;
+  /** When the server accepted connections again; null if it did not come back. */
+  upAt: number | null;
+}
+
+export type Fault = SandboxKill | WorkerKill | StoreRestart;
 
 /** A worker child the injector may SIGKILL and restart (see children.ts). */
 export interface KillableWorker {
@@ -64,9 +74,18 @@ export interface FaultInjectorOptions {
     due(): boolean;
     /** Running turns per worker id right now (from the API's /v1/status). */
     runningTurns(): Promise<Map<string, number>>;
-    /** After due() this long without any running turn, kill the busiest worker anyway (a miss). */
+    /** After due() this long without any running turn, kill the busiest workers anyway (a miss). */
     maxWaitForTurnsMs: number;
     restartDelayMs: number;
+    /** How many workers are SIGKILLed at once. @default 1 */
+    count?: number;
+  };
+  storeRestart?: {
+    /** Polled every tick; once true, the store is restarted. */
+    due(): boolean;
+    stop(): Promise<void>;
+    start(): Promise<void>;
+    downMs: number;
   };
   random?: () => number;
   /** Non-fatal trouble (a kill that raced the container's own end, an engine error). */
@@ -86,6 +105,7 @@ export class FaultInjector {
   private wake: (() => void) | null = null;
   private loop: Promise<void> | null = null;
   private workerKill: Promise<void> | null = null;
+  private storeRestart: Promise<void> | null = null;
   private workerKillDueAt: number | null = null;
   private readonly random: () => number;
 
@@ -106,6 +126,7 @@ export class FaultInjector {
     this.wake?.();
     await this.loop;
     await this.workerKill;
+    await this.storeRestart;
   }
 
   count(kind: Fault['kind']): number {
@@ -120,13 +141,15 @@ export class FaultInjector {
       if (wk && !this.workerKill && wk.due()) {
         this.workerKillDueAt ??= Date.now();
         const force = Date.now() - this.workerKillDueAt >= wk.maxWaitForTurnsMs;
-        const victim = await this.pickWorker(wk, force);
-        if (victim) this.workerKill = this.killWorker(wk, victim);
+        const victims = await this.pickWorkers(wk, force);
+        if (victims.length > 0) this.workerKill = this.killWorkers(wk, victims);
         else if (force) {
           this.opts.onWarning?.('worker kill skipped: no running worker with a known id');
           this.workerKill = Promise.resolve();
         }
       }
+      const sr = this.opts.storeRestart;
+      if (sr && !this.storeRestart && sr.due()) this.storeRestart = this.restartStore(sr);
       if (Date.now() >= nextKillAt) {
         const hit = await this.killRandomSandbox().catch((err: unknown) => {
           this.opts.onWarning?.(`sandbox kill failed: ${(err as Error).message}`);
@@ -181,32 +204,54 @@ export class FaultInjector {
     return true;
   }
 
-  private async killWorker(
+  private async killWorkers(
     wk: NonNullable<FaultInjectorOptions['workerKill']>,
-    victim: KillableWorker,
+    victims: KillableWorker[],
   ): Promise<void> {
-    const record: WorkerKill = {
-      kind: 'worker-kill',
-      at: Date.now(),
-      pid: victim.pid!,
-      workerId: victim.workerId()!,
-      child: victim.name,
-      restartedAt: null,
-      restartedPid: null,
-    };
-    await victim.sigkill();
-    this.faults.push(record);
+    const records = victims.map(
+      (victim): WorkerKill => ({
+        kind: 'worker-kill',
+        at: Date.now(),
+        pid: victim.pid!,
+        workerId: victim.workerId()!,
+        child: victim.name,
+        restartedAt: null,
+        restartedPid: null,
+      }),
+    );
+    await Promise.all(victims.map((v) => v.sigkill()));
+    this.faults.push(...records);
     await new Promise((resolve) => setTimeout(resolve, wk.restartDelayMs));
-    await victim.restart();
-    record.restartedAt = Date.now();
-    record.restartedPid = victim.pid ?? null;
+    await Promise.all(
+      victims.map(async (victim, i) => {
+        await victim.restart();
+        records[i]!.restartedAt = Date.now();
+        records[i]!.restartedPid = victim.pid ?? null;
+      }),
+    );
   }
 
-  /** The live worker running the most turns (ties at random); undefined while none runs any, unless `force`. */
-  private async pickWorker(
+  private async restartStore(sr: NonNullable<FaultInjectorOptions['storeRestart']>): Promise<void> {
+    const record: StoreRestart = { kind: 'store-restart', at: Date.now(), upAt: null };
+    this.faults.push(record);
+    try {
+      await sr.stop();
+      await new Promise((resolve) => setTimeout(resolve, sr.downMs));
+    } finally {
+      await sr.start().then(
+        () => {
+          record.upAt = Date.now();
+        },
+        (err: unknown) => this.opts.onWarning?.(`store did not start again: ${(err as Error).message}`),
+      );
+    }
+  }
+
+  /** The live workers running the most turns (ties at random); none while none runs any, unless `force`. */
+  private async pickWorkers(
     wk: NonNullable<FaultInjectorOptions['workerKill']>,
     force: boolean,
-  ): Promise<KillableWorker | undefined> {
+  ): Promise<KillableWorker[]> {
     const turns = await Promise.race([
       wk.runningTurns(),
       new Promise<never>((_, reject) =>
@@ -214,11 +259,12 @@ export class FaultInjector {
       ),
     ]).catch(() => new Map<string, number>());
     const load = (w: KillableWorker) => turns.get(w.workerId() ?? '') ?? 0;
-    const [best] = wk.workers
+    const ranked = wk.workers
       .filter((w) => w.pid !== undefined && w.workerId() !== null)
       .map((w) => ({ w, load: load(w), tie: this.random() }))
       .sort((a, b) => b.load - a.load || a.tie - b.tie);
-    return best && (best.load > 0 || force) ? best.w : undefined;
+    if (!force && (ranked[0]?.load ?? 0) === 0) return [];
+    return ranked.slice(0, wk.count ?? 1).map((r) => r.w);
   }
 
   private sleep(ms: number): Promise<void> {

@@ -13,11 +13,13 @@ import {
   type Stats,
   sandboxKillHits,
   stats,
+  storeRestartHits,
   timingOf,
   workerKillHits,
 } from './fault-timing.js';
-import type { Fault, SandboxKill, WorkerKill } from './faults.js';
+import type { Fault, SandboxKill, StoreRestart, WorkerKill } from './faults.js';
 import type { InvariantResult } from './invariant-result.js';
+import type { LoadReport } from './load-sampler.js';
 import type { Outcome, RequestRecord } from './session-driver.js';
 import type { SessionSnapshot } from './snapshot.js';
 
@@ -27,7 +29,12 @@ export interface ChaosSettings {
   slotsPerWorker: number;
   workers: number;
   killEveryMs: { min: number; max: number };
-  killWorker: boolean;
+  /** Workers SIGKILLed at once, about a third into the run; 0 = none. */
+  killWorkers: number;
+  /** 'sqlite', or the PostgreSQL URL without its password. */
+  store: string;
+  /** How long the database was held down by the store restart, ms; null = no restart. */
+  storeDownMs: number | null;
   leaseMs: number;
   durationCapMs: number;
   seed: number;
@@ -46,15 +53,17 @@ export interface ChaosReport {
   /** POST to reply, of ok requests: what a user waits, retries and backoff included. */
   latencyMs: Stats | null;
   messages: { inbound: number; outbound: number };
-  faults: { 'sandbox-kill': number; 'worker-kill': number; skipped: number };
+  faults: { 'sandbox-kill': number; 'worker-kill': number; 'store-restart': number; skipped: number };
   /** Aborted turns: each one's messages were dispatched again (or failed). */
   redispatches: number;
   /** Aborted turns by error (ids, paths and sandbox names blanked out), most frequent first. */
   abortReasons: Record<string, number>;
   /** Aborted turns that no injected fault explains (not in a killed sandbox, not on the killed worker): berth's own failures. */
   unexplainedAborts: { count: number; reasons: Record<string, number> };
-  timing: { 'sandbox-kill': FaultTiming; 'worker-kill': FaultTiming };
+  timing: { 'sandbox-kill': FaultTiming; 'worker-kill': FaultTiming; 'store-restart': FaultTiming };
   invariants: InvariantResult[];
+  /** Memory and store load while the workload ran. */
+  load: LoadReport;
   passed: boolean;
   faultLog: Fault[];
   /** Requests that did not end ok, with why. */
@@ -69,6 +78,7 @@ export interface ReportInput {
   notSent: number;
   faults: Fault[];
   skippedFaults: number;
+  load: LoadReport;
   sessions: SessionSnapshot[];
   invariants: InvariantResult[];
 }
@@ -80,6 +90,7 @@ export function buildReport(input: ReportInput): ChaosReport {
   const aborted = turns.filter((t) => t.status === 'aborted');
   const sandboxKills = faults.filter((f): f is SandboxKill => f.kind === 'sandbox-kill');
   const workerKills = faults.filter((f): f is WorkerKill => f.kind === 'worker-kill');
+  const storeRestarts = faults.filter((f): f is StoreRestart => f.kind === 'store-restart');
   const reason = (t: Turn) => normalizeError(t.error ?? '', input.settings.dataDir);
   const unexplained = aborted.filter((t) => !explainedByFault(t, faults));
   const fail = count('fail');
@@ -107,6 +118,7 @@ export function buildReport(input: ReportInput): ChaosReport {
     faults: {
       'sandbox-kill': sandboxKills.length,
       'worker-kill': workerKills.length,
+      'store-restart': storeRestarts.length,
       skipped: input.skippedFaults,
     },
     redispatches: aborted.length,
@@ -121,8 +133,13 @@ export function buildReport(input: ReportInput): ChaosReport {
         workerKills.map((f) => ({ at: f.at, hits: workerKillHits(f, turns) })),
         turns,
       ),
+      'store-restart': timingOf(
+        storeRestarts.map((f) => ({ at: f.at, hits: storeRestartHits(f, turns) })),
+        turns,
+      ),
     },
     invariants: input.invariants,
+    load: input.load,
     passed,
     faultLog: faults,
     notOk: requests.filter((r) => r.outcome !== 'ok'),
@@ -155,18 +172,26 @@ export function renderReport(r: ChaosReport): string {
   const lines: string[] = [];
   const ms = (x: Stats | null, k: keyof Stats) => (x ? String(Math.round(x[k])) : '-');
   lines.push(
-    `berth chaos: ${s.sessions} sessions x ${s.turns} turns, ${s.workers} workers x ${s.slotsPerWorker} slots, ` +
-      `sandbox kill every ${s.killEveryMs.min / 1000}-${s.killEveryMs.max / 1000} s, worker kill ${s.killWorker ? 'on' : 'off'}, ` +
-      `lease ${s.leaseMs / 1000} s, seed ${s.seed}`,
+    `berth chaos: ${s.sessions} sessions x ${s.turns} turns, ${s.workers} workers x ${s.slotsPerWorker} slots, store ${s.store}, ` +
+      `sandbox kill every ${s.killEveryMs.min / 1000}-${s.killEveryMs.max / 1000} s, workers killed at once ${s.killWorkers}, ` +
+      `store restart ${s.storeDownMs === null ? 'off' : `${s.storeDownMs / 1000} s down`}, lease ${s.leaseMs / 1000} s, seed ${s.seed}`,
     `wall ${(r.wallMs / 1000).toFixed(1)} s${r.cutShort ? ' (cut short: --duration reached, or interrupted)' : ''}, data ${s.dataDir}${s.dataDirKept ? '' : ' (removed; --keep keeps it)'}`,
     '',
     `requests  planned ${r.requests.planned}  sent ${r.requests.sent}  ok ${r.requests.ok}  fail ${r.requests.fail}  ` +
       `unknown ${r.requests.unknown}  not sent ${r.requests.notSent}  (retries seen by clients ${r.requests.retriesSeen})`,
     `latency   ok requests, POST to reply, ms p50/p99/max ${ms(r.latencyMs, 'p50')}/${ms(r.latencyMs, 'p99')}/${ms(r.latencyMs, 'max')}`,
     `messages  inbound ${r.messages.inbound}  outbound ${r.messages.outbound}  user-visible errors ${r.userVisibleErrors}`,
-    `faults    sandbox-kill ${r.faults['sandbox-kill']}  worker-kill ${r.faults['worker-kill']}  ` +
+    `faults    sandbox-kill ${r.faults['sandbox-kill']}  worker-kill ${r.faults['worker-kill']}  store-restart ${r.faults['store-restart']}  ` +
       `(attempts that found no running sandbox: ${r.faults.skipped})`,
     `re-dispatches (aborted turns) ${r.redispatches}, of which ${r.unexplainedAborts.count} no injected fault explains`,
+  );
+  const l = r.load;
+  lines.push(
+    `load      host memory in use ${l.memoryBaselineMb} MiB before, peak ${l.peakMemoryMb} MiB (whole machine); ` +
+      `berth processes peak RSS ${l.peakBerthRssMb} MiB` +
+      (l.store
+        ? `; store peak connections ${l.store.peakConnections}, commits ${l.store.commits} (${l.store.commitsPerSec}/s)`
+        : ''),
   );
   for (const [reason, n] of Object.entries(r.abortReasons)) {
     const spontaneous = r.unexplainedAborts.reasons[reason] ?? 0;
@@ -178,7 +203,7 @@ export function renderReport(r: ChaosReport): string {
     '',
     'fault          injected  hit  missed  unrecov.  detect ms p50/p99/max   recover ms p50/p99/max',
   );
-  for (const kind of ['sandbox-kill', 'worker-kill'] as const) {
+  for (const kind of ['sandbox-kill', 'worker-kill', 'store-restart'] as const) {
     const t = r.timing[kind];
     const triple = (x: Stats | null) => `${ms(x, 'p50')}/${ms(x, 'p99')}/${ms(x, 'max')}`.padEnd(24);
     lines.push(

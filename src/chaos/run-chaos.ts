@@ -1,7 +1,9 @@
 /**
  * One chaos run, end to end: berth as separate processes (`berth up --slots 0` for the API,
- * two `berth worker`s sharing its data dir), a workload of N sessions x T turns through
- * the public API, real faults meanwhile, a clean shutdown, then the checker and the report.
+ * W `berth worker`s sharing its data dir and its store: SQLite, or a PostgreSQL database),
+ * a workload of N sessions x T turns through the public API, real faults meanwhile (sandbox
+ * kills, K workers SIGKILLed at once, a database restart), a clean shutdown, then the
+ * checker and the report.
  *
  * Invariants:
  * - Always cleans up, on success, failure or exception: every child is stopped (SIGKILL
@@ -16,13 +18,14 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { readAdminToken } from '../api/index.js';
 import { ApiClient } from '../client/index.js';
-import { isBerthError, loadConfig, parseDurationMs, type SessionView } from '../core/index.js';
+import { isBerthError, loadConfig, parseDurationMs, redactUrl, type SessionView } from '../core/index.js';
 import { connectDocker } from '../runtime/index.js';
 import { installIdOf } from '../worker/index.js';
 import { BerthProcess, freePort, waitForHealthy, workerIdOf } from './children.js';
 import { FaultInjector, type KillableWorker } from './faults.js';
 import { checkInvariants } from './invariants.js';
 import { removeLeftovers } from './leftovers.js';
+import { LoadSampler } from './load-sampler.js';
 import { buildReport, type ChaosReport, type ChaosSettings } from './report.js';
 import { driveSession, type RequestRecord } from './session-driver.js';
 import { readStoreSnapshot } from './snapshot.js';
@@ -33,7 +36,17 @@ export interface ChaosOptions {
   /** The workload stops (unfinished requests become unknown) after this, ms. */
   durationCapMs: number;
   killEveryMs: { min: number; max: number };
-  killWorker: boolean;
+  /** Workers SIGKILLed at once about a third into the run (and restarted 1 s later); 0 = none. */
+  killWorkers: number;
+  /** Worker processes. @default 2 */
+  workers?: number;
+  /** The store of every process: default SQLite in the data dir. */
+  store?: {
+    /** postgres:// URL. */
+    url: string;
+    /** Restart the database server once, halfway through the run: stop, `downMs` down, start. */
+    restart?: { stop(): Promise<void>; start(): Promise<void>; downMs: number };
+  };
   slotsPerWorker: number;
   /** BERTH_LEASE of the children, e.g. '3s'. */
   lease: string;
@@ -61,10 +74,11 @@ export interface ChaosProgress {
   unknown: number;
   sandboxKills: number;
   workerKills: number;
+  storeRestarts: number;
   elapsedMs: number;
 }
 
-const WORKERS = 2;
+const DEFAULT_WORKERS = 2;
 const AGENT = 'chaos';
 const START_TIMEOUT_MS = 120_000;
 const STOP_GRACE_MS = 30_000;
@@ -89,6 +103,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     BERTH_HOST: '127.0.0.1',
     BERTH_LEASE: opts.lease,
     BERTH_LOG_LEVEL: opts.logLevel ?? 'warn',
+    BERTH_STORE: opts.store?.url ?? '',
   };
   delete env.BERTH_URL;
   delete env.BERTH_SLOTS;
@@ -96,7 +111,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   const url = `http://127.0.0.1:${port}`;
   const api = new BerthProcess('api', ['up', '--slots', '0'], env, join(dataDir, 'api.log'));
   const workers = Array.from(
-    { length: WORKERS },
+    { length: opts.workers ?? DEFAULT_WORKERS },
     (_, i) =>
       new BerthProcess(
         `worker-${i + 1}`,
@@ -124,6 +139,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       unknown: requests.filter((r) => r.outcome === 'unknown').length,
       sandboxKills: injector?.count('sandbox-kill') ?? 0,
       workerKills: injector?.count('worker-kill') ?? 0,
+      storeRestarts: injector?.count('store-restart') ?? 0,
       elapsedMs: Date.now() - startedAt,
     });
   const ticker = setInterval(progress, 500);
@@ -165,17 +181,28 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       installId,
       killEveryMs: opts.killEveryMs,
       maxDurationMs: opts.durationCapMs,
-      workerKill: opts.killWorker
-        ? {
-            workers: killable,
-            due: () => requests.length >= turnsTotal / 3,
-            runningTurns: () => runningTurnsByWorker(client),
-            maxWaitForTurnsMs: WORKER_KILL_MAX_WAIT_MS,
-            restartDelayMs: WORKER_RESTART_DELAY_MS,
-          }
-        : undefined,
+      workerKill:
+        opts.killWorkers > 0
+          ? {
+              workers: killable,
+              count: opts.killWorkers,
+              due: () => requests.length >= turnsTotal / 3,
+              runningTurns: () => runningTurnsByWorker(client),
+              maxWaitForTurnsMs: WORKER_KILL_MAX_WAIT_MS,
+              restartDelayMs: WORKER_RESTART_DELAY_MS,
+            }
+          : undefined,
+      storeRestart: opts.store?.restart && {
+        ...opts.store.restart,
+        due: () => requests.length >= turnsTotal / 2,
+      },
       onWarning: (m) => process.stderr.write(`berth chaos: ${m}\n`),
     });
+    const sampler = new LoadSampler(
+      () => children.map((c) => c.pid).filter((pid): pid is number => pid !== undefined),
+      opts.store?.url ?? null,
+    );
+    await sampler.start();
     phase = 'running';
     injector.start();
     const capTimer = setTimeout(() => cut.abort(), opts.durationCapMs);
@@ -205,21 +232,24 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
 
     phase = 'stopping';
     await injector.stop();
+    const load = await sampler.stop();
     // A berth process that died on its own (not our SIGKILL) during the workload is a finding, not noise.
     const aliveAtEnd = children.map((c) => ({ name: c.name, alive: c.running, lastExit: c.lastExit }));
     const stopped = await Promise.all(children.map((c) => c.stop(STOP_GRACE_MS)));
     const processes = aliveAtEnd.map((p, i) => ({ ...p, stop: stopped[i]! }));
 
     phase = 'checking';
-    const sessions = await readStoreSnapshot(dataDir, sessionIds, leaseMs);
+    const sessions = await readStoreSnapshot(dataDir, sessionIds, leaseMs, opts.store?.url ?? '');
     const invariants = await checkInvariants({ dataDir, installId, docker, sessions, requests, processes });
     const settings: ChaosSettings = {
       sessions: opts.sessions,
       turns: opts.turns,
       slotsPerWorker: opts.slotsPerWorker,
-      workers: WORKERS,
+      workers: workers.length,
       killEveryMs: opts.killEveryMs,
-      killWorker: opts.killWorker,
+      killWorkers: opts.killWorkers,
+      store: opts.store ? redactUrl(opts.store.url) : 'sqlite',
+      storeDownMs: opts.store?.restart?.downMs ?? null,
       leaseMs,
       durationCapMs: opts.durationCapMs,
       seed,
@@ -235,6 +265,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       notSent: notSent.reduce((a, b) => a + b, 0),
       faults: injector.faults,
       skippedFaults: injector.skipped,
+      load,
       sessions,
       invariants,
     });

@@ -9,7 +9,7 @@
  */
 import { join } from 'node:path';
 import type { Message, SessionView, Turn } from '../core/index.js';
-import { openSqliteStore } from '../store/index.js';
+import { openStore } from '../store/index.js';
 
 export interface SessionSnapshot {
   id: string;
@@ -26,9 +26,12 @@ export async function readStoreSnapshot(
   dataDir: string,
   sessionIds: string[],
   leaseMs: number,
+  /** ResolvedConfig.store of the run: '' = SQLite in the data dir. */
+  storeUrl: string,
 ): Promise<SessionSnapshot[]> {
-  const store = openSqliteStore({
-    path: join(dataDir, 'berth.db'),
+  const store = await openStore({
+    store: storeUrl,
+    sqlitePath: join(dataDir, 'berth.db'),
     leaseMs,
     // Unused: the snapshot calls no transition that applies a retry policy.
     retry: { retryBaseMs: 1000, retryMaxMs: 60_000, maxTries: 5 },

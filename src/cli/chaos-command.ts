@@ -1,14 +1,23 @@
 /**
- * `berth chaos`: runs berth as separate processes (an API and two workers on a temp data
- * dir), drives a workload through the API while killing sandboxes (docker kill) and one
- * worker (SIGKILL), then checks the invariants and prints the report. Exit 1 when an
+ * `berth chaos`: runs berth as separate processes (an API and W workers on a temp data
+ * dir, on SQLite or PostgreSQL), drives a workload through the API while killing sandboxes
+ * (docker kill), workers (SIGKILL) and, on a PostgreSQL cluster of its own, the database
+ * (stop, wait, start); then checks the invariants and prints the report. Exit 1 when an
  * invariant fails or any request ended fail/unknown; 2 for bad flags.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { CHAOS_REPORTS_DIR } from '../api/index.js';
-import { type ChaosProgress, type ChaosReport, renderReport, runChaos } from '../chaos/index.js';
+import {
+  type ChaosOptions,
+  type ChaosProgress,
+  type ChaosReport,
+  type PostgresCluster,
+  renderReport,
+  runChaos,
+  startPostgresCluster,
+} from '../chaos/index.js';
 import { BerthError, loadConfig, parseDurationMs } from '../core/index.js';
 import { formatElapsed } from './progress.js';
 
@@ -18,6 +27,12 @@ interface ChaosFlags {
   duration: string;
   killEvery: string;
   killWorker?: boolean;
+  killWorkers: string;
+  workers: string;
+  store?: string;
+  restartStore?: boolean;
+  storeDown: string;
+  messageTimeout: string;
   slots: string;
   lease: string;
   seed?: string;
@@ -45,7 +60,16 @@ export function chaosCommand(env: NodeJS.ProcessEnv): Command {
     )
     .option('--kill-worker', 'SIGKILL one worker at about 1/3 of the run and restart it 1 s later (default)')
     .option('--no-kill-worker', 'do not kill a worker')
-    .option('--slots <n>', 'slots of each of the two workers', '2')
+    .option('--kill-workers <n|p%>', 'workers SIGKILLed at once: a count, or a share like 30%', '1')
+    .option('--workers <n>', 'worker processes', '2')
+    .option(
+      '--store <url|postgres>',
+      'store of the run: a postgres:// URL (an empty database), or "postgres" for a throw-away cluster the run starts and removes (default: SQLite in the data dir)',
+    )
+    .option('--restart-store', 'restart the database halfway through the run (needs --store postgres)')
+    .option('--store-down <seconds>', 'how long the restarted database stays down', '3')
+    .option('--slots <n>', 'slots of each worker', '2')
+    .option('--message-timeout <seconds>', 'no reply after this long: the request is unknown', '120')
     .option('--lease <duration>', 'worker lease (BERTH_LEASE) of the children', '3s')
     .option('--seed <n>', 'seed of the workload sleeps (default random; printed in the report)')
     .option('--data <dir>', 'use this data dir (kept) instead of a temp one')
@@ -69,16 +93,27 @@ was ok; 1 otherwise; 2 for bad flags. Needs Docker and root (overlay mounts).
 Examples:
   berth chaos                                  10 x 5 turns, kills every 1-3 s, one worker kill
   berth chaos --sessions 20 --turns 10 --kill-every 0.5-2 --keep
-  berth chaos --no-kill-worker --json > report.json`,
+  berth chaos --no-kill-worker --json > report.json
+  berth chaos --store postgres --workers 6 --sessions 500 --turns 2 --kill-workers 30% --restart-store`,
     )
     .action(async (flags: ChaosFlags) => {
+      const workers = positiveInt('--workers', flags.workers);
+      if (flags.restartStore && flags.store !== 'postgres')
+        throw badFlag(
+          '--restart-store',
+          'on',
+          'possible without --store postgres (a cluster the run starts itself)',
+        );
+      const storeDownMs = positiveNumber('--store-down', flags.storeDown) * 1000;
       const options = {
         sessions: positiveInt('--sessions', flags.sessions),
         turns: positiveInt('--turns', flags.turns),
         durationCapMs: positiveInt('--duration', flags.duration) * 1000,
         killEveryMs: killInterval(flags.killEvery),
-        killWorker: flags.killWorker !== false,
+        killWorkers: flags.killWorker === false ? 0 : workerCount(flags.killWorkers, workers),
+        workers,
         slotsPerWorker: positiveInt('--slots', flags.slots),
+        messageTimeoutMs: positiveNumber('--message-timeout', flags.messageTimeout) * 1000,
         lease: lease(flags.lease),
         seed: flags.seed === undefined ? undefined : nonNegativeInt('--seed', flags.seed),
         dataDir: flags.data,
@@ -97,8 +132,25 @@ Examples:
       };
       process.once('SIGINT', onSignal);
       process.once('SIGTERM', onSignal);
+      let cluster: PostgresCluster | null = null;
       try {
-        const report = await runChaos({ ...options, onProgress: live.update, signal: interrupt.signal });
+        let store: ChaosOptions['store'];
+        if (flags.store === 'postgres') {
+          cluster = await startPostgresCluster();
+          const c = cluster;
+          store = {
+            url: await c.createDatabase('berth_chaos'),
+            restart: flags.restartStore
+              ? { stop: () => c.stop(), start: () => c.start(), downMs: storeDownMs }
+              : undefined,
+          };
+        } else if (flags.store !== undefined) store = { url: flags.store };
+        const report = await runChaos({
+          ...options,
+          store,
+          onProgress: live.update,
+          signal: interrupt.signal,
+        });
         live.finish();
         process.stdout.write(flags.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report));
         const saved = await saveChaosReport(loadConfig(env).dataDir, report);
@@ -108,6 +160,7 @@ Examples:
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);
         live.finish();
+        await cluster?.remove();
       }
     });
 }
@@ -121,6 +174,21 @@ function positiveInt(flag: string, raw: string): number {
 function nonNegativeInt(flag: string, raw: string): number {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0) throw badFlag(flag, raw, 'a whole number >= 0');
+  return n;
+}
+
+function positiveNumber(flag: string, raw: string): number {
+  const n = Number(raw);
+  if (!(n > 0)) throw badFlag(flag, raw, 'a number > 0');
+  return n;
+}
+
+/** "3" workers, or "30%" of them (rounded up), at most all of them. */
+function workerCount(raw: string, workers: number): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(%?)\s*$/.exec(raw);
+  const n = !m ? Number.NaN : m[2] ? Math.ceil((Number(m[1]) / 100) * workers) : Number(m[1]);
+  if (!(Number.isInteger(n) && n >= 1 && n <= workers))
+    throw badFlag('--kill-workers', raw, `a count from 1 to ${workers} (--workers), or a share like 30%`);
   return n;
 }
 
@@ -155,7 +223,7 @@ function liveProgress(stream: NodeJS.WriteStream): { update(p: ChaosProgress): v
   let finished = false;
   const line = (p: ChaosProgress) =>
     `chaos ${p.phase}: turns ${p.turnsDone}/${p.turnsTotal} (ok ${p.ok}, fail ${p.fail}, unknown ${p.unknown}), ` +
-    `faults: ${p.sandboxKills} sandbox kills, ${p.workerKills} worker kills, ${formatElapsed(p.elapsedMs)}`;
+    `faults: ${p.sandboxKills} sandbox kills, ${p.workerKills} worker kills, ${p.storeRestarts} store restarts, ${formatElapsed(p.elapsedMs)}`;
   const draw = () => {
     if (!latest || finished) return;
     const text = line(latest);

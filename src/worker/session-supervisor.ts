@@ -18,6 +18,7 @@ import {
   type Agent,
   BerthError,
   decideSandboxHealth,
+  isBerthError,
   MODEL_DEFAULTS,
   MODEL_PROVIDERS,
   type Session,
@@ -42,6 +43,8 @@ const SUPERVISOR_ERROR = 'supervisor error';
 /** The reason Worker.stop gives its supervisors. */
 export const WORKER_STOPPING = 'worker stopping';
 const TOKEN_TTL_MS = 7 * 24 * 3600 * 1000;
+/** How long a session's clean-up retries store calls while the store is away. */
+const STORE_AWAY_RETRY_MS = 60_000;
 
 /** terminal: the turn hit a limit a retry would hit again; its messages fail now. */
 type Ending = { reason: string; turnError: string; terminal?: boolean };
@@ -368,15 +371,27 @@ export class SessionSupervisor {
   /**
    * Abort the running turn (if any), kill the sandbox, settle its layer, give the lease
    * back. Every step runs even if an earlier one failed, and the lease is always given
-   * back: a session must never stay leased by a worker that no longer supervises it.
+   * back: a session must never stay leased by a worker that no longer supervises it. A
+   * step the store refused because it was away (a PostgreSQL restart, issue 8) is tried
+   * again until STORE_AWAY_RETRY_MS after the clean-up began.
    */
   private async finish(ending: Ending): Promise<void> {
     const { store, clock, runtime } = this.deps;
     const turn = this.currentTurn;
     this.quota?.stop();
+    const storeDeadline = Date.now() + STORE_AWAY_RETRY_MS;
     const step = async (what: string, effect: () => Promise<unknown>) => {
       try {
-        await effect();
+        for (let delayMs = 250; ; delayMs = Math.min(2 * delayMs, 2000)) {
+          try {
+            await effect();
+            break;
+          } catch (err) {
+            if (!isBerthError(err, 'STORE_UNAVAILABLE') || Date.now() + delayMs > storeDeadline) throw err;
+            this.log.warn({ err, step: what }, 'Store away during clean-up; retrying');
+            await new Promise((r) => setTimeout(r, delayMs));
+          }
+        }
       } catch (err) {
         this.log.error({ err, step: what }, 'Session clean-up step failed');
       }

@@ -68,6 +68,10 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   const pool = new pg.Pool({ ...config, max: POOL_SIZE });
   // An idle connection that dies (server restart) is dropped by the pool; the next query opens a new one.
   pool.on('error', (err) => warn('Idle PostgreSQL connection lost', err));
+  // A checked-out connection between two statements has no query to fail: without a listener
+  // its 'error' (e.g. 57P01 at a server restart) would crash the process. The next
+  // statement on it fails, and the transaction is retried on a new connection.
+  pool.on('connect', (client) => client.on('error', (err) => warn('PostgreSQL connection lost', err)));
   try {
     await migrate(pool);
   } catch (err) {

@@ -1,0 +1,43 @@
+/**
+ * The reduced chaos run on PostgreSQL (issue 8): an API and three workers sharing a
+ * throw-away PostgreSQL database, 50 sessions x 2 turns, docker kills of random
+ * sandboxes, one worker SIGKILLed mid-run and the database restarted (stop, 3 s down,
+ * start) halfway; every invariant must hold and every request must end ok. The data dir
+ * (workspaces, the children's logs) is kept when the test fails.
+ */
+import assert from 'node:assert/strict';
+import { rm } from 'node:fs/promises';
+import { test } from 'node:test';
+import { renderReport, runChaos } from '../src/chaos/index.js';
+import { freshDatabase, testCluster } from './helpers/postgres.js';
+
+test('chaos on postgres: sandbox kills, a worker SIGKILL and a database restart lose, duplicate and leak nothing', {
+  timeout: 400_000,
+}, async (t) => {
+  const cluster = await testCluster();
+  const report = await runChaos({
+    sessions: 50,
+    turns: 2,
+    workers: 3,
+    durationCapMs: 360_000,
+    killEveryMs: { min: 2000, max: 4000 },
+    killWorkers: 1,
+    store: {
+      url: await freshDatabase(),
+      restart: { stop: () => cluster.stop(), start: () => cluster.start(), downMs: 3000 },
+    },
+    slotsPerWorker: 2,
+    lease: '3s',
+    keep: true,
+  });
+  t.diagnostic(`\n${renderReport(report)}`);
+  const where = `(logs kept in ${report.settings.dataDir})`;
+  for (const inv of report.invariants)
+    assert.ok(inv.passed, `${inv.name}: ${inv.summary}\n${inv.details.join('\n')}\n${where}`);
+  assert.equal(report.requests.fail, 0, `no request failed ${where}`);
+  assert.equal(report.requests.unknown, 0, `no request ended unknown ${where}`);
+  assert.equal(report.requests.ok, 100);
+  assert.equal(report.faults['worker-kill'], 1, 'exactly one worker was killed');
+  assert.equal(report.faults['store-restart'], 1, 'the database was restarted once');
+  await rm(report.settings.dataDir, { recursive: true, force: true });
+});
