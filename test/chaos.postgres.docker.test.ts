@@ -20,7 +20,7 @@ test('chaos on postgres: sandbox kills, a worker SIGKILL and a database restart 
     turns: 2,
     workers: 3,
     durationCapMs: 360_000,
-    killEveryMs: { min: 2000, max: 4000 },
+    killEveryMs: { min: 4000, max: 8000 },
     killWorkers: 1,
     store: {
       url: await freshDatabase(),

@@ -82,7 +82,7 @@ export class Worker {
     await this.cleanUpLocal();
     this.unsubscribe = store.onChange((change) => this.onStoreChange(change));
     const connected = new WakeSignal();
-    this.loops = [this.watchRuntime(connected), this.renewLoop()];
+    this.loops = [this.watchRuntime(connected), this.renewLoop(), this.selfFenceLoop()];
     // No sandbox starts before its exit can be seen.
     await connected.wait(EVENTS_CONNECT_TIMEOUT_MS);
     if (this.lastEventAt === 0) {
@@ -243,6 +243,17 @@ export class Worker {
       } catch (err) {
         this.log.warn({ err }, 'Lease renewal or sweep failed');
       }
+    }
+  }
+
+  /**
+   * Self-fencing on a timer of its own: a renewal stuck on a store that does not answer
+   * (a PostgreSQL restart: its calls retry for seconds) must not delay it (issue 8).
+   */
+  private async selfFenceLoop(): Promise<void> {
+    const { clock, config } = this.deps;
+    while (!this.abort.signal.aborted) {
+      await sleep(config.leaseMs / 10, this.abort.signal);
       const leaseAgeMs = clock.now() - this.lastRenewedAt;
       if (leaseAgeMs >= config.leaseMs * SELF_FENCE_FRACTION && this.supervisors.size > 0) {
         this.log.error({ leaseAgeMs }, 'Lease about to lapse: killing own sandboxes');

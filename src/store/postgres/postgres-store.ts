@@ -37,9 +37,14 @@ export interface PostgresStoreOptions {
 /** Connections per process: a worker's claim loop, renewals, gateways and the API share them. */
 const POOL_SIZE = 10;
 const CONNECT_TIMEOUT_MS = 5000;
-/** How long a transition keeps retrying a lost connection before it fails. */
-const RETRY_BUDGET_MS = 3000;
+/**
+ * How long a transition keeps retrying a lost connection before it fails: long enough for
+ * a database restart to look like latency to an API client. A worker's self-fencing runs
+ * on its own timer, so a renewal stuck this long does not delay it.
+ */
+const RETRY_BUDGET_MS = 10_000;
 const RETRY_FIRST_DELAY_MS = 50;
+const RETRY_MAX_DELAY_MS = 1000;
 
 const STATEMENTS = new Map<StatementName, PositionalStatement>(
   Object.entries({ ...shared, ...POSTGRES_STATEMENTS } satisfies Record<StatementName, string>).map(
@@ -153,7 +158,7 @@ class PostgresDriver implements SqlDriver {
 
   private async withRetries<T>(attempt: () => Promise<T>): Promise<T> {
     const deadline = Date.now() + RETRY_BUDGET_MS;
-    for (let delayMs = RETRY_FIRST_DELAY_MS; ; delayMs *= 2) {
+    for (let delayMs = RETRY_FIRST_DELAY_MS; ; delayMs = Math.min(2 * delayMs, RETRY_MAX_DELAY_MS)) {
       try {
         return await attempt();
       } catch (err) {
