@@ -17,7 +17,7 @@ const FILE_JOB =
 
 export async function isolation({ quick }: BenchOptions) {
   const runs = quick ? 3 : 10;
-  const host = await benchHost({ BERTH_IDLE_TIMEOUT: '0' }, 1);
+  const host = await benchHost({ BERTH_IDLE_TIMEOUT: '0', BERTH_WARM_POOL: '0' }, 1); // cold on both tiers: runsc has no pool
   const info = (await host.host.docker.info()) as { Runtimes?: Record<string, unknown> };
   const tiers = info.Runtimes?.runsc ? (['runc', 'runsc'] as const) : (['runc'] as const);
   const result: Record<string, unknown> = {

@@ -171,20 +171,24 @@ export class WarmPool {
   private async refillLoop(): Promise<void> {
     let failures = 0;
     while (!this.stopped) {
-      await this.dropDeadAndSurplus();
-      const next = this.mostWanted();
-      if (!next) {
-        // Demand decays with time: re-check now and then even when nothing happens.
-        await this.wake.wait(DEMAND_WINDOW_MS / 4);
-        continue;
-      }
       try {
+        await this.dropDeadAndSurplus();
+        const next = this.mostWanted();
+        if (!next) {
+          // Demand decays with time: re-check now and then even when nothing happens.
+          await this.wake.wait(DEMAND_WINDOW_MS / 4);
+          continue;
+        }
         await this.fill(next.key, next.pool);
         failures = 0;
       } catch (err) {
+        // Nothing here may end the loop (or the process): a failed create or disposal is retried later.
         failures++;
         const delayMs = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (failures - 1));
-        this.deps.log.error({ err, delayMs }, 'Warm pool could not start a sandbox; retrying later');
+        this.deps.log.error(
+          { err, delayMs },
+          'Warm pool could not start or dispose of a sandbox; retrying later',
+        );
         await this.wake.wait(delayMs);
       }
     }

@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:http';
 import { type TestContext, test } from 'node:test';
 import { startTestHost } from '../helpers/test-host.js';
 import { availableTiers, type Tier } from '../helpers/tiers.js';
-import { proxyJob, rawConnectJob } from './probes.js';
+import { proxyJob, rawConnectJob, sessionTokenJob } from './probes.js';
 
 for (const { tier, skip } of await availableTiers()) {
   test(`egress (${tier}): allowlisted hosts only, through the gateway, audited`, { skip }, (t) =>
@@ -82,7 +82,7 @@ async function egress(t: TestContext, tier: Tier): Promise<void> {
   assert.ok(audit.every((a) => a.sessionId === 'e1' && (a.generation ?? 0) <= view.generation));
 
   // An old generation's token on the gateway's CONNECT: refused, audited, nothing reached.
-  const oldToken = (await run('e2', 'cat /run/berth/token')).trim();
+  const oldToken = (await run('e2', sessionTokenJob('/run/berth/gateway.sock'))).trim();
   const first = (await host.store.getSessionView('e2', Date.now()))!;
   await host.docker
     .getContainer(first.sandbox!)
