@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
   decideAbortedMessage,
+  decideLeftoverLayer,
   decideSandboxHealth,
   decideWarmPoolTarget,
   isLeaseFresh,
@@ -104,4 +105,54 @@ test('decideWarmPoolTarget follows recent demand between min (in use) and max', 
     { recentTakes: 5, inUse: true, min: 1, max: 0, expected: 0 },
   ];
   for (const { expected, ...c } of cases) assert.equal(decideWarmPoolTarget(c), expected, JSON.stringify(c));
+});
+
+test('decideLeftoverLayer: a layer whose turn may still commit is kept, even when its worker looks dead', () => {
+  const live = (id: string) => id === 'w-live';
+  const running = { status: 'running', generation: 3, workerId: 'w-stale' };
+  type SessionRow = { pendingLayer: string | null; generation: number; leaseOwner: string | null };
+  const fenceHolds: SessionRow = { pendingLayer: null, generation: 3, leaseOwner: 'w-stale' };
+  const cases: {
+    name: string;
+    turn: typeof running | null;
+    session: SessionRow | null;
+    expected: string;
+  }[] = [
+    { name: 'running, fence holds, owner stale', turn: running, session: fenceHolds, expected: 'keep' },
+    {
+      name: 'running, lease reclaimed',
+      turn: running,
+      session: { ...fenceHolds, leaseOwner: null },
+      expected: 'discard',
+    },
+    {
+      name: 'running, claimed again',
+      turn: running,
+      session: { ...fenceHolds, generation: 4 },
+      expected: 'discard',
+    },
+    { name: 'aborted', turn: { ...running, status: 'aborted' }, session: fenceHolds, expected: 'discard' },
+    { name: 'no turn row', turn: null, session: fenceHolds, expected: 'discard' },
+    { name: 'no session row', turn: running, session: null, expected: 'discard' },
+    {
+      name: 'committed, owner live',
+      turn: { ...running, status: 'committed' },
+      session: { ...fenceHolds, pendingLayer: 't1', leaseOwner: 'w-live' },
+      expected: 'keep',
+    },
+    {
+      // The turn row was read before its commit; the session, read after, names the layer.
+      name: 'read as running, committed since, owner gone',
+      turn: running,
+      session: { ...fenceHolds, pendingLayer: 't1', leaseOwner: null },
+      expected: 'promote',
+    },
+    {
+      name: 'committed and already promoted',
+      turn: { ...running, status: 'committed' },
+      session: { ...fenceHolds, leaseOwner: null },
+      expected: 'discard',
+    },
+  ];
+  for (const c of cases) assert.equal(decideLeftoverLayer('t1', c.turn, c.session, live), c.expected, c.name);
 });

@@ -86,3 +86,30 @@ export function decideWarmPoolTarget(p: {
 }): number {
   return Math.max(0, Math.min(p.max, Math.max(p.inUse ? p.min : 0, p.recentTakes)));
 }
+
+export type LeftoverLayerDecision = 'keep' | 'promote' | 'discard';
+
+/**
+ * What a worker's clean-up does with an attempt layer on disk that no supervisor of its own
+ * uses. `turn` is read before `session`: a session's pendingLayer names a turn only from
+ * that turn's commit until its promotion is complete, so a layer it names is committed.
+ * A running turn whose fence (generation, lease owner) still holds may yet commit, even if
+ * its worker looks dead (a stale heartbeat is also what a store outage looks like): its
+ * layer is kept. Fences only move forward, so a broken one means the turn can never commit.
+ */
+export function decideLeftoverLayer(
+  turnId: string,
+  turn: { status: string; generation: number; workerId: string } | null,
+  session: { pendingLayer: string | null; generation: number; leaseOwner: string | null } | null,
+  isLiveWorker: (workerId: string) => boolean,
+): LeftoverLayerDecision {
+  if (session?.pendingLayer === turnId) {
+    // Its owner promotes it; if the owner is gone, whoever cleans up does (a second run of a plan is harmless).
+    return session.leaseOwner !== null && isLiveWorker(session.leaseOwner) ? 'keep' : 'promote';
+  }
+  const mayCommit =
+    turn?.status === 'running' &&
+    session?.generation === turn.generation &&
+    session.leaseOwner === turn.workerId;
+  return mayCommit ? 'keep' : 'discard';
+}

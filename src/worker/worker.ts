@@ -11,7 +11,14 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { agentSpecSchema, BerthError, isLeaseFresh, LABELS, newId } from '../core/index.js';
+import {
+  agentSpecSchema,
+  BerthError,
+  decideLeftoverLayer,
+  isLeaseFresh,
+  LABELS,
+  newId,
+} from '../core/index.js';
 import { stageRunner } from '../runtime/index.js';
 import type { StoreChange } from '../store/index.js';
 import { Workspaces } from '../workspace/index.js';
@@ -40,6 +47,8 @@ export class Worker {
   private readonly abort = new AbortController();
   private readonly log: Logger;
   private lastRenewedAt = 0;
+  /** Since when every renewal has reached the store: cleanUpLocal judges heartbeats only a lease after that. */
+  private storeReachableSince = 0;
   /** Time of the last runtime event seen (0 = never connected); a reconnect replays from just before it. */
   private lastEventAt = 0;
   /** Idle sandboxes already giving their slot up, so one queued session frees one slot, not all. */
@@ -236,8 +245,11 @@ export class Worker {
       if (this.abort.signal.aborted) return;
       const now = clock.now();
       try {
-        if (await store.renewWorker(this.id, now)) this.lastRenewedAt = now;
-        else await this.rejoin(now);
+        if (await store.renewWorker(this.id, now)) {
+          // A missed renewal (the store was away): everyone's row went stale with ours.
+          if (now - this.lastRenewedAt > (2 * config.leaseMs) / 5) this.storeReachableSince = now;
+          this.lastRenewedAt = now;
+        } else await this.rejoin(now);
         await store.reclaimExpiredLeases(now);
         if (tick % CLEANUP_EVERY_RENEWALS === 0) await this.cleanUpLocal();
       } catch (err) {
@@ -309,10 +321,18 @@ export class Worker {
    * the disk: sandboxes of this install whose worker is gone, slots no live sandbox uses,
    * attempt layers of turns that ended or died (a committed, unpromoted one is promoted).
    * What a live worker (this one included) is using is never touched.
+   *
+   * Two rules keep a live worker safe even when it only looks dead:
+   * - Heartbeats are judged only after this worker has reached the store for a whole lease:
+   *   after a store outage every row is stale, and the others need one renewal to show
+   *   they are alive.
+   * - Layers and session sandboxes' slots are judged by the store's fence, not by
+   *   heartbeats (decideLeftoverLayer): a turn whose fence holds may yet commit.
    */
   private async cleanUpLocal(): Promise<void> {
     const { store, runtime, clock, config } = this.deps;
     const now = clock.now();
+    if (now - this.storeReachableSince < config.leaseMs) return;
     const live = new Set(
       (await store.listWorkers())
         .filter((w) => isLeaseFresh(w.heartbeatAt, now, config.leaseMs))
@@ -325,19 +345,17 @@ export class Worker {
     await Promise.all(orphans.map((h) => runtime.kill(h, 'orphan')));
     // Each slot and layer is judged against the store read AFTER it was listed: a claim
     // (generation+1) commits before its slot or layer exists, so nothing in use looks stale.
-    const ownedByLive = (s: { leaseOwner: string | null } | null) =>
-      s?.leaseOwner != null && live.has(s.leaseOwner);
     const mine = new Set([...this.supervisors.values()].map((s) => s.sandboxName));
     for (const name of this.pool?.names() ?? []) mine.add(name);
     let staleSlots = 0;
     for (const name of await this.workspaces.listSlots()) {
       if (mine.has(name)) continue;
-      // A warm sandbox's slot: in use while its (other, live) worker holds it.
+      // A warm sandbox's slot (bound or not): in use while its (other, live) worker holds it.
       const warmOwner = parsePoolSandboxName(this.installId, name)?.workerId;
       if (warmOwner && warmOwner !== this.id && live.has(warmOwner)) continue;
       const binding = parseSandboxName(this.installId, name);
       const session = binding && (await store.getSessionView(binding.sessionId, clock.now()));
-      if (session && session.generation === binding?.generation && ownedByLive(session)) continue;
+      if (session && session.generation === binding?.generation && session.leaseOwner !== null) continue;
       await this.workspaces.closeSlot(name);
       staleSlots++;
     }
@@ -345,11 +363,10 @@ export class Worker {
     for (const { sessionId, turnId } of await this.workspaces.listLayers()) {
       if (this.supervisors.has(sessionId)) continue;
       const turn = await store.getTurn(turnId);
-      if (turn?.status === 'running' && live.has(turn.workerId)) continue;
-      const session = await store.getSessionView(sessionId, clock.now());
-      const pending = turn?.status === 'committed' && session?.pendingLayer === turnId;
-      if (pending && ownedByLive(session)) continue; // its owner promotes it
-      if (pending) {
+      const session = await store.getSessionView(sessionId, clock.now()); // read after the turn (see the decider)
+      const decision = decideLeftoverLayer(turnId, turn, session, (id) => live.has(id));
+      if (decision === 'keep') continue;
+      if (decision === 'promote') {
         await this.workspaces.promote(sessionId, turnId);
         await store.markLayerPromoted(sessionId, turnId);
       } else {

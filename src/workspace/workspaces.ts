@@ -13,7 +13,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { chown, mkdir, readdir, rm, rmdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { BerthError } from '../core/index.js';
 import { makeSharedMountRoot, mountOverlay, unmountAll } from './mounts.js';
 import { applyPlan, PLAN_FILE, sealLayer } from './promotion.js';
@@ -117,13 +117,18 @@ export class Workspaces {
   /** Writes the promotion plan of a finished turn; the only step of a commit that needs disk space. */
   async seal(sessionId: string, turnId: string, sandboxName: string): Promise<void> {
     const layer = this.layerPath(sessionId, turnId);
+    const slot = this.slotPath(sandboxName);
     try {
+      // The plan is read off the merged view: without the overlay on the slot (unmounted by a
+      // clean-up that took its worker for dead) it would plan to delete every committed file.
+      await assertMounted(slot);
       await sealLayer({
         upper: join(layer, 'upper'),
-        merged: this.slotPath(sandboxName),
+        merged: slot,
         committed: this.committedPath(sessionId),
         planFile: join(layer, PLAN_FILE),
       });
+      await assertMounted(slot);
     } catch (err) {
       throw new BerthError(
         'WORKSPACE_FAILED',
@@ -177,6 +182,12 @@ export class Workspaces {
   async listSlots(): Promise<string[]> {
     return readdir(this.slotsDir).catch(() => []);
   }
+}
+
+/** A mount point has a device of its own: the overlay's, not its parent directory's. */
+async function assertMounted(dir: string): Promise<void> {
+  const [self, parent] = await Promise.all([stat(dir), stat(dirname(dir))]);
+  if (self.dev === parent.dev) throw new Error(`the turn's overlay is no longer mounted on ${dir}`);
 }
 
 async function exists(path: string): Promise<boolean> {

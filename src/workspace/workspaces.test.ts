@@ -1,0 +1,35 @@
+/** Sealing a turn's layer on real overlayfs: only through the overlay on the slot. */
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { Workspaces } from './workspaces.js';
+
+test('seal refuses a slot whose overlay was taken off (it would plan to delete every committed file)', async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'berth-workspaces-'));
+  const workspaces = new Workspaces(dataDir, 1000);
+  await workspaces.prepare();
+  t.after(async () => {
+    await workspaces.closeSlot('sbx');
+    await workspaces.release();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  await workspaces.mountAttempt('s1', 't1', 'sbx');
+  await writeFile(join(workspaces.slotPath('sbx'), 'kept.txt'), 'one');
+  await workspaces.seal('s1', 't1', 'sbx');
+  await workspaces.unmountSlot('sbx');
+  await workspaces.promote('s1', 't1');
+  await stat(join(workspaces.committedPath('s1'), 'kept.txt'));
+
+  // A clean-up that took this worker for dead unmounted the slot while the turn was committing.
+  await workspaces.mountAttempt('s1', 't2', 'sbx');
+  await workspaces.unmountSlot('sbx');
+  await assert.rejects(workspaces.seal('s1', 't2', 'sbx'), (err: Error & { code?: string }) => {
+    assert.equal(err.code, 'WORKSPACE_FAILED');
+    assert.match(err.message, /no longer mounted/);
+    return true;
+  });
+  await workspaces.promote('s1', 't2'); // no plan was written: nothing is applied
+  await stat(join(workspaces.committedPath('s1'), 'kept.txt'));
+});
