@@ -5,10 +5,11 @@
  * time. Jobs are the OOM killer's first choice over the runner. At the end of a turn
  * every process in the sandbox but PID 1 (the init) and the runner is killed, so nothing
  * a turn started — not even a daemon that left its process group — survives into the
- * next one.
+ * next one. Jobs run confined: no ptrace (job-confinement.ts).
  */
 import { spawn } from 'node:child_process';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { confinedShellArgs, PERL } from './job-confinement.js';
 import { LimitExceeded } from './limits.js';
 
 export interface ShellResult {
@@ -30,7 +31,7 @@ export function runShell(
   opts: { cwd: string; maxOutputBytes: number; attempt: number; timeoutMs?: number },
 ): Promise<ShellResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn('/bin/sh', ['-c', command], {
+    const child = spawn(PERL, confinedShellArgs(command), {
       cwd: opts.cwd,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -50,15 +50,15 @@ export function sessionTokenJob(socketPath: string): string {
 
 /**
  * Raw syscalls through perl's syscall() (x86_64 and aarch64 numbers): ptrace-attach to
- * PID 1, mount a tmpfs, read the session keyring, a new user namespace, setuid(0).
+ * the runner and to PID 1 (the init), mount a tmpfs, read the session keyring, a new user namespace, setuid(0).
  * Prints {"name": errno} (0 = it worked).
  */
 export const SYSCALLS_JOB = `perl -e ${shellQuote(
   [
     'my $arm = (`uname -m` =~ /aarch64/);',
     'my %nr = $arm ? (ptrace=>117, mount=>40, keyctl=>219, unshare=>97, setuid=>146)',
-    ' : (ptrace=>101, mount=>165, keyctl=>250, unshare=>272, setuid=>105);',
-    'my %args = (ptrace=>[16,1,0,0], mount=>["none","/tmp","tmpfs",0,0], keyctl=>[0,-3,1],',
+    ' : (ptrace=>101, mount=>165, keyctl=>250, unshare=>272, setuid=>105); $nr{ptrace_init} = $nr{ptrace};',
+    'my %args = (ptrace=>[16,0+$ENV{BERTH_RUNNER_PID},0,0], ptrace_init=>[16,1,0,0], mount=>["none","/tmp","tmpfs",0,0], keyctl=>[0,-3,1],',
     ' unshare=>[0x10000000], setuid=>[0]);',
     'my @out; for my $n (sort keys %nr) { $! = 0; my $r = syscall($nr{$n}, @{$args{$n}});',
     ' push @out, "\\"$n\\":" . ($r == -1 ? $!+0 : 0) }',
