@@ -17,6 +17,7 @@ import {
   WebhookDispatcher,
 } from '../api/index.js';
 import { type Clock, type ResolvedConfig, systemClock } from '../core/index.js';
+import { EgressInterceptor } from '../gateway/index.js';
 import {
   assertDockerReachable,
   baseImageRecipe,
@@ -96,7 +97,12 @@ export async function startHost(
   if (api) await assertListenAllowed(store, config.apiHost);
   const adminToken = api ? await ensureAdminToken(store, config.dataDir, clock.now()) : '';
   const secrets = new SecretStore({ path: paths.secretsFile, key: config.secretKey });
-  const worker = new Worker({ config, store, runtime, clock, log, paths, image, secrets });
+  const egress = await EgressInterceptor.open({
+    caDir: paths.egressCaDir,
+    secrets,
+    extraCaFile: config.egressCaFile,
+  });
+  const worker = new Worker({ config, store, runtime, clock, log, paths, image, secrets, egress });
   started.worker = worker;
   await worker.start();
   const schedules = new ScheduleRunner(store, clock, log);

@@ -3,7 +3,11 @@
  * the API boundary; the store keeps the resolved form.
  */
 import { z } from 'zod';
+import { egressSchema } from './egress.js';
 import { BerthError } from './errors.js';
+import { NAME_PATTERN } from './names.js';
+
+export { NAME_PATTERN };
 
 export const PROVIDERS = ['command', 'script', 'anthropic', 'openai'] as const;
 /** Providers whose turns are model tool-use loops through the gateway's model proxy. */
@@ -13,8 +17,6 @@ export type ModelProviderName = (typeof MODEL_PROVIDERS)[number];
 export const ISOLATION_TIERS = ['runc', 'runsc'] as const;
 export type IsolationTier = (typeof ISOLATION_TIERS)[number];
 export type ProviderName = (typeof PROVIDERS)[number];
-
-export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
 /** Where an agent's extra read-only data mounts appear inside the sandbox: /data/<containerPath>. */
 export const MOUNTS_ROOT = '/data';
@@ -28,18 +30,6 @@ const containerPath = z
     /^(?!\.{1,2}(?:\/|$))(?!.*\/\.{1,2}(?:\/|$))[A-Za-z0-9_.-]+(?:\/[A-Za-z0-9_.-]+)*$/,
     'containerPath: relative, segments of A-Z a-z 0-9 _ - . (no "..", no ":", no leading "/")',
   );
-
-/** "host:port" of an egress allowlist: a DNS name or IPv4 address (lower case) and a port 1-65535. */
-const EGRESS_TARGET =
-  /^([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*):(\d{1,5})$/;
-
-/** Parses "host:port" (host lower-cased); null when it is not one. */
-export function egressTarget(text: string): { host: string; port: number } | null {
-  const m = EGRESS_TARGET.exec(text.toLowerCase());
-  if (!m) return null;
-  const port = Number(m[2]);
-  return port >= 1 && port <= 65535 ? { host: m[1]!, port } : null;
-}
 
 export const agentMountSchema = z
   .object({
@@ -82,20 +72,12 @@ export const agentSpecSchema = z
       .min(1)
       .max(1 << 24)
       .default(1024),
-    /** Hosts the sandbox may reach through the gateway's proxy, as "host:port"; empty = no egress at all. @default [] */
-    egress: z
-      .array(
-        z
-          .string()
-          .max(260)
-          .transform((t) => t.toLowerCase())
-          .refine(
-            (t) => egressTarget(t) !== null,
-            'egress: each entry is "host:port" (DNS name or IPv4, port 1-65535)',
-          ),
-      )
-      .max(256)
-      .default([]),
+    /**
+     * Targets the sandbox may reach through the gateway's proxy: "host:port", or
+     * {target, headers} whose header rules (with {{secret:NAME}}) the gateway sets on every
+     * request to that target. Empty = no egress at all. @default []
+     */
+    egress: egressSchema.default([]),
     /** Extra read-only data mounts, checked against the mount allowlist at create and at each sandbox start. @default [] */
     mounts: z.array(agentMountSchema).max(16).default([]),
     instructions: z

@@ -53,6 +53,8 @@ export interface ResolvedConfig {
   readonly maxOutputBytes: number;
   /** The host's mount allowlist (agents' extra read-only mounts); no file = no extra mounts. @default ~/.config/berth/mount-allowlist.json (BERTH_MOUNT_ALLOWLIST) */
   readonly mountAllowlistFile: string;
+  /** Extra CA certificates (PEM file) trusted, besides the system's, for the upstream TLS of egress targets with header rules; for private servers. @default '' (BERTH_EGRESS_CA_FILE) */
+  readonly egressCaFile: string;
   /** Fault injection for berth's own crash tests: 'kill-before-promote' SIGKILLs the worker between a turn's store commit and its promotion. @default '' (BERTH_FAILPOINT) */
   readonly failpoint: '' | 'kill-before-promote';
   /** Attempts of a webhook delivery before it is a dead letter. @default 8 (BERTH_WEBHOOK_MAX_ATTEMPTS) */
@@ -120,6 +122,7 @@ const schema = z.object({
   webhookTimeoutMs: durationMs.pipe(z.number().min(100, 'must be at least 100ms')),
   maxOutputBytes: positiveInt,
   mountAllowlistFile: z.string().min(1).optional(),
+  egressCaFile: z.string(),
   secretKey: z.string(),
   anthropicBaseUrl: z.string().url(),
   openaiBaseUrl: z.string().url(),
@@ -157,6 +160,7 @@ export const CONFIG_ENV: Record<keyof Input, string> = {
   webhookTimeoutMs: 'BERTH_WEBHOOK_TIMEOUT',
   maxOutputBytes: 'BERTH_MAX_OUTPUT_BYTES',
   mountAllowlistFile: 'BERTH_MOUNT_ALLOWLIST',
+  egressCaFile: 'BERTH_EGRESS_CA_FILE',
   secretKey: 'BERTH_SECRET_KEY',
   anthropicBaseUrl: 'ANTHROPIC_BASE_URL',
   openaiBaseUrl: 'OPENAI_BASE_URL',
@@ -188,6 +192,7 @@ const DEFAULTS: Input = {
   webhookRetryMaxMs: 300_000,
   webhookTimeoutMs: 10_000,
   maxOutputBytes: 64 * 1024,
+  egressCaFile: '',
   secretKey: '',
   anthropicBaseUrl: 'https://api.anthropic.com',
   openaiBaseUrl: 'https://api.openai.com/v1',
@@ -227,6 +232,7 @@ export function loadConfig(
     dataDir: resolve(c.dataDir),
     apiUrl: c.apiUrl ?? `http://${c.apiHost === '0.0.0.0' ? '127.0.0.1' : c.apiHost}:${c.apiPort}`,
     slots: c.slots ?? defaultSlots(cpus().length, totalmem()),
+    egressCaFile: c.egressCaFile && resolve(c.egressCaFile),
     mountAllowlistFile: resolve(
       c.mountAllowlistFile ?? join(env.HOME || homedir(), '.config', 'berth', 'mount-allowlist.json'),
     ),

@@ -173,6 +173,11 @@ export const ERRORS = {
     retryable: true,
     hint: 'The target is allowed but the host could not connect to it; check that it is up and resolvable from the worker.',
   },
+  EGRESS_SECRET_UNAVAILABLE: {
+    status: 502,
+    retryable: false,
+    hint: 'A header rule of the agent egress names a secret the host cannot read; the request was not sent. Set it with berth secret set NAME (and check BERTH_SECRET_KEY).',
+  },
   MOUNT_NOT_ALLOWED: {
     status: 400,
     retryable: false,

@@ -5,6 +5,7 @@ export * from './clock.js';
 export * from './config.js';
 export * from './cron.js';
 export * from './decide.js';
+export * from './egress.js';
 export * from './errors.js';
 export * from './ids.js';
 export * from './labels.js';

@@ -21,6 +21,12 @@ export interface BindAssignment {
   /** The session token every later request carries. */
   token: string;
   heartbeatIntervalMs: number;
+  /**
+   * The per-install egress CA certificate (PEM, public part), when the agent has egress
+   * header rules: the gateway terminates TLS to those targets, so the runner adds it to
+   * the trust bundle of every tool it starts.
+   */
+  egressCaPem?: string;
 }
 
 export interface TurnMessage {

@@ -6,16 +6,20 @@
  * side effects are fenced, not only writes), then the agent's allowlist of host:port
  * (default: deny all), and only then connects from the host. Every decision is audited
  * with the agent, session, generation, host, port and, for an allowed tunnel, its bytes
- * each way once it closes.
+ * each way once it closes. A target with header rules is intercepted instead of spliced
+ * (egress-intercept.ts); every other tunnel carries bytes as they are.
  */
 import { connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { BerthError, egressTarget } from '../core/index.js';
+import { BerthError, type EgressRule, egressTarget } from '../core/index.js';
+import type { EgressInterceptor } from './egress-intercept.js';
 
 export interface EgressPolicy {
   agent: string;
-  /** Allowed "host:port" targets, exact. Empty = deny all. */
-  allow: readonly string[];
+  /** Allowed "host:port" targets, exact, each with its header rules. Empty = deny all. */
+  rules: readonly EgressRule[];
+  /** Serves the targets with header rules; without it such a target is refused. */
+  interceptor?: EgressInterceptor;
 }
 
 export type EgressAudit = (entry: {
@@ -25,6 +29,10 @@ export type EgressAudit = (entry: {
   reason?: string;
   bytesUp?: number;
   bytesDown?: number;
+  /** Header names the gateway set on the tunnel's requests (never their values). */
+  injected?: string[];
+  /** HTTP requests served on an intercepted tunnel. */
+  requests?: number;
 }) => Promise<void>;
 
 /** Connection attempts to an allowed target give up after this. */
@@ -53,12 +61,21 @@ export class EgressProxy {
       );
     }
     const { host, port } = parsed;
-    if (!this.policy.allow.includes(`${host}:${port}`)) {
+    const rule = this.policy.rules.find((r) => r.target === `${host}:${port}`);
+    if (!rule) {
       await this.audit({ allowed: false, host, port, reason: 'not in the agent egress allowlist' });
       throw new BerthError(
         'EGRESS_DENIED',
         `Agent ${this.policy.agent} may not connect to ${host}:${port} (not in its egress allowlist)`,
       );
+    }
+    if (Object.keys(rule.headers).length > 0) {
+      if (!this.policy.interceptor)
+        throw new Error(`no egress interceptor for the header rules of ${rule.target}`);
+      this.tunnels.add(client);
+      client.once('close', () => this.tunnels.delete(client));
+      await this.policy.interceptor.serve(client, head, { host, port, rule }, this.audit);
+      return;
     }
     const upstream = await openUpstream(host, port).catch(async (err: Error) => {
       await this.audit({

@@ -113,7 +113,7 @@ export class SandboxGateway {
   bind(binding: GatewayBinding): void {
     if (this.bound) throw new Error('gateway already bound: a sandbox serves one session');
     this.bound = binding;
-    this.egress = new EgressProxy(binding.egress ?? { agent: '', allow: [] }, (entry) =>
+    this.egress = new EgressProxy(binding.egress ?? { agent: '', rules: [] }, (entry) =>
       this.auditEgress(entry),
     );
     const waiting = this.bindPoll.take();

@@ -1,4 +1,7 @@
 /** gateway: the per-sandbox door (turn protocol, model proxy), with its tokens. */
+
+export { EgressCa } from './egress-ca.js';
+export { EgressInterceptor, type EgressInterceptorOptions } from './egress-intercept.js';
 export {
   type GatewayBinding,
   type GatewayHooks,

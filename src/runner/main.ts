@@ -21,8 +21,11 @@ import { GatewayClient, GatewayError } from './gateway-client.js';
 import { LimitExceeded, LimitWatch } from './limits.js';
 import { killAllButRunner } from './processes.js';
 import { PROVIDERS } from './providers.js';
+import { installTrustBundle } from './trust-bundle.js';
 
 const runDir = process.env.BERTH_RUN_DIR ?? '/run/berth';
+/** On the scratch tmpfs: the root file system is read-only. */
+const TRUST_DIR = '/tmp/berth-ca';
 // The runner never stands in the workspace: a process there would keep the turn's overlay busy.
 process.chdir('/');
 
@@ -30,6 +33,9 @@ async function main(): Promise<void> {
   const socketPath = join(runDir, GATEWAY_SOCKET_NAME);
   const binding = await waitForBinding(socketPath);
   const gateway = new GatewayClient(socketPath, binding.token);
+  // Every tool the runner starts inherits its environment (processes.ts).
+  if (binding.egressCaPem)
+    Object.assign(process.env, await installTrustBundle(binding.egressCaPem, TRUST_DIR));
   await startEgressProxy(socketPath, binding.token);
   let currentTurn: string | undefined;
   const beat = () => {

@@ -1,7 +1,7 @@
 /** What a worker and each of its session supervisors are given by the host. */
 import type { Logger } from 'pino';
 import type { Clock, ResolvedConfig } from '../core/index.js';
-import type { SecretSource } from '../gateway/index.js';
+import type { EgressInterceptor, SecretSource } from '../gateway/index.js';
 import type { SandboxRuntime } from '../runtime/index.js';
 import type { Store } from '../store/index.js';
 import type { Workspaces } from '../workspace/index.js';
@@ -18,6 +18,8 @@ export interface WorkerDeps {
   image: string;
   /** Provider keys for the gateway's model proxy (the host's secret store). */
   secrets: SecretSource;
+  /** Serves egress targets with header rules (TLS with the per-install CA, secrets filled in). */
+  egress: EgressInterceptor;
 }
 
 /** What starting and running a sandbox needs on top: this worker's identity and its files. */

@@ -10,6 +10,8 @@ export interface HostPaths {
   imageCacheDir: string;
   /** The secret store's file (mode 0600). */
   secretsFile: string;
+  /** The per-install egress CA (key 0600, certificate), made on first start. */
+  egressCaDir: string;
   sandboxRunDir(sandboxName: string): string;
 }
 
@@ -20,6 +22,7 @@ export function hostPaths(dataDir: string): HostPaths {
     runnerDir: join(dataDir, 'runner'),
     imageCacheDir: join(dataDir, 'cache'),
     secretsFile: join(dataDir, 'secrets.json'),
+    egressCaDir: join(dataDir, 'egress-ca'),
     sandboxRunDir: (name) => join(dataDir, 'run', name),
   };
 }

@@ -18,6 +18,7 @@ import {
   type Agent,
   BerthError,
   decideSandboxHealth,
+  egressRules,
   isBerthError,
   MODEL_DEFAULTS,
   MODEL_PROVIDERS,
@@ -142,6 +143,7 @@ export class SessionSupervisor {
       generation: this.session.generation,
       expiresAt: clock.now() + TOKEN_TTL_MS,
     });
+    const egress = egressRules(this.agent.egress);
     this.gateway!.bind({
       fence: this.fence,
       assignment: {
@@ -149,10 +151,14 @@ export class SessionSupervisor {
         generation: this.session.generation,
         token,
         heartbeatIntervalMs: config.heartbeatIntervalMs,
+        // Only an agent with header rules has TLS terminated by the gateway: only its sandbox trusts the CA.
+        ...(egress.some((r) => Object.keys(r.headers).length > 0)
+          ? { egressCaPem: this.deps.egress.caCertificatePem }
+          : {}),
       },
       log: this.log,
       modelProxy: this.modelProxy(),
-      egress: { agent: this.agent.name, allow: this.agent.egress },
+      egress: { agent: this.agent.name, rules: egress, interceptor: this.deps.egress },
       hooks: {
         onHeartbeat: (now) => {
           this.lastHeartbeatAt = now;

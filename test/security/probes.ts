@@ -66,6 +66,22 @@ export const SYSCALLS_JOB = `perl -e ${shellQuote(
   ].join(''),
 )}`;
 
+/**
+ * Searches the sandbox for `marker`: every file (but /proc and /sys) and every process
+ * environment. Prints "files:none" when no file holds it, then the count of environments
+ * that do (0). The marker is assembled in the shell so the job's own command line cannot
+ * match it.
+ */
+export function secretSearchJob(marker: string): string {
+  const [head, tail] = [marker.slice(0, 10), marker.slice(10)];
+  return [
+    `M="${head}""${tail}"`,
+    // exit 1 = no match; 2 = no match, some files unreadable (root's own in the image). 0 would be a match.
+    'grep -rlsF --exclude-dir=proc --exclude-dir=sys -e "$M" /; [ $? -ne 0 ] && echo "files:none"',
+    'cat /proc/[0-9]*/environ 2>/dev/null | tr "\\0" "\\n" | grep -cF -e "$M"',
+  ].join('; ');
+}
+
 export function shellQuote(text: string): string {
   return `'${text.replace(/'/g, `'\\''`)}'`;
 }
