@@ -168,3 +168,46 @@ test('anthropic: a turn killed mid tool-call is retried from the committed conve
   assert.deepEqual(fake.requests[1]!.body.messages, retried, 'both tries sent the same conversation');
   assert.equal(toolResults(fake, 3).at(-1), 'exit code 0\nstdout:\nsurvived\n\nstderr:\n');
 });
+
+test('anthropic: the agent schedules a recurring message with its tool, within its cap; the schedule is the commit’s', async (t) => {
+  const fake = await startFakeAnthropic([
+    {
+      tool: {
+        name: 'schedule_message',
+        input: { cron: '0 9 * * 1-5', tz: 'Europe/Paris', message: 'standup' },
+      },
+    },
+    { tool: { name: 'schedule_message', input: { cron: '0 17 * * *', message: 'one too many' } } },
+    { tool: { name: 'schedule_list', input: {} } },
+    { text: 'Scheduled.' },
+  ]);
+  t.after(() => fake.close());
+  const { host, client, dataDir, sendAndCollect } = await startTestHost(t, {
+    ANTHROPIC_BASE_URL: fake.url,
+    BERTH_SECRET_KEY: 'e2e-passphrase',
+  });
+  await new SecretStore({ path: join(dataDir, 'secrets.json'), key: 'e2e-passphrase' }).set('anthropic', KEY);
+  await client.request('POST', '/v1/agents', {
+    name: 'planner',
+    provider: 'anthropic',
+    model: 'model-x',
+    maxSchedules: 1,
+  });
+
+  const events = await sendAndCollect(
+    'p1',
+    { agent: 'planner', text: 'Remind me every weekday at 9.' },
+    reply,
+  );
+  assert.equal(events.at(-1)!.data.text, 'Scheduled.', JSON.stringify(events.at(-1)));
+  const [made, refused, listed] = toolResults(fake, 3);
+  assert.match(made!, /^scheduled; first run at \d{4}-/);
+  assert.match(refused!, /SCHEDULE_LIMIT/, 'the cap answers the model as a tool error');
+  assert.match(listed!, /"heldUntilCommit":\[\{"cron":"0 9 \* \* 1-5"/);
+  const schedules = await host.store.listSchedules('p1');
+  const [turn] = await host.store.listTurns('p1');
+  assert.deepEqual(
+    schedules.map((s) => [s.message, s.tz, s.status, s.createdByTurn]),
+    [['standup', 'Europe/Paris', 'active', turn!.id]],
+  );
+});

@@ -97,6 +97,8 @@ export const agentSpecSchema = z
     maxSteps: z.number().int().min(1).max(1000).optional(),
     /** Time limit of one bash tool call, in ms. @default 120000 */
     toolTimeoutMs: z.number().int().min(100).max(3_600_000).optional(),
+    /** Live schedules the agent's turns may make (schedule_message tool), over all its sessions. @default 5 */
+    maxSchedules: z.number().int().min(0).max(1000).optional(),
     /** Model budget over a sliding hour, enforced by the gateway; unset = unlimited. */
     budget: z
       .object({

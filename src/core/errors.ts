@@ -228,6 +228,11 @@ export const ERRORS = {
     retryable: false,
     hint: 'A cancelled schedule stays cancelled; create a new one.',
   },
+  SCHEDULE_LIMIT: {
+    status: 429,
+    retryable: false,
+    hint: "The agent's turns made as many live schedules as its maxSchedules allows; cancel some (berth schedule cancel ID) or raise maxSchedules.",
+  },
   NOT_FOUND: { status: 404, retryable: false, hint: 'See /v1 routes in docs/architecture.md.' },
   INTERNAL: { status: 500, retryable: true, hint: 'This is a bug in berth; the logs have the details.' },
 } as const satisfies Record<string, ErrorSpec>;

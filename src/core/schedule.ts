@@ -34,6 +34,20 @@ export const scheduleInputSchema = z
   })
   .strict();
 export type ScheduleInput = z.output<typeof scheduleInputSchema>;
+
+/** What an agent asks for with its schedule_message tool: always for its own session. */
+export const agentScheduleInputSchema = scheduleInputSchema.omit({ agent: true });
+/** How many live schedules an agent's turns may have made, over all its sessions, unless it sets maxSchedules. */
+export const AGENT_SCHEDULES_DEFAULT_CAP = 5;
+
+/** A schedule a turn made: held by the gateway, written by that turn's commit (and only if it commits). */
+export interface TurnSchedule {
+  cron: string;
+  tz: string;
+  message: string;
+  missed: MissedPolicy;
+  nextRunAt: number;
+}
 export type ScheduleBody = z.input<typeof scheduleInputSchema>;
 
 export interface Schedule {
@@ -51,6 +65,8 @@ export interface Schedule {
   nextRunAt: number | null;
   lastRunAt: number | null;
   runs: number;
+  /** The turn whose commit made it (the agent's schedule_message tool); null = made through the API. */
+  createdByTurn: string | null;
   createdAt: number;
   updatedAt: number;
 }

@@ -1,6 +1,7 @@
 /** Domain records as the store returns them. Times are epoch ms. */
 import type { AgentSpec } from './agent.js';
 import type { TurnOutput } from './protocol.js';
+import type { TurnSchedule } from './schedule.js';
 
 export type MessageStatus = 'pending' | 'processing' | 'done' | 'failed';
 export type TurnStatus = 'running' | 'committed' | 'aborted';
@@ -135,6 +136,8 @@ export interface CommitInput {
   outputs: TurnOutput[];
   /** State written by the turn; null deletes the key. */
   state?: Record<string, unknown>;
+  /** Schedules the turn made (schedule_message), with the agent's cap, checked again in the commit. */
+  schedules?: { agent: string; cap: number; items: TurnSchedule[] };
 }
 
 export interface AbortInput {

@@ -10,6 +10,7 @@ import { agentSpecSchema, systemClock } from '../core/index.js';
 import { openSqliteStore } from '../store/index.js';
 import { SandboxGateway, type TurnEnd } from './gateway-server.js';
 import { signSandboxToken } from './token.js';
+import type { SchedulePolicy } from './turn-schedules.js';
 
 const SECRET = Buffer.from('k'.repeat(32));
 
@@ -22,7 +23,10 @@ interface GatewayReply {
 const BOOT_TOKEN = 'boot-token-of-this-sandbox';
 
 /** A claimed session with a running turn, its gateway listening (bound unless `unbound`), and a client for it. */
-async function setUp(t: TestContext, o: { sealError?: Error; unbound?: boolean } = {}) {
+async function setUp(
+  t: TestContext,
+  o: { sealError?: Error; unbound?: boolean; schedules?: SchedulePolicy } = {},
+) {
   const dir = await mkdtemp(join(tmpdir(), 'berth-gw-'));
   const store = openSqliteStore({
     path: ':memory:',
@@ -66,6 +70,7 @@ async function setUp(t: TestContext, o: { sealError?: Error; unbound?: boolean }
       fence: binding,
       assignment: { sessionId: 's', generation: binding.generation, token, heartbeatIntervalMs: 2000 },
       log,
+      ...(o.schedules ? { schedules: o.schedules } : {}),
       hooks: {
         onHeartbeat: () => void counters.beats++,
         beforeCommit: async () => {
@@ -204,4 +209,46 @@ test('gateway: an unbound (warm) sandbox can only wait for its binding, with its
     token,
     'asking again after the bind answers at once',
   );
+});
+
+test('gateway: schedules a turn makes are written by its commit alone, within the agent cap', async (t) => {
+  const { store, turnId, call, offer } = await setUp(t, { schedules: { agent: 'sh', cap: 2 } });
+  const ask = (message: string, cron = '0 9 * * 1-5') =>
+    call('POST', '/v1/schedules', { cron, tz: 'Europe/Paris', message });
+  assert.equal((await ask('before any turn')).body.error?.code, 'TURN_NOT_FOUND');
+  offer();
+  const first = await ask('standup');
+  assert.equal(first.status, 200);
+  assert.ok((first.body as { nextRunAt: number }).nextRunAt > Date.now());
+  const bad = await ask('never', '61 * * * *');
+  assert.deepEqual([bad.status, bad.body.error?.code], [400, 'INVALID_INPUT']);
+  assert.equal((await ask('report')).status, 200);
+  const over = await ask('one too many');
+  assert.deepEqual([over.status, over.body.error?.code], [429, 'SCHEDULE_LIMIT']);
+  const listed = (await call('GET', '/v1/schedules')).body as unknown as {
+    schedules: unknown[];
+    heldUntilCommit: unknown[];
+  };
+  assert.deepEqual([listed.schedules.length, listed.heldUntilCommit.length], [0, 2]);
+  assert.deepEqual(await store.listSchedules('s'), [], 'nothing is written before the commit');
+
+  assert.equal((await call('POST', '/v1/commit', { turnId, outputs: [] })).status, 200);
+  const made = await store.listSchedules('s');
+  assert.deepEqual(
+    made.map((s) => [s.message, s.tz, s.createdByTurn, s.status]),
+    [
+      ['standup', 'Europe/Paris', turnId, 'active'],
+      ['report', 'Europe/Paris', turnId, 'active'],
+    ],
+  );
+  assert.equal(await store.countAgentMadeSchedules('sh'), 2);
+});
+
+test('gateway: an aborted turn leaves none of its schedules', async (t) => {
+  const { store, turnId, call, offer } = await setUp(t, { schedules: { agent: 'sh', cap: 5 } });
+  offer();
+  assert.equal((await call('POST', '/v1/schedules', { cron: '*/5 * * * *', message: 'ping' })).status, 200);
+  assert.equal((await call('POST', '/v1/abort', { turnId, error: 'killed' })).status, 200);
+  assert.deepEqual(await store.listSchedules('s'), []);
+  assert.equal(await store.countAgentMadeSchedules('sh'), 0);
 });

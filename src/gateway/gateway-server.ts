@@ -22,6 +22,7 @@ import {
   type Clock,
   MODEL_PROXY_PATH,
   type TurnAssignment,
+  type TurnSchedule,
 } from '../core/index.js';
 import { type Fence, type FenceCode, fenceError, type Store } from '../store/index.js';
 import { type EgressAudit, type EgressPolicy, EgressProxy } from './egress-proxy.js';
@@ -29,6 +30,7 @@ import { LongPoll } from './long-poll.js';
 import type { ModelProxy } from './model-proxy.js';
 import { abortBody, commitBody, heartbeatBody, progressBody, STATE_KEY, stateBody } from './schemas.js';
 import { verifySandboxToken } from './token.js';
+import { planTurnSchedule, type SchedulePolicy, turnScheduleBody } from './turn-schedules.js';
 
 /** What one turn may put in state: the gateway holds it in memory until the commit. */
 const MAX_STATE_KEYS_PER_TURN = 1000;
@@ -72,6 +74,8 @@ export interface GatewayBinding {
   modelProxy?: ModelProxy;
   /** The agent's egress allowlist, served as HTTP CONNECT on this socket. @default deny all */
   egress?: EgressPolicy;
+  /** The agent's schedule_message tool (POST /v1/schedules) and its cap. @default no schedules */
+  schedules?: SchedulePolicy;
 }
 
 export class SandboxGateway {
@@ -80,8 +84,13 @@ export class SandboxGateway {
   private egress: EgressProxy | null = null;
   private offered: TurnAssignment | null = null;
   /** The turn the runner is working on, the state it put so far, and whether its commit/abort has begun. */
-  private turn: { id: string; state: Record<string, unknown>; stateBytes: number; closing: boolean } | null =
-    null;
+  private turn: {
+    id: string;
+    state: Record<string, unknown>;
+    stateBytes: number;
+    schedules: TurnSchedule[];
+    closing: boolean;
+  } | null = null;
   private readonly turnPoll: LongPoll;
   private readonly bindPoll: LongPoll;
   private bound: GatewayBinding | null = null;
@@ -149,7 +158,7 @@ export class SandboxGateway {
   /** Hands a turn to the runner: answers its waiting long-poll now, or the next one. */
   offerTurn(assignment: TurnAssignment): void {
     this.offered = assignment;
-    this.turn = { id: assignment.turnId, state: {}, stateBytes: 0, closing: false };
+    this.turn = { id: assignment.turnId, state: {}, stateBytes: 0, schedules: [], closing: false };
     const waiting = this.turnPoll.take();
     if (waiting) this.deliverTurn(waiting);
   }
@@ -188,7 +197,7 @@ export class SandboxGateway {
       }
       case 'POST /v1/commit': {
         const body = await this.body(req, commitBody);
-        const state = this.closeTurn(body.turnId, 'commitTurn');
+        const { state, schedules } = this.closeTurn(body.turnId, 'commitTurn');
         try {
           await this.hooks.beforeCommit(body.turnId);
         } catch (err) {
@@ -205,11 +214,30 @@ export class SandboxGateway {
         }
         await this.fenced(
           'commitTurn',
-          await this.o.store.commitTurn({ ...binding, ...body, state }, now),
+          await this.o.store.commitTurn(
+            {
+              ...binding,
+              ...body,
+              state,
+              ...(schedules.length > 0 ? { schedules: { ...this.bound!.schedules!, items: schedules } } : {}),
+            },
+            now,
+          ),
           now,
         );
         this.hooks.onTurnEnded(body.turnId, { kind: 'committed' });
         return this.send(res, 200, { ok: true });
+      }
+      case 'POST /v1/schedules': {
+        const turn = this.openTurn('a schedule');
+        const policy = this.bound?.schedules ?? { agent: '', cap: 0 };
+        const body = await this.body(req, turnScheduleBody);
+        turn.schedules.push(await planTurnSchedule(body, turn.schedules, policy, this.o.store, now));
+        return this.send(res, 200, { nextRunAt: turn.schedules.at(-1)!.nextRunAt, heldUntilCommit: true });
+      }
+      case 'GET /v1/schedules': {
+        const committed = await this.o.store.listSchedules(binding.sessionId);
+        return this.send(res, 200, { schedules: committed, heldUntilCommit: this.turn?.schedules ?? [] });
       }
       case 'POST /v1/abort': {
         const body = await this.body(req, abortBody);
@@ -298,7 +326,10 @@ export class SandboxGateway {
    * anything is sealed, so a second or forged commit can never touch a layer. Returns the
    * state the turn put.
    */
-  private closeTurn(turnId: string, operation: string): Record<string, unknown> {
+  private closeTurn(
+    turnId: string,
+    operation: string,
+  ): { state: Record<string, unknown>; schedules: TurnSchedule[] } {
     const turn = this.turn;
     if (!turn || turn.id !== turnId || turn.closing) {
       throw new BerthError(
@@ -307,22 +338,15 @@ export class SandboxGateway {
       );
     }
     turn.closing = true;
-    return turn.state;
+    return turn;
   }
 
   /** GET reads the turn's own writes over committed state; PUT holds a value for the turn's commit (null deletes). */
   private async handleState(req: IncomingMessage, res: ServerResponse, key: string): Promise<void> {
     if (!STATE_KEY.test(key))
       throw new BerthError('INVALID_INPUT', `State key ${JSON.stringify(key.slice(0, 80))} is not allowed`);
-    const turn = this.turn;
     if (req.method === 'PUT') {
-      if (!turn)
-        throw new BerthError(
-          'TURN_NOT_FOUND',
-          `Session ${this.fence.sessionId} has no turn to write state in`,
-        );
-      if (turn.closing)
-        throw new BerthError('TURN_ENDED', `Turn ${turn.id} is ending; state can no longer change`);
+      const turn = this.openTurn('state');
       const { value } = await this.body(req, stateBody);
       const bytes = key.length + JSON.stringify(value ?? null).length;
       if (!(key in turn.state) && Object.keys(turn.state).length >= MAX_STATE_KEYS_PER_TURN) {
@@ -343,11 +367,25 @@ export class SandboxGateway {
     }
     if (req.method !== 'GET')
       throw new BerthError('NOT_FOUND', `No gateway route ${req.method} /v1/state/:key`);
+    const turn = this.turn;
     const value =
       turn && key in turn.state ? turn.state[key] : (await this.o.store.getState(this.fence.sessionId))[key];
     if (value === undefined || value === null)
       throw new BerthError('NOT_FOUND', `State key ${key} is not set`);
     return this.send(res, 200, { key, value });
+  }
+
+  /** The turn a sandbox write joins: it must be open (its commit or abort not begun). */
+  private openTurn(what: string): NonNullable<SandboxGateway['turn']> {
+    const turn = this.turn;
+    if (!turn)
+      throw new BerthError(
+        'TURN_NOT_FOUND',
+        `Session ${this.fence.sessionId} has no turn to write ${what} in`,
+      );
+    if (turn.closing)
+      throw new BerthError('TURN_ENDED', `Turn ${turn.id} is ending; ${what} can no longer be written`);
+    return turn;
   }
 
   private longPollTurn(req: IncomingMessage, res: ServerResponse): void {

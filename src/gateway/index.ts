@@ -11,3 +11,4 @@ export {
 } from './gateway-server.js';
 export { ModelProxy, type ModelProxyOptions, type SecretSource } from './model-proxy.js';
 export { signSandboxToken, type TokenClaims, verifySandboxToken } from './token.js';
+export { type SchedulePolicy, schedulePolicyOf } from './turn-schedules.js';

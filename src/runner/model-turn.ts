@@ -44,6 +44,7 @@ export async function beginModelTurn<M>(
       attempt: turn.attempt,
       getState: ctx.getState,
       putState: ctx.putState,
+      gateway: ctx.gateway,
     },
     history: await loadConversation<M>(ctx, turn.provider),
   };

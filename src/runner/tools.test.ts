@@ -3,6 +3,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
+import { GatewayClient } from './gateway-client.js';
 import { runTool, type ToolContext } from './tools.js';
 
 async function context(t: TestContext): Promise<ToolContext & { state: Map<string, unknown> }> {
@@ -17,6 +18,7 @@ async function context(t: TestContext): Promise<ToolContext & { state: Map<strin
     state,
     getState: async (key) => state.get(key),
     putState: async (key, value) => void state.set(key, value),
+    gateway: new GatewayClient(join(workspace, 'no-gateway.sock'), 'token'),
   };
 }
 

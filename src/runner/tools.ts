@@ -8,7 +8,7 @@
  */
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { GatewayError } from './gateway-client.js';
+import { type GatewayClient, GatewayError } from './gateway-client.js';
 import { runShell } from './processes.js';
 
 export interface ToolSpec {
@@ -24,6 +24,8 @@ export interface ToolContext {
   attempt: number;
   getState(key: string): Promise<unknown>;
   putState(key: string, value: unknown): Promise<void>;
+  /** The sandbox's gateway: schedules (and any other host service) go through it. */
+  gateway: GatewayClient;
 }
 
 export interface ToolResult {
@@ -94,6 +96,30 @@ export const TOOLS: ToolSpec[] = [
       },
       required: ['key', 'value'],
     },
+  },
+  {
+    name: 'schedule_message',
+    description:
+      'Schedule a recurring message to this session: at every time the cron expression (5 fields: minute hour day-of-month month day-of-week) matches in the time zone, the message arrives as a new turn. Kept only if this turn completes; the agent may have only a few live schedules.',
+    schema: {
+      type: 'object',
+      properties: {
+        cron: str('cron expression, e.g. "0 9 * * 1-5"'),
+        tz: str('IANA time zone, e.g. "Europe/Paris" (default UTC)'),
+        message: str('the message the session will receive'),
+        missed: {
+          type: 'string',
+          enum: ['once', 'skip'],
+          description: 'a run missed while the host was down: send once, or skip (default once)',
+        },
+      },
+      required: ['cron', 'message'],
+    },
+  },
+  {
+    name: 'schedule_list',
+    description: "List this session's schedules (and those this turn made, kept if it completes).",
+    schema: { type: 'object', properties: {}, required: [] },
   },
 ];
 
@@ -175,9 +201,28 @@ async function dispatch(name: string, args: Record<string, unknown>, ctx: ToolCo
       await ctx.putState(key, args.value);
       return `put ${key}`;
     }
+    case 'schedule_message': {
+      const body = { cron: text('cron'), message: text('message'), ...pick(args, 'tz', 'missed') };
+      const made = await ctx.gateway.call<{ nextRunAt: number }>('POST', '/v1/schedules', body);
+      return `scheduled; first run at ${new Date(made.body!.nextRunAt).toISOString()} (kept if this turn completes)`;
+    }
+    case 'schedule_list': {
+      const listed = await ctx.gateway.call<{ schedules: unknown[]; heldUntilCommit: unknown[] }>(
+        'GET',
+        '/v1/schedules',
+      );
+      return JSON.stringify(listed.body);
+    }
     default:
       throw new Error(`there is no tool named ${JSON.stringify(name)}`);
   }
+}
+
+/** The optional string arguments that are present. */
+function pick(args: Record<string, unknown>, ...keys: string[]): Record<string, string> {
+  return Object.fromEntries(
+    keys.filter((k) => typeof args[k] === 'string').map((k) => [k, args[k] as string]),
+  );
 }
 
 function cut(text: string, maxBytes: number): string {

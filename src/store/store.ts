@@ -246,6 +246,8 @@ export interface Store {
   createSchedule(input: NewSchedule, now: number): Promise<Schedule>;
   /** One session's schedules, or (null) all. */
   listSchedules(sessionId: string | null, tenant?: string): Promise<Schedule[]>;
+  /** Live (not cancelled) schedules made by the agent's own turns, over all its sessions: what its cap counts. */
+  countAgentMadeSchedules(agent: string): Promise<number>;
   /**
    * Pause, resume or cancel (SCHEDULE_NOT_FOUND, SCHEDULE_CANCELLED). A resumed schedule
    * is next due at its first time after now: runs that fell while paused are not sent.

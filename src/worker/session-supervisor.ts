@@ -26,7 +26,13 @@ import {
   type Turn,
   type TurnAssignment,
 } from '../core/index.js';
-import { ModelProxy, type SandboxGateway, signSandboxToken, type TurnEnd } from '../gateway/index.js';
+import {
+  ModelProxy,
+  type SandboxGateway,
+  schedulePolicyOf,
+  signSandboxToken,
+  type TurnEnd,
+} from '../gateway/index.js';
 import type { RuntimeEvent, SandboxHandle } from '../runtime/index.js';
 import type { Fence } from '../store/index.js';
 import type { WorkspaceQuota } from '../workspace/index.js';
@@ -159,6 +165,7 @@ export class SessionSupervisor {
       log: this.log,
       modelProxy: this.modelProxy(),
       egress: { agent: this.agent.name, rules: egress, interceptor: this.deps.egress },
+      schedules: schedulePolicyOf(this.agent),
       hooks: {
         onHeartbeat: (now) => {
           this.lastHeartbeatAt = now;

@@ -346,6 +346,61 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
       await store.close();
     });
 
+    test("a turn's schedules commit with it; the agent cap holds across its sessions, in the commit", async () => {
+      const store = await withAgent(open);
+      const item = {
+        cron: '0 9 * * *',
+        tz: 'UTC',
+        message: 'm',
+        missed: 'once' as const,
+        nextRunAt: BASE + 60_000,
+      };
+      await store.enqueueMessage({ sessionId: 'a', agent: 'sh', text: 'x', now: BASE });
+      await store.enqueueMessage({ sessionId: 'b', agent: 'sh', text: 'x', now: BASE });
+      const a = await claimAndStartTurn(store, BASE, 'w1');
+      const b = await claimAndStartTurn(store, BASE, 'w2');
+      const schedules = (n: number) => ({
+        agent: 'sh',
+        cap: 2,
+        items: Array.from({ length: n }, () => item),
+      });
+      const commit = (t: typeof a, n: number) =>
+        store.commitTurn({ ...t.fence, turnId: t.turn.id, outputs: [], schedules: schedules(n) }, BASE + 1);
+      assert.equal(await commit(a, 2), 'ok');
+      // Session b's turn asked while a's were still held: the commit is where the cap is decided.
+      await assert.rejects(commit(b, 1), (e: unknown) => isBerthError(e, 'SCHEDULE_LIMIT'));
+      assert.equal((await store.getTurn(b.turn.id))?.status, 'running', 'the refused commit wrote nothing');
+      assert.deepEqual(await store.listSchedules('b'), []);
+      assert.equal(await store.countAgentMadeSchedules('sh'), 2);
+      const made = await store.listSchedules('a');
+      assert.deepEqual(
+        made.map((s) => [s.createdByTurn, s.tenant, s.nextRunAt]),
+        [
+          [a.turn.id, 'default', BASE + 60_000],
+          [a.turn.id, 'default', BASE + 60_000],
+        ],
+      );
+      await store.moveScheduleTo(made[0]!.id, 'cancelled', BASE + 2);
+      assert.equal(await store.countAgentMadeSchedules('sh'), 1, 'a cancelled schedule frees its place');
+      assert.equal(await commit(b, 1), 'ok');
+      await store.close();
+    });
+
+    test('model usage sums by any subset of agent, turn and since', async () => {
+      const store = await withAgent(open);
+      const use = { agent: 'sh', sessionId: 's', generation: 1, provider: 'anthropic', model: 'm' };
+      await store.recordModelUsage({ ...use, turnId: 't1', inputTokens: 10, outputTokens: 1 }, BASE);
+      await store.recordModelUsage({ ...use, turnId: 't2', inputTokens: 20, outputTokens: 2 }, BASE + 10);
+      const sum = async (f: { agent?: string; turnId?: string; since?: number }) =>
+        (await store.sumModelUsage(f)).inputTokens;
+      assert.equal(await sum({}), 30);
+      assert.equal(await sum({ agent: 'sh' }), 30);
+      assert.equal(await sum({ turnId: 't1' }), 10);
+      assert.equal(await sum({ agent: 'sh', since: BASE + 5 }), 20);
+      assert.equal(await sum({ agent: 'other' }), 0);
+      await store.close();
+    });
+
     test('notifications follow the committed transaction', async () => {
       const store = await withAgent(open);
       const seen: string[] = [];

@@ -234,6 +234,12 @@ CREATE INDEX schedules_due ON schedules(next_run_at) WHERE status = 'active';
 CREATE INDEX schedules_session ON schedules(session_id);
 `,
   },
+  {
+    version: 9,
+    name: 'agent-made schedules',
+    // The turn whose commit created the schedule (schedule_message tool); NULL = made through the API.
+    sql: `ALTER TABLE schedules ADD COLUMN created_by_turn TEXT;`,
+  },
 ];
 
 /** SQLite's column types in PostgreSQL's: every integer 64-bit, AUTOINCREMENT keys as BIGSERIAL. */

@@ -162,6 +162,7 @@ export function toSchedule(r: Row): Schedule {
     nextRunAt: n(r.next_run_at),
     lastRunAt: n(r.last_run_at),
     runs: Number(r.runs),
+    createdByTurn: (r.created_by_turn as string | null) ?? null,
     createdAt: Number(r.created_at),
     updatedAt: Number(r.updated_at),
   };

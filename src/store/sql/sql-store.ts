@@ -220,7 +220,14 @@ export class SqlStore implements Store {
     return this.write(function* () {
       const tenant = yield* sessionTenantFor(input, 'createSchedule');
       const id = newId('sch');
-      yield* run('INSERT_SCHEDULE', { ...input, agent: input.agent ?? null, tenant, id, now });
+      yield* run('INSERT_SCHEDULE', {
+        ...input,
+        agent: input.agent ?? null,
+        tenant,
+        id,
+        createdByTurn: null,
+        now,
+      });
       return toSchedule((yield* get('SCHEDULE_BY_ID', { id }))!);
     });
   }
@@ -229,6 +236,10 @@ export class SqlStore implements Store {
     return (await this.driver.read(() => all('SCHEDULES', { sessionId, tenant: tenant ?? null }))).map(
       toSchedule,
     );
+  }
+
+  async countAgentMadeSchedules(agent: string): Promise<number> {
+    return Number((await this.driver.read(() => get('AGENT_MADE_SCHEDULES', { agent })))!.n);
   }
 
   moveScheduleTo(id: string, status: ScheduleStatus, now: number, tenant?: string): Promise<Schedule> {
@@ -497,6 +508,7 @@ export class SqlStore implements Store {
         if (value === null) yield* run('DELETE_STATE', { sessionId, key });
         else yield* run('UPSERT_STATE', { sessionId, key, value: JSON.stringify(value), turnId, now });
       }
+      if (input.schedules?.items.length) yield* insertTurnSchedules(sessionId, turnId, input.schedules, now);
       yield* run('SET_PENDING_LAYER', { id: sessionId, turnId, now });
       yield* run('END_TURN', { id: turnId, status: 'committed', error: null, now });
       for (const output of input.outputs) {
@@ -823,6 +835,38 @@ function* enqueueInTx(
 }
 
 /** The tenant a schedule to this session belongs to, checked as an enqueue would be (nothing written). */
+/**
+ * The schedules a committing turn made. The cap was checked when each was asked for; it is
+ * checked again here, in the commit, so two sessions of one agent cannot pass it together
+ * (the commit fails with SCHEDULE_LIMIT and the turn is retried: its tool then says so).
+ */
+function* insertTurnSchedules(
+  sessionId: string,
+  turnId: string,
+  schedules: NonNullable<CommitInput['schedules']>,
+  now: number,
+): Program<void> {
+  const made = Number((yield* get('AGENT_MADE_SCHEDULES', { agent: schedules.agent }))!.n);
+  if (made + schedules.items.length > schedules.cap)
+    throw new BerthError(
+      'SCHEDULE_LIMIT',
+      `Agent ${schedules.agent} may have at most ${schedules.cap} schedules made by its turns; it has ${made}, this turn adds ${schedules.items.length}`,
+    );
+  const tenant = String((yield* get('SESSION_BY_ID', { id: sessionId }))!.tenant);
+  for (const item of schedules.items) {
+    const id = newId('sch');
+    yield* run('INSERT_SCHEDULE', {
+      ...item,
+      sessionId,
+      agent: null,
+      tenant,
+      id,
+      createdByTurn: turnId,
+      now,
+    });
+  }
+}
+
 function* sessionTenantFor(
   input: { sessionId: string; agent?: string; tenant?: string },
   operation: string,

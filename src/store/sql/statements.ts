@@ -186,17 +186,22 @@ export const SUM_MODEL_USAGE = `
 SELECT COUNT(*) AS calls, COALESCE(SUM(input_tokens), 0) AS input_tokens,
   COALESCE(SUM(output_tokens), 0) AS output_tokens, COUNT(DISTINCT turn_id) AS turns
 FROM model_usage
-WHERE (:agent IS NULL OR agent = :agent) AND (:turnId IS NULL OR turn_id = :turnId)
-  AND (:since IS NULL OR at >= :since)`;
+WHERE (CAST(:agent AS TEXT) IS NULL OR agent = :agent) AND (CAST(:turnId AS TEXT) IS NULL OR turn_id = :turnId)
+  AND (CAST(:since AS BIGINT) IS NULL OR at >= :since)`;
 
 /** A new active schedule (issue 7). Params: id, sessionId, agent, tenant, cron, tz, message, missed, nextRunAt, now. */
 export const INSERT_SCHEDULE = `
-INSERT INTO schedules (id, session_id, agent, tenant, cron, tz, message, missed, status, next_run_at, created_at, updated_at)
-VALUES (:id, :sessionId, :agent, :tenant, :cron, :tz, :message, :missed, 'active', :nextRunAt, :now, :now)`;
+INSERT INTO schedules (id, session_id, agent, tenant, cron, tz, message, missed, status, next_run_at, created_by_turn, created_at, updated_at)
+VALUES (:id, :sessionId, :agent, :tenant, :cron, :tz, :message, :missed, 'active', :nextRunAt, :createdByTurn, :now, :now)`;
+/** Live (not cancelled) schedules the agent's own turns made, over all its sessions: its cap counts these. Params: agent. */
+export const AGENT_MADE_SCHEDULES = `
+SELECT COUNT(*) AS n FROM schedules s JOIN sessions x ON x.id = s.session_id
+WHERE x.agent = :agent AND s.created_by_turn IS NOT NULL AND s.status <> 'cancelled'`;
 export const SCHEDULE_BY_ID = `SELECT * FROM schedules WHERE id = :id`;
 /** Schedules of one session (or, NULL, all) of one tenant (or, NULL, all). Params: sessionId, tenant. */
 export const SCHEDULES = `
-SELECT * FROM schedules WHERE (:sessionId IS NULL OR session_id = :sessionId) AND (:tenant IS NULL OR tenant = :tenant)
+SELECT * FROM schedules
+WHERE (CAST(:sessionId AS TEXT) IS NULL OR session_id = :sessionId) AND (CAST(:tenant AS TEXT) IS NULL OR tenant = :tenant)
 ORDER BY created_at, id`;
 /** Active schedules due by now. Params: now. */
 export const DUE_SCHEDULES = `
