@@ -8,6 +8,7 @@ import { dashboardRoutes } from './dashboard-routes.js';
 import type { ApiDeps } from './deps.js';
 import { installErrorHandler } from './error-handler.js';
 import { eventsRoutes } from './events-routes.js';
+import { grantsRoutes } from './grants-routes.js';
 import { BerthMetrics } from './metrics.js';
 import { buildOpenApi } from './openapi.js';
 import { RouteTable } from './route-table.js';
@@ -33,6 +34,7 @@ export async function buildApp(deps: ApiDeps & { log: Logger }): Promise<Fastify
   const routes = new RouteTable();
   const pluginDeps = { ...deps, routes };
   await app.register(agentsRoutes, pluginDeps);
+  await app.register(grantsRoutes, pluginDeps);
   await app.register(sessionsRoutes, pluginDeps);
   await app.register(eventsRoutes, pluginDeps);
   await app.register(statusRoutes, pluginDeps);

@@ -137,3 +137,48 @@ test('the admin token file is 0600, stable across starts, and listening beyond l
   await assertListenAllowed(store, '0.0.0.0');
   await store.close();
 });
+
+test("storage grants: a tenant manages its own agents' grants; another tenant's agent is 404", async () => {
+  const { store, call, acme, globex, admin } = await setup();
+  assert.equal(
+    (await call(acme, 'POST', '/v1/agents', { name: 'bot', provider: 'command' })).statusCode,
+    201,
+  );
+  const granted = await call(acme, 'POST', '/v1/agents/bot/grants', {
+    prefix: 'photos/',
+    ops: ['list', 'read'],
+  });
+  assert.equal(granted.statusCode, 201);
+  assert.deepEqual(granted.json().ops, ['read', 'list']);
+  const bad = await call(acme, 'POST', '/v1/agents/bot/grants', { prefix: 'photos', ops: ['read'] });
+  assert.equal(bad.statusCode, 400);
+  assert.match(bad.json().error.message, /prefix: must end with "\/"/);
+  const traversal = await call(acme, 'POST', '/v1/agents/bot/grants', { prefix: '../', ops: ['read'] });
+  assert.match(traversal.json().error.message, /"\.\." segment/);
+  for (const [method, url, body] of [
+    ['GET', '/v1/agents/bot/grants'],
+    ['POST', '/v1/agents/bot/grants', { prefix: '', ops: ['read'] }],
+    ['DELETE', '/v1/agents/bot/grants?prefix=photos/'],
+    ['GET', '/v1/agents/bot/storage'],
+  ] as const) {
+    const res = await call(globex, method, url, body);
+    assert.equal(res.statusCode, 404, `${method} ${url} by another tenant`);
+    assert.equal(res.json().error.code, 'AGENT_NOT_FOUND');
+  }
+  assert.deepEqual(
+    (await call(admin, 'GET', '/v1/agents/bot/grants'))
+      .json()
+      .grants.map((g: { prefix: string }) => g.prefix),
+    ['photos/'],
+    'the operator sees every tenant',
+  );
+  assert.deepEqual((await call(acme, 'GET', '/v1/agents/bot/storage?prefix=photos/')).json(), {
+    objects: [],
+    next: null,
+  });
+  assert.equal((await call(acme, 'DELETE', '/v1/agents/bot/grants?prefix=photos/')).statusCode, 204);
+  const again = await call(acme, 'DELETE', '/v1/agents/bot/grants?prefix=photos/');
+  assert.equal(again.json().error.code, 'GRANT_NOT_FOUND');
+  assert.deepEqual((await call(acme, 'GET', '/v1/agents/bot/grants')).json(), { grants: [] });
+  await store.close();
+});

@@ -3,6 +3,7 @@ import { Command } from 'commander';
 import { agentCommand } from './agent-command.js';
 import { chaosCommand } from './chaos-command.js';
 import { demoCommand } from './demo-command.js';
+import { grantCommand, storageCommand } from './grant-command.js';
 import { imageCommandFor } from './image-wiring.js';
 import { logsCommand } from './logs-command.js';
 import { exitWithError } from './output.js';
@@ -32,6 +33,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<void
     .addCommand(chaosCommand(env))
     .addCommand(secretCommand(env))
     .addCommand(scheduleCommand(env))
+    .addCommand(grantCommand(env))
+    .addCommand(storageCommand(env))
     .addHelpText(
       'after',
       `

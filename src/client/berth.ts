@@ -24,6 +24,9 @@ import {
   type Schedule,
   type ScheduleBody,
   type SessionView,
+  type StorageGrant,
+  type StorageGrantBody,
+  type StorageListing,
   type Turn,
   type Webhook,
   type WebhookAttempt,
@@ -166,6 +169,24 @@ export class Berth {
     create: (body: CreateTokenBody) => this.http.request<IssuedToken>('POST', '/v1/tokens', body),
     list: async () => (await this.http.request<{ tokens: ApiTokenRow[] }>('GET', '/v1/tokens')).tokens,
     revoke: (id: string) => this.http.request<null>('DELETE', `/v1/tokens/${enc(id)}`),
+  };
+
+  /** What an agent's sandboxes may do in its mediated storage, and what it stored. */
+  readonly storage = {
+    grants: async (agent: string) =>
+      (await this.http.request<{ grants: StorageGrant[] }>('GET', `/v1/agents/${enc(agent)}/grants`)).grants,
+    grant: (agent: string, body: StorageGrantBody) =>
+      this.http.request<StorageGrant>('POST', `/v1/agents/${enc(agent)}/grants`, body),
+    revoke: (agent: string, prefix: string) =>
+      this.http.request<null>('DELETE', `/v1/agents/${enc(agent)}/grants?${new URLSearchParams({ prefix })}`),
+    list: (agent: string, page: { prefix?: string; after?: string; limit?: number } = {}) => {
+      const qs = new URLSearchParams(
+        Object.entries(page)
+          .filter(([, v]) => v !== undefined)
+          .map(([k, v]): [string, string] => [k, String(v)]),
+      );
+      return this.http.request<StorageListing>('GET', `/v1/agents/${enc(agent)}/storage?${qs}`);
+    },
   };
 
   readonly webhooks = {

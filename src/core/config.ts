@@ -51,6 +51,8 @@ export interface ResolvedConfig {
   readonly maxMessageBytes: number;
   /** A job writing more than this to stdout or stderr is killed and fails the turn (OUTPUT_LIMIT_EXCEEDED), in bytes. @default 65536 (BERTH_MAX_OUTPUT_BYTES) */
   readonly maxOutputBytes: number;
+  /** Largest object an agent may put in mediated storage, in bytes. @default 1073741824 (BERTH_STORAGE_MAX_OBJECT_BYTES) */
+  readonly storageMaxObjectBytes: number;
   /** The host's mount allowlist (agents' extra read-only mounts); no file = no extra mounts. @default ~/.config/berth/mount-allowlist.json (BERTH_MOUNT_ALLOWLIST) */
   readonly mountAllowlistFile: string;
   /** Extra CA certificates (PEM file) trusted, besides the system's, for the upstream TLS of egress targets with header rules; for private servers. @default '' (BERTH_EGRESS_CA_FILE) */
@@ -121,6 +123,7 @@ const schema = z.object({
   webhookRetryMaxMs: durationMs,
   webhookTimeoutMs: durationMs.pipe(z.number().min(100, 'must be at least 100ms')),
   maxOutputBytes: positiveInt,
+  storageMaxObjectBytes: positiveInt,
   mountAllowlistFile: z.string().min(1).optional(),
   egressCaFile: z.string(),
   secretKey: z.string(),
@@ -159,6 +162,7 @@ export const CONFIG_ENV: Record<keyof Input, string> = {
   webhookRetryMaxMs: 'BERTH_WEBHOOK_RETRY_MAX',
   webhookTimeoutMs: 'BERTH_WEBHOOK_TIMEOUT',
   maxOutputBytes: 'BERTH_MAX_OUTPUT_BYTES',
+  storageMaxObjectBytes: 'BERTH_STORAGE_MAX_OBJECT_BYTES',
   mountAllowlistFile: 'BERTH_MOUNT_ALLOWLIST',
   egressCaFile: 'BERTH_EGRESS_CA_FILE',
   secretKey: 'BERTH_SECRET_KEY',
@@ -193,6 +197,7 @@ const DEFAULTS: Input = {
   webhookTimeoutMs: 10_000,
   maxOutputBytes: 64 * 1024,
   egressCaFile: '',
+  storageMaxObjectBytes: 1024 ** 3,
   secretKey: '',
   anthropicBaseUrl: 'https://api.anthropic.com',
   openaiBaseUrl: 'https://api.openai.com/v1',

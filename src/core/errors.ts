@@ -233,6 +233,36 @@ export const ERRORS = {
     retryable: false,
     hint: "The agent's turns made as many live schedules as its maxSchedules allows; cancel some (berth schedule cancel ID) or raise maxSchedules.",
   },
+  STORAGE_DENIED: {
+    status: 403,
+    retryable: false,
+    hint: 'The operator grants storage per agent: berth grant <agent> --prefix photos/ --ops read,list,write,delete (see docs/storage.md).',
+  },
+  STORAGE_OBJECT_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    hint: 'List the keys that exist with GET /v1/storage?prefix=<folder/> (the storage_list tool).',
+  },
+  STORAGE_HASH_MISMATCH: {
+    status: 400,
+    retryable: false,
+    hint: 'The body did not hash to the x-berth-sha256 header sent with it; nothing was stored. Send the content again.',
+  },
+  STORAGE_OBJECT_TOO_LARGE: {
+    status: 413,
+    retryable: false,
+    hint: 'Store smaller objects (split them), or raise BERTH_STORAGE_MAX_OBJECT_BYTES on the host.',
+  },
+  STORAGE_BLOB_MISSING: {
+    status: 500,
+    retryable: false,
+    hint: "The object's row names a blob this host does not have: the data dir lost it, or the object was written by a host with another data dir (storage is per data dir; see docs/storage.md).",
+  },
+  GRANT_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    hint: "List the agent's grants with: berth grant <agent> --list",
+  },
   NOT_FOUND: { status: 404, retryable: false, hint: 'See /v1 routes in docs/architecture.md.' },
   INTERNAL: { status: 500, retryable: true, hint: 'This is a bug in berth; the logs have the details.' },
 } as const satisfies Record<string, ErrorSpec>;

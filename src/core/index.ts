@@ -12,5 +12,6 @@ export * from './labels.js';
 export * from './model-budget.js';
 export * from './protocol.js';
 export * from './schedule.js';
+export * from './storage.js';
 export * from './types.js';
 export * from './webhook.js';

@@ -58,6 +58,29 @@ export interface ModelSettings {
 /** Path prefix of the gateway's model proxy: <prefix>/anthropic/… and <prefix>/openai/… */
 export const MODEL_PROXY_PATH = '/v1/model';
 
+/**
+ * The gateway's mediated storage (issue 7): GET <path>?prefix=&after=&limit= lists,
+ * GET/HEAD/PUT/DELETE <path>/object/<key> reads, stats, writes and deletes one object.
+ * Content hashes travel in STORAGE_SHA256_HEADER (a PUT may send the expected one).
+ */
+export const STORAGE_PATH = '/v1/storage';
+export const STORAGE_SHA256_HEADER = 'x-berth-sha256';
+export const STORAGE_UPDATED_AT_HEADER = 'x-berth-updated-at';
+
+/** One entry of a storage listing, and the answer of a put. */
+export interface StorageEntry {
+  key: string;
+  sha256: string;
+  size: number;
+  updatedAt: number;
+}
+
+/** A page of a listing; `next` is the cursor (`after`) of the next page, null on the last. */
+export interface StorageListing {
+  objects: StorageEntry[];
+  next: string | null;
+}
+
 export interface TurnOutput {
   text: string;
   data?: unknown;

@@ -21,6 +21,7 @@ import {
   type BindAssignment,
   type Clock,
   MODEL_PROXY_PATH,
+  STORAGE_PATH,
   type TurnAssignment,
   type TurnSchedule,
 } from '../core/index.js';
@@ -29,6 +30,7 @@ import { type EgressAudit, type EgressPolicy, EgressProxy } from './egress-proxy
 import { LongPoll } from './long-poll.js';
 import type { ModelProxy } from './model-proxy.js';
 import { abortBody, commitBody, heartbeatBody, progressBody, STATE_KEY, stateBody } from './schemas.js';
+import type { StorageRoutes } from './storage-routes.js';
 import { verifySandboxToken } from './token.js';
 import { planTurnSchedule, type SchedulePolicy, turnScheduleBody } from './turn-schedules.js';
 
@@ -72,6 +74,8 @@ export interface GatewayBinding {
   log: Logger;
   /** Serves /v1/model/* for model agents (issue 7); absent = no model proxy. */
   modelProxy?: ModelProxy;
+  /** Serves /v1/storage: the agent's mediated storage (issue 7); absent = no storage route. */
+  storage?: StorageRoutes;
   /** The agent's egress allowlist, served as HTTP CONNECT on this socket. @default deny all */
   egress?: EgressPolicy;
   /** The agent's schedule_message tool (POST /v1/schedules) and its cap. @default no schedules */
@@ -175,6 +179,9 @@ export class SandboxGateway {
       const open = this.turn && !this.turn.closing ? this.turn.id : null;
       return modelProxy.handle(req, res, req.url ?? '', open);
     }
+    const storage = this.bound?.storage;
+    if ((path === STORAGE_PATH || path.startsWith(`${STORAGE_PATH}/`)) && storage)
+      return storage.handle(req, res, req.url ?? '');
     const stateKey = /^\/v1\/state\/([^/]+)$/.exec(path)?.[1];
     if (stateKey !== undefined) return this.handleState(req, res, decodeURIComponent(stateKey));
     const route = `${req.method} ${path}`;

@@ -10,5 +10,6 @@ export {
   type TurnEnd,
 } from './gateway-server.js';
 export { ModelProxy, type ModelProxyOptions, type SecretSource } from './model-proxy.js';
+export { StorageRoutes, type StorageRoutesOptions } from './storage-routes.js';
 export { signSandboxToken, type TokenClaims, verifySandboxToken } from './token.js';
 export { type SchedulePolicy, schedulePolicyOf } from './turn-schedules.js';

@@ -4,12 +4,15 @@
  * sandbox itself is the boundary (read-only root, no network), so a tool may read any
  * path the sandbox user can. Every result is text, cut at the turn's output limit, and a
  * failure is a result the model sees (is_error), never a failed turn: the model decides
- * what to do about it. State keys under `berth.` are the runner's own.
+ * what to do about it. State keys under `berth.` are the runner's own. The storage_*
+ * tools reach the agent's mediated storage through the gateway (issue 7): what they may
+ * do is what the operator granted the agent; a refusal is a tool error.
  */
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { type GatewayClient, GatewayError } from './gateway-client.js';
 import { runShell } from './processes.js';
+import { StorageClient } from './storage-client.js';
 
 export interface ToolSpec {
   name: string;
@@ -34,6 +37,7 @@ export interface ToolResult {
 }
 
 const str = (description: string) => ({ type: 'string', description });
+const storageKey = str('object key: a relative path such as photos/2026/a.jpg');
 
 export const TOOLS: ToolSpec[] = [
   {
@@ -121,6 +125,53 @@ export const TOOLS: ToolSpec[] = [
     description: "List this session's schedules (and those this turn made, kept if it completes).",
     schema: { type: 'object', properties: {}, required: [] },
   },
+  {
+    name: 'storage_list',
+    description:
+      "List objects of the agent's persistent storage (kept across sessions, outside the workspace) whose key starts with prefix: key, size, sha256, update time. Needs a list grant on that prefix.",
+    schema: {
+      type: 'object',
+      properties: {
+        prefix: str('key prefix, e.g. photos/ (default: all)'),
+        after: str('continue a long listing after this key'),
+      },
+      required: [],
+    },
+  },
+  {
+    name: 'storage_get',
+    description:
+      'Read an object from persistent storage as text (long content is cut), or, with path, save the whole object to that workspace file.',
+    schema: {
+      type: 'object',
+      properties: { key: storageKey, path: str('workspace file to save the object to (optional)') },
+      required: ['key'],
+    },
+  },
+  {
+    name: 'storage_put',
+    description:
+      'Write an object to persistent storage, replacing any object of that key: the given text content, or the workspace file at path. Kept even if the turn fails.',
+    schema: {
+      type: 'object',
+      properties: {
+        key: storageKey,
+        content: str('text to store (give content or path)'),
+        path: str('workspace file to store (give content or path)'),
+      },
+      required: ['key'],
+    },
+  },
+  {
+    name: 'storage_delete',
+    description: 'Delete an object from persistent storage.',
+    schema: { type: 'object', properties: { key: storageKey }, required: ['key'] },
+  },
+  {
+    name: 'storage_stat',
+    description: "An object's size, sha256 and update time, without its content.",
+    schema: { type: 'object', properties: { key: storageKey }, required: ['key'] },
+  },
 ];
 
 export async function runTool(name: string, input: unknown, ctx: ToolContext): Promise<ToolResult> {
@@ -143,6 +194,7 @@ async function dispatch(name: string, args: Record<string, unknown>, ctx: ToolCo
     return value;
   };
   const path = (key = 'path') => resolve(ctx.workspace, text(key));
+  const storage = new StorageClient(ctx.gateway);
   switch (name) {
     case 'bash': {
       const r = await runShell(text('command'), {
@@ -212,6 +264,43 @@ async function dispatch(name: string, args: Record<string, unknown>, ctx: ToolCo
         '/v1/schedules',
       );
       return JSON.stringify(listed.body);
+    }
+    case 'storage_list': {
+      const optional = (key: string) => (args[key] === undefined ? '' : text(key));
+      const listing = await storage.list(optional('prefix'), optional('after'));
+      const lines = listing.objects.map(
+        (o) => `${o.key}\t${o.size} bytes\tsha256 ${o.sha256}\t${new Date(o.updatedAt).toISOString()}`,
+      );
+      if (listing.next !== null) lines.push(`(more: call again with after=${JSON.stringify(listing.next)})`);
+      return lines.join('\n') || '(no objects)';
+    }
+    case 'storage_get': {
+      if (args.path !== undefined) {
+        const file = path();
+        await mkdir(dirname(file), { recursive: true });
+        const entry = await storage.download(text('key'), file);
+        return `saved ${text('key')} (${entry.size} bytes, sha256 ${entry.sha256}) to ${text('path')}`;
+      }
+      // Room is left for the note saying the content was cut, so the model learns of `path`.
+      const room = Math.max(ctx.maxOutputBytes - 160, ctx.maxOutputBytes >> 1);
+      const { entry, content } = await storage.read(text('key'), room);
+      if (entry.size <= content.length) return content.toString('utf8');
+      return `${content.toString('utf8')}\n[cut at ${content.length} of ${entry.size} bytes: pass path to save the whole object to a file]`;
+    }
+    case 'storage_put': {
+      const hasContent = args.content !== undefined;
+      if (hasContent === (args.path !== undefined))
+        throw new Error('storage_put needs either "content" or "path", not both');
+      const body = hasContent ? { content: Buffer.from(text('content')) } : { file: path() };
+      const entry = await storage.put(text('key'), body);
+      return `stored ${entry.key} (${entry.size} bytes, sha256 ${entry.sha256})`;
+    }
+    case 'storage_delete':
+      await storage.delete(text('key'));
+      return `deleted ${text('key')}`;
+    case 'storage_stat': {
+      const entry = await storage.stat(text('key'));
+      return `${entry.key}\t${entry.size} bytes\tsha256 ${entry.sha256}\t${new Date(entry.updatedAt).toISOString()}`;
     }
     default:
       throw new Error(`there is no tool named ${JSON.stringify(name)}`);

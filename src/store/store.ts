@@ -23,6 +23,9 @@ import type {
   SessionEvent,
   SessionView,
   StartedTurn,
+  StorageGrant,
+  StorageOp,
+  StoredObject,
   Turn,
   Webhook,
   WebhookAttempt,
@@ -264,6 +267,36 @@ export interface Store {
   recordModelUsage(entry: ModelUsageEntry, now: number): Promise<void>;
   /** Totals of the calls matching every given filter (budgets: agent + since; a turn's usage: turnId). */
   sumModelUsage(filter: { agent?: string; turnId?: string; since?: number }): Promise<ModelUsageTotals>;
+
+  // ---- mediated storage (issue 7). Objects live in their agent's namespace; the store
+  // row is the truth (a blob no row names is garbage). Grants and objects of a deleted
+  // agent go with it (deleteAgent), so a later agent of the same name starts empty.
+
+  /** Gives the agent `ops` on the keys under `prefix` (replacing that prefix's ops). Throws AGENT_NOT_FOUND. */
+  grantStorage(
+    grant: { agent: string; prefix: string; ops: StorageOp[] },
+    now: number,
+    tenant?: string,
+  ): Promise<StorageGrant>;
+  /** Throws AGENT_NOT_FOUND (another tenant's agent looks absent). */
+  listStorageGrants(agent: string, tenant?: string): Promise<StorageGrant[]>;
+  /** Throws AGENT_NOT_FOUND, GRANT_NOT_FOUND. */
+  revokeStorageGrant(agent: string, prefix: string, tenant?: string): Promise<void>;
+  /** Fenced: records key → blob in the namespace of the fenced session's agent. */
+  putStorageObject(
+    input: Fence & { key: string; sha256: string; size: number; blob: string },
+    now: number,
+  ): Promise<Fenced<StoredObject>>;
+  /** Fenced; value false when there was no such object. */
+  deleteStorageObject(input: Fence & { key: string }): Promise<Fenced<boolean>>;
+  getStorageObject(agent: string, key: string): Promise<StoredObject | null>;
+  /** Up to `limit` objects whose key starts with `prefix`, in key order, after key `after` ('' = first page). */
+  listStorageObjects(
+    agent: string,
+    page: { prefix: string; after: string; limit: number },
+  ): Promise<StoredObject[]>;
+  /** Whether some object names this blob (garbage collection keeps it). */
+  isStorageBlobNamed(blob: string): Promise<boolean>;
 
   audit(entry: AuditEntry, now: number): Promise<void>;
   listAudit(afterId: number, limit: number): Promise<(AuditEntry & { id: number; at: number })[]>;

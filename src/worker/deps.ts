@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Clock, ResolvedConfig } from '../core/index.js';
 import type { EgressInterceptor, SecretSource } from '../gateway/index.js';
 import type { SandboxRuntime } from '../runtime/index.js';
+import type { BlobStore } from '../storage/index.js';
 import type { Store } from '../store/index.js';
 import type { Workspaces } from '../workspace/index.js';
 import type { HostPaths } from './paths.js';
@@ -31,4 +32,6 @@ export interface SandboxDeps extends WorkerDeps {
   /** Staged runner code to mount read-only. */
   runnerDir: string;
   workspaces: Workspaces;
+  /** Where the gateway's storage routes keep object content. */
+  blobs: BlobStore;
 }

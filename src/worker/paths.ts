@@ -12,6 +12,8 @@ export interface HostPaths {
   secretsFile: string;
   /** The per-install egress CA (key 0600, certificate), made on first start. */
   egressCaDir: string;
+  /** Mediated storage's blobs (issue 7): never mounted into a sandbox. */
+  storageDir: string;
   sandboxRunDir(sandboxName: string): string;
 }
 
@@ -23,6 +25,7 @@ export function hostPaths(dataDir: string): HostPaths {
     imageCacheDir: join(dataDir, 'cache'),
     secretsFile: join(dataDir, 'secrets.json'),
     egressCaDir: join(dataDir, 'egress-ca'),
+    storageDir: join(dataDir, 'storage'),
     sandboxRunDir: (name) => join(dataDir, 'run', name),
   };
 }

@@ -29,6 +29,7 @@ import {
 import {
   ModelProxy,
   type SandboxGateway,
+  StorageRoutes,
   schedulePolicyOf,
   signSandboxToken,
   type TurnEnd,
@@ -164,6 +165,15 @@ export class SessionSupervisor {
       },
       log: this.log,
       modelProxy: this.modelProxy(),
+      storage: new StorageRoutes({
+        agent: this.agent.name,
+        binding: this.fence,
+        store: this.deps.store,
+        blobs: this.deps.blobs,
+        maxObjectBytes: config.storageMaxObjectBytes,
+        clock,
+        log: this.log,
+      }),
       egress: { agent: this.agent.name, rules: egress, interceptor: this.deps.egress },
       schedules: schedulePolicyOf(this.agent),
       hooks: {

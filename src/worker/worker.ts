@@ -20,6 +20,7 @@ import {
   newId,
 } from '../core/index.js';
 import { stageRunner } from '../runtime/index.js';
+import { BlobStore } from '../storage/index.js';
 import type { StoreChange } from '../store/index.js';
 import { Workspaces } from '../workspace/index.js';
 import type { SandboxDeps, WorkerDeps } from './deps.js';
@@ -36,6 +37,8 @@ const SANDBOX_UID = 1000;
 const SELF_FENCE_FRACTION = 0.6;
 /** Local leftovers (containers, slots, layers) are swept once every this many renewals. */
 const CLEANUP_EVERY_RENEWALS = 5;
+/** Storage blobs no object names are collected at start and then this often. */
+const STORAGE_GC_INTERVAL_MS = 60 * 60_000;
 
 export class Worker {
   readonly id = newId('wrk');
@@ -54,6 +57,7 @@ export class Worker {
   /** Idle sandboxes already giving their slot up, so one queued session frees one slot, not all. */
   private readonly yielding = new Set<string>();
   private readonly workspaces: Workspaces;
+  private readonly blobs: BlobStore;
   /** The staged runner this worker's sandboxes mount (content-addressed, never rewritten). */
   private runnerDir = '';
   private loops: Promise<unknown>[] = [];
@@ -63,6 +67,7 @@ export class Worker {
   constructor(private readonly deps: WorkerDeps) {
     this.installId = installIdOf(deps.paths.dataDir);
     this.workspaces = new Workspaces(deps.paths.dataDir, SANDBOX_UID);
+    this.blobs = new BlobStore(deps.paths.storageDir);
     this.log = deps.log.child({ workerId: this.id });
   }
 
@@ -77,6 +82,7 @@ export class Worker {
   async start(): Promise<void> {
     const { store, clock, config, paths } = this.deps;
     await this.workspaces.prepare();
+    await this.blobs.prepare();
     this.runnerDir = await stageRunner(paths.runnerDir);
     const now = clock.now();
     await store.registerWorker({
@@ -91,7 +97,7 @@ export class Worker {
     await this.cleanUpLocal();
     this.unsubscribe = store.onChange((change) => this.onStoreChange(change));
     const connected = new WakeSignal();
-    this.loops = [this.watchRuntime(connected), this.renewLoop(), this.selfFenceLoop()];
+    this.loops = [this.watchRuntime(connected), this.renewLoop(), this.selfFenceLoop(), this.storageGcLoop()];
     // No sandbox starts before its exit can be seen.
     await connected.wait(EVENTS_CONNECT_TIMEOUT_MS);
     if (this.lastEventAt === 0) {
@@ -171,6 +177,7 @@ export class Worker {
       workerId: this.id,
       secret: this.secret,
       workspaces: this.workspaces,
+      blobs: this.blobs,
       runnerDir: this.runnerDir,
     };
   }
@@ -255,6 +262,23 @@ export class Worker {
       } catch (err) {
         this.log.warn({ err }, 'Lease renewal or sweep failed');
       }
+    }
+  }
+
+  /** Deletes storage blobs that no object names (puts fenced off, objects overwritten or deleted). */
+  private async storageGcLoop(): Promise<void> {
+    const { store, clock } = this.deps;
+    while (!this.abort.signal.aborted) {
+      try {
+        const removed = await this.blobs.collectGarbage(
+          (blob) => store.isStorageBlobNamed(blob),
+          clock.now(),
+        );
+        if (removed > 0) this.log.info({ removed }, 'Collected storage garbage');
+      } catch (err) {
+        this.log.warn({ err }, 'Storage garbage collection failed');
+      }
+      await sleep(STORAGE_GC_INTERVAL_MS, this.abort.signal);
     }
   }
 

@@ -68,7 +68,8 @@ async function planDir(
   }
 }
 
-async function fsyncPath(path: string): Promise<void> {
+/** fsync of a file, or of a directory (which makes a rename in it durable). */
+export async function fsyncPath(path: string): Promise<void> {
   const handle = await open(path, 'r');
   try {
     await handle.sync();

@@ -401,6 +401,113 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
       await store.close();
     });
 
+    test('storage grants: per agent and tenant, replaced per prefix, revoked; gone with their agent', async () => {
+      const store = await withAgent(open);
+      await store.createAgent(agentSpecSchema.parse({ name: 'mine', provider: 'command' }), BASE, 't1');
+      await store.grantStorage({ agent: 'mine', prefix: 'photos/', ops: ['read'] }, BASE, 't1');
+      const replaced = await store.grantStorage(
+        { agent: 'mine', prefix: 'photos/', ops: ['read', 'list'] },
+        BASE + 1,
+        't1',
+      );
+      assert.deepEqual(replaced, {
+        agent: 'mine',
+        prefix: 'photos/',
+        ops: ['read', 'list'],
+        createdAt: BASE,
+      });
+      await store.grantStorage({ agent: 'mine', prefix: '', ops: ['write'] }, BASE, 't1');
+      assert.deepEqual(
+        (await store.listStorageGrants('mine', 't1')).map((g) => g.prefix),
+        ['', 'photos/'],
+      );
+      // One at a time: each rejection is awaited as it happens.
+      for (const call of [
+        () => store.grantStorage({ agent: 'mine', prefix: 'x/', ops: ['read'] }, BASE, 't2'),
+        () => store.listStorageGrants('mine', 't2'),
+        () => store.revokeStorageGrant('mine', 'photos/', 't2'),
+      ])
+        await assert.rejects(
+          call(),
+          (e: unknown) => isBerthError(e, 'AGENT_NOT_FOUND'),
+          "another tenant's agent",
+        );
+      await assert.rejects(store.revokeStorageGrant('mine', 'nope/', 't1'), (e: unknown) =>
+        isBerthError(e, 'GRANT_NOT_FOUND'),
+      );
+      await store.revokeStorageGrant('mine', 'photos/', 't1');
+      assert.deepEqual(
+        (await store.listStorageGrants('mine')).map((g) => g.prefix),
+        [''],
+      );
+      await store.deleteAgent('mine', BASE + 2, 't1');
+      await store.createAgent(agentSpecSchema.parse({ name: 'mine', provider: 'command' }), BASE + 3, 't2');
+      assert.deepEqual(
+        await store.listStorageGrants('mine', 't2'),
+        [],
+        'a new agent of the name starts empty',
+      );
+      await store.close();
+    });
+
+    test("storage objects: fenced writes in the session's agent's namespace, listed by prefix in pages", async () => {
+      const store = await withAgent(open);
+      await store.createAgent(agentSpecSchema.parse({ name: 'other', provider: 'command' }), BASE);
+      await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'x', now: BASE });
+      await store.enqueueMessage({ sessionId: 'o', agent: 'other', text: 'x', now: BASE + 1 });
+      const { fence } = await claimAndStartTurn(store, BASE + 2);
+      const { fence: otherFence } = await claimAndStartTurn(store, BASE + 2, 'w2');
+      const blob = (n: number) => `${String(n).repeat(64).slice(0, 64)}.0123456789abcdef`;
+      const put = (f: typeof fence, key: string, n: number) =>
+        store.putStorageObject({ ...f, key, sha256: 'a'.repeat(64), size: n, blob: blob(n) }, BASE + 3);
+      for (const [i, key] of ['p/1', 'p/2', 'p/3', 'p%/x', 'p_/y', 'q/1'].entries())
+        assert.equal((await put(fence, key, i + 1)).code, 'ok');
+      assert.equal((await put(otherFence, 'p/1', 9)).code, 'ok');
+
+      assert.equal((await store.getStorageObject('sh', 'p/1'))?.size, 1);
+      assert.equal((await store.getStorageObject('other', 'p/1'))?.size, 9, 'each agent its own namespace');
+      const page = (prefix: string, after: string, limit = 10) =>
+        store.listStorageObjects('sh', { prefix, after, limit }).then((rows) => rows.map((r) => r.key));
+      assert.deepEqual(await page('p/', '', 2), ['p/1', 'p/2']);
+      assert.deepEqual(await page('p/', 'p/2'), ['p/3']);
+      assert.deepEqual(await page('p%', ''), ['p%/x'], '% in a prefix matches itself only');
+      assert.deepEqual(await page('p_', ''), ['p_/y'], '_ in a prefix matches itself only');
+      assert.deepEqual((await page('', '')).length, 6);
+
+      const overwritten = await put(fence, 'p/1', 7);
+      assert.equal(overwritten.code === 'ok' && overwritten.value.blob, blob(7));
+      assert.equal(await store.isStorageBlobNamed(blob(7)), true);
+      assert.equal(await store.isStorageBlobNamed(blob(1)), false, 'the replaced blob is garbage');
+
+      const stale = { ...fence, generation: fence.generation - 1 };
+      assert.equal((await put(stale, 'p/new', 8)).code, 'stale');
+      assert.equal((await store.deleteStorageObject({ ...stale, key: 'p/2' })).code, 'stale');
+      assert.equal(
+        (await put({ ...fence, workerId: 'w2' }, 'p/new', 8)).code,
+        'stale',
+        'not the lease holder',
+      );
+      assert.equal(await store.getStorageObject('sh', 'p/new'), null, 'a stale put is invisible');
+      assert.equal((await store.getStorageObject('sh', 'p/2'))?.size, 2, 'a stale delete removes nothing');
+
+      assert.deepEqual(await store.deleteStorageObject({ ...fence, key: 'p/2' }), {
+        code: 'ok',
+        value: true,
+      });
+      assert.deepEqual(await store.deleteStorageObject({ ...fence, key: 'p/2' }), {
+        code: 'ok',
+        value: false,
+      });
+      await store.archiveSession('o', BASE + 5);
+      await store.deleteAgent('other', BASE + 6);
+      assert.equal(
+        await store.getStorageObject('other', 'p/1'),
+        null,
+        "a deleted agent's objects go with it",
+      );
+      await store.close();
+    });
+
     test('notifications follow the committed transaction', async () => {
       const store = await withAgent(open);
       const seen: string[] = [];

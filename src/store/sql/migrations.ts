@@ -240,6 +240,31 @@ CREATE INDEX schedules_session ON schedules(session_id);
     // The turn whose commit created the schedule (schedule_message tool); NULL = made through the API.
     sql: `ALTER TABLE schedules ADD COLUMN created_by_turn TEXT;`,
   },
+  {
+    version: 10,
+    name: 'mediated storage',
+    sql: `
+CREATE TABLE storage_grants (
+  agent TEXT NOT NULL,
+  prefix TEXT NOT NULL,
+  ops TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (agent, prefix)
+);
+CREATE TABLE storage_objects (
+  agent TEXT NOT NULL,
+  key TEXT NOT NULL,
+  sha256 TEXT NOT NULL,
+  size INTEGER NOT NULL,
+  blob TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  generation INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (agent, key)
+);
+CREATE INDEX storage_objects_blob ON storage_objects(blob);
+`,
+  },
 ];
 
 /** SQLite's column types in PostgreSQL's: every integer 64-bit, AUTOINCREMENT keys as BIGSERIAL. */

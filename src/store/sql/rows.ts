@@ -8,6 +8,9 @@ import type {
   Session,
   SessionEvent,
   SessionEventType,
+  StorageGrant,
+  StorageOp,
+  StoredObject,
   Turn,
   Webhook,
   WebhookAttempt,
@@ -164,6 +167,25 @@ export function toSchedule(r: Row): Schedule {
     runs: Number(r.runs),
     createdByTurn: (r.created_by_turn as string | null) ?? null,
     createdAt: Number(r.created_at),
+    updatedAt: Number(r.updated_at),
+  };
+}
+
+export function toStorageGrant(r: Row): StorageGrant {
+  return {
+    agent: String(r.agent),
+    prefix: String(r.prefix),
+    ops: String(r.ops).split(',') as StorageOp[],
+    createdAt: Number(r.created_at),
+  };
+}
+
+export function toStorageObject(r: Row): StoredObject {
+  return {
+    blob: String(r.blob),
+    key: String(r.key),
+    sha256: String(r.sha256),
+    size: Number(r.size),
     updatedAt: Number(r.updated_at),
   };
 }

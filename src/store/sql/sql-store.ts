@@ -30,6 +30,9 @@ import {
   type SessionEventType,
   type SessionView,
   type StartedTurn,
+  type StorageGrant,
+  type StorageOp,
+  type StoredObject,
   type Turn,
   type Webhook,
   type WebhookAttempt,
@@ -63,6 +66,8 @@ import {
   toMessage,
   toSchedule,
   toSession,
+  toStorageGrant,
+  toStorageObject,
   toTurn,
   toWebhook,
   toWorker,
@@ -161,6 +166,8 @@ export class SqlStore implements Store {
           `Agent ${name} has sessions that are not archived (deleteAgent)`,
         );
       yield* run('DELETE_AGENT', { name, now });
+      yield* run('DELETE_STORAGE_GRANTS_OF_AGENT', { agent: name });
+      yield* run('DELETE_STORAGE_OBJECTS_OF_AGENT', { agent: name });
     });
   }
 
@@ -697,6 +704,79 @@ export class SqlStore implements Store {
     return counts;
   }
 
+  // ---- mediated storage (issue 7)
+
+  grantStorage(
+    grant: { agent: string; prefix: string; ops: StorageOp[] },
+    now: number,
+    tenant?: string,
+  ): Promise<StorageGrant> {
+    return this.write(function* () {
+      yield* ownAgentRow(grant.agent, tenant, 'grantStorage');
+      yield* run('UPSERT_STORAGE_GRANT', { ...grant, ops: grant.ops.join(','), now });
+      return toStorageGrant((yield* get('STORAGE_GRANT', grant))!);
+    });
+  }
+
+  listStorageGrants(agent: string, tenant?: string): Promise<StorageGrant[]> {
+    return this.driver.read(function* () {
+      yield* ownAgentRow(agent, tenant, 'listStorageGrants');
+      return (yield* all('STORAGE_GRANTS_OF_AGENT', { agent })).map(toStorageGrant);
+    });
+  }
+
+  async revokeStorageGrant(agent: string, prefix: string, tenant?: string): Promise<void> {
+    await this.write(function* () {
+      yield* ownAgentRow(agent, tenant, 'revokeStorageGrant');
+      if ((yield* run('DELETE_STORAGE_GRANT', { agent, prefix })) !== 1)
+        throw new BerthError(
+          'GRANT_NOT_FOUND',
+          `Agent ${agent} has no storage grant for prefix ${JSON.stringify(prefix)} (revokeStorageGrant)`,
+        );
+    });
+  }
+
+  putStorageObject(
+    input: Fence & { key: string; sha256: string; size: number; blob: string },
+    now: number,
+  ): Promise<Fenced<StoredObject>> {
+    return this.write(function* (): Program<Fenced<StoredObject>> {
+      const code = yield* checkFence(input);
+      if (code !== 'ok') return { code };
+      const agent = yield* agentOfSession(input.sessionId);
+      const { key, sha256, size, blob, sessionId, generation } = input;
+      yield* run('UPSERT_STORAGE_OBJECT', { agent, key, sha256, size, blob, sessionId, generation, now });
+      return { code: 'ok', value: { key, sha256, size, blob, updatedAt: now } };
+    });
+  }
+
+  deleteStorageObject(input: Fence & { key: string }): Promise<Fenced<boolean>> {
+    return this.write(function* (): Program<Fenced<boolean>> {
+      const code = yield* checkFence(input);
+      if (code !== 'ok') return { code };
+      const agent = yield* agentOfSession(input.sessionId);
+      return { code: 'ok', value: (yield* run('DELETE_STORAGE_OBJECT', { agent, key: input.key })) === 1 };
+    });
+  }
+
+  async getStorageObject(agent: string, key: string): Promise<StoredObject | null> {
+    const row = await this.driver.read(() => get('STORAGE_OBJECT', { agent, key }));
+    return row ? toStorageObject(row) : null;
+  }
+
+  async listStorageObjects(
+    agent: string,
+    page: { prefix: string; after: string; limit: number },
+  ): Promise<StoredObject[]> {
+    return (await this.driver.read(() => all('STORAGE_OBJECTS_PAGE', { agent, ...page }))).map(
+      toStorageObject,
+    );
+  }
+
+  async isStorageBlobNamed(blob: string): Promise<boolean> {
+    return (await this.driver.read(() => get('STORAGE_BLOB_NAMED', { blob }))) !== undefined;
+  }
+
   async audit(entry: AuditEntry, now: number): Promise<void> {
     await this.write(() =>
       run('INSERT_AUDIT', {
@@ -918,6 +998,11 @@ function* ownAgentRow(name: string, tenant: string | undefined, operation: strin
 /** A row with a tenant column is visible to that tenant and to the operator (tenant undefined). */
 function ownedBy(row: Row, tenant: string | undefined): boolean {
   return tenant === undefined || row.tenant === tenant;
+}
+
+/** The agent whose namespace a session's storage calls reach: the session's own, read inside the transaction. */
+function* agentOfSession(sessionId: string): Program<string> {
+  return String((yield* get('SESSION_BY_ID', { id: sessionId }))!.agent);
 }
 
 function* checkFence(fence: Fence): Program<FenceCode> {

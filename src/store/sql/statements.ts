@@ -220,6 +220,39 @@ UPDATE schedules SET next_run_at = :nextRunAt, runs = runs + :fired,
   last_run_at = CASE WHEN :fired = 1 THEN :now ELSE last_run_at END, updated_at = :now
 WHERE id = :id AND status = 'active' AND next_run_at = :dueAt`;
 
+/** A grant's ops replace those of the same (agent, prefix). Params: agent, prefix, ops (comma-separated), now. */
+export const UPSERT_STORAGE_GRANT = `
+INSERT INTO storage_grants (agent, prefix, ops, created_at) VALUES (:agent, :prefix, :ops, :now)
+ON CONFLICT (agent, prefix) DO UPDATE SET ops = excluded.ops`;
+export const STORAGE_GRANTS_OF_AGENT = `SELECT * FROM storage_grants WHERE agent = :agent ORDER BY prefix`;
+export const STORAGE_GRANT = `SELECT * FROM storage_grants WHERE agent = :agent AND prefix = :prefix`;
+/** Params: agent, prefix. 1 row = revoked. */
+export const DELETE_STORAGE_GRANT = `DELETE FROM storage_grants WHERE agent = :agent AND prefix = :prefix`;
+/** A deleted agent's name can be taken again (by another tenant too): its grants and objects go with it. */
+export const DELETE_STORAGE_GRANTS_OF_AGENT = `DELETE FROM storage_grants WHERE agent = :agent`;
+export const DELETE_STORAGE_OBJECTS_OF_AGENT = `DELETE FROM storage_objects WHERE agent = :agent`;
+/** Params: agent, key, sha256, size, blob, sessionId, generation, now. */
+export const UPSERT_STORAGE_OBJECT = `
+INSERT INTO storage_objects (agent, key, sha256, size, blob, session_id, generation, updated_at)
+VALUES (:agent, :key, :sha256, :size, :blob, :sessionId, :generation, :now)
+ON CONFLICT (agent, key) DO UPDATE SET sha256 = excluded.sha256, size = excluded.size, blob = excluded.blob,
+  session_id = excluded.session_id, generation = excluded.generation, updated_at = excluded.updated_at`;
+export const STORAGE_OBJECT = `SELECT * FROM storage_objects WHERE agent = :agent AND key = :key`;
+/** Params: agent, key. 1 row = deleted. */
+export const DELETE_STORAGE_OBJECT = `DELETE FROM storage_objects WHERE agent = :agent AND key = :key`;
+/**
+ * One page of an agent's objects under a prefix, in key order after the cursor key.
+ * Params: agent, prefix, after ('' = from the start), limit. The prefix is compared as a
+ * range, not with LIKE, so '%' and '_' in keys match themselves.
+ */
+export const STORAGE_OBJECTS_PAGE = `
+SELECT * FROM storage_objects
+WHERE agent = :agent AND key > CAST(:after AS TEXT)
+  AND substr(key, 1, length(CAST(:prefix AS TEXT))) = CAST(:prefix AS TEXT)
+ORDER BY key LIMIT :limit`;
+/** Params: blob. A row = some object names the blob (garbage collection keeps it). */
+export const STORAGE_BLOB_NAMED = `SELECT 1 FROM storage_objects WHERE blob = :blob LIMIT 1`;
+
 export interface DialectStatements {
   /** The first session of the claim queue, locked (others skipped) where the engine can. Params: now, staleBefore. Returns session_id, lease_owner. */
   QUEUE_HEAD: string;
