@@ -1,6 +1,6 @@
 /** /v1/agents: create, list, get, update, delete — each tenant its own agents. */
 import type { FastifyPluginAsync } from 'fastify';
-import { agentPatchSchema, agentSpecSchema, assertModelFields, BerthError } from '../core/index.js';
+import { agentPatchSchema, agentSpecSchema, assertAgentCrossFields, BerthError } from '../core/index.js';
 import { resolveMounts } from '../mounts/index.js';
 import type { PluginDeps } from './deps.js';
 import { scopeOf } from './route-table.js';
@@ -28,7 +28,7 @@ export const agentsRoutes: FastifyPluginAsync<PluginDeps> = async (app, { store,
       body: agentSpecSchema,
     },
     async ({ body, principal }) => {
-      assertModelFields(body);
+      assertAgentCrossFields(body);
       await resolveMounts(body.mounts, config.mountAllowlistFile);
       return store.createAgent(body, clock.now(), principal.tenant ?? undefined);
     },
@@ -77,7 +77,7 @@ export const agentsRoutes: FastifyPluginAsync<PluginDeps> = async (app, { store,
     async ({ params, body, principal }) => {
       const { tenant: _, createdAt: __, ...spec } = await own(params.name!, scopeOf(principal));
       const merged = parseInput(agentSpecSchema, { ...spec, ...body }, 'agent');
-      assertModelFields(merged);
+      assertAgentCrossFields(merged);
       await resolveMounts(merged.mounts, config.mountAllowlistFile);
       return store.replaceAgentSpec(merged, scopeOf(principal));
     },

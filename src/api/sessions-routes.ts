@@ -135,6 +135,21 @@ export const sessionsRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) 
     app,
     {
       method: 'POST',
+      url: '/v1/sessions/:id/recycle',
+      summary: "Replace a resident session's sandbox after its current turn (nothing queued is lost)",
+      tag,
+      access: 'tenant',
+      status: 202,
+      returns: 'SessionView',
+    },
+    async ({ params, principal }) =>
+      store.requestRecycle(assertSessionId(params.id!), clock.now(), scopeOf(principal)),
+  );
+
+  routes.add(
+    app,
+    {
+      method: 'POST',
       url: '/v1/sessions/:id/messages',
       summary: 'Post a message (creates the session on first use with "agent")',
       tag,

@@ -1,4 +1,4 @@
-/** `berth session list|show|delete`. */
+/** `berth session list|show|delete|recycle`. */
 import { Command } from 'commander';
 import type { ListSessionsQuery } from '../core/index.js';
 import { connect } from './connect.js';
@@ -6,7 +6,9 @@ import { printJson } from './output.js';
 import { renderSessions } from './status-command.js';
 
 export function sessionCommand(env: NodeJS.ProcessEnv): Command {
-  const session = new Command('session').description('List, show and delete (stop and archive) sessions');
+  const session = new Command('session').description(
+    'List, show, delete (stop and archive) and recycle sessions',
+  );
   session
     .command('list')
     .description('List sessions')
@@ -47,6 +49,17 @@ export function sessionCommand(env: NodeJS.ProcessEnv): Command {
       const view = await (await connect(env)).sessions.delete(id);
       if (o.json) return printJson(view);
       process.stdout.write(`session ${id} archived\n`);
+    });
+  session
+    .command('recycle <id>')
+    .description(
+      "Replace a resident session's sandbox after its current turn; queued messages wait for the new one",
+    )
+    .option('--json', 'print JSON')
+    .action(async (id: string, o: { json?: boolean }) => {
+      const view = await (await connect(env)).sessions.recycle(id);
+      if (o.json) return printJson(view);
+      process.stdout.write(`session ${id}: its sandbox is replaced after the current turn\n`);
     });
   return session;
 }

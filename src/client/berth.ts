@@ -124,6 +124,8 @@ export class Berth {
     get: (id: string) => this.http.request<SessionWithEta>('GET', `/v1/sessions/${enc(id)}`),
     /** Stop and archive. */
     delete: (id: string) => this.http.request<SessionView>('DELETE', `/v1/sessions/${enc(id)}`),
+    /** A resident session's sandbox is replaced after its current turn. */
+    recycle: (id: string) => this.http.request<SessionView>('POST', `/v1/sessions/${enc(id)}/recycle`),
     /** Posts a message and returns at once (202): the message, the session and where to follow it from. */
     post: (id: string, body: PostMessageBody) =>
       this.http.request<Posted>('POST', `/v1/sessions/${enc(id)}/messages`, body),

@@ -78,6 +78,25 @@ export const agentSpecSchema = z
      * request to that target. Empty = no egress at all. @default []
      */
     egress: egressSchema.default([]),
+    /**
+     * ephemeral: a sandbox serves a session until it idles out, every turn works in its own
+     * transactional layer and no process outlives its turn. resident: one sandbox per
+     * session across turns and idle periods, processes persist, the workspace is written
+     * in place (durable data belongs in state or storage); recycled by `recycle`. @default ephemeral
+     */
+    mode: z.enum(['ephemeral', 'resident']).default('ephemeral'),
+    /** When a resident sandbox is replaced, between turns (docs/resident.md). Unset limits do not apply. */
+    recycle: z
+      .object({
+        /** Age of the sandbox, ms. */
+        maxAgeMs: z.number().int().min(1000).optional(),
+        /** Resident set of all its processes, MiB. */
+        maxRssMb: z.number().int().min(1).optional(),
+        /** Open file descriptors of all its processes. */
+        maxOpenFiles: z.number().int().min(1).optional(),
+      })
+      .strict()
+      .optional(),
     /** Extra read-only data mounts, checked against the mount allowlist at create and at each sandbox start. @default [] */
     mounts: z.array(agentMountSchema).max(16).default([]),
     instructions: z
@@ -113,14 +132,26 @@ export const agentSpecSchema = z
 export const MODEL_DEFAULTS = { maxTokens: 4096, maxSteps: 50, toolTimeoutMs: 120_000 } as const;
 
 /**
- * Cross-field rule of model agents, checked where agents are created or changed (kept
- * out of the schema so that it stays an object other schemas can derive from).
+ * Cross-field rules of agents, checked where agents are created or changed (kept out of
+ * the schema so that it stays an object other schemas can derive from).
  */
-export function assertModelFields(spec: { name: string; provider: string; model?: string }): void {
+export function assertAgentCrossFields(spec: {
+  name: string;
+  provider: string;
+  model?: string;
+  mode?: string;
+  recycle?: object;
+}): void {
   if ((MODEL_PROVIDERS as readonly string[]).includes(spec.provider) && !spec.model) {
     throw new BerthError(
       'INVALID_INPUT',
       `Invalid agent: model: provider ${spec.provider} needs a model name (e.g. "model": "claude-sonnet-4-5")`,
+    );
+  }
+  if (spec.recycle && spec.mode !== 'resident') {
+    throw new BerthError(
+      'INVALID_INPUT',
+      'Invalid agent: recycle: only a resident agent keeps a sandbox to recycle (set "mode": "resident", or drop "recycle")',
     );
   }
 }

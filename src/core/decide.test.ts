@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import {
   decideAbortedMessage,
   decideLeftoverLayer,
+  decideResidentRecycle,
   decideSandboxHealth,
   decideWarmPoolTarget,
   isLeaseFresh,
@@ -155,4 +156,43 @@ test('decideLeftoverLayer: a layer whose turn may still commit is kept, even whe
     },
   ];
   for (const c of cases) assert.equal(decideLeftoverLayer('t1', c.turn, c.session, live), c.expected, c.name);
+});
+
+test('decideResidentRecycle: age, resident set, open files, a request made for this sandbox', () => {
+  const policy = { maxAgeMs: 60_000, maxRssMb: 100, maxOpenFiles: 50 };
+  const fresh = { startedAt: BASE, usage: { rssBytes: 10 * 2 ** 20, openFiles: 10 }, recycleRequestedAt: 0 };
+  const cases: { name: string; s: typeof fresh; recycle: boolean; reason?: RegExp }[] = [
+    { name: 'within every limit', s: fresh, recycle: false },
+    { name: 'no report yet', s: { ...fresh, usage: null as never }, recycle: false },
+    {
+      name: 'requested for this sandbox',
+      s: { ...fresh, recycleRequestedAt: BASE + 1 },
+      recycle: true,
+      reason: /requested/,
+    },
+    { name: 'request older than the sandbox', s: { ...fresh, recycleRequestedAt: BASE - 1 }, recycle: false },
+    { name: 'too old', s: { ...fresh, startedAt: BASE - 60_000 }, recycle: true, reason: /older than 60000/ },
+    {
+      name: 'leaked memory',
+      s: { ...fresh, usage: { rssBytes: 101 * 2 ** 20, openFiles: 1 } },
+      recycle: true,
+      reason: /101 MiB over 100/,
+    },
+    {
+      name: 'leaked files',
+      s: { ...fresh, usage: { rssBytes: 1, openFiles: 51 } },
+      recycle: true,
+      reason: /51 open files/,
+    },
+  ];
+  for (const c of cases) {
+    const d = decideResidentRecycle(c.s, BASE + 1000, policy);
+    assert.equal(d.recycle, c.recycle, c.name);
+    if (d.recycle && c.reason) assert.match(d.reason, c.reason, c.name);
+  }
+  assert.equal(
+    decideResidentRecycle({ ...fresh, startedAt: 0 }, BASE, {}).recycle,
+    false,
+    'no policy: only on request',
+  );
 });

@@ -113,3 +113,34 @@ export function decideLeftoverLayer(
     session.leaseOwner === turn.workerId;
   return mayCommit ? 'keep' : 'discard';
 }
+
+export interface ResidentSnapshot {
+  startedAt: number;
+  /** What the runner last reported for all the sandbox's processes; null before its first report. */
+  usage: { rssBytes: number; openFiles: number } | null;
+  /** Latest operator request to recycle this session's sandbox (0 = none). */
+  recycleRequestedAt: number;
+}
+
+/**
+ * Whether a resident sandbox is replaced now. Asked only between turns, so a recycle
+ * never cuts a turn: everything it committed is in state, storage or the workspace.
+ * A request made before this sandbox started was for an earlier one.
+ */
+export function decideResidentRecycle(
+  s: ResidentSnapshot,
+  now: number,
+  policy: { maxAgeMs?: number; maxRssMb?: number; maxOpenFiles?: number },
+): { recycle: false } | { recycle: true; reason: string } {
+  if (s.recycleRequestedAt > s.startedAt) return { recycle: true, reason: 'recycle requested' };
+  if (policy.maxAgeMs !== undefined && now - s.startedAt >= policy.maxAgeMs)
+    return { recycle: true, reason: `older than ${policy.maxAgeMs} ms` };
+  if (s.usage && policy.maxRssMb !== undefined && s.usage.rssBytes > policy.maxRssMb * 2 ** 20)
+    return {
+      recycle: true,
+      reason: `resident set ${Math.round(s.usage.rssBytes / 2 ** 20)} MiB over ${policy.maxRssMb} MiB`,
+    };
+  if (s.usage && policy.maxOpenFiles !== undefined && s.usage.openFiles > policy.maxOpenFiles)
+    return { recycle: true, reason: `${s.usage.openFiles} open files over ${policy.maxOpenFiles}` };
+  return { recycle: false };
+}

@@ -27,6 +27,17 @@ export interface BindAssignment {
    * the trust bundle of every tool it starts.
    */
   egressCaPem?: string;
+  /**
+   * A resident agent's sandbox: processes outlive turns, and each heartbeat reports the
+   * sandbox's usage (SandboxUsage) for the recycle policy.
+   */
+  resident?: true;
+}
+
+/** All processes of a sandbox, as its runner counts them (POST /v1/heartbeat, resident sandboxes). */
+export interface SandboxUsage {
+  rssBytes: number;
+  openFiles: number;
 }
 
 export interface TurnMessage {

@@ -36,6 +36,8 @@ export interface Session {
   tenant: string;
   /** Set by DELETE /v1/sessions/:id: the session takes no more messages and its lease is fenced off. */
   archivedAt: number | null;
+  /** Latest request to replace its resident sandbox (POST /v1/sessions/:id/recycle). */
+  recycleRequestedAt: number | null;
   createdAt: number;
   updatedAt: number;
 }

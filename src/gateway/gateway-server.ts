@@ -21,6 +21,7 @@ import {
   type BindAssignment,
   type Clock,
   MODEL_PROXY_PATH,
+  type SandboxUsage,
   STORAGE_PATH,
   type TurnAssignment,
   type TurnSchedule,
@@ -43,7 +44,7 @@ const MAX_UNAUTHORIZED_AUDITS = 100;
 export type TurnEnd = { kind: 'committed' } | { kind: 'aborted'; error: string };
 
 export interface GatewayHooks {
-  onHeartbeat(now: number): void;
+  onHeartbeat(now: number, usage?: SandboxUsage): void;
   /** Seals the turn's workspace layer; a failure aborts the turn instead of committing it. */
   beforeCommit(turnId: string): Promise<void>;
   onTurnEnded(turnId: string, end: TurnEnd): void;
@@ -189,8 +190,8 @@ export class SandboxGateway {
       case 'GET /v1/turn':
         return this.longPollTurn(req, res);
       case 'POST /v1/heartbeat': {
-        await this.body(req, heartbeatBody);
-        this.hooks.onHeartbeat(now);
+        const { usage } = await this.body(req, heartbeatBody);
+        this.hooks.onHeartbeat(now, usage);
         return this.send(res, 200, { ok: true });
       }
       case 'POST /v1/progress': {

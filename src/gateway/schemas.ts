@@ -15,7 +15,14 @@ export const abortBody = z.object({
   code: z.enum(LIMIT_CODES).optional(),
 });
 export const progressBody = z.object({ turnId, text: z.string().max(4096) });
-export const heartbeatBody = z.object({ turnId: turnId.optional() });
+export const heartbeatBody = z.object({
+  turnId: turnId.optional(),
+  /** Resident sandboxes: what their processes hold, for the recycle policy. */
+  usage: z
+    .object({ rssBytes: z.number().int().nonnegative(), openFiles: z.number().int().nonnegative() })
+    .strict()
+    .optional(),
+});
 export const STATE_KEY = /^[A-Za-z0-9_.:-]{1,128}$/;
 /** null deletes the key at commit. */
 export const stateBody = z.object({ value: z.unknown().refine((v) => v !== undefined, 'value is required') });

@@ -3,7 +3,7 @@
  * sandbox is bound to a session (a warm sandbox waits here), asks its gateway for the
  * binding with the boot token, then long-polls for turns with the session token. Each
  * turn it runs it with the agent's provider, commits or aborts, then kills
- * every process the turn started. A heartbeat timer, independent of the work, tells
+ * every process the turn started (a resident agent's survive a committed turn). A heartbeat timer, independent of the work, tells
  * the worker it is alive. A 409 or 401 from the gateway means this sandbox was replaced
  * or revoked: it exits at once. Node built-ins only; ships into the sandbox.
  */
@@ -19,7 +19,7 @@ import {
 import { startEgressProxy } from './egress-proxy.js';
 import { GatewayClient, GatewayError } from './gateway-client.js';
 import { LimitExceeded, LimitWatch } from './limits.js';
-import { killAllButRunner } from './processes.js';
+import { killAllButRunner, sandboxUsage } from './processes.js';
 import { PROVIDERS } from './providers.js';
 import { installTrustBundle } from './trust-bundle.js';
 
@@ -38,13 +38,14 @@ async function main(): Promise<void> {
     Object.assign(process.env, await installTrustBundle(binding.egressCaPem, TRUST_DIR));
   await startEgressProxy(socketPath, binding.token);
   let currentTurn: string | undefined;
-  const beat = () => {
-    gateway
-      .call('POST', '/v1/heartbeat', currentTurn ? { turnId: currentTurn } : {}, 5_000)
+  const beat = async () => {
+    const usage = binding.resident ? { usage: await sandboxUsage() } : {};
+    await gateway
+      .call('POST', '/v1/heartbeat', { ...(currentTurn ? { turnId: currentTurn } : {}), ...usage }, 5_000)
       .catch(exitIfRevoked);
   };
   let heartbeat = setInterval(beat, binding.heartbeatIntervalMs);
-  beat();
+  void beat();
   for (;;) {
     const polled = await gateway.call<TurnAssignment>('GET', '/v1/turn');
     if (polled.status !== 200 || !polled.body) continue;
@@ -63,7 +64,8 @@ async function main(): Promise<void> {
         putState: async (key, value) =>
           void (await gateway.call('PUT', `/v1/state/${encodeURIComponent(key)}`, { value })),
       });
-      await killAllButRunner();
+      // A resident agent's processes outlive its turns (docs/resident.md).
+      if (!binding.resident) await killAllButRunner();
       const breach = await limits.breach();
       if (breach) throw breach;
       await gateway.call('POST', '/v1/commit', { turnId: turn.turnId, outputs });

@@ -141,3 +141,20 @@ async function onlyZombies(pids: number[]): Promise<boolean> {
   }
   return true;
 }
+
+/**
+ * What every process in the sandbox holds (resident sandboxes report it with each
+ * heartbeat): resident set and open descriptors. A process that exits while it is read
+ * is skipped. The runner counts itself too: its leaks are the sandbox's.
+ */
+export async function sandboxUsage(): Promise<{ rssBytes: number; openFiles: number }> {
+  let rssBytes = 0;
+  let openFiles = 0;
+  for (const pid of (await readdir('/proc')).filter((name) => /^\d+$/.test(name))) {
+    const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+    const rssKb = /^VmRSS:\s+(\d+) kB/m.exec(status)?.[1];
+    if (rssKb) rssBytes += Number(rssKb) * 1024;
+    openFiles += (await readdir(`/proc/${pid}/fd`).catch(() => [])).length;
+  }
+  return { rssBytes, openFiles };
+}

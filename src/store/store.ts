@@ -169,6 +169,8 @@ export interface Store {
    * Throws SESSION_NOT_FOUND.
    */
   archiveSession(sessionId: string, now: number, tenant?: string): Promise<SessionView>;
+  /** Asks for the session's resident sandbox to be replaced between turns (SESSION_NOT_FOUND, SESSION_ARCHIVED). */
+  requestRecycle(sessionId: string, now: number, tenant?: string): Promise<SessionView>;
 
   /** Creates the session on first use. Throws AGENT_NOT_FOUND / AGENT_REQUIRED / SESSION_AGENT_MISMATCH. */
   /** eventId is the id of the 'queued' event it wrote: follow the session's events after it. */

@@ -17,11 +17,13 @@ import type { Logger } from 'pino';
 import {
   type Agent,
   BerthError,
+  decideResidentRecycle,
   decideSandboxHealth,
   egressRules,
   isBerthError,
   MODEL_DEFAULTS,
   MODEL_PROVIDERS,
+  type SandboxUsage,
   type Session,
   type Turn,
   type TurnAssignment,
@@ -77,6 +79,11 @@ export class SessionSupervisor {
   /** A committed turn's layer to settle after the sandbox is killed (gVisor), not before. */
   private layerAfterKill: string | null = null;
   private quotaExceeded: BerthError | null = null;
+  /** Resident agent: one sandbox across turns and idle periods, recycled by policy (docs/resident.md). */
+  private readonly resident: boolean;
+  private boundAt = 0;
+  /** The resident sandbox's last reported usage (its heartbeats). */
+  private usage: SandboxUsage | null = null;
 
   constructor(
     private readonly deps: SupervisorDeps,
@@ -87,6 +94,7 @@ export class SessionSupervisor {
   ) {
     this.fence = { sessionId: session.id, generation: session.generation, workerId: deps.workerId };
     this.sandboxName = warm?.name ?? sandboxName(deps.installId, session.id, session.generation);
+    this.resident = agent.mode === 'resident';
     this.gateway = warm?.gateway ?? null;
     this.handle = warm?.handle ?? null;
     this.log = deps.log.child({
@@ -158,6 +166,7 @@ export class SessionSupervisor {
         generation: this.session.generation,
         token,
         heartbeatIntervalMs: config.heartbeatIntervalMs,
+        ...(this.resident ? { resident: true as const } : {}),
         // Only an agent with header rules has TLS terminated by the gateway: only its sandbox trusts the CA.
         ...(egress.some((r) => Object.keys(r.headers).length > 0)
           ? { egressCaPem: this.deps.egress.caCertificatePem }
@@ -177,12 +186,13 @@ export class SessionSupervisor {
       egress: { agent: this.agent.name, rules: egress, interceptor: this.deps.egress },
       schedules: schedulePolicyOf(this.agent),
       hooks: {
-        onHeartbeat: (now) => {
+        onHeartbeat: (now, usage) => {
           this.lastHeartbeatAt = now;
+          if (usage) this.usage = usage;
         },
         beforeCommit: async (turnId) => {
           await this.quota?.check();
-          await this.deps.workspaces.seal(this.session.id, turnId, this.sandboxName);
+          if (!this.resident) await this.deps.workspaces.seal(this.session.id, turnId, this.sandboxName);
         },
         onTurnEnded: (turnId, end) => {
           this.turnEnd = { turnId, end };
@@ -191,7 +201,21 @@ export class SessionSupervisor {
       },
     });
     this.bound = true;
-    this.lastHeartbeatAt = clock.now();
+    this.boundAt = clock.now();
+    this.lastHeartbeatAt = this.boundAt;
+  }
+
+  /** Why this resident sandbox is replaced now (max age, resident set, open files, a request), or null. */
+  private async residentRecycle(): Promise<string | null> {
+    const { store, clock } = this.deps;
+    const now = clock.now();
+    const view = await store.getSessionView(this.session.id, now);
+    const decision = decideResidentRecycle(
+      { startedAt: this.boundAt, usage: this.usage, recycleRequestedAt: view?.recycleRequestedAt ?? 0 },
+      now,
+      this.agent.recycle ?? {},
+    );
+    return decision.recycle ? decision.reason : null;
   }
 
   /** Model agents get the gateway's model proxy, which adds the provider key on the host. */
@@ -235,11 +259,15 @@ export class SessionSupervisor {
         // runc: the sandbox starts on the empty slot and each turn's overlay propagates onto it (rslave); a layer
         // mounted before the start would be copied into the sandbox and outlive its unmount. gVisor sees only the
         // mounts present at its start: its layer goes first, and the sandbox serves that one turn (docs/isolation.md).
-        const layerFirst = this.agent.isolation === 'runsc';
+        // A resident sandbox writes the committed layer in place for its whole life: mounted once, before it starts.
+        const layerFirst = !this.resident && this.agent.isolation === 'runsc';
+        if (this.resident && !this.bound)
+          await this.deps.workspaces.mountResident(this.session.id, this.sandboxName);
         if (layerFirst) await this.deps.workspaces.mountAttempt(this.session.id, turn.id, this.sandboxName);
         if (!this.bound) await this.bindSandbox();
         const t2 = performance.now();
-        if (!layerFirst) await this.deps.workspaces.mountAttempt(this.session.id, turn.id, this.sandboxName);
+        if (!layerFirst && !this.resident)
+          await this.deps.workspaces.mountAttempt(this.session.id, turn.id, this.sandboxName);
         const t3 = performance.now();
         await this.watchQuota(turn);
         // Where a turn's start went: what the warm-start benchmark's figures break down into.
@@ -252,6 +280,12 @@ export class SessionSupervisor {
         const ending = await this.superviseTurn(turn, messages, timings);
         this.quota?.stop();
         if (ending) return ending;
+        if (this.resident) {
+          // Its writes are already in the committed layer: nothing to promote, only the mark to clear.
+          await store.markLayerPromoted(this.session.id, turn.id);
+          this.currentTurn = null;
+          continue;
+        }
         if (this.agent.isolation === 'runsc') {
           // The next turn's layer could not reach this sandbox: it ends, and its layer is settled once it is gone.
           this.currentTurn = null;
@@ -265,10 +299,15 @@ export class SessionSupervisor {
         continue;
       }
       if (!this.bound) return { reason: 'nothing runnable', turnError: '' };
-      const idleLeftMs = config.idleTimeoutMs - (clock.now() - idleSince);
+      // A resident sandbox neither idles out nor gives its slot up; it is recycled by its policy, between turns.
+      const idleLeftMs = this.resident
+        ? Number.POSITIVE_INFINITY
+        : config.idleTimeoutMs - (clock.now() - idleSince);
       if (idleLeftMs <= 0) return { reason: 'idle', turnError: '' };
-      if (await this.deps.slotWanted(this.sandboxName))
+      if (!this.resident && (await this.deps.slotWanted(this.sandboxName)))
         return { reason: 'slot wanted by a queued session', turnError: '' };
+      const recycle = this.resident ? await this.residentRecycle() : null;
+      if (recycle) return { reason: `recycled: ${recycle}`, turnError: '' };
       const health = this.health(null);
       if (health.action === 'kill') return { reason: health.reason, turnError: '' };
       // The renew tick caps the wait: a message posted through another process wakes no one here.
@@ -340,7 +379,8 @@ export class SessionSupervisor {
   /** Measures the session's workspace against its quota while the turn runs; over it ends the turn. */
   private async watchQuota(turn: Turn): Promise<void> {
     this.quotaExceeded = null;
-    this.quota = await this.deps.workspaces.quota(this.session.id, turn.id, this.agent.workspaceMb * 2 ** 20);
+    const layer = this.resident ? null : turn.id;
+    this.quota = await this.deps.workspaces.quota(this.session.id, layer, this.agent.workspaceMb * 2 ** 20);
     this.quota.watch(QUOTA_CHECK_MS, (err) => {
       this.quotaExceeded = err;
       this.wake.notify();

@@ -35,12 +35,12 @@ export class WorkspaceQuota {
     readonly limitBytes: number,
   ) {}
 
-  /** Measures the committed layer once (a turn cannot change it). */
+  /** Measures the committed layer once (a turn cannot change it); null = none apart from `upper`. */
   static async measure(
-    dirs: { committed: string; upper: string; sessionId: string; turnId: string },
+    dirs: { committed: string | null; upper: string; sessionId: string; turnId: string },
     limitBytes: number,
   ): Promise<WorkspaceQuota> {
-    return new WorkspaceQuota(dirs, await treeDiskBytes(dirs.committed), limitBytes);
+    return new WorkspaceQuota(dirs, dirs.committed ? await treeDiskBytes(dirs.committed) : 0, limitBytes);
   }
 
   /** Throws WORKSPACE_QUOTA_EXCEEDED when committed + the turn's layer are over the limit. */

@@ -105,13 +105,42 @@ export class Workspaces {
     });
   }
 
-  /** The session's quota over committed + this turn's layer (call after mountAttempt). */
-  async quota(sessionId: string, turnId: string, limitBytes: number): Promise<WorkspaceQuota> {
-    const dirs = {
-      committed: this.committedPath(sessionId),
-      upper: join(this.layerPath(sessionId, turnId), 'upper'),
-    };
-    return WorkspaceQuota.measure({ ...dirs, sessionId, turnId }, limitBytes);
+  /**
+   * A resident sandbox's workspace: the committed layer itself, written in place for the
+   * sandbox's whole life (its processes outlive turns, so no turn has a layer of its own).
+   * It is the upper dir of an overlay over an empty lower one: the same mount options
+   * (nosuid, nodev) and the same propagation as a turn's overlay. Mounted before the
+   * sandbox starts, which gVisor needs and runc does not mind: it stays for the sandbox's life.
+   */
+  async mountResident(sessionId: string, sandboxName: string): Promise<void> {
+    const committed = this.committedPath(sessionId);
+    const own = join(this.sessionsDir, sessionId, 'resident');
+    await Promise.all([
+      mkdir(committed, { recursive: true, mode: 0o755 }).then(() =>
+        chown(committed, this.sandboxUid, this.sandboxUid),
+      ),
+      mkdir(join(own, 'lower'), { recursive: true, mode: 0o755 }),
+      mkdir(join(own, 'work'), { recursive: true, mode: 0o700 }),
+      mkdir(this.slotPath(sandboxName), { recursive: true, mode: 0o755 }),
+    ]);
+    await mountOverlay(this.slotPath(sandboxName), {
+      lower: join(own, 'lower'),
+      upper: committed,
+      work: join(own, 'work'),
+    });
+  }
+
+  /**
+   * The session's quota over committed + this turn's layer (call after mountAttempt); for
+   * a resident sandbox (turnId null), over the committed layer it writes in place.
+   */
+  async quota(sessionId: string, turnId: string | null, limitBytes: number): Promise<WorkspaceQuota> {
+    const committed = this.committedPath(sessionId);
+    const dirs =
+      turnId === null
+        ? { committed: null, upper: committed }
+        : { committed, upper: join(this.layerPath(sessionId, turnId), 'upper') };
+    return WorkspaceQuota.measure({ ...dirs, sessionId, turnId: turnId ?? 'resident' }, limitBytes);
   }
 
   /** Writes the promotion plan of a finished turn; the only step of a commit that needs disk space. */

@@ -265,6 +265,12 @@ CREATE TABLE storage_objects (
 CREATE INDEX storage_objects_blob ON storage_objects(blob);
 `,
   },
+  {
+    version: 11,
+    name: 'resident recycle requests',
+    // Latest operator request to replace the session's resident sandbox; its supervisor compares it with the sandbox's start.
+    sql: `ALTER TABLE sessions ADD COLUMN recycle_requested_at INTEGER;`,
+  },
 ];
 
 /** SQLite's column types in PostgreSQL's: every integer 64-bit, AUTOINCREMENT keys as BIGSERIAL. */

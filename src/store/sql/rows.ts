@@ -43,6 +43,7 @@ export function toSession(r: Row): Session {
     pendingLayer: (r.pending_layer as string | null) ?? null,
     tenant: String(r.tenant),
     archivedAt: r.archived_at == null ? null : Number(r.archived_at),
+    recycleRequestedAt: r.recycle_requested_at == null ? null : Number(r.recycle_requested_at),
     createdAt: Number(r.created_at),
     updatedAt: Number(r.updated_at),
   };

@@ -214,6 +214,18 @@ export class SqlStore implements Store {
     });
   }
 
+  requestRecycle(sessionId: string, now: number, tenant?: string): Promise<SessionView> {
+    const leaseMs = this.leaseMs;
+    return this.write(function* () {
+      const row = yield* get('SESSION_BY_ID', { id: sessionId });
+      if (!row || !ownedBy(row, tenant))
+        throw new BerthError('SESSION_NOT_FOUND', `Session ${sessionId} does not exist (requestRecycle)`);
+      if ((yield* run('REQUEST_RECYCLE', { id: sessionId, now })) === 0)
+        throw new BerthError('SESSION_ARCHIVED', `Session ${sessionId} is archived (requestRecycle)`);
+      return (yield* sessionViewOf(sessionId, now, leaseMs))!;
+    });
+  }
+
   // ---- inbound
 
   enqueueMessage(input: EnqueueInput): Promise<{ message: Message; view: SessionView; eventId: number }> {

@@ -56,6 +56,8 @@ ON CONFLICT (id) DO NOTHING`;
  * Stop and archive: the lease is cleared and the generation bumped, so whatever sandbox
  * serves the session is fenced off (its writes get 'stale'). Params: id, now. 1 row = archived now.
  */
+/** Params: id, now. */
+export const REQUEST_RECYCLE = `UPDATE sessions SET recycle_requested_at = :now, updated_at = :now WHERE id = :id AND archived_at IS NULL`;
 export const ARCHIVE_SESSION = `
 UPDATE sessions SET archived_at = :now, lease_owner = NULL, sandbox = NULL, generation = generation + 1, updated_at = :now
 WHERE id = :id AND archived_at IS NULL`;
