@@ -13,6 +13,7 @@ import {
   decideDelivery,
   type ResolvedConfig,
   signWebhook,
+  WakeSignal,
   WEBHOOK_DELIVERY_HEADER,
   WEBHOOK_SIGNATURE_HEADER,
   WEBHOOK_TIMESTAMP_HEADER,
@@ -33,7 +34,7 @@ export interface DeliveryOutcome {
 
 export class WebhookDispatcher {
   private stopped = false;
-  private wakeUp: (() => void) | null = null;
+  private readonly wakeSignal = new WakeSignal();
   private loop: Promise<void> | null = null;
   private unsubscribe: (() => void) | null = null;
 
@@ -56,7 +57,7 @@ export class WebhookDispatcher {
   }
 
   wake(): void {
-    this.wakeUp?.();
+    this.wakeSignal.notify();
   }
 
   async stop(): Promise<void> {
@@ -76,7 +77,7 @@ export class WebhookDispatcher {
       } catch (err) {
         log.error({ err }, 'Webhook dispatch failed');
       }
-      if (!taken) await this.sleep(POLL_MS);
+      if (!taken) await this.wakeSignal.wait(POLL_MS);
     }
   }
 
@@ -142,20 +143,6 @@ export class WebhookDispatcher {
       ok: error === null,
       decision: decision.action,
       durationMs,
-    });
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wakeUp = () => {
-        this.wakeUp = null;
-        done();
-      };
     });
   }
 }

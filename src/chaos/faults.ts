@@ -18,7 +18,7 @@
  *   every TICK_MS; every Engine API and status call is bounded by a timeout.
  */
 import type Dockerode from 'dockerode';
-import { LABELS } from '../core/index.js';
+import { LABELS, WakeSignal } from '../core/index.js';
 
 export interface SandboxKill {
   kind: 'sandbox-kill';
@@ -102,7 +102,7 @@ export class FaultInjector {
   /** Kill attempts that found no running sandbox or raced its end. */
   skipped = 0;
   private stopped = false;
-  private wake: (() => void) | null = null;
+  private readonly wake = new WakeSignal();
   private loop: Promise<void> | null = null;
   private workerKill: Promise<void> | null = null;
   private storeRestart: Promise<void> | null = null;
@@ -123,7 +123,7 @@ export class FaultInjector {
   /** Stops injecting; resolves when the loop and a pending worker restart are done. */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.wake?.();
+    this.wake.notify();
     await this.loop;
     await this.workerKill;
     await this.storeRestart;
@@ -157,7 +157,7 @@ export class FaultInjector {
         });
         nextKillAt = Date.now() + (hit ? this.interval() : RETRY_NO_TARGET_MS);
       }
-      await this.sleep(Math.max(0, Math.min(TICK_MS, nextKillAt - Date.now())));
+      await this.wake.wait(Math.max(0, Math.min(TICK_MS, nextKillAt - Date.now())));
     }
   }
 
@@ -265,16 +265,5 @@ export class FaultInjector {
       .sort((a, b) => b.load - a.load || a.tie - b.tie);
     if (!force && (ranked[0]?.load ?? 0) === 0) return [];
     return ranked.slice(0, wk.count ?? 1).map((r) => r.w);
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wake = done;
-    });
   }
 }

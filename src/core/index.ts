@@ -14,4 +14,5 @@ export * from './protocol.js';
 export * from './schedule.js';
 export * from './storage.js';
 export * from './types.js';
+export * from './wake-signal.js';
 export * from './webhook.js';

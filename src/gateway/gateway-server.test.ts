@@ -233,7 +233,8 @@ test('gateway: schedules a turn makes are written by its commit alone, within th
   assert.deepEqual(await store.listSchedules('s'), [], 'nothing is written before the commit');
 
   assert.equal((await call('POST', '/v1/commit', { turnId, outputs: [] })).status, 200);
-  const made = await store.listSchedules('s');
+  // Made in one transaction: the same created_at, so listed in id order (random); compare sorted.
+  const made = (await store.listSchedules('s')).sort((a, b) => b.message.localeCompare(a.message));
   assert.deepEqual(
     made.map((s) => [s.message, s.tz, s.createdByTurn, s.status]),
     [

@@ -27,6 +27,7 @@ import {
   type Session,
   type Turn,
   type TurnAssignment,
+  WakeSignal,
 } from '../core/index.js';
 import {
   ModelProxy,
@@ -42,7 +43,6 @@ import type { WorkspaceQuota } from '../workspace/index.js';
 import type { SandboxDeps } from './deps.js';
 import { sandboxName } from './paths.js';
 import { type LaunchedSandbox, launchSandbox, profileOf, removeSandboxFiles } from './sandbox-launch.js';
-import { WakeSignal } from './signal.js';
 
 export interface SupervisorDeps extends SandboxDeps {
   /** True when another session waits for a slot: this idle sandbox then gives its slot up at once. */

@@ -12,9 +12,8 @@
  */
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { type Clock, decideWarmPoolTarget } from '../core/index.js';
+import { type Clock, decideWarmPoolTarget, WakeSignal } from '../core/index.js';
 import type { LaunchedSandbox, SandboxProfile } from './sandbox-launch.js';
-import { WakeSignal } from './signal.js';
 
 const DEMAND_WINDOW_MS = 60_000;
 const KEEP_PROFILE_MS = 10 * 60_000;

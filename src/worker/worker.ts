@@ -18,6 +18,7 @@ import {
   isLeaseFresh,
   LABELS,
   newId,
+  WakeSignal,
 } from '../core/index.js';
 import { stageRunner } from '../runtime/index.js';
 import { BlobStore } from '../storage/index.js';
@@ -27,7 +28,6 @@ import type { SandboxDeps, WorkerDeps } from './deps.js';
 import { installIdOf, parsePoolSandboxName, parseSandboxName, poolSandboxName } from './paths.js';
 import { launchSandbox, profileOf, removeSandboxFiles } from './sandbox-launch.js';
 import { SessionSupervisor, type SupervisorDeps, WORKER_STOPPING } from './session-supervisor.js';
-import { WakeSignal } from './signal.js';
 import { WarmPool, type WarmPoolStats } from './warm-pool.js';
 
 const EVENTS_CONNECT_TIMEOUT_MS = 10_000;
