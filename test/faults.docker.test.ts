@@ -34,6 +34,9 @@ test('docker kill mid-turn: the turn is retried and the reply still arrives, tri
     events.filter((e) => e.type === 'started' || e.type === 'retrying').map((e) => e.type),
     ['started', 'retrying', 'started'],
   );
+  // From the engine's exit event to the abort: the figure behind berth_detection_seconds.
+  const detected = events.find((e) => e.type === 'retrying')?.data.detectedAfterMs;
+  assert.ok(typeof detected === 'number' && detected >= 0, `detectedAfterMs: ${String(detected)}`);
   const [inbound] = await host.store.listMessages('k1', 0, 1);
   assert.equal(inbound?.tries, 2);
   assert.equal(inbound?.status, 'done');

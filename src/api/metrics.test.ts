@@ -53,7 +53,12 @@ test('metrics: queue depth, warm pool, turns, latency histograms, retries, store
   const fence2 = { sessionId: second.session.id, generation: second.session.generation, workerId: 'w1' };
   const turn2 = await store.startTurn(fence2, now);
   await store.abortTurn(
-    { ...fence2, turnId: turn2.code === 'ok' ? turn2.value!.turn.id : '', error: 'killed' },
+    {
+      ...fence2,
+      turnId: turn2.code === 'ok' ? turn2.value!.turn.id : '',
+      error: 'killed',
+      detectedAfterMs: 40,
+    },
     now,
   );
 
@@ -63,6 +68,8 @@ test('metrics: queue depth, warm pool, turns, latency histograms, retries, store
   assert.equal(sample(text, 'berth_turn_duration_seconds_sum'), 3);
   assert.equal(sample(text, 'berth_queue_wait_seconds_sum'), 2 + 5, 'a waited 2 s, b 5 s');
   assert.equal(sample(text, 'berth_retries_total'), 1);
+  assert.equal(sample(text, 'berth_detection_seconds_count'), 1);
+  assert.equal(sample(text, 'berth_detection_seconds_sum'), 0.04);
   assert.equal(sample(text, 'berth_failed_messages_total'), 0);
   assert.equal(sample(text, 'berth_store_call_seconds_count{method="commitTurn"}'), 1);
   assert.equal(sample(text, 'berth_webhook_deliveries{status="dead"}'), 0);

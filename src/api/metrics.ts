@@ -36,6 +36,8 @@ export class BerthMetrics {
   private readonly retries: Counter;
   private readonly failedMessages: Counter;
   private readonly recoverySeconds: Histogram;
+  private readonly detectionSeconds: Histogram;
+  private lastDetectedTurn = '';
 
   constructor(private readonly sources: MetricsSources) {
     const registers = [this.registry];
@@ -112,6 +114,12 @@ export class BerthMetrics {
       help: 'Messages failed after their last try (dead letters of the turn queue)',
       registers,
     });
+    this.detectionSeconds = new Histogram({
+      name: 'berth_detection_seconds',
+      help: "From a sandbox's death mid-turn (its exit, or its last heartbeat) to its turn aborted",
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
     this.recoverySeconds = new Histogram({
       name: 'berth_recovery_seconds',
       help: 'From a turn aborted (retrying) to the next reply of its session',
@@ -142,6 +150,15 @@ export class BerthMetrics {
     return this.registry.contentType;
   }
 
+  /** One per aborted turn: its messages' events, written together (so read in a row), carry the same figure. */
+  private observeDetection(e: SessionEvent): void {
+    const ms = e.data.detectedAfterMs;
+    const turnId = String(e.data.turnId ?? '');
+    if (typeof ms !== 'number' || turnId === this.lastDetectedTurn) return;
+    this.lastDetectedTurn = turnId;
+    this.detectionSeconds.observe(ms / 1000);
+  }
+
   private observe(e: SessionEvent): void {
     const turnId = String(e.data.turnId ?? '');
     switch (e.type) {
@@ -166,6 +183,7 @@ export class BerthMetrics {
         break;
       }
       case 'retrying':
+        this.observeDetection(e);
         this.retries.inc();
         this.turnStartedAt.delete(turnId);
         if (!this.retryingSince.has(e.sessionId)) this.retryingSince.set(e.sessionId, e.createdAt);
@@ -173,6 +191,7 @@ export class BerthMetrics {
         this.queuedAt.set(e.sessionId, e.createdAt);
         break;
       case 'failed':
+        this.observeDetection(e);
         this.failedMessages.inc();
         this.turnStartedAt.delete(turnId);
         this.retryingSince.delete(e.sessionId);

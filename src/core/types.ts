@@ -152,4 +152,6 @@ export interface AbortInput {
   countsAsTry?: boolean;
   /** true when the turn hit a sandbox limit (a terminal catalogue error): its messages fail now. @default false */
   terminal?: boolean;
+  /** From the sandbox's death (its exit, or its last heartbeat) to this abort: recorded in the event, for the metrics. */
+  detectedAfterMs?: number;
 }

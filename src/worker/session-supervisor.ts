@@ -56,8 +56,11 @@ const TOKEN_TTL_MS = 7 * 24 * 3600 * 1000;
 /** How long a session's clean-up retries store calls while the store is away. */
 const STORE_AWAY_RETRY_MS = 60_000;
 
-/** terminal: the turn hit a limit a retry would hit again; its messages fail now. */
-type Ending = { reason: string; turnError: string; terminal?: boolean };
+/**
+ * terminal: the turn hit a limit a retry would hit again; its messages fail now.
+ * diedAt: when the sandbox died (its exit event, or its last heartbeat), for the detection time.
+ */
+type Ending = { reason: string; turnError: string; terminal?: boolean; diedAt?: number };
 /** How often a running turn's workspace is measured against the quota. */
 const QUOTA_CHECK_MS = 250;
 
@@ -369,6 +372,7 @@ export class SessionSupervisor {
           return {
             reason: health.reason,
             turnError: `sandbox killed: ${health.reason} after ${health.ageMs} ms`,
+            ...(health.reason === 'heartbeat-timeout' ? { diedAt: this.lastHeartbeatAt } : {}),
           };
         case 'ok':
           await this.wake.wait(health.nextCheckInMs);
@@ -402,7 +406,11 @@ export class SessionSupervisor {
         };
       }
       const cause = e.oomKilled ? 'out of memory' : `exit code ${e.exitCode}`;
-      return { reason: 'sandbox exited', turnError: turn ? `sandbox exited mid-turn (${cause})` : '' };
+      return {
+        reason: 'sandbox exited',
+        turnError: turn ? `sandbox exited mid-turn (${cause})` : '',
+        diedAt: e.at,
+      };
     }
     if (this.stopping)
       return { reason: this.stopping, turnError: turn ? `worker stopped: ${this.stopping}` : '' };
@@ -470,6 +478,9 @@ export class SessionSupervisor {
             // A stop asked of the worker (deploy, restart) is not the turn's fault: no try is spent.
             countsAsTry: ending.reason !== WORKER_STOPPING,
             terminal: ending.terminal ?? false,
+            ...(ending.diedAt === undefined
+              ? {}
+              : { detectedAfterMs: Math.max(0, clock.now() - ending.diedAt) }),
           },
           clock.now(),
         ),

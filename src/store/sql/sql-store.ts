@@ -550,15 +550,7 @@ export class SqlStore implements Store {
     return this.write(function* (changes) {
       const code = yield* checkRunningTurn(input, input.turnId);
       if (code !== 'ok') return code;
-      yield* store.abortRunningTurn(
-        changes,
-        input.sessionId,
-        input.turnId,
-        input.error,
-        now,
-        input.countsAsTry ?? true,
-        input.terminal ?? false,
-      );
+      yield* store.abortRunningTurn(changes, input, now);
       return 'ok';
     });
   }
@@ -824,7 +816,11 @@ export class SqlStore implements Store {
     if (!lease || lease.lease_owner === null || Number(lease.holder_alive) === 1) return false;
     const running = yield* get('RUNNING_TURN_OF_SESSION', { sessionId });
     if (running)
-      yield* this.abortRunningTurn(changes, sessionId, String(running.id), 'worker lease expired', now);
+      yield* this.abortRunningTurn(
+        changes,
+        { sessionId, turnId: String(running.id), error: 'worker lease expired' },
+        now,
+      );
     yield* run('CLEAR_LEASE', { id: sessionId, now });
     changes.push({ type: 'released', sessionId });
     return true;
@@ -832,13 +828,15 @@ export class SqlStore implements Store {
 
   private *abortRunningTurn(
     changes: StoreChange[],
-    sessionId: string,
-    turnId: string,
-    error: string,
+    input: Pick<
+      AbortInput,
+      'sessionId' | 'turnId' | 'error' | 'countsAsTry' | 'terminal' | 'detectedAfterMs'
+    >,
     now: number,
-    countsAsTry = true,
-    terminal = false,
   ): Program<void> {
+    const { sessionId, turnId, error, countsAsTry = true, terminal = false } = input;
+    // How long the turn's death went unnoticed (sandbox exit or last heartbeat to this abort), for the metrics.
+    const detected = input.detectedAfterMs === undefined ? {} : { detectedAfterMs: input.detectedAfterMs };
     for (const m of yield* turnMessages(turnId)) {
       const decision = decideAbortedMessage(m.tries, now, this.retry, countsAsTry, terminal);
       switch (decision.action) {
@@ -848,7 +846,7 @@ export class SqlStore implements Store {
             changes,
             sessionId,
             'retrying',
-            { turnId, messageId: m.id, tries: m.tries - 1, error, retryInMs: 0 },
+            { turnId, messageId: m.id, tries: m.tries - 1, error, retryInMs: 0, ...detected },
             now,
           );
           break;
@@ -858,7 +856,7 @@ export class SqlStore implements Store {
             changes,
             sessionId,
             'retrying',
-            { turnId, messageId: m.id, tries: m.tries, error, retryInMs: decision.delayMs },
+            { turnId, messageId: m.id, tries: m.tries, error, retryInMs: decision.delayMs, ...detected },
             now,
           );
           break;
@@ -868,7 +866,7 @@ export class SqlStore implements Store {
             changes,
             sessionId,
             'failed',
-            { turnId, messageId: m.id, tries: m.tries, error },
+            { turnId, messageId: m.id, tries: m.tries, error, ...detected },
             now,
           );
           break;
