@@ -24,20 +24,19 @@ import {
   type SandboxUsage,
   STORAGE_PATH,
   type TurnAssignment,
-  type TurnSchedule,
 } from '../core/index.js';
 import { type Fence, type FenceCode, fenceError, type Store } from '../store/index.js';
 import { type EgressAudit, type EgressPolicy, EgressProxy } from './egress-proxy.js';
+import { readJson, sendJson } from './http-json.js';
 import { LongPoll } from './long-poll.js';
 import type { ModelProxy } from './model-proxy.js';
+import { OpenTurn } from './open-turn.js';
 import { abortBody, commitBody, heartbeatBody, progressBody, STATE_KEY, stateBody } from './schemas.js';
 import type { StorageRoutes } from './storage-routes.js';
 import { verifySandboxToken } from './token.js';
 import { planTurnSchedule, type SchedulePolicy, turnScheduleBody } from './turn-schedules.js';
 
 /** What one turn may put in state: the gateway holds it in memory until the commit. */
-const MAX_STATE_KEYS_PER_TURN = 1000;
-const MAX_STATE_BYTES_PER_TURN = 1024 * 1024;
 /** Refused tokens audited per gateway: a sandbox hammering its socket must not flood the audit table. */
 const MAX_UNAUTHORIZED_AUDITS = 100;
 
@@ -88,14 +87,8 @@ export class SandboxGateway {
   /** HTTP CONNECT on this socket, with the bound agent's allowlist; none before the bind (CONNECT is refused). */
   private egress: EgressProxy | null = null;
   private offered: TurnAssignment | null = null;
-  /** The turn the runner is working on, the state it put so far, and whether its commit/abort has begun. */
-  private turn: {
-    id: string;
-    state: Record<string, unknown>;
-    stateBytes: number;
-    schedules: TurnSchedule[];
-    closing: boolean;
-  } | null = null;
+  /** The turn the runner is working on, with what it wrote so far. */
+  private turn: OpenTurn | null = null;
   private readonly turnPoll: LongPoll;
   private readonly bindPoll: LongPoll;
   private bound: GatewayBinding | null = null;
@@ -163,7 +156,7 @@ export class SandboxGateway {
   /** Hands a turn to the runner: answers its waiting long-poll now, or the next one. */
   offerTurn(assignment: TurnAssignment): void {
     this.offered = assignment;
-    this.turn = { id: assignment.turnId, state: {}, stateBytes: 0, schedules: [], closing: false };
+    this.turn = new OpenTurn(assignment.turnId);
     const waiting = this.turnPoll.take();
     if (waiting) this.deliverTurn(waiting);
   }
@@ -177,7 +170,7 @@ export class SandboxGateway {
     const path = (req.url ?? '').split('?')[0]!;
     const modelProxy = this.bound?.modelProxy;
     if (path.startsWith(`${MODEL_PROXY_PATH}/`) && modelProxy) {
-      const open = this.turn && !this.turn.closing ? this.turn.id : null;
+      const open = this.turn?.open ? this.turn.id : null;
       return modelProxy.handle(req, res, req.url ?? '', open);
     }
     const storage = this.bound?.storage;
@@ -329,23 +322,15 @@ export class SandboxGateway {
     );
   }
 
-  /**
-   * Claims the right to end the turn: only the offered turn, only once. Checked before
-   * anything is sealed, so a second or forged commit can never touch a layer. Returns the
-   * state the turn put.
-   */
-  private closeTurn(
-    turnId: string,
-    operation: string,
-  ): { state: Record<string, unknown>; schedules: TurnSchedule[] } {
+  /** Claims the right to end the offered turn, once, before anything is sealed; returns what it wrote. */
+  private closeTurn(turnId: string, operation: string): OpenTurn {
     const turn = this.turn;
-    if (!turn || turn.id !== turnId || turn.closing) {
+    if (!turn)
       throw new BerthError(
         'TURN_ENDED',
         `Turn ${turnId} of session ${this.fence.sessionId} is not open (${operation})`,
       );
-    }
-    turn.closing = true;
+    turn.close(turnId, this.fence.sessionId, operation);
     return turn;
   }
 
@@ -356,21 +341,7 @@ export class SandboxGateway {
     if (req.method === 'PUT') {
       const turn = this.openTurn('state');
       const { value } = await this.body(req, stateBody);
-      const bytes = key.length + JSON.stringify(value ?? null).length;
-      if (!(key in turn.state) && Object.keys(turn.state).length >= MAX_STATE_KEYS_PER_TURN) {
-        throw new BerthError(
-          'STATE_TOO_LARGE',
-          `A turn may put at most ${MAX_STATE_KEYS_PER_TURN} state keys`,
-        );
-      }
-      if (turn.stateBytes + bytes > MAX_STATE_BYTES_PER_TURN) {
-        throw new BerthError(
-          'STATE_TOO_LARGE',
-          `A turn may put at most ${MAX_STATE_BYTES_PER_TURN} bytes of state`,
-        );
-      }
-      turn.stateBytes += bytes;
-      turn.state[key] = value;
+      turn.putState(key, value);
       return this.send(res, 200, { ok: true });
     }
     if (req.method !== 'GET')
@@ -384,16 +355,14 @@ export class SandboxGateway {
   }
 
   /** The turn a sandbox write joins: it must be open (its commit or abort not begun). */
-  private openTurn(what: string): NonNullable<SandboxGateway['turn']> {
-    const turn = this.turn;
-    if (!turn)
+  private openTurn(what: string): OpenTurn {
+    if (!this.turn)
       throw new BerthError(
         'TURN_NOT_FOUND',
         `Session ${this.fence.sessionId} has no turn to write ${what} in`,
       );
-    if (turn.closing)
-      throw new BerthError('TURN_ENDED', `Turn ${turn.id} is ending; ${what} can no longer be written`);
-    return turn;
+    this.turn.assertOpen(what);
+    return this.turn;
   }
 
   private longPollTurn(req: IncomingMessage, res: ServerResponse): void {
@@ -463,21 +432,7 @@ export class SandboxGateway {
   }
 
   private async body<T extends z.ZodTypeAny>(req: IncomingMessage, schema: T): Promise<z.output<T>> {
-    let size = 0;
-    const chunks: Buffer[] = [];
-    for await (const chunk of req as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > this.o.maxBodyBytes)
-        throw new BerthError('MESSAGE_TOO_LARGE', `Gateway request body over ${this.o.maxBodyBytes} bytes`);
-      chunks.push(chunk);
-    }
-    let json: unknown;
-    try {
-      json = chunks.length === 0 ? {} : JSON.parse(Buffer.concat(chunks).toString('utf8'));
-    } catch (err) {
-      throw new BerthError('INVALID_INPUT', 'Gateway request body is not valid JSON', { cause: err });
-    }
-    const parsed = schema.safeParse(json);
+    const parsed = schema.safeParse(await readJson(req, this.o.maxBodyBytes, 'Gateway'));
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
       throw new BerthError(
@@ -505,14 +460,7 @@ export class SandboxGateway {
     body: unknown,
     headers: Record<string, string> = {},
   ): void {
-    const text = JSON.stringify(body);
-    res
-      .writeHead(status, {
-        'content-type': 'application/json',
-        'content-length': Buffer.byteLength(text),
-        ...headers,
-      })
-      .end(text);
+    sendJson(res, status, body, headers);
   }
 }
 

@@ -28,6 +28,7 @@ import {
   type ModelProviderName,
 } from '../core/index.js';
 import type { Fence, Store } from '../store/index.js';
+import { readJson } from './http-json.js';
 import { UsageMeter } from './usage-meter.js';
 
 /** The one call each provider may make through the proxy. */
@@ -162,21 +163,9 @@ export class ModelProxy {
 
   /** The JSON body, with the agent's model enforced; OpenAI streams are asked to report usage. */
   private async requestBody(req: IncomingMessage, name: ModelProviderName): Promise<string> {
-    let size = 0;
-    const chunks: Buffer[] = [];
-    for await (const chunk of req as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > MAX_REQUEST_BYTES)
-        throw new BerthError('MESSAGE_TOO_LARGE', `Model request body over ${MAX_REQUEST_BYTES} bytes`);
-      chunks.push(chunk);
-    }
-    let body: Record<string, unknown>;
-    try {
-      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-      if (!body || typeof body !== 'object' || Array.isArray(body)) throw new Error('not an object');
-    } catch (err) {
-      throw new BerthError('INVALID_INPUT', 'Model request body is not a JSON object', { cause: err });
-    }
+    const body = (await readJson(req, MAX_REQUEST_BYTES, 'Model')) as Record<string, unknown>;
+    if (!body || typeof body !== 'object' || Array.isArray(body))
+      throw new BerthError('INVALID_INPUT', 'Model request body is not a JSON object');
     const model = this.o.agent.model;
     if (body.model !== model) {
       throw new BerthError(

@@ -30,6 +30,7 @@ import {
 } from '../core/index.js';
 import type { BlobStore } from '../storage/index.js';
 import { type Fence, fenceError, type Store } from '../store/index.js';
+import { sendJson } from './http-json.js';
 
 const DEFAULT_PAGE = 100;
 const MAX_PAGE = 1000;
@@ -252,11 +253,4 @@ function parseRange(header: string | undefined, size: number): { start: number; 
   const end = m[1] === '' || m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
   if (start > end || start >= size) throw fail();
   return { start, end };
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res
-    .writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
-    .end(text);
 }

@@ -17,7 +17,6 @@ import {
   type ClaimedSession,
   type CommitInput,
   DEFAULT_TENANT,
-  decideAbortedMessage,
   decideScheduleRun,
   type Message,
   newId,
@@ -27,7 +26,6 @@ import {
   type Schedule,
   type ScheduleStatus,
   type SessionEvent,
-  type SessionEventType,
   type SessionView,
   type StartedTurn,
   type StorageGrant,
@@ -56,7 +54,7 @@ import type {
   StoreChange,
   TakenDelivery,
 } from '../store.js';
-import { all, get, type Program, type Row, run } from './program.js';
+import { all, get, type Program, run } from './program.js';
 import {
   toAgent,
   toApiToken,
@@ -73,6 +71,22 @@ import {
   toWorker,
 } from './rows.js';
 import { listSessionViews, queuePositions, sessionViewOf } from './session-views.js';
+import {
+  abortRunningTurn,
+  agentOfSession,
+  checkEnqueue,
+  checkFence,
+  checkRunningTurn,
+  enqueueInTx,
+  fenceParams,
+  insertEvent,
+  insertTurnSchedules,
+  ownAgentRow,
+  ownedBy,
+  reclaimSession,
+  sessionTenantFor,
+  turnMessages,
+} from './transitions.js';
 
 /** See SqlStore.write. */
 export type Durability = 'durable' | 'relaxed';
@@ -110,7 +124,7 @@ export class SqlStore implements Store {
 
   constructor(
     private readonly driver: SqlDriver,
-    options: SqlStoreOptions,
+    private readonly options: SqlStoreOptions,
   ) {
     this.kind = driver.kind;
     this.leaseMs = options.leaseMs;
@@ -416,7 +430,7 @@ export class SqlStore implements Store {
       const reclaimed: string[] = [];
       const expired = yield* all('EXPIRED_LEASES_LOCKED', { staleBefore: now - store.leaseMs });
       for (const { id } of expired) {
-        if (yield* store.reclaimSession(changes, String(id), now)) reclaimed.push(String(id));
+        if (yield* reclaimSession(changes, String(id), now, store.options)) reclaimed.push(String(id));
       }
       // Their sessions are reclaimed: rows of long-dead workers only clutter `berth status`.
       yield* run('DELETE_DEAD_WORKERS', { deadBefore: now - 10 * store.leaseMs });
@@ -433,7 +447,7 @@ export class SqlStore implements Store {
       const lease = (yield* get('SESSION_LEASE', { id, staleBefore: now - store.leaseMs }))!;
       // Taken by a live worker since the queue was read (PostgreSQL): not ours to take.
       if (lease.lease_owner !== null && Number(lease.holder_alive) === 1) return null;
-      if (lease.lease_owner !== null) yield* store.reclaimSession(changes, id, now);
+      if (lease.lease_owner !== null) yield* reclaimSession(changes, id, now, store.options);
       const generation = Number((yield* get('SESSION_BY_ID', { id }))!.generation);
       if ((yield* run('CLAIM_SESSION', { id, generation, worker: workerId, now })) !== 1) return null;
       const session = toSession((yield* get('SESSION_BY_ID', { id }))!);
@@ -550,7 +564,7 @@ export class SqlStore implements Store {
     return this.write(function* (changes) {
       const code = yield* checkRunningTurn(input, input.turnId);
       if (code !== 'ok') return code;
-      yield* store.abortRunningTurn(changes, input, now);
+      yield* abortRunningTurn(changes, input, now, store.retry);
       return 'ok';
     });
   }
@@ -804,77 +818,6 @@ export class SqlStore implements Store {
     }));
   }
 
-  // ---- parts of programs (run inside a write transaction)
-
-  /**
-   * The lease holder is dead: its running turn is aborted and the lease cleared, before
-   * anyone else binds. The session row is locked by the caller; false when, re-read under
-   * that lock, its holder turned out alive (or gone) after all.
-   */
-  private *reclaimSession(changes: StoreChange[], sessionId: string, now: number): Program<boolean> {
-    const lease = yield* get('SESSION_LEASE', { id: sessionId, staleBefore: now - this.leaseMs });
-    if (!lease || lease.lease_owner === null || Number(lease.holder_alive) === 1) return false;
-    const running = yield* get('RUNNING_TURN_OF_SESSION', { sessionId });
-    if (running)
-      yield* this.abortRunningTurn(
-        changes,
-        { sessionId, turnId: String(running.id), error: 'worker lease expired' },
-        now,
-      );
-    yield* run('CLEAR_LEASE', { id: sessionId, now });
-    changes.push({ type: 'released', sessionId });
-    return true;
-  }
-
-  private *abortRunningTurn(
-    changes: StoreChange[],
-    input: Pick<
-      AbortInput,
-      'sessionId' | 'turnId' | 'error' | 'countsAsTry' | 'terminal' | 'detectedAfterMs'
-    >,
-    now: number,
-  ): Program<void> {
-    const { sessionId, turnId, error, countsAsTry = true, terminal = false } = input;
-    // How long the turn's death went unnoticed (sandbox exit or last heartbeat to this abort), for the metrics.
-    const detected = input.detectedAfterMs === undefined ? {} : { detectedAfterMs: input.detectedAfterMs };
-    for (const m of yield* turnMessages(turnId)) {
-      const decision = decideAbortedMessage(m.tries, now, this.retry, countsAsTry, terminal);
-      switch (decision.action) {
-        case 'requeue':
-          yield* run('REQUEUE_MESSAGE', { id: m.id, now, error });
-          yield* insertEvent(
-            changes,
-            sessionId,
-            'retrying',
-            { turnId, messageId: m.id, tries: m.tries - 1, error, retryInMs: 0, ...detected },
-            now,
-          );
-          break;
-        case 'retry':
-          yield* run('RETRY_MESSAGE', { id: m.id, processAfter: decision.processAfter, error });
-          yield* insertEvent(
-            changes,
-            sessionId,
-            'retrying',
-            { turnId, messageId: m.id, tries: m.tries, error, retryInMs: decision.delayMs, ...detected },
-            now,
-          );
-          break;
-        case 'fail':
-          yield* run('FAIL_MESSAGE', { id: m.id, error });
-          yield* insertEvent(
-            changes,
-            sessionId,
-            'failed',
-            { turnId, messageId: m.id, tries: m.tries, error, ...detected },
-            now,
-          );
-          break;
-      }
-    }
-    yield* run('END_TURN', { id: turnId, status: 'aborted', error, now });
-  }
-
   /**
    * Notifications go out only after the transaction committed. Durable by default: what a
    * client is told (a message accepted, a turn committed, an agent or token created) is on
@@ -890,163 +833,4 @@ export class SqlStore implements Store {
     for (const change of changes) this.emitter.emit('change', change);
     return value;
   }
-}
-
-/**
- * An inbound message (creating the session on first use, as the caller's tenant may) and
- * its `queued` event. Throws AGENT_REQUIRED, AGENT_NOT_FOUND, SESSION_NOT_FOUND,
- * SESSION_ARCHIVED, SESSION_AGENT_MISMATCH naming `operation`.
- */
-function* enqueueInTx(
-  changes: StoreChange[],
-  input: EnqueueInput,
-  leaseMs: number,
-  operation: string,
-): Program<{ message: Message; view: SessionView; eventId: number }> {
-  const { sessionId, text, now } = input;
-  if (!(yield* get('SESSION_BY_ID', { id: sessionId })) && input.agent) {
-    const agent = yield* ownAgentRow(input.agent, input.tenant, operation);
-    yield* run('INSERT_SESSION', { id: sessionId, agent: input.agent, tenant: agent.tenant, now });
-  }
-  // Checked after the insert: a concurrent first message may have created it, possibly for another agent.
-  const failure = yield* checkEnqueue(input, operation);
-  if (failure) throw failure;
-  const message = toMessage((yield* get('INSERT_INBOUND', { sessionId, text, now }))!);
-  const view = (yield* sessionViewOf(sessionId, now, leaseMs))!;
-  changes.push({ type: 'enqueued', sessionId, leaseOwner: view.leaseOwner });
-  const eventId = yield* insertEvent(
-    changes,
-    sessionId,
-    'queued',
-    { messageId: message.id, position: view.queuePosition },
-    now,
-  );
-  return { message, view, eventId };
-}
-
-/** The tenant a schedule to this session belongs to, checked as an enqueue would be (nothing written). */
-/**
- * The schedules a committing turn made. The cap was checked when each was asked for; it is
- * checked again here, in the commit, so two sessions of one agent cannot pass it together
- * (the commit fails with SCHEDULE_LIMIT and the turn is retried: its tool then says so).
- */
-function* insertTurnSchedules(
-  sessionId: string,
-  turnId: string,
-  schedules: NonNullable<CommitInput['schedules']>,
-  now: number,
-): Program<void> {
-  const made = Number((yield* get('AGENT_MADE_SCHEDULES', { agent: schedules.agent }))!.n);
-  if (made + schedules.items.length > schedules.cap)
-    throw new BerthError(
-      'SCHEDULE_LIMIT',
-      `Agent ${schedules.agent} may have at most ${schedules.cap} schedules made by its turns; it has ${made}, this turn adds ${schedules.items.length}`,
-    );
-  const tenant = String((yield* get('SESSION_BY_ID', { id: sessionId }))!.tenant);
-  for (const item of schedules.items) {
-    const id = newId('sch');
-    yield* run('INSERT_SCHEDULE', {
-      ...item,
-      sessionId,
-      agent: null,
-      tenant,
-      id,
-      createdByTurn: turnId,
-      now,
-    });
-  }
-}
-
-function* sessionTenantFor(
-  input: { sessionId: string; agent?: string; tenant?: string },
-  operation: string,
-): Program<string> {
-  const failure = yield* checkEnqueue(input, operation);
-  if (failure) throw failure;
-  const existing = yield* get('SESSION_BY_ID', { id: input.sessionId });
-  if (existing) return String(existing.tenant);
-  return String((yield* ownAgentRow(input.agent!, input.tenant, operation)).tenant);
-}
-
-/** Why a message to this session would be refused now, or null (nothing written). */
-function* checkEnqueue(
-  input: { sessionId: string; agent?: string; tenant?: string },
-  operation: string,
-): Program<BerthError | null> {
-  const existing = yield* get('SESSION_BY_ID', { id: input.sessionId });
-  if (!existing) {
-    if (!input.agent)
-      return new BerthError(
-        'AGENT_REQUIRED',
-        `Session ${input.sessionId} does not exist and no agent was named (${operation})`,
-      );
-    const agent = yield* get('AGENT_BY_NAME', { name: input.agent });
-    if (!agent || !ownedBy(agent, input.tenant))
-      return new BerthError('AGENT_NOT_FOUND', `Agent ${input.agent} does not exist (${operation})`);
-    return null;
-  }
-  if (!ownedBy(existing, input.tenant))
-    return new BerthError('SESSION_NOT_FOUND', `Session ${input.sessionId} does not exist (${operation})`);
-  if (existing.archived_at != null)
-    return new BerthError('SESSION_ARCHIVED', `Session ${input.sessionId} is archived (${operation})`);
-  if (input.agent && existing.agent !== input.agent)
-    return new BerthError(
-      'SESSION_AGENT_MISMATCH',
-      `Session ${input.sessionId} belongs to agent ${String(existing.agent)}, not ${input.agent} (${operation})`,
-    );
-  return null;
-}
-
-/** The live agent `name` if `tenant` may use it; otherwise AGENT_NOT_FOUND (another tenant's looks absent). */
-function* ownAgentRow(name: string, tenant: string | undefined, operation: string): Program<Row> {
-  const row = yield* get('AGENT_BY_NAME', { name });
-  if (!row || !ownedBy(row, tenant))
-    throw new BerthError('AGENT_NOT_FOUND', `Agent ${name} does not exist (${operation})`);
-  return row;
-}
-
-/** A row with a tenant column is visible to that tenant and to the operator (tenant undefined). */
-function ownedBy(row: Row, tenant: string | undefined): boolean {
-  return tenant === undefined || row.tenant === tenant;
-}
-
-/** The agent whose namespace a session's storage calls reach: the session's own, read inside the transaction. */
-function* agentOfSession(sessionId: string): Program<string> {
-  return String((yield* get('SESSION_BY_ID', { id: sessionId }))!.agent);
-}
-
-function* checkFence(fence: Fence): Program<FenceCode> {
-  if (yield* get('FENCE', fenceParams(fence))) return 'ok';
-  return (yield* get('SESSION_BY_ID', { id: fence.sessionId })) ? 'stale' : 'not_found';
-}
-
-function* checkRunningTurn(fence: Fence, turnId: string): Program<FenceCode> {
-  const code = yield* checkFence(fence);
-  if (code !== 'ok') return code;
-  const turn = yield* get('TURN_BY_ID', { id: turnId });
-  if (!turn || turn.session_id !== fence.sessionId) return 'not_found';
-  if (turn.status !== 'running' || Number(turn.generation) !== fence.generation) return 'stale';
-  return 'ok';
-}
-
-function* turnMessages(turnId: string): Program<Message[]> {
-  return (yield* all('PROCESSING_OF_TURN', { turnId })).map(toMessage);
-}
-
-function* insertEvent(
-  changes: StoreChange[],
-  sessionId: string,
-  type: SessionEventType,
-  data: Record<string, unknown>,
-  now: number,
-): Program<number> {
-  const row = (yield* get('INSERT_EVENT', { sessionId, type, data: JSON.stringify(data), now }))!;
-  const id = Number(row.id);
-  yield* run('INSERT_DELIVERIES_FOR_EVENT', { eventId: id, sessionId, type, now });
-  changes.push({ type: 'event', event: { id, sessionId, type, data, createdAt: now } });
-  return id;
-}
-
-function fenceParams(f: Fence): Row {
-  return { id: f.sessionId, generation: f.generation, worker: f.workerId };
 }
