@@ -19,30 +19,22 @@ import {
   BerthError,
   decideResidentRecycle,
   decideSandboxHealth,
-  egressRules,
   isBerthError,
   MODEL_DEFAULTS,
-  MODEL_PROVIDERS,
   type SandboxUsage,
   type Session,
   type Turn,
   type TurnAssignment,
   WakeSignal,
 } from '../core/index.js';
-import {
-  ModelProxy,
-  type SandboxGateway,
-  StorageRoutes,
-  schedulePolicyOf,
-  signSandboxToken,
-  type TurnEnd,
-} from '../gateway/index.js';
+import type { SandboxGateway, TurnEnd } from '../gateway/index.js';
 import type { RuntimeEvent, SandboxHandle } from '../runtime/index.js';
 import type { Fence } from '../store/index.js';
 import type { WorkspaceQuota } from '../workspace/index.js';
 import type { SandboxDeps } from './deps.js';
 import { sandboxName } from './paths.js';
 import { type LaunchedSandbox, launchSandbox, profileOf, removeSandboxFiles } from './sandbox-launch.js';
+import { sessionBinding } from './session-binding.js';
 
 export interface SupervisorDeps extends SandboxDeps {
   /** True when another session waits for a slot: this idle sandbox then gives its slot up at once. */
@@ -52,7 +44,6 @@ export interface SupervisorDeps extends SandboxDeps {
 const SUPERVISOR_ERROR = 'supervisor error';
 /** The reason Worker.stop gives its supervisors. */
 export const WORKER_STOPPING = 'worker stopping';
-const TOKEN_TTL_MS = 7 * 24 * 3600 * 1000;
 /** How long a session's clean-up retries store calls while the store is away. */
 const STORE_AWAY_RETRY_MS = 60_000;
 
@@ -145,7 +136,7 @@ export class SessionSupervisor {
    * gateway answers the runner's GET /v1/bind with the session token.
    */
   private async bindSandbox(): Promise<void> {
-    const { clock, config } = this.deps;
+    const { clock } = this.deps;
     if (!this.handle) {
       const launched = await launchSandbox(this.deps, {
         name: this.sandboxName,
@@ -156,53 +147,28 @@ export class SessionSupervisor {
       this.gateway = launched.gateway;
       this.handle = launched.handle;
     }
-    const token = signSandboxToken(this.deps.secret, {
-      sessionId: this.session.id,
-      generation: this.session.generation,
-      expiresAt: clock.now() + TOKEN_TTL_MS,
-    });
-    const egress = egressRules(this.agent.egress);
-    this.gateway!.bind({
-      fence: this.fence,
-      assignment: {
-        sessionId: this.session.id,
-        generation: this.session.generation,
-        token,
-        heartbeatIntervalMs: config.heartbeatIntervalMs,
-        ...(this.resident ? { resident: true as const } : {}),
-        // Only an agent with header rules has TLS terminated by the gateway: only its sandbox trusts the CA.
-        ...(egress.some((r) => Object.keys(r.headers).length > 0)
-          ? { egressCaPem: this.deps.egress.caCertificatePem }
-          : {}),
-      },
-      log: this.log,
-      modelProxy: this.modelProxy(),
-      storage: new StorageRoutes({
-        agent: this.agent.name,
-        binding: this.fence,
-        store: this.deps.store,
-        blobs: this.deps.blobs,
-        maxObjectBytes: config.storageMaxObjectBytes,
-        clock,
+    this.gateway!.bind(
+      sessionBinding(this.deps, {
+        agent: this.agent,
+        session: this.session,
+        fence: this.fence,
         log: this.log,
+        hooks: {
+          onHeartbeat: (now, usage) => {
+            this.lastHeartbeatAt = now;
+            if (usage) this.usage = usage;
+          },
+          beforeCommit: async (turnId) => {
+            await this.quota?.check();
+            if (!this.resident) await this.deps.workspaces.seal(this.session.id, turnId, this.sandboxName);
+          },
+          onTurnEnded: (turnId, end) => {
+            this.turnEnd = { turnId, end };
+            this.wake.notify();
+          },
+        },
       }),
-      egress: { agent: this.agent.name, rules: egress, interceptor: this.deps.egress },
-      schedules: schedulePolicyOf(this.agent),
-      hooks: {
-        onHeartbeat: (now, usage) => {
-          this.lastHeartbeatAt = now;
-          if (usage) this.usage = usage;
-        },
-        beforeCommit: async (turnId) => {
-          await this.quota?.check();
-          if (!this.resident) await this.deps.workspaces.seal(this.session.id, turnId, this.sandboxName);
-        },
-        onTurnEnded: (turnId, end) => {
-          this.turnEnd = { turnId, end };
-          this.wake.notify();
-        },
-      },
-    });
+    );
     this.bound = true;
     this.boundAt = clock.now();
     this.lastHeartbeatAt = this.boundAt;
@@ -219,21 +185,6 @@ export class SessionSupervisor {
       this.agent.recycle ?? {},
     );
     return decision.recycle ? decision.reason : null;
-  }
-
-  /** Model agents get the gateway's model proxy, which adds the provider key on the host. */
-  private modelProxy(): ModelProxy | undefined {
-    if (!(MODEL_PROVIDERS as readonly string[]).includes(this.agent.provider)) return undefined;
-    const { config } = this.deps;
-    return new ModelProxy({
-      agent: this.agent,
-      binding: this.fence,
-      secrets: this.deps.secrets,
-      upstreams: { anthropic: config.anthropicBaseUrl, openai: config.openaiBaseUrl },
-      store: this.deps.store,
-      clock: this.deps.clock,
-      log: this.log,
-    });
   }
 
   /**
