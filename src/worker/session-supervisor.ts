@@ -44,6 +44,8 @@ export interface SupervisorDeps extends SandboxDeps {
 const SUPERVISOR_ERROR = 'supervisor error';
 /** The reason Worker.stop gives its supervisors. */
 export const WORKER_STOPPING = 'worker stopping';
+/** The worker's own lease is lapsing (self-fencing), or its row is gone. */
+export const LEASE_LOST = 'lease lost';
 /** How long a session's clean-up retries store calls while the store is away. */
 const STORE_AWAY_RETRY_MS = 60_000;
 
@@ -69,6 +71,8 @@ export class SessionSupervisor {
   private turnEnd: { turnId: string; end: TurnEnd } | null = null;
   private currentTurn: Turn | null = null;
   private stopping: string | null = null;
+  /** The self-fencing kill was issued (stop(LEASE_LOST) repeats while the lease lapses). */
+  private fenceKilled = false;
   private quota: WorkspaceQuota | null = null;
   /** A committed turn's layer to settle after the sandbox is killed (gVisor), not before. */
   private layerAfterKill: string | null = null;
@@ -113,6 +117,15 @@ export class SessionSupervisor {
   stop(reason: string): void {
     this.stopping = reason;
     this.wake.notify();
+    // Self-fencing: the sandbox dies now, whatever the supervision is waiting for (a store out of reach).
+    if (reason === LEASE_LOST && this.handle && !this.fenceKilled) {
+      this.fenceKilled = true;
+      this.deps.runtime
+        .kill(this.handle, reason)
+        .catch((err: unknown) =>
+          this.log.warn({ err }, 'Self-fencing kill failed; the clean-up kills again'),
+        );
+    }
   }
 
   async run(): Promise<void> {
@@ -418,6 +431,16 @@ export class SessionSupervisor {
         this.log.error({ err, step: what }, 'Session clean-up step failed');
       }
     };
+    const killSandbox = async () => {
+      if (this.handle || this.exit)
+        await step('kill sandbox', () =>
+          runtime.kill(this.handle ?? { id: '', name: this.sandboxName }, ending.reason),
+        );
+    };
+    // Self-fencing: the store may be out of reach (a partition), and the sandbox must be dead
+    // before a lease has passed, so it is killed first, without waiting for the store.
+    const fencing = ending.reason === LEASE_LOST;
+    if (fencing) await killSandbox();
     // 'stale'/'not_found' from the abort means the turn already ended (a commit raced the ending): settleLayer keeps it.
     if (turn)
       await step('abort turn', () =>
@@ -436,13 +459,15 @@ export class SessionSupervisor {
           clock.now(),
         ),
       );
-    if (this.handle || this.exit)
-      await step('kill sandbox', () =>
-        runtime.kill(this.handle ?? { id: '', name: this.sandboxName }, ending.reason),
-      );
+    if (!fencing) await killSandbox();
     await step('close gateway', async () => this.gateway?.close());
     const layer = turn?.id ?? this.layerAfterKill;
-    if (layer) await step('settle layer', () => this.settleLayer(layer));
+    // A fencing worker may have lost the session already: its layer is left on disk to the
+    // session's next owner (pendingLayer) or the clean-up, never promoted by two at once.
+    if (layer)
+      await step('settle layer', () =>
+        fencing ? this.deps.workspaces.unmountSlot(this.sandboxName) : this.settleLayer(layer),
+      );
     await step('remove slot and run dir', () => removeSandboxFiles(this.deps, this.sandboxName));
     // A failure that will repeat at once (e.g. a promotion on a full disk) must not turn into a claim/release spin.
     if (ending.reason === SUPERVISOR_ERROR) await new Promise((r) => setTimeout(r, 1000));

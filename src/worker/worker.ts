@@ -27,7 +27,7 @@ import { Workspaces } from '../workspace/index.js';
 import type { SandboxDeps, WorkerDeps } from './deps.js';
 import { installIdOf, parsePoolSandboxName, parseSandboxName, poolSandboxName } from './paths.js';
 import { launchSandbox, profileOf, removeSandboxFiles } from './sandbox-launch.js';
-import { SessionSupervisor, type SupervisorDeps, WORKER_STOPPING } from './session-supervisor.js';
+import { LEASE_LOST, SessionSupervisor, type SupervisorDeps, WORKER_STOPPING } from './session-supervisor.js';
 import { WarmPool, type WarmPoolStats } from './warm-pool.js';
 
 const EVENTS_CONNECT_TIMEOUT_MS = 10_000;
@@ -61,6 +61,8 @@ export class Worker {
   /** The staged runner this worker's sandboxes mount (content-addressed, never rewritten). */
   private runnerDir = '';
   private loops: Promise<unknown>[] = [];
+  /** The clean-up of local leftovers under way (one at a time). */
+  private cleaning: Promise<void> | null = null;
   private unsubscribe: (() => void) | null = null;
   private pool: WarmPool | null = null;
 
@@ -119,7 +121,7 @@ export class Worker {
     this.unsubscribe?.();
     this.claimWake.notify();
     for (const s of this.supervisors.values()) s.stop(WORKER_STOPPING);
-    await Promise.allSettled([...this.running, ...this.loops, this.pool?.stop()]);
+    await Promise.allSettled([...this.running, ...this.loops, this.cleaning, this.pool?.stop()]);
     await this.deps.store.removeWorker(this.id);
     const now = this.deps.clock.now();
     const others = (await this.deps.store.listWorkers()).filter((w) =>
@@ -258,7 +260,13 @@ export class Worker {
           this.lastRenewedAt = now;
         } else await this.rejoin(now);
         await store.reclaimExpiredLeases(now);
-        if (tick % CLEANUP_EVERY_RENEWALS === 0) await this.cleanUpLocal();
+        // Not awaited: its Docker kills (of a dead worker's sandboxes) must not hold up the next renewal.
+        if (tick % CLEANUP_EVERY_RENEWALS === 0 && !this.cleaning)
+          this.cleaning = this.cleanUpLocal()
+            .catch((err: unknown) => this.log.warn({ err }, 'Clean-up of local leftovers failed'))
+            .finally(() => {
+              this.cleaning = null;
+            });
       } catch (err) {
         this.log.warn({ err }, 'Lease renewal or sweep failed');
       }
@@ -293,7 +301,7 @@ export class Worker {
       const leaseAgeMs = clock.now() - this.lastRenewedAt;
       if (leaseAgeMs >= config.leaseMs * SELF_FENCE_FRACTION && this.supervisors.size > 0) {
         this.log.error({ leaseAgeMs }, 'Lease about to lapse: killing own sandboxes');
-        for (const s of this.supervisors.values()) s.stop('lease lost');
+        for (const s of this.supervisors.values()) s.stop(LEASE_LOST);
       }
     }
   }
@@ -304,7 +312,7 @@ export class Worker {
    */
   private async rejoin(now: number): Promise<void> {
     this.log.error('Worker row gone: ending own sessions and registering again');
-    for (const s of this.supervisors.values()) s.stop('lease lost');
+    for (const s of this.supervisors.values()) s.stop(LEASE_LOST);
     await this.deps.store.registerWorker({
       id: this.id,
       host: hostname(),

@@ -45,6 +45,13 @@ const CONNECT_TIMEOUT_MS = 5000;
 const RETRY_BUDGET_MS = 10_000;
 const RETRY_FIRST_DELAY_MS = 50;
 const RETRY_MAX_DELAY_MS = 1000;
+/**
+ * A transaction left idle this long (a fraction of the lease) is ended by the server: a
+ * worker cut off mid-transaction (a partition) must not hold session rows past its lease,
+ * or the sweep of the live workers (SKIP LOCKED) would pass them by until it came back.
+ */
+const IDLE_IN_TRANSACTION_LEASE_FRACTION = 1 / 3;
+const IDLE_IN_TRANSACTION_MIN_MS = 500;
 
 const STATEMENTS = new Map<StatementName, PositionalStatement>(
   Object.entries({ ...shared, ...POSTGRES_STATEMENTS } satisfies Record<StatementName, string>).map(
@@ -67,6 +74,10 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     types: TYPES,
     keepAlive: true,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    idle_in_transaction_session_timeout: Math.max(
+      IDLE_IN_TRANSACTION_MIN_MS,
+      Math.round(options.leaseMs * IDLE_IN_TRANSACTION_LEASE_FRACTION),
+    ),
     application_name: 'berth',
   };
   const warn = options.onWarning ?? (() => undefined);
@@ -207,6 +218,7 @@ function storeUnavailable(why: string, cause: unknown): BerthError {
 
 /** SQLSTATE classes and socket errors meaning the connection, not the statement, failed. */
 const CONNECTION_CODES = new Set([
+  '25P03', // idle_in_transaction_session_timeout: the server ended the session (rolled back)
   'ECONNREFUSED',
   'ECONNRESET',
   'EPIPE',
