@@ -225,7 +225,8 @@ async function refreshChaos() {
     head.textContent =
       `${new Date(r.startedAt).toLocaleString()} · ${r.passed ? 'PASS' : 'FAIL'} · ` +
       `sandbox kills ${t['sandbox-kill'].injected} (detect p50 ${p50(t['sandbox-kill'].detectMs)}, recover p50 ${p50(t['sandbox-kill'].recoverMs)}) · ` +
-      `worker kills ${t['worker-kill'].injected} (detect p50 ${p50(t['worker-kill'].detectMs)}, recover p50 ${p50(t['worker-kill'].recoverMs)})`;
+      `worker kills ${t['worker-kill'].injected} (detect p50 ${p50(t['worker-kill'].detectMs)}, recover p50 ${p50(t['worker-kill'].recoverMs)})` +
+      (t.partition?.injected ? ` · partitions ${t.partition.injected} (detect p50 ${p50(t.partition.detectMs)}, recover p50 ${p50(t.partition.recoverMs)})` : '');
     const line = document.createElement('div');
     line.className = 'timeline';
     for (const f of r.faults) {

@@ -39,3 +39,6 @@ node bin/berth.js image build
 
 step "postgresql: scripts/ensure-postgres.sh"
 scripts/ensure-postgres.sh
+
+step "network namespaces (chaos --partition-worker): scripts/ensure-iproute2.sh"
+scripts/ensure-iproute2.sh

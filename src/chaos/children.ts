@@ -38,6 +38,8 @@ export class BerthProcess {
     readonly args: string[],
     private readonly env: NodeJS.ProcessEnv,
     readonly logFile: string,
+    /** Run inside this network namespace (`nsenter --net`, which execs: the pid is berth's). */
+    private readonly netnsPath?: string,
   ) {}
 
   get pid(): number | undefined {
@@ -55,7 +57,9 @@ export class BerthProcess {
       log,
       `--- ${new Date().toISOString()} chaos: starting ${this.name}: berth ${this.args.join(' ')}\n`,
     );
-    const child = spawn(process.execPath, [BERTH_BIN, ...this.args], {
+    const argv = [process.execPath, BERTH_BIN, ...this.args];
+    if (this.netnsPath) argv.unshift('nsenter', `--net=${this.netnsPath}`, '--');
+    const child = spawn(argv[0]!, argv.slice(1), {
       env: this.env,
       stdio: ['ignore', log, log],
     });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Turn } from '../core/index.js';
 import * as timing from './fault-timing.js';
-import type { SandboxKill, StoreRestart, WorkerKill } from './faults.js';
+import type { Partition, SandboxKill, StoreRestart, WorkerKill } from './faults.js';
 
 const turn = (p: Partial<Turn>): Turn => ({
   id: 't',
@@ -117,4 +117,35 @@ test('nearest-rank percentiles', () => {
   const s = timing.stats(Array.from({ length: 100 }, (_, i) => 100 - i))!;
   assert.deepEqual(s, { n: 100, p50: 50, p99: 99, max: 100 });
   assert.deepEqual(timing.stats([7]), { n: 1, p50: 7, p99: 7, max: 7 });
+});
+
+test('a partition hits the aborted turns its worker ran at the cut; commits from its lease-less time are counted as accepted', () => {
+  const cut: Partition = {
+    kind: 'partition',
+    at: 1500,
+    workerId: 'w1',
+    child: 'worker-1',
+    sandboxes: ['berth-x-s1-g1'],
+    sandboxesAliveAfterLease: 0,
+    healedAt: 8000,
+  };
+  const turns = [
+    turn({ id: 'hit' }),
+    turn({ id: 'other-worker', workerId: 'w2' }),
+    turn({ id: 'started-after', startedAt: 1600 }),
+    turn({ id: 'committed-before-lease', status: 'committed', endedAt: 4000 }),
+    turn({ id: 'committed-lease-less', status: 'committed', startedAt: 4000, endedAt: 5000 }),
+    turn({ id: 'committed-after-heal', status: 'committed', startedAt: 8500, endedAt: 9000 }),
+    turn({ id: 'other-worker-commit', workerId: 'w2', status: 'committed', endedAt: 5000 }),
+  ];
+  assert.deepEqual(
+    timing.partitionHits(cut, turns).map((t) => t.id),
+    ['hit'],
+  );
+  assert.deepEqual(
+    timing.lateCommits(cut, 3000, turns).map((t) => t.id),
+    ['committed-lease-less'],
+  );
+  assert.ok(timing.explainedByFault(turn({ id: 'started-during', startedAt: 3000, endedAt: 7000 }), [cut]));
+  assert.ok(!timing.explainedByFault(turn({ id: 'after-heal', startedAt: 8500, endedAt: 9000 }), [cut]));
 });

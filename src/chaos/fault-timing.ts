@@ -15,12 +15,16 @@
  *                           was down (from the stop to the restart; to the end of the run if
  *                           it never came back)
  *                 detect, recover: as above, from the stop
+ *   partition     hit     = aborted turns of the cut-off worker running at the cut
+ *                 detect, recover: as above, from the cut
+ *                 late commits accepted = its turns committed with a time from a lease after
+ *                           the cut until the heal: writes the fence had to refuse (must be 0)
  *
  * Invariants: a fault with no hit is "missed" and adds no timing sample; a hit session that
  * never commits again is "unrecovered"; percentiles are nearest-rank over the samples.
  */
 import type { Turn } from '../core/index.js';
-import type { Fault, SandboxKill, StoreRestart, WorkerKill } from './faults.js';
+import type { Fault, Partition, SandboxKill, StoreRestart, WorkerKill } from './faults.js';
 
 export const LEASE_EXPIRED = 'worker lease expired';
 
@@ -65,6 +69,23 @@ export function storeRestartHits(f: StoreRestart, turns: Turn[]): Turn[] {
   );
 }
 
+export function partitionHits(f: Partition, turns: Turn[]): Turn[] {
+  return turns.filter((t) => t.status === 'aborted' && t.workerId === f.workerId && ranAt(t, f.at));
+}
+
+/** Turns the cut-off worker committed while it had no lease: a lease after the cut until the heal. */
+export function lateCommits(f: Partition, leaseMs: number, turns: Turn[]): Turn[] {
+  const until = f.healedAt ?? Number.POSITIVE_INFINITY;
+  return turns.filter(
+    (t) =>
+      t.status === 'committed' &&
+      t.workerId === f.workerId &&
+      t.endedAt !== null &&
+      t.endedAt > f.at + leaseMs &&
+      t.endedAt <= until,
+  );
+}
+
 function ranDuring(t: Turn, from: number, to: number): boolean {
   return t.startedAt <= to && (t.endedAt ?? Number.POSITIVE_INFINITY) >= from;
 }
@@ -82,6 +103,8 @@ function inEffectOn(f: Fault, t: Turn): boolean {
       return f.workerId === t.workerId && ranAt(t, f.at);
     case 'store-restart':
       return ranDuring(t, f.at, f.upAt ?? Number.POSITIVE_INFINITY);
+    case 'partition':
+      return f.workerId === t.workerId && ranDuring(t, f.at, f.healedAt ?? Number.POSITIVE_INFINITY);
   }
 }
 

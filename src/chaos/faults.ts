@@ -7,13 +7,19 @@
  *    argv `restartDelayMs` later.
  *  - store-restart: once, when `due()` says so, the store's database server is stopped
  *    (fast shutdown: connections cut), left down `downMs`, and started again.
+ *  - partition: once, when `due()` says so, the network link of the worker running the
+ *    most turns is cut (its namespace's veth, worker-network.ts) for `durationMs` (longer
+ *    than the lease), then healed. A lease after the cut the injector looks at the
+ *    sandboxes that ran that worker's turns at the cut: the worker must have killed them
+ *    itself by then (self-fencing), before anyone else may take its sessions over.
  *
  * Invariants:
  * - Only containers labelled `berth.install=<installId>` are ever touched.
  * - Every fault is recorded with the time taken just BEFORE it was issued, so a
  *   detection time measured from it is never negative.
- * - At most one worker-kill round and one store-restart per injector; the restarts always
- *   happen, even when `stop()` comes first (stop waits for them), so nothing is left dead.
+ * - At most one worker-kill round, one store-restart and one partition per injector; the
+ *   restarts and the heal always happen, even when `stop()` comes first (stop waits for
+ *   them), so nothing is left dead or cut off. A partitioned worker is not SIGKILLed.
  * - The loop ends at `stop()` or `maxDurationMs`, whichever is first, and wakes at least
  *   every TICK_MS; every Engine API and status call is bounded by a timeout.
  */
@@ -50,7 +56,21 @@ export interface StoreRestart {
   upAt: number | null;
 }
 
-export type Fault = SandboxKill | WorkerKill | StoreRestart;
+export interface Partition {
+  kind: 'partition';
+  /** When the link was cut. */
+  at: number;
+  workerId: string;
+  child: string;
+  /** The sandboxes running its turns at the cut. */
+  sandboxes: string[];
+  /** Of those, how many still ran a lease after the cut (must be 0: it fenced itself); null if not looked at. */
+  sandboxesAliveAfterLease: number | null;
+  /** When the link came up again; null if healing failed. */
+  healedAt: number | null;
+}
+
+export type Fault = SandboxKill | WorkerKill | StoreRestart | Partition;
 
 /** A worker child the injector may SIGKILL and restart (see children.ts). */
 export interface KillableWorker {
@@ -62,6 +82,17 @@ export interface KillableWorker {
   restart(): Promise<void>;
 }
 
+/** A worker child in a network namespace of its own, whose link the injector may cut. */
+export interface PartitionableWorker {
+  readonly name: string;
+  workerId(): string | null;
+  cut(): Promise<void>;
+  heal(): Promise<void>;
+}
+
+/** Sandbox names of the running turns, per worker id (from the API's /v1/status). */
+export type RunningTurns = () => Promise<Map<string, string[]>>;
+
 export interface FaultInjectorOptions {
   docker: Dockerode;
   installId: string;
@@ -72,8 +103,7 @@ export interface FaultInjectorOptions {
     workers: KillableWorker[];
     /** Polled every tick; once true, the kill happens as soon as a worker runs a turn. */
     due(): boolean;
-    /** Running turns per worker id right now (from the API's /v1/status). */
-    runningTurns(): Promise<Map<string, number>>;
+    runningTurns: RunningTurns;
     /** After due() this long without any running turn, kill the busiest workers anyway (a miss). */
     maxWaitForTurnsMs: number;
     restartDelayMs: number;
@@ -86,6 +116,17 @@ export interface FaultInjectorOptions {
     stop(): Promise<void>;
     start(): Promise<void>;
     downMs: number;
+  };
+  partition?: {
+    workers: PartitionableWorker[];
+    /** Polled every tick; once true, the cut happens as soon as a worker runs a turn. */
+    due(): boolean;
+    runningTurns: RunningTurns;
+    /** After due() this long without any running turn, cut a worker anyway (a miss). */
+    maxWaitForTurnsMs: number;
+    /** How long the link stays cut: longer than the lease. */
+    durationMs: number;
+    leaseMs: number;
   };
   random?: () => number;
   /** Non-fatal trouble (a kill that raced the container's own end, an engine error). */
@@ -107,6 +148,10 @@ export class FaultInjector {
   private workerKill: Promise<void> | null = null;
   private storeRestart: Promise<void> | null = null;
   private workerKillDueAt: number | null = null;
+  private partition: Promise<void> | null = null;
+  private partitionDueAt: number | null = null;
+  /** The worker whose link is cut right now (never SIGKILLed meanwhile). */
+  private partitioned: string | null = null;
   private readonly random: () => number;
 
   constructor(private readonly opts: FaultInjectorOptions) {
@@ -127,6 +172,7 @@ export class FaultInjector {
     await this.loop;
     await this.workerKill;
     await this.storeRestart;
+    await this.partition;
   }
 
   count(kind: Fault['kind']): number {
@@ -146,6 +192,17 @@ export class FaultInjector {
         else if (force) {
           this.opts.onWarning?.('worker kill skipped: no running worker with a known id');
           this.workerKill = Promise.resolve();
+        }
+      }
+      const pt = this.opts.partition;
+      if (pt && !this.partition && pt.due()) {
+        this.partitionDueAt ??= Date.now();
+        const force = Date.now() - this.partitionDueAt >= pt.maxWaitForTurnsMs;
+        const [victim] = await this.busiest(pt.workers, pt.runningTurns, 1, force);
+        if (victim) this.partition = this.cutOff(pt, victim.worker, victim.sandboxes);
+        else if (force) {
+          this.opts.onWarning?.('partition skipped: no worker with a known id');
+          this.partition = Promise.resolve();
         }
       }
       const sr = this.opts.storeRestart;
@@ -252,18 +309,73 @@ export class FaultInjector {
     wk: NonNullable<FaultInjectorOptions['workerKill']>,
     force: boolean,
   ): Promise<KillableWorker[]> {
+    const live = wk.workers.filter((w) => w.pid !== undefined && w.workerId() !== this.partitioned);
+    return (await this.busiest(live, wk.runningTurns, wk.count ?? 1, force)).map((b) => b.worker);
+  }
+
+  /** The `count` workers with a known id running the most turns (ties at random), with their turns' sandboxes. */
+  private async busiest<W extends { workerId(): string | null }>(
+    workers: W[],
+    runningTurns: RunningTurns,
+    count: number,
+    force: boolean,
+  ): Promise<{ worker: W; sandboxes: string[] }[]> {
     const turns = await Promise.race([
-      wk.runningTurns(),
+      runningTurns(),
       new Promise<never>((_, reject) =>
         setTimeout(() => reject(new Error('timeout')), ENGINE_TIMEOUT_MS).unref(),
       ),
-    ]).catch(() => new Map<string, number>());
-    const load = (w: KillableWorker) => turns.get(w.workerId() ?? '') ?? 0;
-    const ranked = wk.workers
-      .filter((w) => w.pid !== undefined && w.workerId() !== null)
-      .map((w) => ({ w, load: load(w), tie: this.random() }))
-      .sort((a, b) => b.load - a.load || a.tie - b.tie);
-    if (!force && (ranked[0]?.load ?? 0) === 0) return [];
-    return ranked.slice(0, wk.count ?? 1).map((r) => r.w);
+    ]).catch(() => new Map<string, string[]>());
+    const ranked = workers
+      .filter((w) => w.workerId() !== null)
+      .map((worker) => ({ worker, sandboxes: turns.get(worker.workerId()!) ?? [], tie: this.random() }))
+      .sort((a, b) => b.sandboxes.length - a.sandboxes.length || a.tie - b.tie);
+    if (!force && (ranked[0]?.sandboxes.length ?? 0) === 0) return [];
+    return ranked.slice(0, count);
+  }
+
+  private async cutOff(
+    pt: NonNullable<FaultInjectorOptions['partition']>,
+    victim: PartitionableWorker,
+    sandboxes: string[],
+  ): Promise<void> {
+    const record: Partition = {
+      kind: 'partition',
+      at: Date.now(),
+      workerId: victim.workerId()!,
+      child: victim.name,
+      sandboxes,
+      sandboxesAliveAfterLease: null,
+      healedAt: null,
+    };
+    this.partitioned = record.workerId;
+    try {
+      await victim.cut();
+      this.faults.push(record);
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, record.at + pt.leaseMs - Date.now())));
+      record.sandboxesAliveAfterLease = await this.stillRunning(sandboxes).catch((err: unknown) => {
+        this.opts.onWarning?.(`partition: cannot list sandboxes: ${(err as Error).message}`);
+        return null;
+      });
+      await new Promise((resolve) =>
+        setTimeout(resolve, Math.max(0, record.at + pt.durationMs - Date.now())),
+      );
+    } finally {
+      await victim.heal().then(
+        () => {
+          record.healedAt = Date.now();
+        },
+        (err: unknown) => this.opts.onWarning?.(`partition: link did not come up: ${(err as Error).message}`),
+      );
+      this.partitioned = null;
+    }
+  }
+
+  /** How many of these containers are running. */
+  private async stillRunning(names: string[]): Promise<number> {
+    const running = new Set(
+      (await this.runningSandboxes()).flatMap((c) => c.Names.map((n) => n.replace(/^\//, ''))),
+    );
+    return names.filter((n) => running.has(n)).length;
   }
 }

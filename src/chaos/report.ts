@@ -10,6 +10,8 @@ import type { Turn } from '../core/index.js';
 import {
   explainedByFault,
   type FaultTiming,
+  lateCommits,
+  partitionHits,
   type Stats,
   sandboxKillHits,
   stats,
@@ -17,7 +19,7 @@ import {
   timingOf,
   workerKillHits,
 } from './fault-timing.js';
-import type { Fault, SandboxKill, StoreRestart, WorkerKill } from './faults.js';
+import type { Fault, Partition, SandboxKill, StoreRestart, WorkerKill } from './faults.js';
 import type { InvariantResult } from './invariant-result.js';
 import type { LoadReport } from './load-sampler.js';
 import type { Outcome, RequestRecord } from './session-driver.js';
@@ -35,6 +37,8 @@ export interface ChaosSettings {
   store: string;
   /** How long the database was held down by the store restart, ms; null = no restart. */
   storeDownMs: number | null;
+  /** How long the partitioned worker's link was cut, ms; null = no partition. */
+  partitionMs: number | null;
   leaseMs: number;
   durationCapMs: number;
   seed: number;
@@ -53,14 +57,30 @@ export interface ChaosReport {
   /** POST to reply, of ok requests: what a user waits, retries and backoff included. */
   latencyMs: Stats | null;
   messages: { inbound: number; outbound: number };
-  faults: { 'sandbox-kill': number; 'worker-kill': number; 'store-restart': number; skipped: number };
+  faults: {
+    'sandbox-kill': number;
+    'worker-kill': number;
+    'store-restart': number;
+    partition: number;
+    skipped: number;
+  };
   /** Aborted turns: each one's messages were dispatched again (or failed). */
   redispatches: number;
   /** Aborted turns by error (ids, paths and sandbox names blanked out), most frequent first. */
   abortReasons: Record<string, number>;
   /** Aborted turns that no injected fault explains (not in a killed sandbox, not on the killed worker): berth's own failures. */
   unexplainedAborts: { count: number; reasons: Record<string, number> };
-  timing: { 'sandbox-kill': FaultTiming; 'worker-kill': FaultTiming; 'store-restart': FaultTiming };
+  timing: Record<FaultKind, FaultTiming>;
+  /** The partitioned worker's fencing: null without a partition. */
+  partition: {
+    worker: string;
+    /** Sandboxes that ran its turns at the cut and still ran a lease later (0: it fenced itself). */
+    sandboxesAliveAfterLease: number | null;
+    sandboxesAtCut: number;
+    /** Its commits the fence had to refuse and did not (0). */
+    lateCommitsAccepted: number;
+    healed: boolean;
+  } | null;
   invariants: InvariantResult[];
   /** Memory and store load while the workload ran. */
   load: LoadReport;
@@ -69,6 +89,9 @@ export interface ChaosReport {
   /** Requests that did not end ok, with why. */
   notOk: RequestRecord[];
 }
+
+const FAULT_KINDS = ['sandbox-kill', 'worker-kill', 'store-restart', 'partition'] as const;
+type FaultKind = (typeof FAULT_KINDS)[number];
 
 export interface ReportInput {
   settings: ChaosSettings;
@@ -91,11 +114,16 @@ export function buildReport(input: ReportInput): ChaosReport {
   const sandboxKills = faults.filter((f): f is SandboxKill => f.kind === 'sandbox-kill');
   const workerKills = faults.filter((f): f is WorkerKill => f.kind === 'worker-kill');
   const storeRestarts = faults.filter((f): f is StoreRestart => f.kind === 'store-restart');
+  const partitions = faults.filter((f): f is Partition => f.kind === 'partition');
+  const cut = partitions[0];
+  const lateAccepted = partitions.flatMap((f) => lateCommits(f, input.settings.leaseMs, turns)).length;
   const reason = (t: Turn) => normalizeError(t.error ?? '', input.settings.dataDir);
   const unexplained = aborted.filter((t) => !explainedByFault(t, faults));
   const fail = count('fail');
   const unknown = count('unknown');
-  const passed = input.invariants.every((i) => i.passed) && fail === 0 && unknown === 0;
+  const fenced = partitions.every((f) => f.sandboxesAliveAfterLease === 0 && f.healedAt !== null);
+  const passed =
+    input.invariants.every((i) => i.passed) && fail === 0 && unknown === 0 && fenced && lateAccepted === 0;
   return {
     settings: input.settings,
     wallMs: input.wallMs,
@@ -119,6 +147,7 @@ export function buildReport(input: ReportInput): ChaosReport {
       'sandbox-kill': sandboxKills.length,
       'worker-kill': workerKills.length,
       'store-restart': storeRestarts.length,
+      partition: partitions.length,
       skipped: input.skippedFaults,
     },
     redispatches: aborted.length,
@@ -137,7 +166,20 @@ export function buildReport(input: ReportInput): ChaosReport {
         storeRestarts.map((f) => ({ at: f.at, hits: storeRestartHits(f, turns) })),
         turns,
       ),
+      partition: timingOf(
+        partitions.map((f) => ({ at: f.at, hits: partitionHits(f, turns) })),
+        turns,
+      ),
     },
+    partition: cut
+      ? {
+          worker: `${cut.child} (${cut.workerId})`,
+          sandboxesAtCut: cut.sandboxes.length,
+          sandboxesAliveAfterLease: cut.sandboxesAliveAfterLease,
+          lateCommitsAccepted: lateAccepted,
+          healed: cut.healedAt !== null,
+        }
+      : null,
     invariants: input.invariants,
     load: input.load,
     passed,
@@ -174,7 +216,8 @@ export function renderReport(r: ChaosReport): string {
   lines.push(
     `berth chaos: ${s.sessions} sessions x ${s.turns} turns, ${s.workers} workers x ${s.slotsPerWorker} slots, store ${s.store}, ` +
       `sandbox kill every ${s.killEveryMs.min / 1000}-${s.killEveryMs.max / 1000} s, workers killed at once ${s.killWorkers}, ` +
-      `store restart ${s.storeDownMs === null ? 'off' : `${s.storeDownMs / 1000} s down`}, lease ${s.leaseMs / 1000} s, seed ${s.seed}`,
+      `store restart ${s.storeDownMs === null ? 'off' : `${s.storeDownMs / 1000} s down`}, ` +
+      `partition ${s.partitionMs === null ? 'off' : `${s.partitionMs / 1000} s`}, lease ${s.leaseMs / 1000} s, seed ${s.seed}`,
     `wall ${(r.wallMs / 1000).toFixed(1)} s${r.cutShort ? ' (cut short: --duration reached, or interrupted)' : ''}, data ${s.dataDir}${s.dataDirKept ? '' : ' (removed; --keep keeps it)'}`,
     '',
     `requests  planned ${r.requests.planned}  sent ${r.requests.sent}  ok ${r.requests.ok}  fail ${r.requests.fail}  ` +
@@ -182,7 +225,7 @@ export function renderReport(r: ChaosReport): string {
     `latency   ok requests, POST to reply, ms p50/p99/max ${ms(r.latencyMs, 'p50')}/${ms(r.latencyMs, 'p99')}/${ms(r.latencyMs, 'max')}`,
     `messages  inbound ${r.messages.inbound}  outbound ${r.messages.outbound}  user-visible errors ${r.userVisibleErrors}`,
     `faults    sandbox-kill ${r.faults['sandbox-kill']}  worker-kill ${r.faults['worker-kill']}  store-restart ${r.faults['store-restart']}  ` +
-      `(attempts that found no running sandbox: ${r.faults.skipped})`,
+      `partition ${r.faults.partition}  (attempts that found no running sandbox: ${r.faults.skipped})`,
     `re-dispatches (aborted turns) ${r.redispatches}, of which ${r.unexplainedAborts.count} no injected fault explains`,
   );
   const l = r.load;
@@ -203,7 +246,7 @@ export function renderReport(r: ChaosReport): string {
     '',
     'fault          injected  hit  missed  unrecov.  detect ms p50/p99/max   recover ms p50/p99/max',
   );
-  for (const kind of ['sandbox-kill', 'worker-kill', 'store-restart'] as const) {
+  for (const kind of FAULT_KINDS) {
     const t = r.timing[kind];
     const triple = (x: Stats | null) => `${ms(x, 'p50')}/${ms(x, 'p99')}/${ms(x, 'max')}`.padEnd(24);
     lines.push(
@@ -211,10 +254,15 @@ export function renderReport(r: ChaosReport): string {
         `${String(t.unrecovered).padStart(9)}  ${triple(t.detectMs)}${triple(t.recoverMs)}`,
     );
   }
-  lines.push(
-    '  (missed = the fault ended no running turn: the sandbox was idle, starting or already done)',
-    '',
-  );
+  lines.push('  (missed = the fault ended no running turn: the sandbox was idle, starting or already done)');
+  const p = r.partition;
+  if (p)
+    lines.push(
+      `partition ${p.worker}: ${p.sandboxesAtCut} sandboxes ran its turns at the cut, ` +
+        `${p.sandboxesAliveAfterLease ?? '?'} still running a lease later (0 = it fenced itself); ` +
+        `late commits accepted ${p.lateCommitsAccepted}; link ${p.healed ? 'healed' : 'NOT healed'}`,
+    );
+  lines.push('');
   lines.push('invariants');
   for (const inv of r.invariants) {
     lines.push(`  ${inv.passed ? 'PASS' : 'FAIL'}  ${inv.name.padEnd(22)} ${inv.summary}`);
@@ -230,7 +278,9 @@ export function renderReport(r: ChaosReport): string {
   }
   lines.push(
     '',
-    r.passed ? 'RESULT: PASS' : 'RESULT: FAIL (an invariant failed, or a request ended fail/unknown)',
+    r.passed
+      ? 'RESULT: PASS'
+      : 'RESULT: FAIL (an invariant failed, a request ended fail/unknown, or the partitioned worker did not fence)',
   );
   return `${lines.join('\n')}\n`;
 }

@@ -2,12 +2,17 @@
  * One chaos run, end to end: berth as separate processes (`berth up --slots 0` for the API,
  * W `berth worker`s sharing its data dir and its store: SQLite, or a PostgreSQL database),
  * a workload of N sessions x T turns through the public API, real faults meanwhile (sandbox
- * kills, K workers SIGKILLed at once, a database restart), a clean shutdown, then the
- * checker and the report.
+ * kills, K workers SIGKILLed at once, a database restart, a worker partitioned from the
+ * store), a clean shutdown, then the checker and the report.
+ *
+ * With a partition, every worker runs in a network namespace of its own (worker-network.ts)
+ * and reaches the store through a relay on the host end of its veth (store-relay.ts): the
+ * partition is a real cut link, not a flag.
  *
  * Invariants:
  * - Always cleans up, on success, failure or exception: every child is stopped (SIGKILL
- *   if SIGTERM does not end it in STOP_GRACE_MS), leftovers berth failed to remove are
+ *   if SIGTERM does not end it in STOP_GRACE_MS), relays and namespaces are removed
+ *   (and those of dead earlier runs reaped at start), leftovers berth failed to remove are
  *   removed AFTER the checker recorded them, and a temp data dir is deleted unless `keep`.
  * - Bounded: start-up, each request (`messageTimeoutMs`), the workload (`durationCapMs`),
  *   the injector and the shutdown each have a time limit.
@@ -29,6 +34,14 @@ import { LoadSampler } from './load-sampler.js';
 import { buildReport, type ChaosReport, type ChaosSettings } from './report.js';
 import { driveSession, type RequestRecord } from './session-driver.js';
 import { readStoreSnapshot } from './snapshot.js';
+import { type StoreRelay, startStoreRelay } from './store-relay.js';
+import {
+  createWorkerNetworks,
+  reapStaleNetworks,
+  removeWorkerNetworks,
+  requireNetworkNamespaces,
+  type WorkerNetwork,
+} from './worker-network.js';
 
 export interface ChaosOptions {
   sessions: number;
@@ -47,6 +60,11 @@ export interface ChaosOptions {
     /** Restart the database server once, halfway through the run: stop, `downMs` down, start. */
     restart?: { stop(): Promise<void>; start(): Promise<void>; downMs: number };
   };
+  /**
+   * Cut one worker's network link for `durationMs` (default two leases) about a quarter
+   * into the run, then heal it. Needs a PostgreSQL store, root and iproute2.
+   */
+  partitionWorker?: { durationMs?: number };
   slotsPerWorker: number;
   /** BERTH_LEASE of the children, e.g. '3s'. */
   lease: string;
@@ -75,6 +93,7 @@ export interface ChaosProgress {
   sandboxKills: number;
   workerKills: number;
   storeRestarts: number;
+  partitions: number;
   elapsedMs: number;
 }
 
@@ -90,6 +109,11 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   const startedAt = Date.now();
   const leaseMs = parseDurationMs(opts.lease);
   if (leaseMs === undefined) throw new Error(`lease "${opts.lease}" is not a duration (use 3s or 3000ms)`);
+  if (opts.partitionWorker) {
+    if (!opts.store)
+      throw new Error('--partition-worker needs a PostgreSQL store (--store postgres or a postgres:// URL)');
+    await requireNetworkNamespaces();
+  }
   const ownDir = opts.dataDir === undefined;
   const dataDir = ownDir ? await mkdtemp(join(tmpdir(), 'berth-chaos-')) : resolve(opts.dataDir!);
   await mkdir(dataDir, { recursive: true });
@@ -110,17 +134,11 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   const docker = connectDocker(loadConfig(env).dockerSocket);
   const url = `http://127.0.0.1:${port}`;
   const api = new BerthProcess('api', ['up', '--slots', '0'], env, join(dataDir, 'api.log'));
-  const workers = Array.from(
-    { length: opts.workers ?? DEFAULT_WORKERS },
-    (_, i) =>
-      new BerthProcess(
-        `worker-${i + 1}`,
-        ['worker', '--slots', String(opts.slotsPerWorker)],
-        env,
-        join(dataDir, `worker-${i + 1}.log`),
-      ),
-  );
-  const children = [api, ...workers];
+  const workerCount = opts.workers ?? DEFAULT_WORKERS;
+  const networks: WorkerNetwork[] = [];
+  const relays: StoreRelay[] = [];
+  const workers: BerthProcess[] = [];
+  const children = [api];
   const workerIds = new Map<number, string>();
   const requests: RequestRecord[] = [];
   const turnsTotal = opts.sessions * opts.turns;
@@ -140,11 +158,24 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       sandboxKills: injector?.count('sandbox-kill') ?? 0,
       workerKills: injector?.count('worker-kill') ?? 0,
       storeRestarts: injector?.count('store-restart') ?? 0,
+      partitions: injector?.count('partition') ?? 0,
       elapsedMs: Date.now() - startedAt,
     });
   const ticker = setInterval(progress, 500);
   try {
     progress();
+    if (opts.partitionWorker) {
+      await reapStaleNetworks();
+      networks.push(...(await createWorkerNetworks(workerCount)));
+      for (const n of networks) relays.push(await startStoreRelay(opts.store!.url, n.hostAddress));
+    }
+    for (let i = 0; i < workerCount; i++) {
+      const name = `worker-${i + 1}`;
+      const args = ['worker', '--slots', String(opts.slotsPerWorker)];
+      const workerEnv = relays[i] ? { ...env, BERTH_STORE: relays[i]!.url } : env;
+      workers.push(new BerthProcess(name, args, workerEnv, join(dataDir, `${name}.log`), networks[i]?.path));
+    }
+    children.push(...workers);
     api.start();
     await waitForHealthy(url, api, START_TIMEOUT_MS);
     // The API process wrote the admin token at start: this run acts as the operator.
@@ -192,6 +223,19 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
               restartDelayMs: WORKER_RESTART_DELAY_MS,
             }
           : undefined,
+      partition: opts.partitionWorker && {
+        workers: workers.map((w, i) => ({
+          name: w.name,
+          workerId: () => (w.pid === undefined ? null : (workerIds.get(w.pid) ?? null)),
+          cut: () => networks[i]!.cut(),
+          heal: () => networks[i]!.heal(),
+        })),
+        due: () => requests.length >= turnsTotal / 4,
+        runningTurns: () => runningTurnsByWorker(client),
+        maxWaitForTurnsMs: WORKER_KILL_MAX_WAIT_MS,
+        durationMs: opts.partitionWorker.durationMs ?? 2 * leaseMs,
+        leaseMs,
+      },
       storeRestart: opts.store?.restart && {
         ...opts.store.restart,
         due: () => requests.length >= turnsTotal / 2,
@@ -250,6 +294,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       killWorkers: opts.killWorkers,
       store: opts.store ? redactUrl(opts.store.url) : 'sqlite',
       storeDownMs: opts.store?.restart?.downMs ?? null,
+      partitionMs: opts.partitionWorker ? (opts.partitionWorker.durationMs ?? 2 * leaseMs) : null,
       leaseMs,
       durationCapMs: opts.durationCapMs,
       seed,
@@ -275,19 +320,21 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     cut.abort();
     await injector?.stop().catch(() => undefined);
     await Promise.all(children.map((c) => c.stop(5000).catch(() => undefined)));
+    await Promise.all(relays.map((r) => r.close().catch(() => undefined)));
+    await removeWorkerNetworks(networks.map((n) => n.name));
     await removeLeftovers(docker, installId, dataDir);
     if (ownDir && !opts.keep) await rm(dataDir, { recursive: true, force: true }).catch(() => undefined);
     progress();
   }
 }
 
-/** Running turns per worker id, from the API (sessions' current turns). */
-async function runningTurnsByWorker(client: ApiClient): Promise<Map<string, number>> {
+/** Sandbox names of the running turns per worker id, from the API (sessions' current turns). */
+async function runningTurnsByWorker(client: ApiClient): Promise<Map<string, string[]>> {
   const status = await client.request<{ sessions: SessionView[] }>('GET', '/v1/status');
-  const counts = new Map<string, number>();
+  const turns = new Map<string, string[]>();
   for (const s of status.sessions) {
     const worker = s.currentTurn?.workerId;
-    if (worker) counts.set(worker, (counts.get(worker) ?? 0) + 1);
+    if (worker) turns.set(worker, [...(turns.get(worker) ?? []), s.currentTurn?.sandbox ?? '']);
   }
-  return counts;
+  return turns;
 }

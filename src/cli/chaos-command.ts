@@ -2,7 +2,8 @@
  * `berth chaos`: runs berth as separate processes (an API and W workers on a temp data
  * dir, on SQLite or PostgreSQL), drives a workload through the API while killing sandboxes
  * (docker kill), workers (SIGKILL) and, on a PostgreSQL cluster of its own, the database
- * (stop, wait, start); then checks the invariants and prints the report. Exit 1 when an
+ * (stop, wait, start), and cuts one worker's network link for longer than the lease
+ * (--partition-worker: each worker in a network namespace); then checks the invariants and prints the report. Exit 1 when an
  * invariant fails or any request ended fail/unknown; 2 for bad flags.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -15,6 +16,7 @@ import {
   type ChaosReport,
   type PostgresCluster,
   renderReport,
+  requireNetworkNamespaces,
   runChaos,
   startPostgresCluster,
 } from '../chaos/index.js';
@@ -32,6 +34,7 @@ interface ChaosFlags {
   store?: string;
   restartStore?: boolean;
   storeDown: string;
+  partitionWorker?: boolean;
   messageTimeout: string;
   slots: string;
   lease: string;
@@ -68,6 +71,10 @@ export function chaosCommand(env: NodeJS.ProcessEnv): Command {
     )
     .option('--restart-store', 'restart the database halfway through the run (needs --store postgres)')
     .option('--store-down <seconds>', 'how long the restarted database stays down', '3')
+    .option(
+      '--partition-worker',
+      'run each worker in a network namespace of its own and cut one off the network (veth down) for two leases, a quarter into the run (needs --store, root and iproute2)',
+    )
     .option('--slots <n>', 'slots of each worker', '2')
     .option('--message-timeout <seconds>', 'no reply after this long: the request is unknown', '120')
     .option('--lease <duration>', 'worker lease (BERTH_LEASE) of the children', '3s')
@@ -94,7 +101,7 @@ Examples:
   berth chaos                                  10 x 5 turns, kills every 1-3 s, one worker kill
   berth chaos --sessions 20 --turns 10 --kill-every 0.5-2 --keep
   berth chaos --no-kill-worker --json > report.json
-  berth chaos --store postgres --workers 6 --sessions 500 --turns 2 --kill-workers 30% --restart-store`,
+  berth chaos --store postgres --workers 6 --sessions 500 --turns 2 --kill-workers 30% --restart-store --partition-worker`,
     )
     .action(async (flags: ChaosFlags) => {
       const workers = positiveInt('--workers', flags.workers);
@@ -104,6 +111,19 @@ Examples:
           'on',
           'possible without --store postgres (a cluster the run starts itself)',
         );
+      if (flags.partitionWorker) {
+        if (flags.store === undefined)
+          throw badFlag(
+            '--partition-worker',
+            'on',
+            'possible without --store (it cuts a worker off its PostgreSQL store)',
+          );
+        await requireNetworkNamespaces().catch((err: unknown) => {
+          throw new BerthError('INVALID_INPUT', `--partition-worker: ${(err as Error).message}`, {
+            hint: 'Run as root on a machine with iproute2, or leave out --partition-worker.',
+          });
+        });
+      }
       const storeDownMs = positiveNumber('--store-down', flags.storeDown) * 1000;
       const options = {
         sessions: positiveInt('--sessions', flags.sessions),
@@ -119,6 +139,7 @@ Examples:
         dataDir: flags.data,
         logLevel: flags.logLevel,
         keep: flags.keep,
+        partitionWorker: flags.partitionWorker ? {} : undefined,
         env,
       };
       const live = liveProgress(process.stderr);
@@ -223,7 +244,8 @@ function liveProgress(stream: NodeJS.WriteStream): { update(p: ChaosProgress): v
   let finished = false;
   const line = (p: ChaosProgress) =>
     `chaos ${p.phase}: turns ${p.turnsDone}/${p.turnsTotal} (ok ${p.ok}, fail ${p.fail}, unknown ${p.unknown}), ` +
-    `faults: ${p.sandboxKills} sandbox kills, ${p.workerKills} worker kills, ${p.storeRestarts} store restarts, ${formatElapsed(p.elapsedMs)}`;
+    `faults: ${p.sandboxKills} sandbox kills, ${p.workerKills} worker kills, ${p.storeRestarts} store restarts, ` +
+    `${p.partitions} partitions, ${formatElapsed(p.elapsedMs)}`;
   const draw = () => {
     if (!latest || finished) return;
     const text = line(latest);
