@@ -398,9 +398,8 @@ export class SessionSupervisor {
       if (this.deps.config.failpoint === 'kill-before-promote') process.kill(process.pid, 'SIGKILL');
       await workspaces.promote(this.session.id, turnId);
       await store.markLayerPromoted(this.session.id, turnId);
-    } else {
-      await workspaces.discard(this.session.id, turnId);
     }
+    await workspaces.discard(this.session.id, turnId);
   }
 
   /**

@@ -380,8 +380,14 @@ export class Worker {
     const mine = new Set([...this.supervisors.values()].map((s) => s.sandboxName));
     for (const name of this.pool?.names() ?? []) mine.add(name);
     let staleSlots = 0;
-    for (const name of await this.workspaces.listSlots()) {
-      if (mine.has(name)) continue;
+    const slots = await this.workspaces.listSlots();
+    // Listed after the slots: a slot whose container exists is in use, whatever its worker's
+    // heartbeat says. A worker that only looks dead (cut off the store, or not renewed yet
+    // after an outage) keeps starting warm sandboxes; closing the slot of one would hide
+    // every later turn's files from it (its mount point would be a directory it cannot see).
+    const containers = new Set((await runtime.list(this.installId)).map((h) => h.name));
+    for (const name of slots) {
+      if (mine.has(name) || containers.has(name)) continue;
       // A warm sandbox's slot (bound or not): in use while its (other, live) worker holds it.
       const warmOwner = parsePoolSandboxName(this.installId, name)?.workerId;
       if (warmOwner && warmOwner !== this.id && live.has(warmOwner)) continue;
@@ -401,9 +407,8 @@ export class Worker {
       if (decision === 'promote') {
         await this.workspaces.promote(sessionId, turnId);
         await store.markLayerPromoted(sessionId, turnId);
-      } else {
-        await this.workspaces.discard(sessionId, turnId);
       }
+      await this.workspaces.discard(sessionId, turnId);
       layers++;
     }
     if (orphans.length + staleSlots + layers > 0) {

@@ -179,20 +179,23 @@ export class Workspaces {
     await rmdir(this.slotPath(sandboxName)).catch(() => undefined);
   }
 
-  /** Applies a sealed, committed layer to the committed layer and deletes it. Idempotent. */
+  /**
+   * Applies a sealed, committed layer to the committed layer. Idempotent. The layer stays:
+   * the caller discards it once the store knows it was promoted (markLayerPromoted), so a
+   * crash in between leaves it on disk, where the clean-up finds it and marks it.
+   */
   async promote(sessionId: string, turnId: string): Promise<void> {
     const layer = this.layerPath(sessionId, turnId);
-    // No plan in an existing layer: a crash cut the removal below, after the plan was fully applied.
+    // No plan in an existing layer: a crash cut a discard short, after the plan was fully applied.
     if (await exists(join(layer, PLAN_FILE))) {
       await applyPlan(join(layer, PLAN_FILE), {
         upper: join(layer, 'upper'),
         committed: this.committedPath(sessionId),
       });
     }
-    await rm(layer, { recursive: true, force: true });
   }
 
-  /** Drops an aborted or abandoned attempt layer. */
+  /** Drops an aborted or abandoned attempt layer, or a promoted one the store has marked. */
   async discard(sessionId: string, turnId: string): Promise<void> {
     await rm(this.layerPath(sessionId, turnId), { recursive: true, force: true });
   }
