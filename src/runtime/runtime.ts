@@ -47,8 +47,15 @@ export interface SandboxRuntime {
   check(image: string): Promise<void>;
   /** Created and started, the runner booting. */
   create(spec: SandboxSpec): Promise<SandboxHandle>;
-  /** Graceful (1 s), then hard; removes the sandbox. Idempotent. */
-  kill(handle: Pick<SandboxHandle, 'id' | 'name'>, reason: string): Promise<void>;
+  /**
+   * Graceful (1 s), then hard; removes the sandbox. Idempotent. `hard`: no grace (a worker
+   * fencing itself, whose lease may lapse within that second).
+   */
+  kill(
+    handle: Pick<SandboxHandle, 'id' | 'name'>,
+    reason: string,
+    options?: { hard?: boolean },
+  ): Promise<void>;
   /** 'connected' first, then exits and OOM kills of this install's sandboxes as they happen. */
   events(installId: string, signal: AbortSignal, sinceMs?: number): AsyncIterable<RuntimeEvent>;
   /** Sandboxes carrying this install's label, running or not. */

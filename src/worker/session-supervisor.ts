@@ -121,7 +121,7 @@ export class SessionSupervisor {
     if (reason === LEASE_LOST && this.handle && !this.fenceKilled) {
       this.fenceKilled = true;
       this.deps.runtime
-        .kill(this.handle, reason)
+        .kill(this.handle, reason, { hard: true })
         .catch((err: unknown) =>
           this.log.warn({ err }, 'Self-fencing kill failed; the clean-up kills again'),
         );
@@ -430,15 +430,15 @@ export class SessionSupervisor {
         this.log.error({ err, step: what }, 'Session clean-up step failed');
       }
     };
+    const fencing = ending.reason === LEASE_LOST;
     const killSandbox = async () => {
       if (this.handle || this.exit)
         await step('kill sandbox', () =>
-          runtime.kill(this.handle ?? { id: '', name: this.sandboxName }, ending.reason),
+          runtime.kill(this.handle ?? { id: '', name: this.sandboxName }, ending.reason, { hard: fencing }),
         );
     };
     // Self-fencing: the store may be out of reach (a partition), and the sandbox must be dead
-    // before a lease has passed, so it is killed first, without waiting for the store.
-    const fencing = ending.reason === LEASE_LOST;
+    // before a lease has passed, so it is killed first, hard, without waiting for the store.
     if (fencing) await killSandbox();
     // 'stale'/'not_found' from the abort means the turn already ended (a commit raced the ending): settleLayer keeps it.
     if (turn)
