@@ -23,6 +23,12 @@ interface StreamSource {
   after(cursor: number): Promise<SessionEvent[]>;
   /** Extra, id-less events computed on each flush (the session's moved queue position). */
   extra?(): Promise<{ type: string; data: unknown } | null>;
+  /**
+   * The session whose changes wake the stream; others' changes wait for the tick. Without
+   * it every stream read the store on every change of every session: with hundreds of
+   * streams open that drained the API's connections (issue 8, the 500-session run).
+   */
+  sessionId?: string;
 }
 
 export const eventsRoutes: FastifyPluginAsync<PluginDeps> = async (app, { store, clock, routes }) => {
@@ -51,6 +57,7 @@ export const eventsRoutes: FastifyPluginAsync<PluginDeps> = async (app, { store,
       if (!initial) throw new BerthError('SESSION_NOT_FOUND', `Session ${sessionId} does not exist`);
       let position = initial.queuePosition;
       await stream(request, reply, store, open, resumeFrom(request, query.after), {
+        sessionId,
         after: (cursor) => store.eventsAfter(sessionId, cursor, BATCH),
         async extra() {
           const view = await store.getSessionView(sessionId, clock.now());
@@ -142,7 +149,10 @@ async function stream(
       busy = false;
     }
   };
-  const unsubscribe = store.onChange(() => void flush());
+  const unsubscribe = store.onChange((change) => {
+    const changed = change.type === 'event' ? change.event.sessionId : change.sessionId;
+    if (source.sessionId === undefined || changed === source.sessionId) void flush();
+  });
   const tick = setInterval(() => void flush(), TICK_MS);
   const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
   const end = () => res.end();

@@ -110,3 +110,43 @@ test('clients that disconnect leave no listener behind', async (t) => {
   while (live() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   assert.equal(live(), 0, 'every listener went with its client');
 });
+
+test("a session stream reads the store on its own session's changes, not on every other session's", async (t) => {
+  const config = loadConfig({});
+  const raw = openSqliteStore({ path: ':memory:', leaseMs: config.leaseMs, retry: config });
+  let reads = 0;
+  const eventsAfter: Store['eventsAfter'] = (sessionId, ...rest) => {
+    if (sessionId === 's1') reads++;
+    return raw.eventsAfter(sessionId, ...rest);
+  };
+  const store = Object.assign(Object.create(raw) as Store, { eventsAfter });
+  const app = await buildApp({ config, store, clock: systemClock, log: pino({ level: 'silent' }) });
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  t.after(async () => {
+    await app.close();
+    await raw.close();
+  });
+  const client = new ApiClient(url, (await issueToken(raw, 'acme', '', Date.now())).token);
+  await client.request('POST', '/v1/agents', { name: 'a', provider: 'command' });
+  await client.request('POST', '/v1/sessions/s1/messages', { text: 'own', agent: 'a' });
+  const stream = client.events('s1', 0);
+  // next() by hand: a for-await that breaks would close the stream.
+  const nextWithId = async () => {
+    for (;;) {
+      const { value, done } = await stream.next();
+      if (done || value.id !== null) return value;
+    }
+  };
+  await nextWithId();
+  const before = reads;
+  const startedAt = Date.now();
+  for (let i = 0; i < 40; i++)
+    await client.request('POST', `/v1/sessions/s2/messages`, { text: `m${i}`, agent: 'a' });
+  // One read per tick (1 s) at most, whatever the other session did: 40 changes would be 40 reads.
+  const ticks = Math.ceil((Date.now() - startedAt) / 1000) + 1;
+  assert.ok(reads - before <= ticks, `${reads - before} reads for ${ticks} ticks`);
+  await client.request('POST', '/v1/sessions/s1/messages', { text: 'own again' });
+  const own = await nextWithId();
+  assert.equal(own?.type, 'queued', "its own session's change still arrives");
+  await stream.return(undefined);
+});
