@@ -1,4 +1,4 @@
-/** What only the PostgreSQL store does: migrations raced by many processes, LISTEN/NOTIFY, a database that restarts or is not there. */
+/** What only the PostgreSQL store does: migrations raced by many processes, LISTEN/NOTIFY, a database that restarts or is not there, leases judged by its clock. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pg from 'pg';
@@ -104,4 +104,51 @@ test('postgres: a database that stays away fails a call with STORE_UNAVAILABLE, 
   }
   assert.equal(await store.getSessionView('x', Date.now()), null);
   await store.close();
+});
+
+test('postgres: leases are judged by the database clock: a worker a lease ahead steals no live lease, one a lease behind keeps no dead one', async () => {
+  const url = await freshDatabase();
+  const leaseMs = 1000;
+  const skew = 5 * leaseMs;
+  const openAt = (offsetMs: number) =>
+    openPostgresStore({ url, leaseMs, retry: RETRY, localClock: { now: () => Date.now() + offsetMs } });
+  const [exact, ahead, behind] = await Promise.all([openAt(0), openAt(skew), openAt(-skew)]);
+  // The server runs on this machine: its clock is Date.now(); each store's clock reads it, whatever its local skew.
+  for (const s of [exact, ahead, behind]) assert.ok(Math.abs(s.clock.now() - Date.now()) < 250);
+  await exact.createAgent(agentSpecSchema.parse({ name: 'sh', provider: 'command' }), exact.clock.now());
+  const register = (store: Store, id: string) =>
+    store.registerWorker({
+      id,
+      host: 'h',
+      pid: 1,
+      slots: 1,
+      heartbeatAt: store.clock.now(),
+      startedAt: store.clock.now(),
+    });
+  await register(exact, 'holder');
+  await register(ahead, 'fast');
+  await register(behind, 'slow');
+
+  // A live lease: the worker whose clock runs ahead does not take it by the database's clock (by its own it would).
+  await exact.enqueueMessage({ sessionId: 'live', agent: 'sh', text: 'x', now: exact.clock.now() });
+  assert.equal((await exact.claimRunnableSession('holder', exact.clock.now()))?.session.id, 'live');
+  assert.deepEqual(await ahead.reclaimExpiredLeases(ahead.clock.now()), []);
+  assert.deepEqual(
+    await ahead.reclaimExpiredLeases(Date.now() + skew),
+    ['live'],
+    'its own clock would steal it',
+  );
+
+  // A dead lease: the holder stops renewing; the worker whose clock runs behind reclaims it a lease later.
+  await exact.renewWorker('holder', exact.clock.now());
+  assert.equal(
+    (await exact.claimRunnableSession('holder', exact.clock.now()))?.session.id,
+    'live',
+    'claimed again',
+  );
+  await new Promise((r) => setTimeout(r, 1.5 * leaseMs));
+  await behind.renewWorker('slow', behind.clock.now());
+  assert.deepEqual(await behind.reclaimExpiredLeases(Date.now() - skew), [], 'its own clock would keep it');
+  assert.deepEqual(await behind.reclaimExpiredLeases(behind.clock.now()), ['live']);
+  await Promise.all([exact.close(), ahead.close(), behind.close()]);
 });

@@ -16,7 +16,7 @@ import {
   timeStoreCalls,
   WebhookDispatcher,
 } from '../api/index.js';
-import { type Clock, type ResolvedConfig, systemClock } from '../core/index.js';
+import type { Clock, ResolvedConfig } from '../core/index.js';
 import { EgressInterceptor } from '../gateway/index.js';
 import {
   assertDockerReachable,
@@ -71,7 +71,6 @@ export async function startHost(
   log: Logger,
   options: { api?: boolean; clock?: Clock } = {},
 ): Promise<Host> {
-  const clock = options.clock ?? systemClock;
   const docker = connectDocker(config.dockerSocket);
   await assertDockerReachable(docker, config.dockerSocket);
   const image = await resolveImage(docker, config);
@@ -85,6 +84,8 @@ export async function startHost(
     retry: { retryBaseMs: config.retryBaseMs, retryMaxMs: config.retryMaxMs, maxTries: config.maxTries },
     onWarning: (message, err) => log.warn({ err }, message),
   });
+  // PostgreSQL: the database server's clock, so workers on several machines agree on leases.
+  const clock = options.clock ?? untimedStore.clock;
   // The worker is created after the metrics (its store is the timed one); its pool is read at scrape time.
   const started: { worker?: Worker } = {};
   const metrics = new BerthMetrics({

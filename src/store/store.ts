@@ -12,6 +12,7 @@ import type {
   AgentSpec,
   ApiTokenRow,
   ClaimedSession,
+  Clock,
   CommitInput,
   DeliveryDecision,
   Message,
@@ -146,6 +147,12 @@ export interface ModelUsageTotals {
 
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
+  /**
+   * Where every `now` passed to this store should come from: the clock leases are judged
+   * by. PostgreSQL: the database server's (DatabaseClock), so machines whose clocks
+   * disagree still agree on who holds a lease; SQLite: the machine's own.
+   */
+  readonly clock: Clock;
   close(): Promise<void>;
   onChange(listener: (change: StoreChange) => void): () => void;
 

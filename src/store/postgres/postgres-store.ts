@@ -13,12 +13,13 @@
  * stale, so nothing is doubled).
  */
 import pg from 'pg';
-import { BerthError, type RetryPolicy, redactUrl } from '../../core/index.js';
+import { BerthError, type Clock, type RetryPolicy, redactUrl } from '../../core/index.js';
 import { type Op, type OpResult, type Program, runProgram, type StatementName } from '../sql/program.js';
 import { type SqlDriver, SqlStore } from '../sql/sql-store.js';
 import * as shared from '../sql/statements.js';
 import type { StoreChange } from '../store.js';
 import { CHANNEL, ChangeListener, newStoreTag, notifyPayloads } from './change-channel.js';
+import { DatabaseClock } from './database-clock.js';
 import { migrate } from './migrations.js';
 import { type PositionalStatement, positionalValues, toPositional } from './named-params.js';
 import { POSTGRES_STATEMENTS } from './statements.js';
@@ -32,6 +33,8 @@ export interface PostgresStoreOptions {
   retry: RetryPolicy;
   /** Told of connection trouble the store rides out (listener lost, transaction retried). */
   onWarning?: (message: string, err: unknown) => void;
+  /** This machine's clock, which the store's clock corrects to the server's. @default Date.now */
+  localClock?: Clock;
 }
 
 /** Connections per process: a worker's claim loop, renewals, gateways and the API share them. */
@@ -88,8 +91,13 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   // its 'error' (e.g. 57P01 at a server restart) would crash the process. The next
   // statement on it fails, and the transaction is retried on a new connection.
   pool.on('connect', (client) => client.on('error', (err) => warn('PostgreSQL connection lost', err)));
+  const clock = new DatabaseClock(async () => {
+    const { rows } = await pool.query('SELECT extract(epoch FROM clock_timestamp()) * 1000 AS ms');
+    return Number(rows[0].ms);
+  }, options.localClock);
   try {
     await migrate(pool);
+    await clock.sync();
   } catch (err) {
     await pool.end().catch(() => undefined);
     throw new BerthError(
@@ -98,7 +106,8 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       { cause: err },
     );
   }
-  return new SqlStore(new PostgresDriver(pool, config, warn), options);
+  clock.start((err) => warn('Could not read the database clock; keeping the last offset', err));
+  return new SqlStore(new PostgresDriver(pool, config, warn, clock), options);
 }
 
 class PostgresDriver implements SqlDriver {
@@ -110,6 +119,8 @@ class PostgresDriver implements SqlDriver {
     private readonly pool: pg.Pool,
     private readonly config: pg.ClientConfig,
     private readonly warn: (message: string, err: unknown) => void,
+    /** Leases are judged by the server's clock: every `now` comes from it. */
+    readonly clock: DatabaseClock,
   ) {}
 
   /**
@@ -163,6 +174,7 @@ class PostgresDriver implements SqlDriver {
   }
 
   async close(): Promise<void> {
+    this.clock.stop();
     await this.listener?.stop();
     await this.pool.end();
   }

@@ -15,6 +15,7 @@ import {
   type ApiTokenRow,
   BerthError,
   type ClaimedSession,
+  type Clock,
   type CommitInput,
   DEFAULT_TENANT,
   decideScheduleRun,
@@ -93,6 +94,8 @@ export type Durability = 'durable' | 'relaxed';
 
 export interface SqlDriver {
   readonly kind: Store['kind'];
+  /** The clock leases are judged by (Store.clock). */
+  readonly clock: Clock;
   /**
    * Runs the program in one write transaction (from the start again, with a fresh
    * `changes`, if the engine asks for a retry), tells other processes of its changes, and
@@ -118,6 +121,7 @@ export interface SqlStoreOptions {
 
 export class SqlStore implements Store {
   readonly kind: Store['kind'];
+  readonly clock: Clock;
   private readonly emitter = new EventEmitter();
   private readonly leaseMs: number;
   private readonly retry: RetryPolicy;
@@ -127,6 +131,7 @@ export class SqlStore implements Store {
     private readonly options: SqlStoreOptions,
   ) {
     this.kind = driver.kind;
+    this.clock = driver.clock;
     this.leaseMs = options.leaseMs;
     this.retry = options.retry;
     this.emitter.setMaxListeners(0);

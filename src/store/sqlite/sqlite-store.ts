@@ -7,7 +7,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import type { RetryPolicy } from '../../core/index.js';
+import { type RetryPolicy, systemClock } from '../../core/index.js';
 import { type Op, type OpResult, type Program, runProgramSync, type StatementName } from '../sql/program.js';
 import { type Durability, type SqlDriver, SqlStore } from '../sql/sql-store.js';
 import * as shared from '../sql/statements.js';
@@ -42,6 +42,8 @@ export function openSqliteStore(options: SqliteStoreOptions): SqlStore {
 
 class SqliteDriver implements SqlDriver {
   readonly kind = 'sqlite' as const;
+  /** One machine, one clock. */
+  readonly clock = systemClock;
   private readonly q: StatementCache;
   private relay: ChangeRelay | null = null;
   /** The connection's PRAGMA synchronous (FULL from open). */
