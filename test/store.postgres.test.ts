@@ -152,3 +152,25 @@ test('postgres: leases are judged by the database clock: a worker a lease ahead 
   assert.deepEqual(await behind.reclaimExpiredLeases(behind.clock.now()), ['live']);
   await Promise.all([exact.close(), ahead.close(), behind.close()]);
 });
+
+test('postgres: a burst larger than the pool queues for connections, past the retry budget, and every call completes', async () => {
+  const url = await freshDatabase();
+  const store = await open(url);
+  await store.createAgent(agentSpecSchema.parse({ name: 'sh', provider: 'command' }), Date.now());
+  await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'x', now: Date.now() });
+  // Every session read waits on this lock, holding its connection: longer than the store's 10 s retry budget.
+  const locker = new pg.Client({ connectionString: url });
+  await locker.connect();
+  await locker.query('BEGIN');
+  await locker.query('LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE');
+  const burst = Array.from({ length: 30 }, () => store.getSessionView('s', Date.now()));
+  await new Promise((r) => setTimeout(r, 11_000));
+  await locker.query('COMMIT');
+  await locker.end();
+  const views = await Promise.all(burst);
+  assert.ok(
+    views.every((v) => v?.id === 's'),
+    'thirty callers on ten connections: latency, not STORE_UNAVAILABLE',
+  );
+  await store.close();
+});

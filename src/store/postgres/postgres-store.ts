@@ -19,6 +19,7 @@ import { type SqlDriver, SqlStore } from '../sql/sql-store.js';
 import * as shared from '../sql/statements.js';
 import type { StoreChange } from '../store.js';
 import { CHANNEL, ChangeListener, newStoreTag, notifyPayloads } from './change-channel.js';
+import { ConnectionGate } from './connection-gate.js';
 import { DatabaseClock } from './database-clock.js';
 import { migrate } from './migrations.js';
 import { type PositionalStatement, positionalValues, toPositional } from './named-params.js';
@@ -40,6 +41,8 @@ export interface PostgresStoreOptions {
 /** Connections per process: a worker's claim loop, renewals, gateways and the API share them. */
 const POOL_SIZE = 10;
 const CONNECT_TIMEOUT_MS = 5000;
+/** How long a call may queue for a connection (ConnectionGate) before the store counts as down. */
+const GATE_MAX_WAIT_MS = 120_000;
 /**
  * How long a transition keeps retrying a lost connection before it fails: long enough for
  * a database restart to look like latency to an API client. A worker's self-fencing runs
@@ -114,6 +117,7 @@ class PostgresDriver implements SqlDriver {
   readonly kind = 'postgres' as const;
   private listener: ChangeListener | null = null;
   private readonly tag = newStoreTag();
+  private readonly gate = new ConnectionGate(POOL_SIZE, GATE_MAX_WAIT_MS);
 
   constructor(
     private readonly pool: pg.Pool,
@@ -128,7 +132,7 @@ class PostgresDriver implements SqlDriver {
    * database crash, and a claim (generation) lost with it could be handed out twice.
    */
   write<T>(program: (changes: StoreChange[]) => Program<T>): Promise<{ value: T; changes: StoreChange[] }> {
-    return this.withRetries(async () => {
+    return this.gatedWithRetries(async () => {
       const client = await this.pool.connect();
       let committing = false;
       try {
@@ -153,7 +157,7 @@ class PostgresDriver implements SqlDriver {
 
   /** Not in a transaction, as SQLite's reads: each statement sees what was committed when it ran. */
   read<T>(program: () => Program<T>): Promise<T> {
-    return this.withRetries(async () => {
+    return this.gatedWithRetries(async () => {
       const client = await this.pool.connect();
       try {
         const value = await runProgram(program(), (op) => execute(client, op));
@@ -177,6 +181,11 @@ class PostgresDriver implements SqlDriver {
     this.clock.stop();
     await this.listener?.stop();
     await this.pool.end();
+  }
+
+  /** One permit for the whole call, retries included: the retry budget then counts only failures, not queueing. */
+  private gatedWithRetries<T>(attempt: () => Promise<T>): Promise<T> {
+    return this.gate.run(() => this.withRetries(attempt));
   }
 
   private async withRetries<T>(attempt: () => Promise<T>): Promise<T> {
