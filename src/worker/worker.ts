@@ -11,21 +11,14 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import {
-  agentSpecSchema,
-  BerthError,
-  decideLeftoverLayer,
-  isLeaseFresh,
-  LABELS,
-  newId,
-  WakeSignal,
-} from '../core/index.js';
+import { agentSpecSchema, BerthError, isLeaseFresh, newId, WakeSignal } from '../core/index.js';
 import { stageRunner } from '../runtime/index.js';
 import { BlobStore } from '../storage/index.js';
 import type { StoreChange } from '../store/index.js';
 import { Workspaces } from '../workspace/index.js';
 import type { SandboxDeps, WorkerDeps } from './deps.js';
-import { installIdOf, parsePoolSandboxName, parseSandboxName, poolSandboxName } from './paths.js';
+import { cleanUpLocalLeftovers } from './local-cleanup.js';
+import { installIdOf, poolSandboxName } from './paths.js';
 import { launchSandbox, profileOf, removeSandboxFiles } from './sandbox-launch.js';
 import { LEASE_LOST, SessionSupervisor, type SupervisorDeps, WORKER_STOPPING } from './session-supervisor.js';
 import { WarmPool, type WarmPoolStats } from './warm-pool.js';
@@ -348,72 +341,21 @@ export class Worker {
     }
   }
 
-  /**
-   * What a dead worker on this machine left behind, found level-triggered from the store and
-   * the disk: sandboxes of this install whose worker is gone, slots no live sandbox uses,
-   * attempt layers of turns that ended or died (a committed, unpromoted one is promoted).
-   * What a live worker (this one included) is using is never touched.
-   *
-   * Two rules keep a live worker safe even when it only looks dead:
-   * - Heartbeats are judged only after this worker has reached the store for a whole lease:
-   *   after a store outage every row is stale, and the others need one renewal to show
-   *   they are alive.
-   * - Layers and session sandboxes' slots are judged by the store's fence, not by
-   *   heartbeats (decideLeftoverLayer): a turn whose fence holds may yet commit.
-   */
+  /** Local leftovers of dead workers (local-cleanup.ts); heartbeats are judged only a lease after the store came back. */
   private async cleanUpLocal(): Promise<void> {
-    const { store, runtime, clock, config } = this.deps;
-    const now = clock.now();
-    if (now - this.storeReachableSince < config.leaseMs) return;
-    const live = new Set(
-      (await store.listWorkers())
-        .filter((w) => isLeaseFresh(w.heartbeatAt, now, config.leaseMs))
-        .map((w) => w.id),
-    );
-    live.add(this.id);
-    const orphans = (await runtime.list(this.installId)).filter(
-      (h) => !live.has(h.labels[LABELS.worker] ?? ''),
-    );
-    await Promise.all(orphans.map((h) => runtime.kill(h, 'orphan')));
-    // Each slot and layer is judged against the store read AFTER it was listed: a claim
-    // (generation+1) commits before its slot or layer exists, so nothing in use looks stale.
-    const mine = new Set([...this.supervisors.values()].map((s) => s.sandboxName));
-    for (const name of this.pool?.names() ?? []) mine.add(name);
-    let staleSlots = 0;
-    const slots = await this.workspaces.listSlots();
-    // Listed after the slots: a slot whose container exists is in use, whatever its worker's
-    // heartbeat says. A worker that only looks dead (cut off the store, or not renewed yet
-    // after an outage) keeps starting warm sandboxes; closing the slot of one would hide
-    // every later turn's files from it (its mount point would be a directory it cannot see).
-    const containers = new Set((await runtime.list(this.installId)).map((h) => h.name));
-    for (const name of slots) {
-      if (mine.has(name) || containers.has(name)) continue;
-      // A warm sandbox's slot (bound or not): in use while its (other, live) worker holds it.
-      const warmOwner = parsePoolSandboxName(this.installId, name)?.workerId;
-      if (warmOwner && warmOwner !== this.id && live.has(warmOwner)) continue;
-      const binding = parseSandboxName(this.installId, name);
-      const session = binding && (await store.getSessionView(binding.sessionId, clock.now()));
-      if (session && session.generation === binding?.generation && session.leaseOwner !== null) continue;
-      await this.workspaces.closeSlot(name);
-      staleSlots++;
-    }
-    let layers = 0;
-    for (const { sessionId, turnId } of await this.workspaces.listLayers()) {
-      if (this.supervisors.has(sessionId)) continue;
-      const turn = await store.getTurn(turnId);
-      const session = await store.getSessionView(sessionId, clock.now()); // read after the turn (see the decider)
-      const decision = decideLeftoverLayer(turnId, turn, session, (id) => live.has(id));
-      if (decision === 'keep') continue;
-      if (decision === 'promote') {
-        await this.workspaces.promote(sessionId, turnId);
-        await store.markLayerPromoted(sessionId, turnId);
-      }
-      await this.workspaces.discard(sessionId, turnId);
-      layers++;
-    }
-    if (orphans.length + staleSlots + layers > 0) {
-      this.log.info({ sandboxes: orphans.length, slots: staleSlots, layers }, 'Cleaned up leftovers');
-    }
+    const { clock, config } = this.deps;
+    if (clock.now() - this.storeReachableSince < config.leaseMs) return;
+    await cleanUpLocalLeftovers(this.deps, this.workspaces, {
+      workerId: this.id,
+      installId: this.installId,
+      sandboxesInUse: () => {
+        const names = new Set([...this.supervisors.values()].map((s) => s.sandboxName));
+        for (const name of this.pool?.names() ?? []) names.add(name);
+        return names;
+      },
+      isSupervised: (sessionId) => this.supervisors.has(sessionId),
+      log: this.log,
+    });
   }
 }
 
