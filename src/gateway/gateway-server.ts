@@ -26,11 +26,12 @@ import {
   type TurnAssignment,
 } from '../core/index.js';
 import { type Fence, type FenceCode, fenceError, type Store } from '../store/index.js';
-import { type EgressAudit, type EgressPolicy, EgressProxy } from './egress-proxy.js';
+import { type EgressPolicy, EgressProxy } from './egress-proxy.js';
 import { readJson, sendJson } from './http-json.js';
 import { LongPoll } from './long-poll.js';
 import type { ModelProxy } from './model-proxy.js';
 import { OpenTurn } from './open-turn.js';
+import { SandboxAudit } from './sandbox-audit.js';
 import { abortBody, commitBody, heartbeatBody, progressBody, STATE_KEY, stateBody } from './schemas.js';
 import type { StorageRoutes } from './storage-routes.js';
 import { verifySandboxToken } from './token.js';
@@ -38,7 +39,6 @@ import { planTurnSchedule, type SchedulePolicy, turnScheduleBody } from './turn-
 
 /** What one turn may put in state: the gateway holds it in memory until the commit. */
 /** Refused tokens audited per gateway: a sandbox hammering its socket must not flood the audit table. */
-const MAX_UNAUTHORIZED_AUDITS = 100;
 
 export type TurnEnd = { kind: 'committed' } | { kind: 'aborted'; error: string };
 
@@ -92,11 +92,12 @@ export class SandboxGateway {
   private readonly turnPoll: LongPoll;
   private readonly bindPoll: LongPoll;
   private bound: GatewayBinding | null = null;
-  private unauthorizedAudits = 0;
+  private readonly audit: SandboxAudit;
 
   constructor(private readonly o: GatewayOptions) {
     this.turnPoll = new LongPoll(o.longPollMs ?? 25_000);
     this.bindPoll = new LongPoll(o.longPollMs ?? 25_000);
+    this.audit = new SandboxAudit(o.store, o.clock);
     this.server = createServer((req, res) => {
       this.handle(req, res).catch((err: unknown) => this.fail(res, err));
     });
@@ -121,7 +122,7 @@ export class SandboxGateway {
     if (this.bound) throw new Error('gateway already bound: a sandbox serves one session');
     this.bound = binding;
     this.egress = new EgressProxy(binding.egress ?? { agent: '', rules: [] }, (entry) =>
-      this.auditEgress(entry),
+      this.audit.egress(this.fence, binding.egress?.agent ?? '', entry, this.log),
     );
     const waiting = this.bindPoll.take();
     if (waiting) this.send(waiting, 200, binding.assignment);
@@ -259,7 +260,7 @@ export class SandboxGateway {
   private async authorize(req: IncomingMessage, now: number): Promise<void> {
     const presented = (req.headers.authorization ?? '').replace(/^Bearer\s+/i, '');
     if (!this.bound) {
-      await this.auditUnauthorized(`${req.method} ${req.url}`, null, now);
+      await this.audit.unauthorized(null, `${req.method} ${req.url}`, null, now, this.log);
       throw new BerthError(
         'UNAUTHORIZED',
         `Sandbox is not bound to a session yet (${req.method} ${req.url})`,
@@ -268,14 +269,20 @@ export class SandboxGateway {
     const claims = verifySandboxToken(this.o.secret, presented, now);
     const binding = this.bound.fence;
     if (!claims || claims.sessionId !== binding.sessionId) {
-      await this.auditUnauthorized(`${req.method} ${req.url}`, claims?.sessionId ?? null, now);
+      await this.audit.unauthorized(
+        binding,
+        `${req.method} ${req.url}`,
+        claims?.sessionId ?? null,
+        now,
+        this.log,
+      );
       throw new BerthError(
         'UNAUTHORIZED',
         `No valid sandbox token for session ${binding.sessionId} (${req.method} ${req.url})`,
       );
     }
     if (claims.generation !== binding.generation) {
-      await this.refuseStale(`${req.method} ${req.url}`, claims.generation, now);
+      await this.audit.staleGeneration(binding, `${req.method} ${req.url}`, claims.generation, now, this.log);
       throw new BerthError(
         'STALE_GENERATION',
         `Session ${binding.sessionId} generation ${claims.generation} is not current (${req.method} ${req.url})`,
@@ -289,33 +296,19 @@ export class SandboxGateway {
     await this.egress!.connect(req.url ?? '', socket, head);
   }
 
-  /** Never throws: a tunnel's closing audit runs detached from any request. */
-  private async auditEgress(entry: Parameters<EgressAudit>[0]): Promise<void> {
-    const binding = this.fence;
-    const data = { agent: this.bound?.egress?.agent ?? '', workerId: binding.workerId, ...entry };
-    this.log.info(data, entry.allowed ? 'Egress allowed' : 'Egress denied');
-    try {
-      await this.o.store.audit(
-        {
-          kind: entry.allowed ? 'egress-allowed' : 'egress-denied',
-          sessionId: binding.sessionId,
-          generation: binding.generation,
-          data,
-        },
-        this.o.clock.now(),
-      );
-    } catch (err) {
-      this.log.error({ err, ...data }, 'Egress audit failed');
-    }
-  }
-
-  /** An error on a CONNECT: the socket is raw, so the HTTP answer is written by hand. */
-  private failRaw(socket: Duplex, err: unknown): void {
+  /** What a failed request or CONNECT answers: a catalogue error as is, anything else INTERNAL (logged). */
+  private asBerthError(err: unknown, logMessage: string): BerthError {
     const error =
       err instanceof BerthError
         ? err
         : new BerthError('INTERNAL', `Gateway failed: ${(err as Error).message}`, { cause: err });
-    if (error.code === 'INTERNAL') this.log.error({ err }, 'Gateway CONNECT failed');
+    if (error.code === 'INTERNAL') this.log.error({ err }, logMessage);
+    return error;
+  }
+
+  /** An error on a CONNECT: the socket is raw, so the HTTP answer is written by hand. */
+  private failRaw(socket: Duplex, err: unknown): void {
+    const error = this.asBerthError(err, 'Gateway CONNECT failed');
     const text = JSON.stringify(error.toJSON());
     socket.end(
       `HTTP/1.1 ${error.status} ${error.code}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
@@ -382,7 +375,13 @@ export class SandboxGateway {
   /** The runner's first call: its session token once bound (at once for a cold sandbox). */
   private async longPollBind(req: IncomingMessage, res: ServerResponse, presented: string): Promise<void> {
     if (!sameSecret(presented, this.o.bootToken)) {
-      await this.auditUnauthorized('GET /v1/bind', null, this.o.clock.now());
+      await this.audit.unauthorized(
+        this.bound?.fence ?? null,
+        'GET /v1/bind',
+        null,
+        this.o.clock.now(),
+        this.log,
+      );
       throw new BerthError('UNAUTHORIZED', 'GET /v1/bind needs the boot token of this sandbox');
     }
     if (this.bound) {
@@ -395,40 +394,9 @@ export class SandboxGateway {
 
   private async fenced(operation: string, code: FenceCode, now: number): Promise<void> {
     if (code === 'ok') return;
-    if (code === 'stale') await this.refuseStale(operation, this.fence.generation, now);
+    if (code === 'stale')
+      await this.audit.staleGeneration(this.fence, operation, this.fence.generation, now, this.log);
     throw fenceError(code, this.fence, operation);
-  }
-
-  private async refuseStale(operation: string, generation: number, now: number): Promise<void> {
-    this.log.warn({ operation, generation }, 'Refused stale sandbox request');
-    await this.o.store.audit(
-      {
-        kind: 'stale-generation',
-        sessionId: this.fence.sessionId,
-        generation,
-        data: { operation, workerId: this.fence.workerId },
-      },
-      now,
-    );
-  }
-
-  /** A token that is not this sandbox's: forged, expired, or another session's (a leaked one). */
-  private async auditUnauthorized(
-    operation: string,
-    tokenSession: string | null,
-    now: number,
-  ): Promise<void> {
-    if (++this.unauthorizedAudits > MAX_UNAUTHORIZED_AUDITS) return;
-    this.log.warn({ operation, tokenSession }, 'Refused sandbox request without a valid token');
-    await this.o.store.audit(
-      {
-        kind: 'unauthorized',
-        // Unbound (a warm sandbox): no session yet; the audit row still names the attempt.
-        ...(this.bound ? { sessionId: this.fence.sessionId, generation: this.fence.generation } : {}),
-        data: { operation, tokenSession, workerId: this.bound?.fence.workerId ?? null },
-      },
-      now,
-    );
   }
 
   private async body<T extends z.ZodTypeAny>(req: IncomingMessage, schema: T): Promise<z.output<T>> {
@@ -444,11 +412,7 @@ export class SandboxGateway {
   }
 
   private fail(res: ServerResponse, err: unknown): void {
-    const error =
-      err instanceof BerthError
-        ? err
-        : new BerthError('INTERNAL', `Gateway failed: ${(err as Error).message}`, { cause: err });
-    if (error.code === 'INTERNAL') this.log.error({ err }, 'Gateway request failed');
+    const error = this.asBerthError(err, 'Gateway request failed');
     // The SDKs retry 409 and 429 on their own; the gateway's refusals are final for that call.
     const shouldRetry = error.code === 'MODEL_UPSTREAM_FAILED' ? 'true' : 'false';
     if (!res.headersSent) this.send(res, error.status, error.toJSON(), { 'x-should-retry': shouldRetry });
