@@ -25,6 +25,9 @@ import {
   connectDocker,
   DockerRuntime,
   ensureBaseImage,
+  KubernetesRuntime,
+  loadKubeConfig,
+  type SandboxRuntime,
 } from '../runtime/index.js';
 import { SecretStore } from '../secrets/index.js';
 import { openStore, type Store } from '../store/index.js';
@@ -37,6 +40,7 @@ export interface Host {
   worker: Worker;
   /** null for a worker-only host. */
   app: FastifyInstance | null;
+  /** This machine's Docker engine (the docker runtime's; not used by the kubernetes runtime). */
   docker: Dockerode;
   /** Where the API listens; '' for a worker-only host. */
   url: string;
@@ -66,16 +70,37 @@ export async function resolveImage(docker: Dockerode, config: ResolvedConfig): P
   return result.tag;
 }
 
+/** The configured sandbox runtime, checked: engine or cluster reachable, image (Docker) or nodes (Kubernetes) there. */
+async function openRuntime(
+  config: ResolvedConfig,
+  docker: Dockerode,
+): Promise<{ runtime: SandboxRuntime; image: string }> {
+  if (config.runtime === 'kubernetes') {
+    // The nodes' engines must hold the image (a registry's, via BERTH_IMAGE, or the base image loaded there).
+    const image =
+      config.image || baseImageTag(await baseImageRecipe(hostPaths(config.dataDir).imageCacheDir));
+    const runtime = new KubernetesRuntime(loadKubeConfig(config.kubeconfig), {
+      namespace: config.kubeNamespace,
+      nodeSelector: config.kubeNodeSelector,
+      runtimeClassRunsc: config.kubeRuntimeClassRunsc,
+    });
+    await runtime.check(image);
+    return { runtime, image };
+  }
+  await assertDockerReachable(docker, config.dockerSocket);
+  const image = await resolveImage(docker, config);
+  const runtime = new DockerRuntime(docker, config.dockerSocket);
+  await runtime.check(image);
+  return { runtime, image };
+}
+
 export async function startHost(
   config: ResolvedConfig,
   log: Logger,
   options: { api?: boolean; clock?: Clock } = {},
 ): Promise<Host> {
   const docker = connectDocker(config.dockerSocket);
-  await assertDockerReachable(docker, config.dockerSocket);
-  const image = await resolveImage(docker, config);
-  const runtime = new DockerRuntime(docker, config.dockerSocket);
-  await runtime.check(image);
+  const { runtime, image } = await openRuntime(config, docker);
   const paths = hostPaths(config.dataDir);
   const untimedStore = await openStore({
     store: config.store,

@@ -3,7 +3,7 @@
  * returns a frozen ResolvedConfig with defaults applied and durations in ms. Nothing
  * else in berth reads process.env, and nothing reads config at import time.
  */
-import { cpus, homedir, totalmem } from 'node:os';
+import { cpus, homedir, hostname, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { BerthError } from './errors.js';
@@ -25,6 +25,16 @@ export interface ResolvedConfig {
   readonly dockerSocket: string;
   /** Sandbox image; empty = the locally built base image. (BERTH_IMAGE) */
   readonly image: string;
+  /** Where sandboxes run: 'docker' = containers on this machine's engine; 'kubernetes' = Pods on this node of a cluster (docs/kubernetes.md). @default docker (BERTH_RUNTIME) */
+  readonly runtime: 'docker' | 'kubernetes';
+  /** Kubernetes: the kubeconfig file; empty = $KUBECONFIG, the in-cluster service account, or ~/.kube/config. @default '' (BERTH_KUBECONFIG) */
+  readonly kubeconfig: string;
+  /** Kubernetes: the namespace sandbox Pods are created in. @default berth (BERTH_KUBE_NAMESPACE) */
+  readonly kubeNamespace: string;
+  /** Kubernetes: node labels (k=v,k2=v2) a sandbox Pod must land on: the nodes of this machine, whose files (workspaces, gateway sockets) it mounts. @default kubernetes.io/hostname=<this host's name> (BERTH_KUBE_NODE_SELECTOR) */
+  readonly kubeNodeSelector: Readonly<Record<string, string>>;
+  /** Kubernetes: the RuntimeClass of agents with isolation runsc (gVisor). @default gvisor (BERTH_KUBE_RUNTIME_CLASS_RUNSC) */
+  readonly kubeRuntimeClassRunsc: string;
   /** Concurrent sessions per worker; 0 = this process claims no work (API only). @default min(2 x CPUs, memory / 1 GiB), at least 1 (BERTH_SLOTS) */
   readonly slots: number;
   /** Most warm (pre-booted, unbound) sandboxes a worker keeps per profile; the target adapts to demand below it; 0 = no pool, every sandbox starts cold. @default 2 (BERTH_WARM_POOL) */
@@ -89,6 +99,25 @@ const durationMs = z.union([z.number(), z.string()]).transform((raw, ctx) => {
   return parsed;
 });
 const positiveInt = z.coerce.number().int().positive();
+const DNS_LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+/** Kubernetes label keys (optional DNS prefix + name) and values. */
+const LABEL_KEY = /^([a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?\/)?[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$/;
+const LABEL_VALUE = /^([A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?)?$/;
+
+/** 'k=v,k2=v2' → { k: 'v', k2: 'v2' }; '' → {}; null when a pair is not a valid label. */
+export function parseNodeSelector(text: string): Record<string, string> | null {
+  const selector: Record<string, string> = {};
+  for (const pair of text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
+    const [key = '', value, ...rest] = pair.split('=');
+    if (value === undefined || rest.length > 0 || !LABEL_KEY.test(key) || !LABEL_VALUE.test(value))
+      return null;
+    selector[key] = value;
+  }
+  return selector;
+}
 
 const storeUrl = z
   .string()
@@ -106,6 +135,18 @@ const schema = z.object({
   apiToken: z.string(),
   dockerSocket: z.string().min(1),
   image: z.string(),
+  runtime: z.enum(['docker', 'kubernetes']),
+  kubeconfig: z.string(),
+  kubeNamespace: z.string().regex(DNS_LABEL, 'must be a Kubernetes namespace name (a-z 0-9 -, at most 63)'),
+  kubeNodeSelector: z.string().transform((text, ctx) => {
+    const selector = parseNodeSelector(text);
+    if (!selector) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'use label=value pairs separated by commas' });
+      return z.NEVER;
+    }
+    return selector;
+  }),
+  kubeRuntimeClassRunsc: z.string().regex(DNS_LABEL, 'must be a RuntimeClass name (a-z 0-9 -, at most 63)'),
   slots: z.coerce.number().int().min(0).optional(),
   warmPool: z.coerce.number().int().min(0).max(1000),
   warmPoolMin: z.coerce.number().int().min(0).max(1000),
@@ -145,6 +186,11 @@ export const CONFIG_ENV: Record<keyof Input, string> = {
   apiToken: 'BERTH_TOKEN',
   dockerSocket: 'BERTH_DOCKER_SOCKET',
   image: 'BERTH_IMAGE',
+  runtime: 'BERTH_RUNTIME',
+  kubeconfig: 'BERTH_KUBECONFIG',
+  kubeNamespace: 'BERTH_KUBE_NAMESPACE',
+  kubeNodeSelector: 'BERTH_KUBE_NODE_SELECTOR',
+  kubeRuntimeClassRunsc: 'BERTH_KUBE_RUNTIME_CLASS_RUNSC',
   slots: 'BERTH_SLOTS',
   warmPool: 'BERTH_WARM_POOL',
   warmPoolMin: 'BERTH_WARM_POOL_MIN',
@@ -180,6 +226,11 @@ const DEFAULTS: Input = {
   apiToken: '',
   dockerSocket: '/var/run/docker.sock',
   image: '',
+  runtime: 'docker',
+  kubeconfig: '',
+  kubeNamespace: 'berth',
+  kubeNodeSelector: '',
+  kubeRuntimeClassRunsc: 'gvisor',
   warmPool: 2,
   warmPoolMin: 1,
   leaseMs: 10_000,
@@ -237,6 +288,12 @@ export function loadConfig(
     dataDir: resolve(c.dataDir),
     apiUrl: c.apiUrl ?? `http://${c.apiHost === '0.0.0.0' ? '127.0.0.1' : c.apiHost}:${c.apiPort}`,
     slots: c.slots ?? defaultSlots(cpus().length, totalmem()),
+    kubeconfig: c.kubeconfig && resolve(c.kubeconfig),
+    kubeNodeSelector: Object.freeze(
+      Object.keys(c.kubeNodeSelector).length > 0
+        ? c.kubeNodeSelector
+        : { 'kubernetes.io/hostname': hostname() },
+    ),
     egressCaFile: c.egressCaFile && resolve(c.egressCaFile),
     mountAllowlistFile: resolve(
       c.mountAllowlistFile ?? join(env.HOME || homedir(), '.config', 'berth', 'mount-allowlist.json'),

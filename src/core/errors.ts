@@ -113,6 +113,11 @@ export const ERRORS = {
     retryable: true,
     hint: 'Start the engine (as root on Debian: scripts/ensure-docker.sh, or apt-get install docker.io && dockerd &), or set BERTH_DOCKER_SOCKET.',
   },
+  KUBERNETES_UNREACHABLE: {
+    status: 503,
+    retryable: true,
+    hint: 'Check BERTH_KUBECONFIG (or $KUBECONFIG), that BERTH_KUBE_NAMESPACE exists (kubectl create namespace berth) and that BERTH_KUBE_NODE_SELECTOR matches a Ready node of this machine (docs/kubernetes.md).',
+  },
   IMAGE_MISSING: {
     status: 503,
     retryable: true,
@@ -161,7 +166,7 @@ export const ERRORS = {
   ISOLATION_UNAVAILABLE: {
     status: 503,
     retryable: false,
-    hint: 'The agent asks for an isolation tier this Docker engine does not offer; for runsc (gVisor) run scripts/ensure-runsc.sh as root, or create the agent with isolation runc.',
+    hint: 'The agent asks for an isolation tier this runtime does not offer. Docker: for runsc (gVisor) run scripts/ensure-runsc.sh as root. Kubernetes: create the RuntimeClass named by BERTH_KUBE_RUNTIME_CLASS_RUNSC (docs/kubernetes.md). Or create the agent with isolation runc.',
   },
   EGRESS_DENIED: {
     status: 403,

@@ -2,13 +2,11 @@
 
 export { type BuildProgress, baseImageRecipe, baseImageTag, ensureBaseImage } from './docker/base-image.js';
 export { assertDockerReachable, connectDocker } from './docker/connect.js';
-export {
-  containerOptions,
-  RUNNER_MOUNT,
-  SANDBOX_USER,
-  sandboxLabels,
-  WORKSPACE_MOUNT,
-} from './docker/container-spec.js';
+export { containerOptions } from './docker/container-spec.js';
 export { DockerRuntime } from './docker/docker-runtime.js';
+export { loadKubeConfig } from './kubernetes/connect.js';
+export { KubernetesRuntime } from './kubernetes/kubernetes-runtime.js';
+export { podManifest, podName } from './kubernetes/pod-spec.js';
 export { stageRunner } from './runner-bundle.js';
 export type { RuntimeEvent, SandboxHandle, SandboxRuntime, SandboxSpec } from './runtime.js';
+export { RUNNER_MOUNT, SANDBOX_USER, sandboxLabels, WORKSPACE_MOUNT } from './sandbox-contract.js';

@@ -23,8 +23,12 @@ export interface TestHost {
   ): Promise<{ type: string; data: Record<string, unknown> }[]>;
 }
 
-export async function startTestHost(t: TestContext, env: Record<string, string> = {}): Promise<TestHost> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'berth-test-'));
+export async function startTestHost(
+  t: TestContext,
+  env: Record<string, string> = {},
+  options: { dataDir?: string } = {},
+): Promise<TestHost> {
+  const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'berth-test-')));
   const config = loadConfig({ BERTH_LOG_LEVEL: 'info', ...env, BERTH_DATA: dataDir }, { apiPort: 0 });
   const log = pino({ level: config.logLevel }, destination({ dest: join(dataDir, 'host.log'), sync: true }));
   const host = await startHost(config, log);

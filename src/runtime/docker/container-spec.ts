@@ -5,13 +5,16 @@
  * from the agent, and this install's labels. Pure, so a unit test can read it.
  */
 import type Dockerode from 'dockerode';
-import { EGRESS_PROXY_PORT, LABELS, SANDBOX_RUN_DIR } from '../../core/index.js';
+import { SANDBOX_RUN_DIR } from '../../core/index.js';
 import { RUNNER_ENTRY } from '../runner-bundle.js';
 import type { SandboxSpec } from '../runtime.js';
-
-export const SANDBOX_USER = '1000:1000';
-export const RUNNER_MOUNT = '/opt/berth';
-export const WORKSPACE_MOUNT = '/workspace';
+import {
+  RUNNER_MOUNT,
+  SANDBOX_USER,
+  sandboxEnv,
+  sandboxLabels,
+  WORKSPACE_MOUNT,
+} from '../sandbox-contract.js';
 
 /** Engine API 1.40+ field, missing from dockerode's types. */
 const READ_ONLY_DATA_BIND = { Propagation: 'rprivate', NonRecursive: true } as const;
@@ -26,18 +29,6 @@ export function runscHostPidsLimit(pidsLimit: number): number {
   return 4 * pidsLimit + 256;
 }
 
-export function sandboxLabels(spec: SandboxSpec): Record<string, string> {
-  // Labels cannot change after create: a warm sandbox carries its pool, not the session it gets later.
-  return {
-    [LABELS.install]: spec.installId,
-    [LABELS.worker]: spec.workerId,
-    ...(spec.binding
-      ? { [LABELS.session]: spec.binding.sessionId, [LABELS.generation]: String(spec.binding.generation) }
-      : {}),
-    ...(spec.pool ? { [LABELS.pool]: spec.pool } : {}),
-  };
-}
-
 export function containerOptions(spec: SandboxSpec): Dockerode.ContainerCreateOptions {
   const memoryBytes = spec.memoryMb * 1024 * 1024;
   return {
@@ -46,19 +37,7 @@ export function containerOptions(spec: SandboxSpec): Dockerode.ContainerCreateOp
     Cmd: ['node', `${RUNNER_MOUNT}/${RUNNER_ENTRY}`],
     User: SANDBOX_USER,
     WorkingDir: WORKSPACE_MOUNT,
-    Env: [
-      `BERTH_RUN_DIR=${SANDBOX_RUN_DIR}`,
-      `BERTH_ISOLATION=${spec.isolation}`,
-      'HOME=/tmp',
-      // Ordinary tools reach the network only through the runner's proxy, i.e. the gateway's egress allowlist.
-      ...['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy'].map(
-        (name) => `${name}=http://127.0.0.1:${EGRESS_PROXY_PORT}`,
-      ),
-      // The sandbox's own loopback stays local (the proxy would connect from the host).
-      'NO_PROXY=localhost,127.0.0.1,::1',
-      'no_proxy=localhost,127.0.0.1,::1',
-      'PATH=/usr/local/bin:/usr/bin:/bin',
-    ],
+    Env: sandboxEnv(spec),
     Labels: sandboxLabels(spec),
     HostConfig: {
       // runc is the engine's default runtime; runsc must be registered (scripts/ensure-runsc.sh).
