@@ -5,12 +5,14 @@
  *
  * Connection loss: a transaction that failed before its COMMIT was sent was rolled back
  * by the server, so it is run again from the start (with backoff, for up to
- * RETRY_BUDGET_MS), as are serialization failures and deadlocks; a COMMIT whose answer
- * was lost is not retried (its outcome is unknown) and surfaces as STORE_UNAVAILABLE,
- * like a store that stays away past the budget. Callers already handle a failed store
- * call: the worker logs it and fences itself when it cannot renew for a lease, and a turn
- * whose commit failed is aborted and retried (a commit that did land makes that abort
- * stale, so nothing is doubled).
+ * RETRY_BUDGET_MS), as are serialization failures and deadlocks. A COMMIT whose answer
+ * was lost is settled by its commit marker (commit-marker.ts) once the database answers
+ * again, within the same budget: committed, the call returns what the transaction
+ * computed; rolled back, it is run again. Only a store that stays away past the budget
+ * surfaces as STORE_UNAVAILABLE. Callers already handle a failed store call: the worker
+ * logs it and fences itself when it cannot renew for a lease, and a turn whose commit
+ * failed is aborted and retried (a commit that did land makes that abort stale, so
+ * nothing is doubled).
  */
 import pg from 'pg';
 import { BerthError, type Clock, type RetryPolicy, redactUrl } from '../../core/index.js';
@@ -19,6 +21,7 @@ import { type SqlDriver, SqlStore } from '../sql/sql-store.js';
 import * as shared from '../sql/statements.js';
 import type { StoreChange } from '../store.js';
 import { CHANNEL, ChangeListener, newStoreTag, notifyPayloads } from './change-channel.js';
+import { CommitMarkers, markerCommitted } from './commit-marker.js';
 import { ConnectionGate } from './connection-gate.js';
 import { DatabaseClock } from './database-clock.js';
 import { migrate } from './migrations.js';
@@ -118,6 +121,7 @@ class PostgresDriver implements SqlDriver {
   private listener: ChangeListener | null = null;
   private readonly tag = newStoreTag();
   private readonly gate = new ConnectionGate(POOL_SIZE, GATE_MAX_WAIT_MS);
+  private readonly markers = new CommitMarkers();
 
   constructor(
     private readonly pool: pg.Pool,
@@ -132,24 +136,37 @@ class PostgresDriver implements SqlDriver {
    * database crash, and a claim (generation) lost with it could be handed out twice.
    */
   write<T>(program: (changes: StoreChange[]) => Program<T>): Promise<{ value: T; changes: StoreChange[] }> {
+    type Result = { value: T; changes: StoreChange[] };
+    /** A COMMIT whose answer was lost: its marker and what the transaction computed before it, until settled. */
+    let unsettled: { marker: string; result: Result } | null = null;
     return this.gatedWithRetries(async () => {
+      if (unsettled) {
+        const { marker, result } = unsettled;
+        if (await this.committed(marker)) return result;
+        unsettled = null; // rolled back: run it again
+      }
       const client = await this.pool.connect();
-      let committing = false;
+      const end = this.markers.commit();
+      /** Set once the program ran: the COMMIT is being sent. */
+      let computed: Result | null = null;
       try {
         await client.query('BEGIN');
         const changes: StoreChange[] = [];
         const value = await runProgram(program(changes), (op) => execute(client, op));
         for (const payload of notifyPayloads(this.tag, changes))
           await client.query('SELECT pg_notify($1, $2)', [CHANNEL, payload]);
-        committing = true;
-        await client.query('COMMIT');
+        computed = { value, changes };
+        await client.query(end.query);
         client.release();
-        return { value, changes };
+        return computed;
       } catch (err) {
         const broken = isConnectionError(err);
         if (!broken) await client.query('ROLLBACK').catch(() => undefined);
         client.release(broken ? (err as Error) : undefined);
-        if (committing && broken) throw new CommitOutcomeUnknown(err);
+        if (computed && broken) {
+          unsettled = { marker: end.marker, result: computed };
+          throw new CommitOutcomeUnknown(err);
+        }
         throw err;
       }
     });
@@ -157,17 +174,9 @@ class PostgresDriver implements SqlDriver {
 
   /** Not in a transaction, as SQLite's reads: each statement sees what was committed when it ran. */
   read<T>(program: () => Program<T>): Promise<T> {
-    return this.gatedWithRetries(async () => {
-      const client = await this.pool.connect();
-      try {
-        const value = await runProgram(program(), (op) => execute(client, op));
-        client.release();
-        return value;
-      } catch (err) {
-        client.release(isConnectionError(err) ? (err as Error) : undefined);
-        throw err;
-      }
-    });
+    return this.gatedWithRetries(() =>
+      this.onConnection((client) => runProgram(program(), (op) => execute(client, op))),
+    );
   }
 
   listen(deliver: (change: StoreChange) => void): void {
@@ -183,6 +192,28 @@ class PostgresDriver implements SqlDriver {
     await this.pool.end();
   }
 
+  /** Whether the transaction that carried `marker` committed; the outcome stays unknown while the database does not answer. */
+  private async committed(marker: string): Promise<boolean> {
+    try {
+      return await this.onConnection((client) => markerCommitted(client, marker));
+    } catch (err) {
+      throw new CommitOutcomeUnknown(err);
+    }
+  }
+
+  /** Runs `work` on a pooled connection; one that broke is dropped, not given back to the pool. */
+  private async onConnection<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      const value = await work(client);
+      client.release();
+      return value;
+    } catch (err) {
+      client.release(isConnectionError(err) ? (err as Error) : undefined);
+      throw err;
+    }
+  }
+
   /** One permit for the whole call, retries included: the retry budget then counts only failures, not queueing. */
   private gatedWithRetries<T>(attempt: () => Promise<T>): Promise<T> {
     return this.gate.run(() => this.withRetries(attempt));
@@ -194,11 +225,14 @@ class PostgresDriver implements SqlDriver {
       try {
         return await attempt();
       } catch (err) {
-        if (err instanceof CommitOutcomeUnknown)
-          throw storeUnavailable('the answer to a COMMIT was lost', err.cause);
         if (!isRetryable(err)) throw err;
-        if (Date.now() + delayMs > deadline) throw storeUnavailable(`retried for ${RETRY_BUDGET_MS} ms`, err);
-        this.warn('PostgreSQL transaction failed; retrying', err);
+        if (Date.now() + delayMs > deadline) throw budgetSpent(err);
+        this.warn(
+          err instanceof CommitOutcomeUnknown
+            ? 'The answer to a PostgreSQL COMMIT was lost; checking its commit marker'
+            : 'PostgreSQL transaction failed; retrying',
+          err,
+        );
         await new Promise((resolve) => setTimeout(resolve, delayMs));
       }
     }
@@ -223,17 +257,28 @@ async function execute(client: pg.PoolClient, op: Op): Promise<OpResult> {
   }
 }
 
+/** The answer to a COMMIT was lost and its commit marker not yet checked. */
 class CommitOutcomeUnknown extends Error {
   constructor(cause: unknown) {
-    super('COMMIT outcome unknown', { cause });
+    super(`COMMIT outcome unknown: ${(cause as Error)?.message ?? String(cause)}`, { cause });
   }
 }
 
-function storeUnavailable(why: string, cause: unknown): BerthError {
+function budgetSpent(err: unknown): BerthError {
+  if (err instanceof CommitOutcomeUnknown)
+    return storeUnavailable(
+      `the answer to a COMMIT was lost and the database did not answer for ${RETRY_BUDGET_MS} ms`,
+      err.cause,
+      'The database went away while this write committed: it may or may not have been applied. Read it back before repeating it.',
+    );
+  return storeUnavailable(`retried for ${RETRY_BUDGET_MS} ms`, err);
+}
+
+function storeUnavailable(why: string, cause: unknown, hint?: string): BerthError {
   return new BerthError(
     'STORE_UNAVAILABLE',
     `PostgreSQL store unavailable (${why}): ${(cause as Error)?.message ?? String(cause)}`,
-    { cause },
+    { cause, hint },
   );
 }
 
@@ -260,8 +305,10 @@ function isConnectionError(err: unknown): boolean {
   );
 }
 
-/** Rolled back by the server, so safe to run again: a lost connection, a serialization failure or a deadlock. */
+/** Safe to try again: rolled back by the server (a lost connection, a serialization failure, a deadlock), or a lost COMMIT answer whose marker is still to be checked. */
 function isRetryable(err: unknown): boolean {
   const code = String((err as { code?: unknown })?.code ?? '');
-  return code === '40001' || code === '40P01' || isConnectionError(err);
+  return (
+    err instanceof CommitOutcomeUnknown || code === '40001' || code === '40P01' || isConnectionError(err)
+  );
 }

@@ -271,6 +271,18 @@ CREATE INDEX storage_objects_blob ON storage_objects(blob);
     // Latest operator request to replace the session's resident sandbox; its supervisor compares it with the sandbox's start.
     sql: `ALTER TABLE sessions ADD COLUMN recycle_requested_at INTEGER;`,
   },
+  {
+    version: 12,
+    name: 'commit markers',
+    // Each PostgreSQL write commits a random marker, so a COMMIT whose answer was lost can be settled (postgres/commit-marker.ts).
+    only: 'postgres',
+    sql: `
+CREATE TABLE commit_markers (
+  marker UUID PRIMARY KEY,
+  created_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp()
+);
+`,
+  },
 ];
 
 /** SQLite's column types in PostgreSQL's: every integer 64-bit, AUTOINCREMENT keys as BIGSERIAL. */
