@@ -7,6 +7,7 @@ import { detection } from './detection.js';
 import { isolation } from './isolation.js';
 import { liveSandboxes } from './live-sandboxes.js';
 import { modelProxy } from './model-proxy.js';
+import { podStart } from './pod-start.js';
 import { warmPath } from './warm-path.js';
 import { warmStart } from './warm-start.js';
 
@@ -16,7 +17,7 @@ const only = process.argv
   .slice(2)
   .map((a) => (a.startsWith('--only=') ? a.slice('--only='.length) : a))
   .filter((a) => !a.startsWith('--'));
-const all = { coldStart, warmStart, warmPath, detection, liveSandboxes, modelProxy, isolation };
+const all = { coldStart, warmStart, warmPath, detection, liveSandboxes, modelProxy, isolation, podStart };
 for (const [name, bench] of Object.entries(all)) {
   if (only.length > 0 && !only.includes(name)) continue;
   process.stdout.write(`${JSON.stringify(await bench({ quick }))}\n`);

@@ -42,3 +42,13 @@ scripts/ensure-postgres.sh
 
 step "network namespaces (chaos --partition-worker): scripts/ensure-iproute2.sh"
 scripts/ensure-iproute2.sh
+
+# The Kubernetes tests (test/kubernetes.docker.test.ts) need a real cluster, built once per
+# machine from Debian's kubernetes source package (~10 min on 2 cores; cached outside the
+# checkout). BERTH_KUBE_TESTS=0 skips the build and those tests.
+if [[ ${BERTH_KUBE_TESTS:-1} != 0 && $(id -u) -eq 0 ]]; then
+  step "kubernetes test cluster binaries: scripts/kubernetes/build.sh"
+  scripts/kubernetes/build.sh
+else
+  step "kubernetes test cluster: skipped (BERTH_KUBE_TESTS=0 or not root)"
+fi

@@ -6,10 +6,19 @@
  * and a stack stop that leaves nothing behind.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { access, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { promisify } from 'node:util';
+import {
+  KubeConfig,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  loadAllYaml,
+  type V1DaemonSet,
+} from '@kubernetes/client-node';
 import type { ScriptPlan } from '../src/core/index.js';
 import {
   KubernetesRuntime,
@@ -31,11 +40,39 @@ import { eventually } from './helpers/processes.js';
 import { startTestHost } from './helpers/test-host.js';
 
 const plan = (p: ScriptPlan) => JSON.stringify(p);
+const run = promisify(execFile);
 const IMAGE_ENV = process.env.BERTH_IMAGE;
+/** The cluster needs root (engines, kubelets); BERTH_KUBE_TESTS=0 opts out. Skipped with the reason, never faked. */
+const SKIP =
+  process.env.BERTH_KUBE_TESTS === '0'
+    ? 'BERTH_KUBE_TESTS=0'
+    : process.getuid?.() !== 0
+      ? 'the test cluster needs root (scripts/kubernetes/start.sh)'
+      : false;
 let stack: KubeStack;
 const stackLog = join(tmpdir(), 'berth-kube-stack.log');
 const SYSCTLS = ['vm.overcommit_memory', 'vm.panic_on_oom', 'kernel.panic', 'kernel.panic_on_oops'];
 let sysctlsBefore: Record<string, string>;
+/** Host paths a kubelet creates whatever its flags say (and the dockershim socket it must not share). */
+const HOST_PATHS = [
+  '/var/log/pods',
+  '/var/log/containers',
+  '/var/lib/kubelet',
+  '/usr/libexec/kubernetes',
+  '/var/run/dockershim.sock',
+];
+let hostPathsBefore: string[];
+const existing = async (paths: string[]) =>
+  (
+    await Promise.all(
+      paths.map((p) =>
+        access(p).then(
+          () => p,
+          () => '',
+        ),
+      ),
+    )
+  ).filter(Boolean);
 
 async function readSysctls(): Promise<Record<string, string>> {
   const entries = await Promise.all(
@@ -46,14 +83,19 @@ async function readSysctls(): Promise<Record<string, string>> {
 
 before(
   async () => {
+    if (SKIP) return;
     // A fresh stack: one left running (e.g. by an interrupted run) would hide what start changes.
     await runStackScript('stop.sh', stackLog);
     sysctlsBefore = await readSysctls();
+    hostPathsBefore = await existing(HOST_PATHS);
     stack = await startKubeStack(stackLog);
   },
   { timeout: 60 * 60_000 },
 );
+/** BERTH_KUBE_KEEP=1 leaves the cluster up after the tests, to look at (kubelet logs in its state dir's log/). */
+const KEEP = process.env.BERTH_KUBE_KEEP === '1';
 after(async () => {
+  if (SKIP || KEEP) return;
   await runStackScript('stop.sh', stackLog).catch(() => undefined);
 });
 
@@ -68,7 +110,9 @@ async function runnerContainer(node: 'runc' | 'runsc', pod: string) {
   return engine.getContainer(found.Id);
 }
 
-test('runtime conformance on Kubernetes: hardening, exit detection, kill, label-scoped listing', async (t) => {
+test('runtime conformance on Kubernetes: hardening, exit detection, kill, label-scoped listing', {
+  skip: SKIP,
+}, async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'berth-kube-rt-'));
   const runtime = new KubernetesRuntime(loadKubeConfig(stack.kubeconfig), {
     namespace: KUBE_NAMESPACE,
@@ -204,7 +248,9 @@ test('runtime conformance on Kubernetes: hardening, exit detection, kill, label-
   });
 });
 
-test('messages through Pods from the warm pool: bind at claim, state and workspace commit, no network, orphans reaped', async (t) => {
+test('messages through Pods from the warm pool: bind at claim, state and workspace commit, no network, orphans reaped', {
+  skip: SKIP,
+}, async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'berth-kube-e2e-'));
   const installId = installIdOf(dataDir);
   // A Pod of this install left by a worker that no longer exists: reaped when the worker starts.
@@ -296,7 +342,7 @@ test('messages through Pods from the warm pool: bind at claim, state and workspa
   );
 });
 
-test('a gVisor agent runs in a Pod on the runsc node, under gVisor', async (t) => {
+test('a gVisor agent runs in a Pod on the runsc node, under gVisor', { skip: SKIP }, async (t) => {
   const lab = await startTestHost(t, { ...stack.hostEnv, BERTH_IDLE_TIMEOUT: '30s' });
   await lab.client.request('POST', '/v1/agents', { name: 'gv', provider: 'command', isolation: 'runsc' });
   const events = await lab.sendAndCollect(
@@ -315,7 +361,9 @@ test('a gVisor agent runs in a Pod on the runsc node, under gVisor', async (t) =
   assert.equal(info.HostConfig.Runtime, 'node-runsc', "the node engine's gVisor runtime ran it");
 });
 
-test('Pods deleted mid-turn: every turn is retried in a new Pod and every message is answered once', async (t) => {
+test('Pods deleted mid-turn: every turn is retried in a new Pod and every message is answered once', {
+  skip: SKIP,
+}, async (t) => {
   const lab = await startTestHost(t, { ...stack.hostEnv, BERTH_WARM_POOL: '0', BERTH_RETRY_BASE: '200ms' });
   await lab.client.request('POST', '/v1/agents', { name: 'scr', provider: 'script' });
   const sessions = ['c1', 'c2', 'c3'];
@@ -366,12 +414,151 @@ test('Pods deleted mid-turn: every turn is retried in a new Pod and every messag
   }
 });
 
-test('the stack stops and leaves nothing behind', async () => {
+test('deploy/kubernetes: the API server accepts every manifest; the worker DaemonSet serves a message through hostPath gateway sockets', {
+  skip: SKIP,
+}, async (t) => {
+  const kc = new KubeConfig();
+  kc.loadFromFile(stack.kubeconfig);
+  const objects = KubernetesObjectApi.makeApiClient(kc);
+  let daemonSetToDelete: KubernetesObject = { kind: 'DaemonSet' };
+  let rbacToDelete: KubernetesObject[] = [];
+  const repo = join(import.meta.dirname, '..', '..');
+  const dir = join(repo, 'deploy', 'kubernetes');
+  const files = (await readdir(dir)).filter((f) => f.endsWith('.yaml')).sort();
+  const manifests: KubernetesObject[] = [];
+  for (const f of files)
+    manifests.push(...(loadAllYaml(await readFile(join(dir, f), 'utf8')) as KubernetesObject[]));
+  assert.ok(manifests.length >= 10, `${manifests.length} objects`);
+  // Each object as published, validated by the real API server (server-side dry run; 409: it exists already).
+  for (const o of manifests) {
+    await objects.create(o, undefined, 'All').catch((err: { code?: number; body?: unknown }) => {
+      if (err.code !== 409)
+        throw new Error(`${o.kind} ${o.metadata?.name}: ${err.code} ${JSON.stringify(err.body)}`);
+    });
+  }
+
+  // The DaemonSet for real, on this machine: the worker runs in a Pod on the runc node with the RBAC above and
+  // the in-cluster config; the API is a host process on the same data dir (SQLite), as a node would share it.
+  // Bidirectional propagation needs the data dir on a shared mount (systemd hosts: / is shared).
+  const shared = await mkdtemp(join(tmpdir(), 'berth-kube-ds-'));
+  await run('mount', ['--bind', shared, shared]);
+  await run('mount', ['--make-shared', shared]);
+  const dataDir = join(shared, 'data');
+  await mkdir(dataDir);
+  // Hooks run in order: the worker Pod ends, then the API host (its own hook), then the mount goes.
+  t.after(async () => {
+    for (const o of [daemonSetToDelete, ...rbacToDelete]) await objects.delete(o).catch(() => undefined);
+    await eventually(
+      'the worker Pod gone',
+      async () => {
+        const pods = await stack.core.listNamespacedPod({
+          namespace: KUBE_NAMESPACE,
+          labelSelector: 'app.kubernetes.io/name=berth-worker',
+        });
+        return pods.items.length === 0 ? true : undefined;
+      },
+      60_000,
+    );
+  });
+  const lab = await startTestHost(
+    t,
+    { ...stack.hostEnv, BERTH_SLOTS: '0', BERTH_IDLE_TIMEOUT: '0' },
+    { dataDir },
+  );
+  const image = IMAGE_ENV ?? (await baseImage());
+  const rbac = manifests.filter((o) =>
+    ['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind!),
+  );
+  const daemonSet = structuredClone(manifests.find((o) => o.kind === 'DaemonSet')) as V1DaemonSet;
+  const pod = daemonSet.spec!.template.spec!;
+  const [worker] = pod.containers;
+  assert.ok(worker);
+  worker.image = image;
+  worker.command = ['node', '/opt/berth-app/bin/berth.js'];
+  worker.args = ['worker', '--slots', '2'];
+  const overrides: Record<string, string> = {
+    BERTH_DATA: dataDir,
+    BERTH_IMAGE: image,
+    BERTH_KUBE_NODE_SELECTOR: stack.nodeSelector,
+    BERTH_IDLE_TIMEOUT: '0',
+    // No kube-proxy in the test cluster: the API server is reached where it listens.
+    KUBERNETES_SERVICE_HOST: '127.0.0.1',
+    KUBERNETES_SERVICE_PORT: '16443',
+  };
+  worker.env = [
+    ...(worker.env ?? []).filter((e) => e.name !== 'BERTH_STORE' && !(e.name in overrides)),
+    ...Object.entries(overrides).map(([name, value]) => ({ name, value })),
+  ];
+  worker.volumeMounts = [
+    { name: 'data', mountPath: dataDir, mountPropagation: 'Bidirectional' },
+    { name: 'app', mountPath: '/opt/berth-app', readOnly: true },
+  ];
+  pod.volumes = [
+    { name: 'data', hostPath: { path: dataDir, type: 'Directory' } },
+    { name: 'app', hostPath: { path: repo, type: 'Directory' } },
+  ];
+  pod.nodeSelector = { 'berth.dev/runtime': 'runc' };
+  pod.hostNetwork = true;
+  t.after(async () => {
+    // The worker's sandboxes (its warm Pods) hold mounts of the data dir until they are gone.
+    const sandboxes = `berth.install=${installIdOf(dataDir)}`;
+    await stack.core.deleteCollectionNamespacedPod({ namespace: KUBE_NAMESPACE, labelSelector: sandboxes });
+    await eventually(
+      'the worker’s sandbox Pods gone',
+      async () => {
+        const pods = await stack.core.listNamespacedPod({
+          namespace: KUBE_NAMESPACE,
+          labelSelector: sandboxes,
+        });
+        return pods.items.length === 0 ? true : undefined;
+      },
+      60_000,
+    );
+    // Lazily: the node's engines may still be tearing down the last container's mount namespace.
+    await run('umount', ['-R', '-l', shared]);
+    await rm(shared, { recursive: true, force: true });
+  });
+  daemonSetToDelete = daemonSet;
+  rbacToDelete = rbac;
+  for (const o of [...rbac, daemonSet]) await objects.create(o);
+  const registered = await eventually(
+    'the DaemonSet worker registered in the store',
+    async () => (await lab.host.store.listWorkers()).find((w) => w.slots === 2),
+    120_000,
+  ).catch(async (err: Error) => {
+    // The worker's own output, from its node's engine (the newest of its containers).
+    const engine = stack.engine('runc');
+    const [last] = await engine.listContainers({
+      all: true,
+      filters: { label: ['io.kubernetes.container.name=worker'] },
+    });
+    const log = last
+      ? `${JSON.stringify((await engine.getContainer(last.Id).inspect()).State)} ${await engine
+          .getContainer(last.Id)
+          .logs({ stdout: true, stderr: true, tail: 40 })}`
+      : 'no worker container';
+    throw new Error(`${err.message}; worker log: ${log}`);
+  });
+  await lab.client.request('POST', '/v1/agents', { name: 'cmd', provider: 'command' });
+  const events = await lab.sendAndCollect(
+    'ds1',
+    { agent: 'cmd', text: 'echo from-a-daemonset-worker' },
+    (e) => ['reply', 'failed'].includes(e.type),
+  );
+  assert.equal(events.at(-1)?.type, 'reply', JSON.stringify(events.at(-1)?.data));
+  assert.equal(String(events.at(-1)?.data.text).trim(), 'from-a-daemonset-worker');
+  const turns = await lab.host.store.listTurns('ds1');
+  assert.equal(turns[0]?.workerId, registered.id, 'the DaemonSet worker ran the turn');
+});
+
+test('the stack stops and leaves nothing behind', {
+  skip: SKIP || (KEEP && 'BERTH_KUBE_KEEP=1'),
+}, async () => {
   await runStackScript('stop.sh', stackLog);
   const mounts = await readFile('/proc/self/mountinfo', 'utf8');
   assert.ok(!mounts.includes(KUBE_STATE), 'no mount under the state dir');
   assert.deepEqual(await readSysctls(), sysctlsBefore, 'the sysctls the kubelet changed are back');
-  const { readdir } = await import('node:fs/promises');
+  assert.deepEqual(await existing(HOST_PATHS), hostPathsBefore, 'no host path the kubelets created is left');
   const cgroups = await readdir('/sys/fs/cgroup/memory').catch(() => [] as string[]);
   assert.ok(!cgroups.some((c) => c.startsWith('berth-kube-')), 'no cgroup left');
   await assert.rejects(readFile(join(KUBE_STATE, 'ready')), 'the state dir is gone');

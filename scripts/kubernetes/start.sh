@@ -57,7 +57,10 @@ node_ip=$(ip -4 -o route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).
 for key in vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes; do
   printf '%s=%s\n' "$key" "$(sysctl -n "$key")"
 done >"$state/sysctl.orig"
-for dir in /var/log/pods /var/log/containers; do [[ -e $dir ]] || echo "$dir"; done >"$state/created-dirs"
+# Paths the kubelet creates whatever its flags say; stop.sh removes those that were not here.
+for dir in /var/log/pods /var/log/containers /var/lib/kubelet /usr/libexec/kubernetes; do
+  [[ -e $dir ]] || echo "$dir"
+done >"$state/created-dirs"
 
 # --- PKI: one CA; serving certs for the API server, client certs for everyone else.
 pki=$state/pki
@@ -78,7 +81,11 @@ issue admin berth-admin system:masters
 issue apiserver-kubelet kube-apiserver-kubelet-client system:masters
 issue controller-manager system:kube-controller-manager ""
 issue scheduler system:kube-scheduler ""
-for n in "${nodes[@]}"; do issue "node-$n" "system:node:berth-kube-$n" system:nodes; done
+for n in "${nodes[@]}"; do
+  issue "node-$n" "system:node:berth-kube-$n" system:nodes
+  # The kubelet's serving certificate, which the API server verifies (logs, exec).
+  issue "kubelet-$n" "berth-kube-$n" "" "IP:$node_ip,DNS:berth-kube-$n"
+done
 openssl_quiet genrsa -out "$pki/sa.key" 2048
 openssl_quiet rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub"
 
@@ -136,19 +143,27 @@ install -m 0755 "$here/cni-isolated" "$state/cni/bin/berth-isolated"
 ln -sf berth-isolated "$state/cni/bin/loopback"
 printf '{"cniVersion":"0.3.1","name":"berth-isolated","type":"berth-isolated"}\n' >"$state/cni/net.d/10-berth-isolated.conf"
 
-# Without CAP_SYS_RESOURCE, runc cannot apply the kubelet's negative oom_score_adj.
-cap_eff=$(awk '/^CapEff/ {print $2}' /proc/self/status)
-clamp=$(((16#$cap_eff >> 24) & 1 ? 0 : 1))
-runtime_for() { # the engine's default runtime entry for a node
+# Capabilities this machine's root lacks (e.g. CAP_SYS_RESOURCE in some VMs): runc then
+# cannot apply the kubelet's negative oom_score_adj nor a privileged container's caps.
+cap_names=(CHOWN DAC_OVERRIDE DAC_READ_SEARCH FOWNER FSETID KILL SETGID SETUID SETPCAP LINUX_IMMUTABLE
+  NET_BIND_SERVICE NET_BROADCAST NET_ADMIN NET_RAW IPC_LOCK IPC_OWNER SYS_MODULE SYS_RAWIO SYS_CHROOT
+  SYS_PTRACE SYS_PACCT SYS_ADMIN SYS_BOOT SYS_NICE SYS_RESOURCE SYS_TIME SYS_TTY_CONFIG MKNOD LEASE
+  AUDIT_WRITE AUDIT_CONTROL SETFCAP MAC_OVERRIDE MAC_ADMIN SYSLOG WAKE_ALARM BLOCK_SUSPEND AUDIT_READ
+  PERFMON BPF CHECKPOINT_RESTORE)
+cap_bnd=$((16#$(awk '/^CapBnd/ {print $2}' /proc/self/status)))
+missing=()
+for i in "${!cap_names[@]}"; do ((cap_bnd >> i & 1)) || missing+=("\"CAP_${cap_names[i]}\""); done
+mkdir -p "$state/bin"
+runtime_for() { # the engine's default runtime for a node: the real one, or wrapped by clamp-runtime
   local real=$1
-  if ((clamp)); then
-    install -m 0755 "$here/oom-clamp-runtime" "$state/bin/berth-oom-clamp-$real"
-    echo "$state/bin/berth-oom-clamp-$real"
+  if [[ ${#missing[@]} -gt 0 ]]; then
+    (IFS=,; printf '[%s]\n' "${missing[*]}") >"$state/bin/missing-caps"
+    install -m 0755 "$here/clamp-runtime" "$state/bin/berth-clamp-$real"
+    echo "$state/bin/berth-clamp-$real"
   else
     command -v "$real"
   fi
 }
-mkdir -p "$state/bin"
 for n in "${nodes[@]}"; do
   d=$state/node-$n
   mkdir -p "$d"
@@ -185,7 +200,9 @@ for n in "${nodes[@]}"; do
     --node-labels "berth.dev/machine=$machine,berth.dev/runtime=$n" ${taints:+--register-with-taints "$taints"} \
     --container-runtime docker --docker-endpoint "unix://$d/docker.sock" \
     --experimental-dockershim-root-directory "$d/dockershim" \
-    --root-dir "$d/kubelet" --cert-dir "$d/kubelet-pki" --volume-plugin-dir "$d/volume-plugins" \
+    --container-runtime-endpoint "unix://$d/dockershim.sock" --image-service-endpoint "unix://$d/dockershim.sock" \
+    --root-dir "$d/kubelet" --tls-cert-file "$pki/kubelet-$n.crt" --tls-private-key-file "$pki/kubelet-$n.key" \
+    --volume-plugin-dir "$d/volume-plugins" \
     --pod-infra-container-image berth.local/pause:3.4.1 \
     --network-plugin cni --cni-bin-dir "$state/cni/bin" --cni-conf-dir "$state/cni/net.d" \
     --cni-cache-dir "$d/cni-cache" \
@@ -198,7 +215,10 @@ for n in "${nodes[@]}"; do
     --resolv-conf /etc/resolv.conf --v 1
 done
 
-node "$here/stack.mjs" wait-nodes "$state" || die "the nodes did not become Ready; see $state/log/kubelet-*.log"
+if ! node "$here/stack.mjs" wait-nodes "$state"; then
+  for n in "${nodes[@]}"; do grep -E '^[EF][0-9]' "$state/log/kubelet-$n.log" | tail -n 3 >&2 || true; done
+  die "the nodes did not become Ready; see $state/log/kubelet-*.log"
+fi
 node "$here/stack.mjs" objects "$state" || die "creating the namespace and RuntimeClass failed"
 touch "$state/ready"
 say "up: API https://127.0.0.1:$api_port, nodes berth-kube-runc and berth-kube-runsc (label berth.dev/machine=$machine)"

@@ -10,6 +10,7 @@ interface HostFlags {
   host?: string;
   port?: string;
   slots?: string;
+  runtime?: string;
 }
 
 export function upCommand(env: NodeJS.ProcessEnv): Command {
@@ -26,6 +27,10 @@ export function upCommand(env: NodeJS.ProcessEnv): Command {
       '--slots <n>',
       'concurrent sessions (default from CPUs and memory; 0 = API only, with `berth worker`s)',
     )
+    .option(
+      '--runtime <docker|kubernetes>',
+      'where sandboxes run (default docker; kubernetes: docs/kubernetes.md)',
+    )
     .action((flags: HostFlags) => serveInForeground(env, flags, true));
 }
 
@@ -37,6 +42,10 @@ export function workerCommand(env: NodeJS.ProcessEnv): Command {
     .option('--data <dir>', 'data directory of the host whose store this worker shares')
     .option('--store <url>', 'postgres://… store of the host (default: SQLite in the data dir)')
     .option('--slots <n>', 'concurrent sessions (default from CPUs and memory)')
+    .option(
+      '--runtime <docker|kubernetes>',
+      'where sandboxes run (default docker; kubernetes: docs/kubernetes.md)',
+    )
     .action((flags: HostFlags) => serveInForeground(env, flags, false));
 }
 
@@ -47,6 +56,7 @@ async function serveInForeground(env: NodeJS.ProcessEnv, flags: HostFlags, api: 
     apiHost: flags.host,
     apiPort: flags.port,
     slots: flags.slots,
+    runtime: flags.runtime,
   });
   const log = pino({ level: config.logLevel }, destination(2));
   const host = await startHost(config, log, { api });

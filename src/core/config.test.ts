@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { hostname } from 'node:os';
 import { test } from 'node:test';
 import { defaultSlots, loadConfig, parseDurationMs, redactUrl } from './config.js';
 import { isBerthError } from './errors.js';
@@ -54,6 +55,10 @@ test('a bad value names its variable', () => {
       /^Invalid BERTH_STORE="mysql:\/\/u:\*\*\*@db\/x": use postgres:\/\//,
     ],
     [{ BERTH_STORE: 'postgres://' }, /BERTH_STORE/],
+    [{ BERTH_RUNTIME: 'podman' }, /BERTH_RUNTIME/],
+    [{ BERTH_KUBE_NODE_SELECTOR: 'zone' }, /BERTH_KUBE_NODE_SELECTOR.*label=value/],
+    [{ BERTH_KUBE_NODE_SELECTOR: 'a=b=c' }, /BERTH_KUBE_NODE_SELECTOR/],
+    [{ BERTH_KUBE_NAMESPACE: 'Berth_NS' }, /BERTH_KUBE_NAMESPACE.*namespace name/],
   ];
   for (const [env, pattern] of cases) {
     assert.throws(
@@ -70,4 +75,15 @@ test('parseDurationMs and defaultSlots', () => {
   assert.equal(defaultSlots(2, 24 * 2 ** 30), 4);
   assert.equal(defaultSlots(8, 2 * 2 ** 30), 2);
   assert.equal(defaultSlots(1, 2 ** 29), 1);
+});
+
+test('Kubernetes settings: node selector pairs, and this host by default', () => {
+  const c = loadConfig({
+    BERTH_RUNTIME: 'kubernetes',
+    BERTH_KUBE_NODE_SELECTOR: 'berth.dev/machine=vm, topology.kubernetes.io/zone=a',
+  });
+  assert.equal(c.runtime, 'kubernetes');
+  assert.deepEqual(c.kubeNodeSelector, { 'berth.dev/machine': 'vm', 'topology.kubernetes.io/zone': 'a' });
+  assert.deepEqual(loadConfig({}).kubeNodeSelector, { 'kubernetes.io/hostname': hostname() });
+  assert.equal(loadConfig({}).kubeNamespace, 'berth');
 });

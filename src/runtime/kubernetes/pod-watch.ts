@@ -34,7 +34,11 @@ export async function* watchPods(
     (err: unknown) =>
       push({ type: 'closed', error: err ? String((err as Error).message ?? err) : 'watch ended' }),
   );
-  const stop = () => controller.abort();
+  // Wakes the loop too: an aborted watch does not always call `done`.
+  const stop = () => {
+    controller.abort();
+    wake.notify();
+  };
   signal.addEventListener('abort', stop, { once: true });
   try {
     while (!signal.aborted) {
