@@ -20,13 +20,7 @@ import {
   type V1DaemonSet,
 } from '@kubernetes/client-node';
 import type { ScriptPlan } from '../src/core/index.js';
-import {
-  KubernetesRuntime,
-  loadKubeConfig,
-  podName,
-  type SandboxSpec,
-  stageRunner,
-} from '../src/runtime/index.js';
+import { KubernetesRuntime, loadKubeConfig, podName, stageRunner } from '../src/runtime/index.js';
 import { installIdOf } from '../src/worker/index.js';
 import { Workspaces } from '../src/workspace/index.js';
 import {
@@ -37,6 +31,7 @@ import {
   startKubeStack,
 } from './helpers/kube-stack.js';
 import { eventually } from './helpers/processes.js';
+import { testSandboxSpec } from './helpers/sandbox-spec.js';
 import { startTestHost } from './helpers/test-host.js';
 
 const plan = (p: ScriptPlan) => JSON.stringify(p);
@@ -124,25 +119,8 @@ test('runtime conformance on Kubernetes: hardening, exit detection, kill, label-
   const runnerDir = await stageRunner(join(dir, 'runner'));
   const image = IMAGE_ENV ?? (await baseImage());
   await runtime.check(image);
-  const spec = async (install: string, session: string): Promise<SandboxSpec> => {
-    const name = `berth-${install}-${session}-g1`;
-    return {
-      name,
-      image,
-      installId: install,
-      workerId: 'wrk_test',
-      binding: { sessionId: session, generation: 1 },
-      memoryMb: 300,
-      cpus: 0.5,
-      pidsLimit: 64,
-      workspaceMb: 100,
-      runDir: dir,
-      workspaceDir: await workspaces.openSlot(name),
-      runnerDir,
-      extraMounts: [],
-      isolation: 'runc',
-    };
-  };
+  const spec = (install: string, session: string) =>
+    testSandboxSpec({ image, dir, runnerDir, workspaces }, install, session);
   const abort = new AbortController();
   const exits: { name: string; exitCode: number | null }[] = [];
   const connected = new Promise<void>((resolve) => {
@@ -262,22 +240,19 @@ test('messages through Pods from the warm pool: bind at claim, state and workspa
   const orphanDir = await mkdtemp(join(tmpdir(), 'berth-kube-orphan-'));
   const orphanSlots = new Workspaces(orphanDir, 1000);
   await orphanSlots.prepare();
-  const orphan = await orphanRuntime.create({
-    name: `berth-${installId}-gone-g1`,
-    image: IMAGE_ENV ?? (await baseImage()),
-    installId,
-    workerId: 'wrk_deadbeef',
-    binding: { sessionId: 'gone', generation: 1 },
-    memoryMb: 128,
-    cpus: 0.2,
-    pidsLimit: 64,
-    workspaceMb: 10,
-    runDir: orphanDir,
-    workspaceDir: await orphanSlots.openSlot('orphan'),
-    runnerDir: await stageRunner(join(orphanDir, 'runner')),
-    extraMounts: [],
-    isolation: 'runc',
-  });
+  const orphan = await orphanRuntime.create(
+    await testSandboxSpec(
+      {
+        image: IMAGE_ENV ?? (await baseImage()),
+        dir: orphanDir,
+        runnerDir: await stageRunner(join(orphanDir, 'runner')),
+        workspaces: orphanSlots,
+      },
+      installId,
+      'gone',
+      { workerId: 'wrk_deadbeef', memoryMb: 128, cpus: 0.2 },
+    ),
+  );
   t.after(async () => {
     await orphanRuntime.kill(orphan, 'test done');
     await orphanSlots.release();

@@ -9,8 +9,9 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { resolveImage } from '../src/cli/host.js';
 import { loadConfig } from '../src/core/index.js';
-import { connectDocker, DockerRuntime, type SandboxSpec, stageRunner } from '../src/runtime/index.js';
+import { connectDocker, DockerRuntime, stageRunner } from '../src/runtime/index.js';
 import { Workspaces } from '../src/workspace/index.js';
+import { testSandboxSpec } from './helpers/sandbox-spec.js';
 
 test('a sandbox carries every hardening flag and only its install sees it', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'berth-harden-'));
@@ -21,22 +22,8 @@ test('a sandbox carries every hardening flag and only its install sees it', asyn
   const runnerDir = await stageRunner(join(dir, 'runner'));
   const workspaces = new Workspaces(dir, 1000);
   await workspaces.prepare();
-  const spec = async (install: string, session: string): Promise<SandboxSpec> => ({
-    name: `berth-${install}-${session}-g1`,
-    image,
-    installId: install,
-    workerId: 'wrk_test',
-    binding: { sessionId: session, generation: 1 },
-    memoryMb: 300,
-    cpus: 0.5,
-    pidsLimit: 64,
-    workspaceMb: 100,
-    runDir: dir,
-    workspaceDir: await workspaces.openSlot(`berth-${install}-${session}-g1`),
-    runnerDir,
-    extraMounts: [],
-    isolation: 'runc',
-  });
+  const spec = (install: string, session: string) =>
+    testSandboxSpec({ image, dir, runnerDir, workspaces }, install, session);
   const mine = await runtime.create(await spec('hardentest', 's1'));
   const theirs = await runtime.create(await spec('otherinstall', 's1'));
   t.after(async () => {
