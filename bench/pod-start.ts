@@ -9,28 +9,18 @@
  * (scripts/kubernetes/start.sh, root); it is started if not running, and stopped again only
  * if this run started it.
  */
-import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { KUBE_STATE, runStackScript, startKubeStack } from '../test/helpers/kube-stack.js';
 import { type BenchOptions, benchHost, stats, timedMessage } from './harness.js';
-
-const SCRIPTS = join(import.meta.dirname, '..', '..', 'scripts', 'kubernetes');
-const STATE = process.env.BERTH_KUBE_STATE ?? '/var/lib/berth-kube';
 
 export async function podStart({ quick }: BenchOptions) {
   const runs = quick ? 3 : 15;
-  const wasRunning = existsSync(join(STATE, 'ready'));
-  const kubeconfig = stackScript('start.sh');
+  const wasRunning = existsSync(join(KUBE_STATE, 'ready'));
+  const stackLog = join(tmpdir(), 'berth-kube-stack.log');
+  const { hostEnv: kubeEnv } = await startKubeStack(stackLog);
   try {
-    const kc = new KubeConfig();
-    kc.loadFromFile(kubeconfig);
-    const node = await kc.makeApiClient(CoreV1Api).readNode({ name: 'berth-kube-runc' });
-    const kubeEnv = {
-      BERTH_RUNTIME: 'kubernetes',
-      BERTH_KUBECONFIG: kubeconfig,
-      BERTH_KUBE_NODE_SELECTOR: `berth.dev/machine=${node.metadata?.labels?.['berth.dev/machine']}`,
-    };
     const docker = { cold: await measure({}, 'cold', runs), warm: await measure({}, 'warm', runs) };
     const kubernetes = {
       cold: await measure(kubeEnv, 'cold', runs),
@@ -45,7 +35,7 @@ export async function podStart({ quick }: BenchOptions) {
       ratioWarmReplyP50: ratio(kubernetes.warm.replyMs.p50, docker.warm.replyMs.p50),
     };
   } finally {
-    if (!wasRunning) stackScript('stop.sh');
+    if (!wasRunning) await runStackScript('stop.sh', stackLog);
   }
 }
 
@@ -75,13 +65,4 @@ async function measure(env: Record<string, string>, kind: 'cold' | 'warm', runs:
     await h.close();
   }
   return { messageToTurnStartedMs: stats(started), replyMs: stats(reply) };
-}
-
-function stackScript(script: 'start.sh' | 'stop.sh'): string {
-  const run = spawnSync('bash', [join(SCRIPTS, script)], {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  if (run.status !== 0) throw new Error(`${script} failed (exit ${run.status}); the test cluster needs root`);
-  return run.stdout.trim().split('\n').at(-1) ?? '';
 }

@@ -20,7 +20,7 @@ import {
   type V1DaemonSet,
 } from '@kubernetes/client-node';
 import type { ScriptPlan } from '../src/core/index.js';
-import { KubernetesRuntime, loadKubeConfig, podName, stageRunner } from '../src/runtime/index.js';
+import { type KubernetesRuntime, podName, stageRunner } from '../src/runtime/index.js';
 import { installIdOf } from '../src/worker/index.js';
 import { Workspaces } from '../src/workspace/index.js';
 import {
@@ -109,11 +109,7 @@ test('runtime conformance on Kubernetes: hardening, exit detection, kill, label-
   skip: SKIP,
 }, async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'berth-kube-rt-'));
-  const runtime = new KubernetesRuntime(loadKubeConfig(stack.kubeconfig), {
-    namespace: KUBE_NAMESPACE,
-    nodeSelector: Object.fromEntries([stack.nodeSelector.split('=') as [string, string]]),
-    runtimeClassRunsc: 'gvisor',
-  });
+  const runtime = stack.runtime();
   const workspaces = new Workspaces(dir, 1000);
   await workspaces.prepare();
   const runnerDir = await stageRunner(join(dir, 'runner'));
@@ -198,12 +194,7 @@ test('runtime conformance on Kubernetes: hardening, exit detection, kill, label-
   await t.test(
     'a runner that exits is an exit event with its code, watched, for its own install only',
     async () => {
-      const other = new KubernetesRuntime(loadKubeConfig(stack.kubeconfig), {
-        namespace: KUBE_NAMESPACE,
-        nodeSelector: {},
-        runtimeClassRunsc: 'gvisor',
-      });
-      const seen = await firstExit(other, 'otherinstall');
+      const seen = await firstExit(stack.runtime(), 'otherinstall');
       assert.equal(seen.name, 'berth-otherinstall-Sess_1-g1');
       assert.equal(typeof seen.exitCode, 'number');
       const own = await eventually('own exit', async () =>
@@ -232,11 +223,7 @@ test('messages through Pods from the warm pool: bind at claim, state and workspa
   const dataDir = await mkdtemp(join(tmpdir(), 'berth-kube-e2e-'));
   const installId = installIdOf(dataDir);
   // A Pod of this install left by a worker that no longer exists: reaped when the worker starts.
-  const orphanRuntime = new KubernetesRuntime(loadKubeConfig(stack.kubeconfig), {
-    namespace: KUBE_NAMESPACE,
-    nodeSelector: Object.fromEntries([stack.nodeSelector.split('=') as [string, string]]),
-    runtimeClassRunsc: 'gvisor',
-  });
+  const orphanRuntime = stack.runtime();
   const orphanDir = await mkdtemp(join(tmpdir(), 'berth-kube-orphan-'));
   const orphanSlots = new Workspaces(orphanDir, 1000);
   await orphanSlots.prepare();

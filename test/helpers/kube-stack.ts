@@ -8,6 +8,7 @@ import { createWriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import Dockerode from 'dockerode';
+import { KubernetesRuntime, loadKubeConfig } from '../../src/runtime/index.js';
 
 const SCRIPTS = join(import.meta.dirname, '..', '..', '..', 'scripts', 'kubernetes');
 export const KUBE_STATE = process.env.BERTH_KUBE_STATE ?? '/var/lib/berth-kube';
@@ -22,6 +23,8 @@ export interface KubeStack {
   engine(node: 'runc' | 'runsc'): Dockerode;
   /** The environment of a berth host whose sandboxes are Pods of this cluster. */
   hostEnv: Record<string, string>;
+  /** A runtime as such a host makes it. */
+  runtime(): KubernetesRuntime;
 }
 
 /** Runs a stack script; its output goes to logFile; resolves to its stdout's last line. */
@@ -53,7 +56,8 @@ export async function startKubeStack(logFile: string): Promise<KubeStack> {
   kc.loadFromFile(kubeconfig);
   const core = kc.makeApiClient(CoreV1Api);
   const node = await core.readNode({ name: 'berth-kube-runc' });
-  const nodeSelector = `berth.dev/machine=${node.metadata?.labels?.['berth.dev/machine']}`;
+  const machine = node.metadata?.labels?.['berth.dev/machine'] ?? '';
+  const nodeSelector = `berth.dev/machine=${machine}`;
   return {
     kubeconfig,
     core,
@@ -65,5 +69,11 @@ export async function startKubeStack(logFile: string): Promise<KubeStack> {
       BERTH_KUBE_NAMESPACE: KUBE_NAMESPACE,
       BERTH_KUBE_NODE_SELECTOR: nodeSelector,
     },
+    runtime: () =>
+      new KubernetesRuntime(loadKubeConfig(kubeconfig), {
+        namespace: KUBE_NAMESPACE,
+        nodeSelector: { 'berth.dev/machine': machine },
+        runtimeClassRunsc: 'gvisor',
+      }),
   };
 }

@@ -102,32 +102,14 @@ export class KubernetesRuntime implements SandboxRuntime {
     const timer = setTimeout(() => abort.abort(), START_TIMEOUT_MS);
     let last = created;
     try {
-      let resourceVersion = created.metadata?.resourceVersion;
-      while (!abort.signal.aborted) {
-        for await (const change of watchPods(
-          this.kc,
-          this.settings.namespace,
-          { fieldSelector: `metadata.name=${name}`, ...(resourceVersion ? { resourceVersion } : {}) },
-          abort.signal,
-        )) {
-          if (change.type === 'closed') break;
-          if (change.type === 'DELETED') {
-            throw new BerthError('SANDBOX_FAILED', `Pod ${name} was deleted while starting`);
-          }
-          last = change.pod;
-          resourceVersion = change.pod.metadata?.resourceVersion;
-          const state = podState(change.pod);
-          if (state.kind === 'running' || state.kind === 'exited') return;
-          if (state.kind === 'failed-to-start') {
-            throw new BerthError(state.code, `Pod ${name} cannot start: ${state.reason}`);
-          }
-        }
-        // The watch closed: read the Pod once (the change may have happened in between), then watch again.
-        if (abort.signal.aborted) break;
-        last = await this.core.readNamespacedPod({ name, namespace: this.settings.namespace });
-        resourceVersion = last.metadata?.resourceVersion;
-        const state = podState(last);
+      for await (const pod of this.followPod(name, abort.signal, created)) {
+        if (!pod) throw new BerthError('SANDBOX_FAILED', `Pod ${name} was deleted while starting`);
+        last = pod;
+        const state = podState(pod);
         if (state.kind === 'running' || state.kind === 'exited') return;
+        if (state.kind === 'failed-to-start') {
+          throw new BerthError(state.code, `Pod ${name} cannot start: ${state.reason}`);
+        }
       }
       throw new BerthError(
         'SANDBOX_FAILED',
@@ -170,26 +152,41 @@ export class KubernetesRuntime implements SandboxRuntime {
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), timeoutMs);
     try {
-      while (!abort.signal.aborted) {
-        const list = await this.core.listNamespacedPod({
-          namespace: this.settings.namespace,
-          fieldSelector: `metadata.name=${name}`,
-        });
-        if (list.items.length === 0) return true;
-        for await (const change of watchPods(
-          this.kc,
-          this.settings.namespace,
-          { fieldSelector: `metadata.name=${name}`, resourceVersion: list.metadata?.resourceVersion ?? '0' },
-          abort.signal,
-        )) {
-          if (change.type === 'DELETED') return true;
-          if (change.type === 'closed') break;
-        }
-      }
+      for await (const pod of this.followPod(name, abort.signal)) if (!pod) return true;
       return false;
     } finally {
       clearTimeout(timer);
       abort.abort();
+    }
+  }
+
+  /**
+   * One Pod as it changes, watched: its current version (`from`, or read), then each change;
+   * null once it is gone. A closed watch is followed by a fresh read (a change may have
+   * happened in between). Ends when the signal aborts.
+   */
+  private async *followPod(name: string, signal: AbortSignal, from?: V1Pod): AsyncIterable<V1Pod | null> {
+    const namespace = this.settings.namespace;
+    const fieldSelector = `metadata.name=${name}`;
+    let current: { pod: V1Pod | null; resourceVersion: string } | null = from
+      ? { pod: from, resourceVersion: from.metadata?.resourceVersion ?? '0' }
+      : null;
+    while (!signal.aborted) {
+      if (!current) {
+        const list = await this.core.listNamespacedPod({ namespace, fieldSelector });
+        current = { pod: list.items[0] ?? null, resourceVersion: list.metadata?.resourceVersion ?? '0' };
+      }
+      yield current.pod;
+      for await (const change of watchPods(
+        this.kc,
+        namespace,
+        { fieldSelector, resourceVersion: current.resourceVersion },
+        signal,
+      )) {
+        if (change.type === 'closed') break;
+        yield change.type === 'DELETED' ? null : change.pod;
+      }
+      current = null;
     }
   }
 
