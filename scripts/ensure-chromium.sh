@@ -3,15 +3,7 @@
 # executablePath /usr/bin/chromium). Idempotent: does nothing when it is installed. Needs
 # root and the Debian package mirror only.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
 
-if command -v chromium >/dev/null 2>&1; then
-  exit 0
-fi
-if [[ $(id -u) -ne 0 ]]; then
-  echo "ensure-chromium: chromium is missing and installing it needs root: apt-get install chromium" >&2
-  exit 1
-fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends chromium >/dev/null
-command -v chromium >/dev/null
+command -v chromium >/dev/null 2>&1 && exit 0
+apt_install chromium

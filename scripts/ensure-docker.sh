@@ -6,6 +6,7 @@
 # anything then. Safe to run repeatedly. The probe needs node or curl (node first: a fresh
 # machine running berth has node but maybe no curl). Exit 1 when Docker cannot be made to answer.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
 
 socket=/var/run/docker.sock
 if [[ "${DOCKER_HOST:-}" == unix://* ]]; then
@@ -44,29 +45,30 @@ if [[ $status -eq 0 ]]; then
   exit 0
 fi
 if [[ $status -eq 2 ]]; then
-  echo "Docker answers on $socket but $(id -un) may not use it: add the user to the docker group (sudo usermod -aG docker $(id -un)) and log in again." >&2
+  echo "Docker answers on $socket but $(id -un) may not use it." >&2
+  echo "Fix: add the user to the docker group (sudo usermod -aG docker $(id -un)) and log in again." >&2
   exit 1
 fi
 
 if [[ "$socket" != /var/run/docker.sock && "$socket" != /run/docker.sock ]]; then
-  echo "Docker is not answering on $socket (from DOCKER_HOST): start that daemon, or unset DOCKER_HOST to use the system one." >&2
+  echo "Docker is not answering on $socket (from DOCKER_HOST)." >&2
+  echo "Fix: start that daemon, or unset DOCKER_HOST to use the system one." >&2
   exit 1
 fi
 
 if [[ $(id -u) -ne 0 || ! -f /etc/debian_version ]]; then
   if has_dockerd; then
-    echo "Docker is installed but not answering on $socket: start it (sudo systemctl start docker, or sudo dockerd), or run this script as root." >&2
+    echo "Docker is installed but not answering on $socket." >&2
+    echo "Fix: start it (sudo systemctl start docker, or sudo dockerd), or run the set-up as root." >&2
   else
-    echo "Docker is not installed: install Docker Engine (Debian/Ubuntu: sudo apt-get install docker.io) and start it, or run this script as root on Debian." >&2
+    echo "Docker is not installed." >&2
+    echo "Fix: install Docker Engine (Debian/Ubuntu: sudo apt-get install docker.io) and start it, or run the set-up as root on Debian." >&2
   fi
   exit 1
 fi
 
 if ! has_dockerd; then
-  echo "Installing docker.io with apt-get..."
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq docker.io >/dev/null
+  apt_install docker.io
 fi
 
 if [[ -d /run/systemd/system ]]; then
@@ -92,8 +94,9 @@ for _ in $(seq 60); do
   sleep 1
 done
 echo ' timed out'
-echo "dockerd did not answer on $socket within 60 s; see $log." >&2
 if [[ -f "$log" ]]; then
   tail -n 20 "$log" >&2
 fi
+echo "dockerd did not answer on $socket within 60 s." >&2
+echo "Fix: read why in $log (its last lines are above), fix that, and run the set-up again." >&2
 exit 1

@@ -7,12 +7,14 @@
 # creates or starts the machine's default cluster (createcluster.conf says so before the
 # install, and a policy-rc.d keeps services from starting during it). Safe to re-run.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
 
 if compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
   exit 0
 fi
 if [[ $(id -u) -ne 0 ]]; then
-  echo 'PostgreSQL server binaries are missing: run as root, or apt-get install postgresql' >&2
+  echo 'PostgreSQL server binaries are missing, and installing them needs root.' >&2
+  echo 'Fix: run the set-up as root, or: sudo apt-get install postgresql' >&2
   exit 1
 fi
 
@@ -30,7 +32,5 @@ if [[ ! -e $policy ]]; then
   added_policy=1
 fi
 trap 'if [[ $added_policy -eq 1 ]]; then rm -f "$policy"; fi' EXIT
-apt-get update -qq
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-  -o Dpkg::Options::=--force-confold postgresql >/dev/null
+apt_install -o Dpkg::Options::=--force-confold postgresql
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gVisor tier (issue 6, item 4): installs Debian's runsc when the package is available and
+# gVisor tier: installs Debian's runsc when the package is available and
 # registers it as the Docker runtime "runsc" (--platform=ptrace --network=none
 # --host-uds=open: the sandbox must connect to its gateway socket, a host Unix socket).
 #
@@ -9,6 +9,7 @@
 # never restarted: other users share it. Not root, not Debian, or no runsc package: says so
 # in one line and exits 0 — the gVisor tier is optional, its tests skip without it.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
 
 daemon_json=/etc/docker/daemon.json
 say() { printf 'ensure-runsc: %s\n' "$*"; }
@@ -18,10 +19,8 @@ if [[ $(id -u) -ne 0 ]]; then
   exit 0
 fi
 if ! command -v runsc >/dev/null 2>&1; then
-  if [[ -f /etc/debian_version ]] && apt-cache show runsc >/dev/null 2>&1; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q runsc >/dev/null
-  else
-    say "no runsc package on this machine: the gVisor tier is unavailable"
+  if [[ ! -f /etc/debian_version ]] || ! apt_install runsc; then
+    say "no runsc package on this machine: the gVisor tier is unavailable (its tests skip)"
     exit 0
   fi
 fi

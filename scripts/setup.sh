@@ -1,54 +1,62 @@
 #!/usr/bin/env bash
-# One-shot set-up of a checkout: dependencies, build, Docker, sandbox base image, PostgreSQL
-# server binaries (for the tests' throw-away clusters).
+# Set-up of a checkout, in named, timed steps (scripts/lib/steps.sh).
 #
-# Invariants: re-running is cheap. `npm ci` runs only when node_modules is missing or
-# package-lock.json changed since the last successful install (its sha256 is kept in
-# node_modules/.berth-lock-sha256, written only after npm ci succeeds); the image build is a
-# no-op when the image for this recipe exists. Stops at the first failing step.
+#   scripts/setup.sh demo   what `make demo` needs: dependencies, build, Docker, base image
+#   scripts/setup.sh test   everything `make test` needs: the above, then chromium, gVisor,
+#                           PostgreSQL, iproute2 and the Kubernetes test cluster's binaries
+#                           (BERTH_KUBE_TESTS=0 skips the last)
+#
+# Invariants: re-running is cheap, every step checks before it acts. `npm ci` runs only when
+# node_modules is missing or package-lock.json changed since the last successful install
+# (its sha256 is kept in node_modules/.berth-lock-sha256, written only after npm ci
+# succeeds); the image build is a no-op when the image for this recipe exists. Stops at the
+# first failing step, which names itself, shows its log's last lines and a `Fix:`.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+. scripts/lib/steps.sh
 
-step() { printf '==> %s\n' "$*"; }
+target=${1:-test}
+case $target in
+demo | test) ;;
+*)
+  echo "setup: unknown target '$target'." >&2
+  echo "Fix: run scripts/setup.sh demo (what make demo needs) or scripts/setup.sh test (everything)." >&2
+  exit 2
+  ;;
+esac
 
-lock_sha=$(sha256sum package-lock.json | cut -d' ' -f1)
-stamp=node_modules/.berth-lock-sha256
-if [[ -d node_modules && -f "$stamp" && "$(cat "$stamp")" == "$lock_sha" ]]; then
-  step "dependencies: up to date"
-else
-  step "dependencies: npm ci"
-  npm ci
+npm_dependencies() {
+  local lock_sha stamp=node_modules/.berth-lock-sha256
+  lock_sha=$(sha256sum package-lock.json | cut -d' ' -f1)
+  if [[ -d node_modules && -f $stamp && "$(cat "$stamp")" == "$lock_sha" ]]; then
+    echo "up to date"
+    return 0
+  fi
+  npm ci --no-audit --no-fund --loglevel=http # http: a line per download, the step's progress
   printf '%s\n' "$lock_sha" >"$stamp"
+}
+
+set_up_started=$(_steps_now_ms)
+step "dependencies (npm ci)" "read the npm error above; check that this machine reaches the npm registry (npm ping)" \
+  npm_dependencies
+step "build (tsc)" "the TypeScript errors are above; fix them and run again" npm run build --silent
+step "docker engine" "see the message above" scripts/ensure-docker.sh
+step "sandbox base image (debootstrap, cached by recipe hash)" \
+  "see the message above; 'node bin/berth.js image build' runs this step alone" node bin/berth.js image build
+
+if [[ $target == test ]]; then
+  step "chromium (dashboard browser test)" "see the message above" scripts/ensure-chromium.sh
+  step "gVisor tier (runsc)" "see the message above" scripts/ensure-runsc.sh
+  step "PostgreSQL server binaries" "see the message above" scripts/ensure-postgres.sh
+  step "network namespaces (iproute2)" "see the message above" scripts/ensure-iproute2.sh
+  # A real cluster for test/kubernetes.docker.test.ts, built once per machine from Debian's
+  # kubernetes source package (about 10 min on 2 cores; cached outside the checkout).
+  if [[ ${BERTH_KUBE_TESTS:-1} != 0 && $(id -u) -eq 0 ]]; then
+    step "Kubernetes test cluster binaries (once per machine, ~10 min)" \
+      "see the message above, or set BERTH_KUBE_TESTS=0 to skip the Kubernetes tests" scripts/kubernetes/build.sh
+  else
+    echo "==> Kubernetes test cluster: skipped (BERTH_KUBE_TESTS=0 or not root)"
+  fi
 fi
-
-step "build: npm run build"
-npm run build --silent
-
-step "docker: scripts/ensure-docker.sh"
-scripts/ensure-docker.sh
-
-step "chromium (dashboard browser test): scripts/ensure-chromium.sh"
-scripts/ensure-chromium.sh
-
-step "gVisor tier: scripts/ensure-runsc.sh"
-scripts/ensure-runsc.sh
-
-step "base image: berth image build"
-node bin/berth.js image build
-
-step "postgresql: scripts/ensure-postgres.sh"
-scripts/ensure-postgres.sh
-
-step "network namespaces (chaos --partition-worker): scripts/ensure-iproute2.sh"
-scripts/ensure-iproute2.sh
-
-# The Kubernetes tests (test/kubernetes.docker.test.ts) need a real cluster, built once per
-# machine from Debian's kubernetes source package (~10 min on 2 cores; cached outside the
-# checkout). BERTH_KUBE_TESTS=0 skips the build and those tests.
-if [[ ${BERTH_KUBE_TESTS:-1} != 0 && $(id -u) -eq 0 ]]; then
-  step "kubernetes test cluster binaries: scripts/kubernetes/build.sh"
-  scripts/kubernetes/build.sh
-else
-  step "kubernetes test cluster: skipped (BERTH_KUBE_TESTS=0 or not root)"
-fi
+printf 'setup (%s): ready in %s\n' "$target" "$(_steps_duration $(($(_steps_now_ms) - set_up_started)))"

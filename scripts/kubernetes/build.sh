@@ -9,9 +9,18 @@
 # packages: the Go toolchain runs with GOPROXY=off and -mod=vendor.
 set -euo pipefail
 
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../lib/apt.sh
+. "$here/../lib/apt.sh"
+
 cache=${BERTH_KUBE_CACHE:-/var/cache/berth-kubernetes}
 bin=$cache/bin
 say() { printf 'kubernetes build: %s\n' "$*"; }
+fail() {
+  say "$1" >&2
+  printf 'Fix: %s\n' "$2" >&2
+  exit 1
+}
 
 wanted=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
 missing=()
@@ -21,33 +30,27 @@ if [[ ${#missing[@]} -eq 0 && -x $bin/pause ]]; then
   exit 0
 fi
 
-if [[ $(id -u) -ne 0 ]]; then
-  say "not root: cannot install the build tools; run 'make setup' as root"
-  exit 1
-fi
+[[ $(id -u) -eq 0 ]] ||
+  fail "not root: cannot install the build tools" "run 'make setup' as root, or set BERTH_KUBE_TESTS=0 to skip the Kubernetes tests"
 
-apt_install() {
-  local need=()
-  for pkg in "$@"; do dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg"); done
-  [[ ${#need[@]} -eq 0 ]] || DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/dev/null
-}
-apt_install golang-go jq rsync dpkg-dev gcc libc6-dev
+apt_install golang-go jq rsync dpkg-dev gcc libc6-dev || exit 1
 
-src_list=/etc/apt/sources.list.d/berth-kubernetes-src.sources
 mkdir -p "$cache/src"
 tree=$(find "$cache/src" -maxdepth 1 -type d -name 'kubernetes-*' | head -n1)
 if [[ -z $tree ]]; then
-  if ! apt-cache showsrc kubernetes >/dev/null 2>&1; then
-    # Debian's source index is not enabled by default; add it beside the binary one.
-    uri=$(grep -h -m1 -oE 'https?://[^ ]*debian/?' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | head -n1)
-    suite=$(. /etc/os-release && echo "$VERSION_CODENAME")
-    printf 'Types: deb-src\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-      "${uri:-http://deb.debian.org/debian}" "$suite" >"$src_list"
-    apt-get update -q >/dev/null
+  ensure_source_index kubernetes || exit 1
+  say "fetching Debian's kubernetes source package (34 MB)"
+  if [[ ${BERTH_SETUP_DRY_RUN:-0} == 1 ]]; then
+    apt_get source kubernetes
+    say "dry run: stopping before the build"
+    exit 0
   fi
-  say "fetching Debian's kubernetes source package"
-  (cd "$cache/src" && apt-get source -q kubernetes >/dev/null 2>&1)
+  (cd "$cache/src" && apt-get source -q kubernetes >"$cache/source.log" 2>&1) ||
+    fail "apt-get source kubernetes failed; see $cache/source.log" \
+      "check that this machine reaches $(debian_mirror), then run the set-up again"
   tree=$(find "$cache/src" -maxdepth 1 -type d -name 'kubernetes-*' | head -n1)
+  [[ -n $tree ]] || fail "apt-get source kubernetes unpacked no kubernetes-* tree in $cache/src" \
+    "remove $cache/src and run the set-up again"
 fi
 version=$(basename "$tree")
 say "source $version"
@@ -60,8 +63,9 @@ for name in "${missing[@]}"; do
   say "building $name (several minutes on 2 cores)"
   started=$(date +%s)
   (cd "$tree" && make WHAT="cmd/$name" >"$cache/build-$name.log" 2>&1) || {
-    say "building $name failed; see $cache/build-$name.log"
-    exit 1
+    tail -n 15 "$cache/build-$name.log" >&2
+    fail "building $name failed; see $cache/build-$name.log" \
+      "the log says why (a full disk is the usual cause: df -h $cache); then run the set-up again"
   }
   install -m 0755 "$tree/_output/bin/$name" "$bin/$name.tmp" && mv "$bin/$name.tmp" "$bin/$name"
   say "built $name in $(($(date +%s) - started)) s"
