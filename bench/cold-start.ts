@@ -7,7 +7,7 @@
  *    starts cold (the pool's empty-pool fallback);
  *  - the memory of an idle, bound sandbox (runner booted, waiting for work).
  */
-import { resolveImage } from '../src/cli/host.js';
+import { resolveImage } from '../src/host/index.js';
 import { type BenchOptions, benchHost, stats, timedMessage } from './harness.js';
 
 export async function coldStart({ quick }: BenchOptions) {

@@ -9,8 +9,8 @@
  */
 import { readdir, readFile } from 'node:fs/promises';
 import type Dockerode from 'dockerode';
-import { resolveImage } from '../src/cli/host.js';
 import { LABELS } from '../src/core/index.js';
+import { resolveImage } from '../src/host/index.js';
 import { type BenchOptions, benchHost, round, stats } from './harness.js';
 
 const SAMPLE = 20;

@@ -9,7 +9,7 @@
  *    the pool is refilled before the next message, so every sample is a pool hit).
  *  Also: the store's `started` event (turn row written) and the reply.
  */
-import { resolveImage } from '../src/cli/host.js';
+import { resolveImage } from '../src/host/index.js';
 import { type BenchOptions, benchHost, dockerExecTrueMs, round, stats } from './harness.js';
 
 export async function warmStart({ quick }: BenchOptions) {

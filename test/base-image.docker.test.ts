@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import Docker from 'dockerode';
-import { ensureBaseImage } from '../src/runtime/docker/base-image.js';
+import { ensureBaseImage } from '../src/image/index.js';
 
 // Outside the repository and kept between runs, so a rerun does not debootstrap again.
 const CACHE_DIR = path.join(os.tmpdir(), 'berth-image-cache');

@@ -527,7 +527,7 @@ test('the stack stops and leaves nothing behind', {
 });
 
 async function baseImage(): Promise<string> {
-  const { baseImageRecipe, baseImageTag } = await import('../src/runtime/index.js');
+  const { baseImageRecipe, baseImageTag } = await import('../src/image/index.js');
   return baseImageTag(await baseImageRecipe(join(tmpdir(), 'berth-kube-image-cache')));
 }
 

@@ -12,12 +12,12 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { type TestContext, test } from 'node:test';
 import { pino } from 'pino';
+import { BLOB_GRACE_MS, BlobStore } from '../src/blobs/index.js';
 import { agentSpecSchema, type StorageOp, systemClock } from '../src/core/index.js';
 import { SandboxGateway, StorageRoutes, signSandboxToken } from '../src/gateway/index.js';
 import { GatewayClient, GatewayError } from '../src/runner/gateway-client.js';
 import { StorageClient } from '../src/runner/storage-client.js';
 import { runTool, type ToolContext } from '../src/runner/tools.js';
-import { BLOB_GRACE_MS, BlobStore } from '../src/storage/index.js';
 import { type Fence, openSqliteStore } from '../src/store/index.js';
 
 const SECRET = Buffer.from('s'.repeat(32));

@@ -1,7 +1,7 @@
 /** /v1/agents: create, list, get, update, delete — each tenant its own agents. */
 import type { FastifyPluginAsync } from 'fastify';
 import { agentPatchSchema, agentSpecSchema, assertAgentCrossFields, BerthError } from '../core/index.js';
-import { resolveMounts } from '../mounts/index.js';
+import { resolveMounts } from '../mount-policy/index.js';
 import type { PluginDeps } from './deps.js';
 import { scopeOf } from './route-table.js';
 import { parseInput } from './validate.js';

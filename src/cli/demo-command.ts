@@ -16,9 +16,9 @@ import { destination, pino } from 'pino';
 import { FaultInjector } from '../chaos/index.js';
 import { Berth, type Posted } from '../client/index.js';
 import { loadConfig, type ScriptPlan } from '../core/index.js';
+import { startHost } from '../host/index.js';
 import { installIdOf } from '../worker/index.js';
-import { startHost } from './host.js';
-import { formatElapsed } from './progress.js';
+import { createProgress, formatElapsed } from './progress.js';
 
 const TASKS = 20;
 const SLOTS = 4;
@@ -75,7 +75,9 @@ export function demoCommand(env: NodeJS.ProcessEnv): Command {
         { apiPort: 0, slots: SLOTS, maxTries: 10, retryBaseMs: pace.retryBaseMs, idleTimeoutMs: 0 },
       );
       const log = pino({ level: 'warn' }, destination(2));
-      const host = await startHost(config, log);
+      const host = await startHost(config, log, {
+        buildReporter: createProgress('Building sandbox base image'),
+      });
       const berth = new Berth({ url: host.url, token: host.adminToken });
       const injector = new FaultInjector({
         docker: host.docker,

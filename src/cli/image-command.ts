@@ -8,7 +8,7 @@
 
 import { Command, Option } from 'commander';
 import type Dockerode from 'dockerode';
-import { baseImageRecipe, baseImageTag, ensureBaseImage } from '../runtime/index.js';
+import { baseImageRecipe, baseImageTag, ensureBaseImage } from '../image/index.js';
 import { createProgress } from './progress.js';
 
 export interface ImageCommandDeps {

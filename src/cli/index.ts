@@ -1,4 +1,4 @@
 /** cli: the `berth` command and the in-process host it runs. */
 export { ApiClient, type StreamedEvent } from '../client/index.js';
-export { type Host, startHost } from './host.js';
+export { type Host, startHost } from '../host/index.js';
 export { main } from './main.js';

@@ -2,7 +2,8 @@
 import { Command } from 'commander';
 import { destination, pino } from 'pino';
 import { loadConfig } from '../core/index.js';
-import { startHost } from './host.js';
+import { startHost } from '../host/index.js';
+import { createProgress } from './progress.js';
 
 interface HostFlags {
   data?: string;
@@ -59,7 +60,10 @@ async function serveInForeground(env: NodeJS.ProcessEnv, flags: HostFlags, api: 
     runtime: flags.runtime,
   });
   const log = pino({ level: config.logLevel }, destination(2));
-  const host = await startHost(config, log, { api });
+  const host = await startHost(config, log, {
+    api,
+    buildReporter: createProgress('Building sandbox base image'),
+  });
   const what = api ? `host up at ${host.url}` : `worker ${host.worker.id} up`;
   process.stderr.write(`berth: ${what} (slots ${config.slots}, data ${config.dataDir}); Ctrl-C stops it\n`);
   // The fragment never reaches the server; the page keeps the token in its session storage.

@@ -16,6 +16,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import type { Logger } from 'pino';
+import type { BlobStore } from '../blobs/index.js';
 import {
   assertStorageKey,
   BerthError,
@@ -28,7 +29,6 @@ import {
   storageEntryOf,
   storageListingOf,
 } from '../core/index.js';
-import type { BlobStore } from '../storage/index.js';
 import { type Fence, fenceError, type Store } from '../store/index.js';
 import { sendJson } from './http-json.js';
 

@@ -16,11 +16,11 @@ import {
   TOKEN_FILE_NAME,
   type TurnAssignment,
 } from '../core/protocol.js';
-import { startEgressProxy } from './egress-proxy.js';
 import { GatewayClient, GatewayError } from './gateway-client.js';
 import { LimitExceeded, LimitWatch } from './limits.js';
 import { killAllButRunner, sandboxUsage } from './processes.js';
 import { PROVIDERS } from './providers.js';
+import { startEgressProxy } from './sandbox-http-proxy.js';
 import { installTrustBundle } from './trust-bundle.js';
 
 const runDir = process.env.BERTH_RUN_DIR ?? '/run/berth';

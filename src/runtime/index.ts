@@ -1,6 +1,5 @@
 /** runtime: sandboxes behind one interface; Docker (Engine API) is the default engine. */
 
-export { type BuildProgress, baseImageRecipe, baseImageTag, ensureBaseImage } from './docker/base-image.js';
 export { assertDockerReachable, connectDocker } from './docker/connect.js';
 export { containerOptions } from './docker/container-spec.js';
 export { DockerRuntime } from './docker/docker-runtime.js';

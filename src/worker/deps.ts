@@ -1,9 +1,9 @@
 /** What a worker and each of its session supervisors are given by the host. */
 import type { Logger } from 'pino';
+import type { BlobStore } from '../blobs/index.js';
 import type { Clock, ResolvedConfig } from '../core/index.js';
 import type { EgressInterceptor, SecretSource } from '../gateway/index.js';
 import type { SandboxRuntime } from '../runtime/index.js';
-import type { BlobStore } from '../storage/index.js';
 import type { Store } from '../store/index.js';
 import type { Workspaces } from '../workspace/index.js';
 import type { HostPaths } from './paths.js';

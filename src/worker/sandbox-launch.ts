@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { type AgentMount, type AgentSpec, GATEWAY_SOCKET_NAME, TOKEN_FILE_NAME } from '../core/index.js';
 import { SandboxGateway } from '../gateway/index.js';
-import { resolveMounts } from '../mounts/index.js';
+import { resolveMounts } from '../mount-policy/index.js';
 import type { SandboxHandle, SandboxSpec } from '../runtime/index.js';
 import type { SandboxDeps } from './deps.js';
 

@@ -11,9 +11,9 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
+import { BlobStore } from '../blobs/index.js';
 import { agentSpecSchema, BerthError, isLeaseFresh, newId, WakeSignal } from '../core/index.js';
 import { stageRunner } from '../runtime/index.js';
-import { BlobStore } from '../storage/index.js';
 import type { StoreChange } from '../store/index.js';
 import { Workspaces } from '../workspace/index.js';
 import type { SandboxDeps, WorkerDeps } from './deps.js';

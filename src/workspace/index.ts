@@ -1,6 +1,6 @@
 /** workspace: committed + attempt layers, sealing, promotion, recovery. */
 
-export { isMountPoint, listMounts } from './mounts.js';
+export { isMountPoint, listMounts } from './overlay-mounts.js';
 export { fsyncPath } from './promotion.js';
 export { treeDiskBytes, WorkspaceQuota } from './quota.js';
 export { Workspaces } from './workspaces.js';

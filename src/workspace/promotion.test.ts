@@ -7,7 +7,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { mountOverlay, unmountAll } from './mounts.js';
+import { mountOverlay, unmountAll } from './overlay-mounts.js';
 import { applyPlan, PLAN_FILE, type PromotionPlan, sealLayer } from './promotion.js';
 
 async function tree(dir: string, rel = ''): Promise<string[]> {

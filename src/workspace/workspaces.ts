@@ -15,7 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { chown, mkdir, readdir, rm, rmdir, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { BerthError } from '../core/index.js';
-import { makeSharedMountRoot, mountOverlay, unmountAll } from './mounts.js';
+import { makeSharedMountRoot, mountOverlay, unmountAll } from './overlay-mounts.js';
 import { applyPlan, PLAN_FILE, sealLayer } from './promotion.js';
 import { WorkspaceQuota } from './quota.js';
 

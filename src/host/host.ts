@@ -18,13 +18,11 @@ import {
 } from '../api/index.js';
 import type { Clock, ResolvedConfig } from '../core/index.js';
 import { EgressInterceptor } from '../gateway/index.js';
+import { type BuildProgress, baseImageRecipe, baseImageTag, ensureBaseImage } from '../image/index.js';
 import {
   assertDockerReachable,
-  baseImageRecipe,
-  baseImageTag,
   connectDocker,
   DockerRuntime,
-  ensureBaseImage,
   KubernetesRuntime,
   loadKubeConfig,
   type SandboxRuntime,
@@ -32,7 +30,6 @@ import {
 import { SecretStore } from '../secrets/index.js';
 import { openStore, type Store } from '../store/index.js';
 import { hostPaths, ScheduleRunner, Worker } from '../worker/index.js';
-import { createProgress } from './progress.js';
 
 export interface Host {
   config: ResolvedConfig;
@@ -49,7 +46,19 @@ export interface Host {
   close(): Promise<void>;
 }
 
-export async function resolveImage(docker: Dockerode, config: ResolvedConfig): Promise<string> {
+/** Shows a base image build (the CLI draws a progress line); none by default. */
+export interface BuildReporter {
+  update(p: BuildProgress): void;
+  finish(message?: string): void;
+}
+
+const SILENT_BUILD: BuildReporter = { update: () => undefined, finish: () => undefined };
+
+export async function resolveImage(
+  docker: Dockerode,
+  config: ResolvedConfig,
+  reporter: BuildReporter = SILENT_BUILD,
+): Promise<string> {
   if (config.image) return config.image;
   const paths = hostPaths(config.dataDir);
   const tag = baseImageTag(await baseImageRecipe(paths.imageCacheDir));
@@ -61,12 +70,11 @@ export async function resolveImage(docker: Dockerode, config: ResolvedConfig): P
       () => false,
     );
   if (exists) return tag;
-  const progress = createProgress('Building sandbox base image');
   const result = await ensureBaseImage(docker, {
     cacheDir: paths.imageCacheDir,
-    onProgress: (p) => progress.update(p),
+    onProgress: (p) => reporter.update(p),
   });
-  progress.finish(`${result.tag} built`);
+  reporter.finish(`${result.tag} built`);
   return result.tag;
 }
 
@@ -74,6 +82,7 @@ export async function resolveImage(docker: Dockerode, config: ResolvedConfig): P
 async function openRuntime(
   config: ResolvedConfig,
   docker: Dockerode,
+  reporter: BuildReporter | undefined,
 ): Promise<{ runtime: SandboxRuntime; image: string }> {
   if (config.runtime === 'kubernetes') {
     // The nodes' engines must hold the image (a registry's, via BERTH_IMAGE, or the base image loaded there).
@@ -88,7 +97,7 @@ async function openRuntime(
     return { runtime, image };
   }
   await assertDockerReachable(docker, config.dockerSocket);
-  const image = await resolveImage(docker, config);
+  const image = await resolveImage(docker, config, reporter);
   const runtime = new DockerRuntime(docker, config.dockerSocket);
   await runtime.check(image);
   return { runtime, image };
@@ -97,10 +106,10 @@ async function openRuntime(
 export async function startHost(
   config: ResolvedConfig,
   log: Logger,
-  options: { api?: boolean; clock?: Clock } = {},
+  options: { api?: boolean; clock?: Clock; buildReporter?: BuildReporter } = {},
 ): Promise<Host> {
   const docker = connectDocker(config.dockerSocket);
-  const { runtime, image } = await openRuntime(config, docker);
+  const { runtime, image } = await openRuntime(config, docker, options.buildReporter);
   const paths = hostPaths(config.dataDir);
   const untimedStore = await openStore({
     store: config.store,

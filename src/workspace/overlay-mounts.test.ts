@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { isMountPoint, mountOverlay, unmountAll } from './mounts.js';
+import { isMountPoint, mountOverlay, unmountAll } from './overlay-mounts.js';
 
 test('mountOverlay and unmountAll: stacked mounts all come off; unmounting nothing (or a missing path) is a no-op', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'berth-mounts-'));
