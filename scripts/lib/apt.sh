@@ -26,7 +26,8 @@ apt_get() {
     printf 'dry-run: apt-get %s\n' "$*"
     return 0
   fi
-  DEBIAN_FRONTEND=noninteractive apt-get "$@"
+  # Another apt or dpkg run (a second set-up, unattended-upgrades) holds the lock: wait for it.
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 "$@"
 }
 
 # The release's codename (bookworm, trixie) from os-release.
