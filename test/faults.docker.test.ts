@@ -45,6 +45,7 @@ test('docker kill mid-turn: the turn is retried and the reply still arrives, tri
     turns.map((x) => x.status),
     ['aborted', 'committed'],
   );
+  assert.equal(turns[0]!.errorCode, 'SANDBOX_EXITED');
   assert.match(turns[0]!.error!, /sandbox exited mid-turn/);
   assert.ok(turns[1]!.generation > turns[0]!.generation, 'the retry runs under a new generation');
 });
@@ -61,7 +62,7 @@ test('a runner that dies on every attempt: failed after 5 tries, with an error e
   assert.equal(events.filter((e) => e.type === 'retrying').length, 4);
   const failed = events.at(-1)!;
   assert.equal(failed.data.tries, 5);
-  assert.match(String(failed.data.error), /sandbox exited mid-turn/);
+  assert.equal(failed.data.code, 'SANDBOX_EXITED');
   const [inbound] = await host.store.listMessages('d1', 0, 1);
   assert.equal(inbound?.status, 'failed');
   assert.equal((await host.store.getSessionView('d1', Date.now()))?.status, 'failed');
@@ -149,5 +150,5 @@ test('a worker stopped gracefully mid-turn (deploy, restart) requeues the turn w
   assert.equal(message?.tries, 0, 'the stop cost it no try');
   const [turn] = await observer.listTurns('g1');
   assert.equal(turn?.status, 'aborted');
-  assert.equal(turn?.error, 'worker stopped: worker stopping');
+  assert.equal(turn?.errorCode, 'WORKER_STOPPING');
 });

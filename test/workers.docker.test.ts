@@ -93,7 +93,7 @@ for (const kind of ['sqlite', 'postgres'] as const)
       return all.some((x) => x.status === 'committed') ? all : undefined;
     });
     assert.equal(turns[0]?.status, 'aborted');
-    assert.equal(turns[0]?.error, 'worker lease expired');
+    assert.equal(turns[0]?.errorCode, 'LEASE_EXPIRED');
     assert.notEqual(turns.at(-1)?.workerId, running.workerId);
     assert.ok(turns.at(-1)!.generation > running.generation);
     assert.equal((await store.listMessages('s1', 0, 10))[0]?.tries, 2);

@@ -20,6 +20,7 @@ import {
   BerthError,
   type BindAssignment,
   type Clock,
+  type ErrorCode,
   MODEL_PROXY_PATH,
   type SandboxUsage,
   STORAGE_PATH,
@@ -203,12 +204,12 @@ export class SandboxGateway {
         try {
           await this.hooks.beforeCommit(body.turnId);
         } catch (err) {
-          // A terminal seal failure (over the workspace quota) would fail again: no retry.
-          const terminal = err instanceof BerthError && !err.retryable;
-          const error = terminal ? `${err.code}: ${err.message}` : (err as Error).message;
+          // Its code decides: a terminal seal failure (over the workspace quota) would fail again, so no retry.
+          const code = err instanceof BerthError ? err.code : 'WORKSPACE_FAILED';
+          const error = (err as Error).message;
           await this.fenced(
             'abortTurn',
-            await this.o.store.abortTurn({ ...binding, turnId: body.turnId, error, terminal }, now),
+            await this.o.store.abortTurn({ ...binding, turnId: body.turnId, code, error }, now),
             now,
           );
           this.hooks.onTurnEnded(body.turnId, { kind: 'aborted', error });
@@ -244,9 +245,10 @@ export class SandboxGateway {
       case 'POST /v1/abort': {
         const body = await this.body(req, abortBody);
         this.closeTurn(body.turnId, 'abortTurn');
-        // A limit the runner reports is a catalogue code: the turn fails for good (the sandbox can only fail its own turn).
-        const error = body.code ? `${body.code}: ${body.error}` : body.error;
-        const abort = { ...binding, turnId: body.turnId, error, terminal: body.code !== undefined };
+        // A limit the runner reports is a terminal catalogue code: the turn fails for good (the sandbox can only fail its own turn).
+        const code: ErrorCode = body.code ?? 'TURN_FAILED';
+        const error = body.error;
+        const abort = { ...binding, turnId: body.turnId, code, error };
         await this.fenced('abortTurn', await this.o.store.abortTurn(abort, now), now);
         this.hooks.onTurnEnded(body.turnId, { kind: 'aborted', error });
         return this.send(res, 200, { ok: true });

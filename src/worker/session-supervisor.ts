@@ -19,6 +19,7 @@ import {
   BerthError,
   decideResidentRecycle,
   decideSandboxHealth,
+  type ErrorCode,
   isBerthError,
   MODEL_DEFAULTS,
   type SandboxUsage,
@@ -53,7 +54,7 @@ const STORE_AWAY_RETRY_MS = 60_000;
  * terminal: the turn hit a limit a retry would hit again; its messages fail now.
  * diedAt: when the sandbox died (its exit event, or its last heartbeat), for the detection time.
  */
-type Ending = { reason: string; turnError: string; terminal?: boolean; diedAt?: number };
+type Ending = { reason: string; code?: ErrorCode; turnError: string; diedAt?: number };
 /** How often a running turn's workspace is measured against the quota. */
 const QUOTA_CHECK_MS = 250;
 
@@ -135,11 +136,8 @@ export class SessionSupervisor {
     } catch (err) {
       this.log.error({ err }, 'Session supervision failed');
       // A terminal error (an extra mount the allowlist no longer allows) would fail every retry the same way.
-      const terminal = err instanceof BerthError && !err.retryable;
-      const turnError = terminal
-        ? `${err.code}: ${err.message}`
-        : `sandbox failed: ${(err as Error).message}`;
-      ending = { reason: SUPERVISOR_ERROR, turnError, terminal };
+      const code = err instanceof BerthError ? err.code : 'SANDBOX_FAILED';
+      ending = { reason: SUPERVISOR_ERROR, code, turnError: (err as Error).message };
     }
     await this.finish(ending);
   }
@@ -335,6 +333,7 @@ export class SessionSupervisor {
           this.log.warn({ reason: health.reason, ageMs: health.ageMs }, 'Killing unhealthy sandbox');
           return {
             reason: health.reason,
+            code: health.reason === 'heartbeat-timeout' ? 'SANDBOX_UNRESPONSIVE' : 'TURN_TIMEOUT',
             turnError: `sandbox killed: ${health.reason} after ${health.ageMs} ms`,
             ...(health.reason === 'heartbeat-timeout' ? { diedAt: this.lastHeartbeatAt } : {}),
           };
@@ -358,26 +357,31 @@ export class SessionSupervisor {
   private earlyEnding(turn: Turn | null): Ending | null {
     if (turn && this.quotaExceeded) {
       const err = this.quotaExceeded;
-      return { reason: 'workspace quota exceeded', turnError: `${err.code}: ${err.message}`, terminal: true };
+      return { reason: 'workspace quota exceeded', code: err.code, turnError: err.message };
     }
     if (this.exit) {
       const e = this.exit;
       if (e.oomKilled && turn) {
         return {
           reason: 'sandbox exited',
-          turnError: `SANDBOX_OUT_OF_MEMORY: sandbox exited mid-turn, killed at its memory limit (${this.agent.memoryMb} MiB)`,
-          terminal: true,
+          code: 'SANDBOX_OUT_OF_MEMORY',
+          turnError: `sandbox exited mid-turn, killed at its memory limit (${this.agent.memoryMb} MiB)`,
         };
       }
       const cause = e.oomKilled ? 'out of memory' : `exit code ${e.exitCode}`;
       return {
         reason: 'sandbox exited',
+        code: 'SANDBOX_EXITED',
         turnError: turn ? `sandbox exited mid-turn (${cause})` : '',
         diedAt: e.at,
       };
     }
     if (this.stopping)
-      return { reason: this.stopping, turnError: turn ? `worker stopped: ${this.stopping}` : '' };
+      return {
+        reason: this.stopping,
+        code: this.stopping === LEASE_LOST ? 'WORKER_FENCED' : 'WORKER_STOPPING',
+        turnError: turn ? `worker stopped: ${this.stopping}` : '',
+      };
     return null;
   }
 
@@ -447,10 +451,8 @@ export class SessionSupervisor {
           {
             ...this.fence,
             turnId: turn.id,
+            code: ending.code ?? 'TURN_FAILED',
             error: ending.turnError || ending.reason,
-            // A stop asked of the worker (deploy, restart) is not the turn's fault: no try is spent.
-            countsAsTry: ending.reason !== WORKER_STOPPING,
-            terminal: ending.terminal ?? false,
             ...(ending.diedAt === undefined
               ? {}
               : { detectedAfterMs: Math.max(0, clock.now() - ending.diedAt) }),
