@@ -93,6 +93,7 @@ test('a sandbox that stops heartbeating is killed and the turn retried, never a 
     turns.map((x) => x.status),
     ['aborted', 'committed'],
   );
+  assert.equal(turns[0]!.errorCode, 'SANDBOX_UNRESPONSIVE');
   assert.match(turns[0]!.error!, /heartbeat-timeout/);
   assert.equal((await host.store.listMessages('h1', 0, 1))[0]?.tries, 2);
 });
@@ -106,6 +107,7 @@ test('a sandbox that cannot start costs a try each time and ends failed, not a t
   });
   const events = await sendAndCollect('g1', { agent: 'ghostimg', text: 'true' }, (e) => e.type === 'failed');
   assert.equal(events.filter((e) => e.type === 'started').length, 5);
+  assert.equal(events.at(-1)?.data.code, 'IMAGE_MISSING');
   assert.match(String(events.at(-1)?.data.error), /berth-no-such-image/);
   assert.equal((await host.store.listTurns('g1')).length, 5);
 });
@@ -124,7 +126,9 @@ test('a turn the runner aborts is retried in a fresh sandbox after its backoff (
     },
     (e) => e.type === 'reply',
   );
-  assert.match(String(events.find((e) => e.type === 'retrying')?.data.error), /first try fails/);
+  const retrying = events.find((e) => e.type === 'retrying');
+  assert.equal(retrying?.data.code, 'TURN_FAILED');
+  assert.match(String(retrying?.data.error), /first try fails/);
   const turns = await host.store.listTurns('retry.me');
   assert.deepEqual(
     turns.map((x) => x.status),
