@@ -1,5 +1,5 @@
 /**
- * Sandbox start on Kubernetes against the Docker runtime, in the same run (issue 9):
+ * Sandbox start on Kubernetes against the Docker runtime, in the same run:
  *  - cold: a message to a session with no sandbox and no warm pool (BERTH_WARM_POOL=0,
  *    BERTH_IDLE_TIMEOUT=0): Pod created, scheduled, started by the kubelet, runner booted,
  *    turn run, reply — against the same with a Docker container;

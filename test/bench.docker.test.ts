@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 
 test('npm run bench -- --quick (the warm-pool and speed benchmarks): each prints its JSON with a baseline from the same run', async () => {
-  // The benchmarks of issue 4; modelProxy and isolation have their own runs (docs/model-agents.md, docs/isolation.md).
+  // The warm-pool and speed benchmarks (docs/performance.md); modelProxy and isolation have their own runs (docs/model-agents.md, docs/isolation.md).
   const names = ['coldStart', 'warmStart', 'warmPath', 'detection', 'liveSandboxes'];
   const { stdout } = await run(process.execPath, ['dist/bench/index.js', '--quick', ...names], {
     maxBuffer: 16 * 1024 * 1024,

@@ -1,5 +1,5 @@
 /**
- * The reduced chaos run on PostgreSQL (issue 8): an API and three workers sharing a
+ * The reduced chaos run on PostgreSQL: an API and three workers sharing a
  * throw-away PostgreSQL database, each worker in a network namespace of its own, 50
  * sessions x 2 turns, docker kills of random sandboxes, one worker cut off the network
  * (its veth down) for two leases a quarter into the run, one worker SIGKILLed at a third

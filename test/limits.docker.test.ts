@@ -1,5 +1,5 @@
 /**
- * Limits that hold (issue 6, item 5): a fork bomb, a memory bomb, a /tmp filler, a
+ * Limits that hold: a fork bomb, a memory bomb, a /tmp filler, a
  * workspace filler (one big file, and many small ones) and an endless writer, each run as
  * a real job in a real sandbox. Each is contained to its own sandbox, fails its turn at
  * once with its catalogue code (no retry: it would hit the limit again), commits nothing,

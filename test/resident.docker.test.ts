@@ -1,5 +1,5 @@
 /**
- * Resident mode end to end (issue 7, item 5): one sandbox keeps a session's processes
+ * Resident mode end to end: one sandbox keeps a session's processes
  * across turns and idle periods; a process that leaks memory on purpose gets the sandbox
  * recycled by the agent's policy, between turns; state and the workspace survive the
  * recycle, the leaking process does not, and no message is lost. An operator's recycle

@@ -1,5 +1,5 @@
 /**
- * Mediated storage at the gateway (issue 7): a real gateway on a Unix socket, a real
+ * Mediated storage at the gateway: a real gateway on a Unix socket, a real
  * SQLite store and blob files in a temp data dir; calls made over HTTP as a sandbox makes
  * them, with the runner's own storage client and tools where they apply.
  */

@@ -1,5 +1,5 @@
 /**
- * Mediated storage end to end (issue 7): a real host and real sandboxes; the fake
+ * Mediated storage end to end: a real host and real sandboxes; the fake
  * Anthropic server drives the runner's storage_* tools through the gateway. What one
  * session of the agent stores, another session of it (another sandbox) reads; what the
  * grant does not allow is a tool error the model sees; the content lives under the

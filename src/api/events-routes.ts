@@ -26,7 +26,7 @@ interface StreamSource {
   /**
    * The session whose changes wake the stream; others' changes wait for the tick. Without
    * it every stream read the store on every change of every session: with hundreds of
-   * streams open that drained the API's connections (issue 8, the 500-session run).
+   * streams open that drained the API's connections (seen in a 500-session run).
    */
   sessionId?: string;
 }

@@ -1,5 +1,5 @@
 /**
- * Storage grants of an agent (issue 7): GET/POST/DELETE /v1/agents/:name/grants, and the
+ * Storage grants of an agent: GET/POST/DELETE /v1/agents/:name/grants, and the
  * operator's read of what an agent stored, GET /v1/agents/:name/storage (keys, sizes and
  * hashes; never content). Each tenant its own agents: another tenant's agent is 404.
  * The gateway reads the grants on every storage call, so a change applies at once.

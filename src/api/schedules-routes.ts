@@ -1,5 +1,5 @@
 /**
- * Scheduled messages (issue 7): POST/GET /v1/sessions/:id/schedules, GET /v1/schedules,
+ * Scheduled messages: POST/GET /v1/sessions/:id/schedules, GET /v1/schedules,
  * POST /v1/schedules/:id/{pause,resume,cancel}; each tenant its own. The API writes the
  * schedule; any host process's ScheduleRunner sends its due runs.
  */

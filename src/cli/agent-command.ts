@@ -88,7 +88,7 @@ interface ModelOptions {
   turnsPerHour?: string;
 }
 
-/** The model agent fields given on the command line (issue 7); the API validates them. */
+/** The model agent fields given on the command line; the API validates them. */
 function modelFields(o: ModelOptions): Record<string, unknown> {
   const budget = {
     ...(o.tokensPerHour ? { tokensPerHour: Number(o.tokensPerHour) } : {}),

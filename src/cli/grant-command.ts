@@ -1,5 +1,5 @@
 /**
- * `berth grant AGENT --prefix photos/ --ops read,list` (issue 7), `berth grant AGENT
+ * `berth grant AGENT --prefix photos/ --ops read,list`, `berth grant AGENT
  * --list`, `berth grant AGENT --revoke --prefix photos/`, and `berth storage ls AGENT
  * [--prefix P]`: an agent's mediated-storage grants and what it stored, through the API.
  */

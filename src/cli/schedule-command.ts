@@ -1,5 +1,5 @@
 /**
- * `berth schedule SESSION --cron '…' --tz Europe/Paris --message '…'` (issue 7), and
+ * `berth schedule SESSION --cron '…' --tz Europe/Paris --message '…'`, and
  * `berth schedule list [SESSION]`, `berth schedule pause|resume|cancel ID`, through the
  * API.
  */

@@ -103,7 +103,7 @@ export const agentSpecSchema = z
       .string()
       .max(64 * 1024)
       .optional(),
-    // Model agents (anthropic, openai), issue 7. Defaults: MODEL_DEFAULTS.
+    // Model agents (anthropic, openai). Defaults: MODEL_DEFAULTS.
     /** The upstream model name, e.g. claude-sonnet-4-5 or gpt-4.1; required for anthropic and openai. */
     model: z.string().min(1).max(200).optional(),
     /** Upstream base URL for this agent; unset = the host's ANTHROPIC_BASE_URL / OPENAI_BASE_URL. */

@@ -1,5 +1,5 @@
 /**
- * Cron schedules in a time zone (issue 7), pure: `parseCron` validates a standard 5-field
+ * Cron schedules in a time zone, pure: `parseCron` validates a standard 5-field
  * expression (minute hour day-of-month month day-of-week; `*`, lists, ranges, steps,
  * month and weekday names, 7 = Sunday) or a macro (@hourly @daily @weekly @monthly
  * @yearly), and `nextCronTime` finds the first matching minute strictly after an

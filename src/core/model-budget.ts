@@ -1,5 +1,5 @@
 /**
- * The per-agent model budget over a sliding hour (issue 7): pure, so a table test can
+ * The per-agent model budget over a sliding hour: pure, so a table test can
  * read it. Checked by the gateway before each upstream call, from the store's totals of
  * the last hour; a call already under way finishes, so concurrent sessions of one agent
  * can overshoot by what their calls in flight spend.

@@ -70,7 +70,7 @@ export interface ModelSettings {
 export const MODEL_PROXY_PATH = '/v1/model';
 
 /**
- * The gateway's mediated storage (issue 7): GET <path>?prefix=&after=&limit= lists,
+ * The gateway's mediated storage: GET <path>?prefix=&after=&limit= lists,
  * GET/HEAD/PUT/DELETE <path>/object/<key> reads, stats, writes and deletes one object.
  * Content hashes travel in STORAGE_SHA256_HEADER (a PUT may send the expected one).
  */

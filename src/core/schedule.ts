@@ -1,5 +1,5 @@
 /**
- * Scheduled and recurring messages (issue 7): a schedule sends `message` to a session at
+ * Scheduled and recurring messages: a schedule sends `message` to a session at
  * every time its cron expression matches in its time zone. Due schedules are run by any
  * host process (`runDueSchedules`, in one store transaction that moves `next_run_at` on
  * and enqueues the message together, so a due run is enqueued once however many

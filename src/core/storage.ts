@@ -1,5 +1,5 @@
 /**
- * Mediated storage (issue 7): the rules of keys and grants, pure. An agent's objects live
+ * Mediated storage: the rules of keys and grants, pure. An agent's objects live
  * in its own namespace; a key is a relative path of safe segments and never reaches a
  * file system path (blobs are content-addressed), so the rules below are defence in depth
  * and a clear error for the caller. A grant gives one agent some operations on the keys

@@ -1,5 +1,5 @@
 /**
- * The per-install certificate authority of egress interception (issue 6): the gateway
+ * The per-install certificate authority of egress interception: the gateway
  * terminates a sandbox's TLS to a target with header rules, so it must present a
  * certificate for that host the sandbox trusts. The CA is made once per data dir (key
  * file 0600 in a 0700 directory; the key never leaves the host) and its certificate, the

@@ -1,5 +1,5 @@
 /**
- * Egress interception (issue 6): a CONNECT to a target with header rules is not spliced.
+ * Egress interception: a CONNECT to a target with header rules is not spliced.
  * The gateway answers "200 Connection Established", then reads what the sandbox sends: a
  * TLS handshake (first byte 0x16) is terminated with a leaf certificate for the target
  * signed by the per-install CA (the sandbox trusts it through the bundle the runner set

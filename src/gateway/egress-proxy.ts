@@ -1,5 +1,5 @@
 /**
- * The egress door (issue 6, item 1): HTTP CONNECT on the sandbox's gateway socket. A
+ * The egress door: HTTP CONNECT on the sandbox's gateway socket. A
  * sandbox has no network; the runner's proxy on 127.0.0.1:3128 turns every outbound
  * connection of a tool into a CONNECT here, carrying the sandbox token. The gateway
  * checks the token like any other request (a stale generation gets 409 and an audit row:

@@ -1,5 +1,5 @@
 /**
- * The gateway's model proxy, `/v1/model/anthropic/…` and `/v1/model/openai/…` (issue 7).
+ * The gateway's model proxy, `/v1/model/anthropic/…` and `/v1/model/openai/…`.
  * The sandbox talks to it with an official SDK as if it were the provider, using its
  * sandbox token as the "API key"; the proxy forwards the call to the upstream base URL
  * with the real key from the host's secret store, so no key ever enters a sandbox.

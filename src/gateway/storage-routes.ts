@@ -1,5 +1,5 @@
 /**
- * The gateway's mediated storage, `/v1/storage` (issue 7): an agent's persistent objects,
+ * The gateway's mediated storage, `/v1/storage`: an agent's persistent objects,
  * reached by its sandboxes through this narrow API only (the files are under the host's
  * data dir, never mounted into a sandbox).
  *

@@ -1,5 +1,5 @@
 /**
- * The agent's schedule_message tool on the gateway (issue 7, item 6): POST /v1/schedules
+ * The agent's schedule_message tool on the gateway: POST /v1/schedules
  * asks for a recurring message to its own session. Like state, a schedule a turn makes is
  * held here and written by that turn's commit, so a killed or retried turn leaves none
  * behind and a retry does not make a second one. The agent's cap (maxSchedules, over all

@@ -1,6 +1,6 @@
 /**
- * Extra read-only data mounts of an agent, checked against the host's mount allowlist
- * (issue 6, item 3). The allowlist is a file outside any repository, owned by whoever runs
+ * Extra read-only data mounts of an agent, checked against the host's mount allowlist.
+ * The allowlist is a file outside any repository, owned by whoever runs
  * the host (default ~/.config/berth/mount-allowlist.json, BERTH_MOUNT_ALLOWLIST):
  *
  *   { "allowedRoots": [{ "path": "/srv/datasets", "description": "…" }],

@@ -277,7 +277,7 @@ export interface Store {
   /** Totals of the calls matching every given filter (budgets: agent + since; a turn's usage: turnId). */
   sumModelUsage(filter: { agent?: string; turnId?: string; since?: number }): Promise<ModelUsageTotals>;
 
-  // ---- mediated storage (issue 7). Objects live in their agent's namespace; the store
+  // ---- mediated storage. Objects live in their agent's namespace; the store
   // row is the truth (a blob no row names is garbage). Grants and objects of a deleted
   // agent go with it (deleteAgent), so a later agent of the same name starts empty.
 

@@ -12,7 +12,7 @@ export interface HostPaths {
   secretsFile: string;
   /** The per-install egress CA (key 0600, certificate), made on first start. */
   egressCaDir: string;
-  /** Mediated storage's blobs (issue 7): never mounted into a sandbox. */
+  /** Mediated storage's blobs: never mounted into a sandbox. */
   storageDir: string;
   sandboxRunDir(sandboxName: string): string;
 }

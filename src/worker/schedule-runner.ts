@@ -1,5 +1,5 @@
 /**
- * Sends the due runs of scheduled messages (issue 7): every tick it asks the store to run
+ * Sends the due runs of scheduled messages: every tick it asks the store to run
  * what is due. Every host process runs one (API-only hosts and workers alike); the store
  * moves each due run on by compare-and-set in the transaction that enqueues it, so a run
  * is sent once however many processes tick, and a host that was down sends (or skips, by

@@ -1,5 +1,5 @@
 /**
- * The attack suite (issue 6, item 6): each case is a job an attacker would run, sent as a
+ * The attack suite: each case is a job an attacker would run, sent as a
  * `command` message and run inside a real sandbox; the test judges what the job reached.
  * Every case must be refused, and where it touches the gateway, audited. docs/security.md
  * lists the cases and their results.

@@ -1,5 +1,5 @@
 /**
- * Egress header rules (issue 6, item 2), from inside real sandboxes: an allowlisted
+ * Egress header rules, from inside real sandboxes: an allowlisted
  * target with a rule gets `Authorization: Bearer {{secret:github}}` set by the gateway,
  * for plain HTTP and for HTTPS (TLS terminated with the per-install CA the runner put in
  * the sandbox's trust bundle, upstream TLS verified against BERTH_EGRESS_CA_FILE); the

@@ -1,5 +1,5 @@
 /**
- * Egress through the gateway only (issue 6, item 1), from inside real sandboxes: tools
+ * Egress through the gateway only, from inside real sandboxes: tools
  * reach an allowlisted host through HTTP_PROXY (plain HTTP and CONNECT), anything else is
  * refused with 403 EGRESS_DENIED and never reached, every decision is audited with the
  * agent, session, generation, host and bytes, and a token of an old generation gets 409.

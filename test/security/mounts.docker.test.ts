@@ -1,5 +1,5 @@
 /**
- * Extra read-only data mounts against real sandboxes (issue 6, item 3): what the allowlist
+ * Extra read-only data mounts against real sandboxes: what the allowlist
  * admits is readable and read-only inside; a symlink in a mount cannot reach the host; an
  * agent whose mount is not allowed is refused at create with the reason; a symlink swapped
  * after create is caught when the sandbox starts, and the turn fails for good.

@@ -3,7 +3,7 @@
  * measured against PostgreSQL (the server's clock_timestamp() minus the midpoint of the
  * query's round trip). Every `now` a worker or the API passes to the store comes from it,
  * so leases, heartbeats and backoffs are judged by one clock, the database's, however far
- * the machines' own clocks are apart (issue 8: clock skew).
+ * the machines' own clocks are apart (clock skew).
  *
  * Invariants: the error is at most half the round trip of the kept sample (the shortest of
  * the last SAMPLES_KEPT); a failed measurement keeps the last offset; before the first

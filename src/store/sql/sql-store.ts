@@ -260,7 +260,7 @@ export class SqlStore implements Store {
     return this.write((changes) => enqueueInTx(changes, input, leaseMs, 'enqueueMessage'));
   }
 
-  // ---- schedules (issue 7)
+  // ---- schedules
 
   createSchedule(input: NewSchedule, now: number): Promise<Schedule> {
     return this.write(function* () {
@@ -353,7 +353,7 @@ export class SqlStore implements Store {
     return result;
   }
 
-  // ---- model usage (issue 7)
+  // ---- model usage
 
   async recordModelUsage(entry: ModelUsageEntry, now: number): Promise<void> {
     await this.write(() => run('INSERT_MODEL_USAGE', { ...entry, now }));
@@ -735,7 +735,7 @@ export class SqlStore implements Store {
     return counts;
   }
 
-  // ---- mediated storage (issue 7)
+  // ---- mediated storage
 
   grantStorage(
     grant: { agent: string; prefix: string; ops: StorageOp[] },

@@ -176,7 +176,7 @@ export const STATE_OF_SESSION = `SELECT key, value FROM session_state WHERE sess
  * Statements whose text differs between engines: PostgreSQL takes row locks where SQLite
  * (one writer at a time) needs none.
  */
-/** One upstream model call's token counts (issue 7). */
+/** One upstream model call's token counts. */
 export const INSERT_MODEL_USAGE = `
 INSERT INTO model_usage (at, agent, session_id, turn_id, generation, provider, model, input_tokens, output_tokens)
 VALUES (:now, :agent, :sessionId, :turnId, :generation, :provider, :model, :inputTokens, :outputTokens)`;
@@ -191,7 +191,7 @@ FROM model_usage
 WHERE (CAST(:agent AS TEXT) IS NULL OR agent = :agent) AND (CAST(:turnId AS TEXT) IS NULL OR turn_id = :turnId)
   AND (CAST(:since AS BIGINT) IS NULL OR at >= :since)`;
 
-/** A new active schedule (issue 7). Params: id, sessionId, agent, tenant, cron, tz, message, missed, nextRunAt, now. */
+/** A new active schedule. Params: id, sessionId, agent, tenant, cron, tz, message, missed, nextRunAt, now. */
 export const INSERT_SCHEDULE = `
 INSERT INTO schedules (id, session_id, agent, tenant, cron, tz, message, missed, status, next_run_at, created_by_turn, created_at, updated_at)
 VALUES (:id, :sessionId, :agent, :tenant, :cron, :tz, :message, :missed, 'active', :nextRunAt, :createdByTurn, :now, :now)`;
