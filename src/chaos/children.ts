@@ -15,6 +15,7 @@ import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { ApiClient } from '../client/index.js';
+import { sleep } from '../core/index.js';
 
 /** bin/berth.js, from dist/src/chaos/ (compiled) — the same CLI a user runs. */
 export const BERTH_BIN = fileURLToPath(new URL('../../../bin/berth.js', import.meta.url));
@@ -145,7 +146,7 @@ export async function waitForHealthy(url: string, child: BerthProcess, timeoutMs
       () => false,
     );
     if (ok) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await sleep(100);
   }
   throw new Error(
     `berth ${child.name} did not answer ${url}/healthz within ${timeoutMs} ms. Its log:\n${await child.logTail()}`,
@@ -164,7 +165,7 @@ export async function workerIdOf(client: ApiClient, child: BerthProcess, timeout
       .catch(() => null);
     const row = status?.workers.find((w) => w.pid === pid);
     if (row) return row.id;
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   throw new Error(
     `berth ${child.name} (pid ${pid}) did not register as a worker within ${timeoutMs} ms. Its log:\n${await child.logTail()}`,

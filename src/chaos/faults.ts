@@ -24,7 +24,7 @@
  *   every TICK_MS; every Engine API and status call is bounded by a timeout.
  */
 import type Dockerode from 'dockerode';
-import { LABELS, WakeSignal } from '../core/index.js';
+import { type Clock, LABELS, sleep, systemClock, WakeSignal } from '../core/index.js';
 
 export interface SandboxKill {
   kind: 'sandbox-kill';
@@ -129,6 +129,8 @@ export interface FaultInjectorOptions {
     leaseMs: number;
   };
   random?: () => number;
+  /** Where every fault's times come from: the clock the turns' times are written with. @default systemClock */
+  clock?: Clock;
   /** Non-fatal trouble (a kill that raced the container's own end, an engine error). */
   onWarning?: (message: string) => void;
 }
@@ -153,12 +155,14 @@ export class FaultInjector {
   /** The worker whose link is cut right now (never SIGKILLed meanwhile). */
   private partitioned: string | null = null;
   private readonly random: () => number;
+  private readonly clock: Clock;
 
   constructor(private readonly opts: FaultInjectorOptions) {
     const { min, max } = opts.killEveryMs;
     if (!(min > 0 && max >= min))
       throw new RangeError(`kill interval must be 0 < min <= max, got ${min}-${max} ms`);
     this.random = opts.random ?? Math.random;
+    this.clock = opts.clock ?? systemClock;
   }
 
   start(): void {
@@ -180,13 +184,13 @@ export class FaultInjector {
   }
 
   private async run(): Promise<void> {
-    const deadline = Date.now() + this.opts.maxDurationMs;
-    let nextKillAt = Date.now() + this.interval();
-    while (!this.stopped && Date.now() < deadline) {
+    const deadline = this.clock.now() + this.opts.maxDurationMs;
+    let nextKillAt = this.clock.now() + this.interval();
+    while (!this.stopped && this.clock.now() < deadline) {
       const wk = this.opts.workerKill;
       if (wk && !this.workerKill && wk.due()) {
-        this.workerKillDueAt ??= Date.now();
-        const force = Date.now() - this.workerKillDueAt >= wk.maxWaitForTurnsMs;
+        this.workerKillDueAt ??= this.clock.now();
+        const force = this.clock.now() - this.workerKillDueAt >= wk.maxWaitForTurnsMs;
         const victims = await this.pickWorkers(wk, force);
         if (victims.length > 0) this.workerKill = this.killWorkers(wk, victims);
         else if (force) {
@@ -196,8 +200,8 @@ export class FaultInjector {
       }
       const pt = this.opts.partition;
       if (pt && !this.partition && pt.due()) {
-        this.partitionDueAt ??= Date.now();
-        const force = Date.now() - this.partitionDueAt >= pt.maxWaitForTurnsMs;
+        this.partitionDueAt ??= this.clock.now();
+        const force = this.clock.now() - this.partitionDueAt >= pt.maxWaitForTurnsMs;
         const [victim] = await this.busiest(pt.workers, pt.runningTurns, 1, force);
         if (victim) this.partition = this.cutOff(pt, victim.worker, victim.sandboxes);
         else if (force) {
@@ -207,14 +211,14 @@ export class FaultInjector {
       }
       const sr = this.opts.storeRestart;
       if (sr && !this.storeRestart && sr.due()) this.storeRestart = this.restartStore(sr);
-      if (Date.now() >= nextKillAt) {
+      if (this.clock.now() >= nextKillAt) {
         const hit = await this.killRandomSandbox().catch((err: unknown) => {
           this.opts.onWarning?.(`sandbox kill failed: ${(err as Error).message}`);
           return false;
         });
-        nextKillAt = Date.now() + (hit ? this.interval() : RETRY_NO_TARGET_MS);
+        nextKillAt = this.clock.now() + (hit ? this.interval() : RETRY_NO_TARGET_MS);
       }
-      await this.wake.wait(Math.max(0, Math.min(TICK_MS, nextKillAt - Date.now())));
+      await this.wake.wait(Math.max(0, Math.min(TICK_MS, nextKillAt - this.clock.now())));
     }
   }
 
@@ -238,7 +242,7 @@ export class FaultInjector {
       return false;
     }
     const target = running[Math.floor(this.random() * running.length)]!;
-    const at = Date.now();
+    const at = this.clock.now();
     try {
       await this.opts.docker
         .getContainer(target.Id)
@@ -253,7 +257,7 @@ export class FaultInjector {
     this.faults.push({
       kind: 'sandbox-kill',
       at,
-      killedAt: Date.now(),
+      killedAt: this.clock.now(),
       container: (target.Names[0] ?? target.Id).replace(/^\//, ''),
       warm: LABELS.pool in target.Labels,
       workerId: target.Labels[LABELS.worker] ?? '',
@@ -268,7 +272,7 @@ export class FaultInjector {
     const records = victims.map(
       (victim): WorkerKill => ({
         kind: 'worker-kill',
-        at: Date.now(),
+        at: this.clock.now(),
         pid: victim.pid!,
         workerId: victim.workerId()!,
         child: victim.name,
@@ -278,26 +282,26 @@ export class FaultInjector {
     );
     await Promise.all(victims.map((v) => v.sigkill()));
     this.faults.push(...records);
-    await new Promise((resolve) => setTimeout(resolve, wk.restartDelayMs));
+    await sleep(wk.restartDelayMs);
     await Promise.all(
       victims.map(async (victim, i) => {
         await victim.restart();
-        records[i]!.restartedAt = Date.now();
+        records[i]!.restartedAt = this.clock.now();
         records[i]!.restartedPid = victim.pid ?? null;
       }),
     );
   }
 
   private async restartStore(sr: NonNullable<FaultInjectorOptions['storeRestart']>): Promise<void> {
-    const record: StoreRestart = { kind: 'store-restart', at: Date.now(), upAt: null };
+    const record: StoreRestart = { kind: 'store-restart', at: this.clock.now(), upAt: null };
     this.faults.push(record);
     try {
       await sr.stop();
-      await new Promise((resolve) => setTimeout(resolve, sr.downMs));
+      await sleep(sr.downMs);
     } finally {
       await sr.start().then(
         () => {
-          record.upAt = Date.now();
+          record.upAt = this.clock.now();
         },
         (err: unknown) => this.opts.onWarning?.(`store did not start again: ${(err as Error).message}`),
       );
@@ -341,7 +345,7 @@ export class FaultInjector {
   ): Promise<void> {
     const record: Partition = {
       kind: 'partition',
-      at: Date.now(),
+      at: this.clock.now(),
       workerId: victim.workerId()!,
       child: victim.name,
       sandboxes,
@@ -352,18 +356,16 @@ export class FaultInjector {
     try {
       await victim.cut();
       this.faults.push(record);
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, record.at + pt.leaseMs - Date.now())));
+      await sleep(record.at + pt.leaseMs - this.clock.now());
       record.sandboxesAliveAfterLease = await this.stillRunning(sandboxes).catch((err: unknown) => {
         this.opts.onWarning?.(`partition: cannot list sandboxes: ${(err as Error).message}`);
         return null;
       });
-      await new Promise((resolve) =>
-        setTimeout(resolve, Math.max(0, record.at + pt.durationMs - Date.now())),
-      );
+      await sleep(record.at + pt.durationMs - this.clock.now());
     } finally {
       await victim.heal().then(
         () => {
-          record.healedAt = Date.now();
+          record.healedAt = this.clock.now();
         },
         (err: unknown) => this.opts.onWarning?.(`partition: link did not come up: ${(err as Error).message}`),
       );

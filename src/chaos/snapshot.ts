@@ -48,7 +48,7 @@ export async function readStoreSnapshot(
       }
       out.push({
         id,
-        view: await store.getSessionView(id, Date.now()),
+        view: await store.getSessionView(id, store.clock.now()),
         messages,
         turns: await store.listTurns(id),
         state: await store.getState(id),

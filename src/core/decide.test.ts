@@ -7,25 +7,11 @@ import {
   decideSandboxHealth,
   decideWarmPoolTarget,
   isLeaseFresh,
-  retryDelayMs,
 } from './decide.js';
 
 const BASE = 1_700_000_000_000;
 const POLICY = { retryBaseMs: 1000, retryMaxMs: 60_000, maxTries: 5 };
 const LIMITS = { heartbeatTimeoutMs: 30_000, turnTimeoutMs: 600_000 };
-
-test('retryDelayMs doubles from the base and is capped', () => {
-  const cases: [number, number][] = [
-    [1, 1000],
-    [2, 2000],
-    [3, 4000],
-    [4, 8000],
-    [7, 60_000],
-    [30, 60_000],
-  ];
-  for (const [tries, expected] of cases)
-    assert.equal(retryDelayMs(tries, POLICY), expected, `tries=${tries}`);
-});
 
 test('decideAbortedMessage retries with backoff until maxTries, then fails', () => {
   const cases: { name: string; tries: number; expected: ReturnType<typeof decideAbortedMessage> }[] = [

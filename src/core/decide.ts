@@ -3,17 +3,13 @@
  * worker/ observe, call one of these, and act on the result.
  */
 
+import { backoffMs } from './backoff.js';
 import { abortPolicyOf, type ErrorCode } from './errors.js';
 
 export interface RetryPolicy {
   retryBaseMs: number;
   retryMaxMs: number;
   maxTries: number;
-}
-
-/** Backoff before the next try after `tries` failed ones: base * 2^(tries-1), capped. */
-export function retryDelayMs(tries: number, policy: Pick<RetryPolicy, 'retryBaseMs' | 'retryMaxMs'>): number {
-  return Math.min(policy.retryMaxMs, policy.retryBaseMs * 2 ** Math.max(0, tries - 1));
 }
 
 export type AbortedMessageDecision =
@@ -38,7 +34,7 @@ export function decideAbortedMessage(
   if (!retryable) return { action: 'fail' };
   if (!costsTry) return { action: 'requeue' };
   if (tries >= policy.maxTries) return { action: 'fail' };
-  const delayMs = retryDelayMs(tries, policy);
+  const delayMs = backoffMs(tries, { firstMs: policy.retryBaseMs, maxMs: policy.retryMaxMs });
   return { action: 'retry', processAfter: now + delayMs, delayMs };
 }
 

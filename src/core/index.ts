@@ -1,6 +1,7 @@
 /** core: types, config, ids, clock, errors and pure deciders. No I/O. */
 export * from './agent.js';
 export * from './api-schemas.js';
+export * from './backoff.js';
 export * from './clock.js';
 export * from './config.js';
 export * from './cron.js';
@@ -14,6 +15,7 @@ export * from './model-budget.js';
 export * from './protocol.js';
 export * from './sandbox-lifecycle.js';
 export * from './schedule.js';
+export * from './sleep.js';
 export * from './storage.js';
 export * from './supervision.js';
 export * from './turn-in-flight.js';

@@ -7,7 +7,7 @@
  * refuse replays of old deliveries.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { retryDelayMs } from './decide.js';
+import { backoffMs } from './backoff.js';
 import type { SessionEvent } from './types.js';
 
 export const WEBHOOK_SIGNATURE_HEADER = 'x-berth-signature';
@@ -78,7 +78,7 @@ export function decideDelivery(
 ): DeliveryDecision {
   if (ok) return { action: 'delivered' };
   if (attempts >= policy.maxAttempts) return { action: 'dead' };
-  const delayMs = retryDelayMs(attempts, policy);
+  const delayMs = backoffMs(attempts, { firstMs: policy.retryBaseMs, maxMs: policy.retryMaxMs });
   return { action: 'retry', nextAttemptAt: now + delayMs, delayMs };
 }
 
