@@ -10,11 +10,13 @@
  * install script) builds and signs them; keys are made by node:crypto.
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { isIPv4 } from 'node:net';
 import { join } from 'node:path';
 import { createSecureContext, type SecureContext } from 'node:tls';
 import forge from 'node-forge';
+import { BerthError, type Clock, systemClock } from '../core/index.js';
+import { fsyncPath, moveIntoPlace, stagingPath } from '../durable-files/index.js';
 
 const KEY_FILE = 'ca-key.pem';
 const CERT_FILE = 'ca.pem';
@@ -44,29 +46,29 @@ export class EgressCa {
     readonly certificatePem: string,
     private readonly caKey: forge.pki.rsa.PrivateKey,
     private readonly caCert: forge.pki.Certificate,
+    /** Validity windows start from it. */
+    private readonly clock: Clock,
   ) {}
 
   /** Loads the CA in `dir`, making it on first use (two processes racing: one rename wins, both use it). */
-  static async open(dir: string): Promise<EgressCa> {
-    const loaded = await EgressCa.load(dir);
+  static async open(dir: string, clock: Clock = systemClock): Promise<EgressCa> {
+    const loaded = await EgressCa.load(dir, clock);
     if (loaded) return loaded;
-    const staging = `${dir}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+    const staging = stagingPath(dir);
     await mkdir(staging, { recursive: true, mode: 0o700 });
-    const made = makeCa();
+    const made = makeCa(clock.now());
     await writeFile(join(staging, KEY_FILE), made.keyPem, { mode: 0o600 });
     await writeFile(join(staging, CERT_FILE), made.certPem, { mode: 0o644 });
-    try {
-      await rename(staging, dir);
-    } catch (err) {
-      await rm(staging, { recursive: true, force: true });
-      if (!['EEXIST', 'ENOTEMPTY'].includes((err as NodeJS.ErrnoException).code ?? '')) throw err;
-    }
-    const opened = await EgressCa.load(dir);
-    if (!opened) throw new Error(`egress CA in ${dir} vanished while it was made`);
+    // Sandboxes are made to trust this certificate: it must not come back torn after a power cut.
+    for (const file of [KEY_FILE, CERT_FILE, '']) await fsyncPath(join(staging, file));
+    await moveIntoPlace(staging, dir);
+    const opened = await EgressCa.load(dir, clock);
+    if (!opened)
+      throw new BerthError('INTERNAL', `Egress CA in ${dir} vanished while it was made (EgressCa.open)`);
     return opened;
   }
 
-  private static async load(dir: string): Promise<EgressCa | null> {
+  private static async load(dir: string, clock: Clock): Promise<EgressCa | null> {
     let keyPem: string;
     let certPem: string;
     try {
@@ -78,11 +80,16 @@ export class EgressCa {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw err;
     }
-    return new EgressCa(certPem, forge.pki.privateKeyFromPem(keyPem), forge.pki.certificateFromPem(certPem));
+    return new EgressCa(
+      certPem,
+      forge.pki.privateKeyFromPem(keyPem),
+      forge.pki.certificateFromPem(certPem),
+      clock,
+    );
   }
 
   /** A certificate for `host` (DNS name or IPv4) signed by this CA, with its key. */
-  leafFor(host: string, now = Date.now()): Leaf {
+  leafFor(host: string, now = this.clock.now()): Leaf {
     const cached = this.leaves.get(host);
     if (cached && cached.notAfter - now > LEAF_RENEW_MS) return cached;
     if (!this.leafKey) {
@@ -124,13 +131,12 @@ export class EgressCa {
   }
 }
 
-function makeCa(): { keyPem: string; certPem: string } {
+function makeCa(now: number): { keyPem: string; certPem: string } {
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const keyPem = privateKey.export({ type: 'pkcs1', format: 'pem' }) as string;
   const cert = forge.pki.createCertificate();
   cert.publicKey = forge.pki.publicKeyFromPem(publicKey.export({ type: 'spki', format: 'pem' }) as string);
   cert.serialNumber = serialNumber();
-  const now = Date.now();
   cert.validity.notBefore = new Date(now - HOUR_MS);
   cert.validity.notAfter = new Date(now + CA_VALIDITY_MS);
   const name = [

@@ -24,7 +24,14 @@ import { request as httpsRequest } from 'node:https';
 import { isIPv4 } from 'node:net';
 import { Duplex } from 'node:stream';
 import { rootCertificates, TLSSocket } from 'node:tls';
-import { BerthError, type EgressRule, fillTemplate, isHeaderValue, templateSecrets } from '../core/index.js';
+import {
+  BerthError,
+  type Clock,
+  type EgressRule,
+  fillTemplate,
+  isHeaderValue,
+  templateSecrets,
+} from '../core/index.js';
 import { EgressCa } from './egress-ca.js';
 import type { EgressAudit } from './egress-proxy.js';
 import type { SecretSource } from './model-proxy.js';
@@ -67,6 +74,8 @@ export class EgressInterceptor {
     caDir: string;
     secrets: SecretSource;
     extraCaFile: string;
+    /** What certificate validity is judged by. @default systemClock */
+    clock?: Clock;
   }): Promise<EgressInterceptor> {
     let upstreamCa: string[] | undefined;
     if (o.extraCaFile) {
@@ -84,7 +93,11 @@ export class EgressInterceptor {
       }
       upstreamCa = [...rootCertificates, extra];
     }
-    return new EgressInterceptor({ ca: await EgressCa.open(o.caDir), secrets: o.secrets, upstreamCa });
+    return new EgressInterceptor({
+      ca: await EgressCa.open(o.caDir, o.clock),
+      secrets: o.secrets,
+      upstreamCa,
+    });
   }
 
   /** The CA certificate (PEM) sandboxes must trust for intercepted TLS. */

@@ -136,6 +136,7 @@ export async function startHost(
     caDir: paths.egressCaDir,
     secrets,
     extraCaFile: config.egressCaFile,
+    clock,
   });
   const worker = new Worker({ config, store, runtime, clock, log, paths, image, secrets, egress });
   started.worker = worker;

@@ -13,11 +13,12 @@ import * as fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type Dockerode from 'dockerode';
+import { fsyncPath, moveIntoPlace, stagingPath } from '../durable-files/index.js';
 import { debianMirror } from './apt-mirror.js';
 import type { BaseImageRecipe, BuildProgress } from './base-image.js';
 import { ensureDebootstrap, runDebootstrap } from './debootstrap.js';
 import { sha256Hex } from './file-hash.js';
-import { fileExists, uniqueSuffix } from './files.js';
+import { fileExists } from './files.js';
 import { run } from './host-exec.js';
 import { customizeRootfs, installNode } from './rootfs-finish.js';
 import { importRootfs } from './rootfs-import.js';
@@ -49,10 +50,12 @@ export async function buildFromDebootstrap(
       onProgress({ phase: 'customize' });
       await customizeRootfs(root);
       onProgress({ phase: 'cache rootfs' });
-      const partial = `${cachedRootfs}.${uniqueSuffix()}.partial`;
+      const partial = stagingPath(cachedRootfs, 'partial');
       try {
         await run('tar', ['-C', root, '--numeric-owner', '-c', '-f', partial, '.']);
-        await fs.rename(partial, cachedRootfs);
+        // A torn tarball under the cache's name would be restored by every later build.
+        await fsyncPath(partial);
+        await moveIntoPlace(partial, cachedRootfs);
       } finally {
         await fs.rm(partial, { force: true });
       }

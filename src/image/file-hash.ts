@@ -4,14 +4,14 @@
 // Invariants:
 // - The cache lives in `<cacheDir>/node-sha256.json`, keyed by path and trusted only while the
 //   file's size and mtimeMs are unchanged; a missing or corrupt cache is rebuilt, never an error.
-// - The cache file is replaced atomically (write-then-rename), so concurrent callers cannot
+// - The cache file is replaced atomically (writeFileAtomic), so concurrent callers cannot
 //   corrupt it; the last writer wins.
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { writeFileAtomic } from './files.js';
+import { writeFileAtomic } from '../durable-files/index.js';
 
 interface HashCacheEntry {
   size: number;

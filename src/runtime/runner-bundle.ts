@@ -10,10 +10,11 @@
  * worker starting beside running sandboxes never touches the files they have mounted,
  * and two workers staging at once both end with the same complete directory.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { copyFile, cp, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { copyFile, cp, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { moveIntoPlace, stagingPath } from '../durable-files/index.js';
 
 const COMPILED_SRC = fileURLToPath(new URL('../', import.meta.url));
 
@@ -43,7 +44,7 @@ export async function stageRunner(baseDir: string): Promise<string> {
   )
     return target;
 
-  const tmp = join(baseDir, `.staging-${randomBytes(6).toString('hex')}`);
+  const tmp = stagingPath(target, 'staging');
   await mkdir(join(tmp, 'runner'), { recursive: true, mode: 0o755 });
   await mkdir(join(tmp, 'core'), { recursive: true, mode: 0o755 });
   for (const file of files) await copyFile(join(COMPILED_SRC, file), join(tmp, file));
@@ -55,13 +56,8 @@ export async function stageRunner(baseDir: string): Promise<string> {
       filter: (src) => src === p.hostDir || !(basename(src) === 'node_modules' || SKIPPED_FILE.test(src)),
     });
   }
-  try {
-    await rename(tmp, target);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code !== 'EEXIST' && code !== 'ENOTEMPTY') throw err;
-    await rm(tmp, { recursive: true, force: true }); // another worker staged the same code first
-  }
+  // false: another worker staged the same code first; its copy is the same.
+  await moveIntoPlace(tmp, target);
   return target;
 }
 

@@ -13,9 +13,10 @@
  * Two processes setting secrets at the same moment: the last rename wins.
  */
 import { createCipheriv, createDecipheriv, randomBytes, scryptSync } from 'node:crypto';
-import { chmod, mkdir, open, readFile, rename } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { BerthError, NAME_PATTERN } from '../core/index.js';
+import { writeFileAtomic } from '../durable-files/index.js';
 
 type Entry = { plain: string } | { iv: string; tag: string; data: string };
 
@@ -95,16 +96,7 @@ export class SecretStore {
 
   private async write(file: SecretFile): Promise<void> {
     await mkdir(dirname(this.o.path), { recursive: true });
-    const tmp = `${this.o.path}.${process.pid}.tmp`;
-    const handle = await open(tmp, 'w', 0o600);
-    try {
-      await handle.writeFile(`${JSON.stringify(file, null, 2)}\n`);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await chmod(tmp, 0o600); // the umask cannot widen it, an existing tmp file kept its old mode
-    await rename(tmp, this.o.path);
+    await writeFileAtomic(this.o.path, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600 });
   }
 
   private open(file: SecretFile, name: string, entry: Entry): string {

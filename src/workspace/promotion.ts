@@ -11,8 +11,9 @@
  * step idempotent (a moved file's source is gone; a deleted entry is absent), so a
  * promotion cut by a crash is simply applied again at recovery.
  */
-import { chmod, chown, lstat, mkdir, open, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, lstat, mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { fsyncPath, writeFileAtomic } from '../durable-files/index.js';
 
 export type PlanStep =
   | { op: 'delete'; path: string }
@@ -36,11 +37,7 @@ export async function sealLayer(dirs: {
   const steps: PlanStep[] = [];
   await planDir('', dirs, steps);
   const plan: PromotionPlan = { version: 1, steps };
-  const tmp = `${dirs.planFile}.tmp`;
-  await writeFile(tmp, JSON.stringify(plan));
-  await fsyncPath(tmp);
-  await rename(tmp, dirs.planFile);
-  await fsyncPath(dirname(dirs.planFile));
+  await writeFileAtomic(dirs.planFile, JSON.stringify(plan));
   return plan;
 }
 
@@ -65,16 +62,6 @@ async function planDir(
       if (entry.isFile()) await fsyncPath(join(dirs.upper, path));
       steps.push({ op: 'move', from: path, path });
     }
-  }
-}
-
-/** fsync of a file, or of a directory (which makes a rename in it durable). */
-export async function fsyncPath(path: string): Promise<void> {
-  const handle = await open(path, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
   }
 }
 

@@ -1,0 +1,2 @@
+/** durable-files: writes that survive a crash whole or not at all (staging name, fsync, rename, fsync of the directory). */
+export { fsyncPath, moveIntoPlace, stagingPath, writeFileAtomic } from './durable-files.js';
