@@ -9,6 +9,7 @@
  */
 import type { Readable } from 'node:stream';
 import type Dockerode from 'dockerode';
+import { jsonLines } from '../src/core/index.js';
 import { type BenchOptions, benchHost, stats } from './harness.js';
 
 export async function detection({ quick }: BenchOptions) {
@@ -59,12 +60,8 @@ async function nextDieAt(docker: Dockerode, name: string): Promise<number> {
     filters: { type: ['container'], event: ['die'], container: [name] },
   })) as unknown as Readable;
   try {
-    let buffer = '';
-    for await (const chunk of stream) {
-      buffer += chunk.toString();
-      const line = buffer.split('\n')[0]!;
-      if (buffer.includes('\n')) return Math.round((JSON.parse(line) as { timeNano: number }).timeNano / 1e6);
-    }
+    for await (const event of jsonLines(stream))
+      return Math.round((event as { timeNano: number }).timeNano / 1e6);
     return Number.NaN;
   } finally {
     stream.destroy();

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
+import { parseJsonLines } from '../src/core/index.js';
 
 const run = promisify(execFile);
 
@@ -17,10 +18,7 @@ test('npm run bench -- --quick (the warm-pool and speed benchmarks): each prints
     maxBuffer: 16 * 1024 * 1024,
     timeout: 15 * 60_000,
   });
-  const results = stdout
-    .trim()
-    .split('\n')
-    .map((line) => JSON.parse(line) as Record<string, unknown>);
+  const results = parseJsonLines(stdout) as Record<string, unknown>[];
   const byName = new Map(results.map((r) => [r.bench, r]));
   for (const name of ['cold-start', 'warm-start', 'warm-path', 'detection', 'live-sandboxes']) {
     const r = byName.get(name);

@@ -10,6 +10,7 @@ export * from './egress.js';
 export * from './errors.js';
 export * from './failpoints.js';
 export * from './ids.js';
+export * from './json-lines.js';
 export * from './labels.js';
 export * from './model-budget.js';
 export * from './protocol.js';

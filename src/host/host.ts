@@ -16,7 +16,7 @@ import {
   timeStoreCalls,
   WebhookDispatcher,
 } from '../api/index.js';
-import type { Clock, ResolvedConfig } from '../core/index.js';
+import { type Clock, type ResolvedConfig, systemClock } from '../core/index.js';
 import { EgressInterceptor } from '../gateway/index.js';
 import { type BuildProgress, baseImageRecipe, baseImageTag, ensureBaseImage } from '../image/index.js';
 import {
@@ -83,22 +83,27 @@ async function openRuntime(
   config: ResolvedConfig,
   docker: Dockerode,
   reporter: BuildReporter | undefined,
+  clock: Clock,
 ): Promise<{ runtime: SandboxRuntime; image: string }> {
   if (config.runtime === 'kubernetes') {
     // The nodes' engines must hold the image (a registry's, via BERTH_IMAGE, or the base image loaded there).
     const image =
       config.image || baseImageTag(await baseImageRecipe(hostPaths(config.dataDir).imageCacheDir));
-    const runtime = new KubernetesRuntime(loadKubeConfig(config.kubeconfig), {
-      namespace: config.kubeNamespace,
-      nodeSelector: config.kubeNodeSelector,
-      runtimeClassRunsc: config.kubeRuntimeClassRunsc,
-    });
+    const runtime = new KubernetesRuntime(
+      loadKubeConfig(config.kubeconfig),
+      {
+        namespace: config.kubeNamespace,
+        nodeSelector: config.kubeNodeSelector,
+        runtimeClassRunsc: config.kubeRuntimeClassRunsc,
+      },
+      clock,
+    );
     await runtime.check(image);
     return { runtime, image };
   }
   await assertDockerReachable(docker, config.dockerSocket);
   const image = await resolveImage(docker, config, reporter);
-  const runtime = new DockerRuntime(docker, config.dockerSocket);
+  const runtime = new DockerRuntime(docker, config.dockerSocket, clock);
   await runtime.check(image);
   return { runtime, image };
 }
@@ -109,7 +114,12 @@ export async function startHost(
   options: { api?: boolean; clock?: Clock; buildReporter?: BuildReporter } = {},
 ): Promise<Host> {
   const docker = connectDocker(config.dockerSocket);
-  const { runtime, image } = await openRuntime(config, docker, options.buildReporter);
+  // The runtime is checked before the store opens (a broken engine fails first); its event
+  // times follow the host's clock, known once the store is open.
+  let clock: Clock = options.clock ?? systemClock;
+  const { runtime, image } = await openRuntime(config, docker, options.buildReporter, {
+    now: () => clock.now(),
+  });
   const paths = hostPaths(config.dataDir);
   const untimedStore = await openStore({
     store: config.store,
@@ -119,7 +129,7 @@ export async function startHost(
     onWarning: (message, err) => log.warn({ err }, message),
   });
   // PostgreSQL: the database server's clock, so workers on several machines agree on leases.
-  const clock = options.clock ?? untimedStore.clock;
+  clock = options.clock ?? untimedStore.clock;
   // The worker is created after the metrics (its store is the timed one); its pool is read at scrape time.
   const started: { worker?: Worker } = {};
   const metrics = new BerthMetrics({

@@ -5,7 +5,7 @@
  */
 import type { Readable } from 'node:stream';
 import type Dockerode from 'dockerode';
-import { BerthError, LABELS } from '../../core/index.js';
+import { BerthError, type Clock, jsonLines, LABELS, systemClock } from '../../core/index.js';
 import type { RuntimeEvent, SandboxHandle, SandboxRuntime, SandboxSpec } from '../runtime.js';
 import { assertDockerReachable } from './connect.js';
 import { containerOptions } from './container-spec.js';
@@ -16,6 +16,8 @@ export class DockerRuntime implements SandboxRuntime {
   constructor(
     private readonly docker: Dockerode,
     private readonly socketPath: string,
+    /** What event times are read from when the engine gives none: the worker's clock. @default systemClock */
+    private readonly clock: Clock = systemClock,
   ) {}
 
   async check(image: string): Promise<void> {
@@ -81,46 +83,38 @@ export class DockerRuntime implements SandboxRuntime {
     })) as unknown as Readable;
     const onAbort = () => stream.destroy();
     signal.addEventListener('abort', onAbort, { once: true });
-    yield { type: 'connected', at: Date.now() };
-    let buffer = '';
+    yield { type: 'connected', at: this.clock.now() };
     const oomKilled = new Set<string>();
     try {
-      for await (const chunk of stream) {
-        buffer += chunk.toString();
-        let newline = buffer.indexOf('\n');
-        while (newline >= 0) {
-          const line = buffer.slice(0, newline).trim();
-          buffer = buffer.slice(newline + 1);
-          newline = buffer.indexOf('\n');
-          if (!line) continue;
-          const e = JSON.parse(line) as {
-            Action: string;
-            id: string;
-            Actor: { Attributes: Record<string, string> };
-            timeNano?: number;
-          };
-          if (e.Action === 'oom') {
-            oomKilled.add(e.id);
-            continue;
-          }
-          const code = e.Actor.Attributes.exitCode;
-          yield {
-            type: 'exit',
-            id: e.id,
-            name: e.Actor.Attributes.name ?? '',
-            exitCode: code === undefined ? null : Number(code),
-            oomKilled: oomKilled.delete(e.id),
-            at: e.timeNano ? Math.round(e.timeNano / 1e6) : Date.now(),
-          };
+      for await (const line of jsonLines(stream)) {
+        const e = line as {
+          Action: string;
+          id: string;
+          Actor: { Attributes: Record<string, string> };
+          timeNano?: number;
+        };
+        if (e.Action === 'oom') {
+          oomKilled.add(e.id);
+          continue;
         }
+        const code = e.Actor.Attributes.exitCode;
+        yield {
+          type: 'exit',
+          id: e.id,
+          name: e.Actor.Attributes.name ?? '',
+          exitCode: code === undefined ? null : Number(code),
+          oomKilled: oomKilled.delete(e.id),
+          at: e.timeNano ? Math.round(e.timeNano / 1e6) : this.clock.now(),
+        };
       }
     } catch (err) {
-      if (!signal.aborted) yield { type: 'disconnected', error: (err as Error).message, at: Date.now() };
+      if (!signal.aborted)
+        yield { type: 'disconnected', error: (err as Error).message, at: this.clock.now() };
       return;
     } finally {
       signal.removeEventListener('abort', onAbort);
     }
-    if (!signal.aborted) yield { type: 'disconnected', error: 'event stream ended', at: Date.now() };
+    if (!signal.aborted) yield { type: 'disconnected', error: 'event stream ended', at: this.clock.now() };
   }
 
   async list(installId: string): Promise<SandboxHandle[]> {

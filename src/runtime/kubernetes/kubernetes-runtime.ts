@@ -6,7 +6,7 @@
  * (grace 0) if the Pod is still there after a few seconds.
  */
 import { ApiException, CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
-import { BerthError } from '../../core/index.js';
+import { BerthError, type Clock, systemClock } from '../../core/index.js';
 import type { RuntimeEvent, SandboxHandle, SandboxRuntime, SandboxSpec } from '../runtime.js';
 import {
   installSelector,
@@ -30,6 +30,8 @@ export class KubernetesRuntime implements SandboxRuntime {
   constructor(
     private readonly kc: KubeConfig,
     private readonly settings: PodSettings,
+    /** Event times: the worker's clock. @default systemClock */
+    private readonly clock: Clock = systemClock,
   ) {
     this.core = kc.makeApiClient(CoreV1Api);
   }
@@ -210,17 +212,17 @@ export class KubernetesRuntime implements SandboxRuntime {
         name: pod.metadata?.annotations?.[SANDBOX_NAME_ANNOTATION] ?? '',
         exitCode: state.kind === 'exited' ? state.exitCode : null,
         oomKilled: state.kind === 'exited' && state.oomKilled,
-        at: Date.now(),
+        at: this.clock.now(),
       };
     };
     let list: Awaited<ReturnType<CoreV1Api['listNamespacedPod']>>;
     try {
       list = await this.core.listNamespacedPod({ namespace, labelSelector });
     } catch (err) {
-      yield { type: 'disconnected', error: describe(err), at: Date.now() };
+      yield { type: 'disconnected', error: describe(err), at: this.clock.now() };
       return;
     }
-    yield { type: 'connected', at: Date.now() };
+    yield { type: 'connected', at: this.clock.now() };
     // What happened while nobody watched: Pods that exited meanwhile.
     for (const pod of list.items) {
       const exit = exitOf(pod, false);
@@ -233,7 +235,7 @@ export class KubernetesRuntime implements SandboxRuntime {
       signal,
     )) {
       if (change.type === 'closed') {
-        if (!signal.aborted) yield { type: 'disconnected', error: change.error, at: Date.now() };
+        if (!signal.aborted) yield { type: 'disconnected', error: change.error, at: this.clock.now() };
         return;
       }
       const exit = exitOf(change.pod, change.type === 'DELETED');
