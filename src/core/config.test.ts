@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { test } from 'node:test';
-import { defaultSlots, loadConfig, parseDurationMs, redactUrl } from './config.js';
+import { defaultSlots, loadConfig, redactUrl } from './config.js';
+import { CONFIG_OPTIONS, parseDurationMs, withConfigOptionsTable } from './config-options.js';
 import { isBerthError } from './errors.js';
 
 test('defaults resolve, frozen, with durations in ms', () => {
@@ -86,4 +88,25 @@ test('Kubernetes settings: node selector pairs, and this host by default', () =>
   assert.deepEqual(c.kubeNodeSelector, { 'berth.dev/machine': 'vm', 'topology.kubernetes.io/zone': 'a' });
   assert.deepEqual(loadConfig({}).kubeNodeSelector, { 'kubernetes.io/hostname': hostname() });
   assert.equal(loadConfig({}).kubeNamespace, 'berth');
+});
+
+test('docs/config.md shows the option table CONFIG_OPTIONS declares (node scripts/config-table.js rewrites it)', () => {
+  const doc = readFileSync(new URL('../../../docs/config.md', import.meta.url), 'utf8');
+  assert.equal(withConfigOptionsTable(doc), doc);
+});
+
+test('every option has its own variable, a unit and a doc, and a default unless it is derived at load', () => {
+  const derived = new Set(['apiUrl', 'slots', 'mountAllowlistFile']);
+  const envs = new Set<string>();
+  for (const [key, o] of Object.entries(CONFIG_OPTIONS)) {
+    assert.ok(!envs.has(o.env), `${key}: ${o.env} is used twice`);
+    envs.add(o.env);
+    assert.ok(o.unit && o.doc, `${key} has a unit and a doc`);
+    assert.equal(
+      'default' in o,
+      !derived.has(key),
+      `${key}: a default, or derived (with defaultDoc saying how)`,
+    );
+    if (derived.has(key)) assert.ok('defaultDoc' in o, `${key} says how its default is derived`);
+  }
 });

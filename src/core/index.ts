@@ -4,6 +4,7 @@ export * from './api-schemas.js';
 export * from './backoff.js';
 export * from './clock.js';
 export * from './config.js';
+export * from './config-options.js';
 export * from './cron.js';
 export * from './decide.js';
 export * from './egress.js';
