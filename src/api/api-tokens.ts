@@ -9,7 +9,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { type ApiTokenRow, BerthError, newId, type Principal } from '../core/index.js';
-import type { Store } from '../store/index.js';
+import type { ApiStore } from '../store/index.js';
 
 export const ADMIN_TOKEN_FILE = 'admin-token';
 const TOKEN_PREFIX = 'berth_';
@@ -20,7 +20,7 @@ export function hashToken(secret: string): string {
 
 /** Stores a new token's hash (one transaction) and returns the secret, which is never stored. */
 export async function issueToken(
-  store: Store,
+  store: ApiStore,
   tenant: string | null,
   label: string,
   now: number,
@@ -31,7 +31,7 @@ export async function issueToken(
 }
 
 /** The principal of an `Authorization` header; throws API_TOKEN_INVALID for a malformed or unknown token. */
-export async function authenticate(store: Store, header: string): Promise<Principal> {
+export async function authenticate(store: ApiStore, header: string): Promise<Principal> {
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!m) throw new BerthError('API_TOKEN_INVALID', 'Authorization header is not "Bearer <token>"');
   const principal = await store.principalOfTokenHash(hashToken(m[1]!));
@@ -43,7 +43,7 @@ export async function authenticate(store: Store, header: string): Promise<Princi
  * The admin token of this data dir: read from <data>/admin-token, or created there (0600,
  * exclusive create so two hosts starting together agree on one) with its hash stored.
  */
-export async function ensureAdminToken(store: Store, dataDir: string, now: number): Promise<string> {
+export async function ensureAdminToken(store: ApiStore, dataDir: string, now: number): Promise<string> {
   const path = join(dataDir, ADMIN_TOKEN_FILE);
   const existing = await readAdminToken(dataDir);
   if (existing !== null) {
@@ -82,7 +82,7 @@ export function isLoopbackAddress(host: string): boolean {
 }
 
 /** Listening beyond loopback exposes the API: refuse unless a tenant token exists to use it with. */
-export async function assertListenAllowed(store: Store, host: string): Promise<void> {
+export async function assertListenAllowed(store: ApiStore, host: string): Promise<void> {
   if (isLoopbackAddress(host)) return;
   const tokens = await store.listApiTokens();
   if (!tokens.some((t) => !t.admin && t.revokedAt === null)) {

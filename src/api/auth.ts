@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { Principal } from '../core/index.js';
-import type { Store } from '../store/index.js';
+import type { ApiStore } from '../store/index.js';
 import { authenticate } from './api-tokens.js';
 
 declare module 'fastify' {
@@ -14,7 +14,7 @@ declare module 'fastify' {
   }
 }
 
-export function installAuth(app: FastifyInstance, store: Store): void {
+export function installAuth(app: FastifyInstance, store: ApiStore): void {
   app.decorateRequest('principal', null);
   app.addHook('onRequest', async (request) => {
     const header = request.headers.authorization;

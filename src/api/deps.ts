@@ -1,13 +1,13 @@
 /** What the API needs from the host; passed to buildApp, never read from globals. */
 import type { Clock, ResolvedConfig } from '../core/index.js';
-import type { Store } from '../store/index.js';
+import type { ApiStore } from '../store/index.js';
 import type { BerthMetrics } from './metrics.js';
 import type { RouteTable } from './route-table.js';
 import type { WebhookDispatcher } from './webhook-dispatcher.js';
 
 export interface ApiDeps {
   config: ResolvedConfig;
-  store: Store;
+  store: ApiStore;
   clock: Clock;
   /** The host's dispatcher, woken when a delivery is sent again; absent = deliveries wait for its next poll. */
   webhooks?: WebhookDispatcher;

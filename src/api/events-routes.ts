@@ -9,7 +9,7 @@
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { assertSessionId, BerthError, eventsQuerySchema, type SessionEvent } from '../core/index.js';
-import type { Store } from '../store/index.js';
+import type { ApiStore } from '../store/index.js';
 import type { PluginDeps } from './deps.js';
 import { scopeOf } from './route-table.js';
 
@@ -100,7 +100,7 @@ function resumeFrom(request: FastifyRequest, after: number | undefined): number 
 async function stream(
   request: FastifyRequest,
   reply: FastifyReply,
-  store: Store,
+  store: ApiStore,
   open: Set<() => void>,
   from: number,
   source: StreamSource,

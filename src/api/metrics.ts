@@ -11,13 +11,13 @@
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Clock, SessionEvent } from '../core/index.js';
-import type { Store } from '../store/index.js';
+import type { ApiStore, Store } from '../store/index.js';
 
 const BATCH = 1_000;
 const SECONDS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
 export interface MetricsSources {
-  store: Store;
+  store: ApiStore;
   clock: Clock;
   /** Pre-booted sandboxes waiting for a session; the worker's pool provides it. @default () => 0 */
   warmPoolSize?: () => number;

@@ -19,7 +19,7 @@ import {
   WEBHOOK_TIMESTAMP_HEADER,
   type WebhookPayload,
 } from '../core/index.js';
-import type { Store, TakenDelivery } from '../store/index.js';
+import type { TakenDelivery, WebhookDispatcherStore } from '../store/index.js';
 
 const POLL_MS = 1_000;
 /** Lease beyond the request timeout before a taken delivery is due again (a dispatcher that died mid-attempt). */
@@ -40,7 +40,7 @@ export class WebhookDispatcher {
 
   constructor(
     private readonly deps: {
-      store: Store;
+      store: WebhookDispatcherStore;
       clock: Clock;
       config: ResolvedConfig;
       log: Logger;

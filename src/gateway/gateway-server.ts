@@ -30,7 +30,7 @@ import {
   type TurnInFlight,
   type TurnOutcome,
 } from '../core/index.js';
-import { type Fence, type FenceCode, fenceError, type Store } from '../store/index.js';
+import { type Fence, type FenceCode, fenceError, type GatewayStore } from '../store/index.js';
 import { type EgressPolicy, EgressProxy } from './egress-proxy.js';
 import { readJson, sendJson } from './http-json.js';
 import { LongPoll } from './long-poll.js';
@@ -54,7 +54,7 @@ export interface GatewayOptions {
   /** What the runner proves it is this sandbox with, before any binding exists. */
   bootToken: string;
   secret: Buffer;
-  store: Store;
+  store: GatewayStore;
   clock: Clock;
   log: Logger;
   /** The runner is booted and waiting for its binding (a warm sandbox is ready). */

@@ -27,7 +27,7 @@ import {
   MODEL_PROXY_PATH,
   type ModelProviderName,
 } from '../core/index.js';
-import type { Fence, Store } from '../store/index.js';
+import type { Fence, GatewayStore } from '../store/index.js';
 import { readJson } from './http-json.js';
 import { UsageMeter } from './usage-meter.js';
 
@@ -53,7 +53,7 @@ export interface ModelProxyOptions {
   secrets: SecretSource;
   /** Host-wide upstreams (ANTHROPIC_BASE_URL, OPENAI_BASE_URL); the agent's baseUrl wins. */
   upstreams: Record<ModelProviderName, string>;
-  store: Store;
+  store: GatewayStore;
   clock: Clock;
   log: Logger;
 }

@@ -5,7 +5,7 @@
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../core/index.js';
-import type { Fence, Store } from '../store/index.js';
+import type { Fence, GatewayStore } from '../store/index.js';
 import type { EgressAudit } from './egress-proxy.js';
 
 const MAX_UNAUTHORIZED_AUDITS = 100;
@@ -14,7 +14,7 @@ export class SandboxAudit {
   private unauthorizedAudits = 0;
 
   constructor(
-    private readonly store: Pick<Store, 'audit'>,
+    private readonly store: Pick<GatewayStore, 'audit'>,
     private readonly clock: Clock,
   ) {}
 

@@ -29,7 +29,7 @@ import {
   storageEntryOf,
   storageListingOf,
 } from '../core/index.js';
-import { type Fence, fenceError, type Store } from '../store/index.js';
+import { type Fence, fenceError, type GatewayStore } from '../store/index.js';
 import { sendJson } from './http-json.js';
 
 const DEFAULT_PAGE = 100;
@@ -47,7 +47,7 @@ export interface StorageRoutesOptions {
   /** The bound session's agent: the namespace and the grants of every call. */
   agent: string;
   binding: Fence;
-  store: Store;
+  store: GatewayStore;
   blobs: BlobStore;
   /** Largest object a put may store, in bytes. */
   maxObjectBytes: number;

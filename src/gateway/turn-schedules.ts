@@ -13,7 +13,7 @@ import {
   firstRunOf,
   type TurnSchedule,
 } from '../core/index.js';
-import type { Store } from '../store/index.js';
+import type { GatewayStore } from '../store/index.js';
 
 export interface SchedulePolicy {
   agent: string;
@@ -31,7 +31,7 @@ export async function planTurnSchedule(
   body: (typeof turnScheduleBody)['_output'],
   held: readonly TurnSchedule[],
   policy: SchedulePolicy,
-  store: Pick<Store, 'countAgentMadeSchedules'>,
+  store: Pick<GatewayStore, 'countAgentMadeSchedules'>,
   now: number,
 ): Promise<TurnSchedule> {
   const nextRunAt = firstRunOf(body.cron, body.tz, now);

@@ -3,5 +3,6 @@
 export { fenceError } from './fence-error.js';
 export { openStore, type StoreSelection } from './open-store.js';
 export { openPostgresStore, type PostgresStoreOptions } from './postgres/postgres-store.js';
+export type * from './roles.js';
 export { openSqliteStore, type SqliteStoreOptions } from './sqlite/sqlite-store.js';
 export type * from './store.js';

@@ -4,13 +4,13 @@ import type { BlobStore } from '../blobs/index.js';
 import type { Clock, ResolvedConfig } from '../core/index.js';
 import type { EgressInterceptor, SecretSource } from '../gateway/index.js';
 import type { SandboxRuntime } from '../runtime/index.js';
-import type { Store } from '../store/index.js';
+import type { WorkerStore } from '../store/index.js';
 import type { Workspaces } from '../workspace/index.js';
 import type { HostPaths } from './paths.js';
 
 export interface WorkerDeps {
   config: ResolvedConfig;
-  store: Store;
+  store: WorkerStore;
   runtime: SandboxRuntime;
   clock: Clock;
   log: Logger;

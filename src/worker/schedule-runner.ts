@@ -7,7 +7,7 @@
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../core/index.js';
-import type { Store } from '../store/index.js';
+import type { ScheduleRunnerStore } from '../store/index.js';
 
 /** How often due schedules are looked for: the lateness of a run, at most. */
 const TICK_MS = 1_000;
@@ -17,7 +17,7 @@ export class ScheduleRunner {
   private running: Promise<void> | null = null;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: ScheduleRunnerStore,
     private readonly clock: Clock,
     private readonly log: Logger,
   ) {}
