@@ -10,11 +10,17 @@ export interface StoreSelection {
   sqlitePath: string;
   leaseMs: number;
   retry: RetryPolicy;
-  /** Connection trouble a PostgreSQL store rides out. */
+  /** Connection trouble a PostgreSQL store rides out; a guarded transition that matched no row (either store). */
   onWarning?: (message: string, err: unknown) => void;
 }
 
 export async function openStore(s: StoreSelection): Promise<Store> {
-  if (s.store === '') return openSqliteStore({ path: s.sqlitePath, leaseMs: s.leaseMs, retry: s.retry });
+  if (s.store === '')
+    return openSqliteStore({
+      path: s.sqlitePath,
+      leaseMs: s.leaseMs,
+      retry: s.retry,
+      onWarning: s.onWarning,
+    });
   return openPostgresStore({ url: s.store, leaseMs: s.leaseMs, retry: s.retry, onWarning: s.onWarning });
 }

@@ -1,11 +1,10 @@
 /**
- * The Store's transitions, written once for both SQL engines. Each method is one program
- * (see program.ts) that a SqlDriver runs in one transaction; notifications collected by
- * a program reach this process's listeners only after its transaction committed, and
- * other processes through the driver (SQLite: loopback datagrams, PostgreSQL:
- * LISTEN/NOTIFY). Every session-changing program starts by locking the session row
- * (FENCE, QUEUE_HEAD, EXPIRED_LEASES_LOCKED) and re-reads what it decides on after the
- * lock, so PostgreSQL's concurrent transactions decide as SQLite's serial ones do.
+ * The Store, written once for both SQL engines: each method runs one program (programs/,
+ * one file per aggregate) in one transaction of a SqlDriver, read-only or write, durable
+ * or relaxed. Notifications a program collects reach this process's listeners only after
+ * its transaction committed, and other processes through the driver (SQLite: loopback
+ * datagrams, PostgreSQL: LISTEN/NOTIFY). A guarded statement that matched no row rolls
+ * its transaction back with an INTERNAL error, told to `onWarning` with what it found.
  */
 import { EventEmitter } from 'node:events';
 import {
@@ -13,15 +12,13 @@ import {
   type Agent,
   type AgentSpec,
   type ApiTokenRow,
-  BerthError,
   type ClaimedSession,
   type Clock,
   type CommitInput,
   DEFAULT_TENANT,
   decideScheduleRun,
+  isBerthError,
   type Message,
-  newId,
-  nextRunOf,
   type Principal,
   type RetryPolicy,
   type Schedule,
@@ -55,39 +52,20 @@ import type {
   StoreChange,
   TakenDelivery,
 } from '../store.js';
-import { all, get, type Program, run } from './program.js';
-import {
-  toAgent,
-  toApiToken,
-  toAttempt,
-  toDelivery,
-  toEvent,
-  toMessage,
-  toSchedule,
-  toSession,
-  toStorageGrant,
-  toStorageObject,
-  toTurn,
-  toWebhook,
-  toWorker,
-} from './rows.js';
-import { listSessionViews, queuePositions, sessionViewOf } from './session-views.js';
-import {
-  abortRunningTurn,
-  agentOfSession,
-  checkEnqueue,
-  checkFence,
-  checkRunningTurn,
-  enqueueInTx,
-  fenceParams,
-  insertEvent,
-  insertTurnSchedules,
-  ownAgentRow,
-  ownedBy,
-  reclaimSession,
-  sessionTenantFor,
-  turnMessages,
-} from './transitions.js';
+import type { Program, Tx } from './program.js';
+import * as agents from './programs/agents.js';
+import * as audits from './programs/audit.js';
+import * as events from './programs/events.js';
+import * as leases from './programs/leases.js';
+import * as usage from './programs/model-usage.js';
+import * as schedules from './programs/schedules.js';
+import * as sessions from './programs/sessions.js';
+import * as storage from './programs/storage.js';
+import * as tokens from './programs/tokens.js';
+import * as turns from './programs/turns.js';
+import * as webhooks from './programs/webhooks.js';
+import * as workers from './programs/workers.js';
+import { listSessionViews } from './session-views.js';
 
 /** See SqlStore.write. */
 export type Durability = 'durable' | 'relaxed';
@@ -117,14 +95,15 @@ export interface SqlStoreOptions {
   leaseMs: number;
   /** Applied to the messages of every aborted turn. */
   retry: RetryPolicy;
+  /** Told of what the store rides out or refuses; here: a transition that found a row in a state its guard rules out (a bug). */
+  onWarning?: (message: string, err: unknown) => void;
 }
 
 export class SqlStore implements Store {
   readonly kind: Store['kind'];
   readonly clock: Clock;
   private readonly emitter = new EventEmitter();
-  private readonly leaseMs: number;
-  private readonly retry: RetryPolicy;
+  private readonly policy: { leaseMs: number; retry: RetryPolicy };
 
   constructor(
     private readonly driver: SqlDriver,
@@ -132,8 +111,7 @@ export class SqlStore implements Store {
   ) {
     this.kind = driver.kind;
     this.clock = driver.clock;
-    this.leaseMs = options.leaseMs;
-    this.retry = options.retry;
+    this.policy = { leaseMs: options.leaseMs, retry: options.retry };
     this.emitter.setMaxListeners(0);
     driver.listen((change) => this.emitter.emit('change', change));
   }
@@ -149,204 +127,180 @@ export class SqlStore implements Store {
 
   // ---- agents
 
-  async createAgent(spec: AgentSpec, now: number, tenant: string = DEFAULT_TENANT): Promise<Agent> {
-    await this.write(function* () {
-      const params = { name: spec.name, spec: JSON.stringify(spec), tenant, now };
-      // Names are global; another tenant's agent is not revealed beyond "taken".
-      if ((yield* run('INSERT_AGENT', params)) !== 1)
-        throw new BerthError('AGENT_EXISTS', `Agent ${spec.name} already exists (createAgent)`);
-    });
-    return { ...spec, tenant, createdAt: now };
+  createAgent(spec: AgentSpec, now: number, tenant: string = DEFAULT_TENANT): Promise<Agent> {
+    return this.write('createAgent', () => agents.createAgent(spec, now, tenant));
   }
 
-  async getAgent(name: string, tenant?: string): Promise<Agent | null> {
-    const row = await this.driver.read(() => get('AGENT_BY_NAME', { name }));
-    return row && ownedBy(row, tenant) ? toAgent(row) : null;
+  getAgent(name: string, tenant?: string): Promise<Agent | null> {
+    return this.read(() => agents.getAgent(name, tenant));
   }
 
-  async listAgents(tenant?: string): Promise<Agent[]> {
-    return (await this.driver.read(() => all('ALL_AGENTS', { tenant: tenant ?? null }))).map(toAgent);
+  listAgents(tenant?: string): Promise<Agent[]> {
+    return this.read(() => agents.listAgents(tenant));
   }
 
   replaceAgentSpec(spec: AgentSpec, tenant?: string): Promise<Agent> {
-    return this.write(function* () {
-      const row = yield* ownAgentRow(spec.name, tenant, 'replaceAgentSpec');
-      yield* run('REPLACE_AGENT_SPEC', { name: spec.name, spec: JSON.stringify(spec) });
-      return { ...spec, tenant: String(row.tenant), createdAt: Number(row.created_at) };
-    });
+    return this.write('replaceAgentSpec', () => agents.replaceAgentSpec(spec, tenant));
   }
 
-  async deleteAgent(name: string, now: number, tenant?: string): Promise<void> {
-    await this.write(function* () {
-      yield* ownAgentRow(name, tenant, 'deleteAgent');
-      if (yield* get('LIVE_SESSION_OF_AGENT', { agent: name }))
-        throw new BerthError(
-          'AGENT_IN_USE',
-          `Agent ${name} has sessions that are not archived (deleteAgent)`,
-        );
-      yield* run('DELETE_AGENT', { name, now });
-      yield* run('DELETE_STORAGE_GRANTS_OF_AGENT', { agent: name });
-      yield* run('DELETE_STORAGE_OBJECTS_OF_AGENT', { agent: name });
-    });
+  deleteAgent(name: string, now: number, tenant?: string): Promise<void> {
+    return this.write('deleteAgent', () => agents.deleteAgent(name, now, tenant));
   }
 
-  // ---- sessions
+  // ---- sessions and what clients see of them
 
   createSession(input: CreateSessionInput): Promise<SessionView> {
-    const { sessionId, now } = input;
-    const leaseMs = this.leaseMs;
-    return this.write(function* () {
-      if (yield* get('SESSION_BY_ID', { id: sessionId }))
-        throw new BerthError('SESSION_EXISTS', `Session ${sessionId} already exists (createSession)`);
-      const agent = yield* ownAgentRow(input.agent, input.tenant, 'createSession');
-      // A concurrent create of the same id inserts nothing here: SESSION_EXISTS for the loser.
-      if (
-        (yield* run('INSERT_SESSION', { id: sessionId, agent: input.agent, tenant: agent.tenant, now })) !== 1
-      )
-        throw new BerthError('SESSION_EXISTS', `Session ${sessionId} already exists (createSession)`);
-      return (yield* sessionViewOf(sessionId, now, leaseMs))!;
-    });
+    return this.write('createSession', () => sessions.createSession(input, this.policy.leaseMs));
   }
 
   archiveSession(sessionId: string, now: number, tenant?: string): Promise<SessionView> {
-    const { leaseMs, retry } = this;
-    return this.write(function* (changes) {
-      const row = yield* get('SESSION_BY_ID', { id: sessionId });
-      if (!row || !ownedBy(row, tenant))
-        throw new BerthError('SESSION_NOT_FOUND', `Session ${sessionId} does not exist (archiveSession)`);
-      if ((yield* run('ARCHIVE_SESSION', { id: sessionId, now })) === 1) {
-        const error = `Session ${sessionId} was archived (archiveSession)`;
-        const failed = (yield* all('OPEN_INBOUND_OF_SESSION', { sessionId })).map(toMessage);
-        // The running turn ends through the one abort path (SESSION_ARCHIVED is terminal: its messages fail); then the rest.
-        const running = yield* get('RUNNING_TURN_OF_SESSION', { sessionId });
-        if (running)
-          yield* abortRunningTurn(
-            changes,
-            { sessionId, turnId: String(running.id), code: 'SESSION_ARCHIVED', error },
-            now,
-            retry,
-          );
-        for (const m of failed)
-          yield* run('FAIL_OPEN_MESSAGE', { id: m.id, error, errorCode: 'SESSION_ARCHIVED' });
-        yield* insertEvent(
-          changes,
-          sessionId,
-          'archived',
-          { failedMessageIds: failed.map((m) => m.id) },
-          now,
-        );
-        changes.push({ type: 'released', sessionId });
-      }
-      return (yield* sessionViewOf(sessionId, now, leaseMs))!;
-    });
+    return this.write('archiveSession', (tx) =>
+      sessions.archiveSession(tx, sessionId, now, tenant, this.policy),
+    );
   }
 
   requestRecycle(sessionId: string, now: number, tenant?: string): Promise<SessionView> {
-    const leaseMs = this.leaseMs;
-    return this.write(function* () {
-      const row = yield* get('SESSION_BY_ID', { id: sessionId });
-      if (!row || !ownedBy(row, tenant))
-        throw new BerthError('SESSION_NOT_FOUND', `Session ${sessionId} does not exist (requestRecycle)`);
-      if ((yield* run('REQUEST_RECYCLE', { id: sessionId, now })) === 0)
-        throw new BerthError('SESSION_ARCHIVED', `Session ${sessionId} is archived (requestRecycle)`);
-      return (yield* sessionViewOf(sessionId, now, leaseMs))!;
-    });
+    return this.write('requestRecycle', () =>
+      sessions.requestRecycle(sessionId, now, tenant, this.policy.leaseMs),
+    );
   }
 
-  // ---- inbound
-
   enqueueMessage(input: EnqueueInput): Promise<{ message: Message; view: SessionView; eventId: number }> {
-    const leaseMs = this.leaseMs;
-    return this.write((changes) => enqueueInTx(changes, input, leaseMs, 'enqueueMessage'));
+    return this.write('enqueueMessage', (tx) => sessions.enqueueMessage(tx, input, this.policy.leaseMs));
+  }
+
+  getSessionView(sessionId: string, now: number, tenant?: string): Promise<SessionView | null> {
+    return this.read(() => sessions.getSessionView(sessionId, now, this.policy.leaseMs, tenant));
+  }
+
+  listSessionViews(now: number, tenant?: string): Promise<SessionView[]> {
+    return this.read(() => listSessionViews(now, this.policy.leaseMs, tenant));
+  }
+
+  listMessages(sessionId: string, afterId: number, limit: number): Promise<Message[]> {
+    return this.read(() => turns.listMessages(sessionId, afterId, limit));
+  }
+
+  listTurns(sessionId: string): Promise<Turn[]> {
+    return this.read(() => turns.listTurns(sessionId));
+  }
+
+  eventsAfter(
+    sessionId: string | null,
+    afterId: number,
+    limit: number,
+    tenant?: string,
+  ): Promise<SessionEvent[]> {
+    return this.read(() => events.eventsAfter(sessionId, afterId, limit, tenant));
+  }
+
+  meanTurnMs(limit: number): Promise<number | null> {
+    return this.read(() => turns.meanTurnMs(limit));
+  }
+
+  // ---- workers and leases
+
+  listWorkers(): Promise<WorkerRow[]> {
+    return this.read(() => workers.listWorkers());
+  }
+
+  registerWorker(row: WorkerRow): Promise<void> {
+    return this.write('registerWorker', () => workers.registerWorker(row));
+  }
+
+  renewWorker(workerId: string, now: number): Promise<boolean> {
+    return this.write('renewWorker', () => workers.renewWorker(workerId, now), 'relaxed');
+  }
+
+  removeWorker(workerId: string): Promise<void> {
+    return this.write('removeWorker', () => workers.removeWorker(workerId));
+  }
+
+  reclaimExpiredLeases(now: number): Promise<string[]> {
+    return this.write('reclaimExpiredLeases', (tx) => leases.reclaimExpiredLeases(tx, now, this.policy));
+  }
+
+  claimRunnableSession(workerId: string, now: number): Promise<ClaimedSession | null> {
+    return this.write(
+      'claimRunnableSession',
+      (tx) => leases.claimRunnableSession(tx, workerId, now, this.policy),
+      'relaxed',
+    );
+  }
+
+  queueDepth(now: number): Promise<number> {
+    return this.read(() => leases.queueDepth(now, this.policy.leaseMs));
+  }
+
+  nextProcessAfter(now: number): Promise<number | null> {
+    return this.read(() => leases.nextProcessAfter(now));
+  }
+
+  recordSandbox(fence: Fence, sandbox: string, now: number): Promise<FenceCode> {
+    return this.write('recordSandbox', (tx) => leases.recordSandbox(tx, fence, sandbox, now), 'relaxed');
+  }
+
+  releaseSession(fence: Fence, now: number): Promise<FenceCode> {
+    return this.write('releaseSession', (tx) => leases.releaseSession(tx, fence, now), 'relaxed');
+  }
+
+  // ---- turns
+
+  startTurn(fence: Fence, now: number): Promise<Fenced<StartedTurn | null>> {
+    return this.write('startTurn', (tx) => turns.startTurn(tx, fence, now), 'relaxed');
+  }
+
+  recordProgress(input: Fence & { turnId: string; text: string }, now: number): Promise<FenceCode> {
+    return this.write('recordProgress', (tx) => turns.recordProgress(tx, input, now), 'relaxed');
+  }
+
+  commitTurn(input: CommitInput, now: number): Promise<FenceCode> {
+    return this.write('commitTurn', (tx) => turns.commitTurn(tx, input, now));
+  }
+
+  abortTurn(input: AbortInput, now: number): Promise<FenceCode> {
+    return this.write('abortTurn', (tx) => turns.abortTurn(tx, input, now, this.policy.retry));
+  }
+
+  getState(sessionId: string): Promise<Record<string, unknown>> {
+    return this.read(() => turns.getState(sessionId));
+  }
+
+  getTurn(turnId: string): Promise<Turn | null> {
+    return this.read(() => turns.getTurn(turnId));
+  }
+
+  markLayerPromoted(sessionId: string, turnId: string): Promise<void> {
+    return this.write('markLayerPromoted', () => turns.markLayerPromoted(sessionId, turnId), 'relaxed');
   }
 
   // ---- schedules
 
   createSchedule(input: NewSchedule, now: number): Promise<Schedule> {
-    return this.write(function* () {
-      const tenant = yield* sessionTenantFor(input, 'createSchedule');
-      const id = newId('sch');
-      yield* run('INSERT_SCHEDULE', {
-        ...input,
-        agent: input.agent ?? null,
-        tenant,
-        id,
-        createdByTurn: null,
-        now,
-      });
-      return toSchedule((yield* get('SCHEDULE_BY_ID', { id }))!);
-    });
+    return this.write('createSchedule', (tx) => schedules.createSchedule(tx, input, now));
   }
 
-  async listSchedules(sessionId: string | null, tenant?: string): Promise<Schedule[]> {
-    return (await this.driver.read(() => all('SCHEDULES', { sessionId, tenant: tenant ?? null }))).map(
-      toSchedule,
-    );
+  listSchedules(sessionId: string | null, tenant?: string): Promise<Schedule[]> {
+    return this.read(() => schedules.listSchedules(sessionId, tenant));
   }
 
-  async countAgentMadeSchedules(agent: string): Promise<number> {
-    return Number((await this.driver.read(() => get('AGENT_MADE_SCHEDULES', { agent })))!.n);
+  countAgentMadeSchedules(agent: string): Promise<number> {
+    return this.read(() => schedules.countAgentMadeSchedules(agent));
   }
 
   moveScheduleTo(id: string, status: ScheduleStatus, now: number, tenant?: string): Promise<Schedule> {
-    return this.write(function* () {
-      const row = yield* get('SCHEDULE_BY_ID', { id });
-      if (!row || !ownedBy(row, tenant))
-        throw new BerthError(
-          'SCHEDULE_NOT_FOUND',
-          `Schedule ${id} does not exist (moveScheduleTo ${status})`,
-        );
-      const s = toSchedule(row);
-      if (s.status === 'cancelled')
-        throw new BerthError('SCHEDULE_CANCELLED', `Schedule ${id} is cancelled (moveScheduleTo ${status})`);
-      // Resumed: next due after now, so runs that fell while paused are not sent.
-      const nextRunAt =
-        status === 'active' ? nextRunOf(s.cron, s.tz, now) : status === 'paused' ? s.nextRunAt : null;
-      yield* run('MOVE_SCHEDULE', { id, status, nextRunAt, now });
-      return toSchedule((yield* get('SCHEDULE_BY_ID', { id }))!);
-    });
+    return this.write('moveScheduleTo', () => schedules.moveScheduleTo(id, status, now, tenant));
   }
 
+  /** One transaction per due run, so one that fails (audited) does not hold the others back. */
   async runDueSchedules(now: number): Promise<{ fired: string[]; skipped: string[] }> {
     const result = { fired: [] as string[], skipped: [] as string[] };
-    const leaseMs = this.leaseMs;
-    for (const row of await this.driver.read(() => all('DUE_SCHEDULES', { now }))) {
-      const s = toSchedule(row);
+    for (const s of await this.read(() => schedules.dueSchedules(now))) {
       const decision = decideScheduleRun(s, now);
       if (decision.action === 'wait') continue;
-      const outcome = await this.write(function* (changes) {
-        // Compare-and-set on the due time: whoever moves it on first handles the run, once.
-        const moved = yield* run('ADVANCE_SCHEDULE', {
-          id: s.id,
-          dueAt: decision.dueAt,
-          nextRunAt: decision.nextRunAt,
-          fired: decision.action === 'fire' ? 1 : 0,
-          now,
-        });
-        if (moved !== 1) return 'taken';
-        if (decision.action === 'skip') return 'skipped';
-        const input = {
-          sessionId: s.sessionId,
-          text: s.message,
-          now,
-          tenant: s.tenant,
-          ...(s.agent ? { agent: s.agent } : {}),
-        };
-        const failure = yield* checkEnqueue(input, 'runDueSchedules');
-        if (failure) {
-          // The session was archived or its agent deleted: the schedule moves on and says why.
-          yield* run('INSERT_AUDIT', {
-            now,
-            kind: 'schedule-failed',
-            sessionId: s.sessionId,
-            generation: null,
-            data: JSON.stringify({ scheduleId: s.id, error: failure.message }),
-          });
-          return 'failed';
-        }
-        yield* enqueueInTx(changes, input, leaseMs, 'runDueSchedules');
-        return 'fired';
-      });
+      const outcome = await this.write('runDueSchedules', (tx) =>
+        schedules.runDueSchedule(tx, s, decision, now, this.policy.leaseMs),
+      );
       if (outcome === 'fired') result.fired.push(s.id);
       if (outcome === 'skipped') result.skipped.push(s.id);
     }
@@ -355,351 +309,56 @@ export class SqlStore implements Store {
 
   // ---- model usage
 
-  async recordModelUsage(entry: ModelUsageEntry, now: number): Promise<void> {
-    await this.write(() => run('INSERT_MODEL_USAGE', { ...entry, now }));
+  recordModelUsage(entry: ModelUsageEntry, now: number): Promise<void> {
+    return this.write('recordModelUsage', () => usage.recordModelUsage(entry, now));
   }
 
-  async sumModelUsage(filter: {
-    agent?: string;
-    turnId?: string;
-    since?: number;
-  }): Promise<ModelUsageTotals> {
-    const r = (await this.driver.read(() =>
-      get('SUM_MODEL_USAGE', {
-        agent: filter.agent ?? null,
-        turnId: filter.turnId ?? null,
-        since: filter.since ?? null,
-      }),
-    ))!;
-    return {
-      calls: Number(r.calls),
-      inputTokens: Number(r.input_tokens),
-      outputTokens: Number(r.output_tokens),
-      turns: Number(r.turns),
-    };
-  }
-
-  // ---- reads
-
-  async getSessionView(sessionId: string, now: number, tenant?: string): Promise<SessionView | null> {
-    const view = await this.driver.read(() => sessionViewOf(sessionId, now, this.leaseMs));
-    return view && (tenant === undefined || view.tenant === tenant) ? view : null;
-  }
-
-  listSessionViews(now: number, tenant?: string): Promise<SessionView[]> {
-    return this.driver.read(() => listSessionViews(now, this.leaseMs, tenant));
-  }
-
-  async listMessages(sessionId: string, afterId: number, limit: number): Promise<Message[]> {
-    return (await this.driver.read(() => all('MESSAGES_AFTER', { sessionId, afterId, limit }))).map(
-      toMessage,
-    );
-  }
-
-  async listTurns(sessionId: string): Promise<Turn[]> {
-    return (await this.driver.read(() => all('TURNS_OF_SESSION', { sessionId }))).map(toTurn);
-  }
-
-  async eventsAfter(
-    sessionId: string | null,
-    afterId: number,
-    limit: number,
-    tenant?: string,
-  ): Promise<SessionEvent[]> {
-    const rows = await this.driver.read(() =>
-      sessionId === null
-        ? all('EVENTS_AFTER', { afterId, limit, tenant: tenant ?? null })
-        : all('EVENTS_AFTER_OF_SESSION', { sessionId, afterId, limit }),
-    );
-    return rows.map(toEvent);
-  }
-
-  async meanTurnMs(limit: number): Promise<number | null> {
-    const row = await this.driver.read(() => get('MEAN_TURN_MS', { limit }));
-    return row?.ms == null ? null : Math.round(Number(row.ms));
-  }
-
-  async listWorkers(): Promise<WorkerRow[]> {
-    return (await this.driver.read(() => all('ALL_WORKERS', {}))).map(toWorker);
-  }
-
-  // ---- workers and leases
-
-  async registerWorker(row: WorkerRow): Promise<void> {
-    await this.write(() => run('UPSERT_WORKER', { ...row }));
-  }
-
-  async renewWorker(workerId: string, now: number): Promise<boolean> {
-    return (await this.write(() => run('RENEW_WORKER', { id: workerId, now }), 'relaxed')) === 1;
-  }
-
-  async removeWorker(workerId: string): Promise<void> {
-    await this.write(() => run('DELETE_WORKER', { id: workerId }));
-  }
-
-  reclaimExpiredLeases(now: number): Promise<string[]> {
-    const store = this;
-    return this.write(function* (changes) {
-      const reclaimed: string[] = [];
-      const expired = yield* all('EXPIRED_LEASES_LOCKED', { staleBefore: now - store.leaseMs });
-      for (const { id } of expired) {
-        if (yield* reclaimSession(changes, String(id), now, store.options)) reclaimed.push(String(id));
-      }
-      // Their sessions are reclaimed: rows of long-dead workers only clutter `berth status`.
-      yield* run('DELETE_DEAD_WORKERS', { deadBefore: now - 10 * store.leaseMs });
-      return reclaimed;
-    });
-  }
-
-  claimRunnableSession(workerId: string, now: number): Promise<ClaimedSession | null> {
-    const store = this;
-    return this.write(function* (changes) {
-      const head = yield* get('QUEUE_HEAD', { now, staleBefore: now - store.leaseMs });
-      if (!head) return null;
-      const id = String(head.session_id);
-      const lease = (yield* get('SESSION_LEASE', { id, staleBefore: now - store.leaseMs }))!;
-      // Taken by a live worker since the queue was read (PostgreSQL): not ours to take.
-      if (lease.lease_owner !== null && Number(lease.holder_alive) === 1) return null;
-      if (lease.lease_owner !== null) yield* reclaimSession(changes, id, now, store.options);
-      const generation = Number((yield* get('SESSION_BY_ID', { id }))!.generation);
-      if ((yield* run('CLAIM_SESSION', { id, generation, worker: workerId, now })) !== 1) return null;
-      const session = toSession((yield* get('SESSION_BY_ID', { id }))!);
-      const agent = toAgent((yield* get('AGENT_BY_NAME', { name: session.agent }))!);
-      return { session, agent };
-    }, 'relaxed');
-  }
-
-  async queueDepth(now: number): Promise<number> {
-    return (await this.driver.read(() => queuePositions(now, this.leaseMs))).size;
-  }
-
-  async nextProcessAfter(now: number): Promise<number | null> {
-    const row = await this.driver.read(() => get('NEXT_PROCESS_AFTER', { now }));
-    return row?.at == null ? null : Number(row.at);
-  }
-
-  // ---- fenced transitions
-
-  recordSandbox(fence: Fence, sandbox: string, now: number): Promise<FenceCode> {
-    return this.write(function* () {
-      const code = yield* checkFence(fence);
-      if (code !== 'ok') return code;
-      yield* run('RECORD_SANDBOX', { ...fenceParams(fence), sandbox, now });
-      return 'ok';
-    }, 'relaxed');
-  }
-
-  startTurn(fence: Fence, now: number): Promise<Fenced<StartedTurn | null>> {
-    return this.write(function* (changes): Program<Fenced<StartedTurn | null>> {
-      const code = yield* checkFence(fence);
-      if (code !== 'ok') return { code };
-      const { sessionId } = fence;
-      const running = yield* get('RUNNING_TURN_OF_SESSION', { sessionId });
-      if (running) {
-        const messages = yield* turnMessages(String(running.id));
-        return { code: 'ok', value: { turn: toTurn(running), messages } };
-      }
-      const runnable = (yield* all('RUNNABLE_OF_SESSION', { sessionId, now })).map(toMessage);
-      if (runnable.length === 0) return { code: 'ok', value: null };
-      const turnId = newId('turn');
-      const attempt = Math.max(...runnable.map((m) => m.tries)) + 1;
-      for (const m of runnable) yield* run('TAKE_MESSAGE', { id: m.id, turnId });
-      const session = (yield* get('SESSION_BY_ID', { id: sessionId }))!;
-      yield* run('INSERT_TURN', {
-        id: turnId,
-        sessionId,
-        attempt,
-        generation: fence.generation,
-        worker: fence.workerId,
-        sandbox: session.sandbox,
-        messageIds: JSON.stringify(runnable.map((m) => m.id)),
-        now,
-      });
-      yield* insertEvent(
-        changes,
-        sessionId,
-        'started',
-        { turnId, attempt, generation: fence.generation },
-        now,
-      );
-      const turn = toTurn((yield* get('TURN_BY_ID', { id: turnId }))!);
-      return { code: 'ok', value: { turn, messages: yield* turnMessages(turnId) } };
-    }, 'relaxed');
-  }
-
-  recordProgress(input: Fence & { turnId: string; text: string }, now: number): Promise<FenceCode> {
-    return this.write(function* (changes) {
-      const code = yield* checkRunningTurn(input, input.turnId);
-      if (code !== 'ok') return code;
-      yield* run('SET_TURN_PROGRESS', { id: input.turnId, text: input.text });
-      yield* insertEvent(
-        changes,
-        input.sessionId,
-        'progress',
-        { turnId: input.turnId, text: input.text },
-        now,
-      );
-      return 'ok';
-    }, 'relaxed');
-  }
-
-  commitTurn(input: CommitInput, now: number): Promise<FenceCode> {
-    const { sessionId, turnId } = input;
-    return this.write(function* (changes) {
-      const code = yield* checkRunningTurn(input, turnId);
-      if (code !== 'ok') return code;
-      const inReplyTo = (yield* turnMessages(turnId)).map((m) => m.id);
-      for (const id of inReplyTo) yield* run('FINISH_MESSAGE', { id });
-      for (const [key, value] of Object.entries(input.state ?? {})) {
-        if (value === null) yield* run('DELETE_STATE', { sessionId, key });
-        else yield* run('UPSERT_STATE', { sessionId, key, value: JSON.stringify(value), turnId, now });
-      }
-      if (input.schedules?.items.length) yield* insertTurnSchedules(sessionId, turnId, input.schedules, now);
-      yield* run('SET_PENDING_LAYER', { id: sessionId, turnId, now });
-      yield* run('END_TURN', { id: turnId, status: 'committed', error: null, errorCode: null, now });
-      for (const output of input.outputs) {
-        const data = output.data === undefined ? null : JSON.stringify(output.data);
-        const reply = (yield* get('INSERT_OUTBOUND', { sessionId, text: output.text, data, turnId, now }))!;
-        yield* insertEvent(
-          changes,
-          sessionId,
-          'reply',
-          { turnId, messageId: Number(reply.id), inReplyTo, text: output.text, data: output.data ?? null },
-          now,
-        );
-      }
-      return 'ok';
-    });
-  }
-
-  abortTurn(input: AbortInput, now: number): Promise<FenceCode> {
-    const store = this;
-    return this.write(function* (changes) {
-      const code = yield* checkRunningTurn(input, input.turnId);
-      if (code !== 'ok') return code;
-      yield* abortRunningTurn(changes, input, now, store.retry);
-      return 'ok';
-    });
-  }
-
-  async getState(sessionId: string): Promise<Record<string, unknown>> {
-    const rows = await this.driver.read(() => all('STATE_OF_SESSION', { sessionId }));
-    return Object.fromEntries(rows.map((r) => [String(r.key), JSON.parse(String(r.value))]));
-  }
-
-  async getTurn(turnId: string): Promise<Turn | null> {
-    const row = await this.driver.read(() => get('TURN_BY_ID', { id: turnId }));
-    return row ? toTurn(row) : null;
-  }
-
-  async markLayerPromoted(sessionId: string, turnId: string): Promise<void> {
-    await this.write(() => run('CLEAR_PENDING_LAYER', { id: sessionId, turnId }), 'relaxed');
-  }
-
-  releaseSession(fence: Fence, now: number): Promise<FenceCode> {
-    return this.write(function* (changes) {
-      const code = yield* checkFence(fence);
-      if (code !== 'ok') return code;
-      yield* run('RELEASE_SESSION', { ...fenceParams(fence), now });
-      changes.push({ type: 'released', sessionId: fence.sessionId });
-      return 'ok';
-    }, 'relaxed');
+  sumModelUsage(filter: { agent?: string; turnId?: string; since?: number }): Promise<ModelUsageTotals> {
+    return this.read(() => usage.sumModelUsage(filter));
   }
 
   // ---- API tokens
 
   insertApiToken(token: NewApiToken, now: number): Promise<ApiTokenRow> {
-    return this.write(function* () {
-      yield* run('INSERT_API_TOKEN', { ...token, admin: token.tenant === null ? 1 : 0, now });
-      return toApiToken((yield* get('API_TOKEN_BY_HASH', { hash: token.hash }))!);
-    });
+    return this.write('insertApiToken', () => tokens.insertApiToken(token, now));
   }
 
-  async principalOfTokenHash(hash: string): Promise<Principal | null> {
-    const row = await this.driver.read(() => get('API_TOKEN_BY_HASH', { hash }));
-    if (!row) return null;
-    const { tokenId, tenant, admin } = toApiToken(row);
-    return { tokenId, tenant, admin };
+  principalOfTokenHash(hash: string): Promise<Principal | null> {
+    return this.read(() => tokens.principalOfTokenHash(hash));
   }
 
-  async listApiTokens(): Promise<ApiTokenRow[]> {
-    return (await this.driver.read(() => all('ALL_API_TOKENS', {}))).map(toApiToken);
+  listApiTokens(): Promise<ApiTokenRow[]> {
+    return this.read(() => tokens.listApiTokens());
   }
 
-  async revokeApiToken(id: string, now: number): Promise<boolean> {
-    return (await this.write(() => run('REVOKE_API_TOKEN', { id, now }))) === 1;
+  revokeApiToken(id: string, now: number): Promise<boolean> {
+    return this.write('revokeApiToken', () => tokens.revokeApiToken(id, now));
   }
 
   // ---- webhooks
 
   createWebhook(webhook: NewWebhook, now: number): Promise<Webhook> {
-    return this.write(function* () {
-      if (webhook.agent !== null) yield* ownAgentRow(webhook.agent, webhook.tenant, 'createWebhook');
-      if (webhook.sessionId !== null) {
-        const session = yield* get('SESSION_BY_ID', { id: webhook.sessionId });
-        if (!session || session.tenant !== webhook.tenant)
-          throw new BerthError(
-            'SESSION_NOT_FOUND',
-            `Session ${webhook.sessionId} does not exist (createWebhook)`,
-          );
-      }
-      yield* run('INSERT_WEBHOOK', { ...webhook, events: JSON.stringify(webhook.events), now });
-      return toWebhook((yield* get('WEBHOOK_BY_ID', { id: webhook.id }))!);
-    });
+    return this.write('createWebhook', () => webhooks.createWebhook(webhook, now));
   }
 
-  async listWebhooks(tenant?: string): Promise<Webhook[]> {
-    return (await this.driver.read(() => all('ALL_WEBHOOKS', { tenant: tenant ?? null }))).map(toWebhook);
+  listWebhooks(tenant?: string): Promise<Webhook[]> {
+    return this.read(() => webhooks.listWebhooks(tenant));
   }
 
-  async getWebhook(id: string, tenant?: string): Promise<Webhook | null> {
-    const row = await this.driver.read(() => get('WEBHOOK_BY_ID', { id }));
-    return row && ownedBy(row, tenant) ? toWebhook(row) : null;
+  getWebhook(id: string, tenant?: string): Promise<Webhook | null> {
+    return this.read(() => webhooks.getWebhook(id, tenant));
   }
 
   deleteWebhook(id: string, now: number, tenant?: string): Promise<boolean> {
-    return this.write(function* () {
-      const row = yield* get('WEBHOOK_BY_ID', { id });
-      if (!row || !ownedBy(row, tenant)) return false;
-      return (yield* run('DELETE_WEBHOOK', { id, now })) === 1;
-    });
+    return this.write('deleteWebhook', () => webhooks.deleteWebhook(id, now, tenant));
   }
 
   takeWebhookDelivery(now: number, leaseMs: number): Promise<TakenDelivery | null> {
-    return this.write(function* (): Program<TakenDelivery | null> {
-      const due = yield* get('DUE_DELIVERY', { now });
-      if (!due) return null;
-      if ((yield* run('TAKE_DELIVERY', { id: due.id, now, leaseUntil: now + leaseMs })) !== 1) return null;
-      const delivery = toDelivery((yield* get('DELIVERY_BY_ID', { id: due.id }))!);
-      // Deleted webhooks still get what was owed to them: read without the deleted_at filter.
-      const hook = (yield* get('WEBHOOK_EVEN_DELETED', { id: delivery.webhookId }))!;
-      const event = toEvent((yield* get('EVENT_BY_ID', { id: delivery.eventId }))!);
-      return { delivery, webhook: { ...toWebhook(hook), secret: String(hook.secret) }, event };
-    });
+    return this.write('takeWebhookDelivery', () => webhooks.takeWebhookDelivery(now, leaseMs));
   }
 
-  async recordWebhookAttempt(result: AttemptResult, now: number): Promise<void> {
-    await this.write(function* () {
-      const { deliveryId, attempt, decision } = result;
-      const ended = yield* run('END_ATTEMPT', {
-        id: deliveryId,
-        attempt,
-        status: decision.action === 'retry' ? 'pending' : decision.action,
-        nextAttemptAt: decision.action === 'retry' ? decision.nextAttemptAt : now,
-        error: result.error,
-        deliveredAt: decision.action === 'delivered' ? now : null,
-      });
-      // A stale attempt (its lease ran out and another took the delivery) is not logged either.
-      if (ended !== 1) return;
-      yield* run('INSERT_ATTEMPT', {
-        deliveryId,
-        attempt,
-        now,
-        statusCode: result.statusCode,
-        error: result.error,
-        durationMs: result.durationMs,
-      });
-    });
+  recordWebhookAttempt(result: AttemptResult, now: number): Promise<void> {
+    return this.write('recordWebhookAttempt', () => webhooks.recordWebhookAttempt(result, now));
   }
 
   listWebhookDeliveries(
@@ -707,32 +366,15 @@ export class SqlStore implements Store {
     afterId: number,
     limit: number,
   ): Promise<(WebhookDelivery & { log: WebhookAttempt[] })[]> {
-    return this.driver.read(function* () {
-      const out: (WebhookDelivery & { log: WebhookAttempt[] })[] = [];
-      for (const r of yield* all('DELIVERIES_OF_WEBHOOK', { webhookId, afterId, limit }))
-        out.push({
-          ...toDelivery(r),
-          log: (yield* all('ATTEMPTS_OF_DELIVERY', { deliveryId: r.id })).map(toAttempt),
-        });
-      return out;
-    });
+    return this.read(() => webhooks.listWebhookDeliveries(webhookId, afterId, limit));
   }
 
   retryWebhookDelivery(deliveryId: number, now: number, tenant?: string): Promise<boolean> {
-    return this.write(function* () {
-      const row = yield* get('DELIVERY_BY_ID', { id: deliveryId });
-      if (!row) return false;
-      const hook = (yield* get('WEBHOOK_EVEN_DELETED', { id: row.webhook_id }))!;
-      if (!ownedBy(hook, tenant)) return false;
-      return (yield* run('RETRY_DELIVERY', { id: deliveryId, now })) === 1;
-    });
+    return this.write('retryWebhookDelivery', () => webhooks.retryWebhookDelivery(deliveryId, now, tenant));
   }
 
-  async webhookDeliveryCounts(): Promise<Record<'pending' | 'delivered' | 'dead', number>> {
-    const counts = { pending: 0, delivered: 0, dead: 0 };
-    for (const r of await this.driver.read(() => all('DELIVERY_COUNTS', {})))
-      counts[r.status as keyof typeof counts] = Number(r.n);
-    return counts;
+  webhookDeliveryCounts(): Promise<Record<'pending' | 'delivered' | 'dead', number>> {
+    return this.read(() => webhooks.webhookDeliveryCounts());
   }
 
   // ---- mediated storage
@@ -742,108 +384,81 @@ export class SqlStore implements Store {
     now: number,
     tenant?: string,
   ): Promise<StorageGrant> {
-    return this.write(function* () {
-      yield* ownAgentRow(grant.agent, tenant, 'grantStorage');
-      yield* run('UPSERT_STORAGE_GRANT', { ...grant, ops: grant.ops.join(','), now });
-      return toStorageGrant((yield* get('STORAGE_GRANT', grant))!);
-    });
+    return this.write('grantStorage', () => storage.grantStorage(grant, now, tenant));
   }
 
   listStorageGrants(agent: string, tenant?: string): Promise<StorageGrant[]> {
-    return this.driver.read(function* () {
-      yield* ownAgentRow(agent, tenant, 'listStorageGrants');
-      return (yield* all('STORAGE_GRANTS_OF_AGENT', { agent })).map(toStorageGrant);
-    });
+    return this.read(() => storage.listStorageGrants(agent, tenant));
   }
 
-  async revokeStorageGrant(agent: string, prefix: string, tenant?: string): Promise<void> {
-    await this.write(function* () {
-      yield* ownAgentRow(agent, tenant, 'revokeStorageGrant');
-      if ((yield* run('DELETE_STORAGE_GRANT', { agent, prefix })) !== 1)
-        throw new BerthError(
-          'GRANT_NOT_FOUND',
-          `Agent ${agent} has no storage grant for prefix ${JSON.stringify(prefix)} (revokeStorageGrant)`,
-        );
-    });
+  revokeStorageGrant(agent: string, prefix: string, tenant?: string): Promise<void> {
+    return this.write('revokeStorageGrant', () => storage.revokeStorageGrant(agent, prefix, tenant));
   }
 
   putStorageObject(
     input: Fence & { key: string; sha256: string; size: number; blob: string },
     now: number,
   ): Promise<Fenced<StoredObject>> {
-    return this.write(function* (): Program<Fenced<StoredObject>> {
-      const code = yield* checkFence(input);
-      if (code !== 'ok') return { code };
-      const agent = yield* agentOfSession(input.sessionId);
-      const { key, sha256, size, blob, sessionId, generation } = input;
-      yield* run('UPSERT_STORAGE_OBJECT', { agent, key, sha256, size, blob, sessionId, generation, now });
-      return { code: 'ok', value: { key, sha256, size, blob, updatedAt: now } };
-    });
+    return this.write('putStorageObject', () => storage.putStorageObject(input, now));
   }
 
   deleteStorageObject(input: Fence & { key: string }): Promise<Fenced<boolean>> {
-    return this.write(function* (): Program<Fenced<boolean>> {
-      const code = yield* checkFence(input);
-      if (code !== 'ok') return { code };
-      const agent = yield* agentOfSession(input.sessionId);
-      return { code: 'ok', value: (yield* run('DELETE_STORAGE_OBJECT', { agent, key: input.key })) === 1 };
-    });
+    return this.write('deleteStorageObject', () => storage.deleteStorageObject(input));
   }
 
-  async getStorageObject(agent: string, key: string): Promise<StoredObject | null> {
-    const row = await this.driver.read(() => get('STORAGE_OBJECT', { agent, key }));
-    return row ? toStorageObject(row) : null;
+  getStorageObject(agent: string, key: string): Promise<StoredObject | null> {
+    return this.read(() => storage.getStorageObject(agent, key));
   }
 
-  async listStorageObjects(
+  listStorageObjects(
     agent: string,
     page: { prefix: string; after: string; limit: number },
   ): Promise<StoredObject[]> {
-    return (await this.driver.read(() => all('STORAGE_OBJECTS_PAGE', { agent, ...page }))).map(
-      toStorageObject,
-    );
+    return this.read(() => storage.listStorageObjects(agent, page));
   }
 
-  async isStorageBlobNamed(blob: string): Promise<boolean> {
-    return (await this.driver.read(() => get('STORAGE_BLOB_NAMED', { blob }))) !== undefined;
+  isStorageBlobNamed(blob: string): Promise<boolean> {
+    return this.read(() => storage.isStorageBlobNamed(blob));
   }
 
-  async audit(entry: AuditEntry, now: number): Promise<void> {
-    await this.write(() =>
-      run('INSERT_AUDIT', {
-        now,
-        kind: entry.kind,
-        sessionId: entry.sessionId ?? null,
-        generation: entry.generation ?? null,
-        data: JSON.stringify(entry.data),
-      }),
-    );
+  // ---- audit
+
+  audit(entry: AuditEntry, now: number): Promise<void> {
+    return this.write('audit', () => audits.audit(entry, now));
   }
 
-  async listAudit(afterId: number, limit: number): Promise<(AuditEntry & { id: number; at: number })[]> {
-    return (await this.driver.read(() => all('AUDIT_AFTER', { afterId, limit }))).map((r) => ({
-      id: Number(r.id),
-      at: Number(r.at),
-      kind: String(r.kind),
-      ...(r.session_id == null ? {} : { sessionId: String(r.session_id) }),
-      ...(r.generation == null ? {} : { generation: Number(r.generation) }),
-      data: JSON.parse(String(r.data)) as Record<string, unknown>,
-    }));
+  listAudit(afterId: number, limit: number): Promise<(AuditEntry & { id: number; at: number })[]> {
+    return this.read(() => audits.listAudit(afterId, limit));
+  }
+
+  private read<T>(program: () => Program<T>): Promise<T> {
+    return this.driver.read(program);
   }
 
   /**
-   * Notifications go out only after the transaction committed. Durable by default: what a
-   * client is told (a message accepted, a turn committed, an agent or token created) is on
-   * disk before the call returns. 'relaxed' marks the transitions recovery redoes or undoes
-   * on its own (claim, sandbox record, turn start, progress, promotion mark, release,
+   * One write transaction serving `operation` (the Store method, named in its errors).
+   * Notifications go out only after it committed. Durable by default: what a client is
+   * told (a message accepted, a turn committed, an agent or token created) is on disk
+   * before the call returns. 'relaxed' marks the transitions recovery redoes or undoes on
+   * its own (claim, sandbox record, turn start, progress, promotion mark, release,
    * renewal); a driver may let them ride on the next durable commit's flush.
    */
   private async write<T>(
-    program: (changes: StoreChange[]) => Program<T>,
+    operation: string,
+    program: (tx: Tx) => Program<T>,
     durability: Durability = 'durable',
   ): Promise<T> {
-    const { value, changes } = await this.driver.write(program, durability);
-    for (const change of changes) this.emitter.emit('change', change);
-    return value;
+    try {
+      const { value, changes } = await this.driver.write(
+        (changes) => program({ changes, operation }),
+        durability,
+      );
+      for (const change of changes) this.emitter.emit('change', change);
+      return value;
+    } catch (err) {
+      if (isBerthError(err, 'INTERNAL'))
+        this.options.onWarning?.('A store transition found a row in a state its guard rules out', err);
+      throw err;
+    }
   }
 }

@@ -23,6 +23,8 @@ export interface SqliteStoreOptions {
   leaseMs: number;
   /** Applied to the messages of every aborted turn. */
   retry: RetryPolicy;
+  /** Told of a transition that found a row in a state its guard rules out (a bug: see SqlStore.write). */
+  onWarning?: (message: string, err: unknown) => void;
 }
 
 const SQL: Record<StatementName, string> = { ...shared, ...SQLITE_STATEMENTS };

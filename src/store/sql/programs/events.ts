@@ -1,0 +1,33 @@
+/** Session events: written inside the transition that causes them, with their webhook deliveries; read for SSE. */
+import type { SessionEvent, SessionEventType } from '../../../core/index.js';
+import { all, get, type Program, run, type Tx } from '../program.js';
+import { toEvent } from '../rows.js';
+
+/** The event's id; it reaches listeners once the transaction committed. */
+export function* insertEvent(
+  tx: Tx,
+  sessionId: string,
+  type: SessionEventType,
+  data: Record<string, unknown>,
+  now: number,
+): Program<number> {
+  const row = (yield* get('INSERT_EVENT', { sessionId, type, data: JSON.stringify(data), now }))!;
+  const id = Number(row.id);
+  yield* run('INSERT_DELIVERIES_FOR_EVENT', { eventId: id, sessionId, type, now });
+  tx.changes.push({ type: 'event', event: { id, sessionId, type, data, createdAt: now } });
+  return id;
+}
+
+/** One session's events (or, null, every session's of `tenant`) after `afterId`, oldest first. */
+export function* eventsAfter(
+  sessionId: string | null,
+  afterId: number,
+  limit: number,
+  tenant: string | undefined,
+): Program<SessionEvent[]> {
+  const rows =
+    sessionId === null
+      ? yield* all('EVENTS_AFTER', { afterId, limit, tenant: tenant ?? null })
+      : yield* all('EVENTS_AFTER_OF_SESSION', { sessionId, afterId, limit });
+  return rows.map(toEvent);
+}

@@ -1,0 +1,125 @@
+/**
+ * Leases: the claim (compare-and-set of the queue's first session to a new generation),
+ * the sweep of dead holders' leases, the sandbox record and the release. Every program
+ * locks the session row first (QUEUE_HEAD, EXPIRED_LEASES_LOCKED, FENCE) and re-reads
+ * what it decides on under that lock, so PostgreSQL's concurrent transactions decide as
+ * SQLite's serial ones do, and each guarded statement matches the row it read.
+ */
+import type { ClaimedSession, RetryPolicy } from '../../../core/index.js';
+import type { Fence, FenceCode } from '../../store.js';
+import { all, get, guarded, type Program, run, type Tx } from '../program.js';
+import { toAgent, toSession } from '../rows.js';
+import { queuePositions } from '../session-views.js';
+import { checkFence, fenceParams } from './fence.js';
+import { sessionGuard } from './guards.js';
+import { abortRunningTurn } from './turns.js';
+
+export interface LeasePolicy {
+  /** A lease holder whose worker row is older than this is dead. */
+  leaseMs: number;
+  /** Applied to the messages of the turns a reclaim aborts. */
+  retry: RetryPolicy;
+}
+
+export function* claimRunnableSession(
+  tx: Tx,
+  workerId: string,
+  now: number,
+  policy: LeasePolicy,
+): Program<ClaimedSession | null> {
+  const head = yield* get('QUEUE_HEAD', { now, staleBefore: now - policy.leaseMs });
+  if (!head) return null;
+  const id = String(head.session_id);
+  const lease = (yield* get('SESSION_LEASE', { id, staleBefore: now - policy.leaseMs }))!;
+  // Taken by a live worker since the queue was read (PostgreSQL): not ours to take.
+  if (lease.lease_owner !== null && Number(lease.holder_alive) === 1) return null;
+  if (lease.lease_owner !== null) yield* reclaimSession(tx, id, now, policy);
+  const generation = Number((yield* get('SESSION_BY_ID', { id }))!.generation);
+  yield* guarded(
+    tx,
+    'CLAIM_SESSION',
+    { id, generation, worker: workerId, now },
+    sessionGuard(id, `at generation ${generation}`),
+  );
+  const session = toSession((yield* get('SESSION_BY_ID', { id }))!);
+  const agent = toAgent((yield* get('AGENT_BY_NAME', { name: session.agent }))!);
+  return { session, agent };
+}
+
+/** Every session whose holder is dead: its running turn aborted, its lease cleared; then long-dead worker rows. */
+export function* reclaimExpiredLeases(tx: Tx, now: number, policy: LeasePolicy): Program<string[]> {
+  const reclaimed: string[] = [];
+  const expired = yield* all('EXPIRED_LEASES_LOCKED', { staleBefore: now - policy.leaseMs });
+  for (const { id } of expired) {
+    if (yield* reclaimSession(tx, String(id), now, policy)) reclaimed.push(String(id));
+  }
+  // Their sessions are reclaimed: rows of long-dead workers only clutter `berth status`.
+  yield* run('DELETE_DEAD_WORKERS', { deadBefore: now - 10 * policy.leaseMs });
+  return reclaimed;
+}
+
+/**
+ * The lease holder is dead: its running turn is aborted and the lease cleared, before
+ * anyone else binds. The session row is locked by the caller; false when, re-read under
+ * that lock, its holder turned out alive (or gone) after all.
+ */
+function* reclaimSession(tx: Tx, sessionId: string, now: number, policy: LeasePolicy): Program<boolean> {
+  const lease = yield* get('SESSION_LEASE', { id: sessionId, staleBefore: now - policy.leaseMs });
+  if (!lease || lease.lease_owner === null || Number(lease.holder_alive) === 1) return false;
+  const holder = String(lease.lease_owner);
+  const running = yield* get('RUNNING_TURN_OF_SESSION', { sessionId });
+  if (running)
+    yield* abortRunningTurn(
+      tx,
+      {
+        sessionId,
+        turnId: String(running.id),
+        code: 'LEASE_EXPIRED',
+        error: `Worker ${holder} stopped renewing its lease (reclaimExpiredLeases)`,
+      },
+      now,
+      policy.retry,
+    );
+  yield* guarded(
+    tx,
+    'CLEAR_LEASE',
+    { id: sessionId, holder, now },
+    sessionGuard(sessionId, `leased by ${holder}`),
+  );
+  tx.changes.push({ type: 'released', sessionId });
+  return true;
+}
+
+export function* recordSandbox(tx: Tx, fence: Fence, sandbox: string, now: number): Program<FenceCode> {
+  const code = yield* checkFence(fence);
+  if (code !== 'ok') return code;
+  yield* guarded(
+    tx,
+    'RECORD_SANDBOX',
+    { ...fenceParams(fence), sandbox, now },
+    sessionGuard(fence.sessionId, `leased by ${fence.workerId} at generation ${fence.generation}`),
+  );
+  return 'ok';
+}
+
+export function* releaseSession(tx: Tx, fence: Fence, now: number): Program<FenceCode> {
+  const code = yield* checkFence(fence);
+  if (code !== 'ok') return code;
+  yield* guarded(
+    tx,
+    'RELEASE_SESSION',
+    { ...fenceParams(fence), now },
+    sessionGuard(fence.sessionId, `leased by ${fence.workerId} at generation ${fence.generation}`),
+  );
+  tx.changes.push({ type: 'released', sessionId: fence.sessionId });
+  return 'ok';
+}
+
+export function* queueDepth(now: number, leaseMs: number): Program<number> {
+  return (yield* queuePositions(now, leaseMs)).size;
+}
+
+export function* nextProcessAfter(now: number): Program<number | null> {
+  const row = yield* get('NEXT_PROCESS_AFTER', { now });
+  return row?.at == null ? null : Number(row.at);
+}

@@ -1,0 +1,26 @@
+/** API tokens: stored by the hash of their secret, never the secret; revoked ones authenticate nothing. */
+import type { ApiTokenRow, Principal } from '../../../core/index.js';
+import type { NewApiToken } from '../../store.js';
+import { all, get, type Program, run } from '../program.js';
+import { toApiToken } from '../rows.js';
+
+export function* insertApiToken(token: NewApiToken, now: number): Program<ApiTokenRow> {
+  yield* run('INSERT_API_TOKEN', { ...token, admin: token.tenant === null ? 1 : 0, now });
+  return toApiToken((yield* get('API_TOKEN_BY_HASH', { hash: token.hash }))!);
+}
+
+export function* principalOfTokenHash(hash: string): Program<Principal | null> {
+  const row = yield* get('API_TOKEN_BY_HASH', { hash });
+  if (!row) return null;
+  const { tokenId, tenant, admin } = toApiToken(row);
+  return { tokenId, tenant, admin };
+}
+
+export function* listApiTokens(): Program<ApiTokenRow[]> {
+  return (yield* all('ALL_API_TOKENS', {})).map(toApiToken);
+}
+
+/** false when no live token has this id. */
+export function* revokeApiToken(id: string, now: number): Program<boolean> {
+  return (yield* run('REVOKE_API_TOKEN', { id, now })) === 1;
+}

@@ -1,0 +1,248 @@
+/**
+ * Turns and the messages they take: start (runnable messages into a running turn),
+ * progress, commit (messages done, state, schedules, the layer owed, replies) and abort
+ * (each message retried, requeued or failed by the catalogue's policy). Every write is
+ * under the running-turn fence, whose lock makes each guarded statement match its row.
+ */
+import {
+  type AbortInput,
+  BerthError,
+  type CommitInput,
+  decideAbortedMessage,
+  type Message,
+  newId,
+  type RetryPolicy,
+  type StartedTurn,
+  type Turn,
+} from '../../../core/index.js';
+import type { Fence, FenceCode, Fenced } from '../../store.js';
+import { all, get, guarded, type Program, run, type Tx } from '../program.js';
+import { toMessage, toTurn } from '../rows.js';
+import { insertEvent } from './events.js';
+import { checkFence } from './fence.js';
+import { messageGuard, sessionGuard, turnGuard } from './guards.js';
+
+/** The session's running turn if there is one; else every runnable message taken into a new one (null when none is runnable). */
+export function* startTurn(tx: Tx, fence: Fence, now: number): Program<Fenced<StartedTurn | null>> {
+  const code = yield* checkFence(fence);
+  if (code !== 'ok') return { code };
+  const { sessionId } = fence;
+  const running = yield* get('RUNNING_TURN_OF_SESSION', { sessionId });
+  if (running) {
+    const messages = yield* turnMessages(String(running.id));
+    return { code: 'ok', value: { turn: toTurn(running), messages } };
+  }
+  const runnable = (yield* all('RUNNABLE_OF_SESSION', { sessionId, now })).map(toMessage);
+  if (runnable.length === 0) return { code: 'ok', value: null };
+  const turnId = newId('turn');
+  const attempt = Math.max(...runnable.map((m) => m.tries)) + 1;
+  for (const m of runnable)
+    yield* guarded(tx, 'TAKE_MESSAGE', { id: m.id, turnId }, messageGuard(m.id, 'pending'));
+  const session = (yield* get('SESSION_BY_ID', { id: sessionId }))!;
+  yield* run('INSERT_TURN', {
+    id: turnId,
+    sessionId,
+    attempt,
+    generation: fence.generation,
+    worker: fence.workerId,
+    sandbox: session.sandbox,
+    messageIds: JSON.stringify(runnable.map((m) => m.id)),
+    now,
+  });
+  yield* insertEvent(tx, sessionId, 'started', { turnId, attempt, generation: fence.generation }, now);
+  const turn = toTurn((yield* get('TURN_BY_ID', { id: turnId }))!);
+  return { code: 'ok', value: { turn, messages: yield* turnMessages(turnId) } };
+}
+
+export function* recordProgress(
+  tx: Tx,
+  input: Fence & { turnId: string; text: string },
+  now: number,
+): Program<FenceCode> {
+  const code = yield* checkRunningTurn(input, input.turnId);
+  if (code !== 'ok') return code;
+  yield* guarded(tx, 'SET_TURN_PROGRESS', { id: input.turnId, text: input.text }, turnGuard(input.turnId));
+  yield* insertEvent(tx, input.sessionId, 'progress', { turnId: input.turnId, text: input.text }, now);
+  return 'ok';
+}
+
+export function* commitTurn(tx: Tx, input: CommitInput, now: number): Program<FenceCode> {
+  const { sessionId, turnId } = input;
+  const code = yield* checkRunningTurn(input, turnId);
+  if (code !== 'ok') return code;
+  const inReplyTo = (yield* turnMessages(turnId)).map((m) => m.id);
+  for (const id of inReplyTo) yield* guarded(tx, 'FINISH_MESSAGE', { id }, messageGuard(id, 'processing'));
+  for (const [key, value] of Object.entries(input.state ?? {})) {
+    if (value === null) yield* run('DELETE_STATE', { sessionId, key });
+    else yield* run('UPSERT_STATE', { sessionId, key, value: JSON.stringify(value), turnId, now });
+  }
+  if (input.schedules?.items.length) yield* insertTurnSchedules(sessionId, turnId, input.schedules, now);
+  yield* guarded(tx, 'SET_PENDING_LAYER', { id: sessionId, turnId, now }, sessionGuard(sessionId, 'present'));
+  yield* endTurn(tx, turnId, 'committed', null, now);
+  for (const output of input.outputs) {
+    const data = output.data === undefined ? null : JSON.stringify(output.data);
+    const reply = (yield* get('INSERT_OUTBOUND', { sessionId, text: output.text, data, turnId, now }))!;
+    yield* insertEvent(
+      tx,
+      sessionId,
+      'reply',
+      { turnId, messageId: Number(reply.id), inReplyTo, text: output.text, data: output.data ?? null },
+      now,
+    );
+  }
+  return 'ok';
+}
+
+export function* abortTurn(tx: Tx, input: AbortInput, now: number, retry: RetryPolicy): Program<FenceCode> {
+  const code = yield* checkRunningTurn(input, input.turnId);
+  if (code !== 'ok') return code;
+  yield* abortRunningTurn(tx, input, now, retry);
+  return 'ok';
+}
+
+/**
+ * The one abort path, whoever ends the turn (its sandbox, the sweep, archiving): each of
+ * its messages is retried with backoff, requeued or failed, as the catalogue says of the
+ * code; the turn is aborted. The caller holds the session row and read the turn as running.
+ */
+export function* abortRunningTurn(
+  tx: Tx,
+  input: Pick<AbortInput, 'sessionId' | 'turnId' | 'code' | 'error' | 'detectedAfterMs'>,
+  now: number,
+  retry: RetryPolicy,
+): Program<void> {
+  const { sessionId, turnId, code, error } = input;
+  // How long the turn's death went unnoticed (sandbox exit or last heartbeat to this abort), for the metrics.
+  const detected = input.detectedAfterMs === undefined ? {} : { detectedAfterMs: input.detectedAfterMs };
+  for (const m of yield* turnMessages(turnId)) {
+    const decision = decideAbortedMessage(m.tries, now, retry, code);
+    const held = messageGuard(m.id, 'processing');
+    switch (decision.action) {
+      case 'requeue':
+        yield* guarded(tx, 'REQUEUE_MESSAGE', { id: m.id, now, error, errorCode: code }, held);
+        yield* insertEvent(
+          tx,
+          sessionId,
+          'retrying',
+          { turnId, messageId: m.id, tries: m.tries - 1, code, error, retryInMs: 0, ...detected },
+          now,
+        );
+        break;
+      case 'retry':
+        yield* guarded(
+          tx,
+          'RETRY_MESSAGE',
+          { id: m.id, processAfter: decision.processAfter, error, errorCode: code },
+          held,
+        );
+        yield* insertEvent(
+          tx,
+          sessionId,
+          'retrying',
+          { turnId, messageId: m.id, tries: m.tries, code, error, retryInMs: decision.delayMs, ...detected },
+          now,
+        );
+        break;
+      case 'fail':
+        yield* guarded(tx, 'FAIL_MESSAGE', { id: m.id, error, errorCode: code }, held);
+        yield* insertEvent(
+          tx,
+          sessionId,
+          'failed',
+          { turnId, messageId: m.id, tries: m.tries, code, error, ...detected },
+          now,
+        );
+        break;
+    }
+  }
+  yield* endTurn(tx, turnId, 'aborted', { error, code }, now);
+}
+
+function* endTurn(
+  tx: Tx,
+  turnId: string,
+  status: 'committed' | 'aborted',
+  why: { error: string; code: string } | null,
+  now: number,
+): Program<void> {
+  yield* guarded(
+    tx,
+    'END_TURN',
+    { id: turnId, status, error: why?.error ?? null, errorCode: why?.code ?? null, now },
+    turnGuard(turnId),
+  );
+}
+
+/** The fence, then the turn: of this session (else not_found), running and of this generation (else stale). */
+export function* checkRunningTurn(fence: Fence, turnId: string): Program<FenceCode> {
+  const code = yield* checkFence(fence);
+  if (code !== 'ok') return code;
+  const turn = yield* get('TURN_BY_ID', { id: turnId });
+  if (!turn || turn.session_id !== fence.sessionId) return 'not_found';
+  if (turn.status !== 'running' || Number(turn.generation) !== fence.generation) return 'stale';
+  return 'ok';
+}
+
+export function* turnMessages(turnId: string): Program<Message[]> {
+  return (yield* all('PROCESSING_OF_TURN', { turnId })).map(toMessage);
+}
+
+/**
+ * The schedules a committing turn made. The cap was checked when each was asked for; it is
+ * checked again here, in the commit, so two sessions of one agent cannot pass it together
+ * (the commit fails with SCHEDULE_LIMIT and the turn is retried: its tool then says so).
+ */
+function* insertTurnSchedules(
+  sessionId: string,
+  turnId: string,
+  schedules: NonNullable<CommitInput['schedules']>,
+  now: number,
+): Program<void> {
+  const made = Number((yield* get('AGENT_MADE_SCHEDULES', { agent: schedules.agent }))!.n);
+  if (made + schedules.items.length > schedules.cap)
+    throw new BerthError(
+      'SCHEDULE_LIMIT',
+      `Agent ${schedules.agent} may have at most ${schedules.cap} schedules made by its turns; it has ${made}, this turn adds ${schedules.items.length}`,
+    );
+  const tenant = String((yield* get('SESSION_BY_ID', { id: sessionId }))!.tenant);
+  for (const item of schedules.items) {
+    yield* run('INSERT_SCHEDULE', {
+      ...item,
+      sessionId,
+      agent: null,
+      tenant,
+      id: newId('sch'),
+      createdByTurn: turnId,
+      now,
+    });
+  }
+}
+
+/** Clears the owed layer if it still names this turn; idempotent (CLEAR_PENDING_LAYER). */
+export function* markLayerPromoted(sessionId: string, turnId: string): Program<void> {
+  yield* run('CLEAR_PENDING_LAYER', { id: sessionId, turnId });
+}
+
+export function* getTurn(turnId: string): Program<Turn | null> {
+  const row = yield* get('TURN_BY_ID', { id: turnId });
+  return row ? toTurn(row) : null;
+}
+
+export function* listTurns(sessionId: string): Program<Turn[]> {
+  return (yield* all('TURNS_OF_SESSION', { sessionId })).map(toTurn);
+}
+
+export function* listMessages(sessionId: string, afterId: number, limit: number): Program<Message[]> {
+  return (yield* all('MESSAGES_AFTER', { sessionId, afterId, limit })).map(toMessage);
+}
+
+/** The session's committed state, key → JSON value. */
+export function* getState(sessionId: string): Program<Record<string, unknown>> {
+  const rows = yield* all('STATE_OF_SESSION', { sessionId });
+  return Object.fromEntries(rows.map((r) => [String(r.key), JSON.parse(String(r.value))]));
+}
+
+export function* meanTurnMs(limit: number): Program<number | null> {
+  const row = yield* get('MEAN_TURN_MS', { limit });
+  return row?.ms == null ? null : Math.round(Number(row.ms));
+}

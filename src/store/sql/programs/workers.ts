@@ -1,0 +1,21 @@
+/** Worker rows: registered at start, renewed every leaseMs / 5, removed at a clean stop (the sweep deletes long-dead ones, leases.ts). */
+import type { WorkerRow } from '../../../core/index.js';
+import { all, type Program, run } from '../program.js';
+import { toWorker } from '../rows.js';
+
+export function* registerWorker(row: WorkerRow): Program<void> {
+  yield* run('UPSERT_WORKER', { ...row });
+}
+
+/** false when the row is gone: the worker must fence itself. */
+export function* renewWorker(workerId: string, now: number): Program<boolean> {
+  return (yield* run('RENEW_WORKER', { id: workerId, now })) === 1;
+}
+
+export function* removeWorker(workerId: string): Program<void> {
+  yield* run('DELETE_WORKER', { id: workerId });
+}
+
+export function* listWorkers(): Program<WorkerRow[]> {
+  return (yield* all('ALL_WORKERS', {})).map(toWorker);
+}

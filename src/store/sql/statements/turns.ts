@@ -1,0 +1,76 @@
+/**
+ * The statements on `turns`. Written once for both engines (../statements.ts says in which
+ * dialect). Each header lists the statement's parameters and what it returns; a guarded
+ * one (@guard) must change exactly one row, and says why nothing else can happen
+ * (statements.test.ts holds the headers to the SQL and the guards to their callers).
+ */
+
+/**
+ * A new running turn.
+ * @param id the turn
+ * @param sessionId its session
+ * @param attempt 1 + the most tries among its messages before
+ * @param generation the fence's
+ * @param worker the fence's
+ * @param sandbox the session's sandbox, or null before it started
+ * @param messageIds JSON array of the messages it took
+ * @param now the transition's time, epoch ms
+ * @returns changed rows: 1
+ */
+export const INSERT_TURN = `
+INSERT INTO turns (id, session_id, attempt, generation, worker_id, sandbox, status, message_ids, started_at)
+VALUES (:id, :sessionId, :attempt, :generation, :worker, :sandbox, 'running', :messageIds, :now)`;
+
+/**
+ * The session's running turn (at most one).
+ * @param sessionId the session
+ * @returns the row, or none
+ */
+export const RUNNING_TURN_OF_SESSION = `SELECT * FROM turns WHERE session_id = :sessionId AND status = 'running'`;
+
+/**
+ * One turn.
+ * @param id the turn
+ * @returns the row, or none
+ */
+export const TURN_BY_ID = `SELECT * FROM turns WHERE id = :id`;
+
+/**
+ * A session's turns, in the order they started.
+ * @param sessionId the session
+ * @returns rows
+ */
+export const TURNS_OF_SESSION = `SELECT * FROM turns WHERE session_id = :sessionId ORDER BY started_at, id`;
+
+/**
+ * The running turn's latest progress text.
+ * @param id the turn
+ * @param text the progress
+ * @returns changed rows: 1
+ * @guard the caller passed the running-turn fence (the session row is locked, the turn read as
+ *   running under it)
+ */
+export const SET_TURN_PROGRESS = `UPDATE turns SET progress = :text WHERE id = :id AND status = 'running'`;
+
+/**
+ * A running turn ends: committed or aborted, with why.
+ * @param id the turn
+ * @param status committed or aborted
+ * @param error why it was aborted, or null
+ * @param errorCode its catalogue code, or null
+ * @param now the transition's time, epoch ms
+ * @returns changed rows: 1 = ended
+ * @guard the caller holds the session row and read the turn as running under it
+ */
+export const END_TURN = `
+UPDATE turns SET status = :status, error = :error, error_code = :errorCode, ended_at = :now WHERE id = :id AND status = 'running'`;
+
+/**
+ * Mean run time of the last committed turns, for queue ETAs.
+ * @param limit how many turns
+ * @returns one row (ms, null before the first)
+ */
+export const MEAN_TURN_MS = `
+SELECT AVG(ended_at - started_at) AS ms FROM (
+  SELECT started_at, ended_at FROM turns WHERE status = 'committed' ORDER BY ended_at DESC LIMIT :limit
+) AS recent`;
