@@ -4,7 +4,7 @@
  */
 import { BerthError, type Message, type RetryPolicy, type SessionView } from '../../../core/index.js';
 import type { CreateSessionInput, EnqueueInput } from '../../store.js';
-import { all, get, guarded, type Program, run, type Tx } from '../program.js';
+import { all, get, guarded, type Program, type Row, run, type Tx } from '../program.js';
 import { toMessage } from '../rows.js';
 import { sessionViewOf } from '../session-views.js';
 import { ownAgentRow, ownedBy } from './agents.js';
@@ -16,9 +16,8 @@ export function* createSession(input: CreateSessionInput, leaseMs: number): Prog
   const { sessionId, now } = input;
   if (yield* get('SESSION_BY_ID', { id: sessionId }))
     throw new BerthError('SESSION_EXISTS', `Session ${sessionId} already exists (createSession)`);
-  const agent = yield* ownAgentRow(input.agent, input.tenant, 'createSession');
   // A concurrent create of the same id inserts nothing here: SESSION_EXISTS for the loser.
-  if ((yield* run('INSERT_SESSION', { id: sessionId, agent: input.agent, tenant: agent.tenant, now })) !== 1)
+  if (!(yield* insertSession(sessionId, input.agent, input.tenant, now, 'createSession')))
     throw new BerthError('SESSION_EXISTS', `Session ${sessionId} already exists (createSession)`);
   return (yield* sessionViewOf(sessionId, now, leaseMs))!;
 }
@@ -36,9 +35,7 @@ export function* archiveSession(
   tenant: string | undefined,
   policy: { leaseMs: number; retry: RetryPolicy },
 ): Program<SessionView> {
-  const row = yield* get('SESSION_BY_ID', { id: sessionId });
-  if (!row || !ownedBy(row, tenant))
-    throw new BerthError('SESSION_NOT_FOUND', `Session ${sessionId} does not exist (archiveSession)`);
+  yield* ownSessionRow(sessionId, tenant, 'archiveSession');
   if ((yield* run('ARCHIVE_SESSION', { id: sessionId, now })) === 1) {
     const error = `Session ${sessionId} was archived (archiveSession)`;
     const open = (yield* all('OPEN_INBOUND_OF_SESSION', { sessionId })).map(toMessage);
@@ -70,9 +67,7 @@ export function* requestRecycle(
   tenant: string | undefined,
   leaseMs: number,
 ): Program<SessionView> {
-  const row = yield* get('SESSION_BY_ID', { id: sessionId });
-  if (!row || !ownedBy(row, tenant))
-    throw new BerthError('SESSION_NOT_FOUND', `Session ${sessionId} does not exist (requestRecycle)`);
+  yield* ownSessionRow(sessionId, tenant, 'requestRecycle');
   if ((yield* run('REQUEST_RECYCLE', { id: sessionId, now })) === 0)
     throw new BerthError('SESSION_ARCHIVED', `Session ${sessionId} is archived (requestRecycle)`);
   return (yield* sessionViewOf(sessionId, now, leaseMs))!;
@@ -89,10 +84,8 @@ export function* enqueueMessage(
   leaseMs: number,
 ): Program<{ message: Message; view: SessionView; eventId: number }> {
   const { sessionId, text, now } = input;
-  if (!(yield* get('SESSION_BY_ID', { id: sessionId })) && input.agent) {
-    const agent = yield* ownAgentRow(input.agent, input.tenant, tx.operation);
-    yield* run('INSERT_SESSION', { id: sessionId, agent: input.agent, tenant: agent.tenant, now });
-  }
+  if (!(yield* get('SESSION_BY_ID', { id: sessionId })) && input.agent)
+    yield* insertSession(sessionId, input.agent, input.tenant, now, tx.operation);
   // Checked after the insert: a concurrent first message may have created it, possibly for another agent.
   const failure = yield* checkEnqueue(input, tx.operation);
   if (failure) throw failure;
@@ -107,6 +100,26 @@ export function* enqueueMessage(
     now,
   );
   return { message, view, eventId };
+}
+
+/** A new session of the agent (the tenant's own), in the agent's tenant; false when one of that id exists already. */
+function* insertSession(
+  sessionId: string,
+  agentName: string,
+  tenant: string | undefined,
+  now: number,
+  operation: string,
+): Program<boolean> {
+  const agent = yield* ownAgentRow(agentName, tenant, operation);
+  return (yield* run('INSERT_SESSION', { id: sessionId, agent: agentName, tenant: agent.tenant, now })) === 1;
+}
+
+/** The session `sessionId` if `tenant` may see it; otherwise SESSION_NOT_FOUND (another tenant's looks absent). */
+function* ownSessionRow(sessionId: string, tenant: string | undefined, operation: string): Program<Row> {
+  const row = yield* get('SESSION_BY_ID', { id: sessionId });
+  if (!row || !ownedBy(row, tenant))
+    throw new BerthError('SESSION_NOT_FOUND', `Session ${sessionId} does not exist (${operation})`);
+  return row;
 }
 
 /** Why a message to this session would be refused now, or null (nothing written). */
