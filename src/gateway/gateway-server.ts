@@ -72,9 +72,9 @@ export interface GatewayBinding {
   assignment: BindAssignment;
   hooks: GatewayHooks;
   log: Logger;
-  /** Serves /v1/model/* for model agents (issue 7); absent = no model proxy. */
+  /** Serves /v1/model/* for model agents; absent = no model proxy. */
   modelProxy?: ModelProxy;
-  /** Serves /v1/storage: the agent's mediated storage (issue 7); absent = no storage route. */
+  /** Serves /v1/storage: the agent's mediated storage; absent = no storage route. */
   storage?: StorageRoutes;
   /** The agent's egress allowlist, served as HTTP CONNECT on this socket. @default deny all */
   egress?: EgressPolicy;

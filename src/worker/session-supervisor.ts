@@ -20,6 +20,7 @@ import type { Logger } from 'pino';
 import {
   type Agent,
   BerthError,
+  backoffMs,
   decideResidentRecycle,
   decideSupervision,
   type Ending,
@@ -31,6 +32,7 @@ import {
   type StopRequest,
   type SupervisionDecision,
   type SupervisionSnapshot,
+  sleep,
   type Turn,
   type TurnAssignment,
   TurnInFlight,
@@ -58,6 +60,7 @@ export interface SupervisorDeps extends SandboxDeps {
 
 /** How long a session's clean-up retries store calls while the store is away. */
 const STORE_AWAY_RETRY_MS = 60_000;
+const STORE_AWAY_BACKOFF = { firstMs: 250, maxMs: 2000 };
 /** How often a running turn's workspace is measured against the quota. */
 const QUOTA_CHECK_MS = 250;
 
@@ -402,14 +405,15 @@ export class SessionSupervisor {
     const storeDeadline = clock.now() + STORE_AWAY_RETRY_MS;
     const step = async (what: string, effect: () => Promise<unknown>) => {
       try {
-        for (let delayMs = 250; ; delayMs = Math.min(2 * delayMs, 2000)) {
+        for (let failures = 1; ; failures++) {
           try {
             await effect();
             break;
           } catch (err) {
+            const delayMs = backoffMs(failures, STORE_AWAY_BACKOFF);
             if (!isBerthError(err, 'STORE_UNAVAILABLE') || clock.now() + delayMs > storeDeadline) throw err;
             this.log.warn({ err, step: what }, 'Store away during clean-up; retrying');
-            await new Promise((r) => setTimeout(r, delayMs));
+            await sleep(delayMs);
           }
         }
       } catch (err) {
@@ -456,7 +460,7 @@ export class SessionSupervisor {
     await step('remove slot and run dir', () => removeSandboxFiles(this.deps, this.sandboxName));
     sandbox?.lifecycle.moveTo('gone', ending.reason);
     // A failure that will repeat at once (e.g. a promotion on a full disk) must not turn into a claim/release spin.
-    if (ending.reason === 'SupervisorFailed') await new Promise((r) => setTimeout(r, 1000));
+    if (ending.reason === 'SupervisorFailed') await sleep(1000);
     await step('release session', () => store.releaseSession(this.fence, clock.now()));
     this.log.info({ reason: ending.reason, message: ending.message }, 'Session released');
   }

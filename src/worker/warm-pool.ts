@@ -14,13 +14,19 @@
  */
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { type Clock, decideWarmPoolTarget, type SandboxLifecycle, WakeSignal } from '../core/index.js';
+import {
+  backoffMs,
+  type Clock,
+  decideWarmPoolTarget,
+  type SandboxLifecycle,
+  WakeSignal,
+} from '../core/index.js';
 import type { LaunchedSandbox, SandboxProfile } from './sandbox-launch.js';
 
 const DEMAND_WINDOW_MS = 60_000;
 const KEEP_PROFILE_MS = 10 * 60_000;
-const RETRY_BASE_MS = 1_000;
-const RETRY_MAX_MS = 30_000;
+/** After a failed create or disposal, before the next try. */
+const REFILL_BACKOFF = { firstMs: 1_000, maxMs: 30_000 };
 const STOP_CONCURRENCY = 8;
 /** A warm sandbox whose runner has not asked for a binding for this long is replaced. */
 const BOOT_TIMEOUT_MS = 60_000;
@@ -201,7 +207,7 @@ export class WarmPool {
       } catch (err) {
         // Nothing here may end the loop (or the process): a failed create or disposal is retried later.
         failures++;
-        const delayMs = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (failures - 1));
+        const delayMs = backoffMs(failures, REFILL_BACKOFF);
         this.deps.log.error(
           { err, delayMs },
           'Warm pool could not start or dispose of a sandbox; retrying later',

@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { BlobStore } from '../blobs/index.js';
-import { agentSpecSchema, BerthError, isLeaseFresh, newId, WakeSignal } from '../core/index.js';
+import { agentSpecSchema, BerthError, isLeaseFresh, newId, sleep, WakeSignal } from '../core/index.js';
 import { stageRunner } from '../runtime/index.js';
 import type { StoreChange } from '../store/index.js';
 import { Workspaces } from '../workspace/index.js';
@@ -285,7 +285,7 @@ export class Worker {
 
   /**
    * Self-fencing on a timer of its own: a renewal stuck on a store that does not answer
-   * (a PostgreSQL restart: its calls retry for seconds) must not delay it (issue 8).
+   * (a PostgreSQL restart: its calls retry for seconds) must not delay it.
    */
   private async selfFenceLoop(): Promise<void> {
     const { clock, config } = this.deps;
@@ -357,17 +357,4 @@ export class Worker {
       log: this.log,
     });
   }
-}
-
-/** Resolves after ms, or at once when the signal aborts; leaves no listener behind either way. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

@@ -30,7 +30,6 @@ import {
   rename,
   rm,
   symlink,
-  utimes,
 } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
