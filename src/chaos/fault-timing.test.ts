@@ -15,6 +15,7 @@ const turn = (p: Partial<Turn>): Turn => ({
   progress: null,
   error: null,
   errorCode: null,
+  baseVersion: null,
   messageIds: [1],
   startedAt: 1000,
   endedAt: 2000,

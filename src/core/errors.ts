@@ -171,6 +171,11 @@ export const ERRORS = {
     retryable: false,
     hint: 'berth needs overlayfs and mount rights (root) for transactional workspaces; run the worker as root on a kernel with overlay.',
   },
+  WORKSPACE_BEHIND: {
+    status: 409,
+    retryable: true,
+    hint: 'The turn ran on a copy of the workspace older than the store says it is (a machine that missed a commit); nothing was committed, and the retry materialises the current one.',
+  },
   WORKSPACE_FAILED: {
     status: 507,
     retryable: true,

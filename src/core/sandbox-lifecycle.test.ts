@@ -22,6 +22,7 @@ const ROW: Turn = {
   progress: null,
   error: null,
   errorCode: null,
+  baseVersion: null,
   messageIds: [1],
   startedAt: 1000,
   endedAt: null,

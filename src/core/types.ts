@@ -71,6 +71,8 @@ export interface Turn {
   /** Why an aborted turn ended; errorCode is its catalogue code. */
   error: string | null;
   errorCode: ErrorCode | null;
+  /** The workspace version a committed turn ran on (null before its commit, and for resident agents). */
+  baseVersion: number | null;
   messageIds: number[];
   startedAt: number;
   endedAt: number | null;
@@ -135,6 +137,28 @@ export interface StartedTurn {
   messages: Message[];
 }
 
+/** An object of a session's workspace chain, in the blob store. */
+export interface WorkspaceObjectRef {
+  key: string;
+  size: number;
+}
+
+export interface ChainEntry extends WorkspaceObjectRef {
+  /** The workspace version this object brings the tree to. */
+  version: number;
+  /** layer: one commit's changes; snapshot: the whole tree of its version. */
+  kind: 'layer' | 'snapshot';
+  turnId: string | null;
+}
+
+/** What materialises a session's committed workspace: its version, its newest snapshot and the layers after it. */
+export interface WorkspaceChain {
+  sessionId: string;
+  /** The committed workspace version (commits so far); versions whose commit changed nothing have no object. */
+  version: number;
+  entries: ChainEntry[];
+}
+
 export interface CommitInput {
   sessionId: string;
   turnId: string;
@@ -145,6 +169,12 @@ export interface CommitInput {
   state?: Record<string, unknown>;
   /** Schedules the turn made (schedule_message), with the agent's cap, checked again in the commit. */
   schedules?: { agent: string; cap: number; items: TurnSchedule[] };
+  /**
+   * The workspace the turn ran on and what it changed: the commit refuses ('workspace_behind')
+   * unless `baseVersion` is the session's workspace version, and appends `layer` (already
+   * uploaded) to its chain. Absent for a resident agent, whose workspace is written in place.
+   */
+  workspace?: { baseVersion: number; layer: WorkspaceObjectRef | null };
 }
 
 export interface AbortInput {

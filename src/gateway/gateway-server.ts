@@ -30,7 +30,7 @@ import {
   type TurnInFlight,
   type TurnOutcome,
 } from '../core/index.js';
-import { type Fence, type FenceCode, fenceError, type GatewayStore } from '../store/index.js';
+import { type CommitCode, type Fence, fenceError, type GatewayStore } from '../store/index.js';
 import { type EgressPolicy, EgressProxy } from './egress-proxy.js';
 import { readJson, sendJson } from './http-json.js';
 import { LongPoll } from './long-poll.js';
@@ -408,7 +408,7 @@ export class SandboxGateway {
     this.o.onBootWaiting?.();
   }
 
-  private async fenced(operation: string, code: FenceCode, now: number): Promise<void> {
+  private async fenced(operation: string, code: CommitCode, now: number): Promise<void> {
     if (code === 'ok') return;
     if (code === 'stale')
       await this.audit.staleGeneration(this.fence, operation, this.fence.generation, now, this.log);

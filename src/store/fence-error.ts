@@ -1,8 +1,13 @@
 /** The one place a fenced transition's code becomes an error. */
 import { BerthError } from '../core/index.js';
-import type { Fence, FenceCode } from './store.js';
+import type { CommitCode, Fence } from './store.js';
 
-export function fenceError(code: Exclude<FenceCode, 'ok'>, fence: Fence, operation: string): BerthError {
+export function fenceError(code: Exclude<CommitCode, 'ok'>, fence: Fence, operation: string): BerthError {
+  if (code === 'workspace_behind')
+    return new BerthError(
+      'WORKSPACE_BEHIND',
+      `Session ${fence.sessionId}'s turn ran on a workspace that is not the store's current version (${operation})`,
+    );
   if (code === 'stale') {
     return new BerthError(
       'STALE_GENERATION',

@@ -32,10 +32,13 @@ import type {
   WebhookAttempt,
   WebhookDelivery,
   WorkerRow,
+  WorkspaceChain,
 } from '../core/index.js';
 
 /** Outcome of a fenced transition. */
 export type FenceCode = 'ok' | 'stale' | 'not_found';
+/** A commit is fenced by its generation and by the workspace version it ran on. */
+export type CommitCode = FenceCode | 'workspace_behind';
 export type Fenced<T> = { code: 'ok'; value: T } | { code: 'stale' | 'not_found' };
 
 export interface Fence {
@@ -216,7 +219,37 @@ export interface Store {
   /** Takes the session's runnable pending messages into a new running turn; value null when there are none. */
   startTurn(fence: Fence, now: number): Promise<Fenced<StartedTurn | null>>;
   recordProgress(fence: Fence & { turnId: string; text: string }, now: number): Promise<FenceCode>;
-  commitTurn(input: CommitInput, now: number): Promise<FenceCode>;
+  /**
+   * Outputs, state, schedules and (with `workspace`) the turn's layer appended to the chain,
+   * in one transaction; 'workspace_behind' when the turn ran on another workspace version
+   * than the session's, with nothing written.
+   */
+  commitTurn(input: CommitInput, now: number): Promise<CommitCode>;
+  /** The session's workspace chain (its newest snapshot and the layers after it); SESSION_NOT_FOUND. */
+  getWorkspaceChain(sessionId: string): Promise<WorkspaceChain>;
+  /**
+   * Records a snapshot of the session's workspace at `version` (a version it has reached,
+   * newer than its last snapshot) and drops the chain's older objects; false when it was not
+   * recorded (an older or equal snapshot, a version not reached). Not fenced: a snapshot is
+   * the tree of its version whoever made it.
+   */
+  recordWorkspaceSnapshot(
+    input: { sessionId: string; version: number; key: string; size: number },
+    now: number,
+  ): Promise<boolean>;
+  /** Whether some session's chain names this blob-store object (garbage collection keeps it). */
+  isWorkspaceObjectNamed(key: string): Promise<boolean>;
+  /**
+   * A new session of the source's agent whose workspace and state start from the source's
+   * last committed turn: its chain shares the source's objects (nothing is copied). Throws
+   * SESSION_NOT_FOUND (the source, as `tenant` sees it), SESSION_EXISTS, SESSION_ARCHIVED.
+   */
+  forkSession(input: {
+    sourceId: string;
+    sessionId: string;
+    now: number;
+    tenant?: string;
+  }): Promise<SessionView>;
   /** Committed state of a session (key → JSON value). */
   getState(sessionId: string): Promise<Record<string, unknown>>;
   getTurn(turnId: string): Promise<Turn | null>;

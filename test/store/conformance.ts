@@ -512,6 +512,131 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
       await store.close();
     });
 
+    test('workspace chains: a commit appends its layer on the version it ran on, or writes nothing', async () => {
+      const store = await withAgent(open);
+      const commit = async (
+        text: string,
+        workspace: { baseVersion: number; layer: { key: string; size: number } | null },
+      ) => {
+        await store.enqueueMessage({ sessionId: 's', agent: 'sh', text, now: BASE });
+        const { fence, turn } = await claimAndStartTurn(store, BASE);
+        const code = await store.commitTurn({ ...fence, turnId: turn.id, outputs: [], workspace }, BASE);
+        if (code === 'ok') await store.releaseSession(fence, BASE);
+        return { code, fence, turn };
+      };
+      assert.equal(
+        (await commit('one', { baseVersion: 0, layer: { key: 'layers/a', size: 10 } })).code,
+        'ok',
+      );
+      assert.equal(
+        (await commit('read only', { baseVersion: 1, layer: null })).code,
+        'ok',
+        'nothing changed: no object',
+      );
+      const behind = await commit('stale copy', { baseVersion: 1, layer: { key: 'layers/x', size: 3 } });
+      assert.equal(behind.code, 'workspace_behind');
+      assert.equal((await store.getTurn(behind.turn.id))?.status, 'running', 'nothing of the refused commit');
+      assert.equal((await store.getSessionView('s', BASE))?.workspaceVersion, 2);
+      assert.deepEqual(await store.getWorkspaceChain('s'), {
+        sessionId: 's',
+        version: 2,
+        entries: [
+          {
+            version: 1,
+            kind: 'layer',
+            key: 'layers/a',
+            size: 10,
+            turnId: (await store.listTurns('s'))[0]!.id,
+          },
+        ],
+      });
+      assert.equal(
+        (await store.listTurns('s'))
+          .filter((t) => t.status === 'committed')
+          .map((t) => t.baseVersion)
+          .join(),
+        '0,1',
+      );
+      await assert.rejects(store.getWorkspaceChain('ghost'), (e: unknown) =>
+        isBerthError(e, 'SESSION_NOT_FOUND'),
+      );
+      await store.close();
+    });
+
+    test('workspace chains: a snapshot compacts the chain; a fork shares its objects and diverges', async () => {
+      const store = await withAgent(open);
+      for (const [i, key] of ['layers/1', 'layers/2', 'layers/3'].entries()) {
+        await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: key, now: BASE });
+        const { fence, turn } = await claimAndStartTurn(store, BASE);
+        const state = { n: i + 1 };
+        const workspace = { baseVersion: i, layer: { key, size: i + 1 } };
+        assert.equal(
+          await store.commitTurn({ ...fence, turnId: turn.id, outputs: [], state, workspace }, BASE),
+          'ok',
+        );
+        await store.releaseSession(fence, BASE);
+      }
+      const snapshot = (version: number, key = `snapshots/${version}`) =>
+        store.recordWorkspaceSnapshot({ sessionId: 's', version, key, size: 99 }, BASE);
+      assert.equal(await snapshot(4), false, 'a version not reached yet');
+      assert.equal(await snapshot(2), true);
+      assert.equal(await snapshot(2, 'snapshots/again'), false, 'that version is snapshotted already');
+      assert.equal(await snapshot(1), false, 'older than the newest snapshot');
+      const chain = await store.getWorkspaceChain('s');
+      assert.deepEqual(
+        chain.entries.map((e) => [e.version, e.kind, e.key]),
+        [
+          [2, 'snapshot', 'snapshots/2'],
+          [3, 'layer', 'layers/3'],
+        ],
+      );
+      assert.equal(await store.isWorkspaceObjectNamed('layers/1'), false, 'compacted away: garbage now');
+      assert.equal(await store.isWorkspaceObjectNamed('snapshots/2'), true);
+
+      const fork = await store.forkSession({ sourceId: 's', sessionId: 'f', now: BASE + 1 });
+      assert.equal(fork.agent, 'sh');
+      assert.equal(fork.workspaceVersion, 3);
+      assert.deepEqual(
+        (await store.getWorkspaceChain('f')).entries,
+        chain.entries,
+        'the same objects, not copies',
+      );
+      assert.deepEqual(await store.getState('f'), { n: 3 });
+      // The fork diverges: its own commit appends to its own chain only.
+      await store.enqueueMessage({ sessionId: 'f', text: 'own', now: BASE + 1 });
+      const { fence, turn } = await claimAndStartTurn(store, BASE + 1);
+      const workspace = { baseVersion: 3, layer: { key: 'layers/f4', size: 4 } };
+      assert.equal(
+        await store.commitTurn(
+          { ...fence, turnId: turn.id, outputs: [], state: { n: 40 }, workspace },
+          BASE + 1,
+        ),
+        'ok',
+      );
+      assert.equal((await store.getWorkspaceChain('s')).entries.length, 2);
+      assert.deepEqual(await store.getState('s'), { n: 3 });
+      assert.equal((await store.getWorkspaceChain('f')).entries.at(-1)?.key, 'layers/f4');
+      // Compacting the source leaves what the fork still names.
+      assert.equal(await snapshot(3), true);
+      assert.equal(await store.isWorkspaceObjectNamed('layers/3'), true, 'the fork still names it');
+      const refusals = [
+        { input: { sourceId: 'ghost', sessionId: 'g', now: BASE }, code: 'SESSION_NOT_FOUND' as const },
+        { input: { sourceId: 's', sessionId: 'f', now: BASE }, code: 'SESSION_EXISTS' as const },
+        {
+          input: { sourceId: 's', sessionId: 'g', now: BASE, tenant: 'other' },
+          code: 'SESSION_NOT_FOUND' as const,
+        },
+      ];
+      for (const r of refusals)
+        await assert.rejects(store.forkSession(r.input), (e: unknown) => isBerthError(e, r.code), r.code);
+      await store.archiveSession('s', BASE + 2);
+      await assert.rejects(
+        store.forkSession({ sourceId: 's', sessionId: 'h', now: BASE + 2 }),
+        (e: unknown) => isBerthError(e, 'SESSION_ARCHIVED'),
+      );
+      await store.close();
+    });
+
     test('notifications follow the committed transaction', async () => {
       const store = await withAgent(open);
       const seen: string[] = [];

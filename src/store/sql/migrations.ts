@@ -292,6 +292,27 @@ ALTER TABLE turns ADD COLUMN error_code TEXT;
 ALTER TABLE messages ADD COLUMN error_code TEXT;
 `,
   },
+  {
+    version: 14,
+    name: 'workspace chains',
+    // A session's committed workspace as a chain of immutable objects in the blob store: the
+    // layer each commit appended and the snapshots that compact them. turns.base_version is
+    // the workspace version a committed turn ran on (its commit refuses any other).
+    sql: `
+CREATE TABLE workspace_layers (
+  session_id TEXT NOT NULL REFERENCES sessions(id),
+  version INTEGER NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('layer', 'snapshot')),
+  blob_key TEXT NOT NULL,
+  size INTEGER NOT NULL,
+  turn_id TEXT,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (session_id, version, kind)
+);
+CREATE INDEX workspace_layers_blob ON workspace_layers(blob_key);
+ALTER TABLE turns ADD COLUMN base_version INTEGER;
+`,
+  },
 ];
 
 /** SQLite's column types in PostgreSQL's: every integer 64-bit, AUTOINCREMENT keys as BIGSERIAL. */

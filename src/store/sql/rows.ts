@@ -80,6 +80,7 @@ export function toTurn(r: Row): Turn {
     progress: (r.progress as string | null) ?? null,
     error: (r.error as string | null) ?? null,
     errorCode: errorCodeOf(r.error_code),
+    baseVersion: r.base_version == null ? null : Number(r.base_version),
     messageIds: JSON.parse(String(r.message_ids)) as number[],
     startedAt: Number(r.started_at),
     endedAt: r.ended_at == null ? null : Number(r.ended_at),

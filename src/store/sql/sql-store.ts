@@ -34,10 +34,12 @@ import {
   type WebhookAttempt,
   type WebhookDelivery,
   type WorkerRow,
+  type WorkspaceChain,
 } from '../../core/index.js';
 import type {
   AttemptResult,
   AuditEntry,
+  CommitCode,
   CreateSessionInput,
   EnqueueInput,
   Fence,
@@ -65,6 +67,7 @@ import * as tokens from './programs/tokens.js';
 import * as turns from './programs/turns.js';
 import * as webhooks from './programs/webhooks.js';
 import * as workers from './programs/workers.js';
+import * as workspace from './programs/workspace.js';
 import { listSessionViews } from './session-views.js';
 
 /** See SqlStore.write. */
@@ -254,7 +257,7 @@ export class SqlStore implements Store {
     return this.write('recordProgress', (tx) => turns.recordProgress(tx, input, now), 'relaxed');
   }
 
-  commitTurn(input: CommitInput, now: number): Promise<FenceCode> {
+  commitTurn(input: CommitInput, now: number): Promise<CommitCode> {
     return this.write('commitTurn', (tx) => turns.commitTurn(tx, input, now));
   }
 
@@ -272,6 +275,32 @@ export class SqlStore implements Store {
 
   markLayerPromoted(sessionId: string, turnId: string): Promise<void> {
     return this.write('markLayerPromoted', () => turns.markLayerPromoted(sessionId, turnId), 'relaxed');
+  }
+
+  // ---- workspace chains
+
+  getWorkspaceChain(sessionId: string): Promise<WorkspaceChain> {
+    return this.read(() => workspace.workspaceChain(sessionId));
+  }
+
+  recordWorkspaceSnapshot(
+    input: { sessionId: string; version: number; key: string; size: number },
+    now: number,
+  ): Promise<boolean> {
+    return this.write('recordWorkspaceSnapshot', () => workspace.recordSnapshot(input, now));
+  }
+
+  isWorkspaceObjectNamed(key: string): Promise<boolean> {
+    return this.read(() => workspace.isObjectNamed(key));
+  }
+
+  forkSession(input: {
+    sourceId: string;
+    sessionId: string;
+    now: number;
+    tenant?: string;
+  }): Promise<SessionView> {
+    return this.write('forkSession', () => workspace.forkSession(input, this.policy.leaseMs));
   }
 
   // ---- schedules

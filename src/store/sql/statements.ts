@@ -20,6 +20,7 @@ export * from './statements/tokens.js';
 export * from './statements/turns.js';
 export * from './statements/webhooks.js';
 export * from './statements/workers.js';
+export * from './statements/workspace.js';
 
 /**
  * Statements whose text differs between engines: PostgreSQL takes row locks where SQLite

@@ -15,12 +15,13 @@ import {
   type StartedTurn,
   type Turn,
 } from '../../../core/index.js';
-import type { Fence, FenceCode, Fenced } from '../../store.js';
+import type { CommitCode, Fence, FenceCode, Fenced } from '../../store.js';
 import { all, get, guarded, type Program, run, type Tx } from '../program.js';
 import { toMessage, toTurn } from '../rows.js';
 import { insertEvent } from './events.js';
 import { checkFence } from './fence.js';
 import { messageGuard, sessionGuard, turnGuard } from './guards.js';
+import { appendLayer } from './workspace.js';
 
 /** The session's running turn if there is one; else every runnable message taken into a new one (null when none is runnable). */
 export function* startTurn(tx: Tx, fence: Fence, now: number): Program<Fenced<StartedTurn | null>> {
@@ -66,10 +67,13 @@ export function* recordProgress(
   return 'ok';
 }
 
-export function* commitTurn(tx: Tx, input: CommitInput, now: number): Program<FenceCode> {
+export function* commitTurn(tx: Tx, input: CommitInput, now: number): Program<CommitCode> {
   const { sessionId, turnId } = input;
   const code = yield* checkRunningTurn(input, turnId);
   if (code !== 'ok') return code;
+  const version = Number((yield* get('SESSION_BY_ID', { id: sessionId }))!.workspace_version);
+  // A turn that ran on another workspace than the store's must not commit: its writes were made against the wrong files.
+  if (input.workspace && input.workspace.baseVersion !== version) return 'workspace_behind';
   const inReplyTo = (yield* turnMessages(turnId)).map((m) => m.id);
   for (const id of inReplyTo) yield* guarded(tx, 'FINISH_MESSAGE', { id }, messageGuard(id, 'processing'));
   for (const [key, value] of Object.entries(input.state ?? {})) {
@@ -78,7 +82,9 @@ export function* commitTurn(tx: Tx, input: CommitInput, now: number): Program<Fe
   }
   if (input.schedules?.items.length) yield* insertTurnSchedules(sessionId, turnId, input.schedules, now);
   yield* guarded(tx, 'SET_PENDING_LAYER', { id: sessionId, turnId, now }, sessionGuard(sessionId, 'present'));
-  yield* endTurn(tx, turnId, 'committed', null, now);
+  const layer = input.workspace?.layer;
+  if (layer) yield* appendLayer(sessionId, { version: version + 1, ...layer, turnId }, now);
+  yield* endTurn(tx, turnId, 'committed', null, now, input.workspace?.baseVersion ?? null);
   for (const output of input.outputs) {
     const data = output.data === undefined ? null : JSON.stringify(output.data);
     const reply = (yield* get('INSERT_OUTBOUND', { sessionId, text: output.text, data, turnId, now }))!;
@@ -155,7 +161,7 @@ export function* abortRunningTurn(
         break;
     }
   }
-  yield* endTurn(tx, turnId, 'aborted', { error, code }, now);
+  yield* endTurn(tx, turnId, 'aborted', { error, code }, now, null);
 }
 
 function* endTurn(
@@ -164,11 +170,12 @@ function* endTurn(
   status: 'committed' | 'aborted',
   why: { error: string; code: string } | null,
   now: number,
+  baseVersion: number | null,
 ): Program<void> {
   yield* guarded(
     tx,
     'END_TURN',
-    { id: turnId, status, error: why?.error ?? null, errorCode: why?.code ?? null, now },
+    { id: turnId, status, error: why?.error ?? null, errorCode: why?.code ?? null, baseVersion, now },
     turnGuard(turnId),
   );
 }

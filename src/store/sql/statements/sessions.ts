@@ -92,6 +92,15 @@ INSERT INTO sessions (id, agent, tenant, created_at, updated_at) VALUES (:id, :a
 ON CONFLICT (id) DO NOTHING`;
 
 /**
+ * A fork starts at its source's workspace version.
+ * @param id the new session
+ * @param version the source's workspace version
+ * @param now the transition's time, epoch ms
+ * @returns changed rows: 1
+ */
+export const SET_WORKSPACE_VERSION = `UPDATE sessions SET workspace_version = :version, updated_at = :now WHERE id = :id`;
+
+/**
  * Asks for the resident sandbox to be replaced between turns.
  * @param id the session
  * @param now the transition's time, epoch ms

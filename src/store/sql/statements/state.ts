@@ -33,3 +33,14 @@ export const DELETE_STATE = `DELETE FROM session_state WHERE session_id = :sessi
  * @returns rows (key, value), by key
  */
 export const STATE_OF_SESSION = `SELECT key, value FROM session_state WHERE session_id = :sessionId ORDER BY key`;
+
+/**
+ * A fork's state: every key the source's committed turns put, as of now.
+ * @param from the source session
+ * @param to the new session
+ * @param now the transition's time, epoch ms
+ * @returns changed rows: one per key (any number)
+ */
+export const COPY_STATE = `
+INSERT INTO session_state (session_id, key, value, turn_id, updated_at)
+SELECT :to, key, value, turn_id, :now FROM session_state WHERE session_id = :from`;

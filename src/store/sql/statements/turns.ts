@@ -58,12 +58,14 @@ export const SET_TURN_PROGRESS = `UPDATE turns SET progress = :text WHERE id = :
  * @param status committed or aborted
  * @param error why it was aborted, or null
  * @param errorCode its catalogue code, or null
+ * @param baseVersion the workspace version a committed turn ran on, or null
  * @param now the transition's time, epoch ms
  * @returns changed rows: 1 = ended
  * @guard the caller holds the session row and read the turn as running under it
  */
 export const END_TURN = `
-UPDATE turns SET status = :status, error = :error, error_code = :errorCode, ended_at = :now WHERE id = :id AND status = 'running'`;
+UPDATE turns SET status = :status, error = :error, error_code = :errorCode, base_version = :baseVersion, ended_at = :now
+WHERE id = :id AND status = 'running'`;
 
 /**
  * Mean run time of the last committed turns, for queue ETAs.
