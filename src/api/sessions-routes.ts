@@ -8,6 +8,7 @@ import {
   assertSessionId,
   BerthError,
   createSessionSchema,
+  forkSessionSchema,
   isLeaseFresh,
   listSessionsQuerySchema,
   newId,
@@ -144,6 +145,28 @@ export const sessionsRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) 
     },
     async ({ params, principal }) =>
       store.requestRecycle(assertSessionId(params.id!), clock.now(), scopeOf(principal)),
+  );
+
+  routes.add(
+    app,
+    {
+      method: 'POST',
+      url: '/v1/sessions/:id/fork',
+      summary:
+        "A new session of the same agent whose workspace and state start from this one's last committed turn (its layers shared, not copied)",
+      tag,
+      access: 'tenant',
+      status: 201,
+      returns: 'SessionView',
+      body: forkSessionSchema,
+    },
+    async ({ params, body, principal }) =>
+      store.forkSession({
+        sourceId: assertSessionId(params.id!),
+        sessionId: body.id === undefined ? newId('s') : assertSessionId(body.id),
+        now: clock.now(),
+        tenant: scopeOf(principal),
+      }),
   );
 
   routes.add(

@@ -1,4 +1,4 @@
-/** `berth session list|show|delete|recycle`. */
+/** `berth session list|show|delete|recycle|fork`. */
 import { Command } from 'commander';
 import type { ListSessionsQuery } from '../core/index.js';
 import { connect } from './connect.js';
@@ -7,7 +7,7 @@ import { renderSessions } from './status-command.js';
 
 export function sessionCommand(env: NodeJS.ProcessEnv): Command {
   const session = new Command('session').description(
-    'List, show, delete (stop and archive) and recycle sessions',
+    'List, show, delete (stop and archive), recycle and fork sessions',
   );
   session
     .command('list')
@@ -60,6 +60,23 @@ export function sessionCommand(env: NodeJS.ProcessEnv): Command {
       const view = await (await connect(env)).sessions.recycle(id);
       if (o.json) return printJson(view);
       process.stdout.write(`session ${id}: its sandbox is replaced after the current turn\n`);
+    });
+  session
+    .command('fork <source> [new]')
+    .description(
+      "A new session of the same agent starting from <source>'s last committed turn: its workspace and state (layers shared, not copied); the two then diverge",
+    )
+    .option('--json', 'print JSON')
+    .addHelpText(
+      'after',
+      '\nExample:\n  berth session fork main try-refactor && berth send try-refactor "…" --wait',
+    )
+    .action(async (source: string, as: string | undefined, o: { json?: boolean }) => {
+      const view = await (await connect(env)).sessions.fork(source, as);
+      if (o.json) return printJson(view);
+      process.stdout.write(
+        `session ${view.id} forked from ${source} at workspace version ${view.workspaceVersion}\n`,
+      );
     });
   return session;
 }

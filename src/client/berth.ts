@@ -126,6 +126,13 @@ export class Berth {
     delete: (id: string) => this.http.request<SessionView>('DELETE', `/v1/sessions/${enc(id)}`),
     /** A resident session's sandbox is replaced after its current turn. */
     recycle: (id: string) => this.http.request<SessionView>('POST', `/v1/sessions/${enc(id)}/recycle`),
+    /** A new session starting from `id`'s last committed turn (workspace and state); `as` names it, else an id is generated. */
+    fork: (id: string, as?: string) =>
+      this.http.request<SessionView>(
+        'POST',
+        `/v1/sessions/${enc(id)}/fork`,
+        as === undefined ? {} : { id: as },
+      ),
     /** Posts a message and returns at once (202): the message, the session and where to follow it from. */
     post: (id: string, body: PostMessageBody) =>
       this.http.request<Posted>('POST', `/v1/sessions/${enc(id)}/messages`, body),

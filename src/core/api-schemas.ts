@@ -21,6 +21,9 @@ export const createSessionSchema = z
   .object({ id: sessionIdSchema.optional(), agent: z.string().min(1, 'agent must not be empty') })
   .strict();
 
+/** POST /v1/sessions/:id/fork: the new session's id, generated when left out. */
+export const forkSessionSchema = z.object({ id: sessionIdSchema.optional() }).strict();
+
 /** POST /v1/sessions/:id/messages. `agent` is needed only when the post creates the session. */
 export const postMessageSchema = z
   .object({ text: z.string().min(1, 'text must not be empty'), agent: z.string().min(1).optional() })
