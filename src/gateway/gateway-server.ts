@@ -20,6 +20,7 @@ import {
   BerthError,
   type BindAssignment,
   type Clock,
+  LIMIT_CODES,
   MODEL_PROXY_PATH,
   type SandboxUsage,
   STORAGE_PATH,
@@ -245,8 +246,10 @@ export class SandboxGateway {
         const body = await this.body(req, abortBody);
         this.closeTurn(body.turnId, 'abortTurn');
         // A limit the runner reports is a catalogue code: the turn fails for good (the sandbox can only fail its own turn).
+        // A harness failure keeps its code and is retried.
         const error = body.code ? `${body.code}: ${body.error}` : body.error;
-        const abort = { ...binding, turnId: body.turnId, error, terminal: body.code !== undefined };
+        const terminal = (LIMIT_CODES as readonly string[]).includes(body.code ?? '');
+        const abort = { ...binding, turnId: body.turnId, error, terminal };
         await this.fenced('abortTurn', await this.o.store.abortTurn(abort, now), now);
         this.hooks.onTurnEnded(body.turnId, { kind: 'aborted', error });
         return this.send(res, 200, { ok: true });

@@ -8,7 +8,13 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { type AgentMount, type AgentSpec, GATEWAY_SOCKET_NAME, TOKEN_FILE_NAME } from '../core/index.js';
+import {
+  AGENT_CONFIG_MOUNT,
+  type AgentMount,
+  type AgentSpec,
+  GATEWAY_SOCKET_NAME,
+  TOKEN_FILE_NAME,
+} from '../core/index.js';
 import { SandboxGateway } from '../gateway/index.js';
 import { resolveMounts } from '../mount-policy/index.js';
 import type { SandboxHandle, SandboxSpec } from '../runtime/index.js';
@@ -40,7 +46,10 @@ export function profileOf(agent: AgentSpec, defaultImage: string): SandboxProfil
     pidsLimit: agent.pidsLimit,
     workspaceMb: agent.workspaceMb,
     isolation: agent.isolation,
-    mounts: agent.mounts,
+    // A harness agent's instruction files and skills, read-only like any data mount.
+    mounts: agent.configDir
+      ? [...agent.mounts, { hostPath: agent.configDir, containerPath: AGENT_CONFIG_MOUNT }]
+      : agent.mounts,
   };
 }
 

@@ -20,6 +20,7 @@ import {
   decideResidentRecycle,
   decideSandboxHealth,
   isBerthError,
+  isHarness,
   MODEL_DEFAULTS,
   type SandboxUsage,
   type Session,
@@ -32,6 +33,7 @@ import type { RuntimeEvent, SandboxHandle } from '../runtime/index.js';
 import type { Fence } from '../store/index.js';
 import type { WorkspaceQuota } from '../workspace/index.js';
 import type { SandboxDeps } from './deps.js';
+import { harnessSettings } from './harness-settings.js';
 import { sandboxName } from './paths.js';
 import { type LaunchedSandbox, launchSandbox, profileOf, removeSandboxFiles } from './sandbox-launch.js';
 import { sessionBinding } from './session-binding.js';
@@ -300,7 +302,8 @@ export class SessionSupervisor {
       provider: this.agent.provider,
       messages: messages.map((m) => ({ id: m.id, text: m.text })),
       limits: { maxOutputBytes: config.maxOutputBytes, heartbeatIntervalMs: config.heartbeatIntervalMs },
-      ...(this.agent.model
+      ...harnessSettings(this.agent),
+      ...(this.agent.model && !isHarness(this.agent.provider)
         ? {
             model: {
               model: this.agent.model,
