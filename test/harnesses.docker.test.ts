@@ -101,6 +101,23 @@ async function promoted(
   }
 }
 
+/**
+ * The user's and the model's words a request carried, in order: [role, text] of each text
+ * block (Messages API) or message item (Responses API), without the harness's own
+ * <system-reminder>/<environment_context> insertions and ids.
+ */
+function dialogue(r: { body: Record<string, unknown> }): [string, string][] {
+  type Block = { type?: string; text?: string };
+  const items = (r.body.messages ?? r.body.input) as { role?: string; type?: string; content?: unknown }[];
+  return items.flatMap((m) => {
+    if (m.role !== 'user' && m.role !== 'assistant') return [];
+    const blocks: Block[] =
+      typeof m.content === 'string' ? [{ text: m.content }] : ((m.content as Block[]) ?? []);
+    const texts = blocks.map((b) => b.text ?? '').filter((t) => t.trim() && !t.trimStart().startsWith('<'));
+    return texts.length ? [[m.role, texts.join('\n')] as [string, string]] : [];
+  });
+}
+
 /** The whole conversation a request carried, as text (messages or Responses input). */
 const conversation = (r: { body: Record<string, unknown> }) =>
   JSON.stringify(r.body.messages ?? r.body.input);
@@ -213,7 +230,16 @@ for (const harness of Object.keys(CASES) as HarnessName[]) {
     await assert.rejects(committed(dataDir, 'k1', 'try-1.txt'), 'the killed try left no file');
     // Both tries started from the committed conversation: turn 1 and "two", nothing of try 1.
     const [, try1, try2] = fake.scripted();
-    assert.equal(conversation(try2!), conversation(try1!));
+    assert.deepEqual(dialogue(try2!), dialogue(try1!));
+    assert.deepEqual(
+      dialogue(try2!).slice(-3),
+      [
+        ['user', 'one'],
+        ['assistant', 'First answer.'],
+        ['user', 'two'],
+      ],
+      'turn 1 (one exchange), then "two", and nothing of the killed try',
+    );
     assert.match(conversation(try2!), /First answer\./);
     assert.doesNotMatch(conversation(try2!), /try 1/);
   });
