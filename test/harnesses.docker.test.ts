@@ -10,8 +10,9 @@
  * refused at create. Skipped, saying why, when the agent image is not built.
  */
 import assert from 'node:assert/strict';
-import { access, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { access, chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import type { HarnessName } from '../src/core/index.js';
 import { agentImageRecipe, agentImageTag, imageHarnesses } from '../src/image/index.js';
@@ -19,8 +20,11 @@ import { connectDocker } from '../src/runtime/index.js';
 import { SecretStore } from '../src/secrets/index.js';
 import { type FakeModelServer, startFakeAnthropic, startFakeOpenAI } from './helpers/fake-models.js';
 import { startTestHost } from './helpers/test-host.js';
+import { secretSearchJob } from './security/probes.js';
 
 const KEY = `sk-harness-${Math.random().toString(36).slice(2)}-secret`;
+/** A command that runs for five minutes without using the CPU. */
+const WAIT = `perl -e 'select(undef, undef, undef, 300)'`;
 const done = (e: { type: string }) => e.type === 'reply' || e.type === 'failed';
 const CACHE_DIR = join(process.cwd(), '.berth', 'cache');
 
@@ -66,7 +70,13 @@ function keySearch(key: string): string {
   ].join('; ');
 }
 
-async function setUp(t: TestContext, harness: HarnessName, script: ConstructorParameters<typeof Array>[]) {
+async function setUp(
+  t: TestContext,
+  harness: HarnessName,
+  script: ConstructorParameters<typeof Array>[],
+  env: Record<string, string> = {},
+  agentFields: Record<string, unknown> = {},
+) {
   const c = CASES[harness];
   const fake: FakeModelServer = await (c.api === 'anthropic' ? startFakeAnthropic : startFakeOpenAI)(
     script as never,
@@ -75,7 +85,7 @@ async function setUp(t: TestContext, harness: HarnessName, script: ConstructorPa
   t.after(() => fake.close());
   const baseUrl: Record<string, string> =
     c.api === 'anthropic' ? { ANTHROPIC_BASE_URL: fake.url } : { OPENAI_BASE_URL: fake.url };
-  const th = await startTestHost(t, { ...baseUrl, BERTH_RETRY_BASE: '200ms' });
+  const th = await startTestHost(t, { ...baseUrl, BERTH_RETRY_BASE: '200ms', ...env });
   await new SecretStore({ path: join(th.dataDir, 'secrets.json'), key: '' }).set(c.api, KEY);
   const agent = await th.client.request<{ image: string }>('POST', '/v1/agents', {
     name: 'h',
@@ -83,6 +93,7 @@ async function setUp(t: TestContext, harness: HarnessName, script: ConstructorPa
     model: c.model,
     instructions: 'You are a careful test agent.',
     memoryMb: 1024,
+    ...agentFields,
   });
   return { ...th, fake, agent };
 }
@@ -118,6 +129,23 @@ function dialogue(r: { body: Record<string, unknown> }): [string, string][] {
   });
 }
 
+/** What the harness's tools returned, in order, as the model received it. */
+function toolOutputs(r: { body: Record<string, unknown> }): string[] {
+  type Item = { type?: string; content?: unknown; output?: unknown; text?: string };
+  const items = (r.body.messages ?? r.body.input) as Item[];
+  const text = (v: unknown): string =>
+    typeof v === 'string'
+      ? v
+      : Array.isArray(v)
+        ? v.map((b: Item) => text(b.text ?? b.content ?? '')).join('')
+        : '';
+  return items.flatMap((m) => {
+    if (m.type === 'function_call_output') return [text(m.output)];
+    if (!Array.isArray(m.content)) return [];
+    return (m.content as Item[]).filter((b) => b.type === 'tool_result').map((b) => text(b.content));
+  });
+}
+
 /** The whole conversation a request carried, as text (messages or Responses input). */
 const conversation = (r: { body: Record<string, unknown> }) =>
   JSON.stringify(r.body.messages ?? r.body.input);
@@ -135,6 +163,7 @@ for (const harness of Object.keys(CASES) as HarnessName[]) {
         text: 'Writing.',
       },
       { tool: c.shell(keySearch(KEY)) },
+      { tool: c.shell(secretSearchJob(KEY)) },
       { text: 'The note says hello.' },
       { text: 'I remember the note.' },
     ] as never);
@@ -151,17 +180,17 @@ for (const harness of Object.keys(CASES) as HarnessName[]) {
     );
 
     const scripted = fake.scripted();
-    assert.equal(scripted.length, 3, 'three model calls the script answered');
+    assert.equal(scripted.length, 4, 'four model calls the script answered');
     for (const r of fake.requests) {
       if (c.api === 'anthropic') assert.equal(r.headers['x-api-key'], KEY);
       else assert.equal(r.headers.authorization, `Bearer ${KEY}`);
       assert.equal(r.body.model, c.model);
     }
     // What the tools printed reached the model: the file's text, uid 1000, no key anywhere.
-    assert.match(conversation(scripted[1]!), /hello sandbox/);
-    assert.match(conversation(scripted[1]!), /uid=1000/);
-    assert.match(conversation(scripted[2]!), /KEY-ABSENT/, 'the key was found in the sandbox');
-    assert.doesNotMatch(conversation(scripted[2]!), /KEY-FOUND/);
+    assert.match(toolOutputs(scripted[1]!).at(-1)!, /hello sandbox\s+uid=1000/);
+    assert.match(toolOutputs(scripted[2]!).at(-1)!, /KEY-ABSENT/, 'the key is in a process or file');
+    // The attack suite's search (security/probes.ts): no file under / and no process environment holds it.
+    assert.match(toolOutputs(scripted[3]!).at(-1)!, /files:none\s+0\s*$/, 'the secret search found the key');
     assert.match(
       JSON.stringify(scripted[0]!.body),
       /You are a careful test agent\./,
@@ -181,7 +210,7 @@ for (const harness of Object.keys(CASES) as HarnessName[]) {
 
     const second = await sendAndCollect('s1', { agent: 'h', text: 'What did the note say?' }, done, 120_000);
     assert.equal(second.at(-1)!.data.text, 'I remember the note.', JSON.stringify(second.slice(-2)));
-    const resumed = conversation(fake.scripted()[3]!);
+    const resumed = conversation(fake.scripted()[4]!);
     assert.match(resumed, /Write a note\./, 'turn 2 carries turn 1');
     assert.match(resumed, /The note says hello\./);
     assert.match(resumed, /What did the note say\?/);
@@ -244,6 +273,86 @@ for (const harness of Object.keys(CASES) as HarnessName[]) {
     assert.doesNotMatch(conversation(try2!), /try 1/);
   });
 }
+
+for (const harness of Object.keys(CASES) as HarnessName[]) {
+  const c = CASES[harness];
+  test(`${harness}: the agent's instruction file and skills, mounted read-only from its configDir, reach the harness`, {
+    skip: await imageMissing(harness),
+  }, async (t) => {
+    const configDir = await mkdtemp(join(tmpdir(), 'berth-agent-config-'));
+    t.after(() => rm(configDir, { recursive: true, force: true }));
+    const file = harness === 'claude-code' ? 'CLAUDE.md' : 'AGENTS.md';
+    await writeFile(join(configDir, file), 'Answer in one line. MARKER-INSTRUCTIONS-FILE\n');
+    await mkdir(join(configDir, 'skills', 'greeter'), { recursive: true });
+    await writeFile(
+      join(configDir, 'skills', 'greeter', 'SKILL.md'),
+      '---\nname: greeter\ndescription: Greets people. MARKER-SKILL\n---\nSay hello.\n',
+    );
+    await chmod(configDir, 0o755);
+    await chmod(join(configDir, 'skills'), 0o755);
+    await chmod(join(configDir, 'skills', 'greeter'), 0o755);
+    const allowlist = join(configDir, '..', `${basename(configDir)}.allowlist.json`);
+    await writeFile(allowlist, JSON.stringify({ allowedRoots: [{ path: configDir }] }));
+    t.after(() => rm(allowlist, { force: true }));
+    const { fake, sendAndCollect } = await setUp(
+      t,
+      harness,
+      [
+        { tool: c.shell(`cat /data/agent-config/${file}; touch /data/agent-config/x || echo READ-ONLY`) },
+        { text: 'ok' },
+      ] as never,
+      { BERTH_MOUNT_ALLOWLIST: allowlist },
+      { configDir },
+    );
+    const events = await sendAndCollect('c1', { agent: 'h', text: 'hi' }, done, 120_000);
+    assert.equal(events.at(-1)!.type, 'reply', JSON.stringify(events.slice(-3)));
+    const first = JSON.stringify(fake.scripted()[0]!.body);
+    assert.match(
+      first,
+      /You are a careful test agent\.(.|\n)*MARKER-INSTRUCTIONS-FILE/,
+      'instructions, then the file',
+    );
+    if (harness !== 'opencode') assert.match(first, /MARKER-SKILL/, 'the skill is offered to the model');
+    assert.match(
+      toolOutputs(fake.scripted()[1]!).at(-1)!,
+      /READ-ONLY/,
+      'configDir is read-only in the sandbox',
+    );
+  });
+}
+
+test('claude-code past its harnessTimeoutMs: HARNESS_TIMEOUT with its process group killed, retried, then failed', {
+  skip: await imageMissing('claude-code'),
+}, async (t) => {
+  const c = CASES['claude-code'];
+  const { host, fake, sendAndCollect } = await setUp(
+    t,
+    'claude-code',
+    // Claude Code refuses a bare long `sleep`; a program that waits is what a real tool does.
+    [{ tool: c.shell(WAIT) }, { tool: c.shell(WAIT) }] as never,
+    { BERTH_MAX_TRIES: '2' },
+    { harnessTimeoutMs: 4000 },
+  );
+  const events = await sendAndCollect('t1', { agent: 'h', text: 'sleep' }, done, 120_000);
+  assert.equal(events.at(-1)!.type, 'failed', JSON.stringify(events.slice(-3)));
+  const turns = await host.store.listTurns('t1');
+  assert.equal(turns.length, 2, 'the retry policy applied');
+  for (const turn of turns)
+    assert.match(turn.error!, /^HARNESS_TIMEOUT: claude-code ran past its timeout \(4000 ms\)/);
+  assert.equal(fake.scripted().length, 2);
+});
+
+test('codex exiting non-zero (its provider refused the call): HARNESS_FAILED with its last stderr lines, retried', async (t) => {
+  if (await imageMissing('codex')) return t.skip(String(await imageMissing('codex')));
+  const { host, sendAndCollect } = await setUp(t, 'codex', [{ status: 400 }, { status: 400 }] as never, {
+    BERTH_MAX_TRIES: '2',
+  });
+  const events = await sendAndCollect('f1', { agent: 'h', text: 'hi' }, done, 120_000);
+  assert.equal(events.at(-1)!.type, 'failed', JSON.stringify(events.slice(-3)));
+  const turns = await host.store.listTurns('f1');
+  assert.equal(turns.length, 2, 'the retry policy applied');
+  for (const turn of turns) assert.match(turn.error!, /^HARNESS_FAILED: codex/);
+});
 
 test('a harness agent whose image lacks the harness is refused at create, with the command that builds it', async (t) => {
   const { client } = await startTestHost(t);

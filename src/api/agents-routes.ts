@@ -23,7 +23,9 @@ export const agentsRoutes: FastifyPluginAsync<PluginDeps> = async (
   /** The host checks an agent's mounts (its configDir too) and a harness's image; the image to keep. */
   const checked = async <T extends AgentSpec>(spec: T): Promise<T> => {
     assertAgentCrossFields(spec);
-    const configMount = spec.configDir ? [{ hostPath: spec.configDir, containerPath: AGENT_CONFIG_MOUNT }] : [];
+    const configMount = spec.configDir
+      ? [{ hostPath: spec.configDir, containerPath: AGENT_CONFIG_MOUNT }]
+      : [];
     await resolveMounts([...spec.mounts, ...configMount], config.mountAllowlistFile);
     if (!isHarness(spec.provider) || !harnessImage) return spec;
     return { ...spec, image: await harnessImage(spec.provider, spec.image) };

@@ -198,7 +198,9 @@ function harnessImageCheck(docker: Dockerode, cacheDir: string) {
       has === null
         ? `Image ${wanted} for harness ${harness} does not exist on this host (agent create)`
         : `Image ${wanted} does not hold harness ${harness} (it has: ${has.join(', ') || 'none'}) (agent create)`,
-      { hint: `Build it: ${build}${image ? ', then create the agent without --image (or name the image it prints)' : ''}` },
+      {
+        hint: `Build it: ${build}${image ? ', then create the agent without --image (or name the image it prints)' : ''}`,
+      },
     );
   };
 }

@@ -95,7 +95,7 @@ export async function runHarnessTurn(
     stateDir,
     endpoint: modelEndpointUrl,
   });
-  await runHarness(adapter.name, {
+  const run = runHarness(adapter.name, {
     argv: session.argv,
     env: {
       ...(process.env as Record<string, string>),
@@ -113,7 +113,25 @@ export async function runHarnessTurn(
       for (const text of await session.onEvent(event)) await postProgress(ctx, text);
     },
   });
+  await run.catch((err: unknown) => {
+    // A harness that exits non-zero often says why in its result event, not on stderr.
+    if (err instanceof HarnessError && err.code === 'HARNESS_FAILED') {
+      const said = resultError(session);
+      if (said) throw new HarnessError('HARNESS_FAILED', `${said} (${err.message})`);
+    }
+    throw err;
+  });
   return [session.finish()];
+}
+
+/** The error the harness's own result reports, if any. */
+function resultError(session: HarnessSession): string | null {
+  try {
+    session.finish();
+    return null;
+  } catch (err) {
+    return (err as Error).message;
+  }
 }
 
 function promptOf(messages: TurnMessage[]): string {

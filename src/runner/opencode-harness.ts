@@ -115,7 +115,14 @@ export function opencodeConfig(model: string, baseURL: string): Record<string, u
     share: 'disabled',
     lsp: false,
     formatter: false,
-    permission: { edit: 'allow', bash: 'allow', webfetch: 'allow' },
+    // Headless runs cannot answer a prompt: an "ask" would end the run.
+    permission: {
+      edit: 'allow',
+      bash: 'allow',
+      webfetch: 'allow',
+      external_directory: 'allow',
+      doom_loop: 'allow',
+    },
     provider: {
       anthropic: {
         options: { baseURL, apiKey: PLACEHOLDER_KEY },

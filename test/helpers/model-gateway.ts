@@ -8,7 +8,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { type AgentSpecInput, agentSpecSchema, systemClock, type Turn } from '../../src/core/index.js';
+import {
+  type AgentSpecInput,
+  agentSpecSchema,
+  modelApiOf,
+  systemClock,
+  type Turn,
+} from '../../src/core/index.js';
 import { ModelProxy, SandboxGateway, signSandboxToken } from '../../src/gateway/index.js';
 import { SecretStore } from '../../src/secrets/index.js';
 import { openSqliteStore, type Store } from '../../src/store/index.js';
@@ -32,7 +38,7 @@ export async function startModelGateway(
   script: ScriptStep[],
 ): Promise<ModelGateway> {
   const dir = await mkdtemp(join(tmpdir(), 'berth-proxy-'));
-  const provider = agent.provider as 'anthropic' | 'openai';
+  const provider = modelApiOf(agent.provider)!;
   const fake = provider === 'anthropic' ? await startFakeAnthropic(script) : await startFakeOpenAI(script);
   const store = openSqliteStore({
     path: ':memory:',
