@@ -338,7 +338,7 @@ test('claude-code past its harnessTimeoutMs: HARNESS_TIMEOUT with its process gr
   const turns = await host.store.listTurns('t1');
   assert.equal(turns.length, 2, `the retry policy applied: ${JSON.stringify(turns.map((x) => x.error))}`);
   for (const turn of turns)
-    assert.match(turn.error!, /^HARNESS_TIMEOUT: claude-code ran past its timeout \(4000 ms\)/);
+    assert.match(turn.error!, /^HARNESS_TIMEOUT: claude-code ran past its timeout \(6000 ms\)/);
   assert.ok(fake.scripted().length >= 1, 'the first try was running its tool when it was killed');
 });
 
