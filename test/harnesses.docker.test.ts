@@ -19,6 +19,7 @@ import { agentImageRecipe, agentImageTag, imageHarnesses } from '../src/image/in
 import { connectDocker } from '../src/runtime/index.js';
 import { SecretStore } from '../src/secrets/index.js';
 import { type FakeModelServer, startFakeAnthropic, startFakeOpenAI } from './helpers/fake-models.js';
+import { keySearch } from './helpers/key-search.js';
 import { startTestHost } from './helpers/test-host.js';
 import { secretSearchJob } from './security/probes.js';
 
@@ -55,20 +56,6 @@ const CASES: Record<HarnessName, HarnessCase> = {
     side: (body) => (JSON.stringify(body.system ?? '').includes('title generator') ? 'A title' : undefined),
   },
 };
-
-/** Runs in the sandbox as the harness's tool; the needle is two halves, so no command line holds it. */
-function keySearch(key: string): string {
-  const half = Math.floor(key.length / 2);
-  return [
-    `K='${key.slice(0, half)}''${key.slice(half)}'`,
-    'found=""',
-    'for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do grep -qsF "$K" "$f" && found="$found $f"; done',
-    'hits=$(grep -rlsF "$K" /run /workspace /tmp /opt /etc /home /root /usr/local 2>/dev/null)',
-    'env | grep -qF "$K" && found="$found env"',
-    // The verdicts are split in the command: only its output holds them whole.
-    'if [ -z "$found$hits" ]; then echo "KEY-""ABSENT"; else echo "KEY-""FOUND $found $hits"; fi',
-  ].join('; ');
-}
 
 async function setUp(
   t: TestContext,

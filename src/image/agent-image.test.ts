@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import {
   type AgentImageRecipe,
@@ -6,24 +9,26 @@ import {
   agentImageTag,
   parseHarnesses,
 } from './agent-image.js';
+import { baseImageRecipe } from './base-image.js';
 import { HARNESS_RECIPES } from './harness-recipes.js';
 
-const RECIPE: AgentImageRecipe = {
-  recipeVersion: 1,
-  base: {
+/** The base recipe of a made-up node binary (any file will do: it enters by its hash). */
+async function recipe(): Promise<AgentImageRecipe> {
+  const dir = await mkdtemp(join(tmpdir(), 'berth-agent-recipe-'));
+  await writeFile(join(dir, 'node'), 'not really node');
+  const base = await baseImageRecipe(dir, join(dir, 'node'));
+  await rm(dir, { recursive: true, force: true });
+  return {
     recipeVersion: 1,
-    suite: 'bookworm',
-    variant: 'minbase',
-    packages: ['procps'],
-    nodePath: '/usr/bin/node',
-    nodeSha256: 'a'.repeat(64),
-  },
-  harnesses: ['claude-code'],
-  npm: ['@anthropic-ai/claude-code@2.1.332'],
-  apt: [],
-};
+    base,
+    harnesses: ['claude-code'],
+    npm: ['@anthropic-ai/claude-code@2.1.332'],
+    apt: [],
+  };
+}
 
 test('agentImageTag is berth-agent:<12 hex> and changes with the base, the harnesses and every package', async (t) => {
+  const RECIPE = await recipe();
   const tag = agentImageTag(RECIPE);
   assert.match(tag, /^berth-agent:[0-9a-f]{12}$/);
   const changed: Array<[string, AgentImageRecipe]> = [

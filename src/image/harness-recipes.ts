@@ -40,6 +40,7 @@ export const HARNESS_RECIPES: Readonly<Record<HarnessName, HarnessRecipe>> = {
     bins: {
       opencode: { x64: 'opencode-linux-x64/bin/opencode', arm64: 'opencode-linux-arm64/bin/opencode' },
     },
-    apt: [],
+    // opencode downloads ripgrep from GitHub at its first search unless one is on PATH.
+    apt: ['ripgrep'],
   },
 };

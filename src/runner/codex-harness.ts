@@ -11,10 +11,16 @@
  * HARNESS_FAILED. Approvals and Codex's own sandbox are off
  * (`--dangerously-bypass-approvals-and-sandbox`: berth's sandbox is the boundary).
  */
-import { readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { HarnessError } from './harness-process.js';
-import { type HarnessAdapter, PLACEHOLDER_KEY, textOf } from './harness-provider.js';
+import {
+  type HarnessAdapter,
+  PLACEHOLDER_KEY,
+  replyOrFailure,
+  saveConversationId,
+  savedConversationId,
+  textOf,
+} from './harness-provider.js';
 
 export const CODEX_BIN = '/usr/local/bin/codex';
 const THREAD_FILE = 'berth-thread-id';
@@ -34,9 +40,8 @@ export const codex: HarnessAdapter = {
   instructionsTarget: 'AGENTS.md',
   skillsTarget: 'skills',
   async begin(input) {
+    const thread = await savedConversationId(input.stateDir, THREAD_FILE);
     const model = input.settings.model;
-    const threadFile = join(input.stateDir, THREAD_FILE);
-    const thread = (await readFile(threadFile, 'utf8').catch(() => '')).trim();
     await writeFile(join(input.stateDir, 'config.toml'), codexConfig(model, input.endpoint('openai')));
     let reply = '';
     let usage: Record<string, number> = {};
@@ -61,9 +66,8 @@ export const codex: HarnessAdapter = {
         const item = (event.item ?? {}) as CodexItem;
         switch (event.type) {
           case 'thread.started':
-            // Written in the turn's layer: committed with it, gone if it is killed.
             if (typeof event.thread_id === 'string' && event.thread_id !== thread)
-              await writeFile(threadFile, `${event.thread_id}\n`);
+              await saveConversationId(input.stateDir, THREAD_FILE, event.thread_id);
             return [];
           case 'item.started':
             return item.type === 'command_execution'
@@ -83,27 +87,19 @@ export const codex: HarnessAdapter = {
             usage = (event.usage ?? {}) as Record<string, number>;
             return [];
           case 'turn.failed':
-            failure = textOf((event.error as { message?: unknown } | undefined)?.message ?? event.error);
-            return [];
           case 'error':
-            failure = textOf(event.message);
-            return [];
-          default:
+            // turn.failed carries {error: {message}}, a stream error {message}.
+            failure = textOf((event.error as { message?: unknown } | undefined)?.message ?? event.message);
             return [];
         }
+        return [];
       },
-      finish() {
-        if (failure) throw new HarnessError('HARNESS_FAILED', `codex: ${failure.slice(0, 4000)}`);
-        return {
-          text: reply,
-          data: {
-            provider: 'codex',
-            model,
-            resumed: thread !== '',
-            usage: { inputTokens: usage.input_tokens ?? 0, outputTokens: usage.output_tokens ?? 0 },
-          },
-        };
-      },
+      finish: () =>
+        replyOrFailure('codex', failure, reply, {
+          model,
+          resumed: thread !== '',
+          usage: { inputTokens: usage.input_tokens ?? 0, outputTokens: usage.output_tokens ?? 0 },
+        }),
     };
   },
 };

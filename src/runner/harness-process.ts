@@ -65,7 +65,11 @@ export function runHarness(name: string, run: HarnessRun): Promise<void> {
       } catch {
         return; // a harness's stray non-JSON output is not an event
       }
-      events = events.then(() => run.onEvent(event)).catch((err: unknown) => void (eventError ??= err));
+      events = events
+        .then(() => run.onEvent(event))
+        .catch((err: unknown) => {
+          eventError ??= err;
+        });
     });
     const killGroup = () => {
       try {

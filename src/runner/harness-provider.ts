@@ -182,6 +182,30 @@ async function linkSkills(settings: HarnessSettings, skillsDir: string): Promise
   }
 }
 
+/** The reply of a run whose events reported no failure; HARNESS_FAILED with what they said otherwise. */
+export function replyOrFailure(
+  name: HarnessProvider,
+  failure: string | null,
+  reply: string,
+  data: Record<string, unknown>,
+): TurnOutput {
+  if (failure) throw new HarnessError('HARNESS_FAILED', `${name}: ${failure.slice(0, 4000)}`);
+  return { text: reply, data: { provider: name, ...data } };
+}
+
+/**
+ * The id a harness gave its conversation (Codex's thread, opencode's session), as the last
+ * committed turn saved it in the harness's dir; '' before the first committed turn.
+ */
+export async function savedConversationId(stateDir: string, file: string): Promise<string> {
+  return (await readFile(join(stateDir, file), 'utf8').catch(() => '')).trim();
+}
+
+/** Saves it in the turn's layer: committed with the turn, gone if the turn is killed. */
+export async function saveConversationId(stateDir: string, file: string, id: string): Promise<void> {
+  await writeFile(join(stateDir, file), `${id}\n`);
+}
+
 /** Text of a value a harness reports, for errors and replies. */
 export function textOf(value: unknown): string {
   return typeof value === 'string' ? value : value === undefined ? '' : JSON.stringify(value);

@@ -10,10 +10,9 @@
  * of each step, `error` events as HARNESS_FAILED. Permissions are all `allow` (berth's
  * sandbox is the boundary); the title of a new session is asked of the agent's model.
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { HarnessError } from './harness-process.js';
-import { type HarnessAdapter, PLACEHOLDER_KEY, textOf } from './harness-provider.js';
+import * as harness from './harness-provider.js';
 
 export const OPENCODE_BIN = '/usr/local/bin/opencode';
 const SESSION_FILE = 'berth-session-id';
@@ -25,15 +24,14 @@ interface OpencodePart {
   tokens?: { input?: number; output?: number; cache?: { read?: number; write?: number } };
 }
 
-export const opencode: HarnessAdapter = {
+export const opencode: harness.HarnessAdapter = {
   name: 'opencode',
   instructionsFile: 'AGENTS.md',
   instructionsTarget: 'config/opencode/AGENTS.md',
   skillsTarget: 'config/opencode/skill',
   async begin(input) {
+    const session = await harness.savedConversationId(input.stateDir, SESSION_FILE);
     const model = input.settings.model;
-    const sessionFile = join(input.stateDir, SESSION_FILE);
-    const session = (await readFile(sessionFile, 'utf8').catch(() => '')).trim();
     await mkdir(join(input.stateDir, 'config', 'opencode'), { recursive: true });
     await writeFile(
       join(input.stateDir, 'config', 'opencode', 'opencode.json'),
@@ -57,7 +55,7 @@ export const opencode: HarnessAdapter = {
         XDG_DATA_HOME: join(input.stateDir, 'data'),
         XDG_STATE_HOME: join(input.stateDir, 'state'),
         XDG_CACHE_HOME: '/tmp/berth-opencode-cache',
-        ANTHROPIC_API_KEY: PLACEHOLDER_KEY,
+        ANTHROPIC_API_KEY: harness.PLACEHOLDER_KEY,
         OPENCODE_DISABLE_MODELS_FETCH: '1',
         OPENCODE_DISABLE_AUTOUPDATE: '1',
         OPENCODE_DISABLE_DEFAULT_PLUGINS: '1',
@@ -68,8 +66,7 @@ export const opencode: HarnessAdapter = {
         const part = (event.part ?? {}) as OpencodePart;
         if (typeof event.sessionID === 'string' && event.sessionID !== seenSession) {
           seenSession = event.sessionID;
-          // Written in the turn's layer: committed with it, gone if it is killed.
-          await writeFile(sessionFile, `${seenSession}\n`);
+          await harness.saveConversationId(input.stateDir, SESSION_FILE, seenSession);
         }
         switch (event.type) {
           case 'text':
@@ -88,19 +85,19 @@ export const opencode: HarnessAdapter = {
             return [];
           }
           case 'error':
-            failure = textOf(event.error ?? event.message);
+            failure = harness.textOf(event.error ?? event.message);
             return [];
           default:
             return [];
         }
       },
-      finish() {
-        if (failure) throw new HarnessError('HARNESS_FAILED', `opencode: ${failure.slice(0, 4000)}`);
-        return {
-          text: reply,
-          data: { provider: 'opencode', model, sessionId: seenSession, resumed: session !== '', usage },
-        };
-      },
+      finish: () =>
+        harness.replyOrFailure('opencode', failure, reply, {
+          model,
+          sessionId: seenSession,
+          resumed: session !== '',
+          usage,
+        }),
     };
   },
 };
@@ -125,7 +122,7 @@ export function opencodeConfig(model: string, baseURL: string): Record<string, u
     },
     provider: {
       anthropic: {
-        options: { baseURL, apiKey: PLACEHOLDER_KEY },
+        options: { baseURL, apiKey: harness.PLACEHOLDER_KEY },
         models: { [model]: { name: model } },
       },
     },
