@@ -45,6 +45,7 @@ test('docker kill mid-turn: the turn is retried and the reply still arrives, tri
     turns.map((x) => x.status),
     ['aborted', 'committed'],
   );
+  assert.equal(turns[0]!.errorCode, 'SANDBOX_EXITED');
   assert.match(turns[0]!.error!, /sandbox exited mid-turn/);
   assert.ok(turns[1]!.generation > turns[0]!.generation, 'the retry runs under a new generation');
 });
@@ -61,7 +62,7 @@ test('a runner that dies on every attempt: failed after 5 tries, with an error e
   assert.equal(events.filter((e) => e.type === 'retrying').length, 4);
   const failed = events.at(-1)!;
   assert.equal(failed.data.tries, 5);
-  assert.match(String(failed.data.error), /sandbox exited mid-turn/);
+  assert.equal(failed.data.code, 'SANDBOX_EXITED');
   const [inbound] = await host.store.listMessages('d1', 0, 1);
   assert.equal(inbound?.status, 'failed');
   assert.equal((await host.store.getSessionView('d1', Date.now()))?.status, 'failed');
@@ -92,6 +93,7 @@ test('a sandbox that stops heartbeating is killed and the turn retried, never a 
     turns.map((x) => x.status),
     ['aborted', 'committed'],
   );
+  assert.equal(turns[0]!.errorCode, 'SANDBOX_UNRESPONSIVE');
   assert.match(turns[0]!.error!, /heartbeat-timeout/);
   assert.equal((await host.store.listMessages('h1', 0, 1))[0]?.tries, 2);
 });
@@ -105,6 +107,7 @@ test('a sandbox that cannot start costs a try each time and ends failed, not a t
   });
   const events = await sendAndCollect('g1', { agent: 'ghostimg', text: 'true' }, (e) => e.type === 'failed');
   assert.equal(events.filter((e) => e.type === 'started').length, 5);
+  assert.equal(events.at(-1)?.data.code, 'IMAGE_MISSING');
   assert.match(String(events.at(-1)?.data.error), /berth-no-such-image/);
   assert.equal((await host.store.listTurns('g1')).length, 5);
 });
@@ -123,7 +126,9 @@ test('a turn the runner aborts is retried in a fresh sandbox after its backoff (
     },
     (e) => e.type === 'reply',
   );
-  assert.match(String(events.find((e) => e.type === 'retrying')?.data.error), /first try fails/);
+  const retrying = events.find((e) => e.type === 'retrying');
+  assert.equal(retrying?.data.code, 'TURN_FAILED');
+  assert.match(String(retrying?.data.error), /first try fails/);
   const turns = await host.store.listTurns('retry.me');
   assert.deepEqual(
     turns.map((x) => x.status),
@@ -149,5 +154,5 @@ test('a worker stopped gracefully mid-turn (deploy, restart) requeues the turn w
   assert.equal(message?.tries, 0, 'the stop cost it no try');
   const [turn] = await observer.listTurns('g1');
   assert.equal(turn?.status, 'aborted');
-  assert.equal(turn?.error, 'worker stopped: worker stopping');
+  assert.equal(turn?.errorCode, 'WORKER_STOPPING');
 });

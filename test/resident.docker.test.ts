@@ -54,7 +54,10 @@ test('resident: processes outlive turns; a leak gets the sandbox recycled betwee
   const released = (await readFile(join(dataDir, 'host.log'), 'utf8'))
     .split('\n')
     .filter((line) => line.includes('Session released'));
-  assert.match(released.join('\n'), /"reason":"recycled: resident set \d+ MiB over 200 MiB"/);
+  assert.match(
+    released.join('\n'),
+    /"reason":"Recycled","message":"recycled: resident set \d+ MiB over 200 MiB"/,
+  );
 
   await send({
     steps: [
@@ -77,7 +80,10 @@ test('resident: processes outlive turns; a leak gets the sandbox recycled betwee
   await client.request('POST', '/v1/sessions/r1/recycle');
   for (let i = 0; i < 300 && (await host.store.getSessionView('r1', Date.now()))?.sandbox; i++)
     await new Promise((r) => setTimeout(r, 100));
-  assert.match(await readFile(join(dataDir, 'host.log'), 'utf8'), /"reason":"recycled: recycle requested"/);
+  assert.match(
+    await readFile(join(dataDir, 'host.log'), 'utf8'),
+    /"reason":"Recycled","message":"recycled: recycle requested"/,
+  );
   await send({ steps: [{ assertState: { key: 'checkpoint', equals: 'v1' } }], reply: 'after the request' });
   assert.ok((await host.store.getSessionView('r1', Date.now()))!.generation > before);
 });

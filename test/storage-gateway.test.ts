@@ -13,7 +13,7 @@ import { Readable } from 'node:stream';
 import { type TestContext, test } from 'node:test';
 import { pino } from 'pino';
 import { BLOB_GRACE_MS, BlobStore } from '../src/blobs/index.js';
-import { agentSpecSchema, type StorageOp, systemClock } from '../src/core/index.js';
+import { agentSpecSchema, SandboxLifecycle, type StorageOp, systemClock } from '../src/core/index.js';
 import { SandboxGateway, StorageRoutes, signSandboxToken } from '../src/gateway/index.js';
 import { GatewayClient, GatewayError } from '../src/runner/gateway-client.js';
 import { StorageClient } from '../src/runner/storage-client.js';
@@ -50,7 +50,9 @@ async function startStorage(t: TestContext, grants: { prefix: string; ops: Stora
   await blobs.prepare();
   const log = pino({ level: 'silent' });
   const socketPath = join(dir, 'gateway.sock');
+  const lifecycle = new SandboxLifecycle('storage-gateway-test');
   const gateway = new SandboxGateway({
+    lifecycle,
     socketPath,
     bootToken: 'boot',
     secret: SECRET,
@@ -68,7 +70,7 @@ async function startStorage(t: TestContext, grants: { prefix: string; ops: Stora
     fence,
     assignment: { sessionId: 's', generation: fence.generation, token, heartbeatIntervalMs: 2000 },
     log,
-    hooks: { onHeartbeat: () => {}, beforeCommit: async () => {}, onTurnEnded: () => {} },
+    hooks: { onHeartbeat: () => {}, beforeCommit: async () => {} },
     storage: new StorageRoutes({ ...routes, agent: 'a', binding: fence }),
   });
   t.after(async () => {

@@ -17,6 +17,7 @@ import { connectDocker } from '../src/runtime/index.js';
 import { openStore, type Store } from '../src/store/index.js';
 import { installIdOf } from '../src/worker/index.js';
 import { listMounts } from '../src/workspace/index.js';
+import { failpointEnv } from './helpers/failpoint-preload.js';
 import { freshDatabase } from './helpers/postgres.js';
 import { eventually, exited, freePort, spawnBerth, waitForHealthy } from './helpers/processes.js';
 
@@ -93,7 +94,7 @@ for (const kind of ['sqlite', 'postgres'] as const)
       return all.some((x) => x.status === 'committed') ? all : undefined;
     });
     assert.equal(turns[0]?.status, 'aborted');
-    assert.equal(turns[0]?.error, 'worker lease expired');
+    assert.equal(turns[0]?.errorCode, 'LEASE_EXPIRED');
     assert.notEqual(turns.at(-1)?.workerId, running.workerId);
     assert.ok(turns.at(-1)!.generation > running.generation);
     assert.equal((await store.listMessages('s1', 0, 10))[0]?.tries, 2);
@@ -125,7 +126,7 @@ for (const kind of ['sqlite', 'postgres'] as const)
 
 test('a worker killed between a turn’s store commit and its promotion: the next worker finishes the promotion', async (t) => {
   const { dataDir, store, client, addWorker } = await startCluster(t, 'sqlite', {
-    b: { BERTH_FAILPOINT: 'kill-before-promote' },
+    b: failpointEnv('before-promote'),
   });
   await client.request('POST', '/v1/sessions/p1/messages', {
     agent: 'scr',

@@ -56,6 +56,7 @@ test('metrics: queue depth, warm pool, turns, latency histograms, retries, store
     {
       ...fence2,
       turnId: turn2.code === 'ok' ? turn2.value!.turn.id : '',
+      code: 'SANDBOX_EXITED',
       error: 'killed',
       detectedAfterMs: 40,
     },

@@ -92,7 +92,7 @@ test('sessions: create, list with filters, get with ETA fields, archive stops it
   assert.equal((await call('DELETE', '/v1/sessions/q1')).status, 200, 'idempotent');
   const [message] = (await call('GET', '/v1/sessions/q1/messages')).body.messages;
   assert.equal(message.status, 'failed');
-  assert.equal(message.error, 'session archived');
+  assert.equal(message.errorCode, 'SESSION_ARCHIVED');
   const again = await call('POST', '/v1/sessions/q1/messages', { text: 'more' });
   assert.equal(again.status, 409);
   assert.equal(again.body.error.code, 'SESSION_ARCHIVED');

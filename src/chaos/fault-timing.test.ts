@@ -14,6 +14,7 @@ const turn = (p: Partial<Turn>): Turn => ({
   status: 'aborted',
   progress: null,
   error: null,
+  errorCode: null,
   messageIds: [1],
   startedAt: 1000,
   endedAt: 2000,
@@ -58,10 +59,10 @@ test('a sandbox kill hits the aborted turn that ran in that sandbox at that mome
 });
 
 test('a worker kill hits only its turns aborted by lease expiry', () => {
-  const hit = turn({ id: 'hit', error: 'worker lease expired', endedAt: 4600 });
+  const hit = turn({ id: 'hit', errorCode: 'LEASE_EXPIRED', endedAt: 4600 });
   const turns = [
     hit,
-    turn({ id: 'other-worker', workerId: 'w2', error: 'worker lease expired' }),
+    turn({ id: 'other-worker', workerId: 'w2', errorCode: 'LEASE_EXPIRED' }),
     turn({ error: 'x' }),
   ];
   assert.deepEqual(timing.workerKillHits(workerKill, turns), [hit]);

@@ -9,7 +9,7 @@
  *                 detect  = hit.ended_at - kill time
  *                 recover = that session's next committed turn's ended_at - kill time
  *   worker-kill   hit     = turns of the killed worker running at the kill and aborted with
- *                           'worker lease expired' (the sweep of another process)
+ *                           LEASE_EXPIRED (the sweep of another process)
  *                 detect, recover: as above, per hit turn and per hit session
  *   store-restart hit     = aborted turns that were running at some time while the database
  *                           was down (from the stop to the restart; to the end of the run if
@@ -25,8 +25,6 @@
  */
 import type { Turn } from '../core/index.js';
 import type { Fault, Partition, SandboxKill, StoreRestart, WorkerKill } from './faults.js';
-
-export const LEASE_EXPIRED = 'worker lease expired';
 
 export interface Stats {
   n: number;
@@ -59,7 +57,11 @@ export function sandboxKillHits(f: SandboxKill, turns: Turn[]): Turn[] {
 
 export function workerKillHits(f: WorkerKill, turns: Turn[]): Turn[] {
   return turns.filter(
-    (t) => t.status === 'aborted' && t.workerId === f.workerId && t.error === LEASE_EXPIRED && ranAt(t, f.at),
+    (t) =>
+      t.status === 'aborted' &&
+      t.workerId === f.workerId &&
+      t.errorCode === 'LEASE_EXPIRED' &&
+      ranAt(t, f.at),
   );
 }
 

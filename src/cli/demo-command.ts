@@ -74,7 +74,9 @@ export function demoCommand(env: NodeJS.ProcessEnv): Command {
         { ...env, BERTH_DATA: dataDir },
         { apiPort: 0, slots: SLOTS, maxTries: 10, retryBaseMs: pace.retryBaseMs, idleTimeoutMs: 0 },
       );
-      const log = pino({ level: 'warn' }, destination(2));
+      // The host's log goes to a file: warnings the faults cause (a warm sandbox killed in the pool) would tear the live table.
+      const logFile = join(tmpdir(), `berth-demo-${process.pid}.log`);
+      const log = pino({ level: 'info' }, destination({ dest: logFile, sync: true }));
       const host = await startHost(config, log, {
         buildReporter: createProgress('Building sandbox base image'),
       });
@@ -109,7 +111,10 @@ export function demoCommand(env: NodeJS.ProcessEnv): Command {
         await injector.stop();
         const ok = printSummary(rows, await storedOutcomes(berth, rows), injector, Date.now() - startedAt);
         process.stdout.write(`\ndashboard: ${host.url}/#token=${host.adminToken} (until the demo exits)\n`);
-        if (!ok) process.exitCode = 1;
+        if (!ok) {
+          process.exitCode = 1;
+          process.stdout.write(`host log: ${logFile}\n`);
+        } else await rm(logFile, { force: true });
       } finally {
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);

@@ -67,8 +67,6 @@ export interface ResolvedConfig {
   readonly mountAllowlistFile: string;
   /** Extra CA certificates (PEM file) trusted, besides the system's, for the upstream TLS of egress targets with header rules; for private servers. @default '' (BERTH_EGRESS_CA_FILE) */
   readonly egressCaFile: string;
-  /** Fault injection for berth's own crash tests: 'kill-before-promote' SIGKILLs the worker between a turn's store commit and its promotion. @default '' (BERTH_FAILPOINT) */
-  readonly failpoint: '' | 'kill-before-promote';
   /** Attempts of a webhook delivery before it is a dead letter. @default 8 (BERTH_WEBHOOK_MAX_ATTEMPTS) */
   readonly webhookMaxAttempts: number;
   /** Backoff after a failed delivery attempt n is base * 2^(n-1), in ms. @default 1000 (BERTH_WEBHOOK_RETRY_BASE) */
@@ -171,7 +169,6 @@ const schema = z.object({
   anthropicBaseUrl: z.string().url(),
   openaiBaseUrl: z.string().url(),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
-  failpoint: z.enum(['', 'kill-before-promote']),
 });
 
 type Input = z.input<typeof schema>;
@@ -215,7 +212,6 @@ export const CONFIG_ENV: Record<keyof Input, string> = {
   anthropicBaseUrl: 'ANTHROPIC_BASE_URL',
   openaiBaseUrl: 'OPENAI_BASE_URL',
   logLevel: 'BERTH_LOG_LEVEL',
-  failpoint: 'BERTH_FAILPOINT',
 };
 
 const DEFAULTS: Input = {
@@ -253,7 +249,6 @@ const DEFAULTS: Input = {
   anthropicBaseUrl: 'https://api.anthropic.com',
   openaiBaseUrl: 'https://api.openai.com/v1',
   logLevel: 'info',
-  failpoint: '',
 };
 
 /** Validates env (then overrides, e.g. CLI flags) over the defaults. Throws CONFIG_INVALID naming the variable. */

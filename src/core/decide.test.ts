@@ -42,17 +42,18 @@ test('decideAbortedMessage retries with backoff until maxTries, then fails', () 
     { name: 'fifth failure', tries: 5, expected: { action: 'fail' } },
     { name: 'beyond', tries: 9, expected: { action: 'fail' } },
   ];
-  for (const c of cases) assert.deepEqual(decideAbortedMessage(c.tries, BASE, POLICY), c.expected, c.name);
+  for (const c of cases)
+    assert.deepEqual(decideAbortedMessage(c.tries, BASE, POLICY, 'SANDBOX_EXITED'), c.expected, c.name);
 });
 
 test('decideAbortedMessage requeues without cost when the worker stopped, even on the last try', () => {
   for (const tries of [1, 5])
-    assert.deepEqual(decideAbortedMessage(tries, BASE, POLICY, false), { action: 'requeue' });
+    assert.deepEqual(decideAbortedMessage(tries, BASE, POLICY, 'WORKER_STOPPING'), { action: 'requeue' });
 });
 
 test('decideAbortedMessage fails a terminal abort at once, whatever the tries', () => {
-  for (const countsAsTry of [true, false])
-    assert.deepEqual(decideAbortedMessage(1, BASE, POLICY, countsAsTry, true), { action: 'fail' });
+  for (const code of ['SANDBOX_OUT_OF_MEMORY', 'WORKSPACE_QUOTA_EXCEEDED', 'SESSION_ARCHIVED'] as const)
+    assert.deepEqual(decideAbortedMessage(1, BASE, POLICY, code), { action: 'fail' }, code);
 });
 
 test('decideSandboxHealth kills on missed heartbeats and overlong turns', () => {

@@ -3,6 +3,8 @@
  * worker/ observe, call one of these, and act on the result.
  */
 
+import { abortPolicyOf, type ErrorCode } from './errors.js';
+
 export interface RetryPolicy {
   retryBaseMs: number;
   retryMaxMs: number;
@@ -21,20 +23,20 @@ export type AbortedMessageDecision =
 
 /**
  * A message whose turn was aborted after `tries` tries goes back to pending with backoff,
- * or is failed. A turn ended because its worker was asked to stop (a deploy, a restart)
- * is not the turn's fault: the message is requeued at once and the try is given back.
- * A terminal abort (a sandbox limit the turn hit, which a retry would hit again) fails
- * the message at once.
+ * or is failed; the abort's code decides, through the catalogue. A code that costs no try
+ * (the worker was asked to stop: not the turn's fault) requeues it at once and gives the
+ * try back. A terminal code (a sandbox limit the turn hit, which a retry would hit again)
+ * fails it at once.
  */
 export function decideAbortedMessage(
   tries: number,
   now: number,
   policy: RetryPolicy,
-  countsAsTry = true,
-  terminal = false,
+  code: ErrorCode,
 ): AbortedMessageDecision {
-  if (terminal) return { action: 'fail' };
-  if (!countsAsTry) return { action: 'requeue' };
+  const { retryable, costsTry } = abortPolicyOf(code);
+  if (!retryable) return { action: 'fail' };
+  if (!costsTry) return { action: 'requeue' };
   if (tries >= policy.maxTries) return { action: 'fail' };
   const delayMs = retryDelayMs(tries, policy);
   return { action: 'retry', processAfter: now + delayMs, delayMs };

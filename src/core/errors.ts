@@ -9,6 +9,8 @@ export interface ErrorSpec {
   status: number;
   retryable: boolean;
   hint: string;
+  /** A turn aborted with this code spends one of its messages' tries. @default true */
+  costsTry?: boolean;
 }
 
 export const ERRORS = {
@@ -127,6 +129,42 @@ export const ERRORS = {
     status: 500,
     retryable: true,
     hint: 'The turn is retried with backoff; see the turn error for the cause.',
+  },
+  TURN_FAILED: {
+    status: 500,
+    retryable: true,
+    hint: 'The agent in the sandbox failed the turn (the error says how); it is retried with backoff in a fresh sandbox.',
+  },
+  SANDBOX_EXITED: {
+    status: 503,
+    retryable: true,
+    hint: 'The sandbox died mid-turn (killed or crashed); the turn is retried with backoff in a fresh one.',
+  },
+  SANDBOX_UNRESPONSIVE: {
+    status: 503,
+    retryable: true,
+    hint: 'The sandbox stopped heartbeating (frozen, or starved of CPU); it was killed and the turn is retried. Raise BERTH_HEARTBEAT_TIMEOUT on an overloaded host.',
+  },
+  TURN_TIMEOUT: {
+    status: 504,
+    retryable: true,
+    hint: 'The turn ran past BERTH_TURN_TIMEOUT; its sandbox was killed and the turn is retried. Raise the timeout for long jobs.',
+  },
+  LEASE_EXPIRED: {
+    status: 503,
+    retryable: true,
+    hint: 'The worker running the turn stopped renewing its lease (it died or was cut off); another worker took the session over and retries the turn.',
+  },
+  WORKER_FENCED: {
+    status: 503,
+    retryable: true,
+    hint: 'The worker could not renew its lease in time and killed its own sandboxes before anyone else could take them over; the turn is retried.',
+  },
+  WORKER_STOPPING: {
+    status: 503,
+    retryable: true,
+    costsTry: false,
+    hint: 'The worker was stopped (a deploy, a restart); the turn is retried at once without spending a try.',
   },
   WORKSPACE_UNAVAILABLE: {
     status: 503,
@@ -307,6 +345,16 @@ export class BerthError extends Error {
   toJSON(): { error: { code: ErrorCode; message: string; hint: string } } {
     return { error: { code: this.code, message: this.message, hint: this.hint } };
   }
+}
+
+/** What an abort with this code does to its messages: retried (spending a try or not) or failed now. */
+export function abortPolicyOf(code: ErrorCode): { retryable: boolean; costsTry: boolean } {
+  const spec: ErrorSpec = ERRORS[code];
+  return { retryable: spec.retryable, costsTry: spec.costsTry !== false };
+}
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && Object.hasOwn(ERRORS, value);
 }
 
 export function isBerthError(err: unknown, code?: ErrorCode): err is BerthError {

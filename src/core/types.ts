@@ -1,5 +1,6 @@
 /** Domain records as the store returns them. Times are epoch ms. */
 import type { AgentSpec } from './agent.js';
+import type { ErrorCode } from './errors.js';
 import type { TurnOutput } from './protocol.js';
 import type { TurnSchedule } from './schedule.js';
 
@@ -52,7 +53,9 @@ export interface Message {
   tries: number;
   processAfter: number;
   turnId: string | null;
+  /** Why it was last retried or failed; errorCode is its catalogue code. */
   error: string | null;
+  errorCode: ErrorCode | null;
   createdAt: number;
 }
 
@@ -65,7 +68,9 @@ export interface Turn {
   sandbox: string | null;
   status: TurnStatus;
   progress: string | null;
+  /** Why an aborted turn ended; errorCode is its catalogue code. */
   error: string | null;
+  errorCode: ErrorCode | null;
   messageIds: number[];
   startedAt: number;
   endedAt: number | null;
@@ -147,11 +152,10 @@ export interface AbortInput {
   turnId: string;
   generation: number;
   workerId: string;
+  /** Why, as a catalogue code: its retryability (and whether it costs a try) decides what becomes of the messages. */
+  code: ErrorCode;
+  /** The human account of it (entity, state, operation). */
   error: string;
-  /** false when the worker was asked to stop: the message is requeued now and the try given back. @default true */
-  countsAsTry?: boolean;
-  /** true when the turn hit a sandbox limit (a terminal catalogue error): its messages fail now. @default false */
-  terminal?: boolean;
   /** From the sandbox's death (its exit, or its last heartbeat) to this abort: recorded in the event, for the metrics. */
   detectedAfterMs?: number;
 }

@@ -6,9 +6,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { pino } from 'pino';
-import { agentSpecSchema, systemClock } from '../core/index.js';
+import {
+  agentSpecSchema,
+  SandboxLifecycle,
+  systemClock,
+  TurnInFlight,
+  type TurnOutcome,
+} from '../core/index.js';
 import { openSqliteStore } from '../store/index.js';
-import { SandboxGateway, type TurnEnd } from './gateway-server.js';
+import { SandboxGateway } from './gateway-server.js';
 import { signSandboxToken } from './token.js';
 import type { SchedulePolicy } from './turn-schedules.js';
 
@@ -40,12 +46,20 @@ async function setUp(
   const claim = (await store.claimRunnableSession('w1', now))!;
   const binding = { sessionId: 's', generation: claim.session.generation, workerId: 'w1' };
   const started = await store.startTurn(binding, now);
-  const turnId = started.code === 'ok' ? started.value!.turn.id : assert.fail();
-  const ended: TurnEnd[] = [];
+  const turnRow = started.code === 'ok' ? started.value!.turn : assert.fail();
+  const turnId = turnRow.id;
+  const lifecycle = new SandboxLifecycle('sandbox-under-test');
+  // What the supervisor hears: each outcome the gateway settles, once.
+  const ended: TurnOutcome[] = [];
+  lifecycle.onChange(() => {
+    const outcome = lifecycle.turn?.outcome;
+    if (outcome && ended.at(-1) !== outcome) ended.push(outcome);
+  });
   const counters = { beats: 0, seals: 0, bootWaits: 0 };
   const socketPath = join(dir, 'gateway.sock');
   const log = pino({ level: 'silent' });
   const gateway = new SandboxGateway({
+    lifecycle,
     socketPath,
     bootToken: BOOT_TOKEN,
     secret: SECRET,
@@ -65,7 +79,7 @@ async function setUp(
   const tokenFor = (generation: number, secret = SECRET) =>
     signSandboxToken(secret, { sessionId: 's', generation, expiresAt: now + 60_000 });
   const token = tokenFor(binding.generation);
-  const bind = () =>
+  const bind = () => {
     gateway.bind({
       fence: binding,
       assignment: { sessionId: 's', generation: binding.generation, token, heartbeatIntervalMs: 2000 },
@@ -77,9 +91,10 @@ async function setUp(
           counters.seals++;
           if (o.sealError) throw o.sealError;
         },
-        onTurnEnded: (_id, end) => void ended.push(end),
       },
     });
+    lifecycle.moveTo('bound', 'test');
+  };
   if (!o.unbound) bind();
   const call = (method: string, path: string, body?: unknown, as = token) =>
     new Promise<{ status: number; body: GatewayReply }>((resolve, reject) => {
@@ -97,15 +112,17 @@ async function setUp(
       req.end(payload);
     });
   const offer = () =>
-    gateway.offerTurn({
-      turnId,
-      sessionId: 's',
-      generation: binding.generation,
-      attempt: 1,
-      provider: 'command',
-      messages: [],
-      limits: { maxOutputBytes: 10, heartbeatIntervalMs: 2000 },
-    });
+    lifecycle.serve(
+      new TurnInFlight(turnRow, {
+        turnId,
+        sessionId: 's',
+        generation: binding.generation,
+        attempt: 1,
+        provider: 'command',
+        messages: [],
+        limits: { maxOutputBytes: 10, heartbeatIntervalMs: 2000 },
+      }),
+    );
   const replies = async () => (await store.listMessages('s', 0, 10)).filter((m) => m.direction === 'out');
   return { store, gateway, binding, bind, token, turnId, ended, counters, tokenFor, call, offer, replies };
 }

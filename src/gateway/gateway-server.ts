@@ -6,8 +6,10 @@
  * sandbox waits there unbound; a cold one finds its binding at once. After the bind every
  * request must carry the sandbox token for that binding (session, generation); every
  * write goes to the store fenced by that generation and this worker's lease, so a stale
- * sandbox gets 409, an audit row, and nothing written. State a turn puts is held here and
- * written in that turn's commit transaction, so a killed turn's state vanishes with it.
+ * sandbox gets 409, an audit row, and nothing written. The turn the runner works on is the
+ * sandbox lifecycle's turn in flight (core/sandbox-lifecycle.ts): the gateway hands it
+ * over, holds the state it puts, and writes that state in the turn's commit transaction,
+ * so a killed turn's state vanishes with it.
  */
 
 import { timingSafeEqual } from 'node:crypto';
@@ -20,37 +22,34 @@ import {
   BerthError,
   type BindAssignment,
   type Clock,
-  LIMIT_CODES,
+  type ErrorCode,
   MODEL_PROXY_PATH,
+  type SandboxLifecycle,
   type SandboxUsage,
   STORAGE_PATH,
-  type TurnAssignment,
+  type TurnInFlight,
+  type TurnOutcome,
 } from '../core/index.js';
 import { type Fence, type FenceCode, fenceError, type Store } from '../store/index.js';
 import { type EgressPolicy, EgressProxy } from './egress-proxy.js';
 import { readJson, sendJson } from './http-json.js';
 import { LongPoll } from './long-poll.js';
 import type { ModelProxy } from './model-proxy.js';
-import { OpenTurn } from './open-turn.js';
 import { SandboxAudit } from './sandbox-audit.js';
 import { abortBody, commitBody, heartbeatBody, progressBody, STATE_KEY, stateBody } from './schemas.js';
 import type { StorageRoutes } from './storage-routes.js';
 import { verifySandboxToken } from './token.js';
 import { planTurnSchedule, type SchedulePolicy, turnScheduleBody } from './turn-schedules.js';
 
-/** What one turn may put in state: the gateway holds it in memory until the commit. */
-/** Refused tokens audited per gateway: a sandbox hammering its socket must not flood the audit table. */
-
-export type TurnEnd = { kind: 'committed' } | { kind: 'aborted'; error: string };
-
 export interface GatewayHooks {
   onHeartbeat(now: number, usage?: SandboxUsage): void;
   /** Seals the turn's workspace layer; a failure aborts the turn instead of committing it. */
   beforeCommit(turnId: string): Promise<void>;
-  onTurnEnded(turnId: string, end: TurnEnd): void;
 }
 
 export interface GatewayOptions {
+  /** The sandbox this gateway is the door of: its phase and its turn in flight. */
+  lifecycle: SandboxLifecycle;
   socketPath: string;
   /** What the runner proves it is this sandbox with, before any binding exists. */
   bootToken: string;
@@ -87,13 +86,12 @@ export class SandboxGateway {
   private readonly server: Server;
   /** HTTP CONNECT on this socket, with the bound agent's allowlist; none before the bind (CONNECT is refused). */
   private egress: EgressProxy | null = null;
-  private offered: TurnAssignment | null = null;
-  /** The turn the runner is working on, with what it wrote so far. */
-  private turn: OpenTurn | null = null;
   private readonly turnPoll: LongPoll;
   private readonly bindPoll: LongPoll;
-  private bound: GatewayBinding | null = null;
+  /** The session this sandbox serves; given once (its phase is the lifecycle's). */
+  private binding: GatewayBinding | null = null;
   private readonly audit: SandboxAudit;
+  private readonly unsubscribe: () => void;
 
   constructor(private readonly o: GatewayOptions) {
     this.turnPoll = new LongPoll(o.longPollMs ?? 25_000);
@@ -106,6 +104,10 @@ export class SandboxGateway {
       this.handleConnect(req, socket, head).catch((err: unknown) => this.failRaw(socket, err));
     });
     this.server.keepAliveTimeout = 60_000;
+    // A turn handed to the lifecycle goes to the runner's waiting long-poll at once.
+    this.unsubscribe = o.lifecycle.onChange(() => {
+      if (this.offeredTurn && this.turnPoll.waiting) this.deliverTurn(this.turnPoll.take()!);
+    });
   }
 
   async listen(): Promise<void> {
@@ -120,8 +122,8 @@ export class SandboxGateway {
 
   /** Binds the sandbox to one session; answers the runner's waiting GET /v1/bind now. Once only. */
   bind(binding: GatewayBinding): void {
-    if (this.bound) throw new Error('gateway already bound: a sandbox serves one session');
-    this.bound = binding;
+    if (this.binding) throw new Error('gateway already bound: a sandbox serves one session');
+    this.binding = binding;
     this.egress = new EgressProxy(binding.egress ?? { agent: '', rules: [] }, (entry) =>
       this.audit.egress(this.fence, binding.egress?.agent ?? '', entry, this.log),
     );
@@ -131,36 +133,40 @@ export class SandboxGateway {
 
   /** The runner is alive and waiting on GET /v1/bind right now: binding it takes effect at once. */
   get runnerWaiting(): boolean {
-    return !this.bound && this.bindPoll.waiting;
+    return !this.binding && this.bindPoll.waiting;
   }
 
   private get fence(): Fence {
-    return this.bound!.fence;
+    return this.binding!.fence;
   }
 
   private get hooks(): GatewayHooks {
-    return this.bound!.hooks;
+    return this.binding!.hooks;
   }
 
   private get log(): Logger {
-    return this.bound?.log ?? this.o.log;
+    return this.binding?.log ?? this.o.log;
+  }
+
+  /** The lifecycle's turn in flight. */
+  private get turn(): TurnInFlight | null {
+    return this.o.lifecycle.turn;
+  }
+
+  /** A turn handed over by the worker that the runner has not received yet. */
+  private get offeredTurn(): TurnInFlight | null {
+    const turn = this.turn;
+    return turn && !turn.delivered && this.o.lifecycle.phase === 'serving' ? turn : null;
   }
 
   async close(): Promise<void> {
+    this.unsubscribe();
     this.turnPoll.release();
     this.bindPoll.release();
     this.egress?.closeAll();
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
     await rm(this.o.socketPath, { force: true });
-  }
-
-  /** Hands a turn to the runner: answers its waiting long-poll now, or the next one. */
-  offerTurn(assignment: TurnAssignment): void {
-    this.offered = assignment;
-    this.turn = new OpenTurn(assignment.turnId);
-    const waiting = this.turnPoll.take();
-    if (waiting) this.deliverTurn(waiting);
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -170,12 +176,12 @@ export class SandboxGateway {
     await this.authorize(req, now);
     const binding = this.fence;
     const path = (req.url ?? '').split('?')[0]!;
-    const modelProxy = this.bound?.modelProxy;
+    const modelProxy = this.binding?.modelProxy;
     if (path.startsWith(`${MODEL_PROXY_PATH}/`) && modelProxy) {
       const open = this.turn?.open ? this.turn.id : null;
       return modelProxy.handle(req, res, req.url ?? '', open);
     }
-    const storage = this.bound?.storage;
+    const storage = this.binding?.storage;
     if ((path === STORAGE_PATH || path.startsWith(`${STORAGE_PATH}/`)) && storage)
       return storage.handle(req, res, req.url ?? '');
     const stateKey = /^\/v1\/state\/([^/]+)$/.exec(path)?.[1];
@@ -200,19 +206,20 @@ export class SandboxGateway {
       }
       case 'POST /v1/commit': {
         const body = await this.body(req, commitBody);
-        const { state, schedules } = this.closeTurn(body.turnId, 'commitTurn');
+        const turn = this.closeTurn(body.turnId, 'commitTurn');
+        const { state, schedules } = turn;
         try {
           await this.hooks.beforeCommit(body.turnId);
         } catch (err) {
-          // A terminal seal failure (over the workspace quota) would fail again: no retry.
-          const terminal = err instanceof BerthError && !err.retryable;
-          const error = terminal ? `${err.code}: ${err.message}` : (err as Error).message;
+          // Its code decides: a terminal seal failure (over the workspace quota) would fail again, so no retry.
+          const code = err instanceof BerthError ? err.code : 'WORKSPACE_FAILED';
+          const error = (err as Error).message;
           await this.fenced(
             'abortTurn',
-            await this.o.store.abortTurn({ ...binding, turnId: body.turnId, error, terminal }, now),
+            await this.o.store.abortTurn({ ...binding, turnId: body.turnId, code, error }, now),
             now,
           );
-          this.hooks.onTurnEnded(body.turnId, { kind: 'aborted', error });
+          this.settle(turn, { kind: 'aborted', code, error });
           throw err;
         }
         await this.fenced(
@@ -222,18 +229,20 @@ export class SandboxGateway {
               ...binding,
               ...body,
               state,
-              ...(schedules.length > 0 ? { schedules: { ...this.bound!.schedules!, items: schedules } } : {}),
+              ...(schedules.length > 0
+                ? { schedules: { ...this.binding!.schedules!, items: schedules } }
+                : {}),
             },
             now,
           ),
           now,
         );
-        this.hooks.onTurnEnded(body.turnId, { kind: 'committed' });
+        this.settle(turn, { kind: 'committed' });
         return this.send(res, 200, { ok: true });
       }
       case 'POST /v1/schedules': {
         const turn = this.openTurn('a schedule');
-        const policy = this.bound?.schedules ?? { agent: '', cap: 0 };
+        const policy = this.binding?.schedules ?? { agent: '', cap: 0 };
         const body = await this.body(req, turnScheduleBody);
         turn.schedules.push(await planTurnSchedule(body, turn.schedules, policy, this.o.store, now));
         return this.send(res, 200, { nextRunAt: turn.schedules.at(-1)!.nextRunAt, heldUntilCommit: true });
@@ -244,14 +253,13 @@ export class SandboxGateway {
       }
       case 'POST /v1/abort': {
         const body = await this.body(req, abortBody);
-        this.closeTurn(body.turnId, 'abortTurn');
-        // A limit the runner reports is a catalogue code: the turn fails for good (the sandbox can only fail its own turn).
-        // A harness failure keeps its code and is retried.
-        const error = body.code ? `${body.code}: ${body.error}` : body.error;
-        const terminal = (LIMIT_CODES as readonly string[]).includes(body.code ?? '');
-        const abort = { ...binding, turnId: body.turnId, error, terminal };
+        const turn = this.closeTurn(body.turnId, 'abortTurn');
+        // A limit the runner reports is a terminal catalogue code: the turn fails for good (the sandbox can only fail its own turn).
+        const code: ErrorCode = body.code ?? 'TURN_FAILED';
+        const error = body.error;
+        const abort = { ...binding, turnId: body.turnId, code, error };
         await this.fenced('abortTurn', await this.o.store.abortTurn(abort, now), now);
-        this.hooks.onTurnEnded(body.turnId, { kind: 'aborted', error });
+        this.settle(turn, { kind: 'aborted', code, error });
         return this.send(res, 200, { ok: true });
       }
       default:
@@ -262,7 +270,7 @@ export class SandboxGateway {
   /** The sandbox token for this binding: 401 (audited) for any other, 409 (audited) for another generation. */
   private async authorize(req: IncomingMessage, now: number): Promise<void> {
     const presented = (req.headers.authorization ?? '').replace(/^Bearer\s+/i, '');
-    if (!this.bound) {
+    if (!this.binding) {
       await this.audit.unauthorized(null, `${req.method} ${req.url}`, null, now, this.log);
       throw new BerthError(
         'UNAUTHORIZED',
@@ -270,7 +278,7 @@ export class SandboxGateway {
       );
     }
     const claims = verifySandboxToken(this.o.secret, presented, now);
-    const binding = this.bound.fence;
+    const binding = this.binding.fence;
     if (!claims || claims.sessionId !== binding.sessionId) {
       await this.audit.unauthorized(
         binding,
@@ -319,15 +327,20 @@ export class SandboxGateway {
   }
 
   /** Claims the right to end the offered turn, once, before anything is sealed; returns what it wrote. */
-  private closeTurn(turnId: string, operation: string): OpenTurn {
+  private closeTurn(turnId: string, operation: string): TurnInFlight {
     const turn = this.turn;
     if (!turn)
       throw new BerthError(
         'TURN_ENDED',
         `Turn ${turnId} of session ${this.fence.sessionId} is not open (${operation})`,
       );
-    turn.close(turnId, this.fence.sessionId, operation);
+    turn.close(turnId, operation);
     return turn;
+  }
+
+  /** The turn's end is in the store: the supervisor hears of it through the lifecycle. */
+  private settle(turn: TurnInFlight, outcome: TurnOutcome): void {
+    this.o.lifecycle.settleTurn(turn, outcome);
   }
 
   /** GET reads the turn's own writes over committed state; PUT holds a value for the turn's commit (null deletes). */
@@ -351,7 +364,7 @@ export class SandboxGateway {
   }
 
   /** The turn a sandbox write joins: it must be open (its commit or abort not begun). */
-  private openTurn(what: string): OpenTurn {
+  private openTurn(what: string): TurnInFlight {
     if (!this.turn)
       throw new BerthError(
         'TURN_NOT_FOUND',
@@ -362,7 +375,7 @@ export class SandboxGateway {
   }
 
   private longPollTurn(req: IncomingMessage, res: ServerResponse): void {
-    if (this.offered) {
+    if (this.offeredTurn) {
       this.deliverTurn(res);
       return;
     }
@@ -370,16 +383,16 @@ export class SandboxGateway {
   }
 
   private deliverTurn(res: ServerResponse): void {
-    const assignment = this.offered!;
-    this.offered = null;
-    this.send(res, 200, assignment);
+    const turn = this.offeredTurn!;
+    turn.delivered = true;
+    this.send(res, 200, turn.assignment);
   }
 
   /** The runner's first call: its session token once bound (at once for a cold sandbox). */
   private async longPollBind(req: IncomingMessage, res: ServerResponse, presented: string): Promise<void> {
     if (!sameSecret(presented, this.o.bootToken)) {
       await this.audit.unauthorized(
-        this.bound?.fence ?? null,
+        this.binding?.fence ?? null,
         'GET /v1/bind',
         null,
         this.o.clock.now(),
@@ -387,8 +400,8 @@ export class SandboxGateway {
       );
       throw new BerthError('UNAUTHORIZED', 'GET /v1/bind needs the boot token of this sandbox');
     }
-    if (this.bound) {
-      this.send(res, 200, this.bound.assignment);
+    if (this.binding) {
+      this.send(res, 200, this.binding.assignment);
       return;
     }
     this.bindPoll.hold(req, res);

@@ -7,7 +7,6 @@ export {
   type GatewayHooks,
   type GatewayOptions,
   SandboxGateway,
-  type TurnEnd,
 } from './gateway-server.js';
 export { ModelProxy, type ModelProxyOptions, type SecretSource } from './model-proxy.js';
 export { StorageRoutes, type StorageRoutesOptions } from './storage-routes.js';

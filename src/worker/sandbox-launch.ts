@@ -2,7 +2,8 @@
  * Starting and disposing of one sandbox with its gateway, the same for a cold sandbox
  * (started for a session) and a warm one (started unbound for the pool): run dir with a
  * fresh boot token, slot, gateway listening, then the container. A sandbox that did not
- * start leaves nothing behind.
+ * start leaves nothing behind. Its lifecycle (core/sandbox-lifecycle.ts) is made before
+ * the start begins, by whoever starts it, and moved on by them; launching moves nothing.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -13,6 +14,7 @@ import {
   type AgentMount,
   type AgentSpec,
   GATEWAY_SOCKET_NAME,
+  SandboxLifecycle,
   TOKEN_FILE_NAME,
 } from '../core/index.js';
 import { SandboxGateway } from '../gateway/index.js';
@@ -36,6 +38,14 @@ export interface LaunchedSandbox {
   name: string;
   handle: SandboxHandle;
   gateway: SandboxGateway;
+  lifecycle: SandboxLifecycle;
+}
+
+/** A new sandbox's lifecycle, in phase creating; every move it makes is logged once. */
+export function newSandboxLifecycle(name: string, log: Logger): SandboxLifecycle {
+  return new SandboxLifecycle(name, (from, to, why) =>
+    log.debug({ sandbox: name, from, to, why }, 'Sandbox phase changed'),
+  );
 }
 
 export function profileOf(agent: AgentSpec, defaultImage: string): SandboxProfile {
@@ -56,7 +66,7 @@ export function profileOf(agent: AgentSpec, defaultImage: string): SandboxProfil
 export async function launchSandbox(
   deps: SandboxDeps,
   o: {
-    name: string;
+    lifecycle: SandboxLifecycle;
     profile: SandboxProfile;
     log: Logger;
     binding?: SandboxSpec['binding'];
@@ -64,17 +74,19 @@ export async function launchSandbox(
     onBootWaiting?: () => void;
   },
 ): Promise<LaunchedSandbox> {
-  const runDir = deps.paths.sandboxRunDir(o.name);
+  const { name } = o.lifecycle;
+  const runDir = deps.paths.sandboxRunDir(name);
   let gateway: SandboxGateway | null = null;
   try {
     await mkdir(runDir, { recursive: true, mode: 0o755 });
     // Checked again at every start: the allowlist or a symlink may have changed since the agent was created.
     const { mounts, ...resources } = o.profile;
     const extraMounts = await resolveMounts(mounts, deps.config.mountAllowlistFile);
-    const workspaceDir = await deps.workspaces.openSlot(o.name);
+    const workspaceDir = await deps.workspaces.openSlot(name);
     const bootToken = randomBytes(24).toString('base64url');
     await writeFile(join(runDir, TOKEN_FILE_NAME), `${bootToken}\n`, { mode: 0o644 });
     gateway = new SandboxGateway({
+      lifecycle: o.lifecycle,
       socketPath: join(runDir, GATEWAY_SOCKET_NAME),
       bootToken,
       secret: deps.secret,
@@ -87,7 +99,7 @@ export async function launchSandbox(
     await gateway.listen();
     const startedAt = performance.now();
     const handle = await deps.runtime.create({
-      name: o.name,
+      name,
       ...resources,
       extraMounts,
       installId: deps.installId,
@@ -99,10 +111,10 @@ export async function launchSandbox(
       runnerDir: deps.runnerDir,
     });
     o.log.info({ startMs: Math.round(performance.now() - startedAt), warm: !o.binding }, 'Sandbox started');
-    return { name: o.name, handle, gateway };
+    return { name, handle, gateway, lifecycle: o.lifecycle };
   } catch (err) {
     await gateway?.close().catch(() => undefined);
-    await removeSandboxFiles(deps, o.name).catch(() => undefined);
+    await removeSandboxFiles(deps, name).catch(() => undefined);
     throw err;
   }
 }

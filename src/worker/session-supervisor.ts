@@ -1,41 +1,56 @@
 /**
  * Supervises one claimed session on one worker slot: binds it to a warm sandbox taken
- * from the pool, or starts a cold one, and feeds it turns while messages arrive, and ends it on idle timeout, sandbox exit, or a
- * missed heartbeat. Whatever ends a turn early, the turn is aborted in the store (its
- * messages retried with backoff or failed) before the sandbox is killed and the lease
- * given back, so the session is re-dispatched without anyone resending anything.
+ * from the pool, or starts a cold one, feeds it turns while messages arrive, and ends it
+ * when decideSupervision says so (idle, the sandbox's exit, a missed heartbeat, a stop
+ * request…). Whatever ends a turn early, the turn is aborted in the store with its
+ * catalogue code (its messages retried with backoff or failed) before the sandbox is
+ * killed and the lease given back, so the session is re-dispatched without anyone
+ * resending anything.
  *
- * Each turn works in its own attempt layer mounted on the sandbox's slot; it is sealed by
- * the gateway before the store commit and promoted (or discarded) right after the turn
- * ends, before the next turn mounts. A promotion a crash cut short is finished when the
- * session is next claimed (its pendingLayer).
+ * The loop is observe → decideSupervision → act; how turns meet the sandbox (an overlay
+ * per turn, a sandbox per turn, resident) is the SandboxMode's, so the loop has no mode
+ * branches. The sandbox's phase and its turn in flight live in its SandboxLifecycle.
  *
  * Invariant: at most one sandbox per supervisor, and the supervisor's generation is the
- * one its claim set; every write it or its sandbox makes is fenced by it.
+ * one its claim set; every write it or its sandbox makes is fenced by it. A turn's layer
+ * is settled (promoted if committed, else discarded) before the next turn mounts, or, if a
+ * crash cut that short, when the session is next claimed (its pendingLayer).
  */
 import type { Logger } from 'pino';
 import {
   type Agent,
   BerthError,
   decideResidentRecycle,
-  decideSandboxHealth,
+  decideSupervision,
+  type Ending,
+  failpoint,
   isBerthError,
   isHarness,
   MODEL_DEFAULTS,
   type SandboxUsage,
   type Session,
+  type StopRequest,
+  type SupervisionDecision,
+  type SupervisionSnapshot,
   type Turn,
   type TurnAssignment,
+  TurnInFlight,
   WakeSignal,
 } from '../core/index.js';
-import type { SandboxGateway, TurnEnd } from '../gateway/index.js';
-import type { RuntimeEvent, SandboxHandle } from '../runtime/index.js';
+import type { RuntimeEvent } from '../runtime/index.js';
 import type { Fence } from '../store/index.js';
 import type { WorkspaceQuota } from '../workspace/index.js';
 import type { SandboxDeps } from './deps.js';
 import { harnessSettings } from './harness-settings.js';
 import { sandboxName } from './paths.js';
-import { type LaunchedSandbox, launchSandbox, profileOf, removeSandboxFiles } from './sandbox-launch.js';
+import {
+  type LaunchedSandbox,
+  launchSandbox,
+  newSandboxLifecycle,
+  profileOf,
+  removeSandboxFiles,
+} from './sandbox-launch.js';
+import { type SandboxMode, sandboxModeOf } from './sandbox-modes.js';
 import { sessionBinding } from './session-binding.js';
 
 export interface SupervisorDeps extends SandboxDeps {
@@ -43,47 +58,43 @@ export interface SupervisorDeps extends SandboxDeps {
   slotWanted(sandboxName: string): Promise<boolean>;
 }
 
-const SUPERVISOR_ERROR = 'supervisor error';
-/** The reason Worker.stop gives its supervisors. */
-export const WORKER_STOPPING = 'worker stopping';
-/** The worker's own lease is lapsing (self-fencing), or its row is gone. */
-export const LEASE_LOST = 'lease lost';
 /** How long a session's clean-up retries store calls while the store is away. */
 const STORE_AWAY_RETRY_MS = 60_000;
-
-/**
- * terminal: the turn hit a limit a retry would hit again; its messages fail now.
- * diedAt: when the sandbox died (its exit event, or its last heartbeat), for the detection time.
- */
-type Ending = { reason: string; turnError: string; terminal?: boolean; diedAt?: number };
 /** How often a running turn's workspace is measured against the quota. */
 const QUOTA_CHECK_MS = 250;
+
+/** What the supervision has seen happen; decideSupervision reads it. */
+interface Observed {
+  lastHeartbeatAt: number;
+  /** The resident sandbox's last reported usage (its heartbeats). */
+  usage: SandboxUsage | null;
+  exit: Extract<RuntimeEvent, { type: 'exit' }> | null;
+  stop: StopRequest | null;
+  quotaExceeded: BerthError | null;
+  boundAt: number;
+  idleSince: number;
+}
 
 export class SessionSupervisor {
   readonly sandboxName: string;
   private readonly fence: Fence;
   private readonly wake = new WakeSignal();
   private readonly log: Logger;
-  private gateway: SandboxGateway | null;
-  private handle: SandboxHandle | null;
-  /** The gateway has handed the runner this session's binding. */
-  private bound = false;
-  private lastHeartbeatAt = 0;
-  private exit: Extract<RuntimeEvent, { type: 'exit' }> | null = null;
-  private turnEnd: { turnId: string; end: TurnEnd } | null = null;
-  private currentTurn: Turn | null = null;
-  private stopping: string | null = null;
-  /** The self-fencing kill was issued (stop(LEASE_LOST) repeats while the lease lapses). */
-  private fenceKilled = false;
+  private readonly mode: SandboxMode;
+  /** The sandbox serving the session: taken warm from the pool, or started cold for the first turn. */
+  private sandbox: LaunchedSandbox | null;
+  private readonly seen: Observed = {
+    lastHeartbeatAt: 0,
+    usage: null,
+    exit: null,
+    stop: null,
+    quotaExceeded: null,
+    boundAt: 0,
+    idleSince: 0,
+  };
+  /** The turn this supervision started whose layer is not settled yet. */
+  private turn: Turn | null = null;
   private quota: WorkspaceQuota | null = null;
-  /** A committed turn's layer to settle after the sandbox is killed (gVisor), not before. */
-  private layerAfterKill: string | null = null;
-  private quotaExceeded: BerthError | null = null;
-  /** Resident agent: one sandbox across turns and idle periods, recycled by policy (docs/resident.md). */
-  private readonly resident: boolean;
-  private boundAt = 0;
-  /** The resident sandbox's last reported usage (its heartbeats). */
-  private usage: SandboxUsage | null = null;
 
   constructor(
     private readonly deps: SupervisorDeps,
@@ -94,14 +105,20 @@ export class SessionSupervisor {
   ) {
     this.fence = { sessionId: session.id, generation: session.generation, workerId: deps.workerId };
     this.sandboxName = warm?.name ?? sandboxName(deps.installId, session.id, session.generation);
-    this.resident = agent.mode === 'resident';
-    this.gateway = warm?.gateway ?? null;
-    this.handle = warm?.handle ?? null;
+    this.sandbox = warm;
     this.log = deps.log.child({
       sessionId: session.id,
       generation: session.generation,
       sandbox: this.sandboxName,
       warm: warm !== null,
+    });
+    this.mode = sandboxModeOf(agent, {
+      deps,
+      sessionId: session.id,
+      sandboxName: this.sandboxName,
+      bindSandbox: () => this.bindSandbox(),
+      isBound: () => this.sandbox?.lifecycle.isBound ?? false,
+      settleLayer: (turnId) => this.settleLayer(turnId),
     });
   }
 
@@ -111,19 +128,20 @@ export class SessionSupervisor {
   }
 
   onSandboxExit(event: Extract<RuntimeEvent, { type: 'exit' }>): void {
-    this.exit = event;
+    this.seen.exit = event;
     this.wake.notify();
   }
 
   /** Ends the supervision at the next step (worker shutdown or self-fencing). */
-  stop(reason: string): void {
-    this.stopping = reason;
+  stop(request: StopRequest): void {
+    this.seen.stop = request;
     this.wake.notify();
     // Self-fencing: the sandbox dies now, whatever the supervision is waiting for (a store out of reach).
-    if (reason === LEASE_LOST && this.handle && !this.fenceKilled) {
-      this.fenceKilled = true;
+    const sandbox = this.sandbox;
+    if (request === 'LeaseLost' && sandbox && !sandbox.lifecycle.isEnding) {
+      sandbox.lifecycle.moveTo('draining', 'self-fencing');
       this.deps.runtime
-        .kill(this.handle, reason, { hard: true })
+        .kill(sandbox.handle, 'LeaseLost', { hard: true })
         .catch((err: unknown) =>
           this.log.warn({ err }, 'Self-fencing kill failed; the clean-up kills again'),
         );
@@ -136,14 +154,147 @@ export class SessionSupervisor {
       ending = await this.serveTurns();
     } catch (err) {
       this.log.error({ err }, 'Session supervision failed');
-      // A terminal error (an extra mount the allowlist no longer allows) would fail every retry the same way.
-      const terminal = err instanceof BerthError && !err.retryable;
-      const turnError = terminal
-        ? `${err.code}: ${err.message}`
-        : `sandbox failed: ${(err as Error).message}`;
-      ending = { reason: SUPERVISOR_ERROR, turnError, terminal };
+      // A terminal code (an extra mount the allowlist no longer allows) fails the turn's messages at once.
+      const code = err instanceof BerthError ? err.code : 'SANDBOX_FAILED';
+      const message = (err as Error).message;
+      ending = { reason: 'SupervisorFailed', message, abort: this.turn ? { code, error: message } : null };
     }
     await this.finish(ending);
+  }
+
+  /**
+   * Runs turns until decideSupervision ends the session. The first turn is started before
+   * the sandbox, so a sandbox that cannot start costs the message a try (and backoff)
+   * instead of being re-claimed at once, forever.
+   */
+  private async serveTurns(): Promise<Ending> {
+    const { store, clock, config } = this.deps;
+    if (this.session.pendingLayer) await this.settleLayer(this.session.pendingLayer);
+    // The name is deterministic: recorded before the first turn starts, so every turn row names its sandbox.
+    if ((await store.recordSandbox(this.fence, this.sandboxName, clock.now())) !== 'ok')
+      return { reason: 'LeaseLost', message: 'lease lost before the sandbox started', abort: null };
+    this.seen.idleSince = clock.now();
+    for (;;) {
+      const before = this.decide('before-work');
+      if (before.action === 'end') return before.ending;
+      const startedAt = performance.now();
+      const started = await store.startTurn(this.fence, clock.now());
+      if (started.code !== 'ok')
+        return { reason: 'LeaseLost', message: `lease lost (${started.code})`, abort: null };
+      if (started.value) {
+        const ending = await this.serveTurn(started.value.turn, started.value.messages, startedAt);
+        if (ending) return ending;
+        this.seen.idleSince = clock.now();
+        continue;
+      }
+      if (!this.sandbox?.lifecycle.isBound)
+        return { reason: 'NothingRunnable', message: 'nothing runnable', abort: null };
+      const idle = this.decide('idle', await this.idleObservations());
+      if (idle.action === 'end') return idle.ending;
+      // The renew tick caps the wait: a message posted through another process wakes no one here.
+      if (idle.action === 'wait') await this.wake.wait(Math.min(idle.forMs, config.leaseMs / 5));
+    }
+  }
+
+  /** Serves one turn; null when it committed and the sandbox serves on. */
+  private async serveTurn(
+    turn: Turn,
+    messages: { id: number; text: string }[],
+    startedAt: number,
+  ): Promise<Ending | null> {
+    const { clock } = this.deps;
+    this.turn = turn;
+    const preparing = performance.now();
+    await this.mode.prepareTurn(turn);
+    const watching = performance.now();
+    await this.watchQuota(turn);
+    // Where a turn's start went: what the warm-start benchmark's figures break down into.
+    this.log.info(
+      {
+        turnId: turn.id,
+        attempt: turn.attempt,
+        messages: messages.length,
+        mode: this.mode.name,
+        startTurnMs: ms(preparing - startedAt),
+        prepareMs: ms(watching - preparing),
+        quotaMs: ms(performance.now() - watching),
+      },
+      'Turn started',
+    );
+    const lifecycle = this.sandbox!.lifecycle;
+    lifecycle.serve(new TurnInFlight(turn, this.assignmentOf(turn, messages)));
+    for (;;) {
+      const decision = this.decide('in-turn');
+      switch (decision.action) {
+        case 'turn-committed': {
+          this.quota?.stop();
+          this.log.info(
+            { turnId: turn.id, outcome: 'committed', turnMs: clock.now() - turn.startedAt },
+            'Turn ended',
+          );
+          lifecycle.moveTo('bound', `turn ${turn.id} committed`);
+          const ending = await this.mode.afterCommit(turn);
+          // gVisor: the sandbox still sees the layer; it is settled once the sandbox is gone.
+          if (!ending || this.mode.layerAfterKill(turn) === null) this.turn = null;
+          return ending;
+        }
+        case 'end':
+          this.quota?.stop();
+          this.log.info({ turnId: turn.id, outcome: decision.ending.reason }, 'Turn ended');
+          return decision.ending;
+        case 'wait':
+        case 'look-for-work':
+          await this.wake.wait(decision.action === 'wait' ? decision.forMs : 0);
+      }
+    }
+  }
+
+  private decide(
+    stage: SupervisionSnapshot['stage'],
+    idle: Pick<SupervisionSnapshot, 'slotWanted' | 'recycleDue'> = { slotWanted: false, recycleDue: null },
+  ): SupervisionDecision {
+    const { config, clock } = this.deps;
+    const turn = stage === 'in-turn' ? this.sandbox?.lifecycle.turn : null;
+    const { exit, stop, quotaExceeded, lastHeartbeatAt, idleSince } = this.seen;
+    return decideSupervision(
+      {
+        stage,
+        turn: turn ? { startedAt: turn.row.startedAt, outcome: turn.outcome } : null,
+        exit: exit ? { exitCode: exit.exitCode, oomKilled: exit.oomKilled, at: exit.at } : null,
+        stop,
+        quotaExceeded: quotaExceeded ? { code: quotaExceeded.code, message: quotaExceeded.message } : null,
+        lastHeartbeatAt,
+        idleSince,
+        ...idle,
+      },
+      clock.now(),
+      {
+        heartbeatTimeoutMs: config.heartbeatTimeoutMs,
+        turnTimeoutMs: config.turnTimeoutMs,
+        // A resident sandbox neither idles out nor gives its slot up; it is recycled by its policy, between turns.
+        idleTimeoutMs: this.mode.idle === 'resident' ? Number.POSITIVE_INFINITY : config.idleTimeoutMs,
+        memoryMb: this.agent.memoryMb,
+      },
+    );
+  }
+
+  /** What only an idle supervision looks at: demand for its slot, or its resident recycle policy. */
+  private async idleObservations(): Promise<Pick<SupervisionSnapshot, 'slotWanted' | 'recycleDue'>> {
+    const { store, clock } = this.deps;
+    if (this.mode.idle === 'times-out')
+      return { slotWanted: await this.deps.slotWanted(this.sandboxName), recycleDue: null };
+    const now = clock.now();
+    const view = await store.getSessionView(this.session.id, now);
+    const decision = decideResidentRecycle(
+      {
+        startedAt: this.seen.boundAt,
+        usage: this.seen.usage,
+        recycleRequestedAt: view?.recycleRequestedAt ?? 0,
+      },
+      now,
+      this.agent.recycle ?? {},
+    );
+    return { slotWanted: false, recycleDue: decision.recycle ? decision.reason : null };
   }
 
   /**
@@ -152,17 +303,18 @@ export class SessionSupervisor {
    */
   private async bindSandbox(): Promise<void> {
     const { clock } = this.deps;
-    if (!this.handle) {
-      const launched = await launchSandbox(this.deps, {
-        name: this.sandboxName,
+    if (!this.sandbox) {
+      this.sandbox = await launchSandbox(this.deps, {
+        lifecycle: newSandboxLifecycle(this.sandboxName, this.log),
         profile: profileOf(this.agent, this.deps.image),
         log: this.log,
         binding: { sessionId: this.session.id, generation: this.session.generation },
       });
-      this.gateway = launched.gateway;
-      this.handle = launched.handle;
     }
-    this.gateway!.bind(
+    const { gateway, lifecycle } = this.sandbox;
+    // The turn's outcome (written by the gateway) and every other move wake the loop.
+    lifecycle.onChange(() => this.wake.notify());
+    gateway.bind(
       sessionBinding(this.deps, {
         agent: this.agent,
         session: this.session,
@@ -170,131 +322,24 @@ export class SessionSupervisor {
         log: this.log,
         hooks: {
           onHeartbeat: (now, usage) => {
-            this.lastHeartbeatAt = now;
-            if (usage) this.usage = usage;
+            this.seen.lastHeartbeatAt = now;
+            if (usage) this.seen.usage = usage;
           },
           beforeCommit: async (turnId) => {
             await this.quota?.check();
-            if (!this.resident) await this.deps.workspaces.seal(this.session.id, turnId, this.sandboxName);
-          },
-          onTurnEnded: (turnId, end) => {
-            this.turnEnd = { turnId, end };
-            this.wake.notify();
+            await this.mode.sealTurn(turnId);
           },
         },
       }),
     );
-    this.bound = true;
-    this.boundAt = clock.now();
-    this.lastHeartbeatAt = this.boundAt;
+    lifecycle.moveTo('bound', `session ${this.session.id}`);
+    this.seen.boundAt = clock.now();
+    this.seen.lastHeartbeatAt = this.seen.boundAt;
   }
 
-  /** Why this resident sandbox is replaced now (max age, resident set, open files, a request), or null. */
-  private async residentRecycle(): Promise<string | null> {
-    const { store, clock } = this.deps;
-    const now = clock.now();
-    const view = await store.getSessionView(this.session.id, now);
-    const decision = decideResidentRecycle(
-      { startedAt: this.boundAt, usage: this.usage, recycleRequestedAt: view?.recycleRequestedAt ?? 0 },
-      now,
-      this.agent.recycle ?? {},
-    );
-    return decision.recycle ? decision.reason : null;
-  }
-
-  /**
-   * Runs turns until the session goes idle or something ends it; returns why it ended.
-   * The first turn is started before the sandbox, so a sandbox that cannot start costs the
-   * message a try (and backoff) instead of being re-claimed at once, forever.
-   */
-  private async serveTurns(): Promise<Ending> {
-    const { store, clock, config } = this.deps;
-    if (this.session.pendingLayer) await this.settleLayer(this.session.pendingLayer);
-    // The name is deterministic: recorded before the first turn starts, so every turn row names its sandbox.
-    if ((await store.recordSandbox(this.fence, this.sandboxName, clock.now())) !== 'ok') {
-      return { reason: 'lease lost before the sandbox started', turnError: '' };
-    }
-    let idleSince = clock.now();
-    for (;;) {
-      const early = this.earlyEnding(null);
-      if (early) return early;
-      const t0 = performance.now();
-      const started = await store.startTurn(this.fence, clock.now());
-      if (started.code !== 'ok') return { reason: `lease lost (${started.code})`, turnError: '' };
-      if (started.value) {
-        const { turn, messages } = started.value;
-        this.currentTurn = turn;
-        const t1 = performance.now();
-        // runc: the sandbox starts on the empty slot and each turn's overlay propagates onto it (rslave); a layer
-        // mounted before the start would be copied into the sandbox and outlive its unmount. gVisor sees only the
-        // mounts present at its start: its layer goes first, and the sandbox serves that one turn (docs/isolation.md).
-        // A resident sandbox writes the committed layer in place for its whole life: mounted once, before it starts.
-        const layerFirst = !this.resident && this.agent.isolation === 'runsc';
-        if (this.resident && !this.bound)
-          await this.deps.workspaces.mountResident(this.session.id, this.sandboxName);
-        if (layerFirst) await this.deps.workspaces.mountAttempt(this.session.id, turn.id, this.sandboxName);
-        if (!this.bound) await this.bindSandbox();
-        const t2 = performance.now();
-        if (!layerFirst && !this.resident)
-          await this.deps.workspaces.mountAttempt(this.session.id, turn.id, this.sandboxName);
-        const t3 = performance.now();
-        await this.watchQuota(turn);
-        // Where a turn's start went: what the warm-start benchmark's figures break down into.
-        const timings = {
-          startTurnMs: ms(t1 - t0),
-          bindMs: ms(t2 - t1),
-          mountMs: ms(t3 - t2),
-          quotaMs: ms(performance.now() - t3),
-        };
-        const ending = await this.superviseTurn(turn, messages, timings);
-        this.quota?.stop();
-        if (ending) return ending;
-        if (this.resident) {
-          // Its writes are already in the committed layer: nothing to promote, only the mark to clear.
-          await store.markLayerPromoted(this.session.id, turn.id);
-          this.currentTurn = null;
-          continue;
-        }
-        if (this.agent.isolation === 'runsc') {
-          // The next turn's layer could not reach this sandbox: it ends, and its layer is settled once it is gone.
-          this.currentTurn = null;
-          this.layerAfterKill = turn.id;
-          return { reason: 'fresh sandbox per turn (gVisor)', turnError: '' };
-        }
-        await this.settleLayer(turn.id);
-        this.currentTurn = null;
-        idleSince = clock.now();
-        if (config.idleTimeoutMs === 0) return { reason: 'fresh sandbox per turn', turnError: '' };
-        continue;
-      }
-      if (!this.bound) return { reason: 'nothing runnable', turnError: '' };
-      // A resident sandbox neither idles out nor gives its slot up; it is recycled by its policy, between turns.
-      const idleLeftMs = this.resident
-        ? Number.POSITIVE_INFINITY
-        : config.idleTimeoutMs - (clock.now() - idleSince);
-      if (idleLeftMs <= 0) return { reason: 'idle', turnError: '' };
-      if (!this.resident && (await this.deps.slotWanted(this.sandboxName)))
-        return { reason: 'slot wanted by a queued session', turnError: '' };
-      const recycle = this.resident ? await this.residentRecycle() : null;
-      if (recycle) return { reason: `recycled: ${recycle}`, turnError: '' };
-      const health = this.health(null);
-      if (health.action === 'kill') return { reason: health.reason, turnError: '' };
-      // The renew tick caps the wait: a message posted through another process wakes no one here.
-      await this.wake.wait(Math.min(idleLeftMs, health.nextCheckInMs, config.leaseMs / 5));
-    }
-  }
-
-  /**
-   * Returns null when the turn committed; otherwise why the sandbox must end. A turn the
-   * runner aborted itself ends the sandbox too: its retry gets a fresh one after backoff.
-   */
-  private async superviseTurn(
-    turn: Turn,
-    messages: { id: number; text: string }[],
-    timings: Record<string, number>,
-  ): Promise<Ending | null> {
-    const { config, clock } = this.deps;
-    const assignment: TurnAssignment = {
+  private assignmentOf(turn: Turn, messages: { id: number; text: string }[]): TurnAssignment {
+    const { config } = this.deps;
+    return {
       turnId: turn.id,
       sessionId: turn.sessionId,
       generation: turn.generation,
@@ -315,82 +360,20 @@ export class SessionSupervisor {
           }
         : {}),
     };
-    this.log.info(
-      { turnId: turn.id, attempt: turn.attempt, messages: messages.length, ...timings },
-      'Turn started',
-    );
-    this.gateway!.offerTurn(assignment);
-    for (;;) {
-      if (this.turnEnd?.turnId === turn.id) {
-        const { end } = this.turnEnd;
-        this.log.info(
-          { turnId: turn.id, outcome: end.kind, turnMs: clock.now() - turn.startedAt },
-          'Turn ended',
-        );
-        this.turnEnd = null;
-        return end.kind === 'committed' ? null : { reason: 'turn aborted by the runner', turnError: '' };
-      }
-      const early = this.earlyEnding(turn);
-      if (early) return early;
-      const health = this.health(turn);
-      switch (health.action) {
-        case 'kill':
-          this.log.warn({ reason: health.reason, ageMs: health.ageMs }, 'Killing unhealthy sandbox');
-          return {
-            reason: health.reason,
-            turnError: `sandbox killed: ${health.reason} after ${health.ageMs} ms`,
-            ...(health.reason === 'heartbeat-timeout' ? { diedAt: this.lastHeartbeatAt } : {}),
-          };
-        case 'ok':
-          await this.wake.wait(health.nextCheckInMs);
-      }
-    }
   }
 
   /** Measures the session's workspace against its quota while the turn runs; over it ends the turn. */
   private async watchQuota(turn: Turn): Promise<void> {
-    this.quotaExceeded = null;
-    const layer = this.resident ? null : turn.id;
-    this.quota = await this.deps.workspaces.quota(this.session.id, layer, this.agent.workspaceMb * 2 ** 20);
+    this.seen.quotaExceeded = null;
+    this.quota = await this.deps.workspaces.quota(
+      this.session.id,
+      this.mode.quotaLayerOf(turn),
+      this.agent.workspaceMb * 2 ** 20,
+    );
     this.quota.watch(QUOTA_CHECK_MS, (err) => {
-      this.quotaExceeded = err;
+      this.seen.quotaExceeded = err;
       this.wake.notify();
     });
-  }
-
-  private earlyEnding(turn: Turn | null): Ending | null {
-    if (turn && this.quotaExceeded) {
-      const err = this.quotaExceeded;
-      return { reason: 'workspace quota exceeded', turnError: `${err.code}: ${err.message}`, terminal: true };
-    }
-    if (this.exit) {
-      const e = this.exit;
-      if (e.oomKilled && turn) {
-        return {
-          reason: 'sandbox exited',
-          turnError: `SANDBOX_OUT_OF_MEMORY: sandbox exited mid-turn, killed at its memory limit (${this.agent.memoryMb} MiB)`,
-          terminal: true,
-        };
-      }
-      const cause = e.oomKilled ? 'out of memory' : `exit code ${e.exitCode}`;
-      return {
-        reason: 'sandbox exited',
-        turnError: turn ? `sandbox exited mid-turn (${cause})` : '',
-        diedAt: e.at,
-      };
-    }
-    if (this.stopping)
-      return { reason: this.stopping, turnError: turn ? `worker stopped: ${this.stopping}` : '' };
-    return null;
-  }
-
-  private health(turn: Turn | null) {
-    const { config, clock } = this.deps;
-    return decideSandboxHealth(
-      { lastHeartbeatAt: this.lastHeartbeatAt, turnStartedAt: turn ? turn.startedAt : null },
-      clock.now(),
-      { heartbeatTimeoutMs: config.heartbeatTimeoutMs, turnTimeoutMs: config.turnTimeoutMs },
-    );
   }
 
   /** Takes a finished turn's layer off the slot and promotes it if the store says committed, else drops it. */
@@ -398,7 +381,7 @@ export class SessionSupervisor {
     const { store, workspaces } = this.deps;
     await workspaces.unmountSlot(this.sandboxName);
     if ((await store.getTurn(turnId))?.status === 'committed') {
-      if (this.deps.config.failpoint === 'kill-before-promote') process.kill(process.pid, 'SIGKILL');
+      failpoint('before-promote');
       await workspaces.promote(this.session.id, turnId);
       await store.markLayerPromoted(this.session.id, turnId);
     }
@@ -406,17 +389,20 @@ export class SessionSupervisor {
   }
 
   /**
-   * Abort the running turn (if any), kill the sandbox, settle its layer, give the lease
-   * back. Every step runs even if an earlier one failed, and the lease is always given
-   * back: a session must never stay leased by a worker that no longer supervises it. A
-   * step the store refused because it was away (a PostgreSQL restart, issue 8) is tried
+   * Abort the running turn (if it must be), kill the sandbox, settle its layer, give the
+   * lease back. Every step runs even if an earlier one failed, and the lease is always
+   * given back: a session must never stay leased by a worker that no longer supervises
+   * it. A step the store refused because it was away (a PostgreSQL restart) is tried
    * again until STORE_AWAY_RETRY_MS after the clean-up began.
    */
   private async finish(ending: Ending): Promise<void> {
     const { store, clock, runtime } = this.deps;
-    const turn = this.currentTurn;
+    const sandbox = this.sandbox;
+    const turn = this.turn;
     this.quota?.stop();
-    const storeDeadline = Date.now() + STORE_AWAY_RETRY_MS;
+    this.log.info({ reason: ending.reason, message: ending.message }, 'Session supervision ending');
+    if (sandbox && !sandbox.lifecycle.isEnding) sandbox.lifecycle.moveTo('draining', ending.message);
+    const storeDeadline = clock.now() + STORE_AWAY_RETRY_MS;
     const step = async (what: string, effect: () => Promise<unknown>) => {
       try {
         for (let delayMs = 250; ; delayMs = Math.min(2 * delayMs, 2000)) {
@@ -424,7 +410,7 @@ export class SessionSupervisor {
             await effect();
             break;
           } catch (err) {
-            if (!isBerthError(err, 'STORE_UNAVAILABLE') || Date.now() + delayMs > storeDeadline) throw err;
+            if (!isBerthError(err, 'STORE_UNAVAILABLE') || clock.now() + delayMs > storeDeadline) throw err;
             this.log.warn({ err, step: what }, 'Store away during clean-up; retrying');
             await new Promise((r) => setTimeout(r, delayMs));
           }
@@ -433,48 +419,49 @@ export class SessionSupervisor {
         this.log.error({ err, step: what }, 'Session clean-up step failed');
       }
     };
-    const fencing = ending.reason === LEASE_LOST;
+    const fencing = ending.reason === 'LeaseLost';
     const killSandbox = async () => {
-      if (this.handle || this.exit)
+      if (sandbox || this.seen.exit)
         await step('kill sandbox', () =>
-          runtime.kill(this.handle ?? { id: '', name: this.sandboxName }, ending.reason, { hard: fencing }),
+          runtime.kill(sandbox?.handle ?? { id: '', name: this.sandboxName }, ending.reason, {
+            hard: fencing,
+          }),
         );
     };
     // Self-fencing: the store may be out of reach (a partition), and the sandbox must be dead
     // before a lease has passed, so it is killed first, hard, without waiting for the store.
     if (fencing) await killSandbox();
+    const abort = ending.abort;
     // 'stale'/'not_found' from the abort means the turn already ended (a commit raced the ending): settleLayer keeps it.
-    if (turn)
+    if (turn && abort)
       await step('abort turn', () =>
         store.abortTurn(
           {
             ...this.fence,
             turnId: turn.id,
-            error: ending.turnError || ending.reason,
-            // A stop asked of the worker (deploy, restart) is not the turn's fault: no try is spent.
-            countsAsTry: ending.reason !== WORKER_STOPPING,
-            terminal: ending.terminal ?? false,
-            ...(ending.diedAt === undefined
+            code: abort.code,
+            error: abort.error,
+            ...(abort.diedAt === undefined
               ? {}
-              : { detectedAfterMs: Math.max(0, clock.now() - ending.diedAt) }),
+              : { detectedAfterMs: Math.max(0, clock.now() - abort.diedAt) }),
           },
           clock.now(),
         ),
       );
     if (!fencing) await killSandbox();
-    await step('close gateway', async () => this.gateway?.close());
-    const layer = turn?.id ?? this.layerAfterKill;
+    await step('close gateway', async () => sandbox?.gateway.close());
     // A fencing worker may have lost the session already: its layer is left on disk to the
     // session's next owner (pendingLayer) or the clean-up, never promoted by two at once.
-    if (layer)
+    if (turn)
       await step('settle layer', () =>
-        fencing ? this.deps.workspaces.unmountSlot(this.sandboxName) : this.settleLayer(layer),
+        fencing ? this.deps.workspaces.unmountSlot(this.sandboxName) : this.settleLayer(turn.id),
       );
     await step('remove slot and run dir', () => removeSandboxFiles(this.deps, this.sandboxName));
+    sandbox?.lifecycle.moveTo('gone', ending.reason);
     // A failure that will repeat at once (e.g. a promotion on a full disk) must not turn into a claim/release spin.
-    if (ending.reason === SUPERVISOR_ERROR) await new Promise((r) => setTimeout(r, 1000));
+    if (ending.reason === 'SupervisorFailed') await new Promise((r) => setTimeout(r, 1000));
     await step('release session', () => store.releaseSession(this.fence, clock.now()));
-    this.log.info({ reason: ending.reason }, 'Session released');
+    this.log.info({ reason: ending.reason, message: ending.message }, 'Session released');
   }
 }
 

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { pino } from 'pino';
+import { SandboxLifecycle } from '../core/index.js';
 import type { LaunchedSandbox, SandboxProfile } from './sandbox-launch.js';
 import { WarmPool } from './warm-pool.js';
 
@@ -32,8 +33,9 @@ function harness(sizes = { min: 1, max: 3 }) {
     {
       clock: { now: () => now },
       log: pino({ level: 'silent' }),
-      nextName: () => `p${++seq}`,
-      launch: async (name, _key, profile, onReady) => {
+      newLifecycle: () => new SandboxLifecycle(`p${++seq}`),
+      launch: async (lifecycle, _key, profile, onReady) => {
+        const { name } = lifecycle;
         launched.push(name);
         images.set(name, profile.image);
         readyCallbacks.set(name, onReady);
@@ -42,7 +44,12 @@ function harness(sizes = { min: 1, max: 3 }) {
             return waiting.get(name) === true;
           },
         };
-        return { name, handle: { id: name, name, labels: {} }, gateway } as unknown as LaunchedSandbox;
+        return {
+          name,
+          handle: { id: name, name, labels: {} },
+          gateway,
+          lifecycle,
+        } as unknown as LaunchedSandbox;
       },
       dispose: async (s) => void disposed.push(s.name),
     },

@@ -4,7 +4,9 @@
  * call: the session's workspace is mounted on its slot and its binding is a message on its
  * gateway. Only sandboxes whose runner is waiting on GET /v1/bind right now are handed
  * out, so a sandbox that died in the pool is never bound; its exit removes it and the pool
- * refills. A sandbox leaves the pool once, for one session, and is never returned.
+ * refills. A sandbox leaves the pool once, for one session, and is never returned. Each
+ * entry's phase is its sandbox lifecycle's: creating, warm (ready when its runner waits),
+ * or draining once it died, hung or is no longer wanted, then gone.
  *
  * The target per profile adapts to demand: the takes of the last minute (counting takes
  * that found the pool empty), at least `sizes.min` for a profile used in the last ten
@@ -12,7 +14,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { type Clock, decideWarmPoolTarget, WakeSignal } from '../core/index.js';
+import { type Clock, decideWarmPoolTarget, type SandboxLifecycle, WakeSignal } from '../core/index.js';
 import type { LaunchedSandbox, SandboxProfile } from './sandbox-launch.js';
 
 const DEMAND_WINDOW_MS = 60_000;
@@ -27,21 +29,34 @@ export interface WarmPoolDeps {
   clock: Clock;
   log: Logger;
   /** Starts an unbound sandbox; `onReady` fires each time its runner waits for a binding. */
-  launch(name: string, key: string, profile: SandboxProfile, onReady: () => void): Promise<LaunchedSandbox>;
+  launch(
+    lifecycle: SandboxLifecycle,
+    key: string,
+    profile: SandboxProfile,
+    onReady: () => void,
+  ): Promise<LaunchedSandbox>;
   /** Kills a sandbox that left the pool unbound and removes its files. */
   dispose(sandbox: LaunchedSandbox, reason: string): Promise<void>;
-  /** A fresh, never reused sandbox name. */
-  nextName(): string;
+  /** The lifecycle of a new sandbox, under a fresh, never reused name. */
+  newLifecycle(): SandboxLifecycle;
 }
 
 interface Entry {
-  name: string;
+  lifecycle: SandboxLifecycle;
   /** null while the engine is still creating it. */
   sandbox: LaunchedSandbox | null;
-  /** Died in the pool, or its runner stopped asking for a binding (hung). */
-  dead: boolean;
   /** Last time its runner was seen waiting for a binding (or when it was launched). */
   seenAt: number;
+}
+
+/** Ready to bind now: started, and its runner waits on GET /v1/bind. */
+function isReady(e: Entry): boolean {
+  return e.lifecycle.phase === 'warm' && e.sandbox !== null && e.sandbox.gateway.runnerWaiting;
+}
+
+/** Died in the pool, or hung: it is drained, never handed out. */
+function drain(e: Entry, why: string): void {
+  if (!e.lifecycle.isEnding) e.lifecycle.moveTo('draining', why);
 }
 
 interface ProfilePool {
@@ -99,14 +114,14 @@ export class WarmPool {
     const now = this.deps.clock.now();
     pool.takes.push(now);
     pool.lastUsedAt = now;
-    const index = pool.entries.findIndex((e) => !e.dead && e.sandbox?.gateway.runnerWaiting);
+    const index = pool.entries.findIndex(isReady);
     this.wake.notify();
     if (index < 0) {
       this.misses++;
       return null;
     }
     const [entry] = pool.entries.splice(index, 1);
-    this.byName.delete(entry!.name);
+    this.byName.delete(entry!.lifecycle.name);
     this.hits++;
     return entry!.sandbox;
   }
@@ -115,7 +130,7 @@ export class WarmPool {
   onSandboxExit(name: string): boolean {
     const found = this.byName.get(name);
     if (!found) return false;
-    found.entry.dead = true;
+    drain(found.entry, 'exited in the pool');
     this.deps.log.warn({ sandbox: name }, 'Warm sandbox died before binding; replacing it');
     this.wake.notify();
     return true;
@@ -131,8 +146,8 @@ export class WarmPool {
     let starting = 0;
     for (const pool of this.pools.values())
       for (const e of pool.entries) {
-        if (e.dead) continue;
-        if (e.sandbox?.gateway.runnerWaiting) ready++;
+        if (e.lifecycle.isEnding) continue;
+        if (isReady(e)) ready++;
         else starting++;
       }
     return { ready, starting, hits: this.hits, misses: this.misses };
@@ -146,12 +161,15 @@ export class WarmPool {
     const all = [...this.pools.values()].flatMap((p) => p.entries.splice(0));
     this.byName.clear();
     // A few at a time: hundreds of parallel stops would only queue up in the engine.
-    const sandboxes = all.flatMap((e) => (e.sandbox ? [e.sandbox] : []));
+    const entries = all.filter((e) => e.sandbox !== null);
     const disposeNext = async (): Promise<void> => {
-      for (let s = sandboxes.pop(); s; s = sandboxes.pop())
-        await this.deps.dispose(s, 'worker stopping').catch((err: unknown) => {
-          this.deps.log.warn({ err, sandbox: s.name }, 'Could not dispose of a warm sandbox');
+      for (let e = entries.pop(); e; e = entries.pop()) {
+        const entry = e;
+        drain(entry, 'worker stopping');
+        await this.disposeOf(entry, 'worker stopping').catch((err: unknown) => {
+          this.deps.log.warn({ err, sandbox: entry.lifecycle.name }, 'Could not dispose of a warm sandbox');
         });
+      }
     };
     await Promise.all(Array.from({ length: STOP_CONCURRENCY }, disposeNext));
   }
@@ -215,28 +233,37 @@ export class WarmPool {
 
   private async fill(key: string, pool: ProfilePool): Promise<void> {
     const entry: Entry = {
-      name: this.deps.nextName(),
+      lifecycle: this.deps.newLifecycle(),
       sandbox: null,
-      dead: false,
       seenAt: this.deps.clock.now(),
     };
     pool.entries.push(entry);
-    this.byName.set(entry.name, { key, entry });
+    this.byName.set(entry.lifecycle.name, { key, entry });
     const onReady = () => {
       entry.seenAt = this.deps.clock.now();
       this.wake.notify();
     };
     try {
-      entry.sandbox = await this.deps.launch(entry.name, key, pool.profile, onReady);
+      entry.sandbox = await this.deps.launch(entry.lifecycle, key, pool.profile, onReady);
     } catch (err) {
       this.remove(pool, entry);
+      drain(entry, 'did not start');
+      entry.lifecycle.moveTo('gone', 'did not start');
       throw err;
     }
-    // Stopped while it was being created: it never joins the pool.
-    if (this.stopped) {
+    if (this.stopped) drain(entry, 'worker stopping');
+    // Stopped, or exited, while it was being created: it never joins the pool.
+    if (entry.lifecycle.isEnding) {
       this.remove(pool, entry);
-      await this.deps.dispose(entry.sandbox, 'worker stopping');
+      await this.disposeOf(entry, 'ended while starting');
+      return;
     }
+    entry.lifecycle.moveTo('warm', 'started unbound');
+  }
+
+  private async disposeOf(entry: Entry, reason: string): Promise<void> {
+    await this.deps.dispose(entry.sandbox!, reason);
+    entry.lifecycle.moveTo('gone', reason);
   }
 
   private async dropDeadAndSurplus(): Promise<void> {
@@ -244,15 +271,19 @@ export class WarmPool {
     for (const pool of this.pools.values()) {
       // A runner asks again at once after each long-poll: one silent this long is hung (or never booted).
       for (const e of pool.entries)
-        if (e.sandbox && !e.sandbox.gateway.runnerWaiting && now - e.seenAt > BOOT_TIMEOUT_MS) e.dead = true;
+        if (e.sandbox && !e.sandbox.gateway.runnerWaiting && now - e.seenAt > BOOT_TIMEOUT_MS)
+          drain(e, 'hung in the pool');
       let surplus = pool.entries.length - this.targetOf(pool, now);
-      // Dead ones first, then the oldest.
-      for (const entry of [...pool.entries].sort((a, b) => Number(b.dead) - Number(a.dead))) {
-        if (!entry.dead && surplus <= 0) break;
+      // Drained ones first, then the oldest.
+      const draining = (e: Entry) => Number(e.lifecycle.isEnding);
+      for (const entry of [...pool.entries].sort((a, b) => draining(b) - draining(a))) {
+        if (!entry.lifecycle.isEnding && surplus <= 0) break;
         if (!entry.sandbox) continue;
         this.remove(pool, entry);
         surplus--;
-        await this.deps.dispose(entry.sandbox, entry.dead ? 'dead or hung in the pool' : 'pool shrinking');
+        const reason = entry.lifecycle.isEnding ? 'dead or hung in the pool' : 'pool shrinking';
+        drain(entry, reason);
+        await this.disposeOf(entry, reason);
       }
     }
   }
@@ -260,6 +291,6 @@ export class WarmPool {
   private remove(pool: ProfilePool, entry: Entry): void {
     const index = pool.entries.indexOf(entry);
     if (index >= 0) pool.entries.splice(index, 1);
-    this.byName.delete(entry.name);
+    this.byName.delete(entry.lifecycle.name);
   }
 }

@@ -19,8 +19,8 @@ import { Workspaces } from '../workspace/index.js';
 import type { SandboxDeps, WorkerDeps } from './deps.js';
 import { cleanUpLocalLeftovers } from './local-cleanup.js';
 import { installIdOf, poolSandboxName } from './paths.js';
-import { launchSandbox, profileOf, removeSandboxFiles } from './sandbox-launch.js';
-import { LEASE_LOST, SessionSupervisor, type SupervisorDeps, WORKER_STOPPING } from './session-supervisor.js';
+import { launchSandbox, newSandboxLifecycle, profileOf, removeSandboxFiles } from './sandbox-launch.js';
+import { SessionSupervisor, type SupervisorDeps } from './session-supervisor.js';
 import { WarmPool, type WarmPoolStats } from './warm-pool.js';
 
 const EVENTS_CONNECT_TIMEOUT_MS = 10_000;
@@ -113,7 +113,7 @@ export class Worker {
     this.abort.abort();
     this.unsubscribe?.();
     this.claimWake.notify();
-    for (const s of this.supervisors.values()) s.stop(WORKER_STOPPING);
+    for (const s of this.supervisors.values()) s.stop('WorkerStopping');
     await Promise.allSettled([...this.running, ...this.loops, this.cleaning, this.pool?.stop()]);
     await this.deps.store.removeWorker(this.id);
     const now = this.deps.clock.now();
@@ -190,13 +190,13 @@ export class Worker {
       {
         clock: this.deps.clock,
         log,
-        nextName: () => poolSandboxName(this.installId, this.id, ++seq),
-        launch: (name, key, profile, onReady) =>
+        newLifecycle: () => newSandboxLifecycle(poolSandboxName(this.installId, this.id, ++seq), log),
+        launch: (lifecycle, key, profile, onReady) =>
           launchSandbox(deps, {
-            name,
+            lifecycle,
             profile,
             pool: key,
-            log: log.child({ sandbox: name }),
+            log: log.child({ sandbox: lifecycle.name }),
             onBootWaiting: onReady,
           }),
         dispose: async (sandbox, reason) => {
@@ -294,7 +294,7 @@ export class Worker {
       const leaseAgeMs = clock.now() - this.lastRenewedAt;
       if (leaseAgeMs >= config.leaseMs * SELF_FENCE_FRACTION && this.supervisors.size > 0) {
         this.log.error({ leaseAgeMs }, 'Lease about to lapse: killing own sandboxes');
-        for (const s of this.supervisors.values()) s.stop(LEASE_LOST);
+        for (const s of this.supervisors.values()) s.stop('LeaseLost');
       }
     }
   }
@@ -305,7 +305,7 @@ export class Worker {
    */
   private async rejoin(now: number): Promise<void> {
     this.log.error('Worker row gone: ending own sessions and registering again');
-    for (const s of this.supervisors.values()) s.stop(LEASE_LOST);
+    for (const s of this.supervisors.values()) s.stop('LeaseLost');
     await this.deps.store.registerWorker({
       id: this.id,
       host: hostname(),

@@ -12,8 +12,10 @@ import {
   type AgentSpecInput,
   agentSpecSchema,
   modelApiOf,
+  SandboxLifecycle,
   systemClock,
   type Turn,
+  TurnInFlight,
 } from '../../src/core/index.js';
 import { ModelProxy, SandboxGateway, signSandboxToken } from '../../src/gateway/index.js';
 import { SecretStore } from '../../src/secrets/index.js';
@@ -62,7 +64,9 @@ export async function startModelGateway(
   const socketPath = join(dir, 'gateway.sock');
   const token = (generation = binding.generation) =>
     signSandboxToken(TOKEN_SECRET, { sessionId: 's', generation, expiresAt: Date.now() + 60_000 });
+  const lifecycle = new SandboxLifecycle('model-gateway-test');
   const gateway = new SandboxGateway({
+    lifecycle,
     socketPath,
     bootToken: 'boot-token-of-this-test-sandbox',
     secret: TOKEN_SECRET,
@@ -75,18 +79,21 @@ export async function startModelGateway(
     fence: binding,
     assignment: { sessionId: 's', generation: binding.generation, token: token(), heartbeatIntervalMs: 1000 },
     log,
-    hooks: { onHeartbeat: () => {}, beforeCommit: async () => {}, onTurnEnded: () => {} },
+    hooks: { onHeartbeat: () => {}, beforeCommit: async () => {} },
     modelProxy: new ModelProxy({ ...shared, agent: created, secrets, upstreams }),
   });
-  gateway.offerTurn({
-    turnId: turn.id,
-    sessionId: 's',
-    generation: binding.generation,
-    attempt: 1,
-    provider,
-    messages: [],
-    limits: { maxOutputBytes: 1000, heartbeatIntervalMs: 1000 },
-  });
+  lifecycle.moveTo('bound', 'test');
+  lifecycle.serve(
+    new TurnInFlight(turn, {
+      turnId: turn.id,
+      sessionId: 's',
+      generation: binding.generation,
+      attempt: 1,
+      provider,
+      messages: [],
+      limits: { maxOutputBytes: 1000, heartbeatIntervalMs: 1000 },
+    }),
+  );
   await gateway.listen();
   return {
     store,

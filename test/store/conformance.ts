@@ -128,7 +128,10 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
         const { fence, turn } = await claimAndStartTurn(store, now);
         assert.equal(turn.attempt, attempt);
         assert.equal(
-          await store.abortTurn({ ...fence, turnId: turn.id, error: 'sandbox exited' }, now),
+          await store.abortTurn(
+            { ...fence, turnId: turn.id, code: 'SANDBOX_EXITED', error: 'sandbox exited' },
+            now,
+          ),
           'ok',
         );
         assert.equal(await store.releaseSession(fence, now), 'ok');
@@ -159,7 +162,7 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
       const store = await withAgent(open);
       await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'x', now: BASE });
       const { fence, turn } = await claimAndStartTurn(store, BASE);
-      const abort = { ...fence, turnId: turn.id, error: 'worker stopping', countsAsTry: false };
+      const abort = { ...fence, turnId: turn.id, code: 'WORKER_STOPPING' as const, error: 'worker stopping' };
       assert.equal(await store.abortTurn(abort, BASE + 5), 'ok');
       const [message] = await store.listMessages('s', 0, 1);
       assert.equal(message?.status, 'pending');
@@ -175,16 +178,17 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
       const store = await withAgent(open);
       await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'x', now: BASE });
       const { fence, turn } = await claimAndStartTurn(store, BASE);
-      const error = 'SANDBOX_OUT_OF_MEMORY: killed at 512 MiB';
-      assert.equal(
-        await store.abortTurn({ ...fence, turnId: turn.id, error, terminal: true }, BASE + 5),
-        'ok',
-      );
+      const error = 'killed at 512 MiB';
+      const code = 'SANDBOX_OUT_OF_MEMORY';
+      assert.equal(await store.abortTurn({ ...fence, turnId: turn.id, code, error }, BASE + 5), 'ok');
       const [message] = await store.listMessages('s', 0, 1);
       assert.equal(message?.status, 'failed');
       assert.equal(message?.tries, 1);
+      assert.equal(message?.errorCode, code);
+      assert.equal((await store.getTurn(turn.id))?.errorCode, code);
       const last = (await store.eventsAfter('s', 0, 10)).at(-1);
       assert.equal(last?.type, 'failed');
+      assert.equal(last?.data.code, code);
       assert.equal(last?.data.error, error);
       await store.close();
     });

@@ -35,6 +35,10 @@ export class DockerRuntime implements SandboxRuntime {
   async create(spec: SandboxSpec): Promise<SandboxHandle> {
     const options = containerOptions(spec);
     const container = await this.docker.createContainer(options).catch((err: Error) => {
+      if ((err as { statusCode?: number }).statusCode === 404 && /no such image/i.test(err.message))
+        throw new BerthError('IMAGE_MISSING', `Sandbox image ${spec.image} is not in the Docker engine`, {
+          cause: err,
+        });
       if (/unknown runtime specified|unknown or invalid runtime/i.test(err.message)) {
         throw new BerthError(
           'ISOLATION_UNAVAILABLE',

@@ -283,6 +283,15 @@ CREATE TABLE commit_markers (
 );
 `,
   },
+  {
+    version: 13,
+    name: 'error codes',
+    // The catalogue code beside the prose of why a turn ended and why a message was retried or failed.
+    sql: `
+ALTER TABLE turns ADD COLUMN error_code TEXT;
+ALTER TABLE messages ADD COLUMN error_code TEXT;
+`,
+  },
 ];
 
 /** SQLite's column types in PostgreSQL's: every integer 64-bit, AUTOINCREMENT keys as BIGSERIAL. */

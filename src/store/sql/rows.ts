@@ -1,21 +1,23 @@
 /** Row → record mappers shared by the SQL stores (snake_case columns, JSON as TEXT, integers as numbers). */
-import type {
-  Agent,
-  AgentSpec,
-  ApiTokenRow,
-  Message,
-  Schedule,
-  Session,
-  SessionEvent,
-  SessionEventType,
-  StorageGrant,
-  StorageOp,
-  StoredObject,
-  Turn,
-  Webhook,
-  WebhookAttempt,
-  WebhookDelivery,
-  WorkerRow,
+import {
+  type Agent,
+  type AgentSpec,
+  type ApiTokenRow,
+  type ErrorCode,
+  isErrorCode,
+  type Message,
+  type Schedule,
+  type Session,
+  type SessionEvent,
+  type SessionEventType,
+  type StorageGrant,
+  type StorageOp,
+  type StoredObject,
+  type Turn,
+  type Webhook,
+  type WebhookAttempt,
+  type WebhookDelivery,
+  type WorkerRow,
 } from '../../core/index.js';
 
 import type { Row } from './program.js';
@@ -61,6 +63,7 @@ export function toMessage(r: Row): Message {
     processAfter: Number(r.process_after),
     turnId: (r.turn_id as string | null) ?? null,
     error: (r.error as string | null) ?? null,
+    errorCode: errorCodeOf(r.error_code),
     createdAt: Number(r.created_at),
   };
 }
@@ -76,6 +79,7 @@ export function toTurn(r: Row): Turn {
     status: r.status as Turn['status'],
     progress: (r.progress as string | null) ?? null,
     error: (r.error as string | null) ?? null,
+    errorCode: errorCodeOf(r.error_code),
     messageIds: JSON.parse(String(r.message_ids)) as number[],
     startedAt: Number(r.started_at),
     endedAt: r.ended_at == null ? null : Number(r.ended_at),
@@ -189,4 +193,10 @@ export function toStorageObject(r: Row): StoredObject {
     size: Number(r.size),
     updatedAt: Number(r.updated_at),
   };
+}
+
+/** A stored code the catalogue no longer has (a newer berth wrote it) reads as INTERNAL, never as a string out of the union. */
+function errorCodeOf(value: unknown): ErrorCode | null {
+  if (value === null || value === undefined) return null;
+  return isErrorCode(value) ? value : 'INTERNAL';
 }

@@ -209,17 +209,25 @@ export class SqlStore implements Store {
   }
 
   archiveSession(sessionId: string, now: number, tenant?: string): Promise<SessionView> {
-    const leaseMs = this.leaseMs;
+    const { leaseMs, retry } = this;
     return this.write(function* (changes) {
       const row = yield* get('SESSION_BY_ID', { id: sessionId });
       if (!row || !ownedBy(row, tenant))
         throw new BerthError('SESSION_NOT_FOUND', `Session ${sessionId} does not exist (archiveSession)`);
       if ((yield* run('ARCHIVE_SESSION', { id: sessionId, now })) === 1) {
-        const error = 'session archived';
+        const error = `Session ${sessionId} was archived (archiveSession)`;
         const failed = (yield* all('OPEN_INBOUND_OF_SESSION', { sessionId })).map(toMessage);
-        for (const m of failed) yield* run('FAIL_OPEN_MESSAGE', { id: m.id, error });
+        // The running turn ends through the one abort path (SESSION_ARCHIVED is terminal: its messages fail); then the rest.
         const running = yield* get('RUNNING_TURN_OF_SESSION', { sessionId });
-        if (running) yield* run('END_TURN', { id: running.id, status: 'aborted', error, now });
+        if (running)
+          yield* abortRunningTurn(
+            changes,
+            { sessionId, turnId: String(running.id), code: 'SESSION_ARCHIVED', error },
+            now,
+            retry,
+          );
+        for (const m of failed)
+          yield* run('FAIL_OPEN_MESSAGE', { id: m.id, error, errorCode: 'SESSION_ARCHIVED' });
         yield* insertEvent(
           changes,
           sessionId,
@@ -548,7 +556,7 @@ export class SqlStore implements Store {
       }
       if (input.schedules?.items.length) yield* insertTurnSchedules(sessionId, turnId, input.schedules, now);
       yield* run('SET_PENDING_LAYER', { id: sessionId, turnId, now });
-      yield* run('END_TURN', { id: turnId, status: 'committed', error: null, now });
+      yield* run('END_TURN', { id: turnId, status: 'committed', error: null, errorCode: null, now });
       for (const output of input.outputs) {
         const data = output.data === undefined ? null : JSON.stringify(output.data);
         const reply = (yield* get('INSERT_OUTBOUND', { sessionId, text: output.text, data, turnId, now }))!;

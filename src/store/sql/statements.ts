@@ -65,7 +65,7 @@ WHERE id = :id AND archived_at IS NULL`;
 export const OPEN_INBOUND_OF_SESSION = `
 SELECT * FROM messages WHERE session_id = :sessionId AND direction = 'in' AND status IN ('pending', 'processing') ORDER BY id`;
 export const FAIL_OPEN_MESSAGE = `
-UPDATE messages SET status = 'failed', error = :error WHERE id = :id AND status IN ('pending', 'processing')`;
+UPDATE messages SET status = 'failed', error = :error, error_code = :errorCode WHERE id = :id AND status IN ('pending', 'processing')`;
 /** Params: sessionId. 1 row = a session not archived uses the agent. */
 export const LIVE_SESSION_OF_AGENT = `SELECT 1 FROM sessions WHERE agent = :agent AND archived_at IS NULL LIMIT 1`;
 export const RECORD_SANDBOX = `
@@ -105,14 +105,14 @@ export const TAKE_MESSAGE = `
 UPDATE messages SET status = 'processing', tries = tries + 1, turn_id = :turnId WHERE id = :id AND status = 'pending'`;
 export const FINISH_MESSAGE = `UPDATE messages SET status = 'done' WHERE id = :id AND status = 'processing'`;
 export const RETRY_MESSAGE = `
-UPDATE messages SET status = 'pending', process_after = :processAfter, turn_id = NULL, error = :error
+UPDATE messages SET status = 'pending', process_after = :processAfter, turn_id = NULL, error = :error, error_code = :errorCode
 WHERE id = :id AND status = 'processing'`;
-/** Back to pending at once with its try given back (the worker stopped, not the turn). Params: id, now, error. */
+/** Back to pending at once with its try given back (the worker stopped, not the turn). Params: id, now, error, errorCode. */
 export const REQUEUE_MESSAGE = `
-UPDATE messages SET status = 'pending', tries = tries - 1, process_after = :now, turn_id = NULL, error = :error
+UPDATE messages SET status = 'pending', tries = tries - 1, process_after = :now, turn_id = NULL, error = :error, error_code = :errorCode
 WHERE id = :id AND status = 'processing'`;
 export const FAIL_MESSAGE = `
-UPDATE messages SET status = 'failed', error = :error WHERE id = :id AND status = 'processing'`;
+UPDATE messages SET status = 'failed', error = :error, error_code = :errorCode WHERE id = :id AND status = 'processing'`;
 export const PROCESSING_OF_TURN = `SELECT * FROM messages WHERE turn_id = :turnId AND status = 'processing' ORDER BY id`;
 /** Counts for a session view. Params: sessionId, now. */
 export const SESSION_COUNTS = `
@@ -134,7 +134,7 @@ export const TURN_BY_ID = `SELECT * FROM turns WHERE id = :id`;
 export const TURNS_OF_SESSION = `SELECT * FROM turns WHERE session_id = :sessionId ORDER BY started_at, id`;
 export const SET_TURN_PROGRESS = `UPDATE turns SET progress = :text WHERE id = :id AND status = 'running'`;
 export const END_TURN = `
-UPDATE turns SET status = :status, error = :error, ended_at = :now WHERE id = :id AND status = 'running'`;
+UPDATE turns SET status = :status, error = :error, error_code = :errorCode, ended_at = :now WHERE id = :id AND status = 'running'`;
 
 export const INSERT_EVENT = `
 INSERT INTO events (session_id, type, data, created_at) VALUES (:sessionId, :type, :data, :now) RETURNING id`;

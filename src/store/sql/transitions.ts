@@ -36,7 +36,12 @@ export function* reclaimSession(
   if (running)
     yield* abortRunningTurn(
       changes,
-      { sessionId, turnId: String(running.id), error: 'worker lease expired' },
+      {
+        sessionId,
+        turnId: String(running.id),
+        code: 'LEASE_EXPIRED',
+        error: `Worker ${lease.lease_owner} stopped renewing its lease (reclaimExpiredLeases)`,
+      },
       now,
       policy.retry,
     );
@@ -47,49 +52,54 @@ export function* reclaimSession(
 
 export function* abortRunningTurn(
   changes: StoreChange[],
-  input: Pick<AbortInput, 'sessionId' | 'turnId' | 'error' | 'countsAsTry' | 'terminal' | 'detectedAfterMs'>,
+  input: Pick<AbortInput, 'sessionId' | 'turnId' | 'code' | 'error' | 'detectedAfterMs'>,
   now: number,
   retry: RetryPolicy,
 ): Program<void> {
-  const { sessionId, turnId, error, countsAsTry = true, terminal = false } = input;
+  const { sessionId, turnId, code, error } = input;
   // How long the turn's death went unnoticed (sandbox exit or last heartbeat to this abort), for the metrics.
   const detected = input.detectedAfterMs === undefined ? {} : { detectedAfterMs: input.detectedAfterMs };
   for (const m of yield* turnMessages(turnId)) {
-    const decision = decideAbortedMessage(m.tries, now, retry, countsAsTry, terminal);
+    const decision = decideAbortedMessage(m.tries, now, retry, code);
     switch (decision.action) {
       case 'requeue':
-        yield* run('REQUEUE_MESSAGE', { id: m.id, now, error });
+        yield* run('REQUEUE_MESSAGE', { id: m.id, now, error, errorCode: code });
         yield* insertEvent(
           changes,
           sessionId,
           'retrying',
-          { turnId, messageId: m.id, tries: m.tries - 1, error, retryInMs: 0, ...detected },
+          { turnId, messageId: m.id, tries: m.tries - 1, code, error, retryInMs: 0, ...detected },
           now,
         );
         break;
       case 'retry':
-        yield* run('RETRY_MESSAGE', { id: m.id, processAfter: decision.processAfter, error });
+        yield* run('RETRY_MESSAGE', {
+          id: m.id,
+          processAfter: decision.processAfter,
+          error,
+          errorCode: code,
+        });
         yield* insertEvent(
           changes,
           sessionId,
           'retrying',
-          { turnId, messageId: m.id, tries: m.tries, error, retryInMs: decision.delayMs, ...detected },
+          { turnId, messageId: m.id, tries: m.tries, code, error, retryInMs: decision.delayMs, ...detected },
           now,
         );
         break;
       case 'fail':
-        yield* run('FAIL_MESSAGE', { id: m.id, error });
+        yield* run('FAIL_MESSAGE', { id: m.id, error, errorCode: code });
         yield* insertEvent(
           changes,
           sessionId,
           'failed',
-          { turnId, messageId: m.id, tries: m.tries, error, ...detected },
+          { turnId, messageId: m.id, tries: m.tries, code, error, ...detected },
           now,
         );
         break;
     }
   }
-  yield* run('END_TURN', { id: turnId, status: 'aborted', error, now });
+  yield* run('END_TURN', { id: turnId, status: 'aborted', error, errorCode: code, now });
 }
 
 /**

@@ -1,22 +1,39 @@
 /**
- * What the gateway holds for the turn its runner works on: the state the turn put and the
- * schedules it made, written only by that turn's commit (and dropped by its abort), and
- * whether its end has begun. Once the commit or abort has begun nothing more joins it,
- * and only the first end of the offered turn is accepted: a second or forged commit can
+ * The one in-process record of a turn while a sandbox serves it: the store's row, what the
+ * runner was handed, whether it was handed yet, what the turn wrote through the gateway
+ * (state, schedules) and how it ended. The state and schedules are written only by that
+ * turn's commit (and dropped by its abort); once the commit or abort has begun nothing
+ * more joins it, and only the first end is accepted, so a second or forged commit can
  * never touch a layer.
  */
-import { BerthError, type TurnSchedule } from '../core/index.js';
+import { BerthError, type ErrorCode } from './errors.js';
+import type { TurnAssignment } from './protocol.js';
+import type { TurnSchedule } from './schedule.js';
+import type { Turn } from './types.js';
 
 const MAX_STATE_KEYS_PER_TURN = 1000;
 const MAX_STATE_BYTES_PER_TURN = 1024 * 1024;
 
-export class OpenTurn {
+export type TurnOutcome = { kind: 'committed' } | { kind: 'aborted'; code: ErrorCode; error: string };
+
+export class TurnInFlight {
   readonly state: Record<string, unknown> = {};
   readonly schedules: TurnSchedule[] = [];
+  /** The runner has received the assignment (answered on GET /v1/turn). */
+  delivered = false;
+  /** Set once the commit or abort is written to the store. */
+  outcome: TurnOutcome | null = null;
   private stateBytes = 0;
   private closing = false;
 
-  constructor(readonly id: string) {}
+  constructor(
+    readonly row: Turn,
+    readonly assignment: TurnAssignment,
+  ) {}
+
+  get id(): string {
+    return this.row.id;
+  }
 
   /** Accepting writes: its commit or abort has not begun. */
   get open(): boolean {
@@ -44,9 +61,12 @@ export class OpenTurn {
   }
 
   /** Claims the right to end this turn, once; `turnId` must be this turn's. */
-  close(turnId: string, sessionId: string, operation: string): void {
+  close(turnId: string, operation: string): void {
     if (turnId !== this.id || this.closing)
-      throw new BerthError('TURN_ENDED', `Turn ${turnId} of session ${sessionId} is not open (${operation})`);
+      throw new BerthError(
+        'TURN_ENDED',
+        `Turn ${turnId} of session ${this.row.sessionId} is not open (${operation})`,
+      );
     this.closing = true;
   }
 }

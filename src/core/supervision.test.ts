@@ -1,0 +1,200 @@
+/** decideSupervision, case by case from a fixed BASE time: when a supervision ends, why, and what its turn becomes. */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { decideSupervision, type SupervisionDecision, type SupervisionSnapshot } from './supervision.js';
+
+const BASE = 1_800_000_000_000;
+const POLICY = { heartbeatTimeoutMs: 30_000, turnTimeoutMs: 600_000, idleTimeoutMs: 30_000, memoryMb: 512 };
+const QUIET: SupervisionSnapshot = {
+  stage: 'idle',
+  turn: null,
+  exit: null,
+  stop: null,
+  quotaExceeded: null,
+  lastHeartbeatAt: BASE - 1000,
+  idleSince: BASE - 10_000,
+  slotWanted: false,
+  recycleDue: null,
+};
+const inTurn = (p: Partial<SupervisionSnapshot> = {}): SupervisionSnapshot => ({
+  ...QUIET,
+  stage: 'in-turn',
+  turn: { startedAt: BASE - 5000, outcome: null },
+  ...p,
+});
+const exited = { exitCode: 137, oomKilled: false, at: BASE - 200 };
+
+test('decideSupervision: each snapshot, its decision', () => {
+  const cases: {
+    name: string;
+    s: SupervisionSnapshot;
+    policy?: Partial<typeof POLICY>;
+    expected: SupervisionDecision;
+  }[] = [
+    {
+      name: 'about to look for work',
+      s: { ...QUIET, stage: 'before-work' },
+      expected: { action: 'look-for-work' },
+    },
+    {
+      name: 'idle, not for long: wait for the idle deadline',
+      s: QUIET,
+      expected: { action: 'wait', forMs: 20_000 },
+    },
+    {
+      name: 'idle past the timeout',
+      s: { ...QUIET, idleSince: BASE - 30_000 },
+      expected: { action: 'end', ending: { reason: 'Idle', message: 'idle for 30000 ms', abort: null } },
+    },
+    {
+      name: 'resident: never idles out; the heartbeat sets the next check',
+      s: { ...QUIET, idleSince: BASE - 3_600_000 },
+      policy: { idleTimeoutMs: Number.POSITIVE_INFINITY },
+      expected: { action: 'wait', forMs: 29_000 },
+    },
+    {
+      name: 'a queued session wants the slot',
+      s: { ...QUIET, slotWanted: true },
+      expected: {
+        action: 'end',
+        ending: { reason: 'SlotWanted', message: 'slot wanted by a queued session', abort: null },
+      },
+    },
+    {
+      name: 'resident recycle due',
+      s: { ...QUIET, recycleDue: 'recycle requested' },
+      expected: {
+        action: 'end',
+        ending: { reason: 'Recycled', message: 'recycled: recycle requested', abort: null },
+      },
+    },
+    {
+      name: 'between turns the sandbox exits: nothing to abort',
+      s: { ...QUIET, stage: 'before-work', exit: exited },
+      expected: {
+        action: 'end',
+        ending: { reason: 'SandboxExited', message: 'sandbox exited (exit code 137)', abort: null },
+      },
+    },
+    {
+      name: 'mid-turn exit: the turn is aborted with SANDBOX_EXITED, detection from the exit',
+      s: inTurn({ exit: exited }),
+      expected: {
+        action: 'end',
+        ending: {
+          reason: 'SandboxExited',
+          message: 'sandbox exited (exit code 137)',
+          abort: {
+            code: 'SANDBOX_EXITED',
+            error: 'sandbox exited mid-turn (exit code 137)',
+            diedAt: BASE - 200,
+          },
+        },
+      },
+    },
+    {
+      name: 'mid-turn OOM kill: terminal SANDBOX_OUT_OF_MEMORY',
+      s: inTurn({ exit: { ...exited, oomKilled: true } }),
+      expected: {
+        action: 'end',
+        ending: {
+          reason: 'SandboxExited',
+          message: 'sandbox exited (out of memory)',
+          abort: {
+            code: 'SANDBOX_OUT_OF_MEMORY',
+            error: 'sandbox exited mid-turn, killed at its memory limit (512 MiB)',
+          },
+        },
+      },
+    },
+    {
+      name: 'a commit that raced the exit is a commit',
+      s: inTurn({ exit: exited, turn: { startedAt: BASE - 5000, outcome: { kind: 'committed' } } }),
+      expected: { action: 'turn-committed' },
+    },
+    {
+      name: 'the runner aborted its turn: nothing more to abort',
+      s: inTurn({
+        turn: {
+          startedAt: BASE - 5000,
+          outcome: { kind: 'aborted', code: 'TURN_FAILED', error: 'step 1 (run) failed' },
+        },
+      }),
+      expected: {
+        action: 'end',
+        ending: { reason: 'TurnAborted', message: 'the runner aborted the turn (TURN_FAILED)', abort: null },
+      },
+    },
+    {
+      name: 'over the quota mid-turn: terminal, with the watch code',
+      s: inTurn({ quotaExceeded: { code: 'WORKSPACE_QUOTA_EXCEEDED', message: 'over 32 MiB' } }),
+      expected: {
+        action: 'end',
+        ending: {
+          reason: 'QuotaExceeded',
+          message: 'over 32 MiB',
+          abort: { code: 'WORKSPACE_QUOTA_EXCEEDED', error: 'over 32 MiB' },
+        },
+      },
+    },
+    {
+      name: 'the worker stops mid-turn: WORKER_STOPPING (costs no try)',
+      s: inTurn({ stop: 'WorkerStopping' }),
+      expected: {
+        action: 'end',
+        ending: {
+          reason: 'WorkerStopping',
+          message: 'worker stopping',
+          abort: { code: 'WORKER_STOPPING', error: 'worker stopped: worker stopping' },
+        },
+      },
+    },
+    {
+      name: 'the lease lapses mid-turn: the worker fences itself',
+      s: inTurn({ stop: 'LeaseLost' }),
+      expected: {
+        action: 'end',
+        ending: {
+          reason: 'LeaseLost',
+          message: 'lease lost',
+          abort: { code: 'WORKER_FENCED', error: 'worker stopped: lease lost' },
+        },
+      },
+    },
+    {
+      name: 'silent sandbox mid-turn: SANDBOX_UNRESPONSIVE, detection from its last heartbeat',
+      s: inTurn({ lastHeartbeatAt: BASE - 30_000 }),
+      expected: {
+        action: 'end',
+        ending: {
+          reason: 'HeartbeatTimeout',
+          message: 'sandbox killed: heartbeat-timeout after 30000 ms',
+          abort: {
+            code: 'SANDBOX_UNRESPONSIVE',
+            error: 'sandbox killed: heartbeat-timeout after 30000 ms',
+            diedAt: BASE - 30_000,
+          },
+        },
+      },
+    },
+    {
+      name: 'turn past its deadline: TURN_TIMEOUT',
+      s: inTurn({ turn: { startedAt: BASE - 600_000, outcome: null } }),
+      expected: {
+        action: 'end',
+        ending: {
+          reason: 'TurnTimeout',
+          message: 'sandbox killed: turn-timeout after 600000 ms',
+          abort: { code: 'TURN_TIMEOUT', error: 'sandbox killed: turn-timeout after 600000 ms' },
+        },
+      },
+    },
+    {
+      name: 'a healthy turn: wait for the next heartbeat deadline',
+      s: inTurn(),
+      expected: { action: 'wait', forMs: 29_000 },
+    },
+  ];
+  for (const c of cases)
+    assert.deepEqual(decideSupervision(c.s, BASE, { ...POLICY, ...c.policy }), c.expected, c.name);
+});

@@ -1,0 +1,165 @@
+/**
+ * Why and when a session's supervision ends, decided once, purely: the session supervisor
+ * observes (the sandbox's exit, heartbeats, the turn's outcome, stop requests, the quota
+ * watch, demand for its slot, the resident recycle policy), calls decideSupervision, and
+ * acts on the decision. The decision's reason is a typed EndReason; the human account
+ * travels beside it, and a turn that must be aborted carries its catalogue code.
+ *
+ * Stages: `before-work` (between turns, about to look for runnable messages: only a dead
+ * sandbox or a stop request ends it), `idle` (between turns, nothing runnable) and
+ * `in-turn`.
+ */
+import { decideSandboxHealth } from './decide.js';
+import type { ErrorCode } from './errors.js';
+import type { TurnOutcome } from './turn-in-flight.js';
+
+export type EndReason =
+  /** No work for idleTimeout. */
+  | 'Idle'
+  /** Claimed, but its messages were taken or not yet due: nothing to serve. */
+  | 'NothingRunnable'
+  /** The mode gives every turn a fresh sandbox (idleTimeout 0, or gVisor). */
+  | 'SandboxPerTurn'
+  /** Idle, and a queued session waits for a slot. */
+  | 'SlotWanted'
+  /** A resident sandbox due for replacement by its policy (between turns). */
+  | 'Recycled'
+  /** The runner aborted its own turn: its retry gets a fresh sandbox after backoff. */
+  | 'TurnAborted'
+  | 'SandboxExited'
+  | 'HeartbeatTimeout'
+  | 'TurnTimeout'
+  | 'QuotaExceeded'
+  /** The worker is stopping (a deploy, a restart). */
+  | 'WorkerStopping'
+  /** The worker's lease is lapsing or its row is gone: it fences itself. */
+  | 'LeaseLost'
+  /** Starting, binding or mounting the sandbox failed. */
+  | 'SupervisorFailed';
+
+/** What becomes of the turn the supervision was serving when it ended. */
+export interface TurnAbort {
+  code: ErrorCode;
+  error: string;
+  /** When the sandbox died (its exit, or its last heartbeat), for the detection time. */
+  diedAt?: number;
+}
+
+export interface Ending {
+  reason: EndReason;
+  message: string;
+  /** Set when a running turn must be aborted in the store; null when none was running or it already ended. */
+  abort: TurnAbort | null;
+}
+
+export type StopRequest = 'WorkerStopping' | 'LeaseLost';
+
+export interface SupervisionSnapshot {
+  stage: 'before-work' | 'idle' | 'in-turn';
+  /** The turn being served (in-turn only). */
+  turn: { startedAt: number; outcome: TurnOutcome | null } | null;
+  exit: { exitCode: number | null; oomKilled: boolean; at: number } | null;
+  stop: StopRequest | null;
+  /** The quota watch found the workspace over its limit (in-turn only). */
+  quotaExceeded: { code: ErrorCode; message: string } | null;
+  lastHeartbeatAt: number;
+  /** When the last turn ended (or the supervision began). */
+  idleSince: number;
+  /** Idle only: a queued session wants this slot (modes that give their slot up). */
+  slotWanted: boolean;
+  /** Idle only: why a resident sandbox is due for a recycle, or null. */
+  recycleDue: string | null;
+}
+
+export interface SupervisionPolicy {
+  heartbeatTimeoutMs: number;
+  turnTimeoutMs: number;
+  /** Infinity for a resident sandbox: it never idles out. */
+  idleTimeoutMs: number;
+  memoryMb: number;
+}
+
+export type SupervisionDecision =
+  | { action: 'end'; ending: Ending }
+  | { action: 'wait'; forMs: number }
+  | { action: 'look-for-work' }
+  | { action: 'turn-committed' };
+
+export function decideSupervision(
+  s: SupervisionSnapshot,
+  now: number,
+  policy: SupervisionPolicy,
+): SupervisionDecision {
+  const inTurn = s.stage === 'in-turn';
+  // A turn that ended counts first: a commit that raced the sandbox's exit is a commit.
+  if (inTurn && s.turn?.outcome)
+    return s.turn.outcome.kind === 'committed'
+      ? { action: 'turn-committed' }
+      : end('TurnAborted', `the runner aborted the turn (${s.turn.outcome.code})`, null);
+  if (inTurn && s.quotaExceeded)
+    return end('QuotaExceeded', s.quotaExceeded.message, {
+      code: s.quotaExceeded.code,
+      error: s.quotaExceeded.message,
+    });
+  if (s.exit) {
+    const cause = s.exit.oomKilled ? 'out of memory' : `exit code ${s.exit.exitCode}`;
+    const message = `sandbox exited (${cause})`;
+    if (!inTurn) return end('SandboxExited', message, null);
+    return s.exit.oomKilled
+      ? end('SandboxExited', message, {
+          code: 'SANDBOX_OUT_OF_MEMORY',
+          error: `sandbox exited mid-turn, killed at its memory limit (${policy.memoryMb} MiB)`,
+        })
+      : end('SandboxExited', message, {
+          code: 'SANDBOX_EXITED',
+          error: `sandbox exited mid-turn (${cause})`,
+          diedAt: s.exit.at,
+        });
+  }
+  if (s.stop) {
+    const message = s.stop === 'LeaseLost' ? 'lease lost' : 'worker stopping';
+    return end(
+      s.stop,
+      message,
+      inTurn
+        ? {
+            code: s.stop === 'LeaseLost' ? 'WORKER_FENCED' : 'WORKER_STOPPING',
+            error: `worker stopped: ${message}`,
+          }
+        : null,
+    );
+  }
+  if (s.stage === 'before-work') return { action: 'look-for-work' };
+  let idleLeftMs = Number.POSITIVE_INFINITY;
+  if (s.stage === 'idle') {
+    idleLeftMs = policy.idleTimeoutMs - (now - s.idleSince);
+    if (idleLeftMs <= 0) return end('Idle', `idle for ${now - s.idleSince} ms`, null);
+    if (s.slotWanted) return end('SlotWanted', 'slot wanted by a queued session', null);
+    if (s.recycleDue) return end('Recycled', `recycled: ${s.recycleDue}`, null);
+  }
+  const health = decideSandboxHealth(
+    { lastHeartbeatAt: s.lastHeartbeatAt, turnStartedAt: inTurn ? (s.turn?.startedAt ?? null) : null },
+    now,
+    policy,
+  );
+  if (health.action === 'kill') {
+    const heartbeat = health.reason === 'heartbeat-timeout';
+    const message = `sandbox killed: ${health.reason} after ${health.ageMs} ms`;
+    return end(
+      heartbeat ? 'HeartbeatTimeout' : 'TurnTimeout',
+      message,
+      inTurn
+        ? {
+            code: heartbeat ? 'SANDBOX_UNRESPONSIVE' : 'TURN_TIMEOUT',
+            error: message,
+            ...(heartbeat ? { diedAt: s.lastHeartbeatAt } : {}),
+          }
+        : null,
+    );
+  }
+  return { action: 'wait', forMs: Math.min(idleLeftMs, health.nextCheckInMs) };
+}
+
+function end(reason: EndReason, message: string, abort: TurnAbort | null): SupervisionDecision {
+  return { action: 'end', ending: { reason, message, abort } };
+}

@@ -1,0 +1,322 @@
+/**
+ * A workspace layer as one immutable object: the archive a sealed attempt layer (or a
+ * whole committed tree, a snapshot) is packed into before it goes to the blob store, and
+ * applied from when a machine materialises a workspace it does not hold.
+ *
+ * Format: gzip of a line `berth-layer 1`, then one JSON header line per entry — `delete`
+ * (a whiteout: the path and all under it go), `dir`, `file` (followed by exactly `s` bytes
+ * of content), `link` (a symlink) — then `{"t":"end","n":<entries>}`, so a truncated
+ * archive is refused instead of half applied. Modes, owners and file mtimes are kept.
+ * Sockets and FIFOs are not content and are left out.
+ *
+ * Invariants:
+ * - Applying is idempotent and order-preserving: an archive applied twice, or again after
+ *   a crash cut it short, gives the same tree; a file appears whole (temp + rename).
+ * - Applying never writes outside its dir: paths are relative, without `.`/`..` segments,
+ *   and an entry under a symlink is refused (a packed layer never has one; a forged one
+ *   could use it to escape).
+ */
+import { randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import {
+  chmod,
+  chown,
+  lchown,
+  lstat,
+  mkdir,
+  open,
+  readdir,
+  readlink,
+  rename,
+  rm,
+  symlink,
+  utimes,
+} from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { Readable } from 'node:stream';
+import { createGunzip, createGzip } from 'node:zlib';
+import { BerthError } from '../core/index.js';
+import type { PromotionPlan } from './promotion.js';
+
+const MAGIC = 'berth-layer 1';
+const MAX_HEADER_BYTES = 64 * 1024;
+
+export type LayerEntry =
+  | { t: 'delete'; p: string }
+  | { t: 'dir'; p: string; m: number; u: number; g: number }
+  | { t: 'file'; p: string; m: number; u: number; g: number; s: number; mt: number }
+  | { t: 'link'; p: string; to: string; u: number; g: number };
+
+type Header = LayerEntry | { t: 'end'; n: number };
+
+/** The sealed layer's plan, packed with the content of what it moves in from the upper dir. */
+export function packLayer(plan: PromotionPlan, upperDir: string): Readable {
+  return gzipped(async function* () {
+    for (const step of plan.steps) {
+      if (step.op === 'delete') yield { entry: { t: 'delete', p: step.path } };
+      else if (step.op === 'mkdir')
+        yield { entry: { t: 'dir', p: step.path, m: step.mode, u: step.uid, g: step.gid } };
+      else {
+        const source = join(upperDir, step.from);
+        const entry = await entryOf(source, step.path);
+        if (entry) yield { entry, source };
+      }
+    }
+  });
+}
+
+/** A whole tree (a snapshot of a committed workspace), parents before children. */
+export function packTree(dir: string): Readable {
+  return gzipped(() => walk(dir, ''));
+}
+
+/** An entry, and for a file where its content is read from. */
+interface Packed {
+  entry: LayerEntry;
+  source?: string;
+}
+
+async function* walk(root: string, rel: string): AsyncGenerator<Packed> {
+  const names = (await readdir(join(root, rel)).catch(() => [] as string[])).sort();
+  for (const name of names) {
+    const path = rel ? join(rel, name) : name;
+    const st = await lstat(join(root, path));
+    if (st.isDirectory()) {
+      yield { entry: { t: 'dir', p: path, m: st.mode & 0o7777, u: st.uid, g: st.gid } };
+      yield* walk(root, path);
+    } else {
+      const source = join(root, path);
+      const entry = await entryOf(source, path);
+      if (entry) yield { entry, source };
+    }
+  }
+}
+
+/** The entry of a non-directory on disk; null for what is not content (a socket, a FIFO, a device). */
+async function entryOf(source: string, path: string): Promise<LayerEntry | null> {
+  const st = await lstat(source);
+  if (st.isSymbolicLink()) return { t: 'link', p: path, to: await readlink(source), u: st.uid, g: st.gid };
+  if (!st.isFile()) return null;
+  return { t: 'file', p: path, m: st.mode & 0o7777, u: st.uid, g: st.gid, s: st.size, mt: st.mtimeMs };
+}
+
+/** The entries as archive bytes: header lines, each file's content streamed after its header. */
+function gzipped(entries: () => AsyncGenerator<Packed>): Readable {
+  async function* bytes(): AsyncGenerator<Buffer> {
+    yield Buffer.from(`${MAGIC}\n`);
+    let n = 0;
+    for await (const { entry, source } of entries()) {
+      n++;
+      yield Buffer.from(`${JSON.stringify(entry)}\n`);
+      if (entry.t === 'file') yield* fileBytes(source!, entry);
+    }
+    yield Buffer.from(`${JSON.stringify({ t: 'end', n })}\n`);
+  }
+  return Readable.from(bytes()).pipe(createGzip({ level: 1 }));
+}
+
+/** Exactly the size the header announced: a file that changed under the packer is an error, not a corrupt archive. */
+async function* fileBytes(source: string, entry: Extract<LayerEntry, { t: 'file' }>): AsyncGenerator<Buffer> {
+  let sent = 0;
+  if (entry.s > 0)
+    for await (const chunk of createReadStream(source, { start: 0, end: entry.s - 1 })) {
+      sent += (chunk as Buffer).length;
+      yield chunk as Buffer;
+    }
+  if (sent !== entry.s)
+    throw new BerthError('WORKSPACE_FAILED', `File ${entry.p} changed size while its layer was packed`);
+}
+
+/** Applies an archive onto `dir` (created if missing); returns how many entries it applied. */
+export async function applyLayerArchive(
+  archive: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+  dir: string,
+): Promise<number> {
+  await mkdir(dir, { recursive: true });
+  const target = new TreeWriter(dir);
+  const reader = new ArchiveReader();
+  // Large chunks: a file's content is written in few syscalls.
+  const gunzip = createGunzip({ chunkSize: 1 << 20 });
+  const source = Readable.from(archive);
+  source.on('error', (err) => gunzip.destroy(err));
+  source.pipe(gunzip);
+  for await (const chunk of gunzip) await reader.push(chunk as Buffer, target);
+  return reader.finish();
+}
+
+/** Parses the archive's bytes as they come and hands each entry (and file content) to the writer. */
+class ArchiveReader {
+  private buffered: Buffer = Buffer.alloc(0);
+  private seenMagic = false;
+  private open: { entry: Extract<LayerEntry, { t: 'file' }>; left: number; file: OpenFile } | null = null;
+  private entries = 0;
+  private ended: number | null = null;
+
+  async push(chunk: Buffer, target: TreeWriter): Promise<void> {
+    this.buffered = this.buffered.length ? Buffer.concat([this.buffered, chunk]) : chunk;
+    for (;;) {
+      if (this.open) {
+        const take = Math.min(this.open.left, this.buffered.length);
+        if (take > 0) await this.open.file.write(this.buffered.subarray(0, take));
+        this.buffered = this.buffered.subarray(take);
+        this.open.left -= take;
+        if (this.open.left > 0) return;
+        await this.open.file.close();
+        this.open = null;
+        continue;
+      }
+      const newline = this.buffered.indexOf(10);
+      if (newline < 0) {
+        if (this.buffered.length > MAX_HEADER_BYTES) throw corrupt('a header line is too long');
+        return;
+      }
+      const line = this.buffered.subarray(0, newline).toString('utf8');
+      this.buffered = this.buffered.subarray(newline + 1);
+      if (!this.seenMagic) {
+        if (line !== MAGIC) throw corrupt('it does not start with the berth-layer magic');
+        this.seenMagic = true;
+        continue;
+      }
+      if (this.ended !== null) throw corrupt('bytes follow its end');
+      const header = parseHeader(line);
+      if (header.t === 'end') {
+        if (header.n !== this.entries)
+          throw corrupt(`it ends after ${this.entries} entries, not ${header.n}`);
+        this.ended = header.n;
+        continue;
+      }
+      this.entries++;
+      if (header.t === 'file') {
+        const file = await target.startFile(header);
+        if (header.s === 0) await file.close();
+        else this.open = { entry: header, left: header.s, file };
+      } else await target.apply(header);
+    }
+  }
+
+  finish(): number {
+    if (this.ended === null || this.open || this.buffered.length > 0) throw corrupt('it is truncated');
+    return this.ended;
+  }
+}
+
+function parseHeader(line: string): Header {
+  let h: Header;
+  try {
+    h = JSON.parse(line) as Header;
+  } catch {
+    throw corrupt('a header line is not JSON');
+  }
+  const known = ['delete', 'dir', 'file', 'link', 'end'];
+  if (typeof h !== 'object' || h === null || !known.includes(h.t))
+    throw corrupt('a header has an unknown type');
+  if (h.t !== 'end') assertRelativePath(h.p);
+  if (h.t === 'file' && !(Number.isSafeInteger(h.s) && h.s >= 0)) throw corrupt(`file ${h.p} has a bad size`);
+  return h;
+}
+
+function assertRelativePath(path: unknown): void {
+  if (
+    typeof path !== 'string' ||
+    path === '' ||
+    path.startsWith('/') ||
+    path.split('/').some((s) => s === '' || s === '.' || s === '..')
+  )
+    throw corrupt(`the path ${JSON.stringify(path)} is not a relative path inside the workspace`);
+}
+
+function corrupt(why: string): BerthError {
+  return new BerthError('WORKSPACE_FAILED', `Workspace layer archive is corrupt: ${why}`);
+}
+
+interface OpenFile {
+  write(bytes: Buffer): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Writes entries into one dir, never through a symlink, each step idempotent. */
+class TreeWriter {
+  /** Dirs under the root known to be real directories (not symlinks) during this apply. */
+  private readonly realDirs = new Set<string>(['']);
+
+  constructor(private readonly root: string) {}
+
+  async apply(entry: Exclude<LayerEntry, { t: 'file' }>): Promise<void> {
+    const target = await this.placeOf(entry.p);
+    switch (entry.t) {
+      case 'delete':
+        await rm(target, { recursive: true, force: true });
+        this.forget(entry.p);
+        return;
+      case 'dir': {
+        const st = await lstat(target).catch(() => null);
+        if (st && !st.isDirectory()) await rm(target, { force: true });
+        if (!st?.isDirectory()) await mkdir(target).catch(ignoreExists);
+        await chown(target, entry.u, entry.g);
+        await chmod(target, entry.m);
+        this.realDirs.add(entry.p);
+        return;
+      }
+      case 'link': {
+        const tmp = tempNameIn(dirname(target));
+        await symlink(entry.to, tmp);
+        await lchown(tmp, entry.u, entry.g);
+        await this.replaceWith(tmp, target, entry.p);
+        return;
+      }
+    }
+  }
+
+  async startFile(entry: Extract<LayerEntry, { t: 'file' }>): Promise<OpenFile> {
+    const target = await this.placeOf(entry.p);
+    const tmp = tempNameIn(dirname(target));
+    const handle = await open(tmp, 'wx', 0o600);
+    return {
+      write: async (bytes) => {
+        await handle.write(bytes);
+      },
+      close: async () => {
+        await handle.chown(entry.u, entry.g);
+        await handle.chmod(entry.m);
+        await handle.utimes(new Date(entry.mt), new Date(entry.mt));
+        await handle.close();
+        await this.replaceWith(tmp, target, entry.p);
+      },
+    };
+  }
+
+  /** Renames a finished temp over the target, replacing a directory that was there. */
+  private async replaceWith(tmp: string, target: string, rel: string): Promise<void> {
+    const st = await lstat(target).catch(() => null);
+    if (st?.isDirectory()) await rm(target, { recursive: true, force: true });
+    await rename(tmp, target);
+    this.forget(rel);
+  }
+
+  /** The absolute path of `rel`, after checking every parent is a real directory of this tree. */
+  private async placeOf(rel: string): Promise<string> {
+    const parts = rel.split('/');
+    for (let i = 1; i < parts.length; i++) {
+      const parent = parts.slice(0, i).join('/');
+      if (this.realDirs.has(parent)) continue;
+      const st = await lstat(join(this.root, parent)).catch(() => null);
+      if (!st) throw corrupt(`${rel} comes before its directory ${parent}`);
+      if (!st.isDirectory()) throw corrupt(`${rel} lies under ${parent}, which is not a directory`);
+      this.realDirs.add(parent);
+    }
+    return join(this.root, rel);
+  }
+
+  private forget(rel: string): void {
+    for (const known of this.realDirs)
+      if (known === rel || known.startsWith(`${rel}/`)) this.realDirs.delete(known);
+  }
+}
+
+function tempNameIn(dir: string): string {
+  return join(dir, `.berth-apply-${randomBytes(6).toString('hex')}`);
+}
+
+function ignoreExists(err: NodeJS.ErrnoException): void {
+  if (err.code !== 'EEXIST') throw err;
+}
