@@ -22,6 +22,8 @@ import { createProgress } from './progress.js';
 export interface ImageCommandDeps {
   docker(): Dockerode;
   cacheDir(): string;
+  /** The provider of an agent of the running host (for --agent). */
+  agentProvider(name: string): Promise<string>;
 }
 
 export function imageCommand(deps: ImageCommandDeps): Command {
@@ -38,6 +40,7 @@ export function imageCommand(deps: ImageCommandDeps): Command {
         .default('debootstrap'),
     )
     .option('--with <harnesses>', 'an agent image with these harnesses: claude-code,codex,opencode')
+    .option('--agent <name>', "the agent image for an agent of the running host: its provider's harness")
     .option('--apt <packages>', 'with --with: more Debian packages for the agent image (comma-separated)')
     .option('--json', 'print {"tag","built","seconds"} as JSON on stdout')
     .addHelpText(
@@ -65,12 +68,19 @@ Examples:
   berth image build
   berth image build --json | jq -r .tag
   berth image build --with claude-code,codex
+  berth image build --agent cc          # the image agent cc's provider needs
   berth image build --with codex --apt git,ripgrep`,
     )
     .action(
-      async (opts: { from: 'debootstrap' | 'dockerfile'; with?: string; apt?: string; json?: boolean }) => {
+      async (opts: {
+        from: 'debootstrap' | 'dockerfile';
+        with?: string;
+        agent?: string;
+        apt?: string;
+        json?: boolean;
+      }) => {
         const startedAt = performance.now();
-        const harnesses = list(opts.with);
+        const harnesses = [...list(opts.with), ...(opts.agent ? [await deps.agentProvider(opts.agent)] : [])];
         const progress = createProgress(harnesses.length ? 'berth-agent' : 'berth-base');
         let result: { tag: string; built: boolean };
         try {
