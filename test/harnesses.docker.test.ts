@@ -177,7 +177,7 @@ for (const harness of Object.keys(CASES) as HarnessName[]) {
     assert.match(toolOutputs(scripted[1]!).at(-1)!, /hello sandbox\s+uid=1000/);
     assert.match(toolOutputs(scripted[2]!).at(-1)!, /KEY-ABSENT/, 'the key is in a process or file');
     // The attack suite's search (security/probes.ts): no file under / and no process environment holds it.
-    assert.match(toolOutputs(scripted[3]!).at(-1)!, /files:none\s+0\s*$/, 'the secret search found the key');
+    assert.match(toolOutputs(scripted[3]!).at(-1)!, /^files:none\n0$/m, 'the secret search found the key');
     assert.match(
       JSON.stringify(scripted[0]!.body),
       /You are a careful test agent\./,
