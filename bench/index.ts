@@ -4,6 +4,7 @@
  */
 import { coldStart } from './cold-start.js';
 import { detection } from './detection.js';
+import { harnesses } from './harnesses.js';
 import { isolation } from './isolation.js';
 import { liveSandboxes } from './live-sandboxes.js';
 import { modelProxy } from './model-proxy.js';
@@ -17,7 +18,17 @@ const only = process.argv
   .slice(2)
   .map((a) => (a.startsWith('--only=') ? a.slice('--only='.length) : a))
   .filter((a) => !a.startsWith('--'));
-const all = { coldStart, warmStart, warmPath, detection, liveSandboxes, modelProxy, isolation, podStart };
+const all = {
+  coldStart,
+  warmStart,
+  warmPath,
+  detection,
+  liveSandboxes,
+  modelProxy,
+  isolation,
+  podStart,
+  harnesses,
+};
 for (const [name, bench] of Object.entries(all)) {
   if (only.length > 0 && !only.includes(name)) continue;
   process.stdout.write(`${JSON.stringify(await bench({ quick }))}\n`);

@@ -2,9 +2,10 @@
 # Set-up of a checkout, in named, timed steps (scripts/lib/steps.sh).
 #
 #   scripts/setup.sh demo   what `make demo` needs: dependencies, build, Docker, base image
-#   scripts/setup.sh test   everything `make test` needs: the above, then chromium, gVisor,
-#                           PostgreSQL, iproute2 and the Kubernetes test cluster's binaries
-#                           (BERTH_KUBE_TESTS=0 skips the last)
+#   scripts/setup.sh test   everything `make test` needs: the above, then the agent images of
+#                           the harnesses (Claude Code, Codex, opencode; BERTH_HARNESS_TESTS=0
+#                           skips them), chromium, gVisor, PostgreSQL, iproute2 and the
+#                           Kubernetes test cluster's binaries (BERTH_KUBE_TESTS=0 skips the last)
 #
 # Invariants: re-running is cheap, every step checks before it acts. `npm ci` runs only when
 # node_modules is missing or package-lock.json changed since the last successful install
@@ -45,7 +46,23 @@ step "docker engine" "see the message above" scripts/ensure-docker.sh
 step "sandbox base image (debootstrap, cached by recipe hash)" \
   "see the message above; 'node bin/berth.js image build' runs this step alone" node bin/berth.js image build
 
+# One agent image per harness (what `berth agent create NAME --provider <harness>` uses), from
+# the npm registry onto the cached base root; a no-op for an image whose recipe is built.
+harness_images() {
+  local harness
+  for harness in claude-code codex opencode; do
+    node bin/berth.js image build --with "$harness"
+  done
+}
+
 if [[ $target == test ]]; then
+  if [[ ${BERTH_HARNESS_TESTS:-1} != 0 ]]; then
+    step "agent images of the harnesses (npm registry, about 1 min each the first time)" \
+      "see the message above; check that this machine reaches the npm registry (npm ping), or set BERTH_HARNESS_TESTS=0 to skip the harness tests" \
+      harness_images
+  else
+    echo "==> agent images of the harnesses: skipped (BERTH_HARNESS_TESTS=0)"
+  fi
   step "chromium (dashboard browser test)" "see the message above" scripts/ensure-chromium.sh
   step "gVisor tier (runsc)" "see the message above" scripts/ensure-runsc.sh
   step "PostgreSQL server binaries" "see the message above" scripts/ensure-postgres.sh

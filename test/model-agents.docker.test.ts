@@ -12,23 +12,11 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { SecretStore } from '../src/secrets/index.js';
 import { type FakeModelServer, startFakeAnthropic, startFakeOpenAI } from './helpers/fake-models.js';
+import { keySearch } from './helpers/key-search.js';
 import { startTestHost } from './helpers/test-host.js';
 
 const KEY = `sk-e2e-${Math.random().toString(36).slice(2)}-secret`;
 const reply = (e: { type: string }) => e.type === 'reply' || e.type === 'failed';
-
-/** The search runs inside the sandbox; the needle is built from two halves so no command line holds it whole. */
-function keySearch(key: string): string {
-  const half = Math.floor(key.length / 2);
-  return [
-    `K='${key.slice(0, half)}''${key.slice(half)}'`,
-    'found=""',
-    'for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do grep -qsF "$K" "$f" && found="$found $f"; done',
-    'hits=$(grep -rlsF "$K" /run /workspace /tmp /opt /etc /home /root /usr/local 2>/dev/null)',
-    'env | grep -qF "$K" && found="$found env"',
-    'if [ -z "$found$hits" ]; then echo KEY-ABSENT; else echo "KEY-FOUND $found $hits"; fi',
-  ].join('\n');
-}
 
 /** The tool results in the conversation the provider received with request `index`. */
 function toolResults(fake: FakeModelServer, index: number): string[] {

@@ -71,6 +71,42 @@ test('anthropic: streamed and plain calls get the key upstream, never the sandbo
   assert.ok(reported > 0);
 });
 
+test('codex (Responses API): streamed and plain responses pass with the key, usage read from response.completed; chat completions too', async (t) => {
+  const { store, fake, turn, sdk } = await setUp(t, { provider: 'codex', model: 'gpt-x' }, [
+    { text: 'streamed hello' },
+    { tool: { name: 'exec_command', input: { cmd: 'ls' } } },
+    { text: 'chat' },
+  ]);
+  const client = sdk.openai();
+  const stream = await client.responses.create({ model: 'gpt-x', input: 'hello', stream: true });
+  let text = '';
+  for await (const event of stream) if (event.type === 'response.output_text.delta') text += event.delta;
+  assert.equal(text, 'streamed hello');
+  const plain = await client.responses.create({ model: 'gpt-x', input: 'hello' });
+  assert.deepEqual(
+    plain.output.map((o) => (o.type === 'function_call' ? [o.name, o.arguments] : o.type)),
+    [['exec_command', '{"cmd":"ls"}']],
+  );
+  const chat = await client.chat.completions.create({
+    model: 'gpt-x',
+    messages: [{ role: 'user', content: 'hi' }],
+  });
+  assert.equal(chat.choices[0]?.message.content, 'chat');
+  assert.equal(fake.requests[0]!.body.stream_options, undefined, 'a Responses stream is sent as it is');
+  for (const r of fake.requests) assert.equal(r.headers.authorization, `Bearer ${KEY}`);
+  const usage = await store.sumModelUsage({ turnId: turn.id });
+  assert.equal(usage.calls, 3);
+  assert.equal(
+    usage.inputTokens + usage.outputTokens,
+    fake.requests.reduce((n, r) => n + r.usage.input + r.usage.output, 0),
+  );
+  await assert.rejects(
+    sdk.anthropic().messages.create({ model: 'gpt-x', ...ask }),
+    (err: Error) => (err as { status?: number }).status === 404,
+    'a codex agent has no Anthropic route',
+  );
+});
+
 test('anthropic: 429 and 529 are retried by the SDK, a lasting 500 ends in an error, malformed bodies fail', async (t) => {
   const { fake, sdk } = await setUp(t, { provider: 'anthropic', model: 'claude-x' }, [
     { status: 429, retryAfterMs: 5 },

@@ -197,6 +197,7 @@ test('make demo sets up only what the demo needs; make test everything', () => {
   const all = m.run(['bash', 'scripts/setup.sh', 'test']);
   assert.equal(all.code, 0, all.out);
   for (const wanted of [
+    'agent images of the harnesses',
     'chromium',
     'gVisor tier',
     'PostgreSQL server binaries',

@@ -1,6 +1,14 @@
 /** /v1/agents: create, list, get, update, delete — each tenant its own agents. */
 import type { FastifyPluginAsync } from 'fastify';
-import { agentPatchSchema, agentSpecSchema, assertAgentCrossFields, BerthError } from '../core/index.js';
+import {
+  AGENT_CONFIG_MOUNT,
+  type AgentSpec,
+  agentPatchSchema,
+  agentSpecSchema,
+  assertAgentCrossFields,
+  BerthError,
+  isHarness,
+} from '../core/index.js';
 import { resolveMounts } from '../mount-policy/index.js';
 import type { PluginDeps } from './deps.js';
 import { scopeOf } from './route-table.js';
@@ -8,7 +16,20 @@ import { parseInput } from './validate.js';
 
 const tag = 'agents';
 
-export const agentsRoutes: FastifyPluginAsync<PluginDeps> = async (app, { store, clock, config, routes }) => {
+export const agentsRoutes: FastifyPluginAsync<PluginDeps> = async (
+  app,
+  { store, clock, config, routes, harnessImage },
+) => {
+  /** The host checks an agent's mounts (its configDir too) and a harness's image; the image to keep. */
+  const checked = async <T extends AgentSpec>(spec: T): Promise<T> => {
+    assertAgentCrossFields(spec);
+    const configMount = spec.configDir
+      ? [{ hostPath: spec.configDir, containerPath: AGENT_CONFIG_MOUNT }]
+      : [];
+    await resolveMounts([...spec.mounts, ...configMount], config.mountAllowlistFile);
+    if (!isHarness(spec.provider) || !harnessImage) return spec;
+    return { ...spec, image: await harnessImage(spec.provider, spec.image) };
+  };
   const own = async (name: string, tenant: string | undefined) => {
     const agent = await store.getAgent(name, tenant);
     if (!agent) throw new BerthError('AGENT_NOT_FOUND', `Agent ${name} does not exist`);
@@ -27,11 +48,8 @@ export const agentsRoutes: FastifyPluginAsync<PluginDeps> = async (app, { store,
       returns: 'Agent',
       body: agentSpecSchema,
     },
-    async ({ body, principal }) => {
-      assertAgentCrossFields(body);
-      await resolveMounts(body.mounts, config.mountAllowlistFile);
-      return store.createAgent(body, clock.now(), principal.tenant ?? undefined);
-    },
+    async ({ body, principal }) =>
+      store.createAgent(await checked(body), clock.now(), principal.tenant ?? undefined),
   );
 
   routes.add(
@@ -77,9 +95,7 @@ export const agentsRoutes: FastifyPluginAsync<PluginDeps> = async (app, { store,
     async ({ params, body, principal }) => {
       const { tenant: _, createdAt: __, ...spec } = await own(params.name!, scopeOf(principal));
       const merged = parseInput(agentSpecSchema, { ...spec, ...body }, 'agent');
-      assertAgentCrossFields(merged);
-      await resolveMounts(merged.mounts, config.mountAllowlistFile);
-      return store.replaceAgentSpec(merged, scopeOf(principal));
+      return store.replaceAgentSpec(await checked(merged), scopeOf(principal));
     },
   );
 

@@ -1,5 +1,5 @@
 /** What the API needs from the host; passed to buildApp, never read from globals. */
-import type { Clock, ResolvedConfig } from '../core/index.js';
+import type { Clock, HarnessName, ResolvedConfig } from '../core/index.js';
 import type { ApiStore } from '../store/index.js';
 import type { BerthMetrics } from './metrics.js';
 import type { RouteTable } from './route-table.js';
@@ -15,6 +15,11 @@ export interface ApiDeps {
   metrics?: BerthMetrics;
   /** Pre-booted sandboxes waiting for a session, for berth_warm_pool_size. @default () => 0 */
   warmPoolSize?: () => number;
+  /**
+   * The image a harness agent runs (its own, or the agent image built for its harness);
+   * HARNESS_NOT_IN_IMAGE when that image does not hold the harness. Absent = not checked.
+   */
+  harnessImage?: (harness: HarnessName, image: string | undefined) => Promise<string>;
 }
 
 /** What each route plugin gets: the deps and the table its routes are declared in. */

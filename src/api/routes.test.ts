@@ -179,7 +179,15 @@ test('the OpenAPI document lists every route with the schemas the API validates 
   assert.equal(schema.additionalProperties, false);
   assert.equal(schema.properties.text.minLength, 1);
   const agent = doc.paths['/v1/agents'].post.requestBody.content['application/json'].schema;
-  assert.deepEqual(agent.properties.provider.enum, ['command', 'script', 'anthropic', 'openai']);
+  assert.deepEqual(agent.properties.provider.enum, [
+    'command',
+    'script',
+    'anthropic',
+    'openai',
+    'claude-code',
+    'codex',
+    'opencode',
+  ]);
   const list = doc.paths['/v1/sessions'].get.parameters.map((p: { name: string }) => p.name);
   assert.deepEqual(list, ['status', 'agent', 'archived']);
   assert.ok(doc.components.schemas.Error.properties.error.properties.hint);

@@ -12,11 +12,19 @@ export function agentCommand(env: NodeJS.ProcessEnv): Command {
     .addOption(
       new Option('--provider <provider>', 'what runs a message').choices(PROVIDERS).makeOptionMandatory(),
     )
-    .option('--image <image>', 'sandbox image (default: the base image)')
+    .option(
+      '--image <image>',
+      'sandbox image (default: the base image; for a harness the image of `berth image build --with <harness>`)',
+    )
     .option('--memory <mb>', 'memory limit in MiB', '512')
     .option('--cpus <n>', 'CPU limit', '1')
     .option('--pids <n>', 'process limit', '256')
-    .option('--model <name>', 'anthropic/openai: the model, e.g. claude-sonnet-4-5')
+    .option('--model <name>', 'model providers and harnesses: the model, e.g. claude-sonnet-4-5')
+    .option(
+      '--config-dir <dir>',
+      'harnesses: host dir with CLAUDE.md / AGENTS.md and skills/, mounted read-only (mount allowlist)',
+    )
+    .option('--harness-timeout <ms>', 'harnesses: time limit of one harness run (default 600000)')
     .option(
       '--instructions <text>',
       'anthropic/openai: system instructions (AGENT.md in the workspace is appended)',
@@ -38,6 +46,8 @@ export function agentCommand(env: NodeJS.ProcessEnv): Command {
           memory: string;
           cpus: string;
           pids: string;
+          configDir?: string;
+          harnessTimeout?: string;
           json?: boolean;
         } & ModelOptions,
       ) => {
@@ -49,11 +59,13 @@ export function agentCommand(env: NodeJS.ProcessEnv): Command {
           cpus: Number(o.cpus),
           pidsLimit: Number(o.pids),
           ...modelFields(o),
+          ...(o.configDir ? { configDir: o.configDir } : {}),
+          ...(o.harnessTimeout ? { harnessTimeoutMs: Number(o.harnessTimeout) } : {}),
         });
         if (o.json) printJson(created);
         else
           process.stdout.write(
-            `agent ${created.name} created (provider ${created.provider}, ${created.memoryMb} MiB, ${created.cpus} CPU)\n`,
+            `agent ${created.name} created (provider ${created.provider}, ${created.memoryMb} MiB, ${created.cpus} CPU${created.image ? `, image ${created.image}` : ''})\n`,
           );
       },
     );

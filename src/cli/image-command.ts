@@ -1,4 +1,5 @@
-// `berth image build|tag`: builds or names the sandbox base image `berth-base:<hash>`.
+// `berth image build|tag`: builds or names the sandbox base image `berth-base:<hash>`, or
+// with --with an agent image `berth-agent:<hash>` (the base plus harnesses).
 //
 // Invariants:
 // - stdout carries only the result (one line, or one JSON object with --json) so scripts can
@@ -8,12 +9,21 @@
 
 import { Command, Option } from 'commander';
 import type Dockerode from 'dockerode';
-import { baseImageRecipe, baseImageTag, ensureBaseImage } from '../image/index.js';
+import {
+  agentImageRecipe,
+  agentImageTag,
+  baseImageRecipe,
+  baseImageTag,
+  ensureAgentImage,
+  ensureBaseImage,
+} from '../image/index.js';
 import { createProgress } from './progress.js';
 
 export interface ImageCommandDeps {
   docker(): Dockerode;
   cacheDir(): string;
+  /** The provider of an agent of the running host (for --agent). */
+  agentProvider(name: string): Promise<string>;
 }
 
 export function imageCommand(deps: ImageCommandDeps): Command {
@@ -29,6 +39,9 @@ export function imageCommand(deps: ImageCommandDeps): Command {
         .choices(['debootstrap', 'dockerfile'])
         .default('debootstrap'),
     )
+    .option('--with <harnesses>', 'an agent image with these harnesses: claude-code,codex,opencode')
+    .option('--agent <name>', "the agent image for an agent of the running host: its provider's harness")
+    .option('--apt <packages>', 'with --with: more Debian packages for the agent image (comma-separated)')
     .option('--json', 'print {"tag","built","seconds"} as JSON on stdout')
     .addHelpText(
       'after',
@@ -46,37 +59,66 @@ Sources:
   dockerfile   docker build of image/Dockerfile on node:20-bookworm-slim. Needs a
                reachable container registry and network inside build containers.
 
+Agent images (--with): the base recipe plus each harness's pinned npm packages
+(installed on this host from the npm registry, install scripts not run) and Debian
+packages, tagged berth-agent:<hash of all of it> and labelled berth.harnesses.
+\`berth agent create NAME --provider claude-code\` uses the image for its harness.
+
 Examples:
   berth image build
-  berth image build --json | jq -r .tag`,
+  berth image build --json | jq -r .tag
+  berth image build --with claude-code,codex
+  berth image build --agent cc          # the image agent cc's provider needs
+  berth image build --with codex --apt git,ripgrep`,
     )
-    .action(async (opts: { from: 'debootstrap' | 'dockerfile'; json?: boolean }) => {
-      const startedAt = performance.now();
-      const progress = createProgress('berth-base');
-      let result: { tag: string; built: boolean };
-      try {
-        result = await ensureBaseImage(deps.docker(), {
-          cacheDir: deps.cacheDir(),
-          from: opts.from,
-          onProgress: (p) => progress.update(p),
-        });
-      } catch (err) {
-        progress.finish(`berth-base: build failed after ${seconds(startedAt)} s`);
-        throw err;
-      }
-      const secs = seconds(startedAt);
-      progress.finish();
-      if (opts.json) {
-        process.stdout.write(`${JSON.stringify({ tag: result.tag, built: result.built, seconds: secs })}\n`);
-      } else {
-        const how = result.built ? `built in ${secs.toFixed(1)} s` : 'up to date';
-        process.stdout.write(`${result.tag} (${how})\n`);
-      }
-    });
+    .action(
+      async (opts: {
+        from: 'debootstrap' | 'dockerfile';
+        with?: string;
+        agent?: string;
+        apt?: string;
+        json?: boolean;
+      }) => {
+        const startedAt = performance.now();
+        const harnesses = [...list(opts.with), ...(opts.agent ? [await deps.agentProvider(opts.agent)] : [])];
+        const progress = createProgress(harnesses.length ? 'berth-agent' : 'berth-base');
+        let result: { tag: string; built: boolean };
+        try {
+          const onProgress = (p: Parameters<typeof progress.update>[0]) => progress.update(p);
+          result = harnesses.length
+            ? await ensureAgentImage(deps.docker(), {
+                cacheDir: deps.cacheDir(),
+                harnesses,
+                apt: list(opts.apt),
+                onProgress,
+              })
+            : await ensureBaseImage(deps.docker(), {
+                cacheDir: deps.cacheDir(),
+                from: opts.from,
+                onProgress,
+              });
+        } catch (err) {
+          progress.finish(`build failed after ${seconds(startedAt)} s`);
+          throw err;
+        }
+        const secs = seconds(startedAt);
+        progress.finish();
+        if (opts.json) {
+          process.stdout.write(
+            `${JSON.stringify({ tag: result.tag, built: result.built, seconds: secs })}\n`,
+          );
+        } else {
+          const how = result.built ? `built in ${secs.toFixed(1)} s` : 'up to date';
+          process.stdout.write(`${result.tag} (${how})\n`);
+        }
+      },
+    );
 
   image
     .command('tag')
     .description('Print the tag `image build` would produce for this host, without building')
+    .option('--with <harnesses>', 'the agent image with these harnesses')
+    .option('--apt <packages>', 'with --with: more Debian packages')
     .addHelpText(
       'after',
       `
@@ -85,12 +127,22 @@ Hashes the host's node binary once; later calls read the hash from the cache dir
 Example:
   docker image inspect "$(berth image tag)"`,
     )
-    .action(async () => {
-      const recipe = await baseImageRecipe(deps.cacheDir());
-      process.stdout.write(`${baseImageTag(recipe)}\n`);
+    .action(async (opts: { with?: string; apt?: string }) => {
+      const harnesses = list(opts.with);
+      const tag = harnesses.length
+        ? agentImageTag(await agentImageRecipe(deps.cacheDir(), harnesses, list(opts.apt)))
+        : baseImageTag(await baseImageRecipe(deps.cacheDir()));
+      process.stdout.write(`${tag}\n`);
     });
 
   return image;
+}
+
+function list(value: string | undefined): string[] {
+  return (value ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 function seconds(startedAt: number): number {

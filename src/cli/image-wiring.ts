@@ -3,11 +3,13 @@ import type { Command } from 'commander';
 import { loadConfig } from '../core/index.js';
 import { connectDocker } from '../runtime/index.js';
 import { hostPaths } from '../worker/index.js';
+import { connect } from './connect.js';
 import { imageCommand } from './image-command.js';
 
 export function imageCommandFor(env: NodeJS.ProcessEnv): Command {
   return imageCommand({
     docker: () => connectDocker(loadConfig(env).dockerSocket),
     cacheDir: () => hostPaths(loadConfig(env).dataDir).imageCacheDir,
+    agentProvider: async (name) => (await (await connect(env)).agents.get(name)).provider,
   });
 }

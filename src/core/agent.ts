@@ -9,10 +9,30 @@ import { NAME_PATTERN } from './names.js';
 
 export { NAME_PATTERN };
 
-export const PROVIDERS = ['command', 'script', 'anthropic', 'openai'] as const;
-/** Providers whose turns are model tool-use loops through the gateway's model proxy. */
+/** Agent harnesses run unchanged in the sandbox: Claude Code, Codex, opencode (docs/model-agents.md). */
+export const HARNESS_PROVIDERS = ['claude-code', 'codex', 'opencode'] as const;
+export type HarnessName = (typeof HARNESS_PROVIDERS)[number];
+export const PROVIDERS = ['command', 'script', 'anthropic', 'openai', ...HARNESS_PROVIDERS] as const;
+/** Providers whose turns are berth's own model tool-use loops through the gateway's model proxy. */
 export const MODEL_PROVIDERS = ['anthropic', 'openai'] as const;
+/** The model APIs the gateway's model proxy serves (its `/v1/model/<api>/…` routes). */
 export type ModelProviderName = (typeof MODEL_PROVIDERS)[number];
+/** The model API each harness speaks through the model proxy. */
+export const HARNESS_MODEL_API: Record<HarnessName, ModelProviderName> = {
+  'claude-code': 'anthropic',
+  codex: 'openai',
+  opencode: 'anthropic',
+};
+
+export function isHarness(provider: string): provider is HarnessName {
+  return (HARNESS_PROVIDERS as readonly string[]).includes(provider);
+}
+
+/** The model API a provider's turns call (a model loop's own, a harness's), or null for command/script. */
+export function modelApiOf(provider: string): ModelProviderName | null {
+  if ((MODEL_PROVIDERS as readonly string[]).includes(provider)) return provider as ModelProviderName;
+  return isHarness(provider) ? HARNESS_MODEL_API[provider] : null;
+}
 /** Isolation tiers (docs/isolation.md): runc = Docker's default runtime; runsc = gVisor, a user-space kernel. */
 export const ISOLATION_TIERS = ['runc', 'runsc'] as const;
 export type IsolationTier = (typeof ISOLATION_TIERS)[number];
@@ -106,6 +126,19 @@ export const agentSpecSchema = z
     // Model agents (anthropic, openai). Defaults: MODEL_DEFAULTS.
     /** The upstream model name, e.g. claude-sonnet-4-5 or gpt-4.1; required for anthropic and openai. */
     model: z.string().min(1).max(200).optional(),
+    /**
+     * Harnesses: a host directory with the agent's instruction files (CLAUDE.md, AGENTS.md) and
+     * `skills/`, checked against the mount allowlist and mounted read-only; the runner composes
+     * them into the harness's own config dir each turn.
+     */
+    configDir: z.string().min(1).max(4096).optional(),
+    /** Harnesses: how long one run of the harness may take before it is killed (HARNESS_TIMEOUT), ms. @default 600000 */
+    harnessTimeoutMs: z
+      .number()
+      .int()
+      .min(1000)
+      .max(24 * 3_600_000)
+      .optional(),
     /** Upstream base URL for this agent; unset = the host's ANTHROPIC_BASE_URL / OPENAI_BASE_URL. */
     baseUrl: z.string().url().max(2048).optional(),
     /** Host secret holding the provider key. @default the provider's name ('anthropic' or 'openai') */
@@ -129,7 +162,15 @@ export const agentSpecSchema = z
   })
   .strict();
 
-export const MODEL_DEFAULTS = { maxTokens: 4096, maxSteps: 50, toolTimeoutMs: 120_000 } as const;
+export const MODEL_DEFAULTS = {
+  maxTokens: 4096,
+  maxSteps: 50,
+  toolTimeoutMs: 120_000,
+  harnessTimeoutMs: 600_000,
+} as const;
+
+/** Where an agent's configDir appears in its sandboxes (under MOUNTS_ROOT). */
+export const AGENT_CONFIG_MOUNT = 'agent-config';
 
 /**
  * Cross-field rules of agents, checked where agents are created or changed (kept out of
@@ -141,8 +182,15 @@ export function assertAgentCrossFields(spec: {
   model?: string;
   mode?: string;
   recycle?: object;
+  configDir?: string;
 }): void {
-  if ((MODEL_PROVIDERS as readonly string[]).includes(spec.provider) && !spec.model) {
+  if (spec.configDir && !isHarness(spec.provider)) {
+    throw new BerthError(
+      'INVALID_INPUT',
+      `Invalid agent: configDir: only a harness (${HARNESS_PROVIDERS.join(', ')}) reads instruction files and skills from it`,
+    );
+  }
+  if (modelApiOf(spec.provider) && !spec.model) {
     throw new BerthError(
       'INVALID_INPUT',
       `Invalid agent: model: provider ${spec.provider} needs a model name (e.g. "model": "claude-sonnet-4-5")`,

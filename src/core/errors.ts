@@ -266,6 +266,21 @@ export const ERRORS = {
     retryable: true,
     hint: "The model provider could not be reached; check ANTHROPIC_BASE_URL / OPENAI_BASE_URL (or the agent's baseUrl) on the host.",
   },
+  HARNESS_FAILED: {
+    status: 502,
+    retryable: true,
+    hint: "The agent's harness (claude-code, codex, opencode) crashed or exited non-zero; its last stderr lines are in the turn's error (berth logs SESSION). The turn is retried.",
+  },
+  HARNESS_TIMEOUT: {
+    status: 504,
+    retryable: true,
+    hint: "The agent's harness ran past the agent's harnessTimeoutMs and was killed with its process group; raise harnessTimeoutMs or split the work.",
+  },
+  HARNESS_NOT_IN_IMAGE: {
+    status: 400,
+    retryable: false,
+    hint: 'Build the image with the harness first: berth image build --with <harness> (or name an image that has it with --image).',
+  },
   SCHEDULE_NOT_FOUND: {
     status: 404,
     retryable: false,

@@ -6,4 +6,6 @@ export const LABELS = {
   worker: 'berth.worker',
   /** Warm sandboxes: the pool key (image + resources) they were started for. */
   pool: 'berth.pool',
+  /** Agent images: the harnesses the image holds, comma-separated (image/agent-image.ts). */
+  harnesses: 'berth.harnesses',
 } as const;

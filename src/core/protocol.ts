@@ -14,6 +14,13 @@ export const TOKEN_FILE_NAME = 'token';
 /** The runner's HTTP proxy inside the sandbox (127.0.0.1), the egress door to the gateway. */
 export const EGRESS_PROXY_PORT = 3128;
 
+/**
+ * The runner's model endpoint inside the sandbox (127.0.0.1): a harness's base URL points at
+ * `http://127.0.0.1:<port>/<api>`, and the runner forwards each call to the gateway's model
+ * proxy with the session token. The harness holds no key and no token.
+ */
+export const MODEL_ENDPOINT_PORT = 3129;
+
 /** The answer to GET /v1/bind: who this sandbox now serves. Sent once, when bound. */
 export interface BindAssignment {
   sessionId: string;
@@ -50,11 +57,25 @@ export interface TurnAssignment {
   sessionId: string;
   generation: number;
   attempt: number;
-  provider: 'command' | 'script' | 'anthropic' | 'openai';
+  provider: 'command' | 'script' | 'anthropic' | 'openai' | HarnessProvider;
   messages: TurnMessage[];
   limits: { maxOutputBytes: number; heartbeatIntervalMs: number };
   /** For anthropic and openai turns: the loop's settings (the key stays on the host). */
   model?: ModelSettings;
+  /** For harness turns (claude-code, codex, opencode). */
+  harness?: HarnessSettings;
+}
+
+export type HarnessProvider = 'claude-code' | 'codex' | 'opencode';
+
+export interface HarnessSettings {
+  model: string;
+  /** One run of the harness is killed past this (HARNESS_TIMEOUT). */
+  timeoutMs: number;
+  /** The agent's instructions, composed into the harness's instruction file. */
+  instructions: string;
+  /** The agent's configDir as mounted in the sandbox (read-only), when it has one. */
+  configDir?: string;
 }
 
 export interface ModelSettings {
@@ -114,11 +135,18 @@ export const LIMIT_CODES = [
 ] as const;
 export type LimitCode = (typeof LIMIT_CODES)[number];
 
+/** Harness failures the runner reports: catalogue codes (errors.ts) the retry policy applies to. */
+export const HARNESS_CODES = ['HARNESS_FAILED', 'HARNESS_TIMEOUT'] as const;
+export type HarnessCode = (typeof HARNESS_CODES)[number];
+
 export interface AbortRequest {
   turnId: string;
   error: string;
-  /** Set when the turn hit a sandbox limit: the messages fail at once instead of being retried. */
-  code?: LimitCode;
+  /**
+   * A sandbox limit: the messages fail at once instead of being retried. A harness code: the
+   * turn is retried like any other failure, its code kept in the error.
+   */
+  code?: LimitCode | HarnessCode;
 }
 
 export interface ProgressRequest {

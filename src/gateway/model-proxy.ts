@@ -1,13 +1,15 @@
 /**
  * The gateway's model proxy, `/v1/model/anthropic/…` and `/v1/model/openai/…`.
- * The sandbox talks to it with an official SDK as if it were the provider, using its
- * sandbox token as the "API key"; the proxy forwards the call to the upstream base URL
- * with the real key from the host's secret store, so no key ever enters a sandbox.
+ * The sandbox talks to it as if it were the provider — an official SDK (berth's own model
+ * loops) or a harness through the runner's model endpoint — using its sandbox token as the
+ * "API key"; the proxy forwards the call to the upstream base URL with the real key from
+ * the host's secret store, so no key ever enters a sandbox.
  *
  * Invariants:
- * - Only the agent's own provider and one call per provider pass (Anthropic `POST
- *   /v1/messages`, OpenAI `POST /chat/completions`), only inside an open turn, only with
- *   the agent's model: the key cannot be used for anything else.
+ * - Only the model API of the agent's provider (a harness's: claude-code and opencode speak
+ *   Anthropic's, codex OpenAI's) and only its generation calls pass (Anthropic `POST
+ *   /v1/messages`, OpenAI `POST /chat/completions` and `POST /responses`), only inside an
+ *   open turn, only with the agent's model: the key cannot be used for anything else.
  * - Request headers are rebuilt from an allowlist: the sandbox token never goes upstream.
  * - The response streams through as it arrives (SSE or JSON); its token usage is read on
  *   the way and recorded in the store when it ends, tokens spent by a turn that later
@@ -26,18 +28,19 @@ import {
   decideModelBudget,
   MODEL_PROXY_PATH,
   type ModelProviderName,
+  modelApiOf,
 } from '../core/index.js';
 import type { Fence, GatewayStore } from '../store/index.js';
 import { readJson } from './http-json.js';
 import { UsageMeter } from './usage-meter.js';
 
-/** The one call each provider may make through the proxy. */
-const ALLOWED_CALL: Record<ModelProviderName, string> = {
-  anthropic: 'POST /v1/messages',
-  openai: 'POST /chat/completions',
+/** The calls each model API may make through the proxy. */
+const ALLOWED_CALLS: Record<ModelProviderName, readonly string[]> = {
+  anthropic: ['POST /v1/messages'],
+  openai: ['POST /chat/completions', 'POST /responses'],
 };
 /** Request headers passed upstream; everything else (the sandbox token first) is dropped. */
-const REQUEST_HEADERS = ['accept', 'anthropic-version', 'anthropic-beta', 'user-agent'];
+const REQUEST_HEADERS = ['accept', 'anthropic-version', 'anthropic-beta', 'openai-beta', 'user-agent'];
 /** Response headers passed back: what the SDKs read for errors, rate limits and retries. */
 const RESPONSE_HEADER =
   /^(content-type|retry-after|retry-after-ms|x-should-retry|request-id|x-request-id|anthropic-ratelimit-.*|x-ratelimit-.*)$/;
@@ -67,12 +70,15 @@ export class ModelProxy {
     const [path = '', query = ''] = url.split('?', 2) as [string, string?];
     const [, provider = '', ...rest] = path.slice(MODEL_PROXY_PATH.length).split('/');
     const call = `${req.method} /${rest.join('/')}`;
-    if (provider !== agent.provider || ALLOWED_CALL[provider as ModelProviderName] !== call) {
+    const api = modelApiOf(agent.provider);
+    if (!api || provider !== api || !ALLOWED_CALLS[api].includes(call)) {
       throw new BerthError(
         'NOT_FOUND',
         `Agent ${agent.name} (provider ${agent.provider}) may not call ${call} on model proxy ${provider || '(none)'}`,
         {
-          hint: `The model proxy serves ${ALLOWED_CALL[agent.provider as ModelProviderName] ?? 'nothing'} under ${MODEL_PROXY_PATH}/${agent.provider} for this agent.`,
+          hint: api
+            ? `The model proxy serves ${ALLOWED_CALLS[api].join(', ')} under ${MODEL_PROXY_PATH}/${api} for this agent.`
+            : 'This agent calls no model.',
         },
       );
     }
@@ -82,7 +88,7 @@ export class ModelProxy {
         'TURN_NOT_FOUND',
         `Session ${binding.sessionId} has no open turn to call the model in`,
       );
-    const body = await this.requestBody(req, name);
+    const body = await this.requestBody(req, call);
     const now = this.o.clock.now();
     await this.checkBudget(turnId, now);
     const secretName = agent.secret ?? name;
@@ -161,8 +167,8 @@ export class ModelProxy {
     }
   }
 
-  /** The JSON body, with the agent's model enforced; OpenAI streams are asked to report usage. */
-  private async requestBody(req: IncomingMessage, name: ModelProviderName): Promise<string> {
+  /** The JSON body, with the agent's model enforced; chat-completion streams are asked to report usage. */
+  private async requestBody(req: IncomingMessage, call: string): Promise<string> {
     const body = (await readJson(req, MAX_REQUEST_BYTES, 'Model')) as Record<string, unknown>;
     if (!body || typeof body !== 'object' || Array.isArray(body))
       throw new BerthError('INVALID_INPUT', 'Model request body is not a JSON object');
@@ -173,7 +179,8 @@ export class ModelProxy {
         `Agent ${this.o.agent.name} may only call model ${model}, not ${JSON.stringify(body.model)}`,
       );
     }
-    if (name === 'openai' && body.stream === true) {
+    // The Responses API reports usage in response.completed on its own (and knows no include_usage).
+    if (call === 'POST /chat/completions' && body.stream === true) {
       body.stream_options = { ...(body.stream_options as object | undefined), include_usage: true };
     }
     return JSON.stringify(body);

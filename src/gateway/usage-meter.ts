@@ -3,7 +3,8 @@
  * holding it back: a JSON body (kept up to a limit, parsed at the end) or Server-Sent
  * Events (parsed line by line). Anthropic reports input tokens in `message_start` and the
  * final output count in `message_delta`; OpenAI-compatible servers report both in the
- * last chunk (the proxy asks for it with stream_options.include_usage) or in the body.
+ * last chunk (the proxy asks for it with stream_options.include_usage) or in the body;
+ * the Responses API in `response.completed` (or the body), as input/output_tokens.
  * For each field the last report wins; a response that reports nothing counts zero.
  */
 
@@ -53,8 +54,11 @@ export class UsageMeter {
 
   private take(body: unknown): void {
     if (!body || typeof body !== 'object') return;
-    const b = body as { usage?: unknown; message?: { usage?: unknown } };
-    const reported = (b.usage ?? b.message?.usage) as Record<string, unknown> | undefined | null;
+    const b = body as { usage?: unknown; message?: { usage?: unknown }; response?: { usage?: unknown } };
+    const reported = (b.usage ?? b.message?.usage ?? b.response?.usage) as
+      | Record<string, unknown>
+      | undefined
+      | null;
     if (!reported || typeof reported !== 'object') return;
     const n = (key: string) => (typeof reported[key] === 'number' ? (reported[key] as number) : undefined);
     if (this.provider === 'anthropic') {
@@ -65,8 +69,9 @@ export class UsageMeter {
           input + (n('cache_creation_input_tokens') ?? 0) + (n('cache_read_input_tokens') ?? 0);
       this.usage.outputTokens = n('output_tokens') ?? this.usage.outputTokens;
     } else {
-      this.usage.inputTokens = n('prompt_tokens') ?? this.usage.inputTokens;
-      this.usage.outputTokens = n('completion_tokens') ?? this.usage.outputTokens;
+      // Chat completions name them prompt/completion tokens, the Responses API input/output tokens.
+      this.usage.inputTokens = n('prompt_tokens') ?? n('input_tokens') ?? this.usage.inputTokens;
+      this.usage.outputTokens = n('completion_tokens') ?? n('output_tokens') ?? this.usage.outputTokens;
     }
   }
 }

@@ -16,9 +16,18 @@ import {
   timeStoreCalls,
   WebhookDispatcher,
 } from '../api/index.js';
-import { type Clock, type ResolvedConfig, systemClock } from '../core/index.js';
+import { BerthError, type Clock, type HarnessName, type ResolvedConfig, systemClock } from '../core/index.js';
 import { EgressInterceptor } from '../gateway/index.js';
-import { type BuildProgress, baseImageRecipe, baseImageTag, ensureBaseImage } from '../image/index.js';
+import {
+  agentImageBuildCommand,
+  agentImageRecipe,
+  agentImageTag,
+  type BuildProgress,
+  baseImageRecipe,
+  baseImageTag,
+  ensureBaseImage,
+  imageHarnesses,
+} from '../image/index.js';
 import {
   assertDockerReachable,
   connectDocker,
@@ -156,7 +165,9 @@ export async function startHost(
   // Webhooks go out from the API process(es); a worker-only host sends none.
   const webhooks = api ? new WebhookDispatcher({ store, clock, config, log }) : undefined;
   webhooks?.start();
-  const app = api ? await buildApp({ config, store, clock, log, webhooks, metrics }) : null;
+  const harnessImage =
+    config.runtime === 'kubernetes' ? undefined : harnessImageCheck(docker, paths.imageCacheDir);
+  const app = api ? await buildApp({ config, store, clock, log, webhooks, metrics, harnessImage }) : null;
   const address = app ? await app.listen({ host: config.apiHost, port: config.apiPort }) : '';
   log.info({ address, dataDir: config.dataDir, image, workerId: worker.id }, 'berth host up');
   let closing: Promise<void> | undefined;
@@ -179,5 +190,28 @@ export async function startHost(
       })();
       return closing;
     },
+  };
+}
+
+/**
+ * A harness agent's image, checked on this host's engine when the agent is created: the
+ * image it names, or the agent image of its harness (berth image build --with), must exist
+ * and carry the harness in its berth.harnesses label.
+ */
+function harnessImageCheck(docker: Dockerode, cacheDir: string) {
+  return async (harness: HarnessName, image: string | undefined): Promise<string> => {
+    const wanted = image ?? agentImageTag(await agentImageRecipe(cacheDir, [harness]));
+    const has = await imageHarnesses(docker, wanted);
+    if (has?.includes(harness)) return wanted;
+    const build = agentImageBuildCommand([harness]);
+    throw new BerthError(
+      'HARNESS_NOT_IN_IMAGE',
+      has === null
+        ? `Image ${wanted} for harness ${harness} does not exist on this host (agent create)`
+        : `Image ${wanted} does not hold harness ${harness} (it has: ${has.join(', ') || 'none'}) (agent create)`,
+      {
+        hint: `Build it: ${build}${image ? ', then create the agent without --image (or name the image it prints)' : ''}`,
+      },
+    );
   };
 }

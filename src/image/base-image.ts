@@ -93,7 +93,7 @@ export async function ensureBaseImage(
   return { tag, built: true };
 }
 
-async function imageExists(docker: Dockerode, tag: string): Promise<boolean> {
+export async function imageExists(docker: Dockerode, tag: string): Promise<boolean> {
   try {
     await docker.getImage(tag).inspect();
     return true;

@@ -23,12 +23,21 @@ import { run } from './host-exec.js';
 import { customizeRootfs, installNode } from './rootfs-finish.js';
 import { importRootfs } from './rootfs-import.js';
 
+/** What an image built on the base root adds before the import (agent images: the harnesses). */
+export interface RootExtras {
+  /** Adds files to the finished root (node is in place). */
+  finish(root: string): Promise<void>;
+  /** Image config lines (LABEL …). */
+  changes: readonly string[];
+}
+
 export async function buildFromDebootstrap(
   docker: Dockerode,
   recipe: BaseImageRecipe,
   tag: string,
   cacheDir: string,
   onProgress: (p: BuildProgress) => void,
+  extras?: RootExtras,
 ): Promise<void> {
   if (process.getuid?.() !== 0) {
     throw new Error(
@@ -62,8 +71,9 @@ export async function buildFromDebootstrap(
     }
     onProgress({ phase: 'add node' });
     await installNode(recipe, root);
+    await extras?.finish(root);
     onProgress({ phase: 'import' });
-    await importRootfs(docker, root, tag, onProgress);
+    await importRootfs(docker, root, tag, onProgress, extras?.changes);
   } finally {
     await removeWorkDir(work);
   }

@@ -24,6 +24,8 @@ export async function importRootfs(
   root: string,
   tag: string,
   onProgress: (p: BuildProgress) => void,
+  /** More config lines (LABEL …) on top of IMAGE_CHANGES. */
+  extraChanges: readonly string[] = [],
 ): Promise<void> {
   const totalMiB = Math.ceil((await estimateTarBytes(root)) / 2 ** 20);
   const tar = spawn('tar', ['-C', root, '--numeric-owner', '-c', '.'], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -48,7 +50,8 @@ export async function importRootfs(
   tar.stdout!.pipe(counter);
   const [repo, version] = tag.split(':') as [string, string];
   try {
-    const response = await docker.importImage(counter, { repo, tag: version, changes: IMAGE_CHANGES });
+    const changes = [...IMAGE_CHANGES, ...extraChanges];
+    const response = await docker.importImage(counter, { repo, tag: version, changes });
     await followJsonStream(response, () => {});
   } catch (err) {
     tar.kill('SIGKILL');

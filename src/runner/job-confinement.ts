@@ -44,8 +44,13 @@ const PRCTL_NR: Partial<Record<NodeJS.Architecture, number>> = { x64: 157, arm64
 
 /** The argv that runs `command` under /bin/sh -c, confined: spawn(PERL, confinedShellArgs(command)). */
 export function confinedShellArgs(command: string): string[] {
+  return confinedArgs(['/bin/sh', '-c', command]);
+}
+
+/** The argv that runs a program (argv[0], an absolute path) confined: spawn(PERL, confinedArgs(argv)). */
+export function confinedArgs(argv: string[]): string[] {
   const prctl = PRCTL_NR[process.arch];
   if (prctl === undefined)
     throw new Error(`berth cannot confine jobs on ${process.arch}: only x64 and arm64 are supported`);
-  return ['-e', CONFINE_SCRIPT, String(prctl), '/bin/sh', '-c', command];
+  return ['-e', CONFINE_SCRIPT, String(prctl), ...argv];
 }

@@ -17,7 +17,9 @@ import {
   type TurnAssignment,
 } from '../core/protocol.js';
 import { GatewayClient, GatewayError } from './gateway-client.js';
+import { HarnessError } from './harness-process.js';
 import { LimitExceeded, LimitWatch } from './limits.js';
+import { startModelEndpoint } from './model-endpoint.js';
 import { killAllButRunner, sandboxUsage } from './processes.js';
 import { PROVIDERS } from './providers.js';
 import { startEgressProxy } from './sandbox-http-proxy.js';
@@ -37,6 +39,7 @@ async function main(): Promise<void> {
   if (binding.egressCaPem)
     Object.assign(process.env, await installTrustBundle(binding.egressCaPem, TRUST_DIR));
   await startEgressProxy(socketPath, binding.token);
+  await startModelEndpoint(socketPath, binding.token);
   let currentTurn: string | undefined;
   const beat = async () => {
     const usage = binding.resident ? { usage: await sandboxUsage() } : {};
@@ -75,7 +78,7 @@ async function main(): Promise<void> {
       // A sandbox limit the turn hit (kernel counters) explains a step's failure better than the step's own
       // error, the output limit included: a fork bomb's endless "fork: retry" lines are a symptom, not the cause.
       const cause = (await limits.breach()) ?? (err as Error);
-      const code = cause instanceof LimitExceeded ? cause.code : undefined;
+      const code = cause instanceof LimitExceeded || cause instanceof HarnessError ? cause.code : undefined;
       await gateway.call('POST', '/v1/abort', { turnId: turn.turnId, error: cause.message, code });
     } finally {
       currentTurn = undefined;

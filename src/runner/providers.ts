@@ -4,7 +4,8 @@
  * steps (run, sleep, write, append, progress, putState, assertFile, assertState), for
  * tests, demos, load and chaos; a failing step fails the turn. The asserts are how a test
  * sees partial state: a turn that finds anything but committed content fails.
- * `anthropic` and `openai`: model tool-use loops (their own modules).
+ * `anthropic` and `openai`: model tool-use loops (their own modules). `claude-code`,
+ * `codex` and `opencode`: harnesses run as they are (harness-provider.ts).
  */
 
 import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -12,6 +13,7 @@ import { dirname, resolve, sep } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type { ScriptPlan, ScriptStep, TurnAssignment, TurnOutput } from '../core/protocol.js';
 import type { GatewayClient } from './gateway-client.js';
+import type { HarnessAdapter } from './harness-provider.js';
 import { runShell } from './processes.js';
 
 export interface TurnContext {
@@ -53,7 +55,20 @@ export const PROVIDERS: Record<TurnAssignment['provider'], Provider> = {
   // Model loops load their SDK only when an agent uses them (issue 7).
   anthropic: async (turn, ctx) => (await import('./anthropic-provider.js')).runAnthropic(turn, ctx),
   openai: async (turn, ctx) => (await import('./openai-provider.js')).runOpenAI(turn, ctx),
+  // Harnesses: the agents people run, unchanged (harness-provider.ts).
+  'claude-code': async (turn, ctx) =>
+    harness(turn, ctx, (await import('./claude-code-harness.js')).claudeCode),
+  codex: async (turn, ctx) => harness(turn, ctx, (await import('./codex-harness.js')).codex),
+  opencode: async (turn, ctx) => harness(turn, ctx, (await import('./opencode-harness.js')).opencode),
 };
+
+async function harness(
+  turn: TurnAssignment,
+  ctx: TurnContext,
+  adapter: HarnessAdapter,
+): Promise<TurnOutput[]> {
+  return (await import('./harness-provider.js')).runHarnessTurn(adapter, turn, ctx);
+}
 
 export class StepFailed extends Error {}
 

@@ -10,6 +10,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import {
+  AGENT_CONFIG_MOUNT,
   type AgentMount,
   type AgentSpec,
   GATEWAY_SOCKET_NAME,
@@ -55,7 +56,10 @@ export function profileOf(agent: AgentSpec, defaultImage: string): SandboxProfil
     pidsLimit: agent.pidsLimit,
     workspaceMb: agent.workspaceMb,
     isolation: agent.isolation,
-    mounts: agent.mounts,
+    // A harness agent's instruction files and skills, read-only like any data mount.
+    mounts: agent.configDir
+      ? [...agent.mounts, { hostPath: agent.configDir, containerPath: AGENT_CONFIG_MOUNT }]
+      : agent.mounts,
   };
 }
 

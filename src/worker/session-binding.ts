@@ -6,7 +6,7 @@
  * time, so a warm sandbox serves any session without a restart.
  */
 import type { Logger } from 'pino';
-import { type Agent, egressRules, MODEL_PROVIDERS, type Session } from '../core/index.js';
+import { type Agent, egressRules, modelApiOf, type Session } from '../core/index.js';
 import {
   type GatewayBinding,
   type GatewayHooks,
@@ -32,7 +32,7 @@ export function sessionBinding(
     expiresAt: clock.now() + TOKEN_TTL_MS,
   });
   const egress = egressRules(agent.egress);
-  const isModelAgent = (MODEL_PROVIDERS as readonly string[]).includes(agent.provider);
+  const isModelAgent = modelApiOf(agent.provider) !== null;
   return {
     fence,
     assignment: {

@@ -26,6 +26,7 @@ import {
   type Ending,
   failpoint,
   isBerthError,
+  isHarness,
   MODEL_DEFAULTS,
   type SandboxUsage,
   type Session,
@@ -42,6 +43,7 @@ import type { RuntimeEvent } from '../runtime/index.js';
 import type { Fence } from '../store/index.js';
 import type { WorkspaceQuota } from '../workspace/index.js';
 import type { SandboxDeps } from './deps.js';
+import { harnessSettings } from './harness-settings.js';
 import { sandboxName } from './paths.js';
 import {
   type LaunchedSandbox,
@@ -348,7 +350,8 @@ export class SessionSupervisor {
       provider: this.agent.provider,
       messages: messages.map((m) => ({ id: m.id, text: m.text })),
       limits: { maxOutputBytes: config.maxOutputBytes, heartbeatIntervalMs: config.heartbeatIntervalMs },
-      ...(this.agent.model
+      ...harnessSettings(this.agent),
+      ...(this.agent.model && !isHarness(this.agent.provider)
         ? {
             model: {
               model: this.agent.model,

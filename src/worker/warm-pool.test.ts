@@ -27,15 +27,17 @@ function harness(sizes = { min: 1, max: 3 }) {
   const waiting = new Map<string, boolean>();
   const disposed: string[] = [];
   const launched: string[] = [];
+  const images = new Map<string, string>();
   const readyCallbacks = new Map<string, () => void>();
   const pool = new WarmPool(
     {
       clock: { now: () => now },
       log: pino({ level: 'silent' }),
       newLifecycle: () => new SandboxLifecycle(`p${++seq}`),
-      launch: async (lifecycle, _key, _profile, onReady) => {
+      launch: async (lifecycle, _key, profile, onReady) => {
         const { name } = lifecycle;
         launched.push(name);
+        images.set(name, profile.image);
         readyCallbacks.set(name, onReady);
         const gateway = {
           get runnerWaiting() {
@@ -66,6 +68,7 @@ function harness(sizes = { min: 1, max: 3 }) {
     waiting,
     disposed,
     launched,
+    images,
     boot,
     settle,
     advance: (ms: number) => {
@@ -125,4 +128,21 @@ test('warm pool: a dead or hung sandbox is replaced; a profile nobody uses drain
   await h.settle();
   assert.ok(h.disposed.includes('p4'), 'the unused profile drained');
   assert.deepEqual(h.pool.names(), ['p3'], 'the default profile keeps its minimum');
+});
+
+test('warm pool: one pool per image; an agent image never gets a sandbox of another image', async (t) => {
+  const h = harness({ min: 1, max: 2 });
+  h.pool.start();
+  t.after(() => h.pool.stop());
+  const AGENT_IMAGE: SandboxProfile = { ...PROFILE, image: 'berth-agent:abc' };
+  assert.notEqual(WarmPool.keyOf(AGENT_IMAGE), WarmPool.keyOf(PROFILE), 'the image is part of the key');
+  await h.settle();
+  h.boot('p1');
+  assert.equal(h.pool.take(AGENT_IMAGE), null, "the base image's ready sandbox is not handed out");
+  await h.settle();
+  assert.deepEqual(h.pool.names().sort(), ['p1', 'p2']);
+  assert.equal(h.images.get('p2'), 'berth-agent:abc', 'the miss warmed a sandbox of the agent image');
+  h.boot('p2');
+  assert.equal(h.pool.take(AGENT_IMAGE)?.name, 'p2');
+  assert.equal(h.pool.take(PROFILE)?.name, 'p1');
 });

@@ -1,11 +1,15 @@
 /**
  * Local model servers speaking the real wire protocols, for tests: the Anthropic
  * Messages API (JSON and streaming SSE: message_start, content_block_*, message_delta,
- * message_stop) and OpenAI chat completions (JSON and streaming chunks, tool_calls by
- * index, the usage chunk when stream_options.include_usage, [DONE]). Each request takes
- * the next step of a script: a text answer, a tool call, an HTTP error in the provider's
- * error shape, or a malformed body. Every request is recorded (path, headers, body) with
- * the usage the server reported, so a test can check what reached "the provider".
+ * message_stop), OpenAI chat completions (JSON and streaming chunks, tool_calls by
+ * index, the usage chunk when stream_options.include_usage, [DONE]) and the OpenAI
+ * Responses API (JSON and streaming: response.created, output_item.added/done,
+ * output_text and function_call_arguments deltas, response.completed with the usage).
+ * Each request takes the next step of a script: a text answer, a tool call, an HTTP error
+ * in the provider's error shape, or a malformed body. A harness's side calls (a title for
+ * the session, say) are answered by `side` without taking a step. Every request is
+ * recorded (path, headers, body) with the usage the server reported, so a test can check
+ * what reached "the provider".
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -22,6 +26,8 @@ export interface RecordedRequest {
   body: Record<string, unknown>;
   /** Usage this server reported for it (0/0 for errors). */
   usage: { input: number; output: number };
+  /** Answered by `side`, not by the script. */
+  side?: true;
 }
 
 export interface FakeModelServer {
@@ -29,6 +35,10 @@ export interface FakeModelServer {
   url: string;
   requests: RecordedRequest[];
   script: ScriptStep[];
+  /** A text answer for a side call (one the script does not plan for), or undefined. @default none */
+  side: (body: Record<string, unknown>) => string | undefined;
+  /** The requests the script answered (side calls left out). */
+  scripted(): RecordedRequest[];
   close(): Promise<void>;
 }
 
@@ -36,19 +46,24 @@ type Writer = (req: RecordedRequest, step: ScriptStep, res: ServerResponse, n: n
 
 async function start(kind: 'anthropic' | 'openai', script: ScriptStep[]): Promise<FakeModelServer> {
   const requests: RecordedRequest[] = [];
-  const path = kind === 'anthropic' ? '/v1/messages' : '/v1/chat/completions';
-  const write: Writer = kind === 'anthropic' ? writeAnthropic : writeOpenAI;
+  const writers: Record<string, Writer> =
+    kind === 'anthropic'
+      ? { '/v1/messages': writeAnthropic }
+      : { '/v1/chat/completions': writeOpenAI, '/v1/responses': writeResponses };
   const server: Server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, unknown>;
     // Deterministic "token counts": the prompt's size in 16-byte units, 7 + the reply's length.
-    const usage = { input: Math.ceil(JSON.stringify(body.messages ?? []).length / 16), output: 0 };
+    const prompt = body.messages ?? body.input ?? [];
+    const usage = { input: Math.ceil(JSON.stringify(prompt).length / 16), output: 0 };
     const recorded: RecordedRequest = { path: req.url ?? '', headers: req.headers, body, usage };
     requests.push(recorded);
-    if (req.method !== 'POST' || req.url !== path)
-      return error(kind, res, 404, 'not_found_error', 'no such route');
-    const step = fake.script.shift();
+    const write = writers[(req.url ?? '').split('?')[0]!];
+    if (req.method !== 'POST' || !write) return error(kind, res, 404, 'not_found_error', 'no such route');
+    const sideText = fake.side(body);
+    if (sideText !== undefined) recorded.side = true;
+    const step = sideText !== undefined ? { text: sideText } : fake.script.shift();
     if (!step) return error(kind, res, 400, 'invalid_request_error', 'fake script exhausted');
     if ('status' in step) {
       recorded.usage.input = 0;
@@ -74,6 +89,8 @@ async function start(kind: 'anthropic' | 'openai', script: ScriptStep[]): Promis
     url: kind === 'anthropic' ? `http://127.0.0.1:${port}` : `http://127.0.0.1:${port}/v1`,
     requests,
     script,
+    side: () => undefined,
+    scripted: () => requests.filter((r) => !r.side),
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections();
@@ -262,5 +279,97 @@ function writeOpenAI(req: RecordedRequest, step: ScriptStep, res: ServerResponse
   if (options?.include_usage)
     events.push([null, { ...base, object: 'chat.completion.chunk', choices: [], usage }]);
   events.push([null, '[DONE]']);
+  sse(res, events);
+}
+
+/** The Responses API (POST /v1/responses): a message item and/or a function_call item. */
+function writeResponses(req: RecordedRequest, step: ScriptStep, res: ServerResponse, n: number): void {
+  const text = 'text' in step ? step.text : undefined;
+  const message = text
+    ? {
+        type: 'message',
+        id: `msg_${n}`,
+        status: 'completed',
+        role: 'assistant',
+        content: [{ type: 'output_text', text, annotations: [] }],
+      }
+    : null;
+  const call =
+    'tool' in step
+      ? {
+          type: 'function_call',
+          id: `fc_${n}`,
+          call_id: `call_${n}`,
+          name: step.tool.name,
+          arguments: JSON.stringify(step.tool.input),
+          status: 'completed',
+        }
+      : null;
+  const output = [...(message ? [message] : []), ...(call ? [call] : [])];
+  const usage = {
+    input_tokens: req.usage.input,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: req.usage.output,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: req.usage.input + req.usage.output,
+  };
+  const response = {
+    id: `resp_${n}`,
+    object: 'response',
+    created_at: 1_700_000_000,
+    model: req.body.model,
+    error: null,
+    incomplete_details: null,
+    parallel_tool_calls: true,
+    tools: [],
+  };
+  if (req.body.stream !== true) {
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ ...response, status: 'completed', output, usage }));
+    return;
+  }
+  let seq = 0;
+  const events: [string, unknown][] = [];
+  const event = (type: string, fields: Record<string, unknown>) =>
+    events.push([type, { type, sequence_number: seq++, ...fields }]);
+  event('response.created', { response: { ...response, status: 'in_progress', output: [], usage: null } });
+  output.forEach((item, output_index) => {
+    if (item.type === 'message') {
+      const t = text!;
+      const half = Math.ceil(t.length / 2);
+      event('response.output_item.added', {
+        output_index,
+        item: { ...item, status: 'in_progress', content: [] },
+      });
+      event('response.content_part.added', {
+        item_id: item.id,
+        output_index,
+        content_index: 0,
+        part: { type: 'output_text', text: '', annotations: [] },
+      });
+      for (const delta of [t.slice(0, half), t.slice(half)])
+        event('response.output_text.delta', { item_id: item.id, output_index, content_index: 0, delta });
+      event('response.output_text.done', { item_id: item.id, output_index, content_index: 0, text: t });
+      event('response.content_part.done', {
+        item_id: item.id,
+        output_index,
+        content_index: 0,
+        part: { type: 'output_text', text: t, annotations: [] },
+      });
+    } else {
+      const args = (item as { arguments: string }).arguments;
+      const half = Math.ceil(args.length / 2);
+      event('response.output_item.added', {
+        output_index,
+        item: { ...item, status: 'in_progress', arguments: '' },
+      });
+      for (const delta of [args.slice(0, half), args.slice(half)])
+        event('response.function_call_arguments.delta', { item_id: item.id, output_index, delta });
+      event('response.function_call_arguments.done', { item_id: item.id, output_index, arguments: args });
+    }
+    event('response.output_item.done', { output_index, item });
+  });
+  event('response.completed', { response: { ...response, status: 'completed', output, usage } });
   sse(res, events);
 }

@@ -11,6 +11,7 @@ import { pino } from 'pino';
 import {
   type AgentSpecInput,
   agentSpecSchema,
+  modelApiOf,
   SandboxLifecycle,
   systemClock,
   type Turn,
@@ -39,7 +40,7 @@ export async function startModelGateway(
   script: ScriptStep[],
 ): Promise<ModelGateway> {
   const dir = await mkdtemp(join(tmpdir(), 'berth-proxy-'));
-  const provider = agent.provider as 'anthropic' | 'openai';
+  const provider = modelApiOf(agent.provider)!;
   const fake = provider === 'anthropic' ? await startFakeAnthropic(script) : await startFakeOpenAI(script);
   const store = openSqliteStore({
     path: ':memory:',
