@@ -3,7 +3,7 @@
 # make test also what only the tests need).
 .PHONY: setup setup-demo build demo test bench lint
 
-# Everything make test needs; setup-demo: only what make demo needs (no Kubernetes, PostgreSQL, chromium, gVisor).
+# Everything make test needs; setup-demo: only what make demo needs (no Kubernetes, PostgreSQL, Ceph, chromium, gVisor).
 setup:
 	bash scripts/setup.sh test
 

@@ -4,8 +4,9 @@
 #   scripts/setup.sh demo   what `make demo` needs: dependencies, build, Docker, base image
 #   scripts/setup.sh test   everything `make test` needs: the above, then the agent images of
 #                           the harnesses (Claude Code, Codex, opencode; BERTH_HARNESS_TESTS=0
-#                           skips them), chromium, gVisor, PostgreSQL, iproute2 and the
-#                           Kubernetes test cluster's binaries (BERTH_KUBE_TESTS=0 skips the last)
+#                           skips them), chromium, gVisor, PostgreSQL, Ceph (radosgw),
+#                           iproute2 and the Kubernetes test cluster's binaries
+#                           (BERTH_KUBE_TESTS=0 skips the last)
 #
 # Invariants: re-running is cheap, every step checks before it acts. `npm ci` runs only when
 # node_modules is missing or package-lock.json changed since the last successful install
@@ -66,6 +67,8 @@ if [[ $target == test ]]; then
   step "chromium (dashboard browser test)" "see the message above" scripts/ensure-chromium.sh
   step "gVisor tier (runsc)" "see the message above" scripts/ensure-runsc.sh
   step "PostgreSQL server binaries" "see the message above" scripts/ensure-postgres.sh
+  # The real S3 service of the blob store tests: radosgw on a one-node Ceph each test starts.
+  step "Ceph daemons (radosgw, the test S3 service)" "see the message above" scripts/ensure-ceph.sh
   step "network namespaces (iproute2)" "see the message above" scripts/ensure-iproute2.sh
   # A real cluster for test/kubernetes.docker.test.ts, built once per machine from Debian's
   # kubernetes source package (about 10 min on 2 cores; cached outside the checkout).

@@ -201,6 +201,7 @@ test('make demo sets up only what the demo needs; make test everything', () => {
     'chromium',
     'gVisor tier',
     'PostgreSQL server binaries',
+    'Ceph daemons',
     'Kubernetes test cluster binaries',
   ])
     assert.ok(steps(all.out).includes(wanted), `${wanted} in ${all.out}`);

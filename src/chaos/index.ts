@@ -6,6 +6,7 @@ export { checkInvariants } from './invariants.js';
 export { type PostgresCluster, startPostgresCluster } from './postgres-cluster.js';
 export { type ChaosReport, renderReport } from './report.js';
 export { type ChaosOptions, type ChaosProgress, runChaos } from './run-chaos.js';
+export { assertCephInstalled, type S3Service, startS3Service } from './s3-service.js';
 export type { Outcome, RequestRecord } from './session-driver.js';
 export { requireNetworkNamespaces } from './worker-network.js';
 export { expectedLog, turnPlan } from './workload.js';
