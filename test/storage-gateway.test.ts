@@ -1,7 +1,8 @@
 /**
  * Mediated storage at the gateway: a real gateway on a Unix socket, a real
  * SQLite store and blob files in a temp data dir; calls made over HTTP as a sandbox makes
- * them, with the runner's own storage client and tools where they apply.
+ * them, with the runner's own storage client and tools where they apply. The blob store
+ * is the file backend here; test/blobs.conformance.test.ts runs both backends.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -12,7 +13,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { type TestContext, test } from 'node:test';
 import { pino } from 'pino';
-import { BLOB_GRACE_MS, BlobStore } from '../src/blobs/index.js';
+import { BLOB_GRACE_MS, FileBlobStore, StorageBlobs } from '../src/blobs/index.js';
 import { agentSpecSchema, SandboxLifecycle, type StorageOp, systemClock } from '../src/core/index.js';
 import { SandboxGateway, StorageRoutes, signSandboxToken } from '../src/gateway/index.js';
 import { GatewayClient, GatewayError } from '../src/runner/gateway-client.js';
@@ -46,8 +47,9 @@ async function startStorage(t: TestContext, grants: { prefix: string; ops: Stora
   }
   const [fence, otherFence] = fences as [Fence, Fence];
   for (const grant of grants) await store.grantStorage({ agent: 'a', ...grant }, now);
-  const blobs = new BlobStore(join(dir, 'storage'));
-  await blobs.prepare();
+  const blobs = new FileBlobStore(join(dir, 'blobs'));
+  await blobs.check();
+  const storageBlobs = new StorageBlobs(blobs);
   const log = pino({ level: 'silent' });
   const socketPath = join(dir, 'gateway.sock');
   const lifecycle = new SandboxLifecycle('storage-gateway-test');
@@ -95,7 +97,19 @@ async function startStorage(t: TestContext, grants: { prefix: string; ops: Stora
       req.end();
     });
   const audit = async () => (await store.listAudit(0, 1000)).filter((e) => e.kind.startsWith('storage-'));
-  return { dir, store, blobs, fence, otherFence, client, gatewayClient, raw, tokenFor, audit, socketPath };
+  return {
+    dir,
+    store,
+    storageBlobs,
+    fence,
+    otherFence,
+    client,
+    gatewayClient,
+    raw,
+    tokenFor,
+    audit,
+    socketPath,
+  };
 }
 
 /** The status and catalogue code a storage call was refused with. */
@@ -217,14 +231,14 @@ test('storage: ops and prefixes outside the grants are denied (and audited); a r
 });
 
 test("storage: another agent's objects are unreachable, even under a prefix of the same name", async (t) => {
-  const { client, store, blobs, otherFence } = await startStorage(t, [
+  const { client, store, storageBlobs, otherFence } = await startStorage(t, [
     { prefix: 'photos/', ops: ['read', 'list', 'write', 'delete'] },
   ]);
   await store.grantStorage(
     { agent: 'b', prefix: 'photos/', ops: ['read', 'list', 'write', 'delete'] },
     Date.now(),
   );
-  const written = await blobs.write(Readable.from([Buffer.from('b secret')]), { maxBytes: 100 });
+  const written = await storageBlobs.write(Readable.from([Buffer.from('b secret')]), { maxBytes: 100 });
   const put = await store.putStorageObject({ ...otherFence, key: 'photos/secret', ...written }, Date.now());
   assert.equal(put.code, 'ok');
 
@@ -288,7 +302,7 @@ test('storage: a stale generation writes nothing, at the door or at the store', 
 });
 
 test('storage: a 20 MiB object streams through both ways with its hash; unnamed blobs are collected', async (t) => {
-  const { client, dir, store, blobs, fence, socketPath } = await startStorage(t, [
+  const { client, dir, store, storageBlobs, fence, socketPath } = await startStorage(t, [
     { prefix: 'big/', ops: ['read', 'write'] },
   ]);
   const size = 20 * MiB;
@@ -317,9 +331,9 @@ test('storage: a 20 MiB object streams through both ways with its hash; unnamed 
   // has already written it to its temp file.
   const half = 10 * MiB;
   const tmpBytes = async () => {
-    const names = await readdir(join(dir, 'storage', 'tmp'));
+    const names = await readdir(join(dir, 'blobs', '.tmp'));
     const sizes = await Promise.all(
-      names.map((n) => stat(join(dir, 'storage', 'tmp', n)).then((s) => s.size)),
+      names.map((n) => stat(join(dir, 'blobs', '.tmp', n)).then((s) => s.size)),
     );
     return Math.max(0, ...sizes);
   };
@@ -348,14 +362,13 @@ test('storage: a 20 MiB object streams through both ways with its hash; unnamed 
 
   // Overwritten: the first blob is garbage once past the grace period; the named one stays.
   await client.put('big/blob', { content: Buffer.from('small now') });
-  const files = async () =>
-    (await readdir(join(dir, 'storage', 'blobs'), { recursive: true })).filter((f) => f.includes('.'));
+  const files = () => readdir(join(dir, 'blobs', 'storage'));
   assert.equal((await files()).length, 3);
   const isNamed = (blob: string) => store.isStorageBlobNamed(blob);
-  assert.equal(await blobs.collectGarbage(isNamed, Date.now()), 0, 'young blobs are never collected');
+  assert.equal(await storageBlobs.collectGarbage(isNamed, Date.now()), 0, 'young blobs are never collected');
   const old = new Date(Date.now() - 2 * BLOB_GRACE_MS);
-  for (const f of await files()) await utimes(join(dir, 'storage', 'blobs', f), old, old);
-  assert.equal(await blobs.collectGarbage(isNamed, Date.now()), 1);
+  for (const f of await files()) await utimes(join(dir, 'blobs', 'storage', f), old, old);
+  assert.equal(await storageBlobs.collectGarbage(isNamed, Date.now()), 1);
   assert.equal((await client.read('big/blob', 100)).content.toString(), 'small now');
 });
 

@@ -2,12 +2,12 @@
  * Mediated storage end to end: a real host and real sandboxes; the fake
  * Anthropic server drives the runner's storage_* tools through the gateway. What one
  * session of the agent stores, another session of it (another sandbox) reads; what the
- * grant does not allow is a tool error the model sees; the content lives under the
- * host's data dir and is nowhere inside the sandbox.
+ * grant does not allow is a tool error the model sees; the content lives in the host's
+ * blob store (file blobs: under its data dir) and is nowhere inside the sandbox.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { readdir } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { SecretStore } from '../src/secrets/index.js';
@@ -80,8 +80,10 @@ test('anthropic: storage_put in one session, storage_get in another; a denied op
   );
 
   // On the host: one blob under the data dir, named by the store row; every call audited.
-  const blobs = await readdir(join(dataDir, 'storage', 'blobs'), { recursive: true });
-  assert.ok(blobs.some((f) => f.includes(sha256)));
+  const row = (await host.store.getStorageObject('keeper', 'notes/hello.txt'))!;
+  assert.deepEqual(await readdir(join(dataDir, 'blobs', 'storage')), [row.blob]);
+  const stored = await readFile(join(dataDir, 'blobs', 'storage', row.blob));
+  assert.equal(createHash('sha256').update(stored).digest('hex'), sha256);
   const audit = (await host.store.listAudit(0, 1000)).filter((e) => e.kind.startsWith('storage-'));
   assert.deepEqual(
     audit.map((e) => [e.sessionId, e.kind, e.data.op]),

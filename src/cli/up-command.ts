@@ -8,11 +8,15 @@ import { createProgress } from './progress.js';
 interface HostFlags {
   data?: string;
   store?: string;
+  blobs?: string;
   host?: string;
   port?: string;
   slots?: string;
   runtime?: string;
 }
+
+const BLOBS_HELP =
+  's3://bucket/prefix blob store shared with workers on other machines (AWS_ENDPOINT_URL_S3, AWS_ACCESS_KEY_ID, …), or file:///dir (default: <data>/blobs)';
 
 export function upCommand(env: NodeJS.ProcessEnv): Command {
   return new Command('up')
@@ -22,6 +26,7 @@ export function upCommand(env: NodeJS.ProcessEnv): Command {
       '--store <url>',
       'postgres://… store shared with workers on other machines (default: SQLite in the data dir)',
     )
+    .option('--blobs <url>', BLOBS_HELP)
     .option('--host <addr>', 'address to listen on')
     .option('--port <port>', 'API port (default 7420)')
     .option(
@@ -42,6 +47,7 @@ export function workerCommand(env: NodeJS.ProcessEnv): Command {
     )
     .option('--data <dir>', 'data directory of the host whose store this worker shares')
     .option('--store <url>', 'postgres://… store of the host (default: SQLite in the data dir)')
+    .option('--blobs <url>', BLOBS_HELP)
     .option('--slots <n>', 'concurrent sessions (default from CPUs and memory)')
     .option(
       '--runtime <docker|kubernetes>',
@@ -54,6 +60,7 @@ async function serveInForeground(env: NodeJS.ProcessEnv, flags: HostFlags, api: 
   const config = loadConfig(env, {
     dataDir: flags.data,
     store: flags.store,
+    blobs: flags.blobs,
     apiHost: flags.host,
     apiPort: flags.port,
     slots: flags.slots,

@@ -6,6 +6,7 @@
  * change, config.test.ts fails while the two differ). Order = the doc's order.
  */
 import { z } from 'zod';
+import { BLOBS_URL_RULE, type BlobsLocation, parseBlobsUrl } from './blobs-url.js';
 
 export interface ConfigOption<S extends z.ZodTypeAny> {
   /** The environment variable that sets it. */
@@ -50,6 +51,20 @@ const storeUrl = z
     'use postgres://user:password@host:5432/database, or leave it empty for SQLite in the data dir',
   );
 
+/** '' (the default: file blobs in the data dir, resolved by loadConfig) or a parsed location. */
+const blobsUrl = z.string().transform((url, ctx): BlobsLocation | undefined => {
+  if (url === '') return undefined;
+  const where = parseBlobsUrl(url);
+  if (!where) {
+    ctx.addIssue({ code: z.ZodIssueCode.custom, message: BLOBS_URL_RULE });
+    return z.NEVER;
+  }
+  return where;
+});
+const endpointUrl = z
+  .string()
+  .refine((s) => s === '' || /^https?:\/\/[^/]/.test(s), 'use http(s)://host:port');
+
 const nodeSelector = z.string().transform((text, ctx) => {
   const selector = parseNodeSelector(text);
   if (!selector) {
@@ -74,6 +89,50 @@ export const CONFIG_OPTIONS = {
     default: '',
     unit: 'empty or URL',
     doc: 'The store. Empty: SQLite at `<dataDir>/berth.db`, shared by the processes of this machine. `postgres://user:password@host:5432/database` (or `postgresql://`): that PostgreSQL database, shared by workers on any number of machines (store.md, scale-out.md); the database must exist, berth creates its tables. Anything else fails with `CONFIG_INVALID` (the password is never shown). An unreachable database fails start-up with `STORE_UNAVAILABLE`.',
+  }),
+  blobs: option({
+    env: 'BERTH_BLOBS',
+    schema: blobsUrl,
+    default: '',
+    unit: 'empty or URL',
+    defaultDoc: 'empty = `file://<dataDir>/blobs`',
+    doc: "The blob store holding mediated storage's contents (storage.md, *The blob store*). `file:///absolute/dir`: files under that dir of this machine. `s3://bucket` or `s3://bucket/prefix` (bucket 3–63 of `a-z 0-9 . -`; prefix segments of `A-Z a-z 0-9 . _ -`): a bucket of an S3-compatible service, shared by the workers of one install on many machines (one bucket or prefix per install: its garbage collection deletes what its store does not name); needs `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`. Anything else fails with `CONFIG_INVALID`. Checked at the start of `berth up` and `berth worker` before anything else: a missing bucket, refused keys or an unreachable endpoint fail start-up with `BLOBS_UNREACHABLE`, naming the bucket, the endpoint and the fix. Also `--blobs`.",
+  }),
+  s3Endpoint: option({
+    env: 'AWS_ENDPOINT_URL_S3',
+    schema: endpointUrl,
+    default: '',
+    unit: '`http(s)://host:port`',
+    defaultDoc: '`AWS_ENDPOINT_URL`; empty = AWS S3 of `AWS_REGION`',
+    doc: 's3 blobs: the S3 service (Ceph RGW, MinIO, SeaweedFS, …). When an endpoint is set, buckets are addressed path-style (`http://host:port/bucket/key`), as those services expect.',
+  }),
+  awsEndpoint: option({
+    env: 'AWS_ENDPOINT_URL',
+    schema: endpointUrl,
+    default: '',
+    unit: '`http(s)://host:port`',
+    doc: 's3 blobs: the endpoint used when `AWS_ENDPOINT_URL_S3` is unset (the AWS convention for all services).',
+  }),
+  s3Region: option({
+    env: 'AWS_REGION',
+    schema: z.string().regex(/^[a-z0-9-]{1,64}$/, 'must be a region name such as us-east-1'),
+    default: 'us-east-1',
+    unit: 'region name',
+    doc: "s3 blobs: the region requests are signed for (and AWS S3's endpoint).",
+  }),
+  s3AccessKeyId: option({
+    env: 'AWS_ACCESS_KEY_ID',
+    schema: z.string(),
+    default: '',
+    unit: 'string',
+    doc: 's3 blobs: the access key of a user allowed to read, write, list and delete in the bucket; required with s3 blobs (`CONFIG_INVALID` without it).',
+  }),
+  s3SecretAccessKey: option({
+    env: 'AWS_SECRET_ACCESS_KEY',
+    schema: z.string(),
+    default: '',
+    unit: 'string',
+    doc: "s3 blobs: that user's secret key; required with s3 blobs. Never logged or shown in an error.",
   }),
   apiHost: option({
     env: 'BERTH_HOST',

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { test } from 'node:test';
-import { defaultSlots, loadConfig, redactUrl } from './config.js';
+import { blobsConfigOf, defaultSlots, loadConfig, redactUrl } from './config.js';
 import { CONFIG_OPTIONS, parseDurationMs, withConfigOptionsTable } from './config-options.js';
 import { isBerthError } from './errors.js';
 
@@ -35,6 +35,70 @@ test('the store: SQLite in the data dir by default, a postgres:// URL from BERTH
     loadConfig({ BERTH_STORE: 'postgres://a@x/y' }, { store: 'postgresql://b@z/w' }).store,
     'postgresql://b@z/w',
   );
+});
+
+test('blobs: file under the data dir by default; a file:// dir; an s3:// bucket with the AWS variables', () => {
+  const def = loadConfig({ BERTH_DATA: '/srv/berth' });
+  assert.deepEqual(def.blobs, { kind: 'file', dir: '/srv/berth/blobs' });
+  assert.ok(Object.isFrozen(def.blobs));
+  assert.deepEqual(blobsConfigOf(def), { kind: 'file', dir: '/srv/berth/blobs' });
+  assert.deepEqual(loadConfig({ BERTH_BLOBS: 'file:///mnt/blobs/' }).blobs, {
+    kind: 'file',
+    dir: '/mnt/blobs',
+  });
+  const keys = { AWS_ACCESS_KEY_ID: 'AK', AWS_SECRET_ACCESS_KEY: 'SK' };
+  assert.deepEqual(
+    blobsConfigOf(
+      loadConfig({ ...keys, BERTH_BLOBS: 's3://berth-blobs/prod/eu/', AWS_ENDPOINT_URL: 'http://rgw:7480/' }),
+    ),
+    {
+      kind: 's3',
+      bucket: 'berth-blobs',
+      prefix: 'prod/eu/',
+      endpoint: 'http://rgw:7480',
+      region: 'us-east-1',
+      accessKeyId: 'AK',
+      secretAccessKey: 'SK',
+    },
+  );
+  // AWS_ENDPOINT_URL_S3 wins over AWS_ENDPOINT_URL; the flag wins over BERTH_BLOBS.
+  const s3 = blobsConfigOf(
+    loadConfig(
+      {
+        ...keys,
+        BERTH_BLOBS: 's3://other',
+        AWS_ENDPOINT_URL: 'http://generic:1',
+        AWS_ENDPOINT_URL_S3: 'https://s3.example:443',
+        AWS_REGION: 'eu-west-3',
+      },
+      { blobs: 's3://berth' },
+    ),
+  );
+  assert.equal(
+    s3.kind === 's3' && `${s3.bucket}|${s3.prefix}|${s3.endpoint}|${s3.region}`,
+    'berth||https://s3.example:443|eu-west-3',
+  );
+  const refused: [Record<string, string>, RegExp][] = [
+    [
+      { BERTH_BLOBS: 's3://berth' },
+      /BERTH_BLOBS=s3:\/\/berth needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY/,
+    ],
+    [
+      { ...keys, BERTH_BLOBS: 's3://UPPER' },
+      /^Invalid BERTH_BLOBS="s3:\/\/UPPER": use file:\/\/\/absolute\/dir/,
+    ],
+    [{ ...keys, BERTH_BLOBS: 's3://berth/../x' }, /BERTH_BLOBS/],
+    [{ BERTH_BLOBS: 'file://relative/dir' }, /BERTH_BLOBS/],
+    [{ BERTH_BLOBS: '/plain/path' }, /BERTH_BLOBS/],
+    [{ ...keys, BERTH_BLOBS: 's3://berth', AWS_ENDPOINT_URL_S3: 'rgw:7480' }, /AWS_ENDPOINT_URL_S3/],
+    [{ AWS_REGION: 'Mars 1', AWS_SECRET_ACCESS_KEY: 'hunter2' }, /^Invalid AWS_REGION/],
+  ];
+  for (const [env, pattern] of refused)
+    assert.throws(
+      () => loadConfig(env),
+      (err: unknown) =>
+        isBerthError(err, 'CONFIG_INVALID') && pattern.test(err.message) && !/hunter2|SK/.test(err.message),
+    );
 });
 
 test('a URL loses only its password when shown', () => {

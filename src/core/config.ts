@@ -6,6 +6,7 @@
 import { cpus, homedir, hostname, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
+import type { BlobsConfig } from './blobs-url.js';
 import { CONFIG_OPTIONS, type ConfigKey, type ConfigOption, type ConfigOptions } from './config-options.js';
 import { BerthError } from './errors.js';
 
@@ -43,7 +44,7 @@ export function loadConfig(
     const key = String(issue.path[0]) as keyof Input;
     throw new BerthError(
       'CONFIG_INVALID',
-      `Invalid ${CONFIG_OPTIONS[key]?.env ?? key}=${JSON.stringify(key === 'store' ? redactUrl(String(raw[key])) : raw[key])}: ${issue.message}`,
+      `Invalid ${CONFIG_OPTIONS[key]?.env ?? key}=${JSON.stringify(shownValue(key, raw[key]))}: ${issue.message}`,
     );
   }
   const c = parsed.data;
@@ -53,9 +54,17 @@ export function loadConfig(
       `BERTH_HEARTBEAT_TIMEOUT (${c.heartbeatTimeoutMs} ms) must exceed BERTH_HEARTBEAT_INTERVAL (${c.heartbeatIntervalMs} ms)`,
     );
   }
+  if (c.blobs?.kind === 's3' && (c.s3AccessKeyId === '' || c.s3SecretAccessKey === ''))
+    throw new BerthError(
+      'CONFIG_INVALID',
+      `BERTH_BLOBS=${String(raw.blobs)} needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (the S3 service's keys)`,
+    );
+  const dataDir = resolve(c.dataDir);
   return Object.freeze({
     ...c,
-    dataDir: resolve(c.dataDir),
+    dataDir,
+    blobs: Object.freeze(c.blobs ?? { kind: 'file' as const, dir: join(dataDir, 'blobs') }),
+    s3Endpoint: (c.s3Endpoint || c.awsEndpoint).replace(/\/+$/, ''),
     apiUrl: c.apiUrl ?? `http://${c.apiHost === '0.0.0.0' ? '127.0.0.1' : c.apiHost}:${c.apiPort}`,
     slots: c.slots ?? defaultSlots(cpus().length, totalmem()),
     kubeconfig: c.kubeconfig && resolve(c.kubeconfig),
@@ -69,6 +78,24 @@ export function loadConfig(
       c.mountAllowlistFile ?? join(env.HOME || homedir(), '.config', 'berth', 'mount-allowlist.json'),
     ),
   });
+}
+
+/** The blob store to open: the location of BERTH_BLOBS, with the S3 service's endpoint, region and keys for s3. */
+export function blobsConfigOf(c: ResolvedConfig): BlobsConfig {
+  if (c.blobs.kind === 'file') return c.blobs;
+  return {
+    ...c.blobs,
+    endpoint: c.s3Endpoint,
+    region: c.s3Region,
+    accessKeyId: c.s3AccessKeyId,
+    secretAccessKey: c.s3SecretAccessKey,
+  };
+}
+
+/** A value as an error message may show it: no password, no secret key. */
+function shownValue(key: string, value: unknown): unknown {
+  if (key === 's3SecretAccessKey') return '***';
+  return key === 'store' ? redactUrl(String(value)) : value;
 }
 
 /** A URL without its password (user:***@), for messages and logs. */

@@ -319,7 +319,37 @@ export const ERRORS = {
   STORAGE_BLOB_MISSING: {
     status: 500,
     retryable: false,
-    hint: "The object's row names a blob this host does not have: the data dir lost it, or the object was written by a host with another data dir (storage is per data dir; see docs/storage.md).",
+    hint: "The object's row names a blob the blob store does not have: it was lost, or it was written by a host with other blobs (file blobs are per machine; workers on several machines share an s3:// bucket: --blobs, docs/storage.md).",
+  },
+  BLOBS_UNREACHABLE: {
+    status: 503,
+    retryable: true,
+    hint: 'Check --blobs / BERTH_BLOBS (file:///dir or s3://bucket/prefix), AWS_ENDPOINT_URL_S3, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION, that the service runs and that the bucket exists (docs/config.md).',
+  },
+  BLOB_WRITE_FAILED: {
+    status: 503,
+    retryable: true,
+    hint: 'The blob store refused or lost the upload; nothing of it is visible. Try again; if it repeats, check that the S3 service (or the blob dir) is up and has space.',
+  },
+  BLOB_READ_FAILED: {
+    status: 503,
+    retryable: true,
+    hint: 'The blob store did not answer after retries with backoff; try again once it is back (check the S3 service, or the blob dir).',
+  },
+  BLOB_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    hint: 'No object has this key in the blob store; list the keys that exist under its prefix.',
+  },
+  BLOB_TOO_LARGE: {
+    status: 413,
+    retryable: false,
+    hint: 'The body is over the size limit of this put; nothing was stored.',
+  },
+  BLOB_HASH_MISMATCH: {
+    status: 400,
+    retryable: false,
+    hint: 'The body did not hash to the SHA-256 it was sent with; nothing was stored. Send the content again.',
   },
   GRANT_NOT_FOUND: {
     status: 404,

@@ -2,6 +2,7 @@
 export * from './agent.js';
 export * from './api-schemas.js';
 export * from './backoff.js';
+export * from './blobs-url.js';
 export * from './clock.js';
 export * from './config.js';
 export * from './config-options.js';

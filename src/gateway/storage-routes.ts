@@ -1,7 +1,7 @@
 /**
  * The gateway's mediated storage, `/v1/storage`: an agent's persistent objects,
- * reached by its sandboxes through this narrow API only (the files are under the host's
- * data dir, never mounted into a sandbox).
+ * reached by its sandboxes through this narrow API only (the contents are in the blob
+ * store, a dir of the host or an S3 bucket, never mounted into a sandbox).
  *
  * Invariants:
  * - Every call is checked against the agent's grants, read from the store on that call
@@ -16,7 +16,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import type { Logger } from 'pino';
-import type { BlobStore } from '../blobs/index.js';
+import { type BlobStore, StorageBlobs } from '../blobs/index.js';
 import {
   assertStorageKey,
   BerthError,
@@ -48,6 +48,7 @@ export interface StorageRoutesOptions {
   agent: string;
   binding: Fence;
   store: GatewayStore;
+  /** Where object contents live (mediated storage's blobs: storage-blobs.ts). */
   blobs: BlobStore;
   /** Largest object a put may store, in bytes. */
   maxObjectBytes: number;
@@ -67,7 +68,11 @@ interface CallRecord {
 }
 
 export class StorageRoutes {
-  constructor(private readonly o: StorageRoutesOptions) {}
+  private readonly contents: StorageBlobs;
+
+  constructor(private readonly o: StorageRoutesOptions) {
+    this.contents = new StorageBlobs(o.blobs);
+  }
 
   /** `url` is the request's path and query (under STORAGE_PATH). */
   async handle(req: IncomingMessage, res: ServerResponse, url: string): Promise<void> {
@@ -132,7 +137,7 @@ export class StorageRoutes {
       return;
     }
     const range = parseRange(req.headers.range, object.size);
-    const stream = await this.o.blobs.read(object.blob, range ?? {});
+    const stream = await this.contents.read(object.blob, range ?? undefined);
     call.bytes = range ? range.end - range.start + 1 : object.size;
     await this.audit(call);
     res.writeHead(range ? 206 : 200, {
@@ -160,7 +165,7 @@ export class StorageRoutes {
         'INVALID_INPUT',
         `Header ${STORAGE_SHA256_HEADER} must be 64 lowercase hex digits`,
       );
-    const written = await this.o.blobs.write(req as AsyncIterable<Buffer>, {
+    const written = await this.contents.write(req as AsyncIterable<Buffer>, {
       maxBytes: maxObjectBytes,
       ...(expected ? { expectedSha256: expected } : {}),
     });

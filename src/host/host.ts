@@ -1,8 +1,8 @@
 /**
  * A host: one store, one worker and (unless worker-only) the HTTP API in this process:
- * `berth up` is both, `berth worker` a worker alone sharing the store. Checks the engine,
- * the image and overlayfs before anything is accepted, so a broken set-up fails at start
- * with the fix, not at the first message.
+ * `berth up` is both, `berth worker` a worker alone sharing the store. Checks the blob
+ * store, the engine, the image and overlayfs before anything is accepted, so a broken
+ * set-up fails at start with the fix, not at the first message.
  */
 
 import type Dockerode from 'dockerode';
@@ -16,7 +16,15 @@ import {
   timeStoreCalls,
   WebhookDispatcher,
 } from '../api/index.js';
-import { BerthError, type Clock, type HarnessName, type ResolvedConfig, systemClock } from '../core/index.js';
+import { type BlobStore, openBlobStore } from '../blobs/index.js';
+import {
+  BerthError,
+  blobsConfigOf,
+  type Clock,
+  type HarnessName,
+  type ResolvedConfig,
+  systemClock,
+} from '../core/index.js';
 import { EgressInterceptor } from '../gateway/index.js';
 import {
   agentImageBuildCommand,
@@ -43,6 +51,8 @@ import { hostPaths, ScheduleRunner, Worker } from '../worker/index.js';
 export interface Host {
   config: ResolvedConfig;
   store: Store;
+  /** Where mediated storage's contents live: a dir of this machine or a shared S3 bucket. */
+  blobs: BlobStore;
   worker: Worker;
   /** null for a worker-only host. */
   app: FastifyInstance | null;
@@ -122,12 +132,17 @@ export async function startHost(
   log: Logger,
   options: { api?: boolean; clock?: Clock; buildReporter?: BuildReporter } = {},
 ): Promise<Host> {
+  // First: quick, and nothing to undo when it refuses (BLOBS_UNREACHABLE).
+  const blobs = await openBlobStore(blobsConfigOf(config));
   const docker = connectDocker(config.dockerSocket);
   // The runtime is checked before the store opens (a broken engine fails first); its event
   // times follow the host's clock, known once the store is open.
   let clock: Clock = options.clock ?? systemClock;
   const { runtime, image } = await openRuntime(config, docker, options.buildReporter, {
     now: () => clock.now(),
+  }).catch(async (err: unknown) => {
+    await blobs.close();
+    throw err;
   });
   const paths = hostPaths(config.dataDir);
   const untimedStore = await openStore({
@@ -157,7 +172,7 @@ export async function startHost(
     extraCaFile: config.egressCaFile,
     clock,
   });
-  const worker = new Worker({ config, store, runtime, clock, log, paths, image, secrets, egress });
+  const worker = new Worker({ config, store, runtime, clock, log, paths, image, secrets, egress, blobs });
   started.worker = worker;
   await worker.start();
   const schedules = new ScheduleRunner(store, clock, log);
@@ -169,11 +184,15 @@ export async function startHost(
     config.runtime === 'kubernetes' ? undefined : harnessImageCheck(docker, paths.imageCacheDir);
   const app = api ? await buildApp({ config, store, clock, log, webhooks, metrics, harnessImage }) : null;
   const address = app ? await app.listen({ host: config.apiHost, port: config.apiPort }) : '';
-  log.info({ address, dataDir: config.dataDir, image, workerId: worker.id }, 'berth host up');
+  log.info(
+    { address, dataDir: config.dataDir, blobs: blobs.location, image, workerId: worker.id },
+    'berth host up',
+  );
   let closing: Promise<void> | undefined;
   return {
     config,
     store,
+    blobs,
     worker,
     app,
     docker,
@@ -187,6 +206,7 @@ export async function startHost(
         await schedules.stop();
         await worker.stop();
         await store.close();
+        await blobs.close();
       })();
       return closing;
     },

@@ -21,6 +21,8 @@ export interface WorkerDeps {
   secrets: SecretSource;
   /** Serves egress targets with header rules (TLS with the per-install CA, secrets filled in). */
   egress: EgressInterceptor;
+  /** The blob store, checked at start: mediated storage's object contents live there. */
+  blobs: BlobStore;
 }
 
 /** What starting and running a sandbox needs on top: this worker's identity and its files. */
@@ -32,6 +34,4 @@ export interface SandboxDeps extends WorkerDeps {
   /** Staged runner code to mount read-only. */
   runnerDir: string;
   workspaces: Workspaces;
-  /** Where the gateway's storage routes keep object content. */
-  blobs: BlobStore;
 }

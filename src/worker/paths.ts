@@ -12,7 +12,7 @@ export interface HostPaths {
   secretsFile: string;
   /** The per-install egress CA (key 0600, certificate), made on first start. */
   egressCaDir: string;
-  /** Mediated storage's blobs: never mounted into a sandbox. */
+  /** Where mediated storage kept its blobs before the blob store; moved in at worker start (storage-blobs.ts). */
   storageDir: string;
   sandboxRunDir(sandboxName: string): string;
 }

@@ -11,7 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { BlobStore } from '../blobs/index.js';
+import { StorageBlobs } from '../blobs/index.js';
 import { agentSpecSchema, BerthError, isLeaseFresh, newId, sleep, WakeSignal } from '../core/index.js';
 import { stageRunner } from '../runtime/index.js';
 import type { StoreChange } from '../store/index.js';
@@ -50,7 +50,7 @@ export class Worker {
   /** Idle sandboxes already giving their slot up, so one queued session frees one slot, not all. */
   private readonly yielding = new Set<string>();
   private readonly workspaces: Workspaces;
-  private readonly blobs: BlobStore;
+  private readonly storageBlobs: StorageBlobs;
   /** The staged runner this worker's sandboxes mount (content-addressed, never rewritten). */
   private runnerDir = '';
   private loops: Promise<unknown>[] = [];
@@ -62,7 +62,7 @@ export class Worker {
   constructor(private readonly deps: WorkerDeps) {
     this.installId = installIdOf(deps.paths.dataDir);
     this.workspaces = new Workspaces(deps.paths.dataDir, SANDBOX_UID);
-    this.blobs = new BlobStore(deps.paths.storageDir);
+    this.storageBlobs = new StorageBlobs(deps.blobs);
     this.log = deps.log.child({ workerId: this.id });
   }
 
@@ -77,7 +77,9 @@ export class Worker {
   async start(): Promise<void> {
     const { store, clock, config, paths } = this.deps;
     await this.workspaces.prepare();
-    await this.blobs.prepare();
+    const adopted = await this.storageBlobs.adoptLegacy(paths.storageDir);
+    if (adopted > 0)
+      this.log.info({ adopted }, 'Moved storage blobs of an older data dir into the blob store');
     this.runnerDir = await stageRunner(paths.runnerDir);
     const now = clock.now();
     await store.registerWorker({
@@ -172,7 +174,6 @@ export class Worker {
       workerId: this.id,
       secret: this.secret,
       workspaces: this.workspaces,
-      blobs: this.blobs,
       runnerDir: this.runnerDir,
     };
   }
@@ -266,12 +267,12 @@ export class Worker {
     }
   }
 
-  /** Deletes storage blobs that no object names (puts fenced off, objects overwritten or deleted). */
+  /** Deletes storage blobs that no object names (puts fenced off, objects overwritten or deleted): in the shared blob store, every worker's pass is safe. */
   private async storageGcLoop(): Promise<void> {
     const { store, clock } = this.deps;
     while (!this.abort.signal.aborted) {
       try {
-        const removed = await this.blobs.collectGarbage(
+        const removed = await this.storageBlobs.collectGarbage(
           (blob) => store.isStorageBlobNamed(blob),
           clock.now(),
         );
