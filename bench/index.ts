@@ -2,6 +2,7 @@
  * `npm run bench [-- --quick]`: every benchmark in turn; each prints one JSON object that
  * holds its own baseline, measured in the same run.
  */
+import { blobs } from './blobs.js';
 import { coldStart } from './cold-start.js';
 import { detection } from './detection.js';
 import { harnesses } from './harnesses.js';
@@ -28,6 +29,7 @@ const all = {
   isolation,
   podStart,
   harnesses,
+  blobs,
 };
 for (const [name, bench] of Object.entries(all)) {
   if (only.length > 0 && !only.includes(name)) continue;

@@ -12,15 +12,15 @@ import { parseJsonLines } from '../src/core/index.js';
 const run = promisify(execFile);
 
 test('npm run bench -- --quick (the warm-pool and speed benchmarks): each prints its JSON with a baseline from the same run', async () => {
-  // The warm-pool and speed benchmarks (docs/performance.md); modelProxy and isolation have their own runs (docs/model-agents.md, docs/isolation.md).
-  const names = ['coldStart', 'warmStart', 'warmPath', 'detection', 'liveSandboxes'];
+  // The warm-pool and speed benchmarks (docs/performance.md) and the blob store's; modelProxy and isolation have their own runs (docs/model-agents.md, docs/isolation.md).
+  const names = ['coldStart', 'warmStart', 'warmPath', 'detection', 'liveSandboxes', 'blobs'];
   const { stdout } = await run(process.execPath, ['dist/bench/index.js', '--quick', ...names], {
     maxBuffer: 16 * 1024 * 1024,
     timeout: 15 * 60_000,
   });
   const results = parseJsonLines(stdout) as Record<string, unknown>[];
   const byName = new Map(results.map((r) => [r.bench, r]));
-  for (const name of ['cold-start', 'warm-start', 'warm-path', 'detection', 'live-sandboxes']) {
+  for (const name of ['cold-start', 'warm-start', 'warm-path', 'detection', 'live-sandboxes', 'blobs']) {
     const r = byName.get(name);
     assert.ok(r, `${name} printed a result: ${stdout}`);
     assert.ok(
@@ -32,4 +32,12 @@ test('npm run bench -- --quick (the warm-pool and speed benchmarks): each prints
   assert.ok(warm.newSessionToRunnerHoldsTurnMs.n > 0);
   const live = byName.get('live-sandboxes') as { sandboxes: number; sandboxOwnMemoryMiB: { n: number } };
   assert.ok(live.sandboxOwnMemoryMiB.n > 0, 'the live sandboxes were measured');
+  const blobs = byName.get('blobs') as {
+    s3: { put10MiBMs: { n: number } };
+    s3Service: { bringUpMs: number };
+  };
+  assert.ok(
+    blobs.s3.put10MiBMs.n > 0 && blobs.s3Service.bringUpMs > 0,
+    'both backends and the S3 service were measured',
+  );
 });
