@@ -119,7 +119,7 @@ for (const provider of ['anthropic', 'openai'] as const) {
 
 test('anthropic: a turn killed mid tool-call is retried from the committed conversation and workspace', async (t) => {
   const killOnFirstTry =
-    'echo partial > partial.txt; if [ "$BERTH_ATTEMPT" = 1 ]; then kill -KILL $BERTH_RUNNER_PID; sleep 5; fi; echo survived';
+    'echo partial >> partial.txt; if [ "$BERTH_ATTEMPT" = 1 ]; then kill -KILL $BERTH_RUNNER_PID; sleep 5; fi; echo survived';
   const fake = await startFakeAnthropic([
     { text: 'First answer.' },
     { tool: { name: 'bash', input: { command: killOnFirstTry } } },
@@ -143,6 +143,7 @@ test('anthropic: a turn killed mid tool-call is retried from the committed conve
     ['committed', 'aborted', 'committed'],
   );
   await promoted(host, 'k1');
+  // Appended on each try: a second line would be the killed try's write, leaked into the commit.
   assert.equal(
     await readFile(join(dataDir, 'workspaces', 'k1', 'committed', 'partial.txt'), 'utf8'),
     'partial\n',
@@ -155,6 +156,29 @@ test('anthropic: a turn killed mid tool-call is retried from the committed conve
   );
   assert.deepEqual(fake.requests[1]!.body.messages, retried, 'both tries sent the same conversation');
   assert.equal(toolResults(fake, 3).at(-1), 'exit code 0\nstdout:\nsurvived\n\nstderr:\n');
+});
+
+test('anthropic: a bash call that starts background processes returns when its shell exits, naming them', async (t) => {
+  const fake = await startFakeAnthropic([
+    { tool: { name: 'bash', input: { command: '(tail -f /dev/null &); sleep 1000 & echo started' } } },
+    { tool: { name: 'bash', input: { command: 'pgrep -x tail && pgrep -x sleep' } } },
+    { text: 'Servers up.' },
+  ]);
+  t.after(() => fake.close());
+  const { host, client, dataDir, sendAndCollect } = await startTestHost(t, { ANTHROPIC_BASE_URL: fake.url });
+  await new SecretStore({ path: join(dataDir, 'secrets.json'), key: '' }).set('anthropic', KEY);
+  await client.request('POST', '/v1/agents', { name: 'm', provider: 'anthropic', model: 'model-x' });
+
+  const events = await sendAndCollect('bg1', { agent: 'm', text: 'start them' }, reply);
+  assert.equal(events.at(-1)!.data.text, 'Servers up.', JSON.stringify(events.at(-1)));
+  const [started, seen] = toolResults(fake, 2);
+  assert.match(
+    started!,
+    /^exit code 0\nstdout:\nstarted\n\nstderr:\n\nstill running \(they are killed when the turn ends\): \d+ (tail -f \/dev\/null|sleep 1000); \d+ (tail -f \/dev\/null|sleep 1000)$/,
+  );
+  assert.match(seen!, /^exit code 0\nstdout:\n\d+\n\d+\n/, 'both still run for the rest of the turn');
+  const [turn] = await host.store.listTurns('bg1');
+  assert.deepEqual([turn!.status, turn!.attempt], ['committed', 1]);
 });
 
 test('anthropic: the agent schedules a recurring message with its tool, within its cap; the schedule is the commit’s', async (t) => {

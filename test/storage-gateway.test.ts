@@ -384,6 +384,7 @@ test('storage tools: the model gets results, and refusals as tool errors', async
     getState: async () => undefined,
     putState: async () => {},
     gateway: gatewayClient,
+    resident: false,
   };
   const tool = (name: string, input: unknown) => runTool(name, input, ctx);
   assert.match(

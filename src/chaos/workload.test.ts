@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
 import type { ScriptPlan } from '../core/index.js';
-import { expectedLog, MAX_SLEEP_MS, MIN_SLEEP_MS, sleepMs, turnPlan } from './workload.js';
+import { backgroundOf, expectedLog, MAX_SLEEP_MS, MIN_SLEEP_MS, sleepMs, turnPlan } from './workload.js';
 
 const opts = { session: 's-3', seed: 42 };
 
@@ -40,12 +40,13 @@ test('turn k expects exactly turns 1..k-1, in order, and its reply names the ses
   assert.equal(plan.reply, 's-3:4');
 });
 
-test('even turns check no tail survived; every third turn leaves one running; the order of steps', () => {
+test('turns 3n and 3n+1 leave a tail running (redirected, holding the output); the next turn checks it is gone', () => {
   const kinds = (k: number) => turnPlan(1, k, opts).steps.map((s) => Object.keys(s)[0]);
-  assert.deepEqual(kinds(1), ['assertFile', 'assertState', 'append', 'sleep', 'append', 'putState']);
+  const runs = (k: number) => turnPlan(1, k, opts).steps.flatMap((s) => ('run' in s ? [s.run] : []));
+  assert.deepEqual(kinds(1), ['assertFile', 'assertState', 'append', 'sleep', 'run', 'append', 'putState']);
   assert.deepEqual(kinds(2), ['assertFile', 'assertState', 'run', 'append', 'sleep', 'append', 'putState']);
   assert.deepEqual(kinds(3), ['assertFile', 'assertState', 'append', 'sleep', 'run', 'append', 'putState']);
-  assert.deepEqual(kinds(6), [
+  assert.deepEqual(kinds(4), [
     'assertFile',
     'assertState',
     'run',
@@ -55,8 +56,15 @@ test('even turns check no tail survived; every third turn leaves one running; th
     'append',
     'putState',
   ]);
-  assert.deepEqual(turnPlan(1, 2, opts).steps[2], { run: '! pgrep -x tail' });
-  assert.deepEqual(turnPlan(1, 3, opts).steps[4], { run: 'tail -f log.txt > /dev/null 2>&1 &' });
+  assert.deepEqual(runs(1), ['tail -f log.txt &'], 'no redirection: the tail holds the job’s output');
+  assert.deepEqual(runs(2), ['! pgrep -x tail']);
+  assert.deepEqual(runs(3), ['tail -f log.txt > /dev/null 2>&1 &']);
+  assert.deepEqual(runs(4), ['! pgrep -x tail', 'tail -f log.txt &']);
+  assert.deepEqual(runs(5), ['! pgrep -x tail']);
+  assert.deepEqual(runs(6), ['tail -f log.txt > /dev/null 2>&1 &'], 'turn 5 left none: no check');
+  // Every turn that leaves one is followed by a check, whatever the number of turns.
+  for (let k = 1; k <= 30; k++)
+    if (backgroundOf(k) !== null) assert.equal(runs(k + 1)[0], '! pgrep -x tail', `after turn ${k}`);
 });
 
 test('plans chain: executing turns 1..n once each passes every assert and leaves expectedLog(n)', () => {

@@ -5,8 +5,10 @@
  * result of turns 1..k-1 (log.txt and the `turns` state key), so a turn that sees a killed
  * attempt's partial writes fails an assert. It then appends `k:a`, sleeps, appends `k:b`
  * and records `turns = k`: a kill in the sleep leaves a half-written turn behind, which
- * must never become visible. Every third turn leaves a `tail -f` running in the
- * background, and every even turn checks that no `tail` survived the previous turn.
+ * must never become visible. Two turns in three leave a `tail -f` running in the
+ * background: turn 3n with its output redirected, turn 3n+1 holding the job's output (the
+ * `npm run dev &` case: the job must still end when its shell exits). The turn after each
+ * checks that no `tail` survived.
  *
  * Invariants:
  * - `turnPlan` and `expectedLog` are deterministic functions of their arguments.
@@ -38,13 +40,21 @@ export function turnPlan(sessionIndex: number, turn: number, opts: WorkloadOptio
     { assertFile: { path: LOG_FILE, equals: before === 0 ? null : expectedLog(before) } },
     { assertState: { key: STATE_KEY, equals: before === 0 ? null : before } },
   ];
-  if (turn % 2 === 0) steps.push({ run: '! pgrep -x tail' });
+  if (turn > 1 && backgroundOf(before) !== null) steps.push({ run: '! pgrep -x tail' });
   steps.push({ append: { path: LOG_FILE, content: `${turn}:a\n` } });
   steps.push({ sleep: sleepMs(opts.seed, sessionIndex, turn) });
-  if (turn % 3 === 0) steps.push({ run: `${BACKGROUND_COMMAND} > /dev/null 2>&1 &` });
+  const background = backgroundOf(turn);
+  if (background !== null) steps.push({ run: background });
   steps.push({ append: { path: LOG_FILE, content: `${turn}:b\n` } });
   steps.push({ putState: { key: STATE_KEY, value: turn } });
   return { steps, reply: expectedReply(opts.session, turn) };
+}
+
+/** The background job turn `turn` starts, or null: redirected on 3n, holding the job's output on 3n+1. */
+export function backgroundOf(turn: number): string | null {
+  if (turn % 3 === 0) return `${BACKGROUND_COMMAND} > /dev/null 2>&1 &`;
+  if (turn % 3 === 1) return `${BACKGROUND_COMMAND} &`;
+  return null;
 }
 
 /** log.txt after `turns` committed turns; '' for 0. */

@@ -1,7 +1,7 @@
 /** `berth send`: post a message to a session; with --wait, follow it to its reply. */
 import { Command } from 'commander';
 import type { StreamedEvent } from '../client/index.js';
-import type { CommandResult } from '../core/index.js';
+import type { CommandResult, LeftRunning } from '../core/index.js';
 import { connect } from './connect.js';
 import { printJson } from './output.js';
 
@@ -36,12 +36,20 @@ export function sendCommand(env: NodeJS.ProcessEnv): Command {
         if (result && typeof result === 'object' && 'exitCode' in result) {
           process.stdout.write(reply.text);
           process.stderr.write(result.stderr);
+          if (result.leftRunning) process.stderr.write(`${describeLeftRunning(result.leftRunning)}\n`);
           process.exitCode = result.exitCode ?? 1;
         } else {
           process.stdout.write(`${reply.text}\n`);
         }
       },
     );
+}
+
+/** The line `berth send` adds when a command job left processes running. */
+function describeLeftRunning(left: LeftRunning): string {
+  const what = left.processes.map((p) => `${p.pid} ${p.command}`).join('; ');
+  const fate = left.fate === 'kept-resident' ? 'kept: the agent is resident' : 'killed when the turn ended';
+  return `berth: the job left ${left.processes.length} process(es) running (${fate}): ${what}`;
 }
 
 /** One line for a session event, as the live views show it; null for events with nothing to show. */

@@ -163,6 +163,31 @@ export interface CommandResult {
   exitCode: number | null;
   signal: string | null;
   stderr: string;
+  /** The job ran past its time limit and its process group was killed. */
+  timedOut?: boolean;
+  /**
+   * Set when the job's main process exited leaving processes running (`sleep 99 &`,
+   * `npm run dev &`): the job ended without them, and this says what becomes of them.
+   */
+  leftRunning?: LeftRunning;
+}
+
+/** A process a job started that was still running when the job ended. */
+export interface LeftProcess {
+  pid: number;
+  /** Its command line, cut. */
+  command: string;
+}
+
+/**
+ * What becomes of the processes a job left running: killed when the turn ends, like every
+ * process a turn started, or kept by a resident agent's sandbox (docs/resident.md).
+ */
+export type LeftRunningFate = 'killed-at-turn-end' | 'kept-resident';
+
+export interface LeftRunning {
+  processes: LeftProcess[];
+  fate: LeftRunningFate;
 }
 
 /** A script plan: the body of a message to a `script` agent. */

@@ -9,8 +9,18 @@
  * berth image) through prctl(PR_SET_SECCOMP), then perl execs the job: a filter cannot
  * be removed, and every process the job forks inherits it. No native code ships into the
  * sandbox. The classic-BPF program checks the architecture first, so a 32-bit (i386,
- * arm) or x32 ptrace call is refused too. Node built-ins only; ships into the sandbox.
+ * arm) or x32 ptrace call is refused too. The wrapper also tells the runner where the
+ * job's output leads (OUTPUT_REPORT_FD). Node built-ins only; ships into the sandbox.
  */
+
+/**
+ * When the runner opens this fd for a job, the wrapper writes on it, one per line, where
+ * the job's stdout and stderr lead (`socket:[…]`, as /proc/<pid>/fd shows them), then
+ * closes it before the exec: the job never sees it. Any process holding those later holds
+ * the job's output (processes.ts); read from the wrapper, the answer cannot race a job
+ * that exits at once.
+ */
+export const OUTPUT_REPORT_FD = 3;
 
 /** seccomp_data: nr at offset 0, arch at offset 4. AUDIT_ARCH_* and each ABI's ptrace number. */
 const CONFINE_SCRIPT = `
@@ -34,6 +44,10 @@ my $prog = join "", map { pack "SCCL", @$_ } @f;
 my $fprog = pack "S x6 Q", scalar(@f), unpack("Q", pack("p", $prog));
 syscall($prctl, 38, 1, 0, 0, 0) == 0 or die "berth: cannot confine the job (no_new_privs): $!\\n";
 syscall($prctl, 22, 2, $fprog) == 0 or die "berth: cannot confine the job (seccomp): $!\\n";
+if (open(my $report, ">&=", ${OUTPUT_REPORT_FD})) {
+  print $report join("\\n", map { readlink("/proc/self/fd/$_") // "" } 1, 2), "\\n";
+  close $report;
+}
 exec { $ARGV[0] } @ARGV or die "berth: cannot start $ARGV[0]: $!\\n";
 `;
 

@@ -66,6 +66,7 @@ async function main(): Promise<void> {
         getState: (key) => getState(gateway, key),
         putState: async (key, value) =>
           void (await gateway.call('PUT', `/v1/state/${encodeURIComponent(key)}`, { value })),
+        resident: binding.resident === true,
       });
       // A resident agent's processes outlive its turns (docs/resident.md).
       if (!binding.resident) await killAllButRunner();

@@ -45,6 +45,7 @@ export async function beginModelTurn<M>(
       getState: ctx.getState,
       putState: ctx.putState,
       gateway: ctx.gateway,
+      resident: ctx.resident,
     },
     history: await loadConversation<M>(ctx, turn.provider),
   };

@@ -1,6 +1,6 @@
 /**
  * Providers turn a turn's messages into outputs. `command`: each message is a shell
- * job; its reply is the exit code and output. `script`: each message is a JSON plan of
+ * job; its reply is the exit code and output, and the processes it left running. `script`: each message is a JSON plan of
  * steps (run, sleep, write, append, progress, putState, assertFile, assertState), for
  * tests, demos, load and chaos; a failing step fails the turn. The asserts are how a test
  * sees partial state: a turn that finds anything but committed content fails.
@@ -11,10 +11,10 @@
 import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, resolve, sep } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import type { ScriptPlan, ScriptStep, TurnAssignment, TurnOutput } from '../core/protocol.js';
+import type { CommandResult, ScriptPlan, ScriptStep, TurnAssignment, TurnOutput } from '../core/protocol.js';
 import type { GatewayClient } from './gateway-client.js';
 import type { HarnessAdapter } from './harness-provider.js';
-import { runShell } from './processes.js';
+import { leftRunningOf, runShell } from './processes.js';
 
 export interface TurnContext {
   workspace: string;
@@ -24,6 +24,8 @@ export interface TurnContext {
   /** undefined when the key is not set. */
   getState(key: string): Promise<unknown>;
   putState(key: string, value: unknown): Promise<void>;
+  /** A resident agent's sandbox: processes a turn leaves running live on into the next turns. */
+  resident: boolean;
 }
 
 export type Provider = (turn: TurnAssignment, ctx: TurnContext) => Promise<TurnOutput[]>;
@@ -32,12 +34,14 @@ export const PROVIDERS: Record<TurnAssignment['provider'], Provider> = {
   async command(turn, ctx) {
     const outputs: TurnOutput[] = [];
     for (const message of turn.messages) {
-      const { stdout, ...result } = await runShell(message.text, {
+      const { stdout, leftRunning, ...result } = await runShell(message.text, {
         cwd: ctx.workspace,
         maxOutputBytes: turn.limits.maxOutputBytes,
         attempt: turn.attempt,
       });
-      outputs.push({ text: stdout, data: result });
+      const left = leftRunningOf(leftRunning, ctx.resident);
+      const data: CommandResult = { ...result, ...(left ? { leftRunning: left } : {}) };
+      outputs.push({ text: stdout, data });
     }
     return outputs;
   },

@@ -19,6 +19,7 @@ async function context(t: TestContext): Promise<ToolContext & { state: Map<strin
     getState: async (key) => state.get(key),
     putState: async (key, value) => void state.set(key, value),
     gateway: new GatewayClient(join(workspace, 'no-gateway.sock'), 'token'),
+    resident: false,
   };
 }
 
@@ -65,6 +66,24 @@ test('bash: exit codes, killed past the output limit or the time limit, other re
   const slow = await runTool('bash', { command: 'sleep 30 | cat' }, ctx);
   assert.equal(slow.isError, true);
   assert.match(slow.output, /killed after the 300 ms time limit/);
+});
+
+test('bash: a command returns when it exits, naming what it left running and what becomes of it', {
+  timeout: 30_000,
+}, async (t) => {
+  for (const resident of [false, true]) {
+    const ctx = { ...(await context(t)), maxOutputBytes: 4096, resident };
+    const r = await runTool('bash', { command: '(tail -f /dev/null &); sleep 1000 & echo started' }, ctx);
+    const pids = [...r.output.matchAll(/(\d+) (?:tail -f \/dev\/null|sleep 1000)/g)].map((m) => Number(m[1]));
+    t.after(() => {
+      for (const pid of pids) process.kill(pid, 'SIGKILL');
+    });
+    assert.equal(r.isError, false);
+    const fate = resident ? 'they keep running' : 'they are killed when the turn ends';
+    assert.match(r.output, /^exit code 0\nstdout:\nstarted\n\nstderr:\n\nstill running \((.*)\): \d+ /);
+    assert.equal(/still running \((.*)\)/.exec(r.output)![1], fate);
+    assert.equal(pids.length, 2, r.output);
+  }
 });
 
 test('state tools: put and get through the session state, berth.* reserved', async (t) => {

@@ -10,8 +10,9 @@
  */
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
+import type { LeftRunning } from '../core/protocol.js';
 import { type GatewayClient, GatewayError } from './gateway-client.js';
-import { runShell } from './processes.js';
+import { leftRunningOf, runShell } from './processes.js';
 import { StorageClient } from './storage-client.js';
 
 export interface ToolSpec {
@@ -29,6 +30,8 @@ export interface ToolContext {
   putState(key: string, value: unknown): Promise<void>;
   /** The sandbox's gateway: schedules (and any other host service) go through it. */
   gateway: GatewayClient;
+  /** A resident agent's sandbox: background processes a command leaves live on after the turn. */
+  resident: boolean;
 }
 
 export interface ToolResult {
@@ -43,7 +46,7 @@ export const TOOLS: ToolSpec[] = [
   {
     name: 'bash',
     description:
-      'Run a shell command (/bin/sh -c) in the workspace. Returns the exit code, stdout and stderr. A command writing too much output is killed (pipe long output through head or into a file); each call has a time limit; processes do not outlive the turn. There is no network.',
+      'Run a shell command (/bin/sh -c) in the workspace. Returns the exit code, stdout and stderr once the command itself exits; background processes it started (cmd &) keep running and are listed. A command writing too much output is killed (pipe long output through head or into a file); each call has a time limit; processes do not outlive the turn unless the agent is resident. There is no network.',
     schema: { type: 'object', properties: { command: str('the command line') }, required: ['command'] },
   },
   {
@@ -207,7 +210,7 @@ async function dispatch(name: string, args: Record<string, unknown>, ctx: ToolCo
         ? `killed after the ${ctx.bashTimeoutMs} ms time limit`
         : `exit code ${r.exitCode ?? r.signal}`;
       // A job writing past the output limit is killed (runShell rejects): a tool error the model sees.
-      const result = `${status}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}`;
+      const result = `${status}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}${leftRunningNote(leftRunningOf(r.leftRunning, ctx.resident))}`;
       if (r.exitCode !== 0) throw new Error(result);
       return result;
     }
@@ -305,6 +308,14 @@ async function dispatch(name: string, args: Record<string, unknown>, ctx: ToolCo
     default:
       throw new Error(`there is no tool named ${JSON.stringify(name)}`);
   }
+}
+
+/** The bash result's last line when the command left processes running: which, and what becomes of them. */
+function leftRunningNote(left: LeftRunning | undefined): string {
+  if (!left) return '';
+  const fate = left.fate === 'kept-resident' ? 'they keep running' : 'they are killed when the turn ends';
+  const processes = left.processes.map((p) => `${p.pid} ${p.command}`).join('; ');
+  return `\nstill running (${fate}): ${processes}`;
 }
 
 /** The optional string arguments that are present. */
