@@ -75,6 +75,10 @@ if [[ $target == test ]]; then
   if [[ ${BERTH_KUBE_TESTS:-1} != 0 && $(id -u) -eq 0 ]]; then
     step "Kubernetes test cluster binaries (once per machine, ~10 min)" \
       "see the message above, or set BERTH_KUBE_TESTS=0 to skip the Kubernetes tests" scripts/kubernetes/build.sh
+  elif [[ ${BERTH_REQUIRE_ALL_SUITES:-0} == 1 ]]; then
+    echo "==> Kubernetes test cluster: BERTH_REQUIRE_ALL_SUITES=1 needs it, but BERTH_KUBE_TESTS=0 is set or this is not root" >&2
+    echo "Fix: run as root without BERTH_KUBE_TESTS=0 (docs/kubernetes.md)" >&2
+    exit 1
   else
     echo "==> Kubernetes test cluster: skipped (BERTH_KUBE_TESTS=0 or not root)"
   fi

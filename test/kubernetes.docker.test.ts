@@ -40,9 +40,9 @@ const IMAGE_ENV = process.env.BERTH_IMAGE;
 /** The cluster needs root (engines, kubelets); BERTH_KUBE_TESTS=0 opts out. Skipped with the reason, never faked. */
 const SKIP =
   process.env.BERTH_KUBE_TESTS === '0'
-    ? 'BERTH_KUBE_TESTS=0'
+    ? 'needs the Kubernetes test cluster, turned off by BERTH_KUBE_TESTS=0 (docs/kubernetes.md)'
     : process.getuid?.() !== 0
-      ? 'the test cluster needs root (scripts/kubernetes/start.sh)'
+      ? 'needs root: the Kubernetes test cluster runs engines and kubelets (scripts/kubernetes/start.sh)'
       : false;
 let stack: KubeStack;
 const stackLog = join(tmpdir(), 'berth-kube-stack.log');
@@ -514,7 +514,7 @@ test('deploy/kubernetes: the API server accepts every manifest; the worker Daemo
 });
 
 test('the stack stops and leaves nothing behind', {
-  skip: SKIP || (KEEP && 'BERTH_KUBE_KEEP=1'),
+  skip: SKIP || (KEEP && 'BERTH_KUBE_KEEP=1 keeps the stack for a look, so its clean-up is not tested'),
 }, async () => {
   await runStackScript('stop.sh', stackLog);
   const mounts = await readFile('/proc/self/mountinfo', 'utf8');

@@ -209,3 +209,24 @@ test('make demo sets up only what the demo needs; make test everything', () => {
   assert.equal(wrong.code, 2);
   assert.match(wrong.out, /^Fix: run scripts\/setup.sh demo/m);
 });
+
+test('ensure-runsc where the gVisor tier cannot be had: exit 0 (its tests skip), or exit 1 naming it under BERTH_REQUIRE_ALL_SUITES=1', () => {
+  // Not root is one such machine; root runs the script as nobody to be one.
+  const [command, ...prefix] =
+    process.getuid?.() === 0
+      ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', 'bash']
+      : ['bash'];
+  const run = (env: Record<string, string>) => {
+    const { BERTH_REQUIRE_ALL_SUITES: _, ...rest } = process.env;
+    return spawnSync(command!, [...prefix, join(REPO, 'scripts', 'ensure-runsc.sh')], {
+      encoding: 'utf8',
+      env: { ...rest, ...env },
+    });
+  };
+  const optional = run({});
+  assert.equal(optional.status, 0, optional.stderr);
+  assert.match(optional.stdout, /not root .*the gVisor tier is unavailable \(its tests skip\)/);
+  const required = run({ BERTH_REQUIRE_ALL_SUITES: '1' });
+  assert.equal(required.status, 1);
+  assert.match(required.stdout, /BERTH_REQUIRE_ALL_SUITES=1 needs the gVisor tier/);
+});

@@ -21,6 +21,8 @@ import { berth } from './helpers/processes.js';
 
 const run = promisify(execFile);
 const asRoot = process.getuid?.() === 0;
+const NEEDS_ROOT =
+  'needs root: network namespaces and veth links (ip from iproute2: scripts/ensure-iproute2.sh)';
 
 /** Connects from inside the namespace to host:port; resolves with the bytes read, or 'failed' within 2 s. */
 async function fetchFromInside(net: WorkerNetwork, host: string, port: number): Promise<string> {
@@ -30,7 +32,7 @@ async function fetchFromInside(net: WorkerNetwork, host: string, port: number): 
 }
 
 test('a worker in its namespace reaches the store through its link and relay; a cut link partitions it, a heal restores it', {
-  skip: !asRoot && 'needs root (network namespaces)',
+  skip: !asRoot && NEEDS_ROOT,
 }, async () => {
   // A stand-in for PostgreSQL on loopback: answers each connection with one word.
   const store = createServer((s) => s.end('store'));
@@ -58,7 +60,7 @@ test('a worker in its namespace reaches the store through its link and relay; a 
 });
 
 test('namespaces and host links of a run whose process is gone are reaped; a live run is left alone', {
-  skip: !asRoot && 'needs root (network namespaces)',
+  skip: !asRoot && NEEDS_ROOT,
 }, async () => {
   // A pid that cannot be alive: above the kernel's pid_max limit (2^22).
   const deadRun = (2 ** 22 + 7).toString(36);
@@ -84,7 +86,7 @@ test('berth chaos --partition-worker without a store: one line naming the flag a
 });
 
 test('berth chaos --partition-worker where ip is missing: one line naming ip and iproute2, exit 2', {
-  skip: !asRoot && 'needs root (the check for root comes first)',
+  skip: !asRoot && 'needs root: --partition-worker checks for root before it looks for ip',
 }, async () => {
   const r = await berth(['chaos', '--store', 'postgres', '--partition-worker'], {
     ...process.env,

@@ -12,6 +12,11 @@ export async function availableTiers(): Promise<{ tier: Tier; skip: string | fal
   const runsc = info.Runtimes?.runsc !== undefined;
   return [
     { tier: 'runc', skip: false },
-    { tier: 'runsc', skip: runsc ? false : 'runsc is not registered with Docker (scripts/ensure-runsc.sh)' },
+    {
+      tier: 'runsc',
+      skip: runsc
+        ? false
+        : "needs the gVisor tier: runsc registered with Docker (as root, make setup runs scripts/ensure-runsc.sh, which installs Debian's runsc)",
+    },
   ];
 }
