@@ -215,12 +215,17 @@ async function attackSuite(t: TestContext, tier: Tier): Promise<void> {
     async () => {
       const job = [
         'find / -xdev -perm -4000 -type f 2>/dev/null | wc -l',
-        'sleep 3 | passwd >/dev/null 2>&1 & sleep 0.5; grep Uid: /proc/$!/status',
+        // Read its status once it is passwd (the forked shell before the exec is uid 1000 too);
+        // it then waits on the pipe for 3 s, so it is there to be read. Bounded: 3 s.
+        'sleep 3 | passwd >/dev/null 2>&1 & p=$!; i=0',
+        'while [ "$(cat /proc/$p/comm 2>/dev/null)" != passwd ] && [ $i -lt 300 ]; do i=$((i+1)); sleep 0.01; done',
+        'cat /proc/$p/comm; grep Uid: /proc/$p/status',
         "grep -E '^(NoNewPrivs|CapEff):' /proc/self/status",
       ].join('; ');
       const { stdout } = await run('setuid', job);
-      const [count, uid, ...status] = stdout.trim().split('\n');
+      const [count, comm, uid, ...status] = stdout.trim().split('\n');
       assert.ok(Number(count) > 0, 'the image has setuid binaries (passwd, su, mount…)');
+      assert.equal(comm, 'passwd', 'the status read is passwd’s own');
       assert.deepEqual(
         uid!.split(/\s+/),
         ['Uid:', '1000', '1000', '1000', '1000'],
