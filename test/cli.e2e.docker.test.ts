@@ -55,6 +55,15 @@ for (const kind of ['sqlite', 'postgres'] as const)
     assert.match(table.stdout, /^SESSION\s+AGENT\s+STATUS/);
     assert.match(table.stdout, /s1\s+sh\s+bound/);
 
+    // A job that leaves a process holding its output ends with its shell, and says so.
+    const background = await berth(['send', 's1', 'sleep 1000 & echo started', '--wait'], env);
+    assert.equal(background.code, 0, background.stderr);
+    assert.equal(background.stdout, 'started\n');
+    assert.match(
+      background.stderr,
+      /^berth: the job left 1 process\(es\) running \(killed when the turn ended\): \d+ sleep 1000\n$/,
+    );
+
     const bad = await berth(['send', 's2', 'x', '--agent', 'ghost'], env);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /^berth: Agent ghost does not exist.*Fix: .*berth agent create/);

@@ -59,8 +59,12 @@ export function runShell(
       stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
       env: { ...process.env, BERTH_RUNNER_PID: String(process.pid), BERTH_ATTEMPT: String(opts.attempt) },
     });
-    const stdio = child.stdio as unknown as Readable[];
-    const outputLinks = reportedLinks(stdio[OUTPUT_REPORT_FD]!);
+    const stdio = child.stdio as unknown as (Readable | null)[];
+    const report = stdio[OUTPUT_REPORT_FD];
+    // Without the report (the wrapper failed before it wrote it), the job's group still names what it left.
+    const outputLinks = report
+      ? reportedLinks(report).catch(() => new Set<string>())
+      : Promise.resolve(new Set<string>());
     // Inherited by everything the job forks: a memory bomb is killed, not the runner.
     if (child.pid) writeFile(`/proc/${child.pid}/oom_score_adj`, '1000').catch(() => undefined);
     const killGroup = () => {
@@ -78,8 +82,8 @@ export function runShell(
     };
     const out = new Capture(opts.maxOutputBytes, overflow('stdout'));
     const err = new Capture(opts.maxOutputBytes, overflow('stderr'));
-    stdio[1]!.on('data', (c: Buffer) => out.add(c));
-    stdio[2]!.on('data', (c: Buffer) => err.add(c));
+    stdio[1]?.on('data', (c: Buffer) => out.add(c));
+    stdio[2]?.on('data', (c: Buffer) => err.add(c));
     child.on('error', (e) => err.add(Buffer.from(String(e))));
     let timedOut = false;
     const timer =
@@ -92,7 +96,7 @@ export function runShell(
     let exit: { code: number | null; signal: string | null } | undefined;
     let grace: NodeJS.Timeout | undefined;
     let done = false;
-    const finish = async (outputClosed: boolean) => {
+    const finish = (outputClosed: boolean) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
@@ -109,27 +113,30 @@ export function runShell(
         );
         return;
       }
-      const leftRunning = child.pid
-        ? await processesLeftBy(child.pid, outputClosed ? new Set() : await outputLinks)
-        : [];
-      resolve({
-        exitCode: exit?.code ?? null,
-        signal: exit?.signal ?? null,
-        stdout: out.text(),
-        stderr: err.text(),
-        timedOut,
-        leftRunning,
-      });
+      const left = async () =>
+        child.pid ? processesLeftBy(child.pid, outputClosed ? new Set() : await outputLinks) : [];
+      left().then(
+        (leftRunning) =>
+          resolve({
+            exitCode: exit?.code ?? null,
+            signal: exit?.signal ?? null,
+            stdout: out.text(),
+            stderr: err.text(),
+            timedOut,
+            leftRunning,
+          }),
+        reject,
+      );
     };
     child.on('exit', (code, signal) => {
       exit = { code, signal };
       // The job is over; its time limit no longer applies to what it left behind.
       clearTimeout(timer);
-      grace = setTimeout(() => void finish(false), OUTPUT_GRACE_MS);
+      grace = setTimeout(() => finish(false), OUTPUT_GRACE_MS);
     });
     child.on('close', (code, signal) => {
       exit ??= { code, signal };
-      void finish(true);
+      finish(true);
     });
   });
 }
