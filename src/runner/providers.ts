@@ -1,6 +1,7 @@
 /**
  * Providers turn a turn's messages into outputs. `command`: each message is a shell
- * job; its reply is the exit code and output, and the processes it left running. `script`: each message is a JSON plan of
+ * job; its reply is the exit code and output, and the processes it left running.
+ * `script`: each message is a JSON plan of
  * steps (run, sleep, write, append, progress, putState, assertFile, assertState), for
  * tests, demos, load and chaos; a failing step fails the turn. The asserts are how a test
  * sees partial state: a turn that finds anything but committed content fails.
