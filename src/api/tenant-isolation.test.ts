@@ -111,6 +111,12 @@ const CASES: Record<string, RouteCase> = {
   'GET /v1/sessions/:id': owned(id('session')),
   'DELETE /v1/sessions/:id': owned(id('session')),
   'POST /v1/sessions/:id/recycle': owned(id('session')),
+  'POST /v1/sessions/:id/fork': owned((t) => [{ params: { id: t.session }, body: { id: 'globex-fork' } }], {
+    globalName: {
+      why: 'session ids are global: a fork into a taken id is SESSION_EXISTS whoever holds it',
+      probes: (t, own) => [{ params: { id: own.session }, body: { id: t.session } }],
+    },
+  }),
   'POST /v1/sessions/:id/messages': owned(
     (t, own) => [
       {
