@@ -15,6 +15,7 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { sleep } from '../core/index.js';
 
 const run = promisify(execFile);
 const NETNS_DIR = '/run/netns';
@@ -98,13 +99,29 @@ async function createOne(runId: string, index: number): Promise<WorkerNetwork> {
   await ip(['-n', name, 'addr', 'add', `${innerAddress}/30`, 'dev', innerLink]);
   await ip(['-n', name, 'link', 'set', innerLink, 'up']);
   await ip(['-n', name, 'link', 'set', 'lo', 'up']);
+  await carrierUp(hostLink);
   return {
     name,
     path: `${NETNS_DIR}/${name}`,
     hostAddress,
     cut: () => ip(['link', 'set', hostLink, 'down']).then(() => undefined),
-    heal: () => ip(['link', 'set', hostLink, 'up']).then(() => undefined),
+    heal: async () => {
+      await ip(['link', 'set', hostLink, 'up']);
+      await carrierUp(hostLink);
+    },
   };
+}
+
+/**
+ * A veth reports its carrier a moment after both ends are up; a packet sent before is
+ * dropped and TCP waits a second to send it again. Resolves once the link carries (or
+ * after a few seconds, leaving the caller's own checks to tell).
+ */
+async function carrierUp(link: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    if (/\bLOWER_UP\b/.test(await ip(['-o', 'link', 'show', 'dev', link]).catch(() => ''))) return;
+    await sleep(50);
+  }
 }
 
 /**

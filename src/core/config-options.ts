@@ -331,6 +331,20 @@ export const CONFIG_OPTIONS = {
     unit: 'bytes, ≥ 1',
     doc: 'a job (command message or script `run` step) writing more than this to stdout or to stderr is killed with its process group and fails the turn with `OUTPUT_LIMIT_EXCEEDED` (not retried). The gateway accepts request bodies up to `4 × maxOutputBytes + 1 MiB`.',
   }),
+  snapshotEveryLayers: option({
+    env: 'BERTH_SNAPSHOT_LAYERS',
+    schema: positiveInt,
+    default: 32,
+    unit: 'layers, ≥ 1',
+    doc: "A session's workspace chain is compacted into a snapshot (the whole committed tree as one object) once this many layers follow its newest snapshot, so materialising it on a machine that does not hold it downloads one snapshot and a few layers, not its whole history (scale-out.md, *Workspaces across machines*).",
+  }),
+  snapshotEveryBytes: option({
+    env: 'BERTH_SNAPSHOT_BYTES',
+    schema: positiveInt,
+    default: 64 * 1024 ** 2,
+    unit: 'bytes, ≥ 1',
+    doc: 'The chain is also compacted once the layers after its newest snapshot add up to this many bytes.',
+  }),
   storageMaxObjectBytes: option({
     env: 'BERTH_STORAGE_MAX_OBJECT_BYTES',
     schema: positiveInt,
