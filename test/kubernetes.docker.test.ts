@@ -19,6 +19,7 @@ import {
   loadAllYaml,
   type V1DaemonSet,
 } from '@kubernetes/client-node';
+import { FileBlobStore } from '../src/blobs/index.js';
 import type { ScriptPlan } from '../src/core/index.js';
 import { type KubernetesRuntime, podName, stageRunner } from '../src/runtime/index.js';
 import { installIdOf } from '../src/worker/index.js';
@@ -110,7 +111,7 @@ test('runtime conformance on Kubernetes: hardening, exit detection, kill, label-
 }, async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'berth-kube-rt-'));
   const runtime = stack.runtime();
-  const workspaces = new Workspaces(dir, 1000);
+  const workspaces = new Workspaces(dir, 1000, new FileBlobStore(join(dir, 'blobs')));
   await workspaces.prepare();
   const runnerDir = await stageRunner(join(dir, 'runner'));
   const image = IMAGE_ENV ?? (await baseImage());
@@ -225,7 +226,7 @@ test('messages through Pods from the warm pool: bind at claim, state and workspa
   // A Pod of this install left by a worker that no longer exists: reaped when the worker starts.
   const orphanRuntime = stack.runtime();
   const orphanDir = await mkdtemp(join(tmpdir(), 'berth-kube-orphan-'));
-  const orphanSlots = new Workspaces(orphanDir, 1000);
+  const orphanSlots = new Workspaces(orphanDir, 1000, new FileBlobStore(join(orphanDir, 'blobs')));
   await orphanSlots.prepare();
   const orphan = await orphanRuntime.create(
     await testSandboxSpec(

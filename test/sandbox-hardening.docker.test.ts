@@ -7,6 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { FileBlobStore } from '../src/blobs/index.js';
 import { loadConfig } from '../src/core/index.js';
 import { resolveImage } from '../src/host/index.js';
 import { connectDocker, DockerRuntime, stageRunner } from '../src/runtime/index.js';
@@ -20,7 +21,7 @@ test('a sandbox carries every hardening flag and only its install sees it', asyn
   const runtime = new DockerRuntime(docker, config.dockerSocket);
   const image = await resolveImage(docker, config);
   const runnerDir = await stageRunner(join(dir, 'runner'));
-  const workspaces = new Workspaces(dir, 1000);
+  const workspaces = new Workspaces(dir, 1000, new FileBlobStore(join(dir, 'blobs')));
   await workspaces.prepare();
   const spec = (install: string, session: string) =>
     testSandboxSpec({ image, dir, runnerDir, workspaces }, install, session);

@@ -72,7 +72,7 @@ async function startStorage(t: TestContext, grants: { prefix: string; ops: Stora
     fence,
     assignment: { sessionId: 's', generation: fence.generation, token, heartbeatIntervalMs: 2000 },
     log,
-    hooks: { onHeartbeat: () => {}, beforeCommit: async () => {} },
+    hooks: { onHeartbeat: () => {}, beforeCommit: async () => undefined },
     storage: new StorageRoutes({ ...routes, agent: 'a', binding: fence }),
   });
   t.after(async () => {

@@ -3,8 +3,18 @@
  * the process die the way a machine does. Inert in production: nothing arms a point
  * unless a test seam does (test/helpers/failpoint-preload.ts, loaded with `node --import`
  * into a berth process a test spawns), so `failpoint()` is a lookup in an empty map.
+ *
+ * In the order a commit passes them: the layer sealed; uploaded; the store commit made and
+ * the promotion not begun; half of the promotion's plan applied; the promotion done and
+ * not yet marked in the store.
  */
-export const FAILPOINTS = ['before-promote'] as const;
+export const FAILPOINTS = [
+  'after-seal',
+  'after-upload',
+  'before-promote',
+  'mid-promotion',
+  'before-mark-promoted',
+] as const;
 export type FailpointName = (typeof FAILPOINTS)[number];
 
 const armed = new Map<FailpointName, () => void>();

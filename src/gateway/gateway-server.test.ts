@@ -90,6 +90,7 @@ async function setUp(
         beforeCommit: async () => {
           counters.seals++;
           if (o.sealError) throw o.sealError;
+          return undefined;
         },
       },
     });

@@ -22,6 +22,7 @@ import {
   BerthError,
   type BindAssignment,
   type Clock,
+  type CommitInput,
   type ErrorCode,
   MODEL_PROXY_PATH,
   type SandboxLifecycle,
@@ -43,8 +44,11 @@ import { planTurnSchedule, type SchedulePolicy, turnScheduleBody } from './turn-
 
 export interface GatewayHooks {
   onHeartbeat(now: number, usage?: SandboxUsage): void;
-  /** Seals the turn's workspace layer; a failure aborts the turn instead of committing it. */
-  beforeCommit(turnId: string): Promise<void>;
+  /**
+   * Seals the turn's workspace layer (and uploads it); a failure aborts the turn instead of
+   * committing it. Returns what the commit must carry of the workspace.
+   */
+  beforeCommit(turnId: string): Promise<CommitInput['workspace']>;
 }
 
 export interface GatewayOptions {
@@ -208,35 +212,32 @@ export class SandboxGateway {
         const body = await this.body(req, commitBody);
         const turn = this.closeTurn(body.turnId, 'commitTurn');
         const { state, schedules } = turn;
+        let workspace: CommitInput['workspace'];
         try {
-          await this.hooks.beforeCommit(body.turnId);
+          workspace = await this.hooks.beforeCommit(body.turnId);
         } catch (err) {
           // Its code decides: a terminal seal failure (over the workspace quota) would fail again, so no retry.
           const code = err instanceof BerthError ? err.code : 'WORKSPACE_FAILED';
-          const error = (err as Error).message;
-          await this.fenced(
-            'abortTurn',
-            await this.o.store.abortTurn({ ...binding, turnId: body.turnId, code, error }, now),
-            now,
-          );
-          this.settle(turn, { kind: 'aborted', code, error });
+          await this.abortClosed(turn, code, (err as Error).message, now);
           throw err;
         }
-        await this.fenced(
-          'commitTurn',
-          await this.o.store.commitTurn(
-            {
-              ...binding,
-              ...body,
-              state,
-              ...(schedules.length > 0
-                ? { schedules: { ...this.binding!.schedules!, items: schedules } }
-                : {}),
-            },
-            now,
-          ),
+        const committed = await this.o.store.commitTurn(
+          {
+            ...binding,
+            ...body,
+            state,
+            ...(schedules.length > 0 ? { schedules: { ...this.binding!.schedules!, items: schedules } } : {}),
+            ...(workspace ? { workspace } : {}),
+          },
           now,
         );
+        if (committed === 'workspace_behind') {
+          // Nothing was written: the turn worked on an old copy. Its retry gets one brought level with the store.
+          const behind = fenceError(committed, this.fence, 'commitTurn');
+          await this.abortClosed(turn, behind.code, behind.message, now);
+          throw behind;
+        }
+        await this.fenced('commitTurn', committed, now);
         this.settle(turn, { kind: 'committed' });
         return this.send(res, 200, { ok: true });
       }
@@ -336,6 +337,16 @@ export class SandboxGateway {
       );
     turn.close(turnId, operation);
     return turn;
+  }
+
+  /** Aborts a turn whose end the gateway claimed (closeTurn) but could not commit. */
+  private async abortClosed(turn: TurnInFlight, code: ErrorCode, error: string, now: number): Promise<void> {
+    await this.fenced(
+      'abortTurn',
+      await this.o.store.abortTurn({ ...this.fence, turnId: turn.id, code, error }, now),
+      now,
+    );
+    this.settle(turn, { kind: 'aborted', code, error });
   }
 
   /** The turn's end is in the store: the supervisor hears of it through the lifecycle. */

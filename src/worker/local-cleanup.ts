@@ -65,7 +65,7 @@ export async function cleanUpLocalLeftovers(
     const decision = decideLeftoverLayer(turnId, turn, session, (id) => live.has(id));
     if (decision === 'keep') continue;
     if (decision === 'promote') {
-      await workspaces.promote(sessionId, turnId);
+      await workspaces.promote(sessionId, turnId, null);
       await store.markLayerPromoted(sessionId, turnId);
     }
     await workspaces.discard(sessionId, turnId);

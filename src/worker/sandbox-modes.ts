@@ -5,6 +5,9 @@
  *   overlay per turn   runc: one sandbox for the session's active period; each turn's
  *                      attempt overlay is mounted on the slot the running sandbox already
  *                      sees (rslave propagation), and settled right after the turn.
+ *                      Both layered modes bring the machine's copy level with the
+ *                      session's chain before a turn and upload its layer before its
+ *                      commit (turn-workspace.ts).
  *   sandbox per turn   gVisor sees only the mounts present at its start: the layer is
  *                      mounted first, the sandbox starts on it, serves that one turn and
  *                      ends; the layer is settled once the sandbox is gone.
@@ -13,14 +16,18 @@
  *                      starts); durable state goes through commits, checkpoints and
  *                      storage, and it is recycled by policy between turns.
  */
-import type { Agent, Ending, Turn } from '../core/index.js';
+
+import type { Logger } from 'pino';
+import type { Agent, CommitInput, Ending, Turn, WorkspaceObjectRef } from '../core/index.js';
 import type { SandboxDeps } from './deps.js';
+import { TurnWorkspace } from './turn-workspace.js';
 
 /** What a mode may ask of the supervisor it serves. */
 export interface ModeContext {
   deps: SandboxDeps;
   sessionId: string;
   sandboxName: string;
+  log: Logger;
   /** Starts the sandbox if none was taken warm, and binds it to the session (once). */
   bindSandbox(): Promise<void>;
   isBound(): boolean;
@@ -34,8 +41,12 @@ export interface SandboxMode {
   prepareTurn(turn: Turn): Promise<void>;
   /** The layer the quota watch measures with the committed one; null = the committed layer itself. */
   quotaLayerOf(turn: Turn): string | null;
-  /** Seals the turn's writes before its commit transaction (the gateway's beforeCommit). */
-  sealTurn(turnId: string): Promise<void>;
+  /** Seals the turn's writes before its commit transaction (the gateway's beforeCommit); what the commit must carry of its workspace. */
+  sealTurn(turnId: string): Promise<CommitInput['workspace']>;
+  /** What a turn this supervision sealed made (its version and object), for its promotion; null otherwise. */
+  committedAs(turnId: string): { version: number; layer: WorkspaceObjectRef | null } | null;
+  /** After a committed turn's layer was promoted here. */
+  afterPromotion(turnId: string): Promise<void>;
   /** After the commit: settles what is left to settle; null keeps the sandbox for the next turn. */
   afterCommit(turn: Turn): Promise<Ending | null>;
   /** The turn whose layer must still be settled once the sandbox is gone, or null. */
@@ -50,19 +61,32 @@ export function sandboxModeOf(agent: Agent, ctx: ModeContext): SandboxMode {
   return overlayPerTurnMode(ctx);
 }
 
+/** What both layered modes share: the chain's side of every turn. */
+function layered(ctx: ModeContext) {
+  const workspace = new TurnWorkspace(ctx.deps, ctx.sessionId, ctx.log);
+  return {
+    workspace,
+    quotaLayerOf: (turn: Turn) => turn.id,
+    sealTurn: (turnId: string) => workspace.seal(turnId, ctx.sandboxName),
+    committedAs: (turnId: string) => workspace.committedAs(turnId),
+    afterPromotion: (turnId: string) => workspace.afterPromotion(turnId),
+  };
+}
+
 function overlayPerTurnMode(ctx: ModeContext): SandboxMode {
   const { workspaces, config } = ctx.deps;
+  const { workspace, ...shared } = layered(ctx);
   return {
     name: 'overlay-per-turn',
     idle: 'times-out',
+    ...shared,
     // The sandbox starts on the empty slot and the turn's overlay propagates onto it; a layer
     // mounted before the start would be copied into the sandbox and outlive its unmount.
     async prepareTurn(turn) {
       if (!ctx.isBound()) await ctx.bindSandbox();
+      await workspace.bringCurrent(turn);
       await workspaces.mountAttempt(ctx.sessionId, turn.id, ctx.sandboxName);
     },
-    quotaLayerOf: (turn) => turn.id,
-    sealTurn: (turnId) => workspaces.seal(ctx.sessionId, turnId, ctx.sandboxName),
     async afterCommit(turn) {
       await ctx.settleLayer(turn.id);
       return config.idleTimeoutMs === 0
@@ -75,15 +99,16 @@ function overlayPerTurnMode(ctx: ModeContext): SandboxMode {
 
 function sandboxPerTurnMode(ctx: ModeContext): SandboxMode {
   const { workspaces } = ctx.deps;
+  const { workspace, ...shared } = layered(ctx);
   return {
     name: 'sandbox-per-turn',
     idle: 'times-out',
+    ...shared,
     async prepareTurn(turn) {
+      await workspace.bringCurrent(turn);
       await workspaces.mountAttempt(ctx.sessionId, turn.id, ctx.sandboxName);
       if (!ctx.isBound()) await ctx.bindSandbox();
     },
-    quotaLayerOf: (turn) => turn.id,
-    sealTurn: (turnId) => workspaces.seal(ctx.sessionId, turnId, ctx.sandboxName),
     // The next turn's layer could not reach this sandbox: it ends, and its layer is settled once it is gone.
     afterCommit: async () => ({
       reason: 'SandboxPerTurn',
@@ -105,7 +130,10 @@ function residentMode(ctx: ModeContext): SandboxMode {
       await ctx.bindSandbox();
     },
     quotaLayerOf: () => null,
+    // Its workspace is written in place by processes that outlive turns: it has no layers, and its commits carry none.
     sealTurn: async () => undefined,
+    committedAs: () => null,
+    afterPromotion: async () => undefined,
     // Its writes are already in the committed layer: nothing to promote, only the mark to clear.
     async afterCommit(turn) {
       await store.markLayerPromoted(ctx.sessionId, turn.id);

@@ -119,6 +119,7 @@ export class SessionSupervisor {
       deps,
       sessionId: session.id,
       sandboxName: this.sandboxName,
+      log: this.log,
       bindSandbox: () => this.bindSandbox(),
       isBound: () => this.sandbox?.lifecycle.isBound ?? false,
       settleLayer: (turnId) => this.settleLayer(turnId),
@@ -330,7 +331,7 @@ export class SessionSupervisor {
           },
           beforeCommit: async (turnId) => {
             await this.quota?.check();
-            await this.mode.sealTurn(turnId);
+            return this.mode.sealTurn(turnId);
           },
         },
       }),
@@ -385,8 +386,12 @@ export class SessionSupervisor {
     await workspaces.unmountSlot(this.sandboxName);
     if ((await store.getTurn(turnId))?.status === 'committed') {
       failpoint('before-promote');
-      await workspaces.promote(this.session.id, turnId);
+      await workspaces.promote(this.session.id, turnId, this.mode.committedAs(turnId));
+      failpoint('before-mark-promoted');
       await store.markLayerPromoted(this.session.id, turnId);
+      await workspaces.discard(this.session.id, turnId);
+      await this.mode.afterPromotion(turnId);
+      return;
     }
     await workspaces.discard(this.session.id, turnId);
   }

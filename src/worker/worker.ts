@@ -11,11 +11,11 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { StorageBlobs } from '../blobs/index.js';
+import { collectGarbage, StorageBlobs } from '../blobs/index.js';
 import { agentSpecSchema, BerthError, isLeaseFresh, newId, sleep, WakeSignal } from '../core/index.js';
 import { stageRunner } from '../runtime/index.js';
 import type { StoreChange } from '../store/index.js';
-import { Workspaces } from '../workspace/index.js';
+import { WORKSPACE_OBJECT_PREFIXES, Workspaces } from '../workspace/index.js';
 import type { SandboxDeps, WorkerDeps } from './deps.js';
 import { cleanUpLocalLeftovers } from './local-cleanup.js';
 import { installIdOf, poolSandboxName } from './paths.js';
@@ -30,8 +30,8 @@ const SANDBOX_UID = 1000;
 const SELF_FENCE_FRACTION = 0.6;
 /** Local leftovers (containers, slots, layers) are swept once every this many renewals. */
 const CLEANUP_EVERY_RENEWALS = 5;
-/** Storage blobs no object names are collected at start and then this often. */
-const STORAGE_GC_INTERVAL_MS = 60 * 60_000;
+/** Blob-store objects nothing names are collected at start and then this often. */
+const BLOB_GC_INTERVAL_MS = 60 * 60_000;
 
 export class Worker {
   readonly id = newId('wrk');
@@ -61,7 +61,7 @@ export class Worker {
 
   constructor(private readonly deps: WorkerDeps) {
     this.installId = installIdOf(deps.paths.dataDir);
-    this.workspaces = new Workspaces(deps.paths.dataDir, SANDBOX_UID);
+    this.workspaces = new Workspaces(deps.paths.dataDir, SANDBOX_UID, deps.blobs);
     this.storageBlobs = new StorageBlobs(deps.blobs);
     this.log = deps.log.child({ workerId: this.id });
   }
@@ -94,7 +94,7 @@ export class Worker {
     await this.cleanUpLocal();
     this.unsubscribe = store.onChange((change) => this.onStoreChange(change));
     const connected = new WakeSignal();
-    this.loops = [this.watchRuntime(connected), this.renewLoop(), this.selfFenceLoop(), this.storageGcLoop()];
+    this.loops = [this.watchRuntime(connected), this.renewLoop(), this.selfFenceLoop(), this.blobGcLoop()];
     // No sandbox starts before its exit can be seen.
     await connected.wait(EVENTS_CONNECT_TIMEOUT_MS);
     if (this.lastEventAt === 0) {
@@ -267,20 +267,32 @@ export class Worker {
     }
   }
 
-  /** Deletes storage blobs that no object names (puts fenced off, objects overwritten or deleted): in the shared blob store, every worker's pass is safe. */
-  private async storageGcLoop(): Promise<void> {
-    const { store, clock } = this.deps;
+  /**
+   * Deletes blob-store objects nothing names any more: storage blobs no object names (puts
+   * fenced off, objects overwritten or deleted), workspace layers and snapshots no chain
+   * names (uploads whose commit never came, chains compacted). Past the grace period only;
+   * in the shared blob store every worker's pass is safe.
+   */
+  private async blobGcLoop(): Promise<void> {
+    const { store, clock, blobs } = this.deps;
     while (!this.abort.signal.aborted) {
       try {
-        const removed = await this.storageBlobs.collectGarbage(
+        const storage = await this.storageBlobs.collectGarbage(
           (blob) => store.isStorageBlobNamed(blob),
           clock.now(),
         );
-        if (removed > 0) this.log.info({ removed }, 'Collected storage garbage');
+        let workspace = 0;
+        for (const prefix of WORKSPACE_OBJECT_PREFIXES)
+          workspace += await collectGarbage(blobs, {
+            prefix,
+            isNamed: (key) => store.isWorkspaceObjectNamed(key),
+            now: clock.now(),
+          });
+        if (storage + workspace > 0) this.log.info({ storage, workspace }, 'Collected blob-store garbage');
       } catch (err) {
-        this.log.warn({ err }, 'Storage garbage collection failed');
+        this.log.warn({ err }, 'Blob-store garbage collection failed');
       }
-      await sleep(STORAGE_GC_INTERVAL_MS, this.abort.signal);
+      await sleep(BLOB_GC_INTERVAL_MS, this.abort.signal);
     }
   }
 

@@ -2,4 +2,5 @@
 
 export { isMountPoint, listMounts } from './overlay-mounts.js';
 export { treeDiskBytes, WorkspaceQuota } from './quota.js';
+export { WORKSPACE_OBJECT_PREFIXES } from './workspace-cache.js';
 export { Workspaces } from './workspaces.js';

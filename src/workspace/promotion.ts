@@ -13,6 +13,7 @@
  */
 import { chmod, chown, lstat, mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { failpoint } from '../core/index.js';
 import { fsyncPath, writeFileAtomic } from '../durable-files/index.js';
 
 export type PlanStep =
@@ -69,7 +70,8 @@ async function planDir(
 export async function applyPlan(planFile: string, dirs: { upper: string; committed: string }): Promise<void> {
   const plan = JSON.parse(await readFile(planFile, 'utf8')) as PromotionPlan;
   const touchedDirs = new Set<string>([dirs.committed]);
-  for (const step of plan.steps) {
+  for (const [index, step] of plan.steps.entries()) {
+    if (index === Math.floor(plan.steps.length / 2) && index > 0) failpoint('mid-promotion');
     touchedDirs.add(dirname(join(dirs.committed, step.path)));
     const target = join(dirs.committed, step.path);
     switch (step.op) {

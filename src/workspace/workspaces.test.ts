@@ -4,11 +4,12 @@ import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { FileBlobStore } from '../blobs/index.js';
 import { Workspaces } from './workspaces.js';
 
 test('seal refuses a slot whose overlay was taken off (it would plan to delete every committed file)', async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'berth-workspaces-'));
-  const workspaces = new Workspaces(dataDir, 1000);
+  const workspaces = new Workspaces(dataDir, 1000, new FileBlobStore(join(dataDir, 'blobs')));
   await workspaces.prepare();
   t.after(async () => {
     await workspaces.closeSlot('sbx');
@@ -19,7 +20,7 @@ test('seal refuses a slot whose overlay was taken off (it would plan to delete e
   await writeFile(join(workspaces.slotPath('sbx'), 'kept.txt'), 'one');
   await workspaces.seal('s1', 't1', 'sbx');
   await workspaces.unmountSlot('sbx');
-  await workspaces.promote('s1', 't1');
+  await workspaces.promote('s1', 't1', null);
   await stat(join(workspaces.committedPath('s1'), 'kept.txt'));
 
   // A clean-up that took this worker for dead unmounted the slot while the turn was committing.
@@ -30,6 +31,6 @@ test('seal refuses a slot whose overlay was taken off (it would plan to delete e
     assert.match(err.message, /no longer mounted/);
     return true;
   });
-  await workspaces.promote('s1', 't2'); // no plan was written: nothing is applied
+  await workspaces.promote('s1', 't2', null); // no plan was written: nothing is applied
   await stat(join(workspaces.committedPath('s1'), 'kept.txt'));
 });

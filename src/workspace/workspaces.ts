@@ -8,28 +8,51 @@
  *                                                    propagation (slots/ itself is an rshared mount)
  *
  * A turn sees committed state plus its own writes and nothing else; an aborted turn's layer
- * is deleted; a committed one is sealed before the store commit and promoted after it. No
- * writable directory is ever shared by two sandboxes.
+ * is deleted; a committed one is sealed and uploaded before the store commit and promoted
+ * after it. No writable directory is ever shared by two sandboxes. `committed/` is this
+ * machine's cache of the session's chain in the blob store (workspace-cache.ts): brought
+ * level with the store before every turn.
  */
 import { randomBytes } from 'node:crypto';
 import { chown, mkdir, readdir, rm, rmdir, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { BerthError } from '../core/index.js';
+import type { BlobStore } from '../blobs/index.js';
+import { BerthError, type WorkspaceChain, type WorkspaceObjectRef } from '../core/index.js';
 import { makeSharedMountRoot, mountOverlay, unmountAll } from './overlay-mounts.js';
 import { applyPlan, PLAN_FILE, sealLayer } from './promotion.js';
 import { WorkspaceQuota } from './quota.js';
+import { type EnsuredWorkspace, WorkspaceCache } from './workspace-cache.js';
 
 export class Workspaces {
   readonly slotsDir: string;
   private readonly sessionsDir: string;
+  private readonly cache: WorkspaceCache;
 
   constructor(
     dataDir: string,
     /** Owner of what the sandbox writes (its non-root user). */
     private readonly sandboxUid: number,
+    /** Where the sessions' workspace chains live (shared by every machine of the install). */
+    blobs: BlobStore,
   ) {
     this.slotsDir = join(dataDir, 'slots');
     this.sessionsDir = join(dataDir, 'workspaces');
+    this.cache = new WorkspaceCache(this.sessionsDir, blobs, sandboxUid);
+  }
+
+  /** Brings this machine's copy of the session's committed workspace level with its chain. */
+  ensureCurrent(chain: WorkspaceChain): Promise<EnsuredWorkspace> {
+    return this.cache.ensureCurrent(chain);
+  }
+
+  /** A sealed layer as an object of the blob store (before its commit); null when the turn changed nothing. */
+  uploadLayer(sessionId: string, turnId: string): Promise<WorkspaceObjectRef | null> {
+    return this.cache.uploadLayer(this.layerPath(sessionId, turnId));
+  }
+
+  /** The committed tree as one snapshot object, with the version it holds. */
+  uploadSnapshot(sessionId: string): Promise<(WorkspaceObjectRef & { version: number }) | null> {
+    return this.cache.uploadSnapshot(sessionId);
   }
 
   slotPath(sandboxName: string): string {
@@ -182,9 +205,14 @@ export class Workspaces {
   /**
    * Applies a sealed, committed layer to the committed layer. Idempotent. The layer stays:
    * the caller discards it once the store knows it was promoted (markLayerPromoted), so a
-   * crash in between leaves it on disk, where the clean-up finds it and marks it.
+   * crash in between leaves it on disk, where the clean-up finds it and marks it. Told what
+   * the commit was (its version and object), the copy's stamp moves on with it.
    */
-  async promote(sessionId: string, turnId: string): Promise<void> {
+  async promote(
+    sessionId: string,
+    turnId: string,
+    commit: { version: number; layer: WorkspaceObjectRef | null } | null,
+  ): Promise<void> {
     const layer = this.layerPath(sessionId, turnId);
     // No plan in an existing layer: a crash cut a discard short, after the plan was fully applied.
     if (await exists(join(layer, PLAN_FILE))) {
@@ -192,6 +220,7 @@ export class Workspaces {
         upper: join(layer, 'upper'),
         committed: this.committedPath(sessionId),
       });
+      if (commit) await this.cache.stampPromoted(sessionId, commit);
     }
   }
 

@@ -79,7 +79,7 @@ export async function startModelGateway(
     fence: binding,
     assignment: { sessionId: 's', generation: binding.generation, token: token(), heartbeatIntervalMs: 1000 },
     log,
-    hooks: { onHeartbeat: () => {}, beforeCommit: async () => {} },
+    hooks: { onHeartbeat: () => {}, beforeCommit: async () => undefined },
     modelProxy: new ModelProxy({ ...shared, agent: created, secrets, upstreams }),
   });
   lifecycle.moveTo('bound', 'test');

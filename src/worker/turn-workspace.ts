@@ -1,0 +1,102 @@
+/**
+ * The workspace side of a layered mode's turns (an overlay per turn, a sandbox per turn):
+ * before a turn, this machine's copy is brought level with the session's chain in the
+ * store; at its commit, the sealed layer goes to the blob store first and its key and the
+ * version the turn ran on go into the commit, which refuses any other version; after its
+ * promotion the copy's stamp moves on, and the chain is compacted into a snapshot when it
+ * grew past the config's bounds. A copy that is the only one (a data dir from before
+ * chains) is snapshotted as it is found, before any turn changes it.
+ */
+import type { Logger } from 'pino';
+import {
+  type CommitInput,
+  failpoint,
+  type Turn,
+  type WorkspaceChain,
+  type WorkspaceObjectRef,
+} from '../core/index.js';
+import type { SandboxDeps } from './deps.js';
+
+interface CurrentTurn {
+  turnId: string;
+  chain: WorkspaceChain;
+  /** The version the turn's workspace holds: the chain's, checked again by the commit. */
+  baseVersion: number;
+  /** What its seal uploaded (null: it changed nothing); undefined before the seal. */
+  layer?: WorkspaceObjectRef | null;
+}
+
+export class TurnWorkspace {
+  private current: CurrentTurn | null = null;
+
+  constructor(
+    private readonly deps: SandboxDeps,
+    private readonly sessionId: string,
+    private readonly log: Logger,
+  ) {}
+
+  /** Before the turn mounts: its copy holds the store's version (materialised when it did not). */
+  async bringCurrent(turn: Turn): Promise<void> {
+    const chain = await this.deps.store.getWorkspaceChain(this.sessionId);
+    const startedAt = performance.now();
+    const ensured = await this.deps.workspaces.ensureCurrent(chain);
+    if (ensured.how !== 'current')
+      this.log.info(
+        { turnId: turn.id, ...ensured, ms: Math.round(performance.now() - startedAt) },
+        'Workspace brought level with the store',
+      );
+    this.current = { turnId: turn.id, chain, baseVersion: ensured.version };
+    if (ensured.how === 'adopted') await this.snapshot(ensured.version, 'adopted an older data dir');
+  }
+
+  /** At the commit: the sealed layer uploaded, then what the commit must carry. */
+  async seal(turnId: string, sandboxName: string): Promise<NonNullable<CommitInput['workspace']>> {
+    const current = this.of(turnId);
+    await this.deps.workspaces.seal(this.sessionId, turnId, sandboxName);
+    failpoint('after-seal');
+    current.layer = await this.deps.workspaces.uploadLayer(this.sessionId, turnId);
+    failpoint('after-upload');
+    return { baseVersion: current.baseVersion, layer: current.layer };
+  }
+
+  /** What the turn's commit made, for its promotion; null when this supervision did not seal it. */
+  committedAs(turnId: string): { version: number; layer: WorkspaceObjectRef | null } | null {
+    const current = this.current;
+    if (current?.turnId !== turnId || current.layer === undefined) return null;
+    return { version: current.baseVersion + 1, layer: current.layer };
+  }
+
+  /** After the promotion: a snapshot when the chain since the newest one is long enough. */
+  async afterPromotion(turnId: string): Promise<void> {
+    const commit = this.committedAs(turnId);
+    if (!commit) return;
+    const { chain } = this.current!;
+    const layers = chain.entries.filter((e) => e.kind === 'layer');
+    const count = layers.length + (commit.layer ? 1 : 0);
+    const bytes = layers.reduce((sum, e) => sum + e.size, 0) + (commit.layer?.size ?? 0);
+    const { snapshotEveryLayers, snapshotEveryBytes } = this.deps.config;
+    if (count < snapshotEveryLayers && bytes < snapshotEveryBytes) return;
+    await this.snapshot(commit.version, `${count} layers, ${bytes} bytes since the last snapshot`);
+  }
+
+  /** The copy's tree, at `version`, as the chain's newest snapshot. */
+  private async snapshot(version: number, why: string): Promise<void> {
+    const startedAt = performance.now();
+    const snapshot = await this.deps.workspaces.uploadSnapshot(this.sessionId);
+    if (!snapshot || snapshot.version !== version) return;
+    const recorded = await this.deps.store.recordWorkspaceSnapshot(
+      { sessionId: this.sessionId, version, key: snapshot.key, size: snapshot.size },
+      this.deps.clock.now(),
+    );
+    this.log.info(
+      { version, bytes: snapshot.size, why, recorded, ms: Math.round(performance.now() - startedAt) },
+      'Workspace chain compacted into a snapshot',
+    );
+  }
+
+  private of(turnId: string): CurrentTurn {
+    if (this.current?.turnId !== turnId)
+      throw new Error(`turn ${turnId} was not brought level with the store before its seal`);
+    return this.current;
+  }
+}

@@ -1,0 +1,250 @@
+/**
+ * A machine's copy of a session's committed workspace is a cache of its chain in the blob
+ * store (DESIGN "Across machines"): `committed/` plus a stamp naming the version it holds.
+ *
+ *   <data>/workspaces/<session>/committed/         the committed tree, at the stamp's version
+ *   <data>/workspaces/<session>/committed.stamp    {version, layerVersion, layerKey}
+ *   <data>/workspaces/<session>/layers/<turn>/layer.tgz
+ *                                                  the sealed layer, as uploaded
+ *
+ * Commit order: seal (promotion.ts) → uploadLayer (the object is durable) → the fenced
+ * store commit appends its key → promotion, after which stampPromoted advances the stamp
+ * (a promotion a crash made the next owner finish leaves the stamp behind: the next
+ * ensureCurrent applies that layer again, which changes nothing). Before every turn,
+ * ensureCurrent compares the stamp with the chain: equal, nothing to do; behind with every
+ * later layer in the chain, those layers are applied in place; otherwise (absent, ahead,
+ * from another history, compacted past it) the tree is materialised afresh from the
+ * newest snapshot and the layers after it, in a staging dir swapped in whole.
+ *
+ * Invariants: the stamp is written (durably) only after the tree it names is complete and
+ * flushed; a turn never mounts a tree whose stamp does not equal the chain's version.
+ */
+
+import { execFile } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { chown, mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { promisify } from 'node:util';
+import type { BlobStore } from '../blobs/index.js';
+import type { WorkspaceChain, WorkspaceObjectRef } from '../core/index.js';
+import { stagingPath, writeFileAtomic } from '../durable-files/index.js';
+import { applyLayerArchive, packLayer, packTree } from './layer-archive.js';
+import { PLAN_FILE, type PromotionPlan } from './promotion.js';
+
+const run = promisify(execFile);
+const STAMP_FILE = 'committed.stamp';
+const LAYER_ARCHIVE = 'layer.tgz';
+/** Layer and snapshot objects are as large as a workspace may be; the quota bounds them. */
+const MAX_OBJECT_BYTES = Number.MAX_SAFE_INTEGER;
+
+/** What a machine's copy holds: its version, and the newest layer it applied (to tell histories apart). */
+export interface CacheStamp {
+  version: number;
+  layerVersion: number;
+  layerKey: string | null;
+}
+
+/** Where a session's workspace objects live in the blob store. */
+export const WORKSPACE_OBJECT_PREFIXES = ['layers/', 'snapshots/'] as const;
+
+export interface EnsuredWorkspace {
+  version: number;
+  /** What it took: nothing, layers applied in place, or the whole chain fetched. */
+  how: 'current' | 'layers' | 'materialised' | 'adopted';
+  objects: number;
+  bytes: number;
+}
+
+export class WorkspaceCache {
+  constructor(
+    private readonly sessionsDir: string,
+    private readonly blobs: BlobStore,
+    /** Owner of the committed tree's root (the sandbox's non-root user). */
+    private readonly sandboxUid: number,
+  ) {}
+
+  private sessionDir(sessionId: string): string {
+    return join(this.sessionsDir, sessionId);
+  }
+
+  private committedPath(sessionId: string): string {
+    return join(this.sessionDir(sessionId), 'committed');
+  }
+
+  async readStamp(sessionId: string): Promise<CacheStamp | null> {
+    const text = await readFile(join(this.sessionDir(sessionId), STAMP_FILE), 'utf8').catch(() => null);
+    return text === null ? null : (JSON.parse(text) as CacheStamp);
+  }
+
+  private async writeStamp(sessionId: string, stamp: CacheStamp): Promise<void> {
+    await writeFileAtomic(join(this.sessionDir(sessionId), STAMP_FILE), JSON.stringify(stamp));
+  }
+
+  /** Makes committed/ hold the chain's version; returns that version and what it took. */
+  async ensureCurrent(chain: WorkspaceChain): Promise<EnsuredWorkspace> {
+    const { sessionId } = chain;
+    const stamp = await this.readStamp(sessionId);
+    if (stamp && sameHistory(stamp, chain) && stamp.version === chain.version)
+      return { version: chain.version, how: 'current', objects: 0, bytes: 0 };
+    // A data dir from before chains: its tree is the only copy; it is kept, and snapshotted by the caller.
+    if (
+      !stamp &&
+      chain.entries.length === 0 &&
+      chain.version > 0 &&
+      (await nonEmpty(this.committedPath(sessionId)))
+    ) {
+      await this.writeStamp(sessionId, { version: chain.version, layerVersion: 0, layerKey: null });
+      return { version: chain.version, how: 'adopted', objects: 0, bytes: 0 };
+    }
+    const base = chain.entries[0]?.kind === 'snapshot' ? chain.entries[0].version : 0;
+    if (stamp && sameHistory(stamp, chain) && stamp.version < chain.version && stamp.version >= base) {
+      const later = chain.entries.filter((e) => e.kind === 'layer' && e.version > stamp.version);
+      const committed = this.committedPath(sessionId);
+      for (const entry of later) await this.applyObject(entry.key, committed);
+      if (later.length > 0) await flush(committed);
+      await this.writeStamp(sessionId, stampOf(chain));
+      return { version: chain.version, how: 'layers', objects: later.length, bytes: sizeOf(later) };
+    }
+    await this.materialise(chain);
+    return {
+      version: chain.version,
+      how: 'materialised',
+      objects: chain.entries.length,
+      bytes: sizeOf(chain.entries),
+    };
+  }
+
+  /** The whole chain into a staging dir, swapped in for committed/ once complete and flushed. */
+  private async materialise(chain: WorkspaceChain): Promise<void> {
+    const committed = this.committedPath(chain.sessionId);
+    await mkdir(dirname(committed), { recursive: true });
+    const staging = stagingPath(committed, 'materialising');
+    try {
+      await mkdir(staging, { mode: 0o755 });
+      await chown(staging, this.sandboxUid, this.sandboxUid);
+      for (const entry of chain.entries) await this.applyObject(entry.key, staging);
+      if (chain.entries.length > 0) await flush(staging);
+      const old = stagingPath(committed, 'replaced');
+      await rename(committed, old).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'ENOENT') throw err;
+      });
+      await rename(staging, committed);
+      await rm(old, { recursive: true, force: true });
+    } finally {
+      await rm(staging, { recursive: true, force: true });
+    }
+    await this.writeStamp(chain.sessionId, stampOf(chain));
+  }
+
+  private async applyObject(key: string, dir: string): Promise<void> {
+    const read = await this.blobs.get(key);
+    await applyLayerArchive(read.body, dir);
+  }
+
+  /**
+   * After the seal, before the store commit: the layer as one immutable object, keyed by
+   * the hash of its bytes; null when the turn changed nothing (no object, no chain row).
+   */
+  async uploadLayer(layerDir: string): Promise<WorkspaceObjectRef | null> {
+    const plan = JSON.parse(await readFile(join(layerDir, PLAN_FILE), 'utf8')) as PromotionPlan;
+    if (plan.steps.length === 0) return null;
+    return this.upload('layers', packLayer(plan, join(layerDir, 'upper')), join(layerDir, LAYER_ARCHIVE));
+  }
+
+  /**
+   * After a promotion applied a committed layer to committed/: the stamp moves on to that
+   * commit's version when it held the version before it; otherwise it stays, and the next
+   * ensureCurrent brings the tree level with the chain.
+   */
+  async stampPromoted(
+    sessionId: string,
+    commit: { version: number; layer: WorkspaceObjectRef | null },
+  ): Promise<void> {
+    const stamp = (await this.readStamp(sessionId)) ?? { version: 0, layerVersion: 0, layerKey: null };
+    if (stamp.version !== commit.version - 1) return;
+    await this.writeStamp(
+      sessionId,
+      commit.layer
+        ? { version: commit.version, layerVersion: commit.version, layerKey: commit.layer.key }
+        : { ...stamp, version: commit.version },
+    );
+  }
+
+  /** The committed tree of the stamp's version as one snapshot object; null when there is no stamp. */
+  async uploadSnapshot(sessionId: string): Promise<(WorkspaceObjectRef & { version: number }) | null> {
+    const stamp = await this.readStamp(sessionId);
+    if (!stamp) return null;
+    const scratch = stagingPath(join(this.sessionDir(sessionId), 'snapshot'), 'tgz');
+    try {
+      const ref = await this.upload('snapshots', packTree(this.committedPath(sessionId)), scratch);
+      return { ...ref, version: stamp.version };
+    } finally {
+      await rm(scratch, { force: true });
+    }
+  }
+
+  /**
+   * Packs to a local file while hashing, then puts it under `<prefix>/<sha256>.<random>`:
+   * named by its content (a reader can check it) and by this upload alone, so garbage
+   * collection, which deletes old objects no chain names, can never take an object from
+   * under a commit about to name it (a second upload of the same bytes is a new, young one).
+   */
+  private async upload(
+    prefix: string,
+    archive: NodeJS.ReadableStream,
+    file: string,
+  ): Promise<WorkspaceObjectRef> {
+    const hash = createHash('sha256');
+    const hashing = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        hash.update(chunk);
+        done(null, chunk);
+      },
+    });
+    await pipeline(archive, hashing, createWriteStream(file));
+    const sha256 = hash.digest('hex');
+    const key = `${prefix}/${sha256}.${randomBytes(8).toString('hex')}`;
+    const { size } = await stat(file);
+    await this.blobs.put(key, createReadStream(file), {
+      maxBytes: MAX_OBJECT_BYTES,
+      expectedSha256: sha256,
+      ifAbsent: true,
+    });
+    return { key, size };
+  }
+
+  /** Forgets the session's copy (its tree and stamp). */
+  async drop(sessionId: string): Promise<void> {
+    await rm(join(this.sessionDir(sessionId), STAMP_FILE), { force: true });
+    await rm(this.committedPath(sessionId), { recursive: true, force: true });
+  }
+}
+
+/** The stamp of a tree at the chain's head. */
+function stampOf(chain: WorkspaceChain): CacheStamp {
+  const newest = chain.entries.at(-1);
+  return { version: chain.version, layerVersion: newest?.version ?? 0, layerKey: newest?.key ?? null };
+}
+
+/** The stamp's newest layer is the chain's at that version, where the chain still has it. */
+function sameHistory(stamp: CacheStamp, chain: WorkspaceChain): boolean {
+  if (stamp.version > chain.version) return false;
+  const atStamp = chain.entries.find((e) => e.kind === 'layer' && e.version === stamp.layerVersion);
+  return atStamp === undefined || atStamp.key === stamp.layerKey;
+}
+
+function sizeOf(entries: { size: number }[]): number {
+  return entries.reduce((sum, e) => sum + e.size, 0);
+}
+
+async function nonEmpty(dir: string): Promise<boolean> {
+  return (await readdir(dir).catch(() => [])).length > 0;
+}
+
+/** The tree's contents reach the disk before a stamp names it (syncfs of its file system). */
+async function flush(dir: string): Promise<void> {
+  await run('sync', ['--file-system', dir]);
+}
