@@ -157,11 +157,16 @@ export class SessionSupervisor {
     try {
       ending = await this.serveTurns();
     } catch (err) {
-      this.log.error({ err }, 'Session supervision failed');
-      // A terminal code (an extra mount the allowlist no longer allows) fails the turn's messages at once.
-      const code = err instanceof BerthError ? err.code : 'SANDBOX_FAILED';
-      const message = (err as Error).message;
-      ending = { reason: 'SupervisorFailed', message, abort: this.turn ? { code, error: message } : null };
+      // A stop (self-fencing drains the sandbox at once) explains what failed after it: the stop is the ending.
+      const stopped = this.seen.stop ? this.decide(this.turn ? 'in-turn' : 'before-work') : null;
+      if (stopped?.action === 'end') ending = stopped.ending;
+      else {
+        this.log.error({ err }, 'Session supervision failed');
+        // A terminal code (an extra mount the allowlist no longer allows) fails the turn's messages at once.
+        const code = err instanceof BerthError ? err.code : 'SANDBOX_FAILED';
+        const message = (err as Error).message;
+        ending = { reason: 'SupervisorFailed', message, abort: this.turn ? { code, error: message } : null };
+      }
     }
     await this.finish(ending);
   }
@@ -236,6 +241,10 @@ export class SessionSupervisor {
             { turnId: turn.id, outcome: 'committed', turnMs: clock.now() - turn.startedAt },
             'Turn ended',
           );
+          // Self-fencing began while the commit went through: the sandbox is going, and the
+          // committed layer is left to the session's next owner (its pendingLayer).
+          if (lifecycle.isEnding)
+            return { reason: 'LeaseLost', message: 'lease lost as the turn committed', abort: null };
           lifecycle.moveTo('bound', `turn ${turn.id} committed`);
           const ending = await this.mode.afterCommit(turn);
           // gVisor: the sandbox still sees the layer; it is settled once the sandbox is gone.
