@@ -1,0 +1,327 @@
+/**
+ * The PostgreSQL store on a replicated database that fails over: a real Patroni cluster
+ * (two members, synchronous replication, one etcd; helpers/patroni.ts), its primary's
+ * postmaster SIGKILLed, its primary demoted, its primary's machine lost (link cut, then
+ * Patroni and PostgreSQL SIGKILLed) while writers keep writing. Every acknowledged write
+ * must be on the new primary exactly once, and callers must see latency, not errors.
+ * Needs root, Patroni and etcd (scripts/ensure-patroni.sh).
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import pg from 'pg';
+import { agentSpecSchema, isBerthError } from '../src/core/index.js';
+import { openPostgresStore, type Store } from '../src/store/index.js';
+import { freshPatroniDatabase, testPatroni } from './helpers/patroni.js';
+import { LEASE_MS, RETRY } from './store/conformance.js';
+
+const asRoot = process.getuid?.() === 0;
+const skip = !asRoot && 'needs root (network namespaces, Patroni as postgres)';
+const WRITERS = 6;
+
+interface Warning {
+  at: number;
+  message: string;
+  error: string;
+}
+
+async function openLogged(url: string): Promise<{ store: Store; warnings: Warning[] }> {
+  const warnings: Warning[] = [];
+  const store = await openPostgresStore({
+    url,
+    leaseMs: LEASE_MS,
+    retry: RETRY,
+    onWarning: (message, err) =>
+      warnings.push({ at: Date.now(), message, error: (err as Error)?.message ?? String(err) }),
+  });
+  await store
+    .createAgent(agentSpecSchema.parse({ name: 'sh', provider: 'command' }), store.clock.now())
+    .catch((err: unknown) => {
+      if (!isBerthError(err, 'AGENT_EXISTS')) throw err;
+    });
+  return { store, warnings };
+}
+
+interface Write {
+  session: string;
+  text: string;
+  startedAt: number;
+  endedAt: number;
+  /** The id the store acknowledged; null when the call failed. */
+  id: number | null;
+  error: string | null;
+}
+
+/** WRITERS sessions, each enqueueing one message after another until `stop` resolves. */
+async function writeUntil(store: Store, stop: Promise<unknown>): Promise<Write[]> {
+  let stopped = false;
+  void stop.then(() => {
+    stopped = true;
+  });
+  const writes: Write[] = [];
+  await Promise.all(
+    Array.from({ length: WRITERS }, async (_, w) => {
+      const session = `writer-${w}`;
+      for (let n = 0; !stopped; n++) {
+        const text = `${session}-${n}`;
+        const startedAt = Date.now();
+        try {
+          const { message } = await store.enqueueMessage({
+            sessionId: session,
+            agent: 'sh',
+            text,
+            now: store.clock.now(),
+          });
+          writes.push({ session, text, startedAt, endedAt: Date.now(), id: message.id, error: null });
+        } catch (err) {
+          const error = isBerthError(err) ? `${err.code}: ${err.message}` : String(err);
+          writes.push({ session, text, startedAt, endedAt: Date.now(), id: null, error });
+        }
+      }
+    }),
+  );
+  return writes;
+}
+
+/** Every acknowledged write is stored once, with the id it was acknowledged with; a failed one at most once. */
+async function assertAllStored(url: string, writes: Write[]): Promise<void> {
+  const reader = await openPostgresStore({ url, leaseMs: LEASE_MS, retry: RETRY });
+  try {
+    for (let w = 0; w < WRITERS; w++) {
+      const session = `writer-${w}`;
+      const stored = new Map<string, number[]>();
+      for (let after = 0; ; ) {
+        const page = await reader.listMessages(session, after, 500);
+        for (const m of page) stored.set(m.text, [...(stored.get(m.text) ?? []), m.id]);
+        if (page.length < 500) break;
+        after = page.at(-1)!.id;
+      }
+      for (const write of writes.filter((x) => x.session === session)) {
+        const ids = stored.get(write.text) ?? [];
+        if (write.id !== null)
+          assert.deepEqual(ids, [write.id], `${write.text}: acknowledged as ${write.id}, stored as ${ids}`);
+        else assert.ok(ids.length <= 1, `${write.text}: stored ${ids.length} times`);
+      }
+    }
+  } finally {
+    await reader.close();
+  }
+}
+
+/** When the first write after `at` committed on the current primary (its commit marker's time), epoch ms. */
+async function firstCommitAfter(url: string, at: number): Promise<number | null> {
+  const cluster = await testPatroni();
+  const leader = await cluster.waitForLeader({ standby: false });
+  const client = new pg.Client({ connectionString: cluster.memberUrl(leader, databaseOf(url)) });
+  await client.connect();
+  try {
+    const { rows } = await client.query(
+      'SELECT extract(epoch FROM min(created_at)) * 1000 AS at FROM commit_markers WHERE NOT probe AND created_at > to_timestamp($1 / 1000.0)',
+      [at],
+    );
+    return rows[0].at === null ? null : Math.round(Number(rows[0].at));
+  } finally {
+    await client.end();
+  }
+}
+
+function summary(writes: Write[], warnings: Warning[], at: number, firstCommit: number | null): string {
+  const latency = writes.map((w) => w.endedAt - w.startedAt).sort((a, b) => a - b);
+  const firstFailure = warnings.find((w) => w.at >= at);
+  const lostCommits = warnings.filter((w) => w.message.includes('COMMIT was lost')).length;
+  return (
+    `${writes.length} writes, ${writes.filter((w) => w.error).length} failed; latency max ${latency.at(-1)} ms; ` +
+    `MTTD ${firstFailure ? firstFailure.at - at : '-'} ms (first failed call), ` +
+    `MTTR ${firstCommit === null ? '-' : firstCommit - at} ms (first commit on the new primary); ` +
+    `${lostCommits} retries settling a lost COMMIT answer by its marker`
+  );
+}
+
+test('patroni: a multi-host URL whose first host is a standby connects to the primary; a standby alone is refused', {
+  skip,
+}, async () => {
+  const cluster = await testPatroni();
+  const url = await freshPatroniDatabase();
+  const database = databaseOf(url);
+  const leader = await cluster.waitForLeader();
+  const standby = cluster.members.find((m) => m !== leader)!;
+  const { store } = await openLogged(cluster.url(database, [standby, leader]));
+  try {
+    await store.enqueueMessage({
+      sessionId: 's',
+      agent: 'sh',
+      text: 'to the primary',
+      now: store.clock.now(),
+    });
+    const direct = new pg.Client({ connectionString: cluster.memberUrl(leader, database) });
+    await direct.connect();
+    const { rows } = await direct.query("SELECT count(*) AS n FROM messages WHERE text = 'to the primary'");
+    await direct.end();
+    assert.equal(Number(rows[0].n), 1, 'written on the primary');
+  } finally {
+    await store.close();
+  }
+  await assert.rejects(
+    openPostgresStore({ url: cluster.url(database, [standby]), leaseMs: LEASE_MS, retry: RETRY }),
+    (e: unknown) => isBerthError(e, 'STORE_UNAVAILABLE') && /standby \(in recovery\)/.test(e.message),
+  );
+});
+
+test('patroni: the primary’s postmaster SIGKILLed under a stream of writes: every acknowledged write is on the new primary once, no caller sees an error, notifications resume', {
+  skip,
+}, async (t) => {
+  const cluster = await testPatroni();
+  const url = await freshPatroniDatabase();
+  const { store, warnings } = await openLogged(url);
+  const { store: listener } = await openLogged(url);
+  try {
+    let kill: { member: string; at: number } | null = null;
+    const writes = await writeUntil(
+      store,
+      (async () => {
+        await new Promise((r) => setTimeout(r, 1000));
+        kill = await cluster.killPrimaryPostmaster();
+        await cluster.waitForLeader({ notMember: kill.member, standby: false });
+        await new Promise((r) => setTimeout(r, 2000));
+      })(),
+    );
+    const { member, at } = kill!;
+    t.diagnostic(
+      `killed ${member}'s postmaster: ${summary(writes, warnings, at, await firstCommitAfter(url, at))}`,
+    );
+    assert.deepEqual(
+      writes.filter((w) => w.error).map((w) => w.error),
+      [],
+      'no caller saw an error',
+    );
+    assert.ok(
+      writes.some((w) => w.startedAt > at),
+      'writes went on after the kill',
+    );
+    await assertAllStored(url, writes);
+    const heard = await untilHeard(store, listener, 'after-failover');
+    assert.ok(heard, 'the listener follows the primary');
+  } finally {
+    await Promise.all([store.close(), listener.close()]);
+  }
+  await cluster.waitForLeader();
+});
+
+test('patroni: a primary that turns read-only (25006), then is demoted by a switchover: the write waiting meanwhile lands once on the new primary', {
+  skip,
+}, async () => {
+  const cluster = await testPatroni();
+  const url = await freshPatroniDatabase();
+  const database = databaseOf(url);
+  const { store, warnings } = await openLogged(url);
+  const leader = await cluster.waitForLeader();
+  const standby = cluster.members.find((m) => m !== leader)!;
+  const admin = async (member: string, sql: string) => {
+    const c = new pg.Client({ connectionString: cluster.memberUrl(member) });
+    await c.connect();
+    try {
+      for (const q of sql.split(';').filter((x) => x.trim())) await c.query(q);
+    } finally {
+      await c.end();
+    }
+  };
+  try {
+    await store.enqueueMessage({ sessionId: 'ro', agent: 'sh', text: 'before', now: store.clock.now() });
+    await admin(leader, 'ALTER SYSTEM SET default_transaction_read_only = on; SELECT pg_reload_conf()');
+    const during = store.enqueueMessage({
+      sessionId: 'ro',
+      agent: 'sh',
+      text: 'during',
+      now: store.clock.now(),
+    });
+    await waitUntil(() => warnings.some((w) => /read-only/.test(w.error)), 10_000);
+    await cluster.switchover(standby);
+    const { message } = await during;
+    const direct = new pg.Client({
+      connectionString: cluster.memberUrl(
+        await cluster.waitForLeader({ notMember: leader, standby: false }),
+        database,
+      ),
+    });
+    await direct.connect();
+    const { rows } = await direct.query(
+      "SELECT id FROM messages WHERE session_id = 'ro' AND text = 'during'",
+    );
+    await direct.end();
+    assert.deepEqual(
+      rows.map((r) => Number(r.id)),
+      [message.id],
+      'once, on the new primary',
+    );
+    assert.ok(
+      warnings.some((w) => /read-only transaction/.test(w.error)),
+      `the refusal was seen: ${warnings.map((w) => w.error).join(' | ')}`,
+    );
+  } finally {
+    await store.close();
+    // The demoted member restarts as a replica: once it is back, it must not stay read-only for the next test.
+    await cluster.waitForLeader();
+    await admin(leader, 'ALTER SYSTEM RESET default_transaction_read_only; SELECT pg_reload_conf()');
+  }
+});
+
+test('patroni: the primary’s machine lost (link cut, then everything SIGKILLed) under a stream of writes: stuck connections are dropped, and every acknowledged write is on the new primary once', {
+  skip,
+}, async (t) => {
+  const cluster = await testPatroni();
+  const url = await freshPatroniDatabase();
+  const { store, warnings } = await openLogged(url);
+  const leader = await cluster.waitForLeader();
+  try {
+    let at = 0;
+    const writes = await writeUntil(
+      store,
+      (async () => {
+        await new Promise((r) => setTimeout(r, 1000));
+        at = (await cluster.killMember(leader)).at;
+        await cluster.waitForLeader({ notMember: leader, standby: false });
+        await new Promise((r) => setTimeout(r, 2000));
+      })(),
+    );
+    t.diagnostic(`lost ${leader}: ${summary(writes, warnings, at, await firstCommitAfter(url, at))}`);
+    assert.deepEqual(
+      writes.filter((w) => w.error).map((w) => w.error),
+      [],
+      'no caller saw an error',
+    );
+    assert.ok(
+      warnings.some((w) => w.message.includes('stopped answering')),
+      'connections stuck on the vanished server were dropped',
+    );
+    await assertAllStored(url, writes);
+  } finally {
+    await store.close();
+    await cluster.startMember(leader);
+  }
+  await cluster.waitForLeader();
+});
+
+async function untilHeard(writer: Store, listener: Store, sessionId: string): Promise<boolean> {
+  let heard = false;
+  const off = listener.onChange((c) => {
+    if (c.type === 'enqueued' && c.sessionId === sessionId) heard = true;
+  });
+  for (let i = 0; i < 100 && !heard; i++) {
+    await writer.enqueueMessage({ sessionId, agent: 'sh', text: `m${i}`, now: writer.clock.now() });
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  off();
+  return heard;
+}
+
+/** The database of a multi-host URL (`postgres://u@h1,h2/<database>?…`). */
+function databaseOf(url: string): string {
+  return url.split('/')[3]!.split('?')[0]!;
+}
+
+async function waitUntil(check: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
