@@ -81,6 +81,8 @@ export interface PatroniCluster {
   waitForLeader(options?: { notMember?: string; standby?: boolean; timeoutMs?: number }): Promise<string>;
   /** A planned switchover (Patroni's REST API) to `candidate`: the primary is demoted and restarted as a replica. */
   switchover(candidate: string): Promise<void>;
+  /** When `member`'s PostgreSQL last left recovery as the primary (from its server log), epoch ms; null if it never did. */
+  promotedAt(member: string): Promise<number | null>;
   /** SIGKILLs the primary's postmaster (Patroni lives on and fails over). Returns the member and when. */
   killPrimaryPostmaster(): Promise<{ member: string; at: number }>;
   /** The machine is lost: its link is cut first (no reset reaches anyone), then Patroni and PostgreSQL are SIGKILLed. */
@@ -295,7 +297,16 @@ export async function startPatroniCluster(options: PatroniClusterOptions = {}): 
           body: JSON.stringify({ leader, candidate: memberOf(candidate) && candidate }),
           signal: AbortSignal.timeout(START_TIMEOUT_MS),
         });
-        if (!r.ok) throw new Error(`Patroni switchover ${leader} -> ${candidate}: HTTP ${r.status} ${await r.text()}`);
+        if (!r.ok)
+          throw new Error(`Patroni switchover ${leader} -> ${candidate}: HTTP ${r.status} ${await r.text()}`);
+      },
+      async promotedAt(member) {
+        const log = await readFile(join(memberOf(member).dir, 'log', 'postgresql.log'), 'utf8').catch(
+          () => '',
+        );
+        const lines = log.split('\n').filter((line) => line.includes('selected new timeline ID'));
+        const at = /^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) UTC /.exec(lines.at(-1) ?? '')?.[1];
+        return at ? Date.parse(`${at.replace(' ', 'T')}Z`) : null;
       },
       async killPrimaryPostmaster() {
         const member = await waitForLeader({ standby: false });
@@ -372,6 +383,9 @@ function patroniConfig(c: MemberConfig): object {
         logging_collector: 'on',
         log_directory: join(c.dir, 'log'),
         log_filename: 'postgresql.log',
+        // promotedAt reads these times.
+        log_line_prefix: '%m [%p] ',
+        log_timezone: 'UTC',
       },
     },
   };

@@ -35,6 +35,7 @@ import { migrate } from './migrations.js';
 import { type PositionalStatement, positionalValues, toPositional } from './named-params.js';
 import { type Connection, PrimaryPool } from './primary-pool.js';
 import { POSTGRES_STATEMENTS } from './statements.js';
+import { STORE_WARNINGS } from './store-warnings.js';
 
 export interface PostgresStoreOptions {
   /** postgres://user:password@host:port/database, or several hosts: postgres://user@h1:5432,h2:5432/database?target_session_attrs=read-write */
@@ -129,8 +130,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       { cause: err },
     );
   }
-  const onClockError = (err: unknown) =>
-    warn('Could not read the database clock; keeping the last offset', err);
+  const onClockError = (err: unknown) => warn(STORE_WARNINGS.clockUnread, err);
   clock.start(onClockError);
   // Another server's clock: the samples of the old one say nothing about it.
   primaries.onPrimaryChanged(() => clock.resync(onClockError));
@@ -209,7 +209,7 @@ class PostgresDriver implements SqlDriver {
       () => this.primaries.connectOwn(),
       this.tag,
       deliver,
-      (err) => this.warn('PostgreSQL change listener lost its connection; reconnecting', err),
+      (err) => this.warn(STORE_WARNINGS.listenerLost, err),
     );
     this.listener = listener;
     // It follows the primary: a failover found by any call moves it at once.
@@ -261,9 +261,7 @@ class PostgresDriver implements SqlDriver {
         const delayMs = isNotPrimary(failed) ? Math.min(backoffMs, LOCATE_MAX_DELAY_MS) : backoffMs;
         if (Date.now() + delayMs > deadline) throw budgetSpent(err, this.retryBudgetMs);
         this.warn(
-          err instanceof CommitOutcomeUnknown
-            ? 'The answer to a PostgreSQL COMMIT was lost; checking its commit marker'
-            : 'PostgreSQL transaction failed; retrying',
+          err instanceof CommitOutcomeUnknown ? STORE_WARNINGS.commitAnswerLost : STORE_WARNINGS.retrying,
           err,
         );
         await new Promise((resolve) => setTimeout(resolve, delayMs));

@@ -18,7 +18,7 @@
  * nothing here cancels a statement.
  */
 import pg from 'pg';
-import type { PostgresTarget } from '../../core/index.js';
+import { type PostgresTarget, parsePostgresUrl } from '../../core/index.js';
 import {
   endedSessionOnly,
   isConnectionError,
@@ -27,6 +27,7 @@ import {
   ServerGivenUpError,
 } from './connection-errors.js';
 import { ServerWatch } from './server-watch.js';
+import { STORE_WARNINGS } from './store-warnings.js';
 
 /** How long asking one host whether it is the primary may take while the others are asked. */
 const PROBE_TIMEOUT_MS = 2000;
@@ -77,10 +78,7 @@ export class PrimaryPool {
     private readonly warn: (message: string, err: unknown) => void,
   ) {
     this.watch = new ServerWatch(config, (url) =>
-      warn(
-        'PostgreSQL server stopped answering; dropping a connection stuck on it',
-        new Error(redactHost(url)),
-      ),
+      warn(STORE_WARNINGS.stuckConnectionDropped, new Error(redactHost(url))),
     );
   }
 
@@ -193,11 +191,13 @@ export class PrimaryPool {
   private newPool(url: string): pg.Pool {
     const pool = new pg.Pool({ ...this.config, connectionString: url, max: this.maxConnections });
     // An idle connection that dies (server restart) is dropped by the pool; the next query opens a new one.
-    pool.on('error', (err) => this.warn('Idle PostgreSQL connection lost', err));
+    pool.on('error', (err) => this.warn(STORE_WARNINGS.idleConnectionLost, err));
     // A checked-out connection between two statements has no query to fail: without a listener
     // its 'error' (e.g. 57P01 at a server restart) would crash the process. The next
     // statement on it fails, and the transaction is retried on a new connection.
-    pool.on('connect', (client) => client.on('error', (err) => this.warn('PostgreSQL connection lost', err)));
+    pool.on('connect', (client) =>
+      client.on('error', (err) => this.warn(STORE_WARNINGS.connectionLost, err)),
+    );
     return pool;
   }
 
@@ -206,7 +206,7 @@ export class PrimaryPool {
     if (host.givenUp) return;
     host.givenUp = true;
     if (this.current === host) this.current = null;
-    this.warn('Giving up a PostgreSQL server; looking for the primary again', err);
+    this.warn(STORE_WARNINGS.serverGivenUp, err);
     void host.pool.end().catch(() => undefined);
   }
 
@@ -237,6 +237,16 @@ async function checkTarget(client: pg.ClientBase, target: PostgresTarget): Promi
 
 /** Whether this host is what the URL asks for, on a throw-away connection. */
 async function probe(url: string, config: pg.ClientConfig, target: PostgresTarget): Promise<void> {
+  const client = await connectChecked(url, config, target);
+  void client.end().catch(() => undefined);
+}
+
+/** A client connected to this host and checked against the URL's target_session_attrs, within PROBE_TIMEOUT_MS. */
+async function connectChecked(
+  url: string,
+  config: pg.ClientConfig,
+  target: PostgresTarget,
+): Promise<pg.Client> {
   const client = new pg.Client({
     ...config,
     connectionString: url,
@@ -247,8 +257,36 @@ async function probe(url: string, config: pg.ClientConfig, target: PostgresTarge
   try {
     await client.connect();
     await checkTarget(client, target);
-  } finally {
+    return client;
+  } catch (err) {
     void client.end().catch(() => undefined);
+    throw err;
+  }
+}
+
+/**
+ * One client of its own on the URL's primary (every host asked at once, as the pool does),
+ * for tools outside the store: the chaos run's load sampler. Its statements are not watched.
+ */
+export async function connectToPrimary(url: string): Promise<pg.Client> {
+  const parsed = parsePostgresUrl(url);
+  if (!parsed.ok) throw new Error(`Invalid PostgreSQL URL: ${parsed.why}`);
+  const { target } = parsed;
+  const attempts = target.hostUrls.map((u) => connectChecked(u, {}, target));
+  try {
+    const winner = await Promise.any(attempts);
+    // The others that connected too are not needed.
+    for (const attempt of attempts)
+      attempt.then(
+        (c) => c !== winner && void c.end().catch(() => undefined),
+        () => undefined,
+      );
+    return winner;
+  } catch (err) {
+    throw new NotPrimaryError(
+      `No host of ${target.hosts.map((h) => `${h.host}:${h.port}`).join(',')} is a writable primary`,
+      { cause: err },
+    );
   }
 }
 
