@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pg from 'pg';
 import { firstCommitAfter } from '../src/chaos/store-failover.js';
+import { checkWrites, streamWrites, type Write } from '../src/chaos/write-stream.js';
 import { agentSpecSchema, isBerthError } from '../src/core/index.js';
 import { openPostgresStore, type Store } from '../src/store/index.js';
 import { freshPatroniDatabase, testPatroni } from './helpers/patroni.js';
@@ -42,67 +43,26 @@ async function openLogged(url: string): Promise<{ store: Store; warnings: Warnin
   return { store, warnings };
 }
 
-interface Write {
-  session: string;
-  text: string;
-  startedAt: number;
-  endedAt: number;
-  /** The id the store acknowledged; null when the call failed. */
-  id: number | null;
-  error: string | null;
-}
-
-/** WRITERS sessions, each enqueueing one message after another until `stop` resolves. */
-async function writeUntil(store: Store, stop: Promise<unknown>): Promise<Write[]> {
-  let stopped = false;
-  void stop.then(() => {
-    stopped = true;
-  });
-  const writes: Write[] = [];
-  await Promise.all(
-    Array.from({ length: WRITERS }, async (_, w) => {
-      const session = `writer-${w}`;
-      for (let n = 0; !stopped; n++) {
-        const text = `${session}-${n}`;
-        const startedAt = Date.now();
-        try {
-          const { message } = await store.enqueueMessage({
-            sessionId: session,
-            agent: 'sh',
-            text,
-            now: store.clock.now(),
-          });
-          writes.push({ session, text, startedAt, endedAt: Date.now(), id: message.id, error: null });
-        } catch (err) {
-          const error = isBerthError(err) ? `${err.code}: ${err.message}` : String(err);
-          writes.push({ session, text, startedAt, endedAt: Date.now(), id: null, error });
-        }
-      }
-    }),
-  );
-  return writes;
+/** Writers until `stop`, on sessions writer-0 … */
+function writeUntil(store: Store, stop: Promise<unknown>): Promise<Write[]> {
+  return streamWrites(store, { writers: WRITERS, agent: 'sh', prefix: 'writer', stop });
 }
 
 /** Every acknowledged write is stored once, with the id it was acknowledged with; a failed one at most once. */
 async function assertAllStored(url: string, writes: Write[]): Promise<void> {
   const reader = await openPostgresStore({ url, leaseMs: LEASE_MS, retry: RETRY });
   try {
-    for (let w = 0; w < WRITERS; w++) {
-      const session = `writer-${w}`;
-      const stored = new Map<string, number[]>();
-      for (let after = 0; ; ) {
-        const page = await reader.listMessages(session, after, 500);
-        for (const m of page) stored.set(m.text, [...(stored.get(m.text) ?? []), m.id]);
-        if (page.length < 500) break;
-        after = page.at(-1)!.id;
-      }
-      for (const write of writes.filter((x) => x.session === session)) {
-        const ids = stored.get(write.text) ?? [];
-        if (write.id !== null)
-          assert.deepEqual(ids, [write.id], `${write.text}: acknowledged as ${write.id}, stored as ${ids}`);
-        else assert.ok(ids.length <= 1, `${write.text}: stored ${ids.length} times`);
-      }
-    }
+    const { lost, duplicated } = await checkWrites(reader, writes);
+    assert.deepEqual(
+      lost.map((w) => w.text),
+      [],
+      'no acknowledged write lost',
+    );
+    assert.deepEqual(
+      duplicated.map((w) => w.text),
+      [],
+      'no write stored twice',
+    );
   } finally {
     await reader.close();
   }

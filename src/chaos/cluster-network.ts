@@ -18,7 +18,11 @@
  * - `remove` SIGKILLs every process left in the namespaces, then deletes them (their
  *   veths go with them); it never throws.
  */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { ip, isStaleRun, killNamespaceProcesses, listNamespaces, NETNS_DIR, ownRunId } from './netns.js';
+
+const run = promisify(execFile);
 
 const NAMESPACE = /^berth-([0-9a-z]+)-pg(s|\d+)$/;
 const BLOCKS = 512;
@@ -33,6 +37,12 @@ export interface MemberNetwork {
   /** Takes its link down: nothing reaches it or leaves it. */
   cut(): Promise<void>;
   heal(): Promise<void>;
+  /**
+   * Limits what reaches it to `kbitPerSecond` (a token bucket on its bridge port; this
+   * kernel has no netem delay): a standby fed WAL slower than the primary writes lags
+   * behind. null lifts the limit.
+   */
+  throttle(kbitPerSecond: number | null): Promise<void>;
 }
 
 export interface ClusterNetwork {
@@ -88,6 +98,24 @@ export async function createClusterNetwork(memberCount: number): Promise<Cluster
         address,
         cut: () => inSwitch(['link', 'set', port, 'down']).then(() => undefined),
         heal: () => inSwitch(['link', 'set', port, 'up']).then(() => undefined),
+        throttle: async (kbit) => {
+          await tc(switchNs, ['qdisc', 'del', 'dev', port, 'root']).catch(() => undefined);
+          if (kbit !== null)
+            await tc(switchNs, [
+              'qdisc',
+              'add',
+              'dev',
+              port,
+              'root',
+              'tbf',
+              'rate',
+              `${kbit}kbit`,
+              'burst',
+              '16kb',
+              'limit',
+              '4mb',
+            ]);
+        },
       });
     }
     return {
@@ -100,6 +128,15 @@ export async function createClusterNetwork(memberCount: number): Promise<Cluster
   } catch (err) {
     await remove();
     throw err;
+  }
+}
+
+async function tc(namespace: string, args: string[]): Promise<void> {
+  try {
+    await run('ip', ['netns', 'exec', namespace, 'tc', ...args]);
+  } catch (err) {
+    const stderr = String((err as { stderr?: string }).stderr ?? '').trim();
+    throw new Error(`tc ${args.join(' ')} failed: ${stderr || (err as Error).message}`);
   }
 }
 

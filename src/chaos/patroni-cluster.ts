@@ -75,8 +75,8 @@ export interface PatroniCluster {
   /** The leader, per Patroni; null while there is none. */
   primary(): Promise<string | null>;
   /**
-   * Waits until a member other than `notMember` leads, writable, with a streaming
-   * synchronous standby (unless `synchronous` was off, or `standby: false`). Returns the leader.
+   * Waits until a member other than `notMember` leads, writable, with a streaming standby
+   * (synchronous, unless `synchronous` was off; none with `standby: false`). Returns the leader.
    */
   waitForLeader(options?: { notMember?: string; standby?: boolean; timeoutMs?: number }): Promise<string>;
   /** A planned switchover (Patroni's REST API) to `candidate`: the primary is demoted and restarted as a replica. */
@@ -89,6 +89,8 @@ export interface PatroniCluster {
   killMember(member: string): Promise<{ at: number }>;
   /** Takes the member's link down (a partition); its processes live on. */
   cut(member: string): Promise<void>;
+  /** Limits what reaches the member to `kbitPerSecond` (null: no limit): a standby fed slower than the primary writes lags. */
+  throttle(member: string, kbitPerSecond: number | null): Promise<void>;
   heal(member: string): Promise<void>;
   /** Heals a killed member's link and starts its Patroni again: it rejoins as a replica (pg_rewind). */
   startMember(member: string): Promise<void>;
@@ -244,20 +246,21 @@ export async function startPatroniCluster(options: PatroniClusterOptions = {}): 
       ).join('\n');
     const waitForLeader: PatroniCluster['waitForLeader'] = async (o = {}) => {
       let leader: string | null = null;
-      const wantStandby = synchronous && o.standby !== false;
+      const wantStandby = o.standby !== false;
+      // Patroni promotes only the standby its DCS names synchronous (asynchronous: any running replica).
+      const standbyRole = synchronous ? 'sync_standby' : 'replica';
       await waitFor(
         async () => {
           const members = await status();
           leader = members.find((s) => s.role === 'leader' && s.state === 'running')?.name ?? null;
           if (!leader || leader === o.notMember) return false;
-          // Patroni promotes only the standby its DCS names synchronous: PostgreSQL streaming to it is not enough.
-          if (wantStandby && !members.some((s) => s.role === 'sync_standby' && s.state === 'running'))
+          if (wantStandby && !members.some((s) => s.role === standbyRole && s.state === 'running'))
             return false;
-          return leaderReady(hostUrl(leader), wantStandby);
+          return leaderReady(hostUrl(leader), wantStandby ? (synchronous ? 'sync' : 'async') : null);
         },
         o.timeoutMs ?? START_TIMEOUT_MS,
         async () =>
-          `no writable leader${o.notMember ? ` other than ${o.notMember}` : ''}${wantStandby ? ' with a synchronous standby' : ''} ` +
+          `no writable leader${o.notMember ? ` other than ${o.notMember}` : ''}${wantStandby ? ` with a streaming ${standbyRole}` : ''} ` +
           `(Patroni says ${JSON.stringify(await status())}). Logs:\n${await logs()}`,
       );
       return leader!;
@@ -318,6 +321,7 @@ export async function startPatroniCluster(options: PatroniClusterOptions = {}): 
       },
       killMember,
       cut: (name) => memberOf(name).net.cut(),
+      throttle: (name, kbit) => memberOf(name).net.throttle(kbit),
       heal: (name) => memberOf(name).net.heal(),
       async startMember(name) {
         await memberOf(name).net.heal();
@@ -413,16 +417,17 @@ async function reapStaleTempDirs(): Promise<void> {
   }
 }
 
-/** The leader is writable and, if asked, streams to a synchronous standby. */
-async function leaderReady(url: string, standby: boolean): Promise<boolean> {
+/** The leader is writable and, if asked, streams to a standby of that sync_state. */
+async function leaderReady(url: string, standby: 'sync' | 'async' | null): Promise<boolean> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: REST_TIMEOUT_MS });
   client.on('error', () => undefined);
   try {
     await client.connect();
-    const { rows } = await client.query<{ recovery: boolean; sync: string }>(
-      "SELECT pg_is_in_recovery() AS recovery, (SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync' AND state = 'streaming') AS sync",
+    const { rows } = await client.query<{ recovery: boolean; standbys: string }>(
+      "SELECT pg_is_in_recovery() AS recovery, (SELECT count(*) FROM pg_stat_replication WHERE sync_state = $1 AND state = 'streaming') AS standbys",
+      [standby ?? 'sync'],
     );
-    return !rows[0]!.recovery && (!standby || Number(rows[0]!.sync) > 0);
+    return !rows[0]!.recovery && (!standby || Number(rows[0]!.standbys) > 0);
   } catch {
     return false;
   } finally {
