@@ -19,13 +19,5 @@ if [[ $(id -u) -ne 0 ]]; then
   echo 'Fix: run the set-up as root, or: sudo apt-get install --no-upgrade patroni etcd-server' >&2
   exit 1
 fi
-policy=/usr/sbin/policy-rc.d
-added_policy=0
-if [[ ! -e $policy ]]; then
-  printf '#!/bin/sh\nexit 101\n' >"$policy"
-  chmod +x "$policy"
-  added_policy=1
-fi
-trap 'if [[ $added_policy -eq 1 ]]; then rm -f "$policy"; fi' EXIT
-apt_install -o APT::Get::Upgrade=false -o Dpkg::Options::=--force-confold patroni etcd-server
+apt_install_no_start -o APT::Get::Upgrade=false -o Dpkg::Options::=--force-confold patroni etcd-server
 command -v patroni >/dev/null && command -v etcd >/dev/null

@@ -11,7 +11,8 @@
 import assert from 'node:assert/strict';
 import { rm } from 'node:fs/promises';
 import { test } from 'node:test';
-import { renderReport, runChaos } from '../src/chaos/index.js';
+import { runChaos } from '../src/chaos/index.js';
+import { assertRunHeld } from './helpers/chaos-report.js';
 import { freshPatroniDatabase, testPatroni } from './helpers/patroni.js';
 
 test('chaos on patroni: the primary SIGKILLed mid-run loses, duplicates and leaks nothing, and no user sees an error', {
@@ -32,10 +33,7 @@ test('chaos on patroni: the primary SIGKILLed mid-run loses, duplicates and leak
     lease: '3s',
     keep: true,
   });
-  t.diagnostic(`\n${renderReport(report)}`);
-  const where = `(logs kept in ${report.settings.dataDir})`;
-  for (const inv of report.invariants)
-    assert.ok(inv.passed, `${inv.name}: ${inv.summary}\n${inv.details.join('\n')}\n${where}`);
+  const where = assertRunHeld(t, report);
   assert.equal(report.faults['store-failover'], 1, 'the primary was killed once');
   const [failover] = report.storeFailovers;
   assert.ok(

@@ -31,7 +31,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { type ClusterNetwork, createClusterNetwork, reapStaleClusterNetworks } from './cluster-network.js';
 import { isStaleRun, killNamespaceProcesses, ownRunId } from './netns.js';
-import { postgresBinDir } from './postgres-cluster.js';
+import { createDatabaseOn, postgresBinDir } from './postgres-cluster.js';
 
 const run = promisify(execFile);
 const SUPERUSER = 'berth';
@@ -281,13 +281,7 @@ export async function startPatroniCluster(options: PatroniClusterOptions = {}): 
       url,
       memberUrl: hostUrl,
       async createDatabase(name) {
-        const client = new pg.Client({ connectionString: hostUrl(await waitForLeader({ standby: false })) });
-        await client.connect();
-        try {
-          await client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
-        } finally {
-          await client.end();
-        }
+        await createDatabaseOn(hostUrl(await waitForLeader({ standby: false })), name);
         return url(name);
       },
       status,

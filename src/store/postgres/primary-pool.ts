@@ -26,7 +26,7 @@ import {
   NotPrimaryError,
   ServerGivenUpError,
 } from './connection-errors.js';
-import { ServerWatch } from './server-watch.js';
+import { quickClient, ServerWatch } from './server-watch.js';
 import { STORE_WARNINGS } from './store-warnings.js';
 
 /** How long asking one host whether it is the primary may take while the others are asked. */
@@ -247,13 +247,7 @@ async function connectChecked(
   config: pg.ClientConfig,
   target: PostgresTarget,
 ): Promise<pg.Client> {
-  const client = new pg.Client({
-    ...config,
-    connectionString: url,
-    connectionTimeoutMillis: PROBE_TIMEOUT_MS,
-    query_timeout: PROBE_TIMEOUT_MS,
-  });
-  client.on('error', () => undefined);
+  const client = quickClient(config, url, PROBE_TIMEOUT_MS);
   try {
     await client.connect();
     await checkTarget(client, target);

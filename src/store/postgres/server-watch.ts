@@ -67,14 +67,24 @@ export class ServerWatch {
   }
 }
 
-async function answersOnce(config: pg.ClientConfig, url: string): Promise<boolean> {
+/**
+ * A client for one quick question to one server: connecting and each query bounded by
+ * `timeoutMs` (pg's own query timeout: the client is thrown away after, so a timed-out
+ * query cannot confuse a later one), errors of an idle moment ignored. Not yet connected.
+ */
+export function quickClient(config: pg.ClientConfig, url: string, timeoutMs: number): pg.Client {
   const client = new pg.Client({
     ...config,
     connectionString: url,
-    connectionTimeoutMillis: CHECK_TIMEOUT_MS,
-    query_timeout: CHECK_TIMEOUT_MS,
+    connectionTimeoutMillis: timeoutMs,
+    query_timeout: timeoutMs,
   });
   client.on('error', () => undefined);
+  return client;
+}
+
+async function answersOnce(config: pg.ClientConfig, url: string): Promise<boolean> {
+  const client = quickClient(config, url, CHECK_TIMEOUT_MS);
   try {
     await client.connect();
     await client.query('SELECT 1');
