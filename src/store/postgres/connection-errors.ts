@@ -18,6 +18,8 @@ export class NotPrimaryError extends Error {
   readonly code = 'BERTH_NOT_PRIMARY';
 }
 
+const ABSENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', '3D000']);
+
 /** A connection was asked of a server's pool just as another call gave that server up. */
 export class ServerGivenUpError extends Error {
   readonly code = 'BERTH_SERVER_GIVEN_UP';
@@ -54,6 +56,22 @@ export function isNotPrimary(err: unknown): boolean {
 /** Only this session ended (the server timed out its idle transaction): the server itself is fine. */
 export function endedSessionOnly(err: unknown): boolean {
   return codeOf(err) === '25P03';
+}
+
+/**
+ * Nobody there, or not for us: no server listens (refused, unknown host, no route), the
+ * credentials are refused (28…) or the database does not exist (3D000). At open these
+ * fail at once; a later call retries them like any lost connection (a restart refuses
+ * connections for a while).
+ */
+export function isAbsent(err: unknown, depth = 0): boolean {
+  // Several hosts: absent only if every one is.
+  if (err instanceof AggregateError)
+    return err.errors.length > 0 && err.errors.every((e) => isAbsent(e, depth + 1));
+  const code = codeOf(err);
+  if (ABSENT_CODES.has(code) || /^28[0-9A-Z]{3}$/.test(code)) return true;
+  const cause = (err as { cause?: unknown })?.cause;
+  return depth < 4 && cause !== undefined && isAbsent(cause, depth + 1);
 }
 
 export function isRetryable(err: unknown): boolean {

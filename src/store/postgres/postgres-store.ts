@@ -21,14 +21,23 @@
  * (server-watch.ts).
  */
 import pg from 'pg';
-import { BerthError, type Clock, parsePostgresUrl, type RetryPolicy, redactUrl } from '../../core/index.js';
+import {
+  type Backoff,
+  BerthError,
+  backoffMs,
+  type Clock,
+  parsePostgresUrl,
+  type RetryPolicy,
+  redactUrl,
+  sleep,
+} from '../../core/index.js';
 import { type Op, type OpResult, type Program, runProgram, type StatementName } from '../sql/program.js';
 import { type SqlDriver, SqlStore } from '../sql/sql-store.js';
 import * as shared from '../sql/statements.js';
 import type { StoreChange } from '../store.js';
 import { CHANNEL, ChangeListener, newStoreTag, notifyPayloads } from './change-channel.js';
 import { CommitMarkers, markerCommitted } from './commit-marker.js';
-import { isConnectionError, isNotPrimary, isRetryable } from './connection-errors.js';
+import { isAbsent, isConnectionError, isNotPrimary, isRetryable } from './connection-errors.js';
 import { ConnectionGate } from './connection-gate.js';
 import { DatabaseClock } from './database-clock.js';
 import { migrate } from './migrations.js';
@@ -65,10 +74,10 @@ const GATE_MAX_WAIT_MS = 120_000;
  * timer, so a renewal stuck this long does not delay it.
  */
 const RETRY_BUDGET_MS = 30_000;
-const RETRY_FIRST_DELAY_MS = 50;
-const RETRY_MAX_DELAY_MS = 1000;
-/** While no host is a writable primary (a failover under way), look again at least this often. */
+const RETRY_BACKOFF: Backoff = { firstMs: 50, maxMs: 1000 };
+/** While no host is a writable primary (a failover under way), look again at least every LOCATE_MAX_DELAY_MS. */
 const LOCATE_MAX_DELAY_MS = 250;
+const LOCATE_BACKOFF: Backoff = { firstMs: 50, maxMs: LOCATE_MAX_DELAY_MS };
 /**
  * A transaction left idle this long (a fraction of the lease) is ended by the server: a
  * worker cut off mid-transaction (a partition) must not hold session rows past its lease,
@@ -120,8 +129,17 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     }
   }, options.localClock);
   try {
-    await migrate(primaries);
-    await clock.sync();
+    // A database that restarts or fails over just now is waited for, as by every call; one
+    // that is not there at all, or refuses these credentials or this database, fails at once.
+    await retryWithin(
+      options.retryBudgetMs ?? RETRY_BUDGET_MS,
+      async () => {
+        await migrate(primaries);
+        await clock.sync();
+      },
+      (err) => isRetryable(err) && !isAbsent(err),
+      warn,
+    );
   } catch (err) {
     await primaries.end().catch(() => undefined);
     throw new BerthError(
@@ -250,22 +268,36 @@ class PostgresDriver implements SqlDriver {
     return this.gate.run(() => this.withRetries(attempt));
   }
 
-  private async withRetries<T>(attempt: () => Promise<T>): Promise<T> {
-    const deadline = Date.now() + this.retryBudgetMs;
-    for (let backoffMs = RETRY_FIRST_DELAY_MS; ; backoffMs = Math.min(2 * backoffMs, RETRY_MAX_DELAY_MS)) {
-      try {
-        return await attempt();
-      } catch (err) {
-        if (!(err instanceof CommitOutcomeUnknown || isRetryable(err))) throw err;
-        const failed = err instanceof CommitOutcomeUnknown ? err.cause : err;
-        const delayMs = isNotPrimary(failed) ? Math.min(backoffMs, LOCATE_MAX_DELAY_MS) : backoffMs;
-        if (Date.now() + delayMs > deadline) throw budgetSpent(err, this.retryBudgetMs);
-        this.warn(
-          err instanceof CommitOutcomeUnknown ? STORE_WARNINGS.commitAnswerLost : STORE_WARNINGS.retrying,
-          err,
-        );
-        await new Promise((resolve) => setTimeout(resolve, delayMs));
-      }
+  private withRetries<T>(attempt: () => Promise<T>): Promise<T> {
+    return retryWithin(this.retryBudgetMs, attempt, isRetryable, this.warn);
+  }
+}
+
+/**
+ * Runs `attempt` again after each failure `retryable` accepts (a lost COMMIT answer always:
+ * its marker is checked next), with backoff, until it succeeds or `budgetMs` would pass:
+ * then STORE_UNAVAILABLE. Each retry is told to `warn`.
+ */
+async function retryWithin<T>(
+  budgetMs: number,
+  attempt: () => Promise<T>,
+  retryable: (err: unknown) => boolean,
+  warn: (message: string, err: unknown) => void,
+): Promise<T> {
+  const deadline = Date.now() + budgetMs;
+  for (let failures = 1; ; failures++) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (!(err instanceof CommitOutcomeUnknown || retryable(err))) throw err;
+      const failed = err instanceof CommitOutcomeUnknown ? err.cause : err;
+      const delayMs = backoffMs(failures, isNotPrimary(failed) ? LOCATE_BACKOFF : RETRY_BACKOFF);
+      if (Date.now() + delayMs > deadline) throw budgetSpent(err, budgetMs);
+      warn(
+        err instanceof CommitOutcomeUnknown ? STORE_WARNINGS.commitAnswerLost : STORE_WARNINGS.retrying,
+        err,
+      );
+      await sleep(delayMs);
     }
   }
 }

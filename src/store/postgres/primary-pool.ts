@@ -184,7 +184,7 @@ export class PrimaryPool {
       const why = (err as AggregateError).errors.map(
         (e: unknown, i: number) => `${redactHost(urls[i]!)}: ${(e as Error)?.message ?? String(e)}`,
       );
-      throw new NotPrimaryError(`No host is a writable primary (${why.join('; ')})`);
+      throw new NotPrimaryError(`No host is a writable primary (${why.join('; ')})`, { cause: err });
     }
   }
 
