@@ -20,7 +20,15 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { ip, isStaleRun, killNamespaceProcesses, listNamespaces, NETNS_DIR, ownRunId } from './netns.js';
+import {
+  carrierUp,
+  ip,
+  isStaleRun,
+  killNamespaceProcesses,
+  listNamespaces,
+  NETNS_DIR,
+  ownRunId,
+} from './netns.js';
 
 const run = promisify(execFile);
 
@@ -80,6 +88,7 @@ export async function createClusterNetwork(memberCount: number): Promise<Cluster
     await inSwitch(['link', 'set', `bp${run}x`, 'master', 'br0', 'up']);
     await ip(['addr', 'add', `${prefix}.1/24`, 'dev', `bp${run}h`]);
     await ip(['link', 'set', `bp${run}h`, 'up']);
+    await carrierUp(`bp${run}h`);
     const members: MemberNetwork[] = [];
     for (let i = 1; i <= memberCount; i++) {
       const namespace = `berth-${run}-pg${i}`;
@@ -92,12 +101,16 @@ export async function createClusterNetwork(memberCount: number): Promise<Cluster
       await ip(['-n', namespace, 'addr', 'add', `${address}/24`, 'dev', 'eth0']);
       await ip(['-n', namespace, 'link', 'set', 'eth0', 'up']);
       await ip(['-n', namespace, 'link', 'set', 'lo', 'up']);
+      await carrierUp(port, switchNs);
       members.push({
         namespace,
         path: `${NETNS_DIR}/${namespace}`,
         address,
         cut: () => inSwitch(['link', 'set', port, 'down']).then(() => undefined),
-        heal: () => inSwitch(['link', 'set', port, 'up']).then(() => undefined),
+        heal: async () => {
+          await inSwitch(['link', 'set', port, 'up']);
+          await carrierUp(port, switchNs);
+        },
         throttle: async (kbit) => {
           await tc(switchNs, ['qdisc', 'del', 'dev', port, 'root']).catch(() => undefined);
           if (kbit !== null)

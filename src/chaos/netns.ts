@@ -2,10 +2,12 @@
  * What the chaos run's network namespaces share (worker-network.ts, cluster-network.ts):
  * `ip` with its error text, the run id that names a run's namespaces and links (the pid
  * of the chaos process in base 36, so the leftovers of a dead run can be told apart from
- * a live run's), and emptying a namespace of its processes before it is deleted.
+ * a live run's), waiting for a veth's carrier, and emptying a namespace of its processes
+ * before it is deleted.
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { sleep } from '../core/index.js';
 
 const run = promisify(execFile);
 export const NETNS_DIR = '/run/netns';
@@ -54,6 +56,19 @@ export async function killNamespaceProcesses(name: string): Promise<void> {
       }
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/**
+ * A veth reports its carrier a moment after both ends are up; a packet sent before is
+ * dropped and TCP waits a second to send it again. Resolves once the link (in `namespace`,
+ * default this one) carries, or after a few seconds, leaving the caller's own checks to tell.
+ */
+export async function carrierUp(link: string, namespace?: string): Promise<void> {
+  const where = namespace ? ['-n', namespace] : [];
+  for (let i = 0; i < 100; i++) {
+    if (/\bLOWER_UP\b/.test(await ip([...where, '-o', 'link', 'show', 'dev', link]).catch(() => ''))) return;
+    await sleep(50);
   }
 }
 

@@ -15,8 +15,7 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { sleep } from '../core/index.js';
-import { ip, isStaleRun, listNamespaces, NETNS_DIR, ownRunId } from './netns.js';
+import { carrierUp, ip, isStaleRun, listNamespaces, NETNS_DIR, ownRunId } from './netns.js';
 
 const run = promisify(execFile);
 const NAMESPACE = /^berth-([0-9a-z]+)-w\d+$/;
@@ -107,18 +106,6 @@ async function createOne(runId: string, index: number): Promise<WorkerNetwork> {
       await carrierUp(hostLink);
     },
   };
-}
-
-/**
- * A veth reports its carrier a moment after both ends are up; a packet sent before is
- * dropped and TCP waits a second to send it again. Resolves once the link carries (or
- * after a few seconds, leaving the caller's own checks to tell).
- */
-async function carrierUp(link: string): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    if (/\bLOWER_UP\b/.test(await ip(['-o', 'link', 'show', 'dev', link]).catch(() => ''))) return;
-    await sleep(50);
-  }
 }
 
 /**
