@@ -69,7 +69,7 @@ const GATE_MAX_WAIT_MS = 120_000;
 /**
  * How long a transition keeps retrying a lost connection before it fails: long enough for
  * a database restart, or a failover of a replicated one, to look like latency to an API
- * client. Patroni with `ttl: 10` takes 10–13 s to promote a standby when the primary's
+ * client. Patroni with `ttl: 10` takes 12–14 s to promote a standby when the primary's
  * machine is lost (measured: docs/store.md). A worker's self-fencing runs on its own
  * timer, so a renewal stuck this long does not delay it.
  */
