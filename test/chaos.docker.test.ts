@@ -23,7 +23,7 @@ test('chaos: sandbox kills and a worker SIGKILL lose, duplicate and leak nothing
     lease: '3s',
     keep: true,
   });
-  const where = assertRunHeld(t, report);
+  assertRunHeld(t, report);
   assert.equal(report.requests.ok, 50);
   assert.ok(report.faults['sandbox-kill'] >= 1, 'at least one sandbox was killed');
   assert.equal(report.faults['worker-kill'], 1, 'exactly one worker was killed');
