@@ -10,6 +10,7 @@ import { isolation } from './isolation.js';
 import { liveSandboxes } from './live-sandboxes.js';
 import { modelProxy } from './model-proxy.js';
 import { podStart } from './pod-start.js';
+import { storeFailover } from './store-failover.js';
 import { warmPath } from './warm-path.js';
 import { warmStart } from './warm-start.js';
 
@@ -30,6 +31,7 @@ const all = {
   podStart,
   harnesses,
   blobs,
+  storeFailover,
 };
 for (const [name, bench] of Object.entries(all)) {
   if (only.length > 0 && !only.includes(name)) continue;

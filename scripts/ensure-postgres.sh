@@ -24,13 +24,5 @@ if [[ ! -f $conf ]]; then
   mkdir -p "$(dirname "$conf")"
   echo 'create_main_cluster = false' >"$conf"
 fi
-policy=/usr/sbin/policy-rc.d
-added_policy=0
-if [[ ! -e $policy ]]; then
-  printf '#!/bin/sh\nexit 101\n' >"$policy"
-  chmod +x "$policy"
-  added_policy=1
-fi
-trap 'if [[ $added_policy -eq 1 ]]; then rm -f "$policy"; fi' EXIT
-apt_install -o Dpkg::Options::=--force-confold postgresql
+apt_install_no_start -o Dpkg::Options::=--force-confold postgresql
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null

@@ -5,7 +5,8 @@
 #   scripts/setup.sh test   everything `make test` needs: the above, then the agent images of
 #                           the harnesses (Claude Code, Codex, opencode; BERTH_HARNESS_TESTS=0
 #                           skips them), chromium, gVisor, PostgreSQL, Ceph (radosgw),
-#                           iproute2 and the Kubernetes test cluster's binaries
+#                           iproute2, Patroni with etcd and the Kubernetes test
+#                           cluster's binaries
 #                           (BERTH_KUBE_TESTS=0 skips the last)
 #
 # Invariants: re-running is cheap, every step checks before it acts. `npm ci` runs only when
@@ -70,6 +71,8 @@ if [[ $target == test ]]; then
   # The real S3 service of the blob store tests: radosgw on a one-node Ceph each test starts.
   step "Ceph daemons (radosgw, the test S3 service)" "see the message above" scripts/ensure-ceph.sh
   step "network namespaces (iproute2)" "see the message above" scripts/ensure-iproute2.sh
+  step "Patroni and etcd (replicated PostgreSQL, without upgrading PostgreSQL)" "see the message above" \
+    scripts/ensure-patroni.sh
   # A real cluster for test/kubernetes.docker.test.ts, built once per machine from Debian's
   # kubernetes source package (about 10 min on 2 cores; cached outside the checkout).
   if [[ ${BERTH_KUBE_TESTS:-1} != 0 && $(id -u) -eq 0 ]]; then

@@ -202,6 +202,7 @@ test('make demo sets up only what the demo needs; make test everything', () => {
     'gVisor tier',
     'PostgreSQL server binaries',
     'Ceph daemons',
+    'Patroni and etcd',
     'Kubernetes test cluster binaries',
   ])
     assert.ok(steps(all.out).includes(wanted), `${wanted} in ${all.out}`);

@@ -83,6 +83,21 @@ apt_install() {
       "check that the packages exist for $(debian_codename) on $(debian_mirror), then run the set-up again"
 }
 
+# apt_install (same arguments) with the packages' services kept from starting: a
+# policy-rc.d that refuses them for the install's duration, when the machine has none.
+# The set-up installs servers (PostgreSQL, etcd, Patroni) the tests start on their own.
+apt_install_no_start() {
+  local policy=/usr/sbin/policy-rc.d added=0 rc=0
+  if [[ ! -e $policy && ${BERTH_SETUP_DRY_RUN:-0} != 1 ]]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy"
+    chmod +x "$policy"
+    added=1
+  fi
+  apt_install "$@" || rc=$?
+  ((added == 0)) || rm -f "$policy"
+  return "$rc"
+}
+
 # Makes `apt-get source PKG` work: adds a deb-src entry for this release's mirror when
 # there is none, and downloads that entry's index when it is not there yet.
 ensure_source_index() {

@@ -15,6 +15,12 @@
  *                           was down (from the stop to the restart; to the end of the run if
  *                           it never came back)
  *                 detect, recover: as above, from the stop
+ *   store-failover hit    = aborted turns that were running at some time while the store had
+ *                           no primary berth could commit on (from the kill to berth's first
+ *                           commit on the new primary; to the end of the run if none came)
+ *                 detect, recover: as above, from the kill (the failover's own MTTD and
+ *                           MTTR, store calls rather than turns, are in the report's
+ *                           store failover table)
  *   partition     hit     = aborted turns of the cut-off worker running at the cut
  *                 detect, recover: as above, from the cut
  *                 late commits accepted = its turns committed with a time from a lease after
@@ -24,7 +30,7 @@
  * never commits again is "unrecovered"; percentiles are nearest-rank over the samples.
  */
 import type { Turn } from '../core/index.js';
-import type { Fault, Partition, SandboxKill, StoreRestart, WorkerKill } from './faults.js';
+import type { Fault, Partition, SandboxKill, StoreFailover, StoreRestart, WorkerKill } from './faults.js';
 
 export interface Stats {
   n: number;
@@ -71,6 +77,15 @@ export function storeRestartHits(f: StoreRestart, turns: Turn[]): Turn[] {
   );
 }
 
+export function storeFailoverHits(f: StoreFailover, turns: Turn[]): Turn[] {
+  return turns.filter((t) => t.status === 'aborted' && ranDuring(t, f.at, outageEnd(f)));
+}
+
+/** Until berth committed on the new primary; with no such commit, to the end of the run. */
+function outageEnd(f: StoreFailover): number {
+  return f.firstCommitAt ?? Number.POSITIVE_INFINITY;
+}
+
 export function partitionHits(f: Partition, turns: Turn[]): Turn[] {
   return turns.filter((t) => t.status === 'aborted' && t.workerId === f.workerId && ranAt(t, f.at));
 }
@@ -105,6 +120,8 @@ function inEffectOn(f: Fault, t: Turn): boolean {
       return f.workerId === t.workerId && ranAt(t, f.at);
     case 'store-restart':
       return ranDuring(t, f.at, f.upAt ?? Number.POSITIVE_INFINITY);
+    case 'store-failover':
+      return ranDuring(t, f.at, outageEnd(f));
     case 'partition':
       return f.workerId === t.workerId && ranDuring(t, f.at, f.healedAt ?? Number.POSITIVE_INFINITY);
   }

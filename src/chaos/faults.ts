@@ -7,6 +7,12 @@
  *    argv `restartDelayMs` later.
  *  - store-restart: once, when `due()` says so, the store's database server is stopped
  *    (fast shutdown: connections cut), left down `downMs`, and started again.
+ *  - store-failover: when `due(k)` says so for the k-th one, the primary of a replicated
+ *    store (Patroni) dies: its postmaster SIGKILLed (Patroni lives on, fails over and brings
+ *    the old primary back as a replica), or its whole machine lost (link cut, then Patroni
+ *    and PostgreSQL SIGKILLed; started again once another member leads). The injector
+ *    records when a new primary led and when berth first committed on it (MTTR), and
+ *    waits for a synchronous standby again before the next one.
  *  - partition: once, when `due()` says so, the network link of the worker running the
  *    most turns is cut (its namespace's veth, worker-network.ts) for `durationMs` (longer
  *    than the lease), then healed. A lease after the cut the injector looks at the
@@ -70,7 +76,30 @@ export interface Partition {
   healedAt: number | null;
 }
 
-export type Fault = SandboxKill | WorkerKill | StoreRestart | Partition;
+/** How a replicated store's primary dies. */
+export type PrimaryDeath = 'postmaster' | 'member';
+
+export interface StoreFailover {
+  kind: 'store-failover';
+  what: PrimaryDeath;
+  /** The member that was the primary. */
+  member: string;
+  /** When it was killed (for a member: when its link was cut). */
+  at: number;
+  /** The member that led after it, and when it left recovery; null if none led within the wait. */
+  newPrimary: string | null;
+  promotedAt: number | null;
+  /**
+   * The first berth commit on the new primary, after its promotion (its commit marker's
+   * time): the end of MTTR; null if none came. Commits the dying primary's backends still
+   * made (and replicated) in the few ms after a postmaster kill are not the new primary's.
+   */
+  firstCommitAt: number | null;
+  /** The first failed store call a berth process logged after `at` (its log, read after the run): the end of MTTD. */
+  firstFailureAt: number | null;
+}
+
+export type Fault = SandboxKill | WorkerKill | StoreRestart | StoreFailover | Partition;
 
 /** A worker child the injector may SIGKILL and restart (see children.ts). */
 export interface KillableWorker {
@@ -117,6 +146,25 @@ export interface FaultInjectorOptions {
     start(): Promise<void>;
     downMs: number;
   };
+  storeFailover?: {
+    /** One failover per entry, in order. */
+    deaths: PrimaryDeath[];
+    /** Polled every tick with the index of the next one; once true, it happens (after the previous one settled). */
+    due(index: number): boolean;
+    /** Kills the primary that way; returns the member and when. */
+    kill(what: PrimaryDeath): Promise<{ member: string; at: number }>;
+    /** Resolves with the member that leads once it is not `notMember`, and when it was promoted (null: unknown); rejects after `timeoutMs`. */
+    waitForNewPrimary(
+      notMember: string,
+      timeoutMs: number,
+    ): Promise<{ member: string; promotedAt: number | null }>;
+    /** The first berth commit on `member` after `at` (epoch ms), or null if none yet. */
+    firstCommitAfter(member: string, at: number): Promise<number | null>;
+    /** Starts a lost member again (it rejoins as a replica). */
+    restartMember(member: string): Promise<void>;
+    /** Resolves once the cluster has a primary and a synchronous standby again (bounded). */
+    waitForStandby(): Promise<void>;
+  };
   partition?: {
     workers: PartitionableWorker[];
     /** Polled every tick; once true, the cut happens as soon as a worker runs a turn. */
@@ -136,6 +184,9 @@ export interface FaultInjectorOptions {
 }
 
 const TICK_MS = 200;
+/** How long a failover may take before the injector stops waiting for a new primary, or for berth's first commit on it. */
+const FAILOVER_WAIT_MS = 60_000;
+const FIRST_COMMIT_POLL_MS = 100;
 const ENGINE_TIMEOUT_MS = 5000;
 /** When no sandbox is running, look again this soon instead of waiting a whole interval. */
 const RETRY_NO_TARGET_MS = 250;
@@ -149,6 +200,10 @@ export class FaultInjector {
   private loop: Promise<void> | null = null;
   private workerKill: Promise<void> | null = null;
   private storeRestart: Promise<void> | null = null;
+  /** The failover under way (or the last one); `failovers` counts those started. */
+  private storeFailover: Promise<void> | null = null;
+  private failovers = 0;
+  private failoverSettled = true;
   private workerKillDueAt: number | null = null;
   private partition: Promise<void> | null = null;
   private partitionDueAt: number | null = null;
@@ -176,6 +231,7 @@ export class FaultInjector {
     await this.loop;
     await this.workerKill;
     await this.storeRestart;
+    await this.storeFailover;
     await this.partition;
   }
 
@@ -211,6 +267,13 @@ export class FaultInjector {
       }
       const sr = this.opts.storeRestart;
       if (sr && !this.storeRestart && sr.due()) this.storeRestart = this.restartStore(sr);
+      const sf = this.opts.storeFailover;
+      if (sf && this.failoverSettled && this.failovers < sf.deaths.length && sf.due(this.failovers)) {
+        this.failoverSettled = false;
+        this.storeFailover = this.failOver(sf, sf.deaths[this.failovers++]!).finally(() => {
+          this.failoverSettled = true;
+        });
+      }
       if (this.clock.now() >= nextKillAt) {
         const hit = await this.killRandomSandbox().catch((err: unknown) => {
           this.opts.onWarning?.(`sandbox kill failed: ${(err as Error).message}`);
@@ -305,6 +368,60 @@ export class FaultInjector {
         },
         (err: unknown) => this.opts.onWarning?.(`store did not start again: ${(err as Error).message}`),
       );
+    }
+  }
+
+  private async failOver(
+    sf: NonNullable<FaultInjectorOptions['storeFailover']>,
+    what: PrimaryDeath,
+  ): Promise<void> {
+    let killed: { member: string; at: number };
+    try {
+      killed = await sf.kill(what);
+    } catch (err) {
+      this.opts.onWarning?.(`store failover: could not kill the primary: ${(err as Error).message}`);
+      return;
+    }
+    const record: StoreFailover = {
+      kind: 'store-failover',
+      what,
+      member: killed.member,
+      at: killed.at,
+      newPrimary: null,
+      promotedAt: null,
+      firstCommitAt: null,
+      firstFailureAt: null,
+    };
+    this.faults.push(record);
+    try {
+      const promoted = await sf.waitForNewPrimary(killed.member, FAILOVER_WAIT_MS);
+      record.newPrimary = promoted.member;
+      // Seen leading now, so promoted by now at the latest.
+      record.promotedAt = promoted.promotedAt ?? this.clock.now();
+      const deadline = this.clock.now() + FAILOVER_WAIT_MS;
+      while (record.firstCommitAt === null && this.clock.now() < deadline) {
+        record.firstCommitAt = await sf
+          .firstCommitAfter(promoted.member, record.promotedAt)
+          .catch(() => null);
+        if (record.firstCommitAt === null) await sleep(FIRST_COMMIT_POLL_MS);
+      }
+    } catch (err) {
+      this.opts.onWarning?.(`store failover: ${(err as Error).message}`);
+    } finally {
+      // Always bring the cluster back whole, so a later fault (or the checker) finds it.
+      if (what === 'member')
+        await sf
+          .restartMember(killed.member)
+          .catch((err: unknown) =>
+            this.opts.onWarning?.(
+              `store failover: ${killed.member} did not start again: ${(err as Error).message}`,
+            ),
+          );
+      await sf
+        .waitForStandby()
+        .catch((err: unknown) =>
+          this.opts.onWarning?.(`store failover: no synchronous standby again: ${(err as Error).message}`),
+        );
     }
   }
 

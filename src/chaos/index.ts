@@ -1,8 +1,22 @@
 /** chaos: fault injection against real berth processes, the invariant checker and the report. */
 export { BERTH_BIN, freePort } from './children.js';
-export { type Fault, FaultInjector, type Partition, type SandboxKill, type WorkerKill } from './faults.js';
+export {
+  type Fault,
+  FaultInjector,
+  type Partition,
+  type PrimaryDeath,
+  type SandboxKill,
+  type StoreFailover,
+  type WorkerKill,
+} from './faults.js';
 export type { InvariantResult } from './invariant-result.js';
 export { checkInvariants } from './invariants.js';
+export {
+  type PatroniCluster,
+  type PatroniMemberStatus,
+  requirePatroni,
+  startPatroniCluster,
+} from './patroni-cluster.js';
 export { type PostgresCluster, startPostgresCluster } from './postgres-cluster.js';
 export { type ChaosReport, renderReport } from './report.js';
 export { type ChaosOptions, type ChaosProgress, runChaos } from './run-chaos.js';

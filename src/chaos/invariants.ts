@@ -5,6 +5,10 @@
  *   exactly-one-reply   every inbound message has one committed reply (none if berth
  *                       failed it); an ok request's message is `done`; no reply comes
  *                       from a turn that did not commit
+ *   acknowledged-kept   what berth acknowledged is in the store: every message whose POST
+ *                       got its 202 (id) is there, and every reply a client received is
+ *                       there, from a committed turn of that message, with the same text
+ *                       (a store failover must lose none)
  *   committed-workspace committed/log.txt and state `turns` are what k committed turns
  *                       write, k = the session's ok turns (+1 if its last was unknown)
  *   no-partial-reads    no turn failed an assertFile/assertState step
@@ -52,6 +56,7 @@ export interface CheckInput {
 export async function checkInvariants(input: CheckInput): Promise<InvariantResult[]> {
   return [
     exactlyOneReply(input),
+    acknowledgedKept(input),
     await committedWorkspace(input),
     ...failedSteps(input.sessions),
     turnsEnded(input.sessions),
@@ -98,6 +103,43 @@ export function countReplies(sessions: SessionSnapshot[]) {
     }
   }
   return { inbound, lost, duplicated, unfinished, details };
+}
+
+/** What clients were told that the store does not hold: acknowledged messages and received replies, one line each. */
+export function acknowledgedMissing(sessions: SessionSnapshot[], requests: RequestRecord[]): string[] {
+  const bySession = new Map(sessions.map((s) => [s.id, s]));
+  const missing: string[] = [];
+  for (const r of requests) {
+    if (r.messageId === null) continue;
+    const s = bySession.get(r.session);
+    if (!s?.messages.some((m) => m.id === r.messageId && m.direction === 'in')) {
+      missing.push(`${r.session} turn ${r.turn}: message ${r.messageId} was acknowledged but is not stored`);
+      continue;
+    }
+    if (r.outcome !== 'ok') continue;
+    const committed = new Set(
+      s.turns.filter((t) => t.status === 'committed' && t.messageIds.includes(r.messageId!)).map((t) => t.id),
+    );
+    const kept = s.messages.some(
+      (m) => m.direction === 'out' && m.turnId !== null && committed.has(m.turnId) && m.text === r.replyText,
+    );
+    if (!kept)
+      missing.push(
+        `${r.session} turn ${r.turn}: the reply the client received to message ${r.messageId} is not stored`,
+      );
+  }
+  return missing;
+}
+
+function acknowledgedKept({ sessions, requests }: CheckInput): InvariantResult {
+  const acknowledged = requests.filter((r) => r.messageId !== null).length;
+  const replies = requests.filter((r) => r.outcome === 'ok').length;
+  const missing = acknowledgedMissing(sessions, requests);
+  return result(
+    'acknowledged-kept',
+    `${acknowledged} acknowledged messages and ${replies} received replies: ${missing.length} not in the store`,
+    missing,
+  );
 }
 
 function exactlyOneReply({ sessions, requests }: CheckInput): InvariantResult {

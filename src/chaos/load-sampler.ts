@@ -3,11 +3,13 @@
  * workload runs: peak memory in use on the host (MemTotal - MemAvailable, so other
  * tenants of the machine count too: compare with `memoryBaselineMb`), peak resident memory
  * of berth's own processes (the API and workers), and for a PostgreSQL store its peak
- * connections and the transactions committed meanwhile (pg_stat_database). A sample the
- * store cannot answer (it is being restarted) is skipped.
+ * connections and the transactions committed meanwhile (pg_stat_database, on whichever
+ * server is the primary at each sample: a failover adds the new primary's count from its
+ * first sample on). A sample the store cannot answer (it is restarting, failing over) is
+ * skipped.
  */
 import { readFile } from 'node:fs/promises';
-import pg from 'pg';
+import { connectToPrimary } from '../store/index.js';
 
 export interface LoadReport {
   /** Host memory in use before the workload started, MiB. */
@@ -28,7 +30,8 @@ export class LoadSampler {
   private peakMemoryMb = 0;
   private peakBerthRssMb = 0;
   private peakConnections = 0;
-  private commitsAtStart: number | null = null;
+  /** Transactions committed per server (its address): the first and the latest count seen. */
+  private readonly commitsByServer = new Map<string, { first: number; last: number }>();
   private sampling: Promise<void> = Promise.resolve();
 
   constructor(
@@ -39,7 +42,7 @@ export class LoadSampler {
 
   async start(): Promise<void> {
     this.memoryBaselineMb = await hostMemoryUsedMb();
-    this.commitsAtStart = this.storeUrl ? await this.storeStats().then((s) => s.commits) : null;
+    if (this.storeUrl) await this.sampleStore();
     this.timer = setInterval(() => {
       this.sampling = this.sample().catch(() => undefined);
     }, SAMPLE_MS);
@@ -49,10 +52,11 @@ export class LoadSampler {
     clearInterval(this.timer);
     await this.sampling;
     let store: LoadReport['store'] = null;
-    if (this.storeUrl && this.commitsAtStart !== null) {
-      const { commits } = await this.storeStats();
+    if (this.storeUrl) {
+      await this.sampleStore().catch(() => undefined);
       const seconds = (Date.now() - this.startedAt) / 1000;
-      const delta = commits - this.commitsAtStart;
+      let delta = 0;
+      for (const { first, last } of this.commitsByServer.values()) delta += last - first;
       store = {
         peakConnections: this.peakConnections,
         commits: delta,
@@ -72,23 +76,24 @@ export class LoadSampler {
     let rssKb = 0;
     for (const pid of this.berthPids()) rssKb += await rssOfKb(pid);
     this.peakBerthRssMb = Math.max(this.peakBerthRssMb, Math.round(rssKb / 1024));
-    if (this.storeUrl) {
-      const { connections } = await this.storeStats();
-      this.peakConnections = Math.max(this.peakConnections, connections);
-    }
+    if (this.storeUrl) await this.sampleStore();
   }
 
-  /** Connections of berth processes (ours excluded) and transactions committed in the run's database. */
-  private async storeStats(): Promise<{ connections: number; commits: number }> {
-    const client = new pg.Client({ connectionString: this.storeUrl!, connectionTimeoutMillis: 2000 });
+  /** Connections of berth processes (ours excluded) and transactions committed in the run's database, on the primary. */
+  private async sampleStore(): Promise<void> {
+    const client = await connectToPrimary(this.storeUrl!);
     client.on('error', () => undefined); // a restart cuts it: this sample is skipped
-    await client.connect();
     try {
-      const { rows } = await client.query<{ connections: string; commits: string }>(
-        `SELECT (SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'berth') AS connections,
+      const { rows } = await client.query<{ server: string; connections: string; commits: string }>(
+        `SELECT coalesce(host(inet_server_addr()), 'local') || ':' || current_setting('port') AS server,
+                (SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'berth') AS connections,
                 (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()) AS commits`,
       );
-      return { connections: Number(rows[0]!.connections), commits: Number(rows[0]!.commits) };
+      const { server, connections, commits } = rows[0]!;
+      this.peakConnections = Math.max(this.peakConnections, Number(connections));
+      const seen = this.commitsByServer.get(server);
+      if (seen) seen.last = Number(commits);
+      else this.commitsByServer.set(server, { first: Number(commits), last: Number(commits) });
     } finally {
       await client.end();
     }

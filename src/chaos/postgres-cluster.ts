@@ -42,6 +42,17 @@ export async function postgresBinDir(): Promise<string> {
   return join(PG_ROOT, newest, 'bin');
 }
 
+/** CREATE DATABASE `name` on the server `serverUrl` connects to. */
+export async function createDatabaseOn(serverUrl: string, name: string): Promise<void> {
+  const client = new pg.Client({ connectionString: serverUrl });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
+  } finally {
+    await client.end();
+  }
+}
+
 export async function startPostgresCluster(): Promise<PostgresCluster> {
   const bin = await postgresBinDir();
   const dir = await mkdtemp(join(tmpdir(), 'berth-pg-'));
@@ -91,13 +102,7 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
   return {
     url,
     async createDatabase(name) {
-      const client = new pg.Client({ connectionString: url() });
-      await client.connect();
-      try {
-        await client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
-      } finally {
-        await client.end();
-      }
+      await createDatabaseOn(url(), name);
       return url(name);
     },
     async stop() {

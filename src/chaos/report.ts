@@ -15,12 +15,22 @@ import {
   type Stats,
   sandboxKillHits,
   stats,
+  storeFailoverHits,
   storeRestartHits,
   timingOf,
   workerKillHits,
 } from './fault-timing.js';
-import type { Fault, Partition, SandboxKill, StoreRestart, WorkerKill } from './faults.js';
+import type {
+  Fault,
+  Partition,
+  PrimaryDeath,
+  SandboxKill,
+  StoreFailover,
+  StoreRestart,
+  WorkerKill,
+} from './faults.js';
 import type { InvariantResult } from './invariant-result.js';
+import { acknowledgedMissing, countReplies } from './invariants.js';
 import type { LoadReport } from './load-sampler.js';
 import type { Outcome, RequestRecord } from './session-driver.js';
 import type { SessionSnapshot } from './snapshot.js';
@@ -39,6 +49,8 @@ export interface ChaosSettings {
   storeDownMs: number | null;
   /** How long the partitioned worker's link was cut, ms; null = no partition. */
   partitionMs: number | null;
+  /** How the replicated store's primary was killed, once per entry, spread over the run; [] = never. */
+  storeFailovers: PrimaryDeath[];
   leaseMs: number;
   durationCapMs: number;
   seed: number;
@@ -54,6 +66,10 @@ export interface ChaosReport {
   cutShort: boolean;
   requests: Record<Outcome, number> & { planned: number; sent: number; notSent: number; retriesSeen: number };
   userVisibleErrors: number;
+  /** Messages berth acknowledged (202) or replies clients received that the store does not hold. */
+  acknowledgedLost: number;
+  /** Inbound messages with more than one committed reply. */
+  duplicateReplies: number;
   /** POST to reply, of ok requests: what a user waits, retries and backoff included. */
   latencyMs: Stats | null;
   messages: { inbound: number; outbound: number };
@@ -61,6 +77,7 @@ export interface ChaosReport {
     'sandbox-kill': number;
     'worker-kill': number;
     'store-restart': number;
+    'store-failover': number;
     partition: number;
     skipped: number;
   };
@@ -71,6 +88,18 @@ export interface ChaosReport {
   /** Aborted turns that no injected fault explains (not in a killed sandbox, not on the killed worker): berth's own failures. */
   unexplainedAborts: { count: number; reasons: Record<string, number> };
   timing: Record<FaultKind, FaultTiming>;
+  /** Each failover of the replicated store, as berth lived it (store-failover.ts). */
+  storeFailovers: {
+    what: PrimaryDeath;
+    member: string;
+    newPrimary: string | null;
+    /** Killed → the first failed store call a berth process logged. */
+    mttdMs: number | null;
+    /** Killed → berth's first commit on the new primary. */
+    mttrMs: number | null;
+    /** Killed → the new primary seen leading (Patroni). */
+    promotedMs: number | null;
+  }[];
   /** The partitioned worker's fencing: null without a partition. */
   partition: {
     worker: string;
@@ -90,7 +119,7 @@ export interface ChaosReport {
   notOk: RequestRecord[];
 }
 
-const FAULT_KINDS = ['sandbox-kill', 'worker-kill', 'store-restart', 'partition'] as const;
+const FAULT_KINDS = ['sandbox-kill', 'worker-kill', 'store-restart', 'store-failover', 'partition'] as const;
 type FaultKind = (typeof FAULT_KINDS)[number];
 
 export interface ReportInput {
@@ -114,6 +143,8 @@ export function buildReport(input: ReportInput): ChaosReport {
   const sandboxKills = faults.filter((f): f is SandboxKill => f.kind === 'sandbox-kill');
   const workerKills = faults.filter((f): f is WorkerKill => f.kind === 'worker-kill');
   const storeRestarts = faults.filter((f): f is StoreRestart => f.kind === 'store-restart');
+  const failovers = faults.filter((f): f is StoreFailover => f.kind === 'store-failover');
+  const since = (f: StoreFailover, t: number | null) => (t === null ? null : t - f.at);
   const partitions = faults.filter((f): f is Partition => f.kind === 'partition');
   const cut = partitions[0];
   const lateAccepted = partitions.flatMap((f) => lateCommits(f, input.settings.leaseMs, turns)).length;
@@ -122,8 +153,15 @@ export function buildReport(input: ReportInput): ChaosReport {
   const fail = count('fail');
   const unknown = count('unknown');
   const fenced = partitions.every((f) => f.sandboxesAliveAfterLease === 0 && f.healedAt !== null);
+  const failedOver = failovers.every((f) => f.newPrimary !== null && f.firstCommitAt !== null);
   const passed =
-    input.invariants.every((i) => i.passed) && fail === 0 && unknown === 0 && fenced && lateAccepted === 0;
+    input.invariants.every((i) => i.passed) &&
+    fail === 0 &&
+    unknown === 0 &&
+    fenced &&
+    lateAccepted === 0 &&
+    failedOver &&
+    failovers.length === input.settings.storeFailovers.length;
   return {
     settings: input.settings,
     wallMs: input.wallMs,
@@ -138,6 +176,8 @@ export function buildReport(input: ReportInput): ChaosReport {
       retriesSeen: requests.reduce((n, r) => n + r.retriesSeen, 0),
     },
     userVisibleErrors: fail + unknown,
+    acknowledgedLost: acknowledgedMissing(sessions, requests).length,
+    duplicateReplies: countReplies(sessions).duplicated.length,
     latencyMs: stats(requests.filter((r) => r.outcome === 'ok').map((r) => r.endedAt - r.sentAt)),
     messages: {
       inbound: sessions.reduce((n, s) => n + s.messages.filter((m) => m.direction === 'in').length, 0),
@@ -147,6 +187,7 @@ export function buildReport(input: ReportInput): ChaosReport {
       'sandbox-kill': sandboxKills.length,
       'worker-kill': workerKills.length,
       'store-restart': storeRestarts.length,
+      'store-failover': failovers.length,
       partition: partitions.length,
       skipped: input.skippedFaults,
     },
@@ -166,11 +207,23 @@ export function buildReport(input: ReportInput): ChaosReport {
         storeRestarts.map((f) => ({ at: f.at, hits: storeRestartHits(f, turns) })),
         turns,
       ),
+      'store-failover': timingOf(
+        failovers.map((f) => ({ at: f.at, hits: storeFailoverHits(f, turns) })),
+        turns,
+      ),
       partition: timingOf(
         partitions.map((f) => ({ at: f.at, hits: partitionHits(f, turns) })),
         turns,
       ),
     },
+    storeFailovers: failovers.map((f) => ({
+      what: f.what,
+      member: f.member,
+      newPrimary: f.newPrimary,
+      mttdMs: since(f, f.firstFailureAt),
+      mttrMs: since(f, f.firstCommitAt),
+      promotedMs: since(f, f.promotedAt),
+    })),
     partition: cut
       ? {
           worker: `${cut.child} (${cut.workerId})`,
@@ -217,14 +270,17 @@ export function renderReport(r: ChaosReport): string {
     `berth chaos: ${s.sessions} sessions x ${s.turns} turns, ${s.workers} workers x ${s.slotsPerWorker} slots, store ${s.store}, ` +
       `sandbox kill every ${s.killEveryMs.min / 1000}-${s.killEveryMs.max / 1000} s, workers killed at once ${s.killWorkers}, ` +
       `store restart ${s.storeDownMs === null ? 'off' : `${s.storeDownMs / 1000} s down`}, ` +
+      `store failover ${s.storeFailovers.length === 0 ? 'off' : s.storeFailovers.join(', ')}, ` +
       `partition ${s.partitionMs === null ? 'off' : `${s.partitionMs / 1000} s`}, lease ${s.leaseMs / 1000} s, seed ${s.seed}`,
     `wall ${(r.wallMs / 1000).toFixed(1)} s${r.cutShort ? ' (cut short: --duration reached, or interrupted)' : ''}, data ${s.dataDir}${s.dataDirKept ? '' : ' (removed; --keep keeps it)'}`,
     '',
     `requests  planned ${r.requests.planned}  sent ${r.requests.sent}  ok ${r.requests.ok}  fail ${r.requests.fail}  ` +
       `unknown ${r.requests.unknown}  not sent ${r.requests.notSent}  (retries seen by clients ${r.requests.retriesSeen})`,
     `latency   ok requests, POST to reply, ms p50/p99/max ${ms(r.latencyMs, 'p50')}/${ms(r.latencyMs, 'p99')}/${ms(r.latencyMs, 'max')}`,
-    `messages  inbound ${r.messages.inbound}  outbound ${r.messages.outbound}  user-visible errors ${r.userVisibleErrors}`,
+    `messages  inbound ${r.messages.inbound}  outbound ${r.messages.outbound}  user-visible errors ${r.userVisibleErrors}  ` +
+      `acknowledged lost ${r.acknowledgedLost}  duplicate replies ${r.duplicateReplies}`,
     `faults    sandbox-kill ${r.faults['sandbox-kill']}  worker-kill ${r.faults['worker-kill']}  store-restart ${r.faults['store-restart']}  ` +
+      `store-failover ${r.faults['store-failover']}  ` +
       `partition ${r.faults.partition}  (attempts that found no running sandbox: ${r.faults.skipped})`,
     `re-dispatches (aborted turns) ${r.redispatches}, of which ${r.unexplainedAborts.count} no injected fault explains`,
   );
@@ -255,6 +311,17 @@ export function renderReport(r: ChaosReport): string {
     );
   }
   lines.push('  (missed = the fault ended no running turn: the sandbox was idle, starting or already done)');
+  if (r.storeFailovers.length > 0) {
+    lines.push(
+      '',
+      'store failover     killed  new primary  MTTD ms (first failed call)  MTTR ms (first commit on it)  promoted ms',
+    );
+    for (const f of r.storeFailovers)
+      lines.push(
+        `${f.what.padEnd(18)} ${f.member.padEnd(7)} ${(f.newPrimary ?? 'NONE').padEnd(12)} ${String(f.mttdMs ?? '-').padStart(27)}  ` +
+          `${String(f.mttrMs ?? 'NOT RECOVERED').padStart(28)}  ${String(f.promotedMs ?? '-').padStart(11)}`,
+      );
+  }
   const p = r.partition;
   if (p)
     lines.push(
@@ -280,7 +347,7 @@ export function renderReport(r: ChaosReport): string {
     '',
     r.passed
       ? 'RESULT: PASS'
-      : 'RESULT: FAIL (an invariant failed, a request ended fail/unknown, or the partitioned worker did not fence)',
+      : 'RESULT: FAIL (an invariant failed, a request ended fail/unknown, the partitioned worker did not fence, or a store failover did not recover)',
   );
   return `${lines.join('\n')}\n`;
 }

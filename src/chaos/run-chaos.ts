@@ -2,8 +2,9 @@
  * One chaos run, end to end: berth as separate processes (`berth up --slots 0` for the API,
  * W `berth worker`s sharing its data dir and its store: SQLite, or a PostgreSQL database),
  * a workload of N sessions x T turns through the public API, real faults meanwhile (sandbox
- * kills, K workers SIGKILLed at once, a database restart, a worker partitioned from the
- * store), a clean shutdown, then the checker and the report.
+ * kills, K workers SIGKILLed at once, a database restart, the primary of a replicated
+ * database killed, a worker partitioned from the store), a clean shutdown, then the checker
+ * and the report.
  *
  * With a partition, every worker runs in a network namespace of its own (worker-network.ts)
  * and reaches the store through a relay on the host end of its veth (store-relay.ts): the
@@ -27,13 +28,15 @@ import { isBerthError, loadConfig, parseDurationMs, redactUrl, type SessionView 
 import { connectDocker } from '../runtime/index.js';
 import { installIdOf } from '../worker/index.js';
 import { BerthProcess, freePort, waitForHealthy, workerIdOf } from './children.js';
-import { FaultInjector, type KillableWorker } from './faults.js';
+import { FaultInjector, type KillableWorker, type PrimaryDeath, type StoreFailover } from './faults.js';
 import { checkInvariants } from './invariants.js';
 import { removeLeftovers } from './leftovers.js';
 import { LoadSampler } from './load-sampler.js';
+import type { PatroniCluster } from './patroni-cluster.js';
 import { buildReport, type ChaosReport, type ChaosSettings } from './report.js';
 import { driveSession, type RequestRecord } from './session-driver.js';
 import { readStoreSnapshot } from './snapshot.js';
+import { firstCommitAfter, firstFailedCallAfter } from './store-failover.js';
 import { type StoreRelay, startStoreRelay } from './store-relay.js';
 import {
   createWorkerNetworks,
@@ -59,6 +62,11 @@ export interface ChaosOptions {
     url: string;
     /** Restart the database server once, halfway through the run: stop, `downMs` down, start. */
     restart?: { stop(): Promise<void>; start(): Promise<void>; downMs: number };
+    /**
+     * The store is this replicated cluster (`url` is its multi-host URL of `database`): its
+     * primary dies once per entry of `deaths`, the k-th of n when k/(n+1) of the turns are done.
+     */
+    failover?: { cluster: PatroniCluster; database: string; deaths: PrimaryDeath[] };
   };
   /**
    * Cut one worker's network link for `durationMs` (default two leases) about a quarter
@@ -93,6 +101,7 @@ export interface ChaosProgress {
   sandboxKills: number;
   workerKills: number;
   storeRestarts: number;
+  storeFailovers: number;
   partitions: number;
   elapsedMs: number;
 }
@@ -158,6 +167,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       sandboxKills: injector?.count('sandbox-kill') ?? 0,
       workerKills: injector?.count('worker-kill') ?? 0,
       storeRestarts: injector?.count('store-restart') ?? 0,
+      storeFailovers: injector?.count('store-failover') ?? 0,
       partitions: injector?.count('partition') ?? 0,
       elapsedMs: Date.now() - startedAt,
     });
@@ -240,6 +250,11 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
         ...opts.store.restart,
         due: () => requests.length >= turnsTotal / 2,
       },
+      storeFailover: opts.store?.failover && {
+        ...failoverActions(opts.store.failover),
+        deaths: opts.store.failover.deaths,
+        due: (k) => requests.length >= (turnsTotal * (k + 1)) / (opts.store!.failover!.deaths.length + 1),
+      },
       onWarning: (m) => process.stderr.write(`berth chaos: ${m}\n`),
     });
     const sampler = new LoadSampler(
@@ -281,6 +296,10 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     const aliveAtEnd = children.map((c) => ({ name: c.name, alive: c.running, lastExit: c.lastExit }));
     const stopped = await Promise.all(children.map((c) => c.stop(STOP_GRACE_MS)));
     const processes = aliveAtEnd.map((p, i) => ({ ...p, stop: stopped[i]! }));
+    await dateFirstFailures(
+      injector.faults.filter((f): f is StoreFailover => f.kind === 'store-failover'),
+      children.map((c) => c.logFile),
+    );
 
     phase = 'checking';
     const sessions = await readStoreSnapshot(dataDir, sessionIds, leaseMs, opts.store?.url ?? '');
@@ -295,6 +314,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       store: opts.store ? redactUrl(opts.store.url) : 'sqlite',
       storeDownMs: opts.store?.restart?.downMs ?? null,
       partitionMs: opts.partitionWorker ? (opts.partitionWorker.durationMs ?? 2 * leaseMs) : null,
+      storeFailovers: opts.store?.failover?.deaths ?? [],
       leaseMs,
       durationCapMs: opts.durationCapMs,
       seed,
@@ -326,6 +346,37 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     if (ownDir && !opts.keep) await rm(dataDir, { recursive: true, force: true }).catch(() => undefined);
     progress();
   }
+}
+
+/** What the injector does to a Patroni cluster's primary, and how it sees the failover. */
+function failoverActions({ cluster, database }: NonNullable<NonNullable<ChaosOptions['store']>['failover']>) {
+  return {
+    kill: (what: PrimaryDeath) =>
+      what === 'postmaster'
+        ? cluster.killPrimaryPostmaster()
+        : cluster.waitForLeader({ standby: false }).then(async (member) => ({
+            member,
+            ...(await cluster.killMember(member)),
+          })),
+    waitForNewPrimary: async (notMember: string, timeoutMs: number) => {
+      const member = await cluster.waitForLeader({ notMember, standby: false, timeoutMs });
+      return { member, promotedAt: await cluster.promotedAt(member) };
+    },
+    firstCommitAfter: (member: string, at: number) =>
+      firstCommitAfter(cluster.memberUrl(member, database), at),
+    restartMember: (member: string) => cluster.startMember(member),
+    waitForStandby: () => cluster.waitForLeader().then(() => undefined),
+  };
+}
+
+/** Each failover's MTTD end: the first failed store call logged after it, before the next one. */
+async function dateFirstFailures(failovers: StoreFailover[], logFiles: string[]): Promise<void> {
+  for (const [i, f] of failovers.entries())
+    f.firstFailureAt = await firstFailedCallAfter(
+      logFiles,
+      f.at,
+      failovers[i + 1]?.at ?? Number.POSITIVE_INFINITY,
+    );
 }
 
 /** Sandbox names of the running turns per worker id, from the API (sessions' current turns). */

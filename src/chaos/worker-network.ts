@@ -15,10 +15,9 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { sleep } from '../core/index.js';
+import { carrierUp, ip, isStaleRun, listNamespaces, NETNS_DIR, ownRunId } from './netns.js';
 
 const run = promisify(execFile);
-const NETNS_DIR = '/run/netns';
 const NAMESPACE = /^berth-([0-9a-z]+)-w\d+$/;
 const HOST_LINK = /^bh([0-9a-z]+)w\d+$/;
 
@@ -53,7 +52,7 @@ export async function requireNetworkNamespaces(): Promise<void> {
 
 /** One namespace + veth per worker, for the run of this process. */
 export async function createWorkerNetworks(count: number): Promise<WorkerNetwork[]> {
-  const runId = process.pid.toString(36);
+  const runId = ownRunId();
   const networks: WorkerNetwork[] = [];
   try {
     for (let i = 1; i <= count; i++) networks.push(await createOne(runId, i));
@@ -75,15 +74,12 @@ export async function removeWorkerNetworks(names: string[]): Promise<void> {
 
 /** Removes the namespaces and host veth ends of runs whose process is gone. */
 export async function reapStaleNetworks(): Promise<void> {
-  const namespaces = (await ip(['netns', 'list']).catch(() => ''))
-    .split('\n')
-    .map((line) => line.split(' ')[0] ?? '')
-    .filter((name) => isStale(NAMESPACE.exec(name)?.[1]));
+  const namespaces = (await listNamespaces()).filter((name) => isStaleRun(NAMESPACE.exec(name)?.[1]));
   await removeWorkerNetworks(namespaces);
   const links = (await ip(['-o', 'link', 'show']).catch(() => ''))
     .split('\n')
     .map((line) => /^\d+:\s+([^:@\s]+)/.exec(line)?.[1] ?? '')
-    .filter((name) => isStale(HOST_LINK.exec(name)?.[1]));
+    .filter((name) => isStaleRun(HOST_LINK.exec(name)?.[1]));
   for (const link of links) await ip(['link', 'delete', link]).catch(() => undefined);
 }
 
@@ -113,18 +109,6 @@ async function createOne(runId: string, index: number): Promise<WorkerNetwork> {
 }
 
 /**
- * A veth reports its carrier a moment after both ends are up; a packet sent before is
- * dropped and TCP waits a second to send it again. Resolves once the link carries (or
- * after a few seconds, leaving the caller's own checks to tell).
- */
-async function carrierUp(link: string): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    if (/\bLOWER_UP\b/.test(await ip(['-o', 'link', 'show', 'dev', link]).catch(() => ''))) return;
-    await sleep(50);
-  }
-}
-
-/**
  * 100.64.0.0/10 (shared address space, rarely a host's own network), one /30 per worker:
  * the third and fourth octets come from this process's pid, so two runs at once do not collide.
  */
@@ -138,25 +122,4 @@ function addressesOf(index: number): [host: string, inner: string] {
 function hostLinkOf(namespace: string): string | null {
   const m = /^berth-([0-9a-z]+)-w(\d+)$/.exec(namespace);
   return m ? `bh${m[1]}w${m[2]}` : null;
-}
-
-function isStale(runId: string | undefined): boolean {
-  if (runId === undefined) return false;
-  const pid = Number.parseInt(runId, 36);
-  if (pid === process.pid) return false;
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'ESRCH';
-  }
-}
-
-async function ip(args: string[]): Promise<string> {
-  try {
-    return (await run('ip', args)).stdout;
-  } catch (err) {
-    const stderr = String((err as { stderr?: string }).stderr ?? '').trim();
-    throw new Error(`ip ${args.join(' ')} failed: ${stderr || (err as Error).message}`);
-  }
 }

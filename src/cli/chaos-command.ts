@@ -2,9 +2,11 @@
  * `berth chaos`: runs berth as separate processes (an API and W workers on a temp data
  * dir, on SQLite or PostgreSQL), drives a workload through the API while killing sandboxes
  * (docker kill), workers (SIGKILL) and, on a PostgreSQL cluster of its own, the database
- * (stop, wait, start), and cuts one worker's network link for longer than the lease
- * (--partition-worker: each worker in a network namespace); then checks the invariants and prints the report. Exit 1 when an
- * invariant fails or any request ended fail/unknown; 2 for bad flags.
+ * (stop, wait, start), or on a Patroni cluster of its own its primary (--kill-store-primary:
+ * the postmaster SIGKILLed, or the whole member lost), and cuts one worker's network link
+ * for longer than the lease (--partition-worker: each worker in a network namespace); then
+ * checks the invariants and prints the report. Exit 1 when an invariant fails, any request
+ * ended fail/unknown or a failover did not recover; 2 for bad flags.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -14,10 +16,14 @@ import {
   type ChaosOptions,
   type ChaosProgress,
   type ChaosReport,
+  type PatroniCluster,
   type PostgresCluster,
+  type PrimaryDeath,
   renderReport,
   requireNetworkNamespaces,
+  requirePatroni,
   runChaos,
+  startPatroniCluster,
   startPostgresCluster,
 } from '../chaos/index.js';
 import { BerthError, loadConfig, parseDurationMs } from '../core/index.js';
@@ -34,6 +40,7 @@ interface ChaosFlags {
   store?: string;
   restartStore?: boolean;
   storeDown: string;
+  killStorePrimary?: string | boolean;
   partitionWorker?: boolean;
   messageTimeout: string;
   slots: string;
@@ -66,11 +73,15 @@ export function chaosCommand(env: NodeJS.ProcessEnv): Command {
     .option('--kill-workers <n|p%>', 'workers SIGKILLed at once: a count, or a share like 30%', '1')
     .option('--workers <n>', 'worker processes', '2')
     .option(
-      '--store <url|postgres>',
-      'store of the run: a postgres:// URL (an empty database), or "postgres" for a throw-away cluster the run starts and removes (default: SQLite in the data dir)',
+      '--store <url|postgres|patroni>',
+      'store of the run: a postgres:// URL (an empty database), "postgres" for a throw-away cluster the run starts and removes, or "patroni" for a throw-away replicated one (etcd and two Patroni members, synchronous; root) (default: SQLite in the data dir)',
     )
     .option('--restart-store', 'restart the database halfway through the run (needs --store postgres)')
     .option('--store-down <seconds>', 'how long the restarted database stays down', '3')
+    .option(
+      '--kill-store-primary [how]',
+      'kill the primary halfway through the run (needs --store patroni): "postmaster" (default) SIGKILLs its postmaster, "member" loses its machine (link cut, Patroni and PostgreSQL SIGKILLed, started again after the failover); a list like postmaster,member kills it once per entry, spread over the run',
+    )
     .option(
       '--partition-worker',
       'run each worker in a network namespace of its own and cut one off the network (veth down) for two leases, a quarter into the run (needs --store, root and iproute2)',
@@ -101,7 +112,8 @@ Examples:
   berth chaos                                  10 x 5 turns, kills every 1-3 s, one worker kill
   berth chaos --sessions 20 --turns 10 --kill-every 0.5-2 --keep
   berth chaos --no-kill-worker --json > report.json
-  berth chaos --store postgres --workers 6 --sessions 500 --turns 2 --kill-workers 30% --restart-store --partition-worker`,
+  berth chaos --store postgres --workers 6 --sessions 500 --turns 2 --kill-workers 30% --restart-store --partition-worker
+  berth chaos --store patroni --kill-store-primary postmaster,member --sessions 50 --turns 4`,
     )
     .action(async (flags: ChaosFlags) => {
       const workers = positiveInt('--workers', flags.workers);
@@ -111,6 +123,21 @@ Examples:
           'on',
           'possible without --store postgres (a cluster the run starts itself)',
         );
+      const deaths = primaryDeaths(flags.killStorePrimary);
+      if (deaths.length > 0) {
+        if (flags.store !== 'patroni')
+          throw badFlag(
+            '--kill-store-primary',
+            'on',
+            'possible without --store patroni (a replicated cluster the run starts itself)',
+          );
+      }
+      if (flags.store === 'patroni')
+        await requirePatroni().catch((err: unknown) => {
+          throw new BerthError('INVALID_INPUT', `--store patroni: ${(err as Error).message}`, {
+            hint: 'Run as root with Patroni and etcd installed (bash scripts/ensure-patroni.sh), or use --store postgres.',
+          });
+        });
       if (flags.partitionWorker) {
         if (flags.store === undefined)
           throw badFlag(
@@ -153,10 +180,18 @@ Examples:
       };
       process.once('SIGINT', onSignal);
       process.once('SIGTERM', onSignal);
-      let cluster: PostgresCluster | null = null;
+      let cluster: PostgresCluster | PatroniCluster | null = null;
       try {
         let store: ChaosOptions['store'];
-        if (flags.store === 'postgres') {
+        if (flags.store === 'patroni') {
+          const replicated = await startPatroniCluster();
+          cluster = replicated;
+          const database = 'berth_chaos';
+          store = {
+            url: await replicated.createDatabase(database),
+            failover: deaths.length > 0 ? { cluster: replicated, database, deaths } : undefined,
+          };
+        } else if (flags.store === 'postgres') {
           cluster = await startPostgresCluster();
           const c = cluster;
           store = {
@@ -204,6 +239,20 @@ function positiveNumber(flag: string, raw: string): number {
   return n;
 }
 
+/** --kill-store-primary: absent = none; bare = the postmaster; else a comma list of postmaster|member. */
+function primaryDeaths(raw: string | boolean | undefined): PrimaryDeath[] {
+  if (raw === undefined || raw === false) return [];
+  if (raw === true) return ['postmaster'];
+  const deaths = raw.split(',').map((x) => x.trim());
+  if (deaths.length === 0 || deaths.some((d) => d !== 'postmaster' && d !== 'member'))
+    throw badFlag(
+      '--kill-store-primary',
+      raw,
+      '"postmaster", "member", or a list of them like postmaster,member',
+    );
+  return deaths as PrimaryDeath[];
+}
+
 /** "3" workers, or "30%" of them (rounded up), at most all of them. */
 function workerCount(raw: string, workers: number): number {
   const m = /^\s*(\d+(?:\.\d+)?)\s*(%?)\s*$/.exec(raw);
@@ -245,6 +294,7 @@ function liveProgress(stream: NodeJS.WriteStream): { update(p: ChaosProgress): v
   const line = (p: ChaosProgress) =>
     `chaos ${p.phase}: turns ${p.turnsDone}/${p.turnsTotal} (ok ${p.ok}, fail ${p.fail}, unknown ${p.unknown}), ` +
     `faults: ${p.sandboxKills} sandbox kills, ${p.workerKills} worker kills, ${p.storeRestarts} store restarts, ` +
+    `${p.storeFailovers} store failovers, ` +
     `${p.partitions} partitions, ${formatElapsed(p.elapsedMs)}`;
   const draw = () => {
     if (!latest || finished) return;

@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import { BLOBS_URL_RULE, type BlobsLocation, parseBlobsUrl } from './blobs-url.js';
+import { parsePostgresUrl } from './postgres-url.js';
 
 export interface ConfigOption<S extends z.ZodTypeAny> {
   /** The environment variable that sets it. */
@@ -44,12 +45,15 @@ const DNS_LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 const LABEL_KEY = /^([a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?\/)?[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$/;
 const LABEL_VALUE = /^([A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?)?$/;
 
-const storeUrl = z
-  .string()
-  .refine(
-    (s) => s === '' || (/^postgres(ql)?:\/\/[^/]/.test(s) && URL.canParse(s)),
-    'use postgres://user:password@host:5432/database, or leave it empty for SQLite in the data dir',
-  );
+const storeUrl = z.string().superRefine((s, ctx) => {
+  if (s === '') return;
+  const parsed = parsePostgresUrl(s);
+  if (!parsed.ok)
+    ctx.addIssue({
+      code: z.ZodIssueCode.custom,
+      message: `${parsed.why}: use postgres://user:password@host:5432/database (a replicated one: postgres://user:password@h1:5432,h2:5432/database?target_session_attrs=read-write), or leave it empty for SQLite in the data dir`,
+    });
+});
 
 /** '' (the default: file blobs in the data dir, resolved by loadConfig) or a parsed location. */
 const blobsUrl = z.string().transform((url, ctx): BlobsLocation | undefined => {
@@ -88,7 +92,7 @@ export const CONFIG_OPTIONS = {
     schema: storeUrl,
     default: '',
     unit: 'empty or URL',
-    doc: 'The store. Empty: SQLite at `<dataDir>/berth.db`, shared by the processes of this machine. `postgres://user:password@host:5432/database` (or `postgresql://`): that PostgreSQL database, shared by workers on any number of machines (store.md, scale-out.md); the database must exist, berth creates its tables. Anything else fails with `CONFIG_INVALID` (the password is never shown). An unreachable database fails start-up with `STORE_UNAVAILABLE`.',
+    doc: 'The store. Empty: SQLite at `<dataDir>/berth.db`, shared by the processes of this machine. `postgres://user:password@host:5432/database` (or `postgresql://`): that PostgreSQL database, shared by workers on any number of machines (store.md, scale-out.md); the database must exist, berth creates its tables. A replicated database with automatic failover takes several hosts, in the syntax of libpq: `postgres://user:password@h1:5432,h2:5432/database?target_session_attrs=read-write` (berth connects only to the writable primary among them and follows it; `target_session_attrs` is `read-write` by default, or `any`: store.md, *Replication and failover*). Anything else (a malformed host list, another `target_session_attrs`) fails with `CONFIG_INVALID` naming the part that is wrong (the password is never shown). An unreachable database fails start-up with `STORE_UNAVAILABLE`.',
   }),
   blobs: option({
     env: 'BERTH_BLOBS',

@@ -35,6 +35,12 @@ test('the store: SQLite in the data dir by default, a postgres:// URL from BERTH
     loadConfig({ BERTH_STORE: 'postgres://a@x/y' }, { store: 'postgresql://b@z/w' }).store,
     'postgresql://b@z/w',
   );
+  const replicated = 'postgres://u:pw@h1:5432,h2:5433/berth?target_session_attrs=read-write';
+  assert.equal(
+    loadConfig({ BERTH_STORE: replicated }).store,
+    replicated,
+    'several hosts, as libpq writes them',
+  );
 });
 
 test('blobs: file under the data dir by default; a file:// dir; an s3:// bucket with the AWS variables', () => {
@@ -118,9 +124,18 @@ test('a bad value names its variable', () => {
     [{ BERTH_HEARTBEAT_TIMEOUT: '1s' }, /must exceed BERTH_HEARTBEAT_INTERVAL/],
     [
       { BERTH_STORE: 'mysql://u:hunter2@db/x' },
-      /^Invalid BERTH_STORE="mysql:\/\/u:\*\*\*@db\/x": use postgres:\/\//,
+      /^Invalid BERTH_STORE="mysql:\/\/u:\*\*\*@db\/x": not a postgres:\/\/ URL: use postgres:\/\//,
     ],
     [{ BERTH_STORE: 'postgres://' }, /BERTH_STORE/],
+    [
+      { BERTH_STORE: 'postgres://u:hunter2@h1:5432,,h2/db' },
+      /^Invalid BERTH_STORE="postgres:\/\/u:\*\*\*@h1:5432,,h2\/db": host 2 of "h1:5432,,h2" is empty/,
+    ],
+    [{ BERTH_STORE: 'postgres://h1:5432,h2:x/db' }, /host 2 of "h1:5432,h2:x": port "x" is not a number/],
+    [
+      { BERTH_STORE: 'postgres://h1,h2/db?target_session_attrs=read-only' },
+      /target_session_attrs=read-only is not supported/,
+    ],
     [{ BERTH_RUNTIME: 'podman' }, /BERTH_RUNTIME/],
     [{ BERTH_KUBE_NODE_SELECTOR: 'zone' }, /BERTH_KUBE_NODE_SELECTOR.*label=value/],
     [{ BERTH_KUBE_NODE_SELECTOR: 'a=b=c' }, /BERTH_KUBE_NODE_SELECTOR/],

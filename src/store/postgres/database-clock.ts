@@ -6,7 +6,8 @@
  * the machines' own clocks are apart (clock skew).
  *
  * Invariants: the error is at most half the round trip of the kept sample (the shortest of
- * the last SAMPLES_KEPT); a failed measurement keeps the last offset; before the first
+ * the last SAMPLES_KEPT, all of the current server: a failover forgets the others); a
+ * failed measurement keeps the last offset; before the first
  * measurement the offset is 0 (the opening store measures once before it is used).
  */
 import type { Clock } from '../../core/index.js';
@@ -40,6 +41,12 @@ export class DatabaseClock implements Clock {
       { rttMs: receivedAt - sentAt, offsetMs: Math.round(server - (sentAt + receivedAt) / 2) },
     ];
     this.offsetMs = this.samples.reduce((best, s) => (s.rttMs < best.rttMs ? s : best)).offsetMs;
+  }
+
+  /** Forgets the samples (the server changed: a failover) and measures at once; the offset stays until a measurement succeeds. */
+  resync(onError: (err: unknown) => void): void {
+    this.samples = [];
+    this.sync().catch(onError);
   }
 
   /** Measures again every SYNC_INTERVAL_MS until `stop`; failures keep the last offset. */

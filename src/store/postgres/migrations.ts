@@ -4,14 +4,15 @@
  * (workers on several machines) take one advisory lock first, so each migration is
  * applied exactly once.
  */
-import type { Pool } from 'pg';
+
 import { migrationsFor, toPostgresDdl } from '../sql/migrations.js';
+import type { Connection } from './primary-pool.js';
 
 /** Any fixed number, the same in every berth process: the key of the migration lock. */
 const MIGRATION_LOCK_KEY = 0x6265727468;
 
 /** Holds the advisory lock on one connection while it applies what is missing; released (or dropped with the connection) after. */
-export async function migrate(pool: Pool): Promise<void> {
+export async function migrate(pool: { connect(): Promise<Connection> }): Promise<void> {
   const client = await pool.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);

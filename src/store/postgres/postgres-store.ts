@@ -3,33 +3,51 @@
  * over a connection pool, each in one READ COMMITTED transaction whose session rows are
  * locked first (see statements.ts), so many workers on many machines share one database.
  *
+ * The database may be replicated with automatic failover: the URL may name several hosts
+ * (libpq's syntax), and connections go only to the writable primary (primary-pool.ts),
+ * found again whenever a connection is lost or the server turns read-only.
+ *
  * Connection loss: a transaction that failed before its COMMIT was sent was rolled back
- * by the server, so it is run again from the start (with backoff, for up to
- * RETRY_BUDGET_MS), as are serialization failures and deadlocks. A COMMIT whose answer
- * was lost is settled by its commit marker (commit-marker.ts) once the database answers
- * again, within the same budget: committed, the call returns what the transaction
- * computed; rolled back, it is run again. Only a store that stays away past the budget
- * surfaces as STORE_UNAVAILABLE. Callers already handle a failed store call: the worker
- * logs it and fences itself when it cannot renew for a lease, and a turn whose commit
- * failed is aborted and retried (a commit that did land makes that abort stale, so
- * nothing is doubled).
+ * by the server, so it is run again from the start (with backoff, for up to the retry
+ * budget), as are serialization failures, deadlocks and writes a demoted primary
+ * refused. A COMMIT whose answer was lost is settled by its commit marker
+ * (commit-marker.ts) once a primary answers again, within the same budget, on whichever
+ * host is the primary by then: committed, the call returns what the transaction computed;
+ * rolled back, it is run again. Only a store that stays away past the budget surfaces as
+ * STORE_UNAVAILABLE. Callers already handle a failed store call: the worker logs it and
+ * fences itself when it cannot renew for a lease, and a turn whose commit failed is
+ * aborted and retried (a commit that did land makes that abort stale, so nothing is
+ * doubled). No statement is ever cancelled: a stuck connection is dropped instead
+ * (server-watch.ts).
  */
 import pg from 'pg';
-import { BerthError, type Clock, type RetryPolicy, redactUrl } from '../../core/index.js';
+import {
+  type Backoff,
+  BerthError,
+  backoffMs,
+  type Clock,
+  parsePostgresUrl,
+  type RetryPolicy,
+  redactUrl,
+  sleep,
+} from '../../core/index.js';
 import { type Op, type OpResult, type Program, runProgram, type StatementName } from '../sql/program.js';
 import { type SqlDriver, SqlStore } from '../sql/sql-store.js';
 import * as shared from '../sql/statements.js';
 import type { StoreChange } from '../store.js';
 import { CHANNEL, ChangeListener, newStoreTag, notifyPayloads } from './change-channel.js';
 import { CommitMarkers, markerCommitted } from './commit-marker.js';
+import { isAbsent, isConnectionError, isNotPrimary, isRetryable } from './connection-errors.js';
 import { ConnectionGate } from './connection-gate.js';
 import { DatabaseClock } from './database-clock.js';
 import { migrate } from './migrations.js';
 import { type PositionalStatement, positionalValues, toPositional } from './named-params.js';
+import { type Connection, PrimaryPool } from './primary-pool.js';
 import { POSTGRES_STATEMENTS } from './statements.js';
+import { STORE_WARNINGS } from './store-warnings.js';
 
 export interface PostgresStoreOptions {
-  /** postgres://user:password@host:port/database */
+  /** postgres://user:password@host:port/database, or several hosts: postgres://user@h1:5432,h2:5432/database?target_session_attrs=read-write */
   url: string;
   /** A lease holder whose worker row is older than this is dead. */
   leaseMs: number;
@@ -39,6 +57,8 @@ export interface PostgresStoreOptions {
   onWarning?: (message: string, err: unknown) => void;
   /** This machine's clock, which the store's clock corrects to the server's. @default Date.now */
   localClock?: Clock;
+  /** How long a call retries a database that does not answer before it fails, ms. @default RETRY_BUDGET_MS (30 s) */
+  retryBudgetMs?: number;
 }
 
 /** Connections per process: a worker's claim loop, renewals, gateways and the API share them. */
@@ -48,12 +68,16 @@ const CONNECT_TIMEOUT_MS = 5000;
 const GATE_MAX_WAIT_MS = 120_000;
 /**
  * How long a transition keeps retrying a lost connection before it fails: long enough for
- * a database restart to look like latency to an API client. A worker's self-fencing runs
- * on its own timer, so a renewal stuck this long does not delay it.
+ * a database restart, or a failover of a replicated one, to look like latency to an API
+ * client. Patroni with `ttl: 10` takes 12–14 s to promote a standby when the primary's
+ * machine is lost (measured: docs/store.md). A worker's self-fencing runs on its own
+ * timer, so a renewal stuck this long does not delay it.
  */
-const RETRY_BUDGET_MS = 10_000;
-const RETRY_FIRST_DELAY_MS = 50;
-const RETRY_MAX_DELAY_MS = 1000;
+const RETRY_BUDGET_MS = 30_000;
+const RETRY_BACKOFF: Backoff = { firstMs: 50, maxMs: 1000 };
+/** While no host is a writable primary (a failover under way), look again at least every LOCATE_MAX_DELAY_MS. */
+const LOCATE_MAX_DELAY_MS = 250;
+const LOCATE_BACKOFF: Backoff = { firstMs: 50, maxMs: LOCATE_MAX_DELAY_MS };
 /**
  * A transaction left idle this long (a fraction of the lease) is ended by the server: a
  * worker cut off mid-transaction (a partition) must not hold session rows past its lease,
@@ -78,8 +102,10 @@ const TYPES = {
 
 /** Connects, applies missing migrations (once, under an advisory lock) and starts listening. */
 export async function openPostgresStore(options: PostgresStoreOptions): Promise<SqlStore> {
+  const parsed = parsePostgresUrl(options.url);
+  if (!parsed.ok)
+    throw new BerthError('CONFIG_INVALID', `Invalid PostgreSQL URL ${redactUrl(options.url)}: ${parsed.why}`);
   const config: pg.ClientConfig = {
-    connectionString: options.url,
     types: TYPES,
     keepAlive: true,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
@@ -90,30 +116,46 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     application_name: 'berth',
   };
   const warn = options.onWarning ?? (() => undefined);
-  const pool = new pg.Pool({ ...config, max: POOL_SIZE });
-  // An idle connection that dies (server restart) is dropped by the pool; the next query opens a new one.
-  pool.on('error', (err) => warn('Idle PostgreSQL connection lost', err));
-  // A checked-out connection between two statements has no query to fail: without a listener
-  // its 'error' (e.g. 57P01 at a server restart) would crash the process. The next
-  // statement on it fails, and the transaction is retried on a new connection.
-  pool.on('connect', (client) => client.on('error', (err) => warn('PostgreSQL connection lost', err)));
+  const primaries = new PrimaryPool(parsed.target, config, POOL_SIZE, warn);
   const clock = new DatabaseClock(async () => {
-    const { rows } = await pool.query('SELECT extract(epoch FROM clock_timestamp()) * 1000 AS ms');
-    return Number(rows[0].ms);
+    const connection = await primaries.connect();
+    try {
+      const { rows } = await connection.query('SELECT extract(epoch FROM clock_timestamp()) * 1000 AS ms');
+      connection.release();
+      return Number(rows[0]!.ms);
+    } catch (err) {
+      connection.release(err);
+      throw err;
+    }
   }, options.localClock);
   try {
-    await migrate(pool);
-    await clock.sync();
+    // A database that restarts or fails over just now is waited for, as by every call; one
+    // that is not there at all, or refuses these credentials or this database, fails at once.
+    await retryWithin(
+      options.retryBudgetMs ?? RETRY_BUDGET_MS,
+      async () => {
+        await migrate(primaries);
+        await clock.sync();
+      },
+      (err) => isRetryable(err) && !isAbsent(err),
+      warn,
+    );
   } catch (err) {
-    await pool.end().catch(() => undefined);
+    await primaries.end().catch(() => undefined);
     throw new BerthError(
       'STORE_UNAVAILABLE',
       `Cannot open the PostgreSQL store at ${redactUrl(options.url)}: ${(err as Error).message || String(err)}`,
       { cause: err },
     );
   }
-  clock.start((err) => warn('Could not read the database clock; keeping the last offset', err));
-  return new SqlStore(new PostgresDriver(pool, config, warn, clock), options);
+  const onClockError = (err: unknown) => warn(STORE_WARNINGS.clockUnread, err);
+  clock.start(onClockError);
+  // Another server's clock: the samples of the old one say nothing about it.
+  primaries.onPrimaryChanged(() => clock.resync(onClockError));
+  return new SqlStore(
+    new PostgresDriver(primaries, warn, clock, options.retryBudgetMs ?? RETRY_BUDGET_MS),
+    options,
+  );
 }
 
 class PostgresDriver implements SqlDriver {
@@ -124,11 +166,11 @@ class PostgresDriver implements SqlDriver {
   private readonly markers = new CommitMarkers();
 
   constructor(
-    private readonly pool: pg.Pool,
-    private readonly config: pg.ClientConfig,
+    private readonly primaries: PrimaryPool,
     private readonly warn: (message: string, err: unknown) => void,
     /** Leases are judged by the server's clock: every `now` comes from it. */
     readonly clock: DatabaseClock,
+    private readonly retryBudgetMs: number,
   ) {}
 
   /**
@@ -145,24 +187,25 @@ class PostgresDriver implements SqlDriver {
         if (await this.committed(marker)) return result;
         unsettled = null; // rolled back: run it again
       }
-      const client = await this.pool.connect();
+      const connection = await this.primaries.connect();
       const end = this.markers.commit();
       /** Set once the program ran: the COMMIT is being sent. */
       let computed: Result | null = null;
       try {
-        await client.query('BEGIN');
+        await connection.query('BEGIN');
         const changes: StoreChange[] = [];
-        const value = await runProgram(program(changes), (op) => execute(client, op));
+        const value = await runProgram(program(changes), (op) => execute(connection, op));
         for (const payload of notifyPayloads(this.tag, changes))
-          await client.query('SELECT pg_notify($1, $2)', [CHANNEL, payload]);
+          await connection.query('SELECT pg_notify($1, $2)', [CHANNEL, payload]);
         computed = { value, changes };
-        await client.query(end.query);
-        client.release();
+        await connection.query(end.query);
+        connection.release();
         return computed;
       } catch (err) {
+        // Lost: a COMMIT sent may or may not have landed. Refused (a read-only server): it did not.
         const broken = isConnectionError(err);
-        if (!broken) await client.query('ROLLBACK').catch(() => undefined);
-        client.release(broken ? (err as Error) : undefined);
+        if (!broken) await connection.query('ROLLBACK').catch(() => undefined);
+        connection.release(err);
         if (computed && broken) {
           unsettled = { marker: end.marker, result: computed };
           throw new CommitOutcomeUnknown(err);
@@ -180,16 +223,22 @@ class PostgresDriver implements SqlDriver {
   }
 
   listen(deliver: (change: StoreChange) => void): void {
-    this.listener = new ChangeListener(this.config, this.tag, deliver, (err) =>
-      this.warn('PostgreSQL change listener lost its connection; reconnecting', err),
+    const listener = new ChangeListener(
+      () => this.primaries.connectOwn(),
+      this.tag,
+      deliver,
+      (err) => this.warn(STORE_WARNINGS.listenerLost, err),
     );
-    this.listener.start();
+    this.listener = listener;
+    // It follows the primary: a failover found by any call moves it at once.
+    this.primaries.onPrimaryChanged((url) => listener.follow(url));
+    listener.start();
   }
 
   async close(): Promise<void> {
     this.clock.stop();
     await this.listener?.stop();
-    await this.pool.end();
+    await this.primaries.end();
   }
 
   /** Whether the transaction that carried `marker` committed; the outcome stays unknown while the database does not answer. */
@@ -201,15 +250,15 @@ class PostgresDriver implements SqlDriver {
     }
   }
 
-  /** Runs `work` on a pooled connection; one that broke is dropped, not given back to the pool. */
-  private async onConnection<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+  /** Runs `work` on a connection to the primary; one that broke is dropped, not given back to the pool. */
+  private async onConnection<T>(work: (connection: Connection) => Promise<T>): Promise<T> {
+    const connection = await this.primaries.connect();
     try {
-      const value = await work(client);
-      client.release();
+      const value = await work(connection);
+      connection.release();
       return value;
     } catch (err) {
-      client.release(isConnectionError(err) ? (err as Error) : undefined);
+      connection.release(err);
       throw err;
     }
   }
@@ -219,30 +268,44 @@ class PostgresDriver implements SqlDriver {
     return this.gate.run(() => this.withRetries(attempt));
   }
 
-  private async withRetries<T>(attempt: () => Promise<T>): Promise<T> {
-    const deadline = Date.now() + RETRY_BUDGET_MS;
-    for (let delayMs = RETRY_FIRST_DELAY_MS; ; delayMs = Math.min(2 * delayMs, RETRY_MAX_DELAY_MS)) {
-      try {
-        return await attempt();
-      } catch (err) {
-        if (!isRetryable(err)) throw err;
-        if (Date.now() + delayMs > deadline) throw budgetSpent(err);
-        this.warn(
-          err instanceof CommitOutcomeUnknown
-            ? 'The answer to a PostgreSQL COMMIT was lost; checking its commit marker'
-            : 'PostgreSQL transaction failed; retrying',
-          err,
-        );
-        await new Promise((resolve) => setTimeout(resolve, delayMs));
-      }
+  private withRetries<T>(attempt: () => Promise<T>): Promise<T> {
+    return retryWithin(this.retryBudgetMs, attempt, isRetryable, this.warn);
+  }
+}
+
+/**
+ * Runs `attempt` again after each failure `retryable` accepts (a lost COMMIT answer always:
+ * its marker is checked next), with backoff, until it succeeds or `budgetMs` would pass:
+ * then STORE_UNAVAILABLE. Each retry is told to `warn`.
+ */
+async function retryWithin<T>(
+  budgetMs: number,
+  attempt: () => Promise<T>,
+  retryable: (err: unknown) => boolean,
+  warn: (message: string, err: unknown) => void,
+): Promise<T> {
+  const deadline = Date.now() + budgetMs;
+  for (let failures = 1; ; failures++) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (!(err instanceof CommitOutcomeUnknown || retryable(err))) throw err;
+      const failed = err instanceof CommitOutcomeUnknown ? err.cause : err;
+      const delayMs = backoffMs(failures, isNotPrimary(failed) ? LOCATE_BACKOFF : RETRY_BACKOFF);
+      if (Date.now() + delayMs > deadline) throw budgetSpent(err, budgetMs);
+      warn(
+        err instanceof CommitOutcomeUnknown ? STORE_WARNINGS.commitAnswerLost : STORE_WARNINGS.retrying,
+        err,
+      );
+      await sleep(delayMs);
     }
   }
 }
 
-async function execute(client: pg.PoolClient, op: Op): Promise<OpResult> {
+async function execute(connection: Connection, op: Op): Promise<OpResult> {
   const statement = STATEMENTS.get(op.statement)!;
   // Named: prepared once per connection.
-  const result = await client.query({
+  const result = await connection.query({
     name: op.statement,
     text: statement.text,
     values: positionalValues(statement, op.params),
@@ -264,14 +327,14 @@ class CommitOutcomeUnknown extends Error {
   }
 }
 
-function budgetSpent(err: unknown): BerthError {
+function budgetSpent(err: unknown, budgetMs: number): BerthError {
   if (err instanceof CommitOutcomeUnknown)
     return storeUnavailable(
-      `the answer to a COMMIT was lost and the database did not answer for ${RETRY_BUDGET_MS} ms`,
+      `the answer to a COMMIT was lost and the database did not answer for ${budgetMs} ms`,
       err.cause,
       'The database went away while this write committed: it may or may not have been applied. Read it back before repeating it.',
     );
-  return storeUnavailable(`retried for ${RETRY_BUDGET_MS} ms`, err);
+  return storeUnavailable(`retried for ${budgetMs} ms`, err);
 }
 
 function storeUnavailable(why: string, cause: unknown, hint?: string): BerthError {
@@ -279,36 +342,5 @@ function storeUnavailable(why: string, cause: unknown, hint?: string): BerthErro
     'STORE_UNAVAILABLE',
     `PostgreSQL store unavailable (${why}): ${(cause as Error)?.message ?? String(cause)}`,
     { cause, hint },
-  );
-}
-
-/** SQLSTATE classes and socket errors meaning the connection, not the statement, failed. */
-const CONNECTION_CODES = new Set([
-  '25P03', // idle_in_transaction_session_timeout: the server ended the session (rolled back)
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENOTFOUND',
-]);
-
-function isConnectionError(err: unknown): boolean {
-  const code = String((err as { code?: unknown })?.code ?? '');
-  if (CONNECTION_CODES.has(code) || code.startsWith('08') || code.startsWith('57P')) return true;
-  // node-postgres reports a dropped socket or a connect timeout without a code.
-  return (
-    err instanceof Error &&
-    /Connection terminated|connection error|timeout exceeded when trying to connect|Client was closed/i.test(
-      err.message,
-    )
-  );
-}
-
-/** Safe to try again: rolled back by the server (a lost connection, a serialization failure, a deadlock), or a lost COMMIT answer whose marker is still to be checked. */
-function isRetryable(err: unknown): boolean {
-  const code = String((err as { code?: unknown })?.code ?? '');
-  return (
-    err instanceof CommitOutcomeUnknown || code === '40001' || code === '40P01' || isConnectionError(err)
   );
 }

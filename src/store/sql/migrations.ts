@@ -313,6 +313,15 @@ CREATE INDEX workspace_layers_blob ON workspace_layers(blob_key);
 ALTER TABLE turns ADD COLUMN base_version INTEGER;
 `,
   },
+  {
+    version: 15,
+    name: 'commit marker probes',
+    // A probe's row says "rolled back" for good, so asking again gives the same answer (postgres/commit-marker.ts).
+    only: 'postgres',
+    sql: `
+ALTER TABLE commit_markers ADD COLUMN probe BOOLEAN NOT NULL DEFAULT false;
+`,
+  },
 ];
 
 /** SQLite's column types in PostgreSQL's: every integer 64-bit, AUTOINCREMENT keys as BIGSERIAL. */
