@@ -20,7 +20,8 @@ for (const kind of ['sqlite', 'postgres'] as const)
   test(`${kind}: berth up, agent create, send --wait, status: messages through a real sandbox`, async (t) => {
     const dataDir = await mkdtemp(join(tmpdir(), 'berth-e2e-'));
     const port = await freePort();
-    const env = { ...process.env, BERTH_DATA: dataDir, BERTH_PORT: String(port) };
+    // A long idle timeout: the status table below shows the session still bound, however slow the machine.
+    const env = { ...process.env, BERTH_DATA: dataDir, BERTH_PORT: String(port), BERTH_IDLE_TIMEOUT: '10m' };
     const storeFlag = kind === 'postgres' ? ['--store', await freshDatabase()] : [];
     const up = spawnBerth(['up', ...storeFlag], env, dataDir, 'up.log');
     t.after(async () => {

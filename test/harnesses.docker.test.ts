@@ -308,6 +308,19 @@ for (const harness of Object.keys(CASES) as HarnessName[]) {
   });
 }
 
+for (const harness of Object.keys(CASES) as HarnessName[]) {
+  test(`${harness}: a message longer than one command-line argument may be (128 KiB) reaches the model whole`, {
+    skip: await imageMissing(harness),
+  }, async (t) => {
+    const { fake, sendAndCollect } = await setUp(t, harness, [{ text: 'read it all' }] as never);
+    const text = `begin ${'lorem ipsum '.repeat(17_000)} END-OF-LONG-MESSAGE`;
+    assert.ok(Buffer.byteLength(text) > 200_000);
+    const events = await sendAndCollect('long', { agent: 'h', text }, done, 120_000);
+    assert.equal(events.at(-1)!.type, 'reply', JSON.stringify(events.slice(-3)));
+    assert.match(conversation(fake.scripted()[0]!), /END-OF-LONG-MESSAGE/);
+  });
+}
+
 test('claude-code past its harnessTimeoutMs: HARNESS_TIMEOUT with its process group killed, retried, then failed', {
   skip: await imageMissing('claude-code'),
 }, async (t) => {

@@ -45,10 +45,11 @@ export const claudeCode: HarnessAdapter = {
     const toolNames = new Map<string, string>();
     let result: Record<string, unknown> | null = null;
     return {
+      // -p with no prompt argument reads it from stdin.
+      stdin: input.prompt,
       argv: [
         CLAUDE_BIN,
         '-p',
-        input.prompt,
         '--output-format',
         'stream-json',
         '--verbose',

@@ -56,8 +56,10 @@ export const codex: HarnessAdapter = {
         '-m',
         model,
         ...(thread ? ['resume', thread] : []),
-        input.prompt,
+        // The prompt '-' is read from stdin.
+        '-',
       ],
+      stdin: input.prompt,
       env: {
         CODEX_HOME: input.stateDir,
         OPENAI_API_KEY: PLACEHOLDER_KEY,

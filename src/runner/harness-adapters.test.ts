@@ -40,6 +40,8 @@ test('claude-code: a transcript id per session, started then resumed; events, re
   const i = await input(t, claudeCode);
   const first = await claudeCode.begin(i);
   assert.deepEqual(first.argv.slice(-2), ['--session-id', id]);
+  assert.equal(first.stdin, 'do it', 'the prompt goes on stdin, never as an argument');
+  assert.ok(!first.argv.includes('do it'));
   assert.equal(first.env.ANTHROPIC_BASE_URL, 'http://127.0.0.1:3129/anthropic');
   assert.equal(first.env.CLAUDE_CONFIG_DIR, i.stateDir);
   assert.equal(first.env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC, '1');
@@ -100,7 +102,8 @@ test('codex: its config names the endpoint and turns updates and analytics off; 
   const i = await input(t, codex);
   const first = await codex.begin(i);
   assert.ok(!first.argv.includes('resume'));
-  assert.equal(first.argv.at(-1), 'do it');
+  assert.equal(first.argv.at(-1), '-', 'the prompt is read from stdin');
+  assert.equal(first.stdin, 'do it');
   assert.equal(
     await readFile(join(i.stateDir, 'config.toml'), 'utf8'),
     codexConfig('m-1', modelEndpointUrl('openai')),
@@ -126,7 +129,7 @@ test('codex: its config names the endpoint and turns updates and analytics off; 
   assert.equal(await readFile(join(i.stateDir, 'berth-thread-id'), 'utf8'), 'th-1\n');
 
   const second = await codex.begin(i);
-  assert.deepEqual(second.argv.slice(-3), ['resume', 'th-1', 'do it']);
+  assert.deepEqual(second.argv.slice(-3), ['resume', 'th-1', '-']);
   await second.onEvent({ type: 'turn.failed', error: { message: 'stream disconnected' } });
   assert.throws(() => second.finish(), /HARNESS_FAILED|codex: stream disconnected/);
 });
@@ -157,7 +160,8 @@ test('opencode: the session id it reports is kept and continued; text, tools, to
   assert.equal(out.text, 'Done.');
   assert.deepEqual((out.data as { usage: unknown }).usage, { inputTokens: 5, outputTokens: 2 });
   const second = await opencode.begin(i);
-  assert.deepEqual(second.argv.slice(-3), ['--session', 'ses_1', 'do it']);
+  assert.deepEqual(second.argv.slice(-2), ['--session', 'ses_1']);
+  assert.equal(second.stdin, 'do it');
   await second.onEvent({ type: 'error', error: { name: 'APIError' } });
   assert.throws(() => second.finish(), /opencode: \{"name":"APIError"\}/);
 });

@@ -35,6 +35,11 @@ export interface HarnessRun {
   env: Record<string, string>;
   cwd: string;
   timeoutMs: number;
+  /**
+   * What the harness reads on its standard input: the turn's prompt. Not an argument: one
+   * argument may hold at most 128 KiB (the kernel's MAX_ARG_STRLEN), a message up to 256 KiB.
+   */
+  stdin: string;
   /** Each stdout line that parses as a JSON object. Awaited in order. */
   onEvent(event: Record<string, unknown>): Promise<void>;
 }
@@ -45,9 +50,12 @@ export function runHarness(name: string, run: HarnessRun): Promise<void> {
     const child = spawn(PERL, confinedArgs(run.argv), {
       cwd: run.cwd,
       detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe'],
       env: run.env,
     });
+    // A harness that exits before reading all of it closes the pipe: its exit code tells, not EPIPE.
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(run.stdin);
     if (child.pid) writeFile(`/proc/${child.pid}/oom_score_adj`, '1000').catch(() => undefined);
     const stderr: string[] = [];
     createInterface({ input: child.stderr }).on('line', (line) => {

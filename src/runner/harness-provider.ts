@@ -50,10 +50,12 @@ export interface HarnessInput {
   endpoint: (api: 'anthropic' | 'openai') => string;
 }
 
-/** One run's start and reading: the argv and env, then each event, then the result. */
+/** One run's start and reading: the argv, env and standard input, then each event, then the result. */
 export interface HarnessSession {
   argv: string[];
   env: Record<string, string>;
+  /** The prompt, read by the harness from its standard input. */
+  stdin: string;
   /** Progress texts an event stands for (none for most). */
   onEvent(event: Record<string, unknown>): Promise<string[]>;
   /** The reply, once the harness exited 0; throws HarnessError when its result is an error. */
@@ -97,6 +99,7 @@ export async function runHarnessTurn(
   });
   const run = runHarness(adapter.name, {
     argv: session.argv,
+    stdin: session.stdin,
     env: {
       ...(process.env as Record<string, string>),
       HOME: home,

@@ -48,8 +48,9 @@ export const opencode: harness.HarnessAdapter = {
         '--format',
         'json',
         ...(session ? ['--session', session] : []),
-        input.prompt,
       ],
+      // With no message argument, `opencode run` reads the message from stdin.
+      stdin: input.prompt,
       env: {
         XDG_CONFIG_HOME: join(input.stateDir, 'config'),
         XDG_DATA_HOME: join(input.stateDir, 'data'),
