@@ -69,6 +69,8 @@ export class PrimaryPool {
   private readonly listeners = new Set<(url: string) => void>();
   private readonly watch: ServerWatch;
   private ended = false;
+  /** A connection to a primary has worked at least once. */
+  private reached = false;
 
   constructor(
     private readonly target: PostgresTarget,
@@ -100,6 +102,7 @@ export class PrimaryPool {
       try {
         await this.watched(host.url, client, checkTarget(client, this.target));
         this.checked.add(client);
+        this.reached = true;
       } catch (err) {
         client.release(true);
         this.giveUp(host, err);
@@ -123,6 +126,7 @@ export class PrimaryPool {
     try {
       await client.connect();
       await this.watched(host.url, client, checkTarget(client, this.target));
+      this.reached = true;
     } catch (err) {
       void client.end().catch(() => undefined);
       this.giveUp(host, err);
@@ -206,7 +210,8 @@ export class PrimaryPool {
     if (host.givenUp) return;
     host.givenUp = true;
     if (this.current === host) this.current = null;
-    this.warn(STORE_WARNINGS.serverGivenUp, err);
+    // Before any connection ever worked this is the opening failing: its error says so, on one line.
+    if (this.reached) this.warn(STORE_WARNINGS.serverGivenUp, err);
     void host.pool.end().catch(() => undefined);
   }
 
