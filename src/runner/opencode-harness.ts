@@ -42,13 +42,7 @@ export const opencode: harness.HarnessAdapter = {
     let failure: string | null = null;
     let seenSession = session;
     return {
-      argv: [
-        OPENCODE_BIN,
-        'run',
-        '--format',
-        'json',
-        ...(session ? ['--session', session] : []),
-      ],
+      argv: [OPENCODE_BIN, 'run', '--format', 'json', ...(session ? ['--session', session] : [])],
       // With no message argument, `opencode run` reads the message from stdin.
       stdin: input.prompt,
       env: {
