@@ -62,6 +62,10 @@ if [[ $target == test ]]; then
     step "agent images of the harnesses (npm registry, about 1 min each the first time)" \
       "see the message above; check that this machine reaches the npm registry (npm ping), or set BERTH_HARNESS_TESTS=0 to skip the harness tests" \
       harness_images
+  elif [[ ${BERTH_REQUIRE_ALL_SUITES:-0} == 1 ]]; then
+    echo "==> agent images of the harnesses: BERTH_REQUIRE_ALL_SUITES=1 needs them, but BERTH_HARNESS_TESTS=0 is set" >&2
+    echo "Fix: run without BERTH_HARNESS_TESTS=0 (docs/model-agents.md)" >&2
+    exit 1
   else
     echo "==> agent images of the harnesses: skipped (BERTH_HARNESS_TESTS=0)"
   fi

@@ -59,16 +59,27 @@ function machine(layout: Layout) {
     writeFileSync(join(cache, 'bin', name), '#!/bin/sh\n');
     chmodSync(join(cache, 'bin', name), 0o755);
   }
+  // The switches a developer may have exported would change the decisions under test.
+  const {
+    BERTH_KUBE_TESTS: _k,
+    BERTH_HARNESS_TESTS: _h,
+    BERTH_REQUIRE_ALL_SUITES: _r,
+    ...inherited
+  } = process.env;
   const env = {
-    ...process.env,
+    ...inherited,
     APT_CONFIG: conf,
     BERTH_OS_RELEASE: osRelease,
     BERTH_KUBE_CACHE: cache,
     BERTH_SETUP_DRY_RUN: '1',
     BERTH_SETUP_LOGS: join(root, 'logs'),
   };
-  const run = (argv: string[]) => {
-    const r = spawnSync(argv[0]!, argv.slice(1), { env, encoding: 'utf8', cwd: REPO });
+  const run = (argv: string[], extraEnv: Record<string, string> = {}) => {
+    const r = spawnSync(argv[0]!, argv.slice(1), {
+      env: { ...env, ...extraEnv },
+      encoding: 'utf8',
+      cwd: REPO,
+    });
     return { code: r.status, out: `${r.stdout}${r.stderr}` };
   };
   const entryPath = join(etc, 'sources.list.d', 'berth-debian-src.sources');
@@ -206,6 +217,16 @@ test('make demo sets up only what the demo needs; make test everything', () => {
     'Kubernetes test cluster binaries',
   ])
     assert.ok(steps(all.out).includes(wanted), `${wanted} in ${all.out}`);
+  // CI (BERTH_REQUIRE_ALL_SUITES=1) must not set up less than every suite needs.
+  for (const skip of ['BERTH_HARNESS_TESTS', 'BERTH_KUBE_TESTS']) {
+    const partial = m.run(['bash', 'scripts/setup.sh', 'test'], {
+      [skip]: '0',
+      BERTH_REQUIRE_ALL_SUITES: '1',
+    });
+    assert.equal(partial.code, 1, partial.out);
+    assert.match(partial.out, new RegExp(`BERTH_REQUIRE_ALL_SUITES=1 needs (them|it), but ${skip}=0 is set`));
+    assert.match(partial.out, /^Fix: run (as root )?without /m);
+  }
   const wrong = m.run(['bash', 'scripts/setup.sh', 'everything']);
   assert.equal(wrong.code, 2);
   assert.match(wrong.out, /^Fix: run scripts\/setup.sh demo/m);
