@@ -138,7 +138,7 @@ export class S3BlobStore implements BlobStore {
     o: PutOptions,
   ): Promise<PutResult> {
     const Key = this.keyOf(key);
-    const startedAt = Date.now();
+    const startedAt = performance.now(); // elapsed time, on the monotonic timer
     const meter = new BodyMeter(key, o);
     const chunks = meter.pass(body);
     const first: Buffer[] = [];
@@ -198,7 +198,7 @@ export class S3BlobStore implements BlobStore {
     });
     if (stored?.size !== meter.size)
       throw writeFailed(key, new Error(`read back ${stored?.size ?? 'no object'}, not ${meter.size} bytes`));
-    if (Date.now() - startedAt > this.refreshAfterMs)
+    if (performance.now() - startedAt > this.refreshAfterMs)
       await this.retrying(() =>
         this.client.send(
           new CopyObjectCommand({

@@ -10,6 +10,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import pg from 'pg';
+import { parseJsonLines } from '../core/index.js';
 import { FAILED_CALL_WARNINGS } from '../store/index.js';
 
 /** The time of the first berth commit after `at` on the server at `primaryUrl` (one host), or null. */
@@ -37,14 +38,11 @@ export async function firstFailedCallAfter(
   let first: number | null = null;
   for (const file of logFiles) {
     const text = await readFile(file, 'utf8').catch(() => '');
-    for (const line of text.split('\n')) {
-      if (!line.startsWith('{')) continue;
-      let entry: { time?: unknown; msg?: unknown };
-      try {
-        entry = JSON.parse(line);
-      } catch {
-        continue;
-      }
+    for (const entry of parseJsonLines(text, { skipInvalid: true }) as ({
+      time?: unknown;
+      msg?: unknown;
+    } | null)[]) {
+      if (typeof entry !== 'object' || entry === null) continue;
       const time = Number(entry.time);
       if (!FAILED_CALL_WARNINGS.includes(String(entry.msg)) || !(time >= from && time < to)) continue;
       if (first === null || time < first) first = time;

@@ -1,5 +1,5 @@
 /**
- * The runner's client of the gateway's mediated storage (issue 7), over the Unix socket.
+ * The runner's client of the gateway's mediated storage, over the Unix socket.
  * Bodies stream both ways (a workspace file to a put, a get to a workspace file), so an
  * object never has to fit in the runner's memory. A refusal is a GatewayError carrying
  * the gateway's status and error body, as for every other gateway call.

@@ -5,7 +5,7 @@
  * path the sandbox user can. Every result is text, cut at the turn's output limit, and a
  * failure is a result the model sees (is_error), never a failed turn: the model decides
  * what to do about it. State keys under `berth.` are the runner's own. The storage_*
- * tools reach the agent's mediated storage through the gateway (issue 7): what they may
+ * tools reach the agent's mediated storage through the gateway: what they may
  * do is what the operator granted the agent; a refusal is a tool error.
  */
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';

@@ -1,5 +1,5 @@
 /**
- * The sandbox's trust in the egress CA (issue 6): the gateway terminates TLS to targets
+ * The sandbox's trust in the egress CA: the gateway terminates TLS to targets
  * with header rules, presenting certificates signed by the install's CA. The root file
  * system is read-only, so the runner writes a bundle (the image's system CAs, or Node's
  * own roots when the image has none, plus the berth CA) to the scratch tmpfs and points

@@ -39,7 +39,8 @@ export class CommitMarkers {
     const statements = [
       `INSERT INTO commit_markers (marker) SELECT CAST('${marker}' AS UUID) WHERE pg_current_xact_id_if_assigned() IS NOT NULL`,
     ];
-    const now = Date.now();
+    // Elapsed time on the monotonic timer: a wall-clock step must not stop or flood the pruning.
+    const now = performance.now();
     if (now >= this.pruneDueAt) {
       this.pruneDueAt = now + PRUNE_INTERVAL_MS;
       statements.push(PRUNE);

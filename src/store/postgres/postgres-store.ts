@@ -284,7 +284,8 @@ async function retryWithin<T>(
   retryable: (err: unknown) => boolean,
   warn: (message: string, err: unknown) => void,
 ): Promise<T> {
-  const deadline = Date.now() + budgetMs;
+  // A budget of elapsed time: the monotonic timer, which a wall-clock step cannot stretch or cut.
+  const deadline = performance.now() + budgetMs;
   for (let failures = 1; ; failures++) {
     try {
       return await attempt();
@@ -292,7 +293,7 @@ async function retryWithin<T>(
       if (!(err instanceof CommitOutcomeUnknown || retryable(err))) throw err;
       const failed = err instanceof CommitOutcomeUnknown ? err.cause : err;
       const delayMs = backoffMs(failures, isNotPrimary(failed) ? LOCATE_BACKOFF : RETRY_BACKOFF);
-      if (Date.now() + delayMs > deadline) throw budgetSpent(err, budgetMs);
+      if (performance.now() + delayMs > deadline) throw budgetSpent(err, budgetMs);
       warn(
         err instanceof CommitOutcomeUnknown ? STORE_WARNINGS.commitAnswerLost : STORE_WARNINGS.retrying,
         err,

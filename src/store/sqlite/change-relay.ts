@@ -17,7 +17,7 @@ export class ChangeRelay {
   private socket: Socket | null = null;
   private port = 0;
   private peers: number[] = [];
-  private peersReadAt = 0;
+  private peersReadAt = Number.NEGATIVE_INFINITY;
   private closed = false;
 
   constructor(
@@ -63,7 +63,7 @@ export class ChangeRelay {
   }
 
   private livePeers(): number[] {
-    const now = Date.now();
+    const now = performance.now(); // a cache age: elapsed time, on the monotonic timer
     if (now - this.peersReadAt < PEERS_TTL_MS) return this.peers;
     const rows = this.db.prepare('SELECT port, pid FROM change_listeners WHERE port != ?').all(this.port) as {
       port: number;
