@@ -215,16 +215,23 @@ export function runBlobStoreConformance(kind: string, open: OpenBlobs): void {
 
       // A put cut off mid-body (its writer gone): invisible, and collected once old.
       let cut!: (err: Error) => void;
+      let stall!: () => void;
+      const writerStalls = new Promise<void>((resolve) => {
+        stall = resolve;
+      });
       const stalled = blobs.put(
         'g/cut',
         (async function* () {
           yield randomBytes(9 * MiB);
           await new Promise((_, reject) => {
             cut = reject;
+            stall();
           });
         })(),
         { maxBytes: LARGE },
       );
+      // The backend has taken the first part and waits for more: the writer is mid-body.
+      await writerStalls;
       let aborted = 0;
       for (let i = 0; i < 100 && aborted === 0; i++) {
         await sleep(50);
