@@ -13,6 +13,7 @@ import { podStart } from './pod-start.js';
 import { storeFailover } from './store-failover.js';
 import { warmPath } from './warm-path.js';
 import { warmStart } from './warm-start.js';
+import { workspaces } from './workspaces.js';
 
 const quick = process.argv.includes('--quick');
 // Names to run: positional (`coldStart warmStart`) or --only=<name>; none = all.
@@ -32,6 +33,7 @@ const all = {
   harnesses,
   blobs,
   storeFailover,
+  workspaces,
 };
 for (const [name, bench] of Object.entries(all)) {
   if (only.length > 0 && !only.includes(name)) continue;
