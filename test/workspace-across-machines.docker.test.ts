@@ -8,17 +8,21 @@
  * a fork starts from the source's files and state and the two diverge.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { promisify } from 'node:util';
 import { collectGarbage } from '../src/blobs/index.js';
+import { Berth } from '../src/client/index.js';
 import type { ScriptPlan } from '../src/core/index.js';
 import { failpointEnv } from './helpers/failpoint-preload.js';
 import { type Machine, startMachines } from './helpers/machines.js';
 import { eventually, exited } from './helpers/processes.js';
 
 const plan = (p: ScriptPlan) => JSON.stringify(p);
+const run = promisify(execFile);
 type Client = Awaited<ReturnType<typeof startMachines>>['client'];
 
 /** Posts a message and follows the session's events to its reply (or failure). */
@@ -153,7 +157,7 @@ test('a worker killed between a layer’s upload and its commit: nothing of it i
 });
 
 test('fork: a new session from the source’s last committed turn, sharing its objects; the two diverge', async (t) => {
-  const { client, store, addMachine } = await startMachines(t);
+  const { url, token, client, store, addMachine } = await startMachines(t);
   await client.request('POST', '/v1/agents', { name: 'scr', provider: 'script' });
   await addMachine('a');
   const made = await send(client, 'src', {
@@ -164,14 +168,22 @@ test('fork: a new session from the source’s last committed turn, sharing its o
     reply: 'ok',
   });
   assert.equal(made.type, 'reply');
-  const fork = await client.request<{ id: string; workspaceVersion: number }>(
-    'POST',
-    '/v1/sessions/src/fork',
+  // Through the SDK, then through the CLI.
+  const fork = await new Berth({ url, token }).sessions.fork('src', 'fork');
+  assert.deepEqual([fork.id, fork.workspaceVersion], ['fork', 1]);
+  const { stdout } = await run(
+    process.execPath,
+    ['bin/berth.js', 'session', 'fork', 'src', 'fork2', '--json'],
     {
-      id: 'fork',
+      env: { ...process.env, BERTH_URL: url, BERTH_TOKEN: token },
     },
   );
-  assert.deepEqual([fork.id, fork.workspaceVersion], ['fork', 1]);
+  assert.equal((JSON.parse(stdout) as { id: string }).id, 'fork2');
+  const inFork2 = await send(client, 'fork2', {
+    steps: [{ assertFile: { path: 'shared.txt', equals: 'from src\n' } }],
+    reply: 'forked by the CLI',
+  });
+  assert.equal(inFork2.type, 'reply', JSON.stringify(inFork2.data));
   assert.deepEqual(
     (await store.getWorkspaceChain('fork')).entries.map((e) => e.key),
     (await store.getWorkspaceChain('src')).entries.map((e) => e.key),
@@ -191,4 +203,57 @@ test('fork: a new session from the source’s last committed turn, sharing its o
     reply: 'unchanged',
   });
   assert.equal(inSource.type, 'reply', JSON.stringify(inSource.data));
+});
+
+test('a chain compacted into a snapshot: the superseded layers are dropped from it and collected, and a new machine materialises from the snapshot', async (t) => {
+  const { client, store, openBlobs, addMachine, destroy } = await startMachines(t, {
+    env: { BERTH_SNAPSHOT_LAYERS: '2' },
+  });
+  await client.request('POST', '/v1/agents', { name: 'scr', provider: 'script' });
+  const blobs = await openBlobs();
+  const a = await addMachine('a');
+  for (const name of ['one', 'two', 'three']) {
+    const sent = await send(client, 'c1', {
+      steps: [{ write: { path: `${name}.txt`, content: name } }],
+      reply: 'ok',
+    });
+    assert.equal(sent.type, 'reply', JSON.stringify(sent.data));
+  }
+  const chain = await eventually('the chain compacted after the second commit', async () => {
+    const c = await store.getWorkspaceChain('c1');
+    return c.entries[0]?.kind === 'snapshot' ? c : undefined;
+  });
+  assert.deepEqual(
+    chain.entries.map((e) => [e.kind, e.version]),
+    [
+      ['snapshot', 2],
+      ['layer', 3],
+    ],
+  );
+  assert.match(await logOf(a), /Workspace chain compacted into a snapshot/);
+  const layersBefore = (await blobs.list('layers/')).objects.map((o) => o.key);
+  assert.equal(layersBefore.length, 3, 'three layers uploaded');
+  const removed = await collectGarbage(blobs, {
+    prefix: 'layers/',
+    isNamed: (key) => store.isWorkspaceObjectNamed(key),
+    now: Date.now(),
+    graceMs: 0,
+  });
+  assert.equal(removed, 2, 'the two layers the snapshot superseded');
+  assert.deepEqual(
+    (await blobs.list('layers/')).objects.map((o) => o.key),
+    [chain.entries[1]!.key],
+  );
+
+  await destroy(a);
+  const b = await addMachine('b');
+  const seen = await send(client, 'c1', {
+    steps: ['one', 'two', 'three'].map((name) => ({ assertFile: { path: `${name}.txt`, equals: name } })),
+    reply: 'all there',
+  });
+  assert.equal(seen.type, 'reply', JSON.stringify(seen.data));
+  assert.match(
+    await logOf(b),
+    /"how":"materialised","objects":2[^\n]*Workspace brought level with the store/,
+  );
 });

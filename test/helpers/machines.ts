@@ -58,7 +58,9 @@ export async function startMachines(t: TestContext, o: { leaseMs?: number; env?:
     leaseMs,
     retry: { retryBaseMs: 1000, retryMaxMs: 60_000, maxTries: 5 },
   });
-  const client = new ApiClient(`http://127.0.0.1:${port}`, (await readAdminToken(apiDir)) ?? undefined);
+  const url = `http://127.0.0.1:${port}`;
+  const token = (await readAdminToken(apiDir)) ?? undefined;
+  const client = new ApiClient(url, token);
   t.after(async () => {
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGTERM');
     await Promise.all(children.map(exited));
@@ -107,7 +109,7 @@ export async function startMachines(t: TestContext, o: { leaseMs?: number; env?:
     return blobs;
   };
 
-  return { client, store, openBlobs, addMachine, destroy };
+  return { url, token, client, store, openBlobs, addMachine, destroy };
 }
 
 /** A data dir as a dead machine leaves it, removed: every mount under it first (slots, overlays). */
