@@ -3,27 +3,28 @@
  * runtime conformance cases of the Docker runtime (hardening, exit detection, kill,
  * label-scoped listing and reaping, bind, commit), messages end to end through Pods (cold
  * and from the warm pool), a gVisor Pod verified to run under runsc, Pods deleted mid-turn,
- * and a stack stop that leaves nothing behind.
+ * deploy/kubernetes/ accepted by the API server and run on both nodes (a session's workspace
+ * moving between nodes through the blob store, and surviving the loss of a node and its
+ * disk), and a stack stop that leaves nothing behind.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { access, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { access, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { promisify } from 'node:util';
-import {
-  KubeConfig,
-  type KubernetesObject,
-  KubernetesObjectApi,
-  loadAllYaml,
-  type V1DaemonSet,
-} from '@kubernetes/client-node';
+import { KubeConfig, KubernetesObjectApi, type V1Secret } from '@kubernetes/client-node';
 import { FileBlobStore } from '../src/blobs/index.js';
 import type { ScriptPlan } from '../src/core/index.js';
 import { type KubernetesRuntime, podName, stageRunner } from '../src/runtime/index.js';
 import { installIdOf } from '../src/worker/index.js';
 import { Workspaces } from '../src/workspace/index.js';
+import {
+  patchNode,
+  publishedManifests,
+  RBAC_KINDS,
+  sharedHostDir,
+  testWorkerDaemonSet,
+} from './helpers/kube-deploy.js';
 import {
   KUBE_NAMESPACE,
   KUBE_STATE,
@@ -31,12 +32,14 @@ import {
   runStackScript,
   startKubeStack,
 } from './helpers/kube-stack.js';
+import { wipeDataDir } from './helpers/machines.js';
+import { freshDatabase } from './helpers/postgres.js';
 import { eventually } from './helpers/processes.js';
+import { freshBucket, testS3 } from './helpers/s3.js';
 import { testSandboxSpec } from './helpers/sandbox-spec.js';
-import { startTestHost } from './helpers/test-host.js';
+import { startTestHost, type TestHost } from './helpers/test-host.js';
 
 const plan = (p: ScriptPlan) => JSON.stringify(p);
-const run = promisify(execFile);
 const IMAGE_ENV = process.env.BERTH_IMAGE;
 /** The cluster needs root (engines, kubelets); BERTH_KUBE_TESTS=0 opts out. Skipped with the reason, never faked. */
 const SKIP =
@@ -377,142 +380,362 @@ test('Pods deleted mid-turn: every turn is retried in a new Pod and every messag
   }
 });
 
-test('deploy/kubernetes: the API server accepts every manifest; the worker DaemonSet serves a message through hostPath gateway sockets', {
-  skip: SKIP,
-}, async (t) => {
-  const kc = new KubeConfig();
-  kc.loadFromFile(stack.kubeconfig);
-  const objects = KubernetesObjectApi.makeApiClient(kc);
-  let daemonSetToDelete: KubernetesObject = { kind: 'DaemonSet' };
-  let rbacToDelete: KubernetesObject[] = [];
-  const repo = join(import.meta.dirname, '..', '..');
-  const dir = join(repo, 'deploy', 'kubernetes');
-  const files = (await readdir(dir)).filter((f) => f.endsWith('.yaml')).sort();
-  const manifests: KubernetesObject[] = [];
-  for (const f of files)
-    manifests.push(...(loadAllYaml(await readFile(join(dir, f), 'utf8')) as KubernetesObject[]));
+test('deploy/kubernetes: the API server accepts every manifest', { skip: SKIP }, async () => {
+  const manifests = await publishedManifests();
   assert.ok(manifests.length >= 10, `${manifests.length} objects`);
   // Each object as published, validated by the real API server (server-side dry run; 409: it exists already).
+  const objects = objectsApi();
   for (const o of manifests) {
     await objects.create(o, undefined, 'All').catch((err: { code?: number; body?: unknown }) => {
       if (err.code !== 409)
         throw new Error(`${o.kind} ${o.metadata?.name}: ${err.code} ${JSON.stringify(err.body)}`);
     });
   }
+});
 
-  // The DaemonSet for real, on this machine: the worker runs in a Pod on the runc node with the RBAC above and
-  // the in-cluster config; the API is a host process on the same data dir (SQLite), as a node would share it.
-  // Bidirectional propagation needs the data dir on a shared mount (systemd hosts: / is shared).
-  const shared = await mkdtemp(join(tmpdir(), 'berth-kube-ds-'));
-  await run('mount', ['--bind', shared, shared]);
-  await run('mount', ['--make-shared', shared]);
-  const dataDir = join(shared, 'data');
-  await mkdir(dataDir);
-  // Hooks run in order: the worker Pod ends, then the API host (its own hook), then the mount goes.
-  t.after(async () => {
-    for (const o of [daemonSetToDelete, ...rbacToDelete]) await objects.delete(o).catch(() => undefined);
-    await eventually(
-      'the worker Pod gone',
-      async () => {
-        const pods = await stack.core.listNamespacedPod({
-          namespace: KUBE_NAMESPACE,
-          labelSelector: 'app.kubernetes.io/name=berth-worker',
-        });
-        return pods.items.length === 0 ? true : undefined;
-      },
-      60_000,
-    );
+const RUNC_NODE = 'berth-kube-runc';
+const RUNSC_NODE = 'berth-kube-runsc';
+/** The label deploy/kubernetes/ selects the worker DaemonSet's nodes by. */
+const SANDBOX_NODE_LABEL = 'berth.dev/sandboxes';
+
+/**
+ * deploy/kubernetes/ on both nodes, for real: the DaemonSet puts a worker on each labelled
+ * node, with the in-cluster service account, the store and blob-store Secrets as published,
+ * its sandboxes pinned to its node, and its data dir a host dir of that node alone
+ * (<disks>/<node name>: both nodes are this one machine). They share one PostgreSQL store
+ * and one radosgw bucket with the API (a host process here). The gVisor node is a node pool
+ * that runs gVisor Pods only (docs/kubernetes.md, the test cluster), so the session's agent
+ * follows the node its next turn must run on: runc on one, runsc on the other.
+ */
+test('the worker DaemonSet on two nodes, one blob store: a session moves to the other node with its files; a node lost with its disk loses nothing committed', {
+  skip: SKIP,
+}, async (t) => {
+  const s3 = await testS3();
+  const blobsUrl = `s3://${(await freshBucket()).bucket}/install`;
+  const storeUrl = await freshDatabase();
+  // A turn lost with its node is tried again soon (the default backoff starts at a second).
+  const retry = { BERTH_RETRY_BASE: '200ms' };
+  const objects = objectsApi();
+  const manifests = await publishedManifests();
+  const disks = await sharedHostDir('berth-kube-disks-');
+  const diskOf = (node: string) => join(disks.path, node);
+  const runscTaints = (await stack.core.readNode({ name: RUNSC_NODE })).spec?.taints ?? [];
+  const rbac = manifests.filter((o) => RBAC_KINDS.includes(o.kind!));
+  const secret = (name: string, stringData: Record<string, string>): V1Secret => ({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name, namespace: KUBE_NAMESPACE },
+    stringData,
   });
-  const lab = await startTestHost(
-    t,
-    { ...stack.hostEnv, BERTH_SLOTS: '0', BERTH_IDLE_TIMEOUT: '0' },
-    { dataDir },
-  );
+  const secrets = [secret('berth-store', { url: storeUrl }), secret('berth-blobs', s3.env())];
   const image = IMAGE_ENV ?? (await baseImage());
-  const rbac = manifests.filter((o) =>
-    ['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind!),
-  );
-  const daemonSet = structuredClone(manifests.find((o) => o.kind === 'DaemonSet')) as V1DaemonSet;
-  const pod = daemonSet.spec!.template.spec!;
-  const [worker] = pod.containers;
-  assert.ok(worker);
-  worker.image = image;
-  worker.command = ['node', '/opt/berth-app/bin/berth.js'];
-  worker.args = ['worker', '--slots', '2'];
-  const overrides: Record<string, string> = {
-    BERTH_DATA: dataDir,
-    BERTH_IMAGE: image,
-    BERTH_KUBE_NODE_SELECTOR: stack.nodeSelector,
-    BERTH_IDLE_TIMEOUT: '0',
-    // No kube-proxy in the test cluster: the API server is reached where it listens.
-    KUBERNETES_SERVICE_HOST: '127.0.0.1',
-    KUBERNETES_SERVICE_PORT: '16443',
+  const daemonSet = await testWorkerDaemonSet(manifests, {
+    image,
+    hostDir: disks.path,
+    env: {
+      BERTH_DATA: `${disks.path}/$(NODE_NAME)`,
+      BERTH_BLOBS: blobsUrl,
+      BERTH_IDLE_TIMEOUT: '0',
+      BERTH_WARM_POOL: '0',
+      ...retry,
+    },
+  });
+  // The gVisor node's taint keeps other Pods off it; a node agent tolerates it, as node pools' DaemonSets do.
+  daemonSet.spec!.template.spec!.tolerations = [{ key: 'berth.dev/runtime', operator: 'Exists' }];
+  const sandboxNodes = async (labelled: string[]) => {
+    for (const node of [RUNC_NODE, RUNSC_NODE])
+      await patchNode(stack.core, node, {
+        metadata: { labels: { [SANDBOX_NODE_LABEL]: labelled.includes(node) ? 'true' : null } },
+      });
   };
-  worker.env = [
-    ...(worker.env ?? []).filter((e) => e.name !== 'BERTH_STORE' && !(e.name in overrides)),
-    ...Object.entries(overrides).map(([name, value]) => ({ name, value })),
-  ];
-  worker.volumeMounts = [
-    { name: 'data', mountPath: dataDir, mountPropagation: 'Bidirectional' },
-    { name: 'app', mountPath: '/opt/berth-app', readOnly: true },
-  ];
-  pod.volumes = [
-    { name: 'data', hostPath: { path: dataDir, type: 'Directory' } },
-    { name: 'app', hostPath: { path: repo, type: 'Directory' } },
-  ];
-  pod.nodeSelector = { 'berth.dev/runtime': 'runc' };
-  pod.hostNetwork = true;
+  // Before the API host's own hook (the last worker to stop unmounts the slots its data dir holds): the
+  // workers end, then their sandboxes (each node's worker is an install of its own, its data dir's path),
+  // whose Pods hold mounts of the disks; the disks go and the API host closes whatever failed before.
+  let started: TestHost | undefined;
   t.after(async () => {
-    // The worker's sandboxes (its warm Pods) hold mounts of the data dir until they are gone.
-    const sandboxes = `berth.install=${installIdOf(dataDir)}`;
-    await stack.core.deleteCollectionNamespacedPod({ namespace: KUBE_NAMESPACE, labelSelector: sandboxes });
-    await eventually(
-      'the worker’s sandbox Pods gone',
-      async () => {
-        const pods = await stack.core.listNamespacedPod({
+    try {
+      for (const o of [daemonSet, ...secrets, ...rbac]) await objects.delete(o).catch(() => undefined);
+      await sandboxNodes([]);
+      await patchNode(stack.core, RUNSC_NODE, { spec: { taints: runscTaints } });
+      await podsGone(WORKER_PODS);
+      for (const node of [RUNC_NODE, RUNSC_NODE]) {
+        const sandboxes = `berth.install=${installIdOf(diskOf(node))}`;
+        await stack.core.deleteCollectionNamespacedPod({
           namespace: KUBE_NAMESPACE,
           labelSelector: sandboxes,
         });
-        return pods.items.length === 0 ? true : undefined;
+        await podsGone(sandboxes);
+      }
+    } finally {
+      await disks.remove();
+      await started?.host.close();
+    }
+  });
+  const lab = await startTestHost(t, {
+    ...stack.hostEnv,
+    BERTH_SLOTS: '0',
+    BERTH_STORE: storeUrl,
+    BERTH_BLOBS: blobsUrl,
+    ...s3.env(),
+    ...retry,
+  });
+  started = lab;
+  for (const o of [...rbac, ...secrets, daemonSet]) await objects.create(o);
+
+  const { store } = lab.host;
+  const known = new Set((await store.listWorkers()).map((w) => w.id));
+  /** The worker the DaemonSet starts on a node, once it registered in the store. */
+  const workerJoins = (node: string) =>
+    eventually(
+      `the worker on ${node} registered`,
+      async () => {
+        if ((await workerPod(node))?.status?.phase !== 'Running') return undefined;
+        const joined = (await store.listWorkers()).find((w) => !known.has(w.id));
+        if (joined) known.add(joined.id);
+        return joined?.id;
       },
-      60_000,
-    );
-    // Lazily: the node's engines may still be tearing down the last container's mount namespace.
-    await run('umount', ['-R', '-l', shared]);
-    await rm(shared, { recursive: true, force: true });
-  });
-  daemonSetToDelete = daemonSet;
-  rbacToDelete = rbac;
-  for (const o of [...rbac, daemonSet]) await objects.create(o);
-  const registered = await eventually(
-    'the DaemonSet worker registered in the store',
-    async () => (await lab.host.store.listWorkers()).find((w) => w.slots === 2),
-    120_000,
-  ).catch(async (err: Error) => {
-    // The worker's own output, from its node's engine (the newest of its containers).
-    const engine = stack.engine('runc');
-    const [last] = await engine.listContainers({
-      all: true,
-      filters: { label: ['io.kubernetes.container.name=worker'] },
+      120_000,
+    ).catch(async (err: Error) => {
+      throw new Error(`${err.message}; workers: ${await workerLogs()}`);
     });
-    const log = last
-      ? `${JSON.stringify((await engine.getContainer(last.Id).inspect()).State)} ${await engine
-          .getContainer(last.Id)
-          .logs({ stdout: true, stderr: true, tail: 40 })}`
-      : 'no worker container';
-    throw new Error(`${err.message}; worker log: ${log}`);
+  const turn = async (p: ScriptPlan, until?: (e: { type: string }) => void) => {
+    const events = await lab.sendAndCollect(
+      'n1',
+      { agent: 'scr', text: plan(p) },
+      (e) => {
+        until?.(e);
+        return ['reply', 'failed'].includes(e.type);
+      },
+      240_000,
+    );
+    const last = events.at(-1)!;
+    if (last.type !== 'reply') {
+      const tries = (await store.listTurns('n1')).map((x) => [x.workerId, x.status, x.errorCode, x.error]);
+      assert.fail(
+        `the turn failed: ${JSON.stringify(last.data)}; tries ${JSON.stringify(tries)}; ${await workerLogs()}`,
+      );
+    }
+    return String(last.data.text);
+  };
+  const committed = async () => (await store.listTurns('n1')).filter((x) => x.status === 'committed');
+  /** The worker's own account of bringing its copy level: what the turn ran on, by the worker's log. */
+  const broughtLevel = async (node: string) =>
+    (await workerLog(node)).lines
+      .filter((line) => line.includes('"Workspace brought level with the store"'))
+      .map(
+        (line) =>
+          JSON.parse(line) as { sessionId: string; version: number; how: string; bytes: number; ms: number },
+      );
+  // What each turn checks of the files it starts from: a 3 MB file byte for byte, a link, a mode (by find:
+  // this gVisor refuses coreutils' statx with EINVAL).
+  const FILES_OF_TURN_1 =
+    'sha256sum -c --quiet big.sha256 && test "$(readlink link)" = deep/dir/big.bin && test "$(find deep -maxdepth 0 -printf %m)" = 750';
+
+  // Turn 1 on the runc node.
+  await sandboxNodes([RUNC_NODE]);
+  const onRunc = await workerJoins(RUNC_NODE);
+  await lab.client.request('POST', '/v1/agents', { name: 'scr', provider: 'script' });
+  await turn({
+    steps: [
+      { write: { path: 'f.txt', content: 'one\n' } },
+      {
+        run: 'mkdir -p deep/dir && head -c 3000000 /dev/urandom > deep/dir/big.bin && sha256sum deep/dir/big.bin > big.sha256',
+      },
+      { run: 'ln -s deep/dir/big.bin link && chmod 750 deep' },
+      { putState: { key: 'n', value: 1 } },
+    ],
+    reply: 'written',
   });
-  await lab.client.request('POST', '/v1/agents', { name: 'cmd', provider: 'command' });
-  const events = await lab.sendAndCollect(
-    'ds1',
-    { agent: 'cmd', text: 'echo from-a-daemonset-worker' },
-    (e) => ['reply', 'failed'].includes(e.type),
+  assert.equal((await committed())[0]?.workerId, onRunc, 'the runc node’s worker ran turn 1');
+  assert.equal((await store.getWorkspaceChain('n1')).version, 1);
+
+  // The runc node leaves the DaemonSet (its worker stops, its disk stays); turn 2 can only run on the gVisor node.
+  await sandboxNodes([RUNC_NODE, RUNSC_NODE]);
+  const onRunsc = await workerJoins(RUNSC_NODE);
+  await sandboxNodes([RUNSC_NODE]);
+  await podsGone(WORKER_PODS, RUNC_NODE);
+  await lab.client.request('PATCH', '/v1/agents/scr', { isolation: 'runsc' });
+  await turn({
+    steps: [
+      { assertFile: { path: 'f.txt', equals: 'one\n' } },
+      { run: FILES_OF_TURN_1 },
+      { assertState: { key: 'n', equals: 1 } },
+      { run: 'dmesg | grep -q gVisor' },
+      { run: 'rm f.txt && echo two > g.txt' },
+    ],
+    reply: 'moved',
+  });
+  assert.equal((await committed())[1]?.workerId, onRunsc, 'the gVisor node’s worker ran turn 2');
+  const materialised = await broughtLevel(RUNSC_NODE);
+  assert.deepEqual(
+    materialised.map((l) => [l.sessionId, l.how, l.version]),
+    [['n1', 'materialised', 1]],
+    'an empty disk: the whole chain fetched, at the version the store held',
   );
-  assert.equal(events.at(-1)?.type, 'reply', JSON.stringify(events.at(-1)?.data));
-  assert.equal(String(events.at(-1)?.data.text).trim(), 'from-a-daemonset-worker');
-  const turns = await lab.host.store.listTurns('ds1');
-  assert.equal(turns[0]?.workerId, registered.id, 'the DaemonSet worker ran the turn');
+  t.diagnostic(`materialised on ${RUNSC_NODE}: ${materialised[0]?.bytes} bytes in ${materialised[0]?.ms} ms`);
+  assert.equal((await store.getWorkspaceChain('n1')).version, 2);
+
+  // Turn 3 starts on the gVisor node, which is lost mid-turn: worker and sandboxes SIGKILLed, disk wiped. The
+  // runc node comes back (its disk at version 1) and runs the turn again, on version 2.
+  let lost: Promise<string> | undefined;
+  let lostAt = 0;
+  /** Resolves to the id of the runc node's new worker. */
+  const loseRunscNode = async () => {
+    lostAt = Date.now();
+    await patchNode(stack.core, RUNSC_NODE, {
+      spec: { taints: [...runscTaints, { key: 'berth.dev/lost', value: 'true', effect: 'NoSchedule' }] },
+    });
+    const engine = stack.engine('runsc');
+    const running = await engine.listContainers({
+      filters: { label: [`io.kubernetes.pod.namespace=${KUBE_NAMESPACE}`] },
+    });
+    await Promise.all(
+      running.map((c) =>
+        engine
+          .getContainer(c.Id)
+          .kill({ signal: 'SIGKILL' })
+          .catch((err: { statusCode?: number }) => {
+            if (err.statusCode !== 409) throw err; // it exited meanwhile
+          }),
+      ),
+    );
+    const pod = await workerPod(RUNSC_NODE);
+    await stack.core.deleteNamespacedPod({
+      name: pod!.metadata!.name!,
+      namespace: KUBE_NAMESPACE,
+      gracePeriodSeconds: 0,
+    });
+    await podsGone(WORKER_PODS, RUNSC_NODE);
+    await wipeDataDir(diskOf(RUNSC_NODE));
+    await lab.client.request('PATCH', '/v1/agents/scr', { isolation: 'runc' });
+    await sandboxNodes([RUNC_NODE]);
+    return workerJoins(RUNC_NODE);
+  };
+  assert.equal(
+    await turn(
+      {
+        steps: [
+          { assertFile: { path: 'f.txt', equals: null } },
+          { assertFile: { path: 'g.txt', equals: 'two\n' } },
+          { run: FILES_OF_TURN_1 },
+          { assertFile: { path: 'c.txt', equals: null } },
+          { write: { path: 'c.txt', content: 'three\n' } },
+          { progress: 'written' },
+          { sleep: 8000 },
+        ],
+        reply: 'survived',
+      },
+      (e) => {
+        if (e.type === 'progress' && !lost) lost = loseRunscNode();
+      },
+    ),
+    'survived',
+  );
+  t.diagnostic(`node lost mid-turn → the turn's reply from the other node: ${Date.now() - lostAt} ms`);
+  const runcAgain = await lost;
+  await assert.rejects(access(diskOf(RUNSC_NODE)), 'the lost node’s disk is wiped');
+
+  // The store: three committed turns, each on the version before it; the lost attempt aborted, not committed.
+  const turns = await store.listTurns('n1');
+  const done = turns.filter((x) => x.status === 'committed');
+  assert.deepEqual(
+    done.map((x) => x.baseVersion),
+    [0, 1, 2],
+    'each committed turn ran on the version the store held before it',
+  );
+  assert.deepEqual(
+    done.map((x) => x.workerId),
+    [onRunc, onRunsc, runcAgain],
+  );
+  assert.ok(
+    turns.some((x) => x.workerId === onRunsc && x.status === 'aborted'),
+    `the turn in flight on the lost node was aborted: ${JSON.stringify(turns.map((x) => [x.workerId, x.status]))}`,
+  );
+  const caughtUp = await broughtLevel(RUNC_NODE);
+  assert.deepEqual(
+    caughtUp.map((l) => [l.sessionId, l.how, l.version]),
+    [['n1', 'layers', 2]],
+    'its disk at version 1: the one later layer applied, to the version the store held',
+  );
+  t.diagnostic(`brought level on ${RUNC_NODE}: ${caughtUp[0]?.bytes} bytes in ${caughtUp[0]?.ms} ms`);
+  const chain = await store.getWorkspaceChain('n1');
+  assert.equal(chain.version, 3);
+  for (const entry of chain.entries)
+    assert.ok(
+      await lab.host.blobs.head(entry.key),
+      `${entry.key}: named by the chain, present in the blob store`,
+    );
+  const replies = (await store.listMessages('n1', 0, 20)).filter((m) => m.direction === 'out');
+  assert.equal(replies.length, 3, 'one reply per message');
 });
+
+function objectsApi(): KubernetesObjectApi {
+  const kc = new KubeConfig();
+  kc.loadFromFile(stack.kubeconfig);
+  return KubernetesObjectApi.makeApiClient(kc);
+}
+
+const WORKER_PODS = 'app.kubernetes.io/name=berth-worker';
+
+/** The DaemonSet's worker Pod on a node (not one being deleted), if any. */
+async function workerPod(node: string) {
+  const pods = await stack.core.listNamespacedPod({
+    namespace: KUBE_NAMESPACE,
+    labelSelector: WORKER_PODS,
+    fieldSelector: `spec.nodeName=${node}`,
+  });
+  return pods.items.find((p) => !p.metadata?.deletionTimestamp);
+}
+
+async function podsGone(labelSelector: string, node?: string): Promise<void> {
+  await eventually(
+    `no Pod ${labelSelector}${node ? ` on ${node}` : ''}`,
+    async () => {
+      const pods = await stack.core.listNamespacedPod({
+        namespace: KUBE_NAMESPACE,
+        labelSelector,
+        ...(node ? { fieldSelector: `spec.nodeName=${node}` } : {}),
+      });
+      return pods.items.length === 0 ? true : undefined;
+    },
+    60_000,
+  );
+}
+
+/**
+ * The output of the newest worker container on a node, from its engine (the two kubelets share
+ * /var/log/pods, so the API's Pod logs are not reliable here), and how that container ended if it did.
+ */
+async function workerLog(node: string): Promise<{ lines: string[]; state: string }> {
+  const engine = stack.engine(node === RUNC_NODE ? 'runc' : 'runsc');
+  const [last] = await engine.listContainers({
+    all: true,
+    filters: { label: ['io.kubernetes.container.name=worker'] },
+  });
+  if (!last) return { lines: [], state: 'no worker container' };
+  const container = engine.getContainer(last.Id);
+  const raw = (await container.logs({ stdout: true, stderr: true, follow: false })) as Buffer;
+  // Docker's multiplexed stream: frames of an 8-byte header (stream, 0, 0, 0, size as uint32 BE) and the bytes.
+  const chunks: Buffer[] = [];
+  for (let at = 0; at + 8 <= raw.length; at += 8 + raw.readUInt32BE(at + 4))
+    chunks.push(raw.subarray(at + 8, at + 8 + raw.readUInt32BE(at + 4)));
+  const state = (await container.inspect()).State;
+  return {
+    lines: Buffer.concat(chunks).toString('utf8').split('\n').filter(Boolean),
+    state: state.Running ? 'running' : `exited ${state.ExitCode} at ${state.FinishedAt}`,
+  };
+}
+
+/** Both nodes' workers' last lines, for a failure's message. */
+async function workerLogs(): Promise<string> {
+  const tails = await Promise.all(
+    [RUNC_NODE, RUNSC_NODE].map(async (node) => {
+      const { lines, state } = await workerLog(node);
+      return `${node} (${state}):\n${lines.slice(-30).join('\n')}`;
+    }),
+  );
+  return tails.join('\n');
+}
 
 test('the stack stops and leaves nothing behind', {
   skip: SKIP || (KEEP && 'BERTH_KUBE_KEEP=1 keeps the stack for a look, so its clean-up is not tested'),

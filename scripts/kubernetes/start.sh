@@ -6,7 +6,8 @@
 #   node berth-kube-runc: a kubelet (dockershim) on a Docker engine of its own, runc;
 #   node berth-kube-runsc: the same with gVisor (Debian's runsc) as that engine's default
 #   runtime, tainted, reached through the RuntimeClass "gvisor" (dockershim accepts only the
-#   handler "docker", so gVisor is a node pool selected by the RuntimeClass's scheduling).
+#   handler "docker", so gVisor is a node pool selected by the RuntimeClass's scheduling);
+#   as in such pools, host-network Pods (node agents: the worker DaemonSet) run with runc.
 # Pods get the network of cni-isolated (loopback + an unreachable dummy address). Prints the
 # admin kubeconfig's path on its last line. stop.sh removes everything this starts.
 #
@@ -154,7 +155,7 @@ cap_bnd=$((16#$(awk '/^CapBnd/ {print $2}' /proc/self/status)))
 missing=()
 for i in "${!cap_names[@]}"; do ((cap_bnd >> i & 1)) || missing+=("\"CAP_${cap_names[i]}\""); done
 mkdir -p "$state/bin"
-runtime_for() { # the engine's default runtime for a node: the real one, or wrapped by clamp-runtime
+runtime_for() { # the path to run a real runtime by: itself, or wrapped by clamp-runtime
   local real=$1
   if [[ ${#missing[@]} -gt 0 ]]; then
     (IFS=,; printf '[%s]\n' "${missing[*]}") >"$state/bin/missing-caps"
@@ -164,16 +165,22 @@ runtime_for() { # the engine's default runtime for a node: the real one, or wrap
     command -v "$real"
   fi
 }
+# The gVisor node's engine runs pool-runtime: host-network containers (the worker DaemonSet)
+# with runc, all others under runsc, as gVisor node pools do.
+install -m 0755 "$here/pool-runtime" "$state/bin/berth-pool-runsc"
+{
+  printf 'host=(%q)\n' "$(runtime_for runc)"
+  printf 'sandboxed=(%q --platform=ptrace --network=none --host-uds=open)\n' "$(runtime_for runsc)"
+} >"$state/bin/pool-runtime.conf"
 for n in "${nodes[@]}"; do
   d=$state/node-$n
   mkdir -p "$d"
-  path=$(runtime_for "$n")
-  args='[]'
-  [[ $n == runsc ]] && args='["--platform=ptrace","--network=none","--host-uds=open"]'
+  path=$(runtime_for runc)
+  [[ $n == runsc ]] && path=$state/bin/berth-pool-runsc
   cat >"$d/daemon.json" <<EOF
 {
   "default-runtime": "node-$n",
-  "runtimes": {"node-$n": {"path": "$path", "runtimeArgs": $args}},
+  "runtimes": {"node-$n": {"path": "$path"}},
   "bridge": "none", "iptables": false, "ip-masq": false, "ip-forward": false,
   "exec-opts": ["native.cgroupdriver=cgroupfs"], "cgroup-parent": "/berth-kube-$n",
   "storage-driver": "overlay2", "log-driver": "json-file", "live-restore": false

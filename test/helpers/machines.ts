@@ -65,7 +65,7 @@ export async function startMachines(t: TestContext, o: { leaseMs?: number; env?:
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGTERM');
     await Promise.all(children.map(exited));
     await store.close();
-    for (const dir of dirs) await wipe(dir);
+    for (const dir of dirs) await wipeDataDir(dir);
   });
 
   /** A machine with an empty disk; its worker joins the cluster. */
@@ -99,7 +99,7 @@ export async function startMachines(t: TestContext, o: { leaseMs?: number; env?:
       filters: { label: [`berth.worker=${workerId}`] },
     });
     for (const c of containers) await docker.getContainer(c.Id).remove({ force: true });
-    await wipe(m.dataDir);
+    await wipeDataDir(m.dataDir);
   };
 
   /** The install's blob store as its workers open it, for a test to look into. */
@@ -113,7 +113,7 @@ export async function startMachines(t: TestContext, o: { leaseMs?: number; env?:
 }
 
 /** A data dir as a dead machine leaves it, removed: every mount under it first (slots, overlays). */
-async function wipe(dir: string): Promise<void> {
+export async function wipeDataDir(dir: string): Promise<void> {
   await run('umount', ['-R', '-l', join(dir, 'slots')]).catch(() => undefined);
   await rm(dir, { recursive: true, force: true });
 }
