@@ -83,6 +83,9 @@ export async function startMachines(t: TestContext, o: { leaseMs?: number; env?:
       eventually(
         `worker of machine ${name} registered`,
         async () => (await store.listWorkers()).find((w) => w.pid === child.pid)?.id,
+        // A worker opens the store and the bucket, proves overlayfs and stages its runner
+        // first: tens of seconds on two cores that other suites keep busy.
+        90_000,
       );
     await workerId();
     return { name, dataDir, child, workerId };
