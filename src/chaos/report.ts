@@ -10,7 +10,10 @@
 import type { Turn } from '../core/index.js';
 import {
   explainedByFault,
+  FAULT_KINDS,
+  type FaultKind,
   type FaultTiming,
+  faultsThatBit,
   lateCommits,
   partitionHits,
   type Stats,
@@ -35,13 +38,7 @@ import { acknowledgedMissing, countReplies } from './invariants.js';
 import type { LoadReport } from './load-sampler.js';
 import type { Outcome, RequestRecord } from './session-driver.js';
 import type { SessionSnapshot } from './snapshot.js';
-import {
-  type AbortNoFaultExplains,
-  decideVerdict,
-  FAULT_KINDS,
-  type FaultKind,
-  faultsThatBit,
-} from './verdict.js';
+import { type AbortNoFaultExplains, decideVerdict } from './verdict.js';
 
 export interface ChaosSettings {
   sessions: number;

@@ -1,17 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Turn } from '../core/index.js';
-import type { SandboxKill, StoreFailover, StoreRestart, WorkerKill } from './faults.js';
+import type { FaultKind } from './fault-timing.js';
 import type { InvariantResult } from './invariant-result.js';
-import {
-  decideVerdict,
-  type FaultKind,
-  faultKindsAsked,
-  faultsThatBit,
-  type VerdictInput,
-} from './verdict.js';
+import { decideVerdict, faultKindsAsked, type VerdictInput } from './verdict.js';
 
-const BASE = 1_700_000_000_000;
 const held = (name: string): InvariantResult => ({ name, passed: true, summary: 'ok', details: [] });
 const counts = (p: Partial<Record<FaultKind, number>>): Record<FaultKind, number> => ({
   'sandbox-kill': 0,
@@ -169,69 +161,4 @@ test('faultKindsAsked: sandbox kills always, the others when the settings ask', 
     'store-failover',
     'partition',
   ]);
-});
-
-const turn = (p: Partial<Turn>): Turn => ({
-  id: 't',
-  sessionId: 's1',
-  attempt: 1,
-  generation: 1,
-  workerId: 'w1',
-  sandbox: 'berth-x-s1-g1',
-  status: 'aborted',
-  progress: null,
-  error: null,
-  errorCode: null,
-  baseVersion: null,
-  messageIds: [1],
-  startedAt: BASE + 1000,
-  endedAt: BASE + 2000,
-  ...p,
-});
-
-test('faultsThatBit: kills bite the turn they end; a store outage bites any turn that ran through it', () => {
-  const sandboxKill = (container: string): SandboxKill => ({
-    kind: 'sandbox-kill',
-    at: BASE + 1500,
-    killedAt: BASE + 1500,
-    container,
-    warm: false,
-    workerId: 'w1',
-  });
-  const workerKill: WorkerKill = {
-    kind: 'worker-kill',
-    at: BASE + 1500,
-    pid: 1,
-    workerId: 'w2',
-    child: 'worker-2',
-    restartedAt: null,
-    restartedPid: null,
-  };
-  const restart = (at: number, upAt: number | null): StoreRestart => ({ kind: 'store-restart', at, upAt });
-  const failover: StoreFailover = {
-    kind: 'store-failover',
-    what: 'postmaster',
-    member: 'pg0',
-    at: BASE + 1800,
-    newPrimary: 'pg1',
-    promotedAt: BASE + 1900,
-    firstCommitAt: BASE + 2500,
-    firstFailureAt: null,
-  };
-  const turns = [turn({}), turn({ id: 'ok', sandbox: 'berth-x-s2-g1', status: 'committed' })];
-  assert.deepEqual(
-    faultsThatBit(
-      [
-        sandboxKill('berth-x-s1-g1'), // ends the aborted turn: bit
-        sandboxKill('berth-x-s2-g1'), // its turn committed: the kill missed it
-        sandboxKill('berth-x-pool-w1-1'), // an idle warm sandbox
-        workerKill, // a worker with no turn
-        restart(BASE + 1200, BASE + 1300), // during the turns, which lived through it: bit
-        restart(BASE + 3000, null), // after every turn ended
-        failover,
-      ],
-      turns,
-    ),
-    counts({ 'sandbox-kill': 1, 'store-restart': 1, 'store-failover': 1 }),
-  );
 });

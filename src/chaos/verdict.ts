@@ -12,25 +12,11 @@
  *     commits from after the cut was accepted;
  *   - each store failover asked for happened and berth committed on the new primary.
  *
- * Which faults found a running turn: a sandbox kill, a worker kill and a partition end the
- * turn they meet, so it is one of their hits (fault-timing.ts: an aborted turn they
- * explain); a store restart or failover may only delay a turn, so it is any turn that ran
- * while the store was away (from the fault to the restart, or to berth's first commit on
- * the new primary; to the end of the run if that never came).
+ * Which faults found a running turn is fault-timing.ts's `faultsThatBit`.
  */
-import type { Turn } from '../core/index.js';
-import { partitionHits, ranAt, sandboxKillHits, workerKillHits } from './fault-timing.js';
-import type { Fault, PrimaryDeath } from './faults.js';
+import { FAULT_KINDS, type FaultKind } from './fault-timing.js';
+import type { PrimaryDeath } from './faults.js';
 import type { InvariantResult } from './invariant-result.js';
-
-export const FAULT_KINDS = [
-  'sandbox-kill',
-  'worker-kill',
-  'store-restart',
-  'store-failover',
-  'partition',
-] as const;
-export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** What the run asked the injector for (the report's settings); sandbox kills are always on. */
 export interface FaultsAsked {
@@ -52,7 +38,7 @@ export interface VerdictInput {
   invariants: InvariantResult[];
   requests: { fail: number; unknown: number };
   asked: FaultsAsked;
-  /** Per kind: injected faults, and those that found a running turn (faultsThatBit). */
+  /** Per kind: injected faults, and those that found a running turn (fault-timing.ts, faultsThatBit). */
   injected: Record<FaultKind, number>;
   bit: Record<FaultKind, number>;
   unexplainedAborts: AbortNoFaultExplains[];
@@ -76,28 +62,6 @@ export function faultKindsAsked(asked: FaultsAsked): FaultKind[] {
     partition: asked.partitionMs !== null,
   };
   return FAULT_KINDS.filter((kind) => on[kind]);
-}
-
-/** Per kind, how many injected faults found a running turn (the module header says how). */
-export function faultsThatBit(faults: Fault[], turns: Turn[]): Record<FaultKind, number> {
-  const bit = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>;
-  for (const f of faults) if (foundRunningTurn(f, turns)) bit[f.kind]++;
-  return bit;
-}
-
-function foundRunningTurn(f: Fault, turns: Turn[]): boolean {
-  switch (f.kind) {
-    case 'sandbox-kill':
-      return sandboxKillHits(f, turns).length > 0;
-    case 'worker-kill':
-      return workerKillHits(f, turns).length > 0;
-    case 'partition':
-      return partitionHits(f, turns).length > 0;
-    case 'store-restart':
-      return turns.some((t) => ranAt(t, f.at, f.upAt ?? Number.POSITIVE_INFINITY));
-    case 'store-failover':
-      return turns.some((t) => ranAt(t, f.at, f.firstCommitAt ?? Number.POSITIVE_INFINITY));
-  }
 }
 
 const MAX_LISTED = 10;
