@@ -46,6 +46,5 @@ test('chaos on patroni: the primary SIGKILLed mid-run loses, duplicates and leak
   assert.equal(report.duplicateReplies, 0, `no duplicate reply ${where}`);
   assert.equal(report.userVisibleErrors, 0, `no request failed or ended unknown ${where}`);
   assert.equal(report.requests.ok, 36);
-  assert.ok(report.passed, where);
   await rm(report.settings.dataDir, { recursive: true, force: true });
 });

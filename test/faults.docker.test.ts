@@ -112,7 +112,7 @@ test('a sandbox that cannot start costs a try each time and ends failed, not a t
   assert.equal((await host.store.listTurns('g1')).length, 5);
 });
 
-test('a turn the runner aborts is retried in a fresh sandbox after its backoff (session id with a dot)', async (t) => {
+test('a turn whose script step fails is aborted with STEP_FAILED, the step reported, and retried in a fresh sandbox after its backoff (session id with a dot)', async (t) => {
   const { host, client, sendAndCollect } = await startTestHost(t);
   await client.request('POST', '/v1/agents', { name: 'flaky', provider: 'script' });
   const events = await sendAndCollect(
@@ -127,8 +127,11 @@ test('a turn the runner aborts is retried in a fresh sandbox after its backoff (
     (e) => e.type === 'reply',
   );
   const retrying = events.find((e) => e.type === 'retrying');
-  assert.equal(retrying?.data.code, 'TURN_FAILED');
+  assert.equal(retrying?.data.code, 'STEP_FAILED');
   assert.match(String(retrying?.data.error), /first try fails/);
+  // The runner reported the failed step as data before it aborted.
+  const reported = events.find((e) => e.type === 'progress' && e.data.failedStep);
+  assert.deepEqual(reported?.data.failedStep, { messageId: retrying?.data.messageId, index: 0, kind: 'run' });
   const turns = await host.store.listTurns('retry.me');
   assert.deepEqual(
     turns.map((x) => x.status),

@@ -107,18 +107,23 @@ for (const kind of ['sqlite', 'postgres'] as const)
       'written once',
     );
 
-    // The survivor's sweep removes the dead worker's container, slot mount and attempt layer.
+    // The survivor's sweep removes the dead worker's container, slot mount and dir, run dir and attempt layer.
     const docker = connectDocker('/var/run/docker.sock');
+    const sandbox = `berth-${installId}-s1-g${running.generation}`;
     await eventually('dead worker cleaned up', async () => {
       const containers = await docker.listContainers({
         all: true,
         filters: { label: [`berth.worker=${running.workerId}`] },
       });
       const mounts = (await listMounts()).filter((m) =>
-        m.mountPoint.startsWith(join(dataDir, 'slots', `berth-${installId}-s1-g${running.generation}`)),
+        m.mountPoint.startsWith(join(dataDir, 'slots', sandbox)),
       );
       const layers = await readdir(join(dataDir, 'workspaces', 's1', 'layers'));
-      return containers.length === 0 && mounts.length === 0 && !layers.includes(running.id)
+      const files = [...(await readdir(join(dataDir, 'slots'))), ...(await readdir(join(dataDir, 'run')))];
+      return containers.length === 0 &&
+        mounts.length === 0 &&
+        !layers.includes(running.id) &&
+        !files.includes(sandbox)
         ? true
         : undefined;
     });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Turn } from '../core/index.js';
 import * as timing from './fault-timing.js';
-import type { Partition, SandboxKill, StoreRestart, WorkerKill } from './faults.js';
+import type { Partition, SandboxKill, StoreFailover, StoreRestart, WorkerKill } from './faults.js';
 
 const turn = (p: Partial<Turn>): Turn => ({
   id: 't',
@@ -150,4 +150,33 @@ test('a partition hits the aborted turns its worker ran at the cut; commits from
   );
   assert.ok(timing.explainedByFault(turn({ id: 'started-during', startedAt: 3000, endedAt: 7000 }), [cut]));
   assert.ok(!timing.explainedByFault(turn({ id: 'after-heal', startedAt: 8500, endedAt: 9000 }), [cut]));
+});
+
+test('faultsThatBit: a kill bites the turn it ends; a store outage bites any turn that ran through it', () => {
+  const turns = [turn({}), turn({ id: 'ok', sandbox: 'berth-x-s2-g1', status: 'committed', workerId: 'w2' })];
+  const failover: StoreFailover = {
+    kind: 'store-failover',
+    what: 'postmaster',
+    member: 'pg0',
+    at: 1800,
+    newPrimary: 'pg1',
+    promotedAt: 1900,
+    firstCommitAt: 2500,
+    firstFailureAt: null,
+  };
+  assert.deepEqual(
+    timing.faultsThatBit(
+      [
+        kill, // ends the aborted turn: bit
+        { ...kill, container: 'berth-x-s2-g1' }, // its turn committed: the kill missed it
+        { ...kill, container: 'berth-x-pool-wrk_a-1' }, // an idle warm sandbox
+        { ...workerKill, workerId: 'w3' }, // a worker with no turn
+        { kind: 'store-restart', at: 1200, upAt: 1300 }, // the turns lived through it: bit
+        { kind: 'store-restart', at: 3000, upAt: null }, // after every turn ended
+        failover,
+      ],
+      turns,
+    ),
+    { 'sandbox-kill': 1, 'worker-kill': 0, 'store-restart': 1, 'store-failover': 1, partition: 0 },
+  );
 });

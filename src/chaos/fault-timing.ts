@@ -26,11 +26,25 @@
  *                 late commits accepted = its turns committed with a time from a lease after
  *                           the cut until the heal: writes the fence had to refuse (must be 0)
  *
+ * A fault "bit" when it found a running turn: a sandbox kill, a worker kill or a partition
+ * ends the turn it meets, so one of its hits; a store restart or failover may only delay a
+ * turn, so any turn that ran while the store was away (to the restart, or to berth's first
+ * commit on the new primary; to the end of the run if that never came).
+ *
  * Invariants: a fault with no hit is "missed" and adds no timing sample; a hit session that
  * never commits again is "unrecovered"; percentiles are nearest-rank over the samples.
  */
 import type { Turn } from '../core/index.js';
 import type { Fault, Partition, SandboxKill, StoreFailover, StoreRestart, WorkerKill } from './faults.js';
+
+export const FAULT_KINDS = [
+  'sandbox-kill',
+  'worker-kill',
+  'store-restart',
+  'store-failover',
+  'partition',
+] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
 
 export interface Stats {
   n: number;
@@ -160,4 +174,26 @@ export function stats(samples: number[]): Stats | null {
   const sorted = [...samples].sort((a, b) => a - b);
   const rank = (p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
   return { n: sorted.length, p50: rank(50), p99: rank(99), max: sorted.at(-1)! };
+}
+
+/** Per kind, how many injected faults found a running turn (the header says what that is). */
+export function faultsThatBit(faults: Fault[], turns: Turn[]): Record<FaultKind, number> {
+  const bit = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>;
+  for (const f of faults) if (foundRunningTurn(f, turns)) bit[f.kind]++;
+  return bit;
+}
+
+function foundRunningTurn(f: Fault, turns: Turn[]): boolean {
+  switch (f.kind) {
+    case 'sandbox-kill':
+      return sandboxKillHits(f, turns).length > 0;
+    case 'worker-kill':
+      return workerKillHits(f, turns).length > 0;
+    case 'partition':
+      return partitionHits(f, turns).length > 0;
+    case 'store-restart':
+      return turns.some((t) => ranDuring(t, f.at, f.upAt ?? Number.POSITIVE_INFINITY));
+    case 'store-failover':
+      return turns.some((t) => ranDuring(t, f.at, outageEnd(f)));
+  }
 }

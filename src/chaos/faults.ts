@@ -313,9 +313,14 @@ export class FaultInjector {
     } catch (err) {
       // 404/409: it ended on its own (turn done, supervisor killed it) between list and kill.
       const status = (err as { statusCode?: number }).statusCode;
-      if (status !== 404 && status !== 409) throw err;
-      this.skipped++;
-      return false;
+      if (status === 404 || status === 409) {
+        this.skipped++;
+        return false;
+      }
+      // Timed out: the engine may still have killed it, so it is recorded; an unrecorded kill
+      // would leave the turn it ended unexplained.
+      if ((err as Error).name !== 'AbortError') throw err;
+      this.opts.onWarning?.(`sandbox kill of ${target.Names[0] ?? target.Id} timed out; recorded as a kill`);
     }
     this.faults.push({
       kind: 'sandbox-kill',

@@ -10,7 +10,7 @@ export {
   type WorkerKill,
 } from './faults.js';
 export type { InvariantResult } from './invariant-result.js';
-export { checkInvariants } from './invariants.js';
+export { checkInvariants, type ProcessEnd } from './invariants.js';
 export {
   type PatroniCluster,
   type PatroniMemberStatus,
@@ -22,5 +22,6 @@ export { type ChaosReport, renderReport } from './report.js';
 export { type ChaosOptions, type ChaosProgress, runChaos } from './run-chaos.js';
 export { assertCephInstalled, type S3Service, startS3Service } from './s3-service.js';
 export type { Outcome, RequestRecord } from './session-driver.js';
+export { readStoreSnapshot } from './snapshot.js';
 export { requireNetworkNamespaces } from './worker-network.js';
 export { expectedLog, turnPlan } from './workload.js';

@@ -12,27 +12,33 @@
  *   committed-workspace committed/log.txt and state `turns` are what k committed turns
  *                       write, k = the session's ok turns (+1 if its last was unknown)
  *   no-partial-reads    no turn failed an assertFile/assertState step
- *   no-stray-process    no turn failed the `! pgrep -x tail` step
- *   no-failed-steps     no other script step failed
+ *   no-stray-process    no turn failed the workload's stray-process check (STRAY_PROCESS_CHECK)
+ *   no-failed-steps     no other script step failed, and no STEP_FAILED turn lacks its step
  *   turns-ended         no turn is still `running`, no layer still pending promotion
  *   clean-shutdown      every berth process was alive when the workload ended (the killed
  *                       worker: its restart) and exited 0 on SIGTERM
- *   no-orphan-*         no container of the install, no mount under the data dir (the
- *                       slots root included: no worker is alive), no slot dir, no attempt
- *                       layer, no host process running the workload's `tail -f`
+ *   no-orphan-*         see orphans.ts: containers, mounts, slots, run dirs, layers, processes
+ *
+ * A failed step is read from structured evidence, never from an error's text: the progress
+ * event the runner writes with `failedStep` before it cleans up (so it is there even when
+ * the sandbox died before its abort arrived, or a sandbox limit gave the abort its own
+ * code), and the turn's error_code STEP_FAILED. Which kind of step failed comes from the
+ * message's own plan at the reported index.
  *
  * Invariants of this module: it only reads; each named invariant appears exactly once in
- * the result, with `details` naming the offending ids (capped, see invariant-result.ts).
+ * the result, with `details` naming the offending ids (capped, see invariant-result.ts);
+ * a file it cannot read for any reason but its absence fails the invariant that reads it.
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type Dockerode from 'dockerode';
-import type { ScriptPlan } from '../core/index.js';
+import type { FailedStep, ScriptPlan } from '../core/index.js';
+import { workspaceLayout } from '../workspace/index.js';
 import { type InvariantResult, result } from './invariant-result.js';
 import { orphans } from './orphans.js';
 import type { RequestRecord } from './session-driver.js';
 import type { SessionSnapshot } from './snapshot.js';
-import { expectedLog, LOG_FILE, STATE_KEY } from './workload.js';
+import { expectedLog, LOG_FILE, STATE_KEY, STRAY_PROCESS_CHECK } from './workload.js';
 
 export interface ProcessEnd {
   name: string;
@@ -180,9 +186,12 @@ async function committedWorkspace({ dataDir, sessions, requests }: CheckInput): 
       details.push(
         `${s.id}: ${committed} committed turns, but the client saw ${ok} ok (+${unknown} unknown)`,
       );
-    const log = await readFile(join(dataDir, 'workspaces', s.id, 'committed', LOG_FILE), 'utf8').catch(
-      () => null,
-    );
+    const read = await readIfPresent(join(workspaceLayout(dataDir).committedPath(s.id), LOG_FILE));
+    if ('error' in read) {
+      details.push(`${s.id}: ${read.error}`);
+      continue;
+    }
+    const log = read.text;
     const want = committed === 0 ? null : expectedLog(committed);
     if (log !== want)
       details.push(
@@ -199,21 +208,27 @@ async function committedWorkspace({ dataDir, sessions, requests }: CheckInput): 
   );
 }
 
-/** Script-step failures, by the kind of step that failed (read back from the message's plan). */
+/** Script-step failures, by the kind of step that failed (the module header says from what). */
 function failedSteps(sessions: SessionSnapshot[]): InvariantResult[] {
   const partial: string[] = [];
   const stray: string[] = [];
   const other: string[] = [];
   for (const s of sessions) {
+    const reported = reportedSteps(s);
     const texts = new Map(s.messages.map((m) => [m.id, m.text]));
     for (const t of s.turns) {
-      const m = /^step (\d+) \((\w+)\)/.exec(t.error ?? '');
-      if (!m) continue;
-      const step = planOf(texts.get(t.messageIds[0] ?? -1))?.steps[Number(m[1])];
-      const line = `${s.id} turn ${t.id} (attempt ${t.attempt}): ${t.error!.slice(0, 200)}`;
-      if (m[2] === 'assertFile' || m[2] === 'assertState') partial.push(line);
-      else if (step && 'run' in step && step.run.includes('pgrep')) stray.push(line);
-      else other.push(line);
+      const failed = reported.get(t.id);
+      if (!failed && t.errorCode !== 'STEP_FAILED') continue;
+      const line = `${s.id} turn ${t.id} (attempt ${t.attempt}, ${t.status} ${t.errorCode ?? ''}): ${(t.error ?? '').slice(0, 200)}`;
+      if (!failed) {
+        other.push(`${line} [STEP_FAILED with no step reported]`);
+        continue;
+      }
+      const step =
+        failed.index === null ? undefined : planOf(texts.get(failed.messageId))?.steps[failed.index];
+      if (step && ('assertFile' in step || 'assertState' in step)) partial.push(line);
+      else if (step && 'run' in step && step.run === STRAY_PROCESS_CHECK) stray.push(line);
+      else other.push(`${line} [step ${failed.index} (${failed.kind}) of message ${failed.messageId}]`);
     }
   }
   return [
@@ -223,11 +238,31 @@ function failedSteps(sessions: SessionSnapshot[]): InvariantResult[] {
   ];
 }
 
+/** The failed step each turn reported in a progress event, by turn id. */
+function reportedSteps(s: SessionSnapshot): Map<string, FailedStep> {
+  const steps = new Map<string, FailedStep>();
+  for (const e of s.events) {
+    const step = e.type === 'progress' ? (e.data.failedStep as FailedStep | undefined) : undefined;
+    if (step) steps.set(String(e.data.turnId), step);
+  }
+  return steps;
+}
+
 function planOf(text: string | undefined): ScriptPlan | null {
   try {
     return text ? (JSON.parse(text) as ScriptPlan) : null;
   } catch {
     return null;
+  }
+}
+
+/** A file's text; null when it does not exist; any other failure to read it as an error line. */
+async function readIfPresent(path: string): Promise<{ text: string | null } | { error: string }> {
+  try {
+    return { text: await readFile(path, 'utf8') };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { text: null };
+    return { error: `cannot read ${path}: ${(err as Error).message}` };
   }
 }
 

@@ -1,16 +1,23 @@
 /**
  * The no-orphan invariants of the checker: once every berth process has exited, nothing of
  * the install may remain — no container labelled with it, no mount under the data dir (the
- * shared slots root included), no slot dir, no attempt layer, and no host process running
- * the workload's background `tail -f` (containers' processes are visible in /proc too).
+ * shared slots root included), no slot dir, no sandbox run dir, no attempt layer, and no
+ * process running the workload's background `tail -f` (containers' processes are visible
+ * in /proc too; one inside another install's container is that install's, not this one's).
+ *
+ * Where to look comes from the layouts berth itself writes by (workspace/layout.ts,
+ * worker/paths.ts), so a layout change moves the checker with it. A dir the run's workers
+ * always create (slots/, workspaces/, run/) must be there: its absence means the checker
+ * looks in the wrong place, and fails. Only a session's layers dir may be absent (no turn of
+ * it was ever mounted). Any other error reading a dir fails the invariant that reads it.
  *
  * Invariants of this module: it only reads; one result per kind of leftover.
  */
 import { readdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import type Dockerode from 'dockerode';
 import { LABELS } from '../core/index.js';
-import { listMounts } from '../workspace/index.js';
+import { hostPaths } from '../worker/index.js';
+import { listMounts, workspaceLayout } from '../workspace/index.js';
 import { type InvariantResult, result } from './invariant-result.js';
 import { BACKGROUND_COMMAND } from './workload.js';
 
@@ -19,6 +26,8 @@ export async function orphans(
   installId: string,
   docker: Dockerode,
 ): Promise<InvariantResult[]> {
+  const layout = workspaceLayout(dataDir);
+  const { runDir } = hostPaths(dataDir);
   const containers = await docker.listContainers({
     all: true,
     filters: { label: [`${LABELS.install}=${installId}`] },
@@ -26,13 +35,16 @@ export async function orphans(
   const mounts = (await listMounts()).filter(
     (m) => m.mountPoint === dataDir || m.mountPoint.startsWith(`${dataDir}/`),
   );
-  const slots = await readdir(join(dataDir, 'slots')).catch(() => []);
-  const layers: string[] = [];
-  for (const session of await readdir(join(dataDir, 'workspaces')).catch(() => [])) {
-    for (const turn of await readdir(join(dataDir, 'workspaces', session, 'layers')).catch(() => []))
-      layers.push(`${session}/layers/${turn}`);
+  const slots = await entries(layout.slotsDir, 'required');
+  const runDirs = await entries(runDir, 'required');
+  const sessions = await entries(layout.sessionsDir, 'required');
+  const layers: Listing = { names: [], errors: [...sessions.errors] };
+  for (const session of sessions.names) {
+    const turns = await entries(layout.layersDir(session), 'may-be-absent');
+    layers.names.push(...turns.names.map((turn) => layout.layerPath(session, turn)));
+    layers.errors.push(...turns.errors);
   }
-  const processes = await processesRunning(BACKGROUND_COMMAND);
+  const processes = await processesRunning(BACKGROUND_COMMAND, new Set(containers.map((c) => c.Id)));
   return [
     result(
       'no-orphan-containers',
@@ -46,23 +58,60 @@ export async function orphans(
       `mounts under ${dataDir}: ${mounts.length}`,
       mounts.map((m) => `${m.mountPoint} (${m.fsType})`),
     ),
-    result('no-orphan-slots', `directories under slots/: ${slots.length}`, slots),
-    result('no-orphan-layers', `attempt layers under workspaces/*/layers/: ${layers.length}`, layers),
+    listed('no-orphan-slots', `slot dirs under ${layout.slotsDir}`, slots),
+    listed('no-orphan-run-dirs', `sandbox run dirs under ${runDir}`, runDirs),
+    listed('no-orphan-layers', `attempt layers under ${layout.sessionsDir}/*/layers`, layers),
     result(
       'no-orphan-processes',
-      `host processes running "${BACKGROUND_COMMAND}": ${processes.length}`,
-      processes,
+      `processes of this install running "${BACKGROUND_COMMAND}": ${processes.found.length}`,
+      [...processes.found, ...processes.errors],
     ),
   ];
 }
 
-/** `pid: cmdline` of every process (any namespace: containers' too) whose command line contains `needle`. */
-export async function processesRunning(needle: string): Promise<string[]> {
-  const found: string[] = [];
-  for (const pid of (await readdir('/proc')).filter((p) => /^\d+$/.test(p))) {
-    const raw = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-    const cmdline = raw.split('\0').join(' ').trim();
-    if (cmdline.includes(needle)) found.push(`${pid}: ${cmdline}`);
+interface Listing {
+  names: string[];
+  /** Why the dir could not be read, one line each. */
+  errors: string[];
+}
+
+function listed(name: string, what: string, l: Listing): InvariantResult {
+  return result(name, `${what}: ${l.names.length}`, [...l.names, ...l.errors]);
+}
+
+/** A dir's entries. Absent: an error when 'required', nothing when it 'may-be-absent'. */
+async function entries(dir: string, absent: 'required' | 'may-be-absent'): Promise<Listing> {
+  try {
+    return { names: await readdir(dir), errors: [] };
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' && absent === 'may-be-absent') return { names: [], errors: [] };
+    return { names: [], errors: [`cannot list ${dir}: ${(err as Error).message}`] };
   }
-  return found;
+}
+
+/**
+ * `pid: cmdline` of every process whose command line contains `needle` — on the host, or in
+ * one of `ours` (container ids), but not in another container (another install's run).
+ */
+export async function processesRunning(
+  needle: string,
+  ours: ReadonlySet<string>,
+): Promise<{ found: string[]; errors: string[] }> {
+  const found: string[] = [];
+  const errors: string[] = [];
+  for (const pid of (await readdir('/proc')).filter((p) => /^\d+$/.test(p))) {
+    try {
+      const cmdline = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').join(' ').trim();
+      if (!cmdline.includes(needle)) continue;
+      const container = /\/docker[-/]([0-9a-f]{64})/.exec(await readFile(`/proc/${pid}/cgroup`, 'utf8'))?.[1];
+      if (container === undefined || ours.has(container)) found.push(`${pid}: ${cmdline}`);
+    } catch (err) {
+      // A process that ended while being read is not a leftover.
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ESRCH')
+        errors.push(`cannot read /proc/${pid}: ${(err as Error).message}`);
+    }
+  }
+  return { found, errors };
 }

@@ -3,13 +3,17 @@
  * recovered, and the invariants. `buildReport` is pure (inputs in, object out);
  * `renderReport` turns it into a text table for people.
  *
- * Fault attribution and timing live in fault-timing.ts. Besides them the report counts
- * the aborted turns no injected fault explains: under chaos those are berth's own failures.
+ * Fault attribution and timing live in fault-timing.ts, the pass/fail verdict in
+ * verdict.ts. Besides them the report lists the aborted turns no injected fault explains:
+ * under chaos those are berth's own failures, and the verdict fails on any.
  */
 import type { Turn } from '../core/index.js';
 import {
   explainedByFault,
+  FAULT_KINDS,
+  type FaultKind,
   type FaultTiming,
+  faultsThatBit,
   lateCommits,
   partitionHits,
   type Stats,
@@ -34,6 +38,7 @@ import { acknowledgedMissing, countReplies } from './invariants.js';
 import type { LoadReport } from './load-sampler.js';
 import type { Outcome, RequestRecord } from './session-driver.js';
 import type { SessionSnapshot } from './snapshot.js';
+import { type AbortNoFaultExplains, decideVerdict } from './verdict.js';
 
 export interface ChaosSettings {
   sessions: number;
@@ -86,7 +91,9 @@ export interface ChaosReport {
   /** Aborted turns by error (ids, paths and sandbox names blanked out), most frequent first. */
   abortReasons: Record<string, number>;
   /** Aborted turns that no injected fault explains (not in a killed sandbox, not on the killed worker): berth's own failures. */
-  unexplainedAborts: { count: number; reasons: Record<string, number> };
+  unexplainedAborts: { count: number; reasons: Record<string, number>; turns: AbortNoFaultExplains[] };
+  /** Per fault kind, the injected faults that found a running turn (verdict.ts says how). */
+  faultsBit: Record<FaultKind, number>;
   timing: Record<FaultKind, FaultTiming>;
   /** Each failover of the replicated store, as berth lived it (store-failover.ts). */
   storeFailovers: {
@@ -114,13 +121,12 @@ export interface ChaosReport {
   /** Memory and store load while the workload ran. */
   load: LoadReport;
   passed: boolean;
+  /** Why the run did not pass, one line each (verdict.ts); empty when it passed. */
+  failures: string[];
   faultLog: Fault[];
   /** Requests that did not end ok, with why. */
   notOk: RequestRecord[];
 }
-
-const FAULT_KINDS = ['sandbox-kill', 'worker-kill', 'store-restart', 'store-failover', 'partition'] as const;
-type FaultKind = (typeof FAULT_KINDS)[number];
 
 export interface ReportInput {
   settings: ChaosSettings;
@@ -150,18 +156,38 @@ export function buildReport(input: ReportInput): ChaosReport {
   const lateAccepted = partitions.flatMap((f) => lateCommits(f, input.settings.leaseMs, turns)).length;
   const reason = (t: Turn) => normalizeError(t.error ?? '', input.settings.dataDir);
   const unexplained = aborted.filter((t) => !explainedByFault(t, faults));
+  const unexplainedTurns = unexplained.map((t) => ({
+    sessionId: t.sessionId,
+    turnId: t.id,
+    workerId: t.workerId,
+    code: t.errorCode,
+    reason: reason(t),
+  }));
   const fail = count('fail');
   const unknown = count('unknown');
-  const fenced = partitions.every((f) => f.sandboxesAliveAfterLease === 0 && f.healedAt !== null);
-  const failedOver = failovers.every((f) => f.newPrimary !== null && f.firstCommitAt !== null);
-  const passed =
-    input.invariants.every((i) => i.passed) &&
-    fail === 0 &&
-    unknown === 0 &&
-    fenced &&
-    lateAccepted === 0 &&
-    failedOver &&
-    failovers.length === input.settings.storeFailovers.length;
+  const faultsBit = faultsThatBit(faults, turns);
+  const verdict = decideVerdict({
+    invariants: input.invariants,
+    requests: { fail, unknown },
+    asked: input.settings,
+    injected: Object.fromEntries(
+      FAULT_KINDS.map((k) => [k, faults.filter((f) => f.kind === k).length]),
+    ) as Record<FaultKind, number>,
+    bit: faultsBit,
+    unexplainedAborts: unexplainedTurns,
+    partition: cut
+      ? {
+          sandboxesAliveAfterLease: cut.sandboxesAliveAfterLease,
+          healed: cut.healedAt !== null,
+          lateCommitsAccepted: lateAccepted,
+        }
+      : null,
+    failovers: {
+      asked: input.settings.storeFailovers.length,
+      injected: failovers.length,
+      recovered: failovers.filter((f) => f.newPrimary !== null && f.firstCommitAt !== null).length,
+    },
+  });
   return {
     settings: input.settings,
     wallMs: input.wallMs,
@@ -193,7 +219,12 @@ export function buildReport(input: ReportInput): ChaosReport {
     },
     redispatches: aborted.length,
     abortReasons: tally(aborted.map(reason)),
-    unexplainedAborts: { count: unexplained.length, reasons: tally(unexplained.map(reason)) },
+    unexplainedAborts: {
+      count: unexplained.length,
+      reasons: tally(unexplainedTurns.map((a) => a.reason)),
+      turns: unexplainedTurns,
+    },
+    faultsBit,
     timing: {
       'sandbox-kill': timingOf(
         sandboxKills.map((f) => ({ at: f.at, hits: sandboxKillHits(f, turns) })),
@@ -235,7 +266,8 @@ export function buildReport(input: ReportInput): ChaosReport {
       : null,
     invariants: input.invariants,
     load: input.load,
-    passed,
+    passed: verdict.passed,
+    failures: verdict.failures,
     faultLog: faults,
     notOk: requests.filter((r) => r.outcome !== 'ok'),
   };
@@ -300,17 +332,20 @@ export function renderReport(r: ChaosReport): string {
   }
   lines.push(
     '',
-    'fault          injected  hit  missed  unrecov.  detect ms p50/p99/max   recover ms p50/p99/max',
+    'fault          injected  hit  missed  unrecov.  bit  detect ms p50/p99/max   recover ms p50/p99/max',
   );
   for (const kind of FAULT_KINDS) {
     const t = r.timing[kind];
     const triple = (x: Stats | null) => `${ms(x, 'p50')}/${ms(x, 'p99')}/${ms(x, 'max')}`.padEnd(24);
     lines.push(
       `${kind.padEnd(14)} ${String(t.injected).padStart(8)} ${String(t.hit).padStart(4)} ${String(t.missed).padStart(7)} ` +
-        `${String(t.unrecovered).padStart(9)}  ${triple(t.detectMs)}${triple(t.recoverMs)}`,
+        `${String(t.unrecovered).padStart(9)} ${String(r.faultsBit[kind]).padStart(4)}  ${triple(t.detectMs)}${triple(t.recoverMs)}`,
     );
   }
-  lines.push('  (missed = the fault ended no running turn: the sandbox was idle, starting or already done)');
+  lines.push(
+    '  (missed = the fault ended no running turn: the sandbox was idle, starting or already done;',
+    '   bit = faults that found a running turn: a store fault may only delay one; a kind asked for must bite)',
+  );
   if (r.storeFailovers.length > 0) {
     lines.push(
       '',
@@ -343,11 +378,7 @@ export function renderReport(r: ChaosReport): string {
           `(${q.eventsSeen} events, last ${q.lastEvent ?? '-'}): ${q.reason.slice(0, 160)}`,
       );
   }
-  lines.push(
-    '',
-    r.passed
-      ? 'RESULT: PASS'
-      : 'RESULT: FAIL (an invariant failed, a request ended fail/unknown, the partitioned worker did not fence, or a store failover did not recover)',
-  );
+  lines.push('', r.passed ? 'RESULT: PASS' : 'RESULT: FAIL');
+  for (const f of r.failures) lines.push(`  ${f}`);
   return `${lines.join('\n')}\n`;
 }

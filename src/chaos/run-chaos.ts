@@ -149,6 +149,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   const workers: BerthProcess[] = [];
   const children = [api];
   const workerIds = new Map<number, string>();
+  /** Restarted workers' registrations (each bounded by START_TIMEOUT_MS). */
+  const restarts: Promise<void>[] = [];
   const requests: RequestRecord[] = [];
   const turnsTotal = opts.sessions * opts.turns;
   const cut = new AbortController();
@@ -210,10 +212,12 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       sigkill: () => w.sigkill(),
       restart: async () => {
         await w.restart();
-        // Learn the new incarnation's id in the background; the run does not wait for it.
-        workerIdOf(client, w, START_TIMEOUT_MS).then(
-          (id) => workerIds.set(w.pid!, id),
-          () => undefined,
+        // Learn the new incarnation's id in the background; the run does not wait for it (the stop does).
+        restarts.push(
+          workerIdOf(client, w, START_TIMEOUT_MS).then(
+            (id) => void workerIds.set(w.pid!, id),
+            () => undefined,
+          ),
         );
       },
     }));
@@ -294,6 +298,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     const load = await sampler.stop();
     // A berth process that died on its own (not our SIGKILL) during the workload is a finding, not noise.
     const aliveAtEnd = children.map((c) => ({ name: c.name, alive: c.running, lastExit: c.lastExit }));
+    // A restarted worker is stopped once it has started: SIGTERM while it still loads its code ends it by the signal.
+    await Promise.all(restarts);
     const stopped = await Promise.all(children.map((c) => c.stop(STOP_GRACE_MS)));
     const processes = aliveAtEnd.map((p, i) => ({ ...p, stop: stopped[i]! }));
     await dateFirstFailures(

@@ -5,10 +5,10 @@
  * Invariants:
  * - Read-only in effect: opening the store applies no migration a berth of this version
  *   has not already applied, and no transition is called.
- * - Message listing is paged and bounded (MAX_PAGES pages per session).
+ * - Message and event listings are paged and bounded (MAX_PAGES pages each per session).
  */
 import { join } from 'node:path';
-import type { Message, SessionView, Turn } from '../core/index.js';
+import type { Message, SessionEvent, SessionView, Turn } from '../core/index.js';
 import { openStore } from '../store/index.js';
 
 export interface SessionSnapshot {
@@ -17,6 +17,8 @@ export interface SessionSnapshot {
   messages: Message[];
   turns: Turn[];
   state: Record<string, unknown>;
+  /** Its session events, oldest first (a failed script step is reported in a progress event). */
+  events: SessionEvent[];
 }
 
 const PAGE = 500;
@@ -39,23 +41,29 @@ export async function readStoreSnapshot(
   try {
     const out: SessionSnapshot[] = [];
     for (const id of sessionIds) {
-      const messages: Message[] = [];
-      for (let page = 0, after = 0; page < MAX_PAGES; page++) {
-        const batch = await store.listMessages(id, after, PAGE);
-        messages.push(...batch);
-        if (batch.length < PAGE) break;
-        after = batch.at(-1)!.id;
-      }
       out.push({
         id,
         view: await store.getSessionView(id, store.clock.now()),
-        messages,
+        messages: await paged((after) => store.listMessages(id, after, PAGE)),
         turns: await store.listTurns(id),
         state: await store.getState(id),
+        events: await paged((after) => store.eventsAfter(id, after, PAGE)),
       });
     }
     return out;
   } finally {
     await store.close();
   }
+}
+
+/** Every row of a listing by id, PAGE at a time, at most MAX_PAGES pages. */
+async function paged<T extends { id: number }>(page: (afterId: number) => Promise<T[]>): Promise<T[]> {
+  const rows: T[] = [];
+  for (let n = 0, after = 0; n < MAX_PAGES; n++) {
+    const batch = await page(after);
+    rows.push(...batch);
+    if (batch.length < PAGE) break;
+    after = batch.at(-1)!.id;
+  }
+  return rows;
 }

@@ -24,6 +24,8 @@ export const MIN_SLEEP_MS = 200;
 export const MAX_SLEEP_MS = 900;
 /** What the background-process check looks for; the checker scans host processes for it too. */
 export const BACKGROUND_COMMAND = `tail -f ${LOG_FILE}`;
+/** The step that fails when a previous turn's background `tail` survived into this one. */
+export const STRAY_PROCESS_CHECK = '! pgrep -x tail';
 
 export interface WorkloadOptions {
   /** The session's id; it is part of the reply. */
@@ -40,7 +42,7 @@ export function turnPlan(sessionIndex: number, turn: number, opts: WorkloadOptio
     { assertFile: { path: LOG_FILE, equals: before === 0 ? null : expectedLog(before) } },
     { assertState: { key: STATE_KEY, equals: before === 0 ? null : before } },
   ];
-  if (turn > 1 && backgroundOf(before) !== null) steps.push({ run: '! pgrep -x tail' });
+  if (turn > 1 && backgroundOf(before) !== null) steps.push({ run: STRAY_PROCESS_CHECK });
   steps.push({ append: { path: LOG_FILE, content: `${turn}:a\n` } });
   steps.push({ sleep: sleepMs(opts.seed, sessionIndex, turn) });
   const background = backgroundOf(turn);

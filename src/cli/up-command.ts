@@ -67,17 +67,18 @@ async function serveInForeground(env: NodeJS.ProcessEnv, flags: HostFlags, api: 
     runtime: flags.runtime,
   });
   const log = pino({ level: config.logLevel }, destination(2));
-  const host = await startHost(config, log, {
-    api,
-    buildReporter: createProgress('Building sandbox base image'),
-  });
-  const what = api ? `host up at ${host.url}` : `worker ${host.worker.id} up`;
-  process.stderr.write(`berth: ${what} (slots ${config.slots}, data ${config.dataDir}); Ctrl-C stops it\n`);
-  // The fragment never reaches the server; the page keeps the token in its session storage.
-  if (api) process.stderr.write(`berth: dashboard ${host.url}/#token=${host.adminToken}\n`);
+  // Listening before the start: a stop asked for while the host starts (its mounts, its
+  // reaping) waits for the start, then closes it, rather than killing it half-started; a
+  // second one quits at once (an image build can take minutes).
+  let host: Awaited<ReturnType<typeof startHost>> | null = null;
+  let stopAsked: string | null = null;
   let closing = false;
   const shutdown = (signal: string) => {
-    if (closing) return;
+    if (!host && stopAsked) process.exit(1);
+    if (!host)
+      process.stderr.write(`berth: ${signal} while starting: stopping once started (again to quit now)\n`);
+    stopAsked ??= signal;
+    if (!host || closing) return;
     closing = true;
     log.info({ signal }, 'Shutting down');
     host.close().then(
@@ -90,4 +91,13 @@ async function serveInForeground(env: NodeJS.ProcessEnv, flags: HostFlags, api: 
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
+  host = await startHost(config, log, {
+    api,
+    buildReporter: createProgress('Building sandbox base image'),
+  });
+  const what = api ? `host up at ${host.url}` : `worker ${host.worker.id} up`;
+  process.stderr.write(`berth: ${what} (slots ${config.slots}, data ${config.dataDir}); Ctrl-C stops it\n`);
+  // The fragment never reaches the server; the page keeps the token in its session storage.
+  if (api) process.stderr.write(`berth: dashboard ${host.url}/#token=${host.adminToken}\n`);
+  if (stopAsked) shutdown(stopAsked);
 }

@@ -135,6 +135,11 @@ export const ERRORS = {
     retryable: true,
     hint: 'The agent in the sandbox failed the turn (the error says how); it is retried with backoff in a fresh sandbox.',
   },
+  STEP_FAILED: {
+    status: 500,
+    retryable: true,
+    hint: "A step of the script plan failed: an assertion found other content than it expected, or a command exited non-zero. The error names the step; the turn's progress event holds it as data (failedStep). The turn is retried with backoff in a fresh sandbox.",
+  },
   SANDBOX_EXITED: {
     status: 503,
     retryable: true,

@@ -139,19 +139,42 @@ export type LimitCode = (typeof LIMIT_CODES)[number];
 export const HARNESS_CODES = ['HARNESS_FAILED', 'HARNESS_TIMEOUT'] as const;
 export type HarnessCode = (typeof HARNESS_CODES)[number];
 
+/** A script step failed: a catalogue code (errors.ts) the retry policy applies to. */
+export const STEP_CODES = ['STEP_FAILED'] as const;
+export type StepCode = (typeof STEP_CODES)[number];
+
+/** The codes a runner may abort its turn with (without one, the gateway records TURN_FAILED). */
+export const RUNNER_ABORT_CODES = [...LIMIT_CODES, ...HARNESS_CODES, ...STEP_CODES] as const;
+export type RunnerAbortCode = (typeof RUNNER_ABORT_CODES)[number];
+
 export interface AbortRequest {
   turnId: string;
   error: string;
   /**
-   * A sandbox limit: the messages fail at once instead of being retried. A harness code: the
-   * turn is retried like any other failure, its code kept in the error.
+   * A sandbox limit: the messages fail at once instead of being retried. A harness or step
+   * code: the turn is retried like any other failure, its code kept in the error.
    */
-  code?: LimitCode | HarnessCode;
+  code?: RunnerAbortCode;
+}
+
+/** Which step of a script plan failed: what a checker reads instead of the error's text. */
+export interface FailedStep {
+  /** The message of the turn whose plan it is. */
+  messageId: number;
+  /** 0-based index into the plan's steps; null when the plan itself could not be read. */
+  index: number | null;
+  /** The step's kind (its key: run, assertFile, ...); null with index null. */
+  kind: string | null;
 }
 
 export interface ProgressRequest {
   turnId: string;
   text: string;
+  /**
+   * Set when a script step failed: reported before the runner cleans up and aborts, so the
+   * failure is in the store even when the sandbox dies before its abort arrives.
+   */
+  failedStep?: FailedStep;
 }
 
 export interface HeartbeatRequest {

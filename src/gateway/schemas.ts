@@ -1,6 +1,6 @@
 /** zod schemas of every gateway request body (the runner is untrusted input). */
 import { z } from 'zod';
-import { HARNESS_CODES, LIMIT_CODES } from '../core/index.js';
+import { RUNNER_ABORT_CODES } from '../core/index.js';
 
 /** Turn ids are berth's own (newId('turn')): nothing else may reach a path. */
 const turnId = z.string().regex(/^turn_[a-z0-9]{1,64}$/, 'not a turn id');
@@ -12,9 +12,20 @@ export const commitBody = z.object({
 export const abortBody = z.object({
   turnId,
   error: z.string().max(64 * 1024),
-  code: z.enum([...LIMIT_CODES, ...HARNESS_CODES]).optional(),
+  code: z.enum(RUNNER_ABORT_CODES).optional(),
 });
-export const progressBody = z.object({ turnId, text: z.string().max(4096) });
+export const progressBody = z.object({
+  turnId,
+  text: z.string().max(4096),
+  failedStep: z
+    .object({
+      messageId: z.number().int().positive(),
+      index: z.number().int().nonnegative().nullable(),
+      kind: z.string().max(64).nullable(),
+    })
+    .strict()
+    .optional(),
+});
 export const heartbeatBody = z.object({
   turnId: turnId.optional(),
   /** Resident sandboxes: what their processes hold, for the recycle policy. */

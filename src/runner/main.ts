@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import {
   type BindAssignment,
   GATEWAY_SOCKET_NAME,
+  type RunnerAbortCode,
   SANDBOX_WORKSPACE,
   TOKEN_FILE_NAME,
   type TurnAssignment,
@@ -21,13 +22,15 @@ import { HarnessError } from './harness-process.js';
 import { LimitExceeded, LimitWatch } from './limits.js';
 import { startModelEndpoint } from './model-endpoint.js';
 import { killAllButRunner, sandboxUsage } from './processes.js';
-import { PROVIDERS } from './providers.js';
+import { PROVIDERS, StepFailed } from './providers.js';
 import { startEgressProxy } from './sandbox-http-proxy.js';
 import { installTrustBundle } from './trust-bundle.js';
 
 const runDir = process.env.BERTH_RUN_DIR ?? '/run/berth';
 /** On the scratch tmpfs: the root file system is read-only. */
 const TRUST_DIR = '/tmp/berth-ca';
+/** The gateway's limit on a progress text. */
+const MAX_PROGRESS_CHARS = 4096;
 // The runner never stands in the workspace: a process there would keep the turn's overlay busy.
 process.chdir('/');
 
@@ -75,12 +78,24 @@ async function main(): Promise<void> {
       await gateway.call('POST', '/v1/commit', { turnId: turn.turnId, outputs });
     } catch (err) {
       if (err instanceof GatewayError) throw err;
+      const failure = err as Error;
+      // First, before the clean-up: a failed step is then in the store even if the sandbox dies before its abort.
+      if (failure instanceof StepFailed)
+        await gateway.call('POST', '/v1/progress', {
+          turnId: turn.turnId,
+          text: failure.message.slice(0, MAX_PROGRESS_CHARS),
+          failedStep: failure.step,
+        });
       await killAllButRunner();
-      // A sandbox limit the turn hit (kernel counters) explains a step's failure better than the step's own
-      // error, the output limit included: a fork bomb's endless "fork: retry" lines are a symptom, not the cause.
-      const cause = (await limits.breach()) ?? (err as Error);
-      const code = cause instanceof LimitExceeded || cause instanceof HarnessError ? cause.code : undefined;
-      await gateway.call('POST', '/v1/abort', { turnId: turn.turnId, error: cause.message, code });
+      // A sandbox limit the turn hit (kernel counters) decides the code, the output limit included: a fork
+      // bomb's endless "fork: retry" lines are a symptom, not the cause. The turn's own error stays in the text.
+      const breach = failure instanceof LimitExceeded ? failure : await limits.breach();
+      const code = breach?.code ?? abortCodeOf(failure);
+      const error =
+        breach && breach !== failure
+          ? `${breach.message}; the turn failed with: ${failure.message}`
+          : failure.message;
+      await gateway.call('POST', '/v1/abort', { turnId: turn.turnId, error, code });
     } finally {
       currentTurn = undefined;
     }
@@ -105,6 +120,13 @@ async function getState(gateway: GatewayClient, key: string): Promise<unknown> {
     if (err instanceof GatewayError && err.status === 404) return undefined;
     throw err;
   }
+}
+
+/** The catalogue code the runner's own failures carry; none (the gateway records TURN_FAILED) for anything else. */
+function abortCodeOf(err: Error): RunnerAbortCode | undefined {
+  return err instanceof LimitExceeded || err instanceof HarnessError || err instanceof StepFailed
+    ? err.code
+    : undefined;
 }
 
 function exitIfRevoked(err: unknown): void {

@@ -3,8 +3,9 @@
  * job; its reply is the exit code and output, and the processes it left running.
  * `script`: each message is a JSON plan of
  * steps (run, sleep, write, append, progress, putState, assertFile, assertState), for
- * tests, demos, load and chaos; a failing step fails the turn. The asserts are how a test
- * sees partial state: a turn that finds anything but committed content fails.
+ * tests, demos, load and chaos; a failing step fails the turn with STEP_FAILED and says
+ * which step as data (FailedStep). The asserts are how a test sees partial state: a turn
+ * that finds anything but committed content fails.
  * `anthropic` and `openai`: model tool-use loops (their own modules). `claude-code`,
  * `codex` and `opencode`: harnesses run as they are (harness-provider.ts).
  */
@@ -12,7 +13,15 @@
 import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, resolve, sep } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import type { CommandResult, ScriptPlan, ScriptStep, TurnAssignment, TurnOutput } from '../core/protocol.js';
+import type {
+  CommandResult,
+  FailedStep,
+  ScriptPlan,
+  ScriptStep,
+  StepCode,
+  TurnAssignment,
+  TurnOutput,
+} from '../core/protocol.js';
 import type { GatewayClient } from './gateway-client.js';
 import type { HarnessAdapter } from './harness-provider.js';
 import { leftRunningOf, runShell } from './processes.js';
@@ -50,8 +59,9 @@ export const PROVIDERS: Record<TurnAssignment['provider'], Provider> = {
   async script(turn, ctx) {
     const outputs: TurnOutput[] = [];
     for (const message of turn.messages) {
-      const plan = parsePlan(message.text);
-      for (const [index, step] of plan.steps.entries()) await runStep(step, index, turn, ctx);
+      const plan = parsePlan(message.id, message.text);
+      for (const [index, step] of plan.steps.entries())
+        await runStep(step, { messageId: message.id, index, kind: Object.keys(step)[0] ?? null }, turn, ctx);
       outputs.push({ text: plan.reply ?? 'done' });
     }
     return outputs;
@@ -75,29 +85,39 @@ async function harness(
   return (await import('./harness-provider.js')).runHarnessTurn(adapter, turn, ctx);
 }
 
-export class StepFailed extends Error {}
+/** A script step failed (or the plan could not be read): STEP_FAILED, with which step as data. */
+export class StepFailed extends Error {
+  readonly code: StepCode = 'STEP_FAILED';
+  constructor(
+    readonly step: FailedStep,
+    message: string,
+  ) {
+    super(message);
+  }
+}
 
-function parsePlan(text: string): ScriptPlan {
+function parsePlan(messageId: number, text: string): ScriptPlan {
+  const unreadable = (why: string) => new StepFailed({ messageId, index: null, kind: null }, why);
   let plan: unknown;
   try {
     plan = JSON.parse(text);
   } catch {
-    throw new StepFailed('script plan is not valid JSON');
+    throw unreadable('script plan is not valid JSON');
   }
   if (!plan || typeof plan !== 'object' || !Array.isArray((plan as ScriptPlan).steps)) {
-    throw new StepFailed('script plan needs a "steps" array');
+    throw unreadable('script plan needs a "steps" array');
   }
   return plan as ScriptPlan;
 }
 
 async function runStep(
   step: ScriptStep,
-  index: number,
+  at: FailedStep,
   turn: TurnAssignment,
   ctx: TurnContext,
 ): Promise<void> {
   const fail = (what: string) => {
-    throw new StepFailed(`step ${index} (${Object.keys(step)[0]}) ${what}`);
+    throw new StepFailed(at, `step ${at.index} (${at.kind}) ${what}`);
   };
   const inWorkspace = (path: string) => {
     const full = resolve(ctx.workspace, path);

@@ -15,6 +15,7 @@ import type {
   Clock,
   CommitInput,
   DeliveryDecision,
+  FailedStep,
   Message,
   Principal,
   Schedule,
@@ -46,6 +47,9 @@ export interface Fence {
   generation: number;
   workerId: string;
 }
+
+/** A running turn's progress; `failedStep` (a script step failed) goes into its event's data, written durably. */
+export type ProgressInput = Fence & { turnId: string; text: string; failedStep?: FailedStep };
 
 export interface AuditEntry {
   kind: string;
@@ -218,7 +222,7 @@ export interface Store {
   recordSandbox(fence: Fence, sandbox: string, now: number): Promise<FenceCode>;
   /** Takes the session's runnable pending messages into a new running turn; value null when there are none. */
   startTurn(fence: Fence, now: number): Promise<Fenced<StartedTurn | null>>;
-  recordProgress(fence: Fence & { turnId: string; text: string }, now: number): Promise<FenceCode>;
+  recordProgress(input: ProgressInput, now: number): Promise<FenceCode>;
   /**
    * Outputs, state, schedules and (with `workspace`) the turn's layer appended to the chain,
    * in one transaction; 'workspace_behind' when the turn ran on another workspace version

@@ -1,6 +1,6 @@
 /**
  * What a dead worker on this machine left behind, found level-triggered from the store and
- * the disk: sandboxes of this install whose worker is gone, slots no live sandbox uses,
+ * the disk: sandboxes of this install whose worker is gone, slots and run dirs no live sandbox uses,
  * attempt layers of turns that ended or died (a committed, unpromoted one is promoted).
  * What a live worker (the calling one included) is using is never touched.
  *
@@ -10,6 +10,7 @@
  * - layers and session sandboxes' slots are judged by the store's fence, not by
  *   heartbeats (decideLeftoverLayer): a turn whose fence holds may yet commit.
  */
+import { readdir, rm } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { decideLeftoverLayer, isLeaseFresh, LABELS } from '../core/index.js';
 import type { Workspaces } from '../workspace/index.js';
@@ -17,7 +18,7 @@ import type { WorkerDeps } from './deps.js';
 import { parsePoolSandboxName, parseSandboxName } from './paths.js';
 
 export async function cleanUpLocalLeftovers(
-  deps: Pick<WorkerDeps, 'store' | 'runtime' | 'clock' | 'config'>,
+  deps: Pick<WorkerDeps, 'store' | 'runtime' | 'clock' | 'config' | 'paths'>,
   workspaces: Workspaces,
   me: {
     workerId: string;
@@ -28,7 +29,7 @@ export async function cleanUpLocalLeftovers(
     log: Logger;
   },
 ): Promise<void> {
-  const { store, runtime, clock, config } = deps;
+  const { store, runtime, clock, config, paths } = deps;
   const now = clock.now();
   const live = new Set(
     (await store.listWorkers())
@@ -42,11 +43,13 @@ export async function cleanUpLocalLeftovers(
   // (generation+1) commits before its slot or layer exists, so nothing in use looks stale.
   const mine = me.sandboxesInUse();
   let staleSlots = 0;
-  const slots = await workspaces.listSlots();
+  // A sandbox's files are its slot and its run dir (socket, boot token); either may be left
+  // alone by a crash between the two removals, so both are listed.
+  const names = new Set([...(await workspaces.listSlots()), ...(await dirEntries(paths.runDir))]);
   // Listed after the slots: a slot whose container exists is in use (closing the slot of a
   // running warm sandbox would hide every later turn's files from it).
   const containers = new Set((await runtime.list(me.installId)).map((h) => h.name));
-  for (const name of slots) {
+  for (const name of names) {
     if (mine.has(name) || containers.has(name)) continue;
     // A warm sandbox's slot (bound or not): in use while its (other, live) worker holds it.
     const warmOwner = parsePoolSandboxName(me.installId, name)?.workerId;
@@ -55,6 +58,7 @@ export async function cleanUpLocalLeftovers(
     const session = binding && (await store.getSessionView(binding.sessionId, clock.now()));
     if (session && session.generation === binding?.generation && session.leaseOwner !== null) continue;
     await workspaces.closeSlot(name);
+    await rm(paths.sandboxRunDir(name), { recursive: true, force: true });
     staleSlots++;
   }
   let layers = 0;
@@ -73,5 +77,15 @@ export async function cleanUpLocalLeftovers(
   }
   if (orphans.length + staleSlots + layers > 0) {
     me.log.info({ sandboxes: orphans.length, slots: staleSlots, layers }, 'Cleaned up leftovers');
+  }
+}
+
+/** A dir's entries; none when it does not exist yet (no sandbox was ever launched). */
+async function dirEntries(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
   }
 }

@@ -14,6 +14,8 @@ export interface HostPaths {
   egressCaDir: string;
   /** Where mediated storage kept its blobs before the blob store; moved in at worker start (storage-blobs.ts). */
   storageDir: string;
+  /** Holds one dir per sandbox (its gateway socket and boot token); absent until the first sandbox. */
+  runDir: string;
   sandboxRunDir(sandboxName: string): string;
 }
 
@@ -26,6 +28,7 @@ export function hostPaths(dataDir: string): HostPaths {
     secretsFile: join(dataDir, 'secrets.json'),
     egressCaDir: join(dataDir, 'egress-ca'),
     storageDir: join(dataDir, 'storage'),
+    runDir: join(dataDir, 'run'),
     sandboxRunDir: (name) => join(dataDir, 'run', name),
   };
 }

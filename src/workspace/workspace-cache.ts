@@ -32,6 +32,7 @@ import type { BlobStore } from '../blobs/index.js';
 import type { WorkspaceChain, WorkspaceObjectRef } from '../core/index.js';
 import { stagingPath, writeFileAtomic } from '../durable-files/index.js';
 import { applyLayerArchive, packLayer, packTree } from './layer-archive.js';
+import type { WorkspaceLayout } from './layout.js';
 import { PLAN_FILE, type PromotionPlan } from './promotion.js';
 
 const run = promisify(execFile);
@@ -60,18 +61,18 @@ export interface EnsuredWorkspace {
 
 export class WorkspaceCache {
   constructor(
-    private readonly sessionsDir: string,
+    private readonly layout: WorkspaceLayout,
     private readonly blobs: BlobStore,
     /** Owner of the committed tree's root (the sandbox's non-root user). */
     private readonly sandboxUid: number,
   ) {}
 
   private sessionDir(sessionId: string): string {
-    return join(this.sessionsDir, sessionId);
+    return this.layout.sessionDir(sessionId);
   }
 
   private committedPath(sessionId: string): string {
-    return join(this.sessionDir(sessionId), 'committed');
+    return this.layout.committedPath(sessionId);
   }
 
   async readStamp(sessionId: string): Promise<CacheStamp | null> {

@@ -1,11 +1,11 @@
 /**
- * Session workspaces as two layers (DESIGN "Sandboxes, turns and the workspace"):
+ * Session workspaces as two layers (DESIGN "Sandboxes, turns and the workspace"), laid out
+ * as layout.ts says:
  *
- *   <data>/workspaces/<session>/committed/          the committed layer: only promotion writes it
- *   <data>/workspaces/<session>/layers/<turn>/       one attempt layer per turn: upper/, work/, plan.json
- *   <data>/slots/<sandbox>/                          where a turn's overlay is mounted; bind-mounted
- *                                                    into that sandbox at /workspace with rslave
- *                                                    propagation (slots/ itself is an rshared mount)
+ *   committed/        the committed layer: only promotion writes it
+ *   layers/<turn>/    one attempt layer per turn: upper/, work/, plan.json
+ *   slots/<sandbox>/  where a turn's overlay is mounted; bind-mounted into that sandbox at
+ *                     /workspace with rslave propagation (slots/ itself is an rshared mount)
  *
  * A turn sees committed state plus its own writes and nothing else; an aborted turn's layer
  * is deleted; a committed one is sealed and uploaded before the store commit and promoted
@@ -18,6 +18,7 @@ import { chown, mkdir, readdir, rm, rmdir, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { BlobStore } from '../blobs/index.js';
 import { BerthError, type WorkspaceChain, type WorkspaceObjectRef } from '../core/index.js';
+import { type WorkspaceLayout, workspaceLayout } from './layout.js';
 import { makeSharedMountRoot, mountOverlay, unmountAll } from './overlay-mounts.js';
 import { applyPlan, PLAN_FILE, sealLayer } from './promotion.js';
 import { WorkspaceQuota } from './quota.js';
@@ -26,6 +27,7 @@ import { type EnsuredWorkspace, WorkspaceCache } from './workspace-cache.js';
 export class Workspaces {
   readonly slotsDir: string;
   private readonly sessionsDir: string;
+  private readonly layout: WorkspaceLayout;
   private readonly cache: WorkspaceCache;
 
   constructor(
@@ -35,9 +37,10 @@ export class Workspaces {
     /** Where the sessions' workspace chains live (shared by every machine of the install). */
     blobs: BlobStore,
   ) {
-    this.slotsDir = join(dataDir, 'slots');
-    this.sessionsDir = join(dataDir, 'workspaces');
-    this.cache = new WorkspaceCache(this.sessionsDir, blobs, sandboxUid);
+    this.layout = workspaceLayout(dataDir);
+    this.slotsDir = this.layout.slotsDir;
+    this.sessionsDir = this.layout.sessionsDir;
+    this.cache = new WorkspaceCache(this.layout, blobs, sandboxUid);
   }
 
   /** Brings this machine's copy of the session's committed workspace level with its chain. */
@@ -56,15 +59,15 @@ export class Workspaces {
   }
 
   slotPath(sandboxName: string): string {
-    return join(this.slotsDir, sandboxName);
+    return this.layout.slotPath(sandboxName);
   }
 
   committedPath(sessionId: string): string {
-    return join(this.sessionsDir, sessionId, 'committed');
+    return this.layout.committedPath(sessionId);
   }
 
   private layerPath(sessionId: string, turnId: string): string {
-    return join(this.sessionsDir, sessionId, 'layers', turnId);
+    return this.layout.layerPath(sessionId, turnId);
   }
 
   /** Makes the slot root a shared mount and proves overlayfs works here; fails at start, not at the first turn. */
@@ -137,7 +140,7 @@ export class Workspaces {
    */
   async mountResident(sessionId: string, sandboxName: string): Promise<void> {
     const committed = this.committedPath(sessionId);
-    const own = join(this.sessionsDir, sessionId, 'resident');
+    const own = this.layout.residentPath(sessionId);
     await Promise.all([
       mkdir(committed, { recursive: true, mode: 0o755 }).then(() =>
         chown(committed, this.sandboxUid, this.sandboxUid),
@@ -233,7 +236,7 @@ export class Workspaces {
   async listLayers(): Promise<{ sessionId: string; turnId: string }[]> {
     const out: { sessionId: string; turnId: string }[] = [];
     for (const sessionId of await readdir(this.sessionsDir).catch(() => [])) {
-      for (const turnId of await readdir(join(this.sessionsDir, sessionId, 'layers')).catch(() => [])) {
+      for (const turnId of await readdir(this.layout.layersDir(sessionId)).catch(() => [])) {
         out.push({ sessionId, turnId });
       }
     }

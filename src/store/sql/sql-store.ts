@@ -50,6 +50,7 @@ import type {
   NewApiToken,
   NewSchedule,
   NewWebhook,
+  ProgressInput,
   Store,
   StoreChange,
   TakenDelivery,
@@ -253,8 +254,10 @@ export class SqlStore implements Store {
     return this.write('startTurn', (tx) => turns.startTurn(tx, fence, now), 'relaxed');
   }
 
-  recordProgress(input: Fence & { turnId: string; text: string }, now: number): Promise<FenceCode> {
-    return this.write('recordProgress', (tx) => turns.recordProgress(tx, input, now), 'relaxed');
+  recordProgress(input: ProgressInput, now: number): Promise<FenceCode> {
+    // A failed step is evidence a checker reads after a crash: it must not ride on a later flush.
+    const durability = input.failedStep ? 'durable' : 'relaxed';
+    return this.write('recordProgress', (tx) => turns.recordProgress(tx, input, now), durability);
   }
 
   commitTurn(input: CommitInput, now: number): Promise<CommitCode> {

@@ -15,7 +15,7 @@ import {
   type StartedTurn,
   type Turn,
 } from '../../../core/index.js';
-import type { CommitCode, Fence, FenceCode, Fenced } from '../../store.js';
+import type { CommitCode, Fence, FenceCode, Fenced, ProgressInput } from '../../store.js';
 import { all, get, guarded, type Program, run, type Tx } from '../program.js';
 import { toMessage, toTurn } from '../rows.js';
 import { insertEvent } from './events.js';
@@ -55,15 +55,18 @@ export function* startTurn(tx: Tx, fence: Fence, now: number): Program<Fenced<St
   return { code: 'ok', value: { turn, messages: yield* turnMessages(turnId) } };
 }
 
-export function* recordProgress(
-  tx: Tx,
-  input: Fence & { turnId: string; text: string },
-  now: number,
-): Program<FenceCode> {
+export function* recordProgress(tx: Tx, input: ProgressInput, now: number): Program<FenceCode> {
   const code = yield* checkRunningTurn(input, input.turnId);
   if (code !== 'ok') return code;
-  yield* guarded(tx, 'SET_TURN_PROGRESS', { id: input.turnId, text: input.text }, turnGuard(input.turnId));
-  yield* insertEvent(tx, input.sessionId, 'progress', { turnId: input.turnId, text: input.text }, now);
+  const { turnId, text, failedStep } = input;
+  yield* guarded(tx, 'SET_TURN_PROGRESS', { id: turnId, text }, turnGuard(turnId));
+  yield* insertEvent(
+    tx,
+    input.sessionId,
+    'progress',
+    { turnId, text, ...(failedStep ? { failedStep } : {}) },
+    now,
+  );
   return 'ok';
 }
 

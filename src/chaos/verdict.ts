@@ -1,0 +1,108 @@
+/**
+ * The verdict of a chaos run, decided from what the report measured. Pure.
+ *
+ * A run passes only when all of these hold, and the verdict names each one that does not:
+ *   - every invariant held, and the checker checked some;
+ *   - every request ended ok (none failed, none unknown);
+ *   - every fault kind the run asked for found a running turn at least once: a fault that
+ *     never met work proves nothing, and the invariants then hold trivially;
+ *   - no aborted turn is left that no injected fault explains: each such abort is berth's own
+ *     failure (a false self-fence, a crash), a retry its user paid for;
+ *   - a partitioned worker fenced itself within a lease, its link healed, and none of its
+ *     commits from after the cut was accepted;
+ *   - each store failover asked for happened and berth committed on the new primary.
+ *
+ * Which faults found a running turn is fault-timing.ts's `faultsThatBit`.
+ */
+import { FAULT_KINDS, type FaultKind } from './fault-timing.js';
+import type { PrimaryDeath } from './faults.js';
+import type { InvariantResult } from './invariant-result.js';
+
+/** What the run asked the injector for (the report's settings); sandbox kills are always on. */
+export interface FaultsAsked {
+  killWorkers: number;
+  storeDownMs: number | null;
+  storeFailovers: PrimaryDeath[];
+  partitionMs: number | null;
+}
+
+export interface AbortNoFaultExplains {
+  sessionId: string;
+  turnId: string;
+  workerId: string;
+  code: string | null;
+  reason: string;
+}
+
+export interface VerdictInput {
+  invariants: InvariantResult[];
+  requests: { fail: number; unknown: number };
+  asked: FaultsAsked;
+  /** Per kind: injected faults, and those that found a running turn (fault-timing.ts, faultsThatBit). */
+  injected: Record<FaultKind, number>;
+  bit: Record<FaultKind, number>;
+  unexplainedAborts: AbortNoFaultExplains[];
+  partition: { sandboxesAliveAfterLease: number | null; healed: boolean; lateCommitsAccepted: number } | null;
+  failovers: { asked: number; injected: number; recovered: number };
+}
+
+export interface Verdict {
+  passed: boolean;
+  /** One line per broken condition; empty when the run passed. */
+  failures: string[];
+}
+
+/** The fault kinds these settings asked for. */
+export function faultKindsAsked(asked: FaultsAsked): FaultKind[] {
+  const on: Record<FaultKind, boolean> = {
+    'sandbox-kill': true,
+    'worker-kill': asked.killWorkers > 0,
+    'store-restart': asked.storeDownMs !== null,
+    'store-failover': asked.storeFailovers.length > 0,
+    partition: asked.partitionMs !== null,
+  };
+  return FAULT_KINDS.filter((kind) => on[kind]);
+}
+
+const MAX_LISTED = 10;
+
+export function decideVerdict(v: VerdictInput): Verdict {
+  const failures: string[] = [];
+  if (v.invariants.length === 0) failures.push('the checker returned no invariants');
+  for (const i of v.invariants.filter((x) => !x.passed))
+    failures.push(`invariant ${i.name} failed: ${i.summary}`);
+  if (v.requests.fail > 0) failures.push(`${v.requests.fail} requests failed`);
+  if (v.requests.unknown > 0) failures.push(`${v.requests.unknown} requests ended unknown`);
+  for (const kind of faultKindsAsked(v.asked)) {
+    if (v.bit[kind] === 0)
+      failures.push(
+        `${kind}: asked for, ${v.injected[kind]} injected, none found a running turn (it proved nothing)`,
+      );
+  }
+  if (v.unexplainedAborts.length > 0) {
+    const listed = v.unexplainedAborts
+      .slice(0, MAX_LISTED)
+      .map((a) => `${a.sessionId} ${a.turnId} on ${a.workerId} (${a.code ?? 'no code'}: ${a.reason})`);
+    const more = v.unexplainedAborts.length - listed.length;
+    failures.push(
+      `${v.unexplainedAborts.length} aborted turns no injected fault explains: ${listed.join('; ')}${more > 0 ? `; ${more} more` : ''}`,
+    );
+  }
+  const p = v.partition;
+  if (p && p.sandboxesAliveAfterLease !== 0)
+    failures.push(
+      `partition: ${p.sandboxesAliveAfterLease ?? 'unknown'} sandboxes of the cut-off worker still ran a lease after the cut (it must fence itself)`,
+    );
+  if (p && !p.healed) failures.push('partition: the link did not come up again');
+  if (p && p.lateCommitsAccepted > 0)
+    failures.push(
+      `partition: ${p.lateCommitsAccepted} commits of the cut-off worker's lease-less time were accepted`,
+    );
+  const f = v.failovers;
+  if (f.injected !== f.asked) failures.push(`store-failover: ${f.asked} asked for, ${f.injected} happened`);
+  if (f.recovered < f.injected)
+    failures.push(
+      `store-failover: ${f.injected - f.recovered} of ${f.injected} never saw a new primary commit`,
+    );
+  return { passed: failures.length === 0, failures };
+}

@@ -1,0 +1,41 @@
+/**
+ * Where a data dir keeps session workspaces and sandbox slots: the one layout Workspaces
+ * writes and whatever inspects a data dir (the chaos checker) reads, so the two cannot drift.
+ *
+ *   <data>/workspaces/<session>/committed/      the committed layer
+ *   <data>/workspaces/<session>/layers/<turn>/   one attempt layer per turn
+ *   <data>/workspaces/<session>/resident/        a resident agent's own upper layer
+ *   <data>/slots/<sandbox>/                      where a sandbox's workspace is mounted
+ *
+ * Pure: paths only, no I/O.
+ */
+import { join } from 'node:path';
+
+export interface WorkspaceLayout {
+  slotsDir: string;
+  sessionsDir: string;
+  slotPath(sandboxName: string): string;
+  sessionDir(sessionId: string): string;
+  committedPath(sessionId: string): string;
+  /** The parent of the session's attempt layers; absent until its first turn mounted one. */
+  layersDir(sessionId: string): string;
+  layerPath(sessionId: string, turnId: string): string;
+  residentPath(sessionId: string): string;
+}
+
+export function workspaceLayout(dataDir: string): WorkspaceLayout {
+  const slotsDir = join(dataDir, 'slots');
+  const sessionsDir = join(dataDir, 'workspaces');
+  const sessionDir = (sessionId: string) => join(sessionsDir, sessionId);
+  const layersDir = (sessionId: string) => join(sessionDir(sessionId), 'layers');
+  return {
+    slotsDir,
+    sessionsDir,
+    slotPath: (sandboxName) => join(slotsDir, sandboxName),
+    sessionDir,
+    committedPath: (sessionId) => join(sessionDir(sessionId), 'committed'),
+    layersDir,
+    layerPath: (sessionId, turnId) => join(layersDir(sessionId), turnId),
+    residentPath: (sessionId) => join(sessionDir(sessionId), 'resident'),
+  };
+}
