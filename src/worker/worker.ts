@@ -11,6 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { type IntervalHistogram, monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { collectGarbage, StorageBlobs } from '../blobs/index.js';
 import { agentSpecSchema, BerthError, isLeaseFresh, newId, sleep, WakeSignal } from '../core/index.js';
@@ -50,6 +51,8 @@ export class Worker {
   private heartbeatAt = 0;
   /** When the renewal in flight was sent (performance.now()); null between renewals. */
   private renewalSentAt: number | null = null;
+  /** This process's event-loop delays since the last renewal: a self-fence says whether it was starved. */
+  private readonly loopDelay: IntervalHistogram = monitorEventLoopDelay({ resolution: 20 });
   /** Since when every renewal has reached the store: cleanUpLocal judges heartbeats only a lease after that. */
   private storeReachableSince = 0;
   /** Time of the last runtime event seen (0 = never connected); a reconnect replays from just before it. */
@@ -98,6 +101,7 @@ export class Worker {
       startedAt: now,
     });
     this.heartbeatAt = now;
+    this.loopDelay.enable();
     // Renewed from the registration on: the start-up clean-up may take a while (Docker kills).
     this.loops = [this.renewLoop(), this.selfFenceLoop()];
     try {
@@ -105,6 +109,7 @@ export class Worker {
     } catch (err) {
       this.abort.abort();
       await Promise.allSettled(this.loops);
+      this.loopDelay.disable();
       throw err;
     }
     this.unsubscribe = store.onChange((change) => this.onStoreChange(change));
@@ -132,6 +137,7 @@ export class Worker {
     this.claimWake.notify();
     for (const s of this.supervisors.values()) s.stop('WorkerStopping');
     await Promise.allSettled([...this.running, ...this.loops, this.cleaning, this.pool?.stop()]);
+    this.loopDelay.disable();
     await this.deps.store.removeWorker(this.id);
     const now = this.deps.clock.now();
     const others = (await this.deps.store.listWorkers()).filter((w) =>
@@ -277,6 +283,7 @@ export class Worker {
           // A missed renewal (the store was away): everyone's row went stale with ours.
           if (now - this.heartbeatAt > 2 * intervalMs) this.storeReachableSince = now;
           this.heartbeatAt = now;
+          this.loopDelay.reset();
         } else await this.rejoin(now);
       } catch (err) {
         this.log.warn({ err }, 'Lease renewal failed');
@@ -354,7 +361,12 @@ export class Worker {
         const sent = this.renewalSentAt;
         // In flight: the store is slow or away; none: this process did not get to send one.
         const renewalInFlightMs = sent === null ? null : Math.round(performance.now() - sent);
-        this.log.error({ leaseAgeMs, renewalInFlightMs }, 'Lease about to lapse: killing own sandboxes');
+        // Since the last renewal: a long one says this process was not run (CPU starved, paused).
+        const loopDelayMaxMs = Math.round(this.loopDelay.max / 1e6);
+        this.log.error(
+          { leaseAgeMs, renewalInFlightMs, loopDelayMaxMs },
+          'Lease about to lapse: killing own sandboxes',
+        );
         for (const s of this.supervisors.values()) s.stop('LeaseLost');
       }
     }

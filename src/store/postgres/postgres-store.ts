@@ -122,7 +122,8 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     application_name: 'berth',
   };
   const warn = options.onWarning ?? (() => undefined);
-  const primaries = new PrimaryPool(parsed.target, config, POOL_SIZE + RENEWAL_CONNECTIONS, warn);
+  // One more for the clock's samples, taken outside either gate: a renewal never waits for a connection.
+  const primaries = new PrimaryPool(parsed.target, config, POOL_SIZE + RENEWAL_CONNECTIONS + 1, warn);
   const clock = new DatabaseClock(async () => {
     const connection = await primaries.connect();
     try {
