@@ -7,7 +7,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type Dockerode from 'dockerode';
-import { FaultInjector, type KillableWorker, type PartitionableWorker } from './faults.js';
+import {
+  FaultInjector,
+  type FaultInjectorOptions,
+  type KillableWorker,
+  type PartitionableWorker,
+} from './faults.js';
 
 const NEVER = { min: 3_600_000, max: 3_600_000 };
 const noEngine = {} as Dockerode;
@@ -33,14 +38,23 @@ function workers(names: string[], done: string[]): (KillableWorker & Partitionab
   }));
 }
 
-/** Runs an injector until its worker kill or partition settled, then stops it. */
+/** Runs an injector with these faults over workers named `names` until one settled, then stops it. */
 async function inject(
-  make: (w: (KillableWorker & PartitionableWorker)[], warnings: string[]) => FaultInjector,
   names: string[],
+  faults: (
+    w: (KillableWorker & PartitionableWorker)[],
+  ) => Pick<FaultInjectorOptions, 'workerKill' | 'partition'>,
 ) {
   const done: string[] = [];
   const warnings: string[] = [];
-  const injector = make(workers(names, done), warnings);
+  const injector = new FaultInjector({
+    docker: noEngine,
+    installId: 'x',
+    killEveryMs: NEVER,
+    maxDurationMs: 60_000,
+    ...faults(workers(names, done)),
+    onWarning: (m) => warnings.push(m),
+  });
   injector.start();
   const deadline = Date.now() + 10_000;
   while (done.length === 0 && warnings.length === 0 && Date.now() < deadline)
@@ -72,25 +86,16 @@ test('a worker kill hits the workers that run turns, the busiest first; an idle 
     { name: 'none busy', turns: {}, count: 1, killed: [], warned: true },
   ];
   for (const c of cases) {
-    const { done, warnings, faults } = await inject(
-      (w, warned) =>
-        new FaultInjector({
-          docker: noEngine,
-          installId: 'x',
-          killEveryMs: NEVER,
-          maxDurationMs: 60_000,
-          workerKill: {
-            workers: w,
-            count: c.count,
-            due: () => true,
-            runningTurns: running(c.turns),
-            maxWaitForTurnsMs: 300,
-            restartDelayMs: 0,
-          },
-          onWarning: (m) => warned.push(m),
-        }),
-      ['a', 'b', 'c'],
-    );
+    const { done, warnings, faults } = await inject(['a', 'b', 'c'], (w) => ({
+      workerKill: {
+        workers: w,
+        count: c.count,
+        due: () => true,
+        runningTurns: running(c.turns),
+        maxWaitForTurnsMs: 300,
+        restartDelayMs: 0,
+      },
+    }));
     assert.deepEqual(
       done.filter((d) => d.startsWith('kill')).sort(),
       c.killed.map((n) => `kill ${n}`),
@@ -115,25 +120,16 @@ test('a partition cuts the busiest worker, and none when no worker runs a turn',
     { name: 'none busy', turns: {}, cut: [] },
   ];
   for (const c of cases) {
-    const { done, warnings, faults } = await inject(
-      (w, warned) =>
-        new FaultInjector({
-          docker: noEngine,
-          installId: 'x',
-          killEveryMs: NEVER,
-          maxDurationMs: 60_000,
-          partition: {
-            workers: w,
-            due: () => true,
-            runningTurns: running(c.turns),
-            maxWaitForTurnsMs: 300,
-            durationMs: 0,
-            leaseMs: 0,
-          },
-          onWarning: (m) => warned.push(m),
-        }),
-      ['a', 'b'],
-    );
+    const { done, warnings, faults } = await inject(['a', 'b'], (w) => ({
+      partition: {
+        workers: w,
+        due: () => true,
+        runningTurns: running(c.turns),
+        maxWaitForTurnsMs: 300,
+        durationMs: 0,
+        leaseMs: 0,
+      },
+    }));
     assert.deepEqual(
       done.filter((d) => d.startsWith('cut')),
       c.cut.map((n) => `cut ${n}`),

@@ -193,6 +193,8 @@ const TICK_MS = 200;
 const FAILOVER_WAIT_MS = 60_000;
 const FIRST_COMMIT_POLL_MS = 100;
 const ENGINE_TIMEOUT_MS = 5000;
+/** How long the running turns are asked for (the API's status, slow on a loaded machine). */
+const STATUS_TIMEOUT_MS = 20_000;
 /** How long a sandbox kill's answer is waited for (in the background, past ENGINE_TIMEOUT_MS). */
 const KILL_ANSWER_TIMEOUT_MS = 60_000;
 /** When no sandbox is running, look again this soon instead of waiting a whole interval. */
@@ -472,7 +474,7 @@ export class FaultInjector {
     const turns = await Promise.race([
       runningTurns(),
       new Promise<never>((_, reject) =>
-        setTimeout(() => reject(new Error('timeout')), ENGINE_TIMEOUT_MS).unref(),
+        setTimeout(() => reject(new Error('timeout')), STATUS_TIMEOUT_MS).unref(),
       ),
     ]).catch(() => new Map<string, string[]>());
     const ranked = workers
