@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pg from 'pg';
-import { agentSpecSchema, isBerthError } from '../src/core/index.js';
+import { agentSpecSchema, isBerthError, sleep } from '../src/core/index.js';
 import { openPostgresStore, type Store } from '../src/store/index.js';
 import { migrationsFor } from '../src/store/sql/migrations.js';
 import { freshDatabase, testCluster } from './helpers/postgres.js';
@@ -10,6 +10,7 @@ import { LEASE_MS, RETRY } from './store/conformance.js';
 
 const open = (url: string, retryBudgetMs?: number) =>
   openPostgresStore({ url, leaseMs: LEASE_MS, retry: RETRY, retryBudgetMs });
+const BASE = 1_700_000_000_000;
 /** A retry budget the tests below outlast on purpose, shorter than the default. */
 const SHORT_BUDGET_MS = 5000;
 
@@ -177,4 +178,77 @@ test('postgres: a burst larger than the pool queues for connections, past the re
     'thirty callers on ten connections: latency, not STORE_UNAVAILABLE',
   );
   await store.close();
+});
+
+test('postgres: a turn’s commit and a lease reclaim of its session, on two connections at once: exactly one wins, every time', {
+  timeout: 300_000,
+}, async (t) => {
+  const url = await freshDatabase();
+  const leaseMs = 1000;
+  // One try: a message the reclaim aborts fails instead of coming back to the queue ahead of the next round's.
+  const retry = { ...RETRY, maxTries: 1 };
+  const [worker, sweeper] = [
+    await openPostgresStore({ url, leaseMs, retry }),
+    await openPostgresStore({ url, leaseMs, retry }),
+  ];
+  await worker.createAgent(agentSpecSchema.parse({ name: 'sh', provider: 'command' }), BASE);
+  await worker.registerWorker({
+    id: 'holder',
+    host: 'h',
+    pid: 1,
+    slots: 1,
+    heartbeatAt: BASE,
+    startedAt: BASE,
+  });
+  const won = { commit: 0, reclaim: 0 };
+  for (let round = 0; round < 200; round++) {
+    const sessionId = `race-${round}`;
+    const at = BASE + round * 100 * leaseMs;
+    await worker.renewWorker('holder', at);
+    await worker.enqueueMessage({ sessionId, agent: 'sh', text: 'x', now: at });
+    const claim = await worker.claimRunnableSession('holder', at);
+    assert.equal(claim?.session.id, sessionId);
+    const fence = { sessionId, generation: claim.session.generation, workerId: 'holder' };
+    const started = await worker.startTurn(fence, at);
+    const turn = started.code === 'ok' && started.value ? started.value.turn : assert.fail('no turn');
+    // Two leases later the holder looks dead to the sweeper, just as its commit comes in.
+    const raceAt = at + 2 * leaseMs;
+    const jitterMs = round % 3; // which call leaves first varies, so both orders meet
+    const [commit, reclaimed] = await Promise.all([
+      worker.commitTurn({ ...fence, turnId: turn.id, outputs: [{ text: 'reply' }] }, raceAt),
+      sleep(jitterMs).then(() => sweeper.reclaimExpiredLeases(raceAt)),
+    ]);
+    const ended = (await sweeper.getTurn(turn.id))!;
+    const messages = await sweeper.listMessages(sessionId, 0, 10);
+    const replies = messages.filter((m) => m.direction === 'out');
+    const events = (await sweeper.eventsAfter(sessionId, 0, 100)).map((e) => e.type);
+    const where = `round ${round}: commit ${commit}, reclaimed ${JSON.stringify(reclaimed)}, turn ${ended.status}`;
+    if (commit === 'ok') {
+      won.commit++;
+      assert.equal(ended.status, 'committed', where);
+      assert.deepEqual(
+        messages.map((m) => [m.direction, m.status]),
+        [
+          ['in', 'done'],
+          ['out', 'done'],
+        ],
+        where,
+      );
+      assert.ok(!events.includes('retrying') && !events.includes('failed'), where);
+    } else {
+      won.reclaim++;
+      assert.equal(commit, 'stale', where);
+      assert.ok(reclaimed.includes(sessionId), where);
+      assert.equal(ended.status, 'aborted', where);
+      assert.equal(ended.errorCode, 'LEASE_EXPIRED', where);
+      assert.deepEqual(replies, [], where);
+      assert.equal(messages[0]?.status, 'failed', where);
+      assert.ok(!events.includes('reply'), where);
+    }
+    // Whatever the reclaim passed by (a row the commit held) it takes now: the next round starts clean.
+    await sweeper.reclaimExpiredLeases(raceAt);
+    assert.equal((await sweeper.getSessionView(sessionId, raceAt))?.leaseOwner, null, where);
+  }
+  t.diagnostic(`the commit won ${won.commit} rounds, the reclaim ${won.reclaim}`);
+  await Promise.all([worker.close(), sweeper.close()]);
 });

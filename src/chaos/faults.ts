@@ -3,8 +3,8 @@
  *  - sandbox-kill: every A–B seconds (uniform), `docker kill` (Engine API) of one random
  *    running container carrying this install's label.
  *  - worker-kill: once, when `due()` says so, SIGKILL of `count` worker processes at once
- *    (those running the most turns, so that the kills hit work), restarted with the same
- *    argv `restartDelayMs` later.
+ *    (those running the most turns, and only workers running one, so that every kill hits
+ *    work), restarted with the same argv `restartDelayMs` later.
  *  - store-restart: once, when `due()` says so, the store's database server is stopped
  *    (fast shutdown: connections cut), left down `downMs`, and started again.
  *  - store-failover: when `due(k)` says so for the k-th one, the primary of a replicated
@@ -14,7 +14,7 @@
  *    records when a new primary led and when berth first committed on it (MTTR), and
  *    waits for a synchronous standby again before the next one.
  *  - partition: once, when `due()` says so, the network link of the worker running the
- *    most turns is cut (its namespace's veth, worker-network.ts) for `durationMs` (longer
+ *    most turns (never an idle one) is cut (its namespace's veth, worker-network.ts) for `durationMs` (longer
  *    than the lease), then healed. A lease after the cut the injector looks at the
  *    sandboxes that ran that worker's turns at the cut: the worker must have killed them
  *    itself by then (self-fencing), before anyone else may take its sessions over.
@@ -22,10 +22,15 @@
  * Invariants:
  * - Only containers labelled `berth.install=<installId>` are ever touched.
  * - Every fault is recorded with the time taken just BEFORE it was issued, so a
- *   detection time measured from it is never negative.
+ *   detection time measured from it is never negative. A sandbox kill a busy engine
+ *   answers late is recorded when it answers (stop() waits for it), never dropped: the
+ *   turn it ended would otherwise count as an abort no fault explains.
  * - At most one worker-kill round, one store-restart and one partition per injector; the
  *   restarts and the heal always happen, even when `stop()` comes first (stop waits for
  *   them), so nothing is left dead or cut off. A partitioned worker is not SIGKILLed.
+ * - A worker kill or a partition that finds no worker running a turn within its wait is
+ *   not injected (and not recorded as a fault: its kind shows fewer injections), rather
+ *   than aimed at an idle worker where it could hit nothing.
  * - The loop ends at `stop()` or `maxDurationMs`, whichever is first, and wakes at least
  *   every TICK_MS; every Engine API and status call is bounded by a timeout.
  */
@@ -130,10 +135,10 @@ export interface FaultInjectorOptions {
   maxDurationMs: number;
   workerKill?: {
     workers: KillableWorker[];
-    /** Polled every tick; once true, the kill happens as soon as a worker runs a turn. */
+    /** Polled every tick; once true, the kill happens as soon as `count` workers run a turn. */
     due(): boolean;
     runningTurns: RunningTurns;
-    /** After due() this long without any running turn, kill the busiest workers anyway (a miss). */
+    /** After due() this long, the workers that run a turn are killed, and as many fewer as do not (warned). */
     maxWaitForTurnsMs: number;
     restartDelayMs: number;
     /** How many workers are SIGKILLed at once. @default 1 */
@@ -170,7 +175,7 @@ export interface FaultInjectorOptions {
     /** Polled every tick; once true, the cut happens as soon as a worker runs a turn. */
     due(): boolean;
     runningTurns: RunningTurns;
-    /** After due() this long without any running turn, cut a worker anyway (a miss). */
+    /** After due() this long without any running turn, no cut is made (warned). */
     maxWaitForTurnsMs: number;
     /** How long the link stays cut: longer than the lease. */
     durationMs: number;
@@ -188,6 +193,10 @@ const TICK_MS = 200;
 const FAILOVER_WAIT_MS = 60_000;
 const FIRST_COMMIT_POLL_MS = 100;
 const ENGINE_TIMEOUT_MS = 5000;
+/** How long the running turns are asked for (the API's status, slow on a loaded machine). */
+const STATUS_TIMEOUT_MS = 20_000;
+/** How long a sandbox kill's answer is waited for (in the background, past ENGINE_TIMEOUT_MS). */
+const KILL_ANSWER_TIMEOUT_MS = 60_000;
 /** When no sandbox is running, look again this soon instead of waiting a whole interval. */
 const RETRY_NO_TARGET_MS = 250;
 
@@ -195,6 +204,8 @@ export class FaultInjector {
   readonly faults: Fault[] = [];
   /** Kill attempts that found no running sandbox or raced its end. */
   skipped = 0;
+  /** Sandbox kills the engine has not answered yet. */
+  private readonly killsUnderWay = new Set<Promise<boolean>>();
   private stopped = false;
   private readonly wake = new WakeSignal();
   private loop: Promise<void> | null = null;
@@ -229,6 +240,7 @@ export class FaultInjector {
     this.stopped = true;
     this.wake.notify();
     await this.loop;
+    await Promise.all(this.killsUnderWay);
     await this.workerKill;
     await this.storeRestart;
     await this.storeFailover;
@@ -246,22 +258,26 @@ export class FaultInjector {
       const wk = this.opts.workerKill;
       if (wk && !this.workerKill && wk.due()) {
         this.workerKillDueAt ??= this.clock.now();
-        const force = this.clock.now() - this.workerKillDueAt >= wk.maxWaitForTurnsMs;
-        const victims = await this.pickWorkers(wk, force);
-        if (victims.length > 0) this.workerKill = this.killWorkers(wk, victims);
-        else if (force) {
-          this.opts.onWarning?.('worker kill skipped: no running worker with a known id');
-          this.workerKill = Promise.resolve();
+        const count = wk.count ?? 1;
+        const waited = this.clock.now() - this.workerKillDueAt >= wk.maxWaitForTurnsMs;
+        const victims = await this.pickWorkers(wk, count);
+        if (victims.length === count || waited) {
+          if (victims.length < count)
+            this.opts.onWarning?.(
+              `worker kill: ${count - victims.length} of ${count} not injected: no other worker ran a turn within ${wk.maxWaitForTurnsMs} ms`,
+            );
+          this.workerKill = victims.length > 0 ? this.killWorkers(wk, victims) : Promise.resolve();
         }
       }
       const pt = this.opts.partition;
       if (pt && !this.partition && pt.due()) {
         this.partitionDueAt ??= this.clock.now();
-        const force = this.clock.now() - this.partitionDueAt >= pt.maxWaitForTurnsMs;
-        const [victim] = await this.busiest(pt.workers, pt.runningTurns, 1, force);
+        const [victim] = await this.busiest(pt.workers, pt.runningTurns, 1);
         if (victim) this.partition = this.cutOff(pt, victim.worker, victim.sandboxes);
-        else if (force) {
-          this.opts.onWarning?.('partition skipped: no worker with a known id');
+        else if (this.clock.now() - this.partitionDueAt >= pt.maxWaitForTurnsMs) {
+          this.opts.onWarning?.(
+            `partition not injected: no worker ran a turn within ${pt.maxWaitForTurnsMs} ms`,
+          );
           this.partition = Promise.resolve();
         }
       }
@@ -297,7 +313,12 @@ export class FaultInjector {
     } as Dockerode.ContainerListOptions);
   }
 
-  /** True when a container was killed. */
+  /**
+   * True when a container was killed, or its kill is still under way after ENGINE_TIMEOUT_MS:
+   * a busy engine may carry a kill out after any wait, so the call is not abandoned but
+   * recorded when it answers (stop() waits for it); only an error or a container already
+   * gone means nothing was killed.
+   */
   private async killRandomSandbox(): Promise<boolean> {
     const running = await this.runningSandboxes();
     if (running.length === 0) {
@@ -306,31 +327,33 @@ export class FaultInjector {
     }
     const target = running[Math.floor(this.random() * running.length)]!;
     const at = this.clock.now();
-    try {
-      await this.opts.docker
-        .getContainer(target.Id)
-        .kill({ abortSignal: AbortSignal.timeout(ENGINE_TIMEOUT_MS) });
-    } catch (err) {
-      // 404/409: it ended on its own (turn done, supervisor killed it) between list and kill.
-      const status = (err as { statusCode?: number }).statusCode;
-      if (status === 404 || status === 409) {
-        this.skipped++;
-        return false;
-      }
-      // Timed out: the engine may still have killed it, so it is recorded; an unrecorded kill
-      // would leave the turn it ended unexplained.
-      if ((err as Error).name !== 'AbortError') throw err;
-      this.opts.onWarning?.(`sandbox kill of ${target.Names[0] ?? target.Id} timed out; recorded as a kill`);
-    }
-    this.faults.push({
-      kind: 'sandbox-kill',
-      at,
-      killedAt: this.clock.now(),
-      container: (target.Names[0] ?? target.Id).replace(/^\//, ''),
-      warm: LABELS.pool in target.Labels,
-      workerId: target.Labels[LABELS.worker] ?? '',
-    });
-    return true;
+    const answered = this.opts.docker
+      .getContainer(target.Id)
+      .kill({ abortSignal: AbortSignal.timeout(KILL_ANSWER_TIMEOUT_MS) })
+      .then(
+        () => {
+          this.faults.push({
+            kind: 'sandbox-kill',
+            at,
+            killedAt: this.clock.now(),
+            container: (target.Names[0] ?? target.Id).replace(/^\//, ''),
+            warm: LABELS.pool in target.Labels,
+            workerId: target.Labels[LABELS.worker] ?? '',
+          });
+          return true;
+        },
+        (err: unknown) => {
+          // 404/409: it ended on its own (turn done, supervisor killed it) between list and kill.
+          const status = (err as { statusCode?: number }).statusCode;
+          if (status !== 404 && status !== 409)
+            this.opts.onWarning?.(`sandbox kill failed: ${(err as Error).message}`);
+          this.skipped++;
+          return false;
+        },
+      );
+    this.killsUnderWay.add(answered);
+    void answered.finally(() => this.killsUnderWay.delete(answered));
+    return Promise.race([answered, sleep(ENGINE_TIMEOUT_MS).then(() => true)]);
   }
 
   private async killWorkers(
@@ -430,33 +453,35 @@ export class FaultInjector {
     }
   }
 
-  /** The live workers running the most turns (ties at random); none while none runs any, unless `force`. */
+  /** Up to `count` live workers running the most turns (ties at random); only workers running one. */
   private async pickWorkers(
     wk: NonNullable<FaultInjectorOptions['workerKill']>,
-    force: boolean,
+    count: number,
   ): Promise<KillableWorker[]> {
     const live = wk.workers.filter((w) => w.pid !== undefined && w.workerId() !== this.partitioned);
-    return (await this.busiest(live, wk.runningTurns, wk.count ?? 1, force)).map((b) => b.worker);
+    return (await this.busiest(live, wk.runningTurns, count)).map((b) => b.worker);
   }
 
-  /** The `count` workers with a known id running the most turns (ties at random), with their turns' sandboxes. */
+  /**
+   * Up to `count` workers with a known id running the most turns (ties at random), with
+   * their turns' sandboxes; a worker running none is never picked.
+   */
   private async busiest<W extends { workerId(): string | null }>(
     workers: W[],
     runningTurns: RunningTurns,
     count: number,
-    force: boolean,
   ): Promise<{ worker: W; sandboxes: string[] }[]> {
     const turns = await Promise.race([
       runningTurns(),
       new Promise<never>((_, reject) =>
-        setTimeout(() => reject(new Error('timeout')), ENGINE_TIMEOUT_MS).unref(),
+        setTimeout(() => reject(new Error('timeout')), STATUS_TIMEOUT_MS).unref(),
       ),
     ]).catch(() => new Map<string, string[]>());
     const ranked = workers
       .filter((w) => w.workerId() !== null)
       .map((worker) => ({ worker, sandboxes: turns.get(worker.workerId()!) ?? [], tie: this.random() }))
+      .filter((w) => w.sandboxes.length > 0)
       .sort((a, b) => b.sandboxes.length - a.sandboxes.length || a.tie - b.tie);
-    if (!force && (ranked[0]?.sandboxes.length ?? 0) === 0) return [];
     return ranked.slice(0, count);
   }
 

@@ -69,8 +69,9 @@ export async function cleanUpLocalLeftovers(
     const decision = decideLeftoverLayer(turnId, turn, session, (id) => live.has(id));
     if (decision === 'keep') continue;
     if (decision === 'promote') {
-      await workspaces.promote(sessionId, turnId, null);
+      const applied = await workspaces.promote(sessionId, turnId, null);
       await store.markLayerPromoted(sessionId, turnId);
+      me.log.info({ sessionId, turnId, by: 'clean-up', planApplied: applied }, 'Layer promoted');
     }
     await workspaces.discard(sessionId, turnId);
     layers++;

@@ -178,7 +178,7 @@ export class SessionSupervisor {
    */
   private async serveTurns(): Promise<Ending> {
     const { store, clock, config } = this.deps;
-    if (this.session.pendingLayer) await this.settleLayer(this.session.pendingLayer);
+    if (this.session.pendingLayer) await this.settleLayer(this.session.pendingLayer, 'claim');
     // The name is deterministic: recorded before the first turn starts, so every turn row names its sandbox.
     if ((await store.recordSandbox(this.fence, this.sandboxName, clock.now())) !== 'ok')
       return { reason: 'LeaseLost', message: 'lease lost before the sandbox started', abort: null };
@@ -389,15 +389,19 @@ export class SessionSupervisor {
     });
   }
 
-  /** Takes a finished turn's layer off the slot and promotes it if the store says committed, else drops it. */
-  private async settleLayer(turnId: string): Promise<void> {
+  /**
+   * Takes a finished turn's layer off the slot and promotes it if the store says committed,
+   * else drops it: at the turn's end, or at the claim for a layer a crash left owed.
+   */
+  private async settleLayer(turnId: string, at: 'turn-end' | 'claim' = 'turn-end'): Promise<void> {
     const { store, workspaces } = this.deps;
     await workspaces.unmountSlot(this.sandboxName);
     if ((await store.getTurn(turnId))?.status === 'committed') {
       failpoint('before-promote');
-      await workspaces.promote(this.session.id, turnId, this.mode.committedAs(turnId));
+      const applied = await workspaces.promote(this.session.id, turnId, this.mode.committedAs(turnId));
       failpoint('before-mark-promoted');
       await store.markLayerPromoted(this.session.id, turnId);
+      this.log.info({ turnId, by: at, planApplied: applied }, 'Layer promoted');
       await workspaces.discard(this.session.id, turnId);
       await this.mode.afterPromotion(turnId);
       return;

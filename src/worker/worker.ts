@@ -5,11 +5,13 @@
  * own row every lease/5 (its sessions' leases live only while that row is fresh), sweeps
  * sessions of dead workers back into the queue, routes engine exit events to the
  * supervisor of the sandbox, and at start reaps this install's sandboxes whose worker is
- * gone. If it cannot renew its row for a whole lease it kills its own sandboxes before
- * anyone else may take their sessions over (self-fencing).
+ * gone. If its row's heartbeat grows 0.6 of a lease old it kills its own sandboxes before
+ * anyone else may take their sessions over (self-fencing). Renewal, sweep and self-fence
+ * each run on a timer of their own, so none waits for the others.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { type IntervalHistogram, monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { collectGarbage, StorageBlobs } from '../blobs/index.js';
 import { agentSpecSchema, BerthError, isLeaseFresh, newId, sleep, WakeSignal } from '../core/index.js';
@@ -28,8 +30,8 @@ const EVENTS_CONNECT_TIMEOUT_MS = 10_000;
 const SANDBOX_UID = 1000;
 /** Self-fence when the own row is this much of a lease old: before anyone else may take over (at a full lease). */
 const SELF_FENCE_FRACTION = 0.6;
-/** Local leftovers (containers, slots, layers) are swept once every this many renewals. */
-const CLEANUP_EVERY_RENEWALS = 5;
+/** Local leftovers (containers, slots, layers) are cleaned up once every this many sweeps. */
+const CLEANUP_EVERY_SWEEPS = 5;
 /** Blob-store objects nothing names are collected at start and then this often. */
 const BLOB_GC_INTERVAL_MS = 60 * 60_000;
 
@@ -42,7 +44,15 @@ export class Worker {
   private readonly claimWake = new WakeSignal();
   private readonly abort = new AbortController();
   private readonly log: Logger;
-  private lastRenewedAt = 0;
+  /**
+   * The heartbeat the store holds for this worker: the time (the store's clock) its last
+   * successful renewal wrote, by which every other worker judges its lease.
+   */
+  private heartbeatAt = 0;
+  /** When the renewal in flight was sent (performance.now()); null between renewals. */
+  private renewalSentAt: number | null = null;
+  /** This process's event-loop delays since the last renewal: a self-fence says whether it was starved. */
+  private readonly loopDelay: IntervalHistogram = monitorEventLoopDelay({ resolution: 20 });
   /** Since when every renewal has reached the store: cleanUpLocal judges heartbeats only a lease after that. */
   private storeReachableSince = 0;
   /** Time of the last runtime event seen (0 = never connected); a reconnect replays from just before it. */
@@ -90,11 +100,21 @@ export class Worker {
       heartbeatAt: now,
       startedAt: now,
     });
-    this.lastRenewedAt = now;
-    await this.cleanUpLocal();
+    this.heartbeatAt = now;
+    this.loopDelay.enable();
+    // Renewed from the registration on: the start-up clean-up may take a while (Docker kills).
+    this.loops = [this.renewLoop(), this.selfFenceLoop()];
+    try {
+      await this.cleanUpLocal();
+    } catch (err) {
+      this.abort.abort();
+      await Promise.allSettled(this.loops);
+      this.loopDelay.disable();
+      throw err;
+    }
     this.unsubscribe = store.onChange((change) => this.onStoreChange(change));
     const connected = new WakeSignal();
-    this.loops = [this.watchRuntime(connected), this.renewLoop(), this.selfFenceLoop(), this.blobGcLoop()];
+    this.loops.push(this.watchRuntime(connected), this.sweepLoop(), this.blobGcLoop());
     // No sandbox starts before its exit can be seen.
     await connected.wait(EVENTS_CONNECT_TIMEOUT_MS);
     if (this.lastEventAt === 0) {
@@ -117,6 +137,7 @@ export class Worker {
     this.claimWake.notify();
     for (const s of this.supervisors.values()) s.stop('WorkerStopping');
     await Promise.allSettled([...this.running, ...this.loops, this.cleaning, this.pool?.stop()]);
+    this.loopDelay.disable();
     await this.deps.store.removeWorker(this.id);
     const now = this.deps.clock.now();
     const others = (await this.deps.store.listWorkers()).filter((w) =>
@@ -241,29 +262,59 @@ export class Worker {
     this.running.add(run);
   }
 
+  /**
+   * Renews the worker's row every leaseMs / 5, by deadline: each renewal is due an interval
+   * after the previous one was sent, however long that one took, and nothing else runs in
+   * this loop. The store sends it on a connection of its own (Store.renewWorker), so no
+   * queue of other calls delays it.
+   */
   private async renewLoop(): Promise<void> {
     const { store, clock, config } = this.deps;
-    for (let tick = 1; !this.abort.signal.aborted; tick++) {
-      await sleep(config.leaseMs / 5, this.abort.signal);
+    const intervalMs = config.leaseMs / 5;
+    let dueAt = performance.now() + intervalMs;
+    while (!this.abort.signal.aborted) {
+      await sleep(dueAt - performance.now(), this.abort.signal);
       if (this.abort.signal.aborted) return;
+      this.renewalSentAt = performance.now();
+      dueAt = this.renewalSentAt + intervalMs;
       const now = clock.now();
       try {
         if (await store.renewWorker(this.id, now)) {
           // A missed renewal (the store was away): everyone's row went stale with ours.
-          if (now - this.lastRenewedAt > (2 * config.leaseMs) / 5) this.storeReachableSince = now;
-          this.lastRenewedAt = now;
+          if (now - this.heartbeatAt > 2 * intervalMs) this.storeReachableSince = now;
+          this.heartbeatAt = now;
+          this.loopDelay.reset();
         } else await this.rejoin(now);
-        await store.reclaimExpiredLeases(now);
-        // Not awaited: its Docker kills (of a dead worker's sandboxes) must not hold up the next renewal.
-        if (tick % CLEANUP_EVERY_RENEWALS === 0 && !this.cleaning)
-          this.cleaning = this.cleanUpLocal()
-            .catch((err: unknown) => this.log.warn({ err }, 'Clean-up of local leftovers failed'))
-            .finally(() => {
-              this.cleaning = null;
-            });
       } catch (err) {
-        this.log.warn({ err }, 'Lease renewal or sweep failed');
+        this.log.warn({ err }, 'Lease renewal failed');
+      } finally {
+        this.renewalSentAt = null;
       }
+    }
+  }
+
+  /**
+   * Every leaseMs / 5, the sweep of dead workers' leases into the queue, and every 5th time
+   * the clean-up of local leftovers; on a timer of their own, so neither delays a renewal.
+   */
+  private async sweepLoop(): Promise<void> {
+    const { store, clock, config } = this.deps;
+    for (let tick = 1; !this.abort.signal.aborted; tick++) {
+      await sleep(config.leaseMs / 5, this.abort.signal);
+      if (this.abort.signal.aborted) return;
+      try {
+        await store.reclaimExpiredLeases(clock.now());
+      } catch (err) {
+        this.log.warn({ err }, 'Sweep of expired leases failed');
+        continue;
+      }
+      // Not awaited: its Docker kills (of a dead worker's sandboxes) must not hold up the next sweep.
+      if (tick % CLEANUP_EVERY_SWEEPS === 0 && !this.cleaning)
+        this.cleaning = this.cleanUpLocal()
+          .catch((err: unknown) => this.log.warn({ err }, 'Clean-up of local leftovers failed'))
+          .finally(() => {
+            this.cleaning = null;
+          });
     }
   }
 
@@ -298,15 +349,24 @@ export class Worker {
 
   /**
    * Self-fencing on a timer of its own: a renewal stuck on a store that does not answer
-   * (a PostgreSQL restart: its calls retry for seconds) must not delay it.
+   * (a PostgreSQL restart) must not delay it. The lease's age is the store's clock now
+   * minus the heartbeat the store holds, as every other worker reckons it.
    */
   private async selfFenceLoop(): Promise<void> {
     const { clock, config } = this.deps;
     while (!this.abort.signal.aborted) {
       await sleep(config.leaseMs / 10, this.abort.signal);
-      const leaseAgeMs = clock.now() - this.lastRenewedAt;
+      const leaseAgeMs = clock.now() - this.heartbeatAt;
       if (leaseAgeMs >= config.leaseMs * SELF_FENCE_FRACTION && this.supervisors.size > 0) {
-        this.log.error({ leaseAgeMs }, 'Lease about to lapse: killing own sandboxes');
+        const sent = this.renewalSentAt;
+        // In flight: the store is slow or away; none: this process did not get to send one.
+        const renewalInFlightMs = sent === null ? null : Math.round(performance.now() - sent);
+        // Since the last renewal: a long one says this process was not run (CPU starved, paused).
+        const loopDelayMaxMs = Math.round(this.loopDelay.max / 1e6);
+        this.log.error(
+          { leaseAgeMs, renewalInFlightMs, loopDelayMaxMs },
+          'Lease about to lapse: killing own sandboxes',
+        );
         for (const s of this.supervisors.values()) s.stop('LeaseLost');
       }
     }
@@ -327,6 +387,8 @@ export class Worker {
       heartbeatAt: now,
       startedAt: now,
     });
+    // The row's heartbeat: without it the self-fence would stop the next claim at once.
+    this.heartbeatAt = now;
   }
 
   private async watchRuntime(connected: WakeSignal): Promise<void> {

@@ -209,22 +209,24 @@ export class Workspaces {
    * Applies a sealed, committed layer to the committed layer. Idempotent. The layer stays:
    * the caller discards it once the store knows it was promoted (markLayerPromoted), so a
    * crash in between leaves it on disk, where the clean-up finds it and marks it. Told what
-   * the commit was (its version and object), the copy's stamp moves on with it.
+   * the commit was (its version and object), the copy's stamp moves on with it. False when
+   * there was no plan here to apply.
    */
   async promote(
     sessionId: string,
     turnId: string,
     commit: { version: number; layer: WorkspaceObjectRef | null } | null,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const layer = this.layerPath(sessionId, turnId);
-    // No plan in an existing layer: a crash cut a discard short, after the plan was fully applied.
-    if (await exists(join(layer, PLAN_FILE))) {
-      await applyPlan(join(layer, PLAN_FILE), {
-        upper: join(layer, 'upper'),
-        committed: this.committedPath(sessionId),
-      });
-      if (commit) await this.cache.stampPromoted(sessionId, commit);
-    }
+    // No plan: a crash cut a discard short after the plan was fully applied, or the layer
+    // was sealed on another machine (this copy catches up from the chain before its next turn).
+    if (!(await exists(join(layer, PLAN_FILE)))) return false;
+    await applyPlan(join(layer, PLAN_FILE), {
+      upper: join(layer, 'upper'),
+      committed: this.committedPath(sessionId),
+    });
+    if (commit) await this.cache.stampPromoted(sessionId, commit);
+    return true;
   }
 
   /** Drops an aborted or abandoned attempt layer, or a promoted one the store has marked. */

@@ -61,8 +61,14 @@ export interface PostgresStoreOptions {
   retryBudgetMs?: number;
 }
 
-/** Connections per process: a worker's claim loop, renewals, gateways and the API share them. */
+/** Connections per process: a worker's claim loop, sweep, gateways and the API share them. */
 const POOL_SIZE = 10;
+/**
+ * Connections kept for lease renewals, outside the FIFO gate: measured under chaos on a
+ * loaded machine, a renewal queued behind other calls (or behind a sweep in the same
+ * loop) arrived late often enough to fence live workers.
+ */
+const RENEWAL_CONNECTIONS = 1;
 const CONNECT_TIMEOUT_MS = 5000;
 /** How long a call may queue for a connection (ConnectionGate) before the store counts as down. */
 const GATE_MAX_WAIT_MS = 120_000;
@@ -116,7 +122,8 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     application_name: 'berth',
   };
   const warn = options.onWarning ?? (() => undefined);
-  const primaries = new PrimaryPool(parsed.target, config, POOL_SIZE, warn);
+  // One more for the clock's samples, taken outside either gate: a renewal never waits for a connection.
+  const primaries = new PrimaryPool(parsed.target, config, POOL_SIZE + RENEWAL_CONNECTIONS + 1, warn);
   const clock = new DatabaseClock(async () => {
     const connection = await primaries.connect();
     try {
@@ -163,6 +170,7 @@ class PostgresDriver implements SqlDriver {
   private listener: ChangeListener | null = null;
   private readonly tag = newStoreTag();
   private readonly gate = new ConnectionGate(POOL_SIZE, GATE_MAX_WAIT_MS);
+  private readonly renewals = new ConnectionGate(RENEWAL_CONNECTIONS, GATE_MAX_WAIT_MS);
   private readonly markers = new CommitMarkers();
 
   constructor(
@@ -219,6 +227,22 @@ class PostgresDriver implements SqlDriver {
   read<T>(program: () => Program<T>): Promise<T> {
     return this.gatedWithRetries(() =>
       this.onConnection((client) => runProgram(program(), (op) => execute(client, op))),
+    );
+  }
+
+  /**
+   * On a connection of the renewals' own (the pool holds one beyond the gate's permits), one
+   * statement at a time in autocommit: one round trip, no commit marker (a renewal whose
+   * answer was lost is simply made again), retried within its own short budget.
+   */
+  renew<T>(program: () => Program<T>, budgetMs: number): Promise<T> {
+    return this.renewals.run(() =>
+      retryWithin(
+        budgetMs,
+        () => this.onConnection((client) => runProgram(program(), (op) => execute(client, op))),
+        isRetryable,
+        this.warn,
+      ),
     );
   }
 

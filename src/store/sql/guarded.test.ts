@@ -28,6 +28,9 @@ function cannedDriver(answers: Partial<Record<StatementName, OpResult>>, ran: Op
     async read<T>(program: () => Program<T>) {
       return runProgramSync(program(), execute);
     },
+    async renew<T>(program: () => Program<T>) {
+      return runProgramSync(program(), execute);
+    },
     listen: () => undefined,
     close: async () => undefined,
   };

@@ -89,6 +89,13 @@ export interface SqlDriver {
   ): Promise<{ value: T; changes: StoreChange[] }>;
   /** Runs a read-only program (made anew for each try). */
   read<T>(program: () => Program<T>): Promise<T>;
+  /**
+   * Runs a worker's lease renewal: a program of idempotent statements, each committed on
+   * its own, that never waits behind other calls of this process (a renewal stuck in a
+   * queue fences a loaded worker that is alive), tried for at most `budgetMs`: a renewal
+   * later than that is worth less than the next one, which carries a fresh time.
+   */
+  renew<T>(program: () => Program<T>, budgetMs: number): Promise<T>;
   /** Starts delivering other processes' notifications (hints) to `deliver`. */
   listen(deliver: (change: StoreChange) => void): void;
   close(): Promise<void>;
@@ -102,6 +109,9 @@ export interface SqlStoreOptions {
   /** Told of what the store rides out or refuses; here: a transition that found a row in a state its guard rules out (a bug). */
   onWarning?: (message: string, err: unknown) => void;
 }
+
+/** A worker renews every lease / 5: a renewal is worth trying until the next one is due. */
+const RENEWAL_BUDGET_LEASE_FRACTION = 1 / 5;
 
 export class SqlStore implements Store {
   readonly kind: Store['kind'];
@@ -213,7 +223,10 @@ export class SqlStore implements Store {
   }
 
   renewWorker(workerId: string, now: number): Promise<boolean> {
-    return this.write('renewWorker', () => workers.renewWorker(workerId, now), 'relaxed');
+    return this.driver.renew(
+      () => workers.renewWorker(workerId, now),
+      this.policy.leaseMs * RENEWAL_BUDGET_LEASE_FRACTION,
+    );
   }
 
   removeWorker(workerId: string): Promise<void> {

@@ -83,6 +83,11 @@ class SqliteDriver implements SqlDriver {
     return runProgramSync(program(), (op) => this.execute(op));
   }
 
+  /** One connection, used synchronously: nothing of this process is ever queued ahead of a renewal. */
+  async renew<T>(program: () => Program<T>): Promise<T> {
+    return (await this.write(() => program(), 'relaxed')).value;
+  }
+
   listen(deliver: (change: StoreChange) => void): void {
     if (!this.fileBacked) return;
     this.relay = new ChangeRelay(this.db, deliver);

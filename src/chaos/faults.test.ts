@@ -1,0 +1,145 @@
+/**
+ * Where the injector aims a worker kill and a partition: only at workers that run a turn
+ * (the busiest first), and nowhere when none does within the wait, so a fault recorded is
+ * a fault that could hit. The one faked boundary is the workers (and the Engine API, which
+ * the sandbox kills never reach here: their interval outlasts each test).
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type Dockerode from 'dockerode';
+import {
+  FaultInjector,
+  type FaultInjectorOptions,
+  type KillableWorker,
+  type PartitionableWorker,
+} from './faults.js';
+
+const NEVER = { min: 3_600_000, max: 3_600_000 };
+const noEngine = {} as Dockerode;
+
+/** Workers that record what was done to them. */
+function workers(names: string[], done: string[]): (KillableWorker & PartitionableWorker)[] {
+  return names.map((name, i) => ({
+    name,
+    pid: 100 + i,
+    workerId: () => `wrk-${name}`,
+    sigkill: async () => {
+      done.push(`kill ${name}`);
+    },
+    restart: async () => {
+      done.push(`restart ${name}`);
+    },
+    cut: async () => {
+      done.push(`cut ${name}`);
+    },
+    heal: async () => {
+      done.push(`heal ${name}`);
+    },
+  }));
+}
+
+/** Runs an injector with these faults over workers named `names` until one settled, then stops it. */
+async function inject(
+  names: string[],
+  faults: (
+    w: (KillableWorker & PartitionableWorker)[],
+  ) => Pick<FaultInjectorOptions, 'workerKill' | 'partition'>,
+) {
+  const done: string[] = [];
+  const warnings: string[] = [];
+  const injector = new FaultInjector({
+    docker: noEngine,
+    installId: 'x',
+    killEveryMs: NEVER,
+    maxDurationMs: 60_000,
+    ...faults(workers(names, done)),
+    onWarning: (m) => warnings.push(m),
+  });
+  injector.start();
+  const deadline = Date.now() + 10_000;
+  while (done.length === 0 && warnings.length === 0 && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 50));
+  await injector.stop();
+  return { done, warnings, faults: injector.faults };
+}
+
+const running = (byWorker: Record<string, number>) => async () =>
+  new Map(
+    Object.entries(byWorker).map(([name, n]) => [
+      `wrk-${name}`,
+      Array.from({ length: n }, (_, i) => `sbx-${name}-${i}`),
+    ]),
+  );
+
+test('a worker kill hits the workers that run turns, the busiest first; an idle worker never', async () => {
+  const cases: {
+    name: string;
+    turns: Record<string, number>;
+    count: number;
+    killed: string[];
+    warned: boolean;
+  }[] = [
+    { name: 'one busy worker', turns: { b: 1 }, count: 1, killed: ['b'], warned: false },
+    { name: 'the busiest of two', turns: { a: 1, c: 2 }, count: 1, killed: ['c'], warned: false },
+    { name: 'two of three, both busy', turns: { a: 2, c: 1 }, count: 2, killed: ['a', 'c'], warned: false },
+    { name: 'two wanted, one busy', turns: { b: 1 }, count: 2, killed: ['b'], warned: true },
+    { name: 'none busy', turns: {}, count: 1, killed: [], warned: true },
+  ];
+  for (const c of cases) {
+    const { done, warnings, faults } = await inject(['a', 'b', 'c'], (w) => ({
+      workerKill: {
+        workers: w,
+        count: c.count,
+        due: () => true,
+        runningTurns: running(c.turns),
+        maxWaitForTurnsMs: 300,
+        restartDelayMs: 0,
+      },
+    }));
+    assert.deepEqual(
+      done.filter((d) => d.startsWith('kill')).sort(),
+      c.killed.map((n) => `kill ${n}`),
+      c.name,
+    );
+    assert.deepEqual(
+      faults.map((f) => (f.kind === 'worker-kill' ? f.child : f.kind)).sort(),
+      c.killed,
+      `${c.name}: only what was injected is recorded`,
+    );
+    assert.equal(
+      warnings.some((m) => m.includes('not injected')),
+      c.warned,
+      c.name,
+    );
+  }
+});
+
+test('a partition cuts the busiest worker, and none when no worker runs a turn', async () => {
+  const cases: { name: string; turns: Record<string, number>; cut: string[] }[] = [
+    { name: 'busiest', turns: { a: 1, b: 3 }, cut: ['b'] },
+    { name: 'none busy', turns: {}, cut: [] },
+  ];
+  for (const c of cases) {
+    const { done, warnings, faults } = await inject(['a', 'b'], (w) => ({
+      partition: {
+        workers: w,
+        due: () => true,
+        runningTurns: running(c.turns),
+        maxWaitForTurnsMs: 300,
+        durationMs: 0,
+        leaseMs: 0,
+      },
+    }));
+    assert.deepEqual(
+      done.filter((d) => d.startsWith('cut')),
+      c.cut.map((n) => `cut ${n}`),
+      c.name,
+    );
+    assert.equal(faults.length, c.cut.length, c.name);
+    if (c.cut.length === 0)
+      assert.ok(
+        warnings.some((m) => m.startsWith('partition not injected')),
+        c.name,
+      );
+  }
+});
