@@ -68,7 +68,7 @@ import * as turns from './programs/turns.js';
 import * as webhooks from './programs/webhooks.js';
 import * as workers from './programs/workers.js';
 import * as workspace from './programs/workspace.js';
-import { listSessionViews } from './session-views.js';
+import { listSessionViews, queueDepth } from './session-views.js';
 
 /** See SqlStore.write. */
 export type Durability = 'durable' | 'relaxed';
@@ -207,6 +207,10 @@ export class SqlStore implements Store {
     return this.read(() => workers.listWorkers());
   }
 
+  liveSlots(now: number): Promise<number> {
+    return this.read(() => workers.liveSlots(now, this.policy.leaseMs));
+  }
+
   registerWorker(row: WorkerRow): Promise<void> {
     return this.write('registerWorker', () => workers.registerWorker(row));
   }
@@ -232,7 +236,7 @@ export class SqlStore implements Store {
   }
 
   queueDepth(now: number): Promise<number> {
-    return this.read(() => leases.queueDepth(now, this.policy.leaseMs));
+    return this.read(() => queueDepth(now, this.policy.leaseMs));
   }
 
   nextProcessAfter(now: number): Promise<number | null> {
