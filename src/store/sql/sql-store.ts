@@ -107,6 +107,8 @@ export class SqlStore implements Store {
   readonly clock: Clock;
   private readonly emitter = new EventEmitter();
   private readonly policy: { leaseMs: number; retry: RetryPolicy };
+  /** staleBefore of this store's last sweep that found nothing due (SWEEP_DUE); -1 = none yet. */
+  private sweptUpTo = -1;
 
   constructor(
     private readonly driver: SqlDriver,
@@ -223,7 +225,14 @@ export class SqlStore implements Store {
     return this.write('removeWorker', () => workers.removeWorker(workerId));
   }
 
-  reclaimExpiredLeases(now: number): Promise<string[]> {
+  async reclaimExpiredLeases(now: number): Promise<string[]> {
+    // Every worker sweeps every leaseMs / 5 and nearly every pass finds nothing: a read of the
+    // rows stale since this store's last such pass says so, without a write transaction.
+    const { leaseMs } = this.policy;
+    if (!(await this.read(() => leases.sweepDue(now, leaseMs, this.sweptUpTo)))) {
+      this.sweptUpTo = Math.max(this.sweptUpTo, now - leaseMs);
+      return [];
+    }
     return this.write('reclaimExpiredLeases', (tx) => leases.reclaimExpiredLeases(tx, now, this.policy));
   }
 

@@ -54,6 +54,16 @@ export function* claimRunnableSession(
   return { session, agent };
 }
 
+/** Whether reclaimExpiredLeases has anything to do now (SWEEP_DUE), given the caller's last check that found nothing. */
+export function* sweepDue(now: number, leaseMs: number, checkedUpTo: number): Program<boolean> {
+  const due = yield* get('SWEEP_DUE', {
+    checkedUpTo,
+    staleBefore: now - leaseMs,
+    deadBefore: now - 10 * leaseMs,
+  });
+  return due !== undefined;
+}
+
 /** Every session whose holder is dead: its running turn aborted, its lease cleared; then long-dead worker rows. */
 export function* reclaimExpiredLeases(tx: Tx, now: number, policy: LeasePolicy): Program<string[]> {
   const reclaimed: string[] = [];

@@ -57,6 +57,27 @@ export const EXPIRE_WORKER = `UPDATE workers SET heartbeat_at = 0 WHERE id = :id
 export const FRESH_WORKER = `SELECT 1 AS fresh FROM workers WHERE id = :id AND heartbeat_at > :staleBefore`;
 
 /**
+ * Whether a sweep has anything to do: a worker that went stale since the caller last found
+ * nothing to do and holds a lease, or a row dead long enough to delete (or holding a lease
+ * still, which the sweep then reclaims). Only the rows stale since that last check are read
+ * (workers_heartbeat): rows of workers that died earlier and were swept may stay for
+ * 10 × leaseMs, and every worker sweeps every leaseMs / 5, so reading them all on every pass
+ * would cost the fleet what its dead rows number. Rows stale before the last check held no
+ * lease then, and a stale worker claims nothing (FRESH_WORKER); a claim whose transaction
+ * outlived the lease could still add one, and is reclaimed when its row is deletable.
+ * @param checkedUpTo staleBefore of the caller's last check that found nothing; -1 = never
+ * @param staleBefore now - leaseMs
+ * @param deadBefore now - 10 × leaseMs
+ * @returns a row when there is, none when not
+ */
+export const SWEEP_DUE = `
+SELECT 1 AS due FROM workers w
+WHERE w.heartbeat_at <= :deadBefore
+OR (w.heartbeat_at > :checkedUpTo AND w.heartbeat_at <= :staleBefore
+    AND EXISTS (SELECT 1 FROM sessions s WHERE s.lease_owner = w.id))
+LIMIT 1`;
+
+/**
  * Rows of workers silent for long and holding no lease: they only clutter `berth status`.
  * From the stale rows (workers_heartbeat), each checked on sessions_lease_owner.
  * @param deadBefore now - 10 × leaseMs
