@@ -56,6 +56,8 @@ export class Worker {
   private loops: Promise<unknown>[] = [];
   /** The clean-up of local leftovers under way (one at a time). */
   private cleaning: Promise<void> | null = null;
+  /** The sweep of expired leases under way (one at a time). */
+  private sweeping: Promise<void> | null = null;
   private unsubscribe: (() => void) | null = null;
   private pool: WarmPool | null = null;
 
@@ -116,7 +118,13 @@ export class Worker {
     this.unsubscribe?.();
     this.claimWake.notify();
     for (const s of this.supervisors.values()) s.stop('WorkerStopping');
-    await Promise.allSettled([...this.running, ...this.loops, this.cleaning, this.pool?.stop()]);
+    await Promise.allSettled([
+      ...this.running,
+      ...this.loops,
+      this.cleaning,
+      this.sweeping,
+      this.pool?.stop(),
+    ]);
     await this.deps.store.removeWorker(this.id);
     const now = this.deps.clock.now();
     const others = (await this.deps.store.listWorkers()).filter((w) =>
@@ -256,7 +264,16 @@ export class Worker {
           if (now - this.lastRenewedAt > (2 * config.leaseMs) / 5) this.storeReachableSince = now;
           this.lastRenewedAt = now;
         } else await this.rejoin(now);
-        await store.reclaimExpiredLeases(now);
+        // Not awaited (one at a time): a sweep that takes many sessions over (a dead worker's)
+        // may take long on a loaded store, and must not hold up the next renewal, or this
+        // worker's own lease runs out with it and the next sweep takes its sessions too.
+        this.sweeping ??= store
+          .reclaimExpiredLeases(now)
+          .then(() => undefined)
+          .catch((err: unknown) => this.log.warn({ err }, 'Sweep of expired leases failed'))
+          .finally(() => {
+            this.sweeping = null;
+          });
         // Not awaited: its Docker kills (of a dead worker's sandboxes) must not hold up the next renewal.
         if (tick % CLEANUP_EVERY_RENEWALS === 0 && !this.cleaning)
           this.cleaning = this.cleanUpLocal()
@@ -265,7 +282,7 @@ export class Worker {
               this.cleaning = null;
             });
       } catch (err) {
-        this.log.warn({ err }, 'Lease renewal or sweep failed');
+        this.log.warn({ err }, 'Lease renewal failed');
       }
     }
   }
