@@ -317,6 +317,17 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
       await store.close();
     });
 
+    test('a sweep takes over every expired lease, more than one of its transactions holds', async () => {
+      const store = await withAgent(open);
+      const ids = Array.from({ length: 150 }, (_, i) => `s${String(i).padStart(3, '0')}`);
+      for (const id of ids) await store.enqueueMessage({ sessionId: id, agent: 'sh', text: 'x', now: BASE });
+      for (const _ of ids) assert.ok(await store.claimRunnableSession('w1', BASE + 1));
+      assert.equal(await store.renewWorker('w2', BASE + LEASE_MS), true);
+      assert.deepEqual(await store.reclaimExpiredLeases(BASE + LEASE_MS), ids);
+      assert.equal(await store.queueDepth(BASE + LEASE_MS), 150);
+      await store.close();
+    });
+
     test('first messages of one new session sent at once create it once and keep both', async () => {
       const store = await withAgent(open);
       await store.createAgent(agentSpecSchema.parse({ name: 'other', provider: 'script' }), BASE);

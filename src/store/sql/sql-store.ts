@@ -70,6 +70,9 @@ import * as workers from './programs/workers.js';
 import * as workspace from './programs/workspace.js';
 import { listSessionViews, queueDepth } from './session-views.js';
 
+/** Expired leases one sweep transaction takes over. */
+const SWEEP_BATCH = 100;
+
 /** See SqlStore.write. */
 export type Durability = 'durable' | 'relaxed';
 
@@ -233,7 +236,16 @@ export class SqlStore implements Store {
       this.sweptUpTo = Math.max(this.sweptUpTo, now - leaseMs);
       return [];
     }
-    return this.write('reclaimExpiredLeases', (tx) => leases.reclaimExpiredLeases(tx, now, this.policy));
+    // A batch per transaction: a mass expiry (many workers lost at once) is taken over in
+    // short transactions, which other sweepers share (SKIP LOCKED), not one that locks all.
+    const reclaimed: string[] = [];
+    for (;;) {
+      const batch = await this.write('reclaimExpiredLeases', (tx) =>
+        leases.reclaimExpiredLeases(tx, now, this.policy, SWEEP_BATCH),
+      );
+      reclaimed.push(...batch.reclaimed);
+      if (!batch.more) return reclaimed;
+    }
   }
 
   claimRunnableSession(workerId: string, now: number): Promise<ClaimedSession | null> {

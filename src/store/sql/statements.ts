@@ -45,6 +45,7 @@ export interface DialectStatements {
   /**
    * EXPIRED_LEASES, their session rows locked (rows others hold skipped) where the engine can.
    * @param staleBefore now - leaseMs
+   * @param limit at most this many
    * @returns rows (id)
    */
   EXPIRED_LEASES_LOCKED: string;

@@ -64,16 +64,24 @@ export function* sweepDue(now: number, leaseMs: number, checkedUpTo: number): Pr
   return due !== undefined;
 }
 
-/** Every session whose holder is dead: its running turn aborted, its lease cleared; then long-dead worker rows. */
-export function* reclaimExpiredLeases(tx: Tx, now: number, policy: LeasePolicy): Program<string[]> {
+/**
+ * Up to `limit` sessions whose holder is dead: each one's running turn aborted, its lease
+ * cleared; then long-dead worker rows. `more`: the batch was full, others may be left.
+ */
+export function* reclaimExpiredLeases(
+  tx: Tx,
+  now: number,
+  policy: LeasePolicy,
+  limit: number,
+): Program<{ reclaimed: string[]; more: boolean }> {
   const reclaimed: string[] = [];
-  const expired = yield* all('EXPIRED_LEASES_LOCKED', { staleBefore: now - policy.leaseMs });
+  const expired = yield* all('EXPIRED_LEASES_LOCKED', { staleBefore: now - policy.leaseMs, limit });
   for (const { id } of expired) {
     if (yield* reclaimSession(tx, String(id), now, policy)) reclaimed.push(String(id));
   }
   // Their sessions are reclaimed: rows of long-dead workers only clutter `berth status`.
   yield* run('DELETE_DEAD_WORKERS', { deadBefore: now - 10 * policy.leaseMs });
-  return reclaimed;
+  return { reclaimed, more: expired.length === limit };
 }
 
 /**

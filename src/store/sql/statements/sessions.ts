@@ -80,17 +80,18 @@ UPDATE sessions SET
 WHERE id = :id`;
 
 /**
- * Sessions leased by a worker whose row is stale. Every lease holder has a row (a worker
- * that stops while holding leases leaves its row expired, EXPIRE_WORKER, and a worker claims
- * only while its row is fresh), so they are found from the stale rows (workers_heartbeat):
- * a sweep that finds nothing reads an index range, not the sessions.
+ * Sessions leased by a worker whose row is stale, a batch at a time. Every lease holder has
+ * a row (a worker that stops while holding leases leaves its row expired, EXPIRE_WORKER, and
+ * a worker claims only while its row is fresh), so they are found from the stale rows
+ * (workers_heartbeat), not by reading every leased session.
  * @param staleBefore now - leaseMs
+ * @param limit at most this many
  * @returns rows (id), by id
  */
 export const EXPIRED_LEASES = `
 SELECT s.id FROM workers w JOIN sessions s ON s.lease_owner = w.id
 WHERE w.heartbeat_at <= :staleBefore
-ORDER BY s.id`;
+ORDER BY s.id LIMIT :limit`;
 
 /**
  * The lease of one session as it is now: its holder and whether the holder's row is fresh.
