@@ -24,7 +24,7 @@
  * machine), the fan-out at 10, 100 and 1000 listeners, and commits/s of transactions that
  * NOTIFY inside, after and not at all.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import pg from 'pg';
 import { type PostgresCluster, startPostgresCluster } from '../src/chaos/index.js';
 import { sleep } from '../src/core/index.js';
@@ -174,7 +174,8 @@ async function oneSize(cluster: PostgresCluster, size: number, options: ScaleOpt
     fleet.start();
     let mark = await server.read();
     await sleep(options.fleetMs);
-    const fleetPhase = phaseFigures(fleet.log, mark, await server.read(), options.workers);
+    let end = await server.read();
+    const fleetPhase = phaseFigures(fleet.log, mark, end, options.workers);
     // Nearly every write of this phase is a renewal: what one costs in WAL.
     const renewals = fleet.log.latencies.get('renewWorker')?.length ?? 0;
     const walBytesPerRenewal = renewals === 0 ? null : Math.round(fleetPhase.walBytes / renewals);
@@ -190,14 +191,16 @@ async function oneSize(cluster: PostgresCluster, size: number, options: ScaleOpt
         }
       }),
     );
-    const turnsPhase = phaseFigures(fleet.log, mark, await server.read(), options.workers);
+    end = await server.read();
+    const turnsPhase = phaseFigures(fleet.log, mark, end, options.workers);
 
     fleet.log = newLoadLog();
     mark = await server.read();
     const dead = workerIds.filter((_, i) => i % 100 === 0 && i < busy);
     for (const id of dead) fleet.kill(id);
     await sleep(LEASE_MS + 3 * (LEASE_MS / 5));
-    const deadPhase = deadWorkerFigures(fleet.log, dead.length, mark, await server.read());
+    end = await server.read();
+    const deadPhase = deadWorkerFigures(fleet.log, dead.length, mark, end);
     await fleet.stop();
 
     // A lease after the fleet stopped, every row is stale: one sweep takes all their leases over.
@@ -206,7 +209,7 @@ async function oneSize(cluster: PostgresCluster, size: number, options: ScaleOpt
     const reclaimed = await store.reclaimExpiredLeases(store.clock.now());
     const reclaimAll = { sessions: reclaimed.length, ms: Math.round(performance.now() - t0) };
 
-    const ops = await quietOps(store, admin, server, size);
+    const ops = await quietOps(store, admin, size);
     const statements = await statementTimes(admin);
     const baseline = await baselines(admin, store);
     const notify = await notifyFanOut(url, store, LISTENERS, 20);
@@ -270,7 +273,8 @@ async function fleetKnee(cluster: PostgresCluster, sizes: number[], ms: number) 
       const mark = await server.read();
       fleet.start();
       await sleep(ms);
-      const figures = phaseFigures(fleet.log, mark, await server.read(), workers);
+      const end = await server.read();
+      const figures = phaseFigures(fleet.log, mark, end, workers);
       await fleet.stop();
       results.push({
         workers,
@@ -308,32 +312,38 @@ class ServerCounters {
     return new ServerCounters(client, pid);
   }
 
+  /** The counters now; `at` is when they were all read. */
   async read() {
-    // WAL written: the insert position moved; write transactions: xids handed out (both exact, unlike the statistics views, which are flushed lazily).
+    // WAL written: the insert position moved; write transactions: xids handed out (both exact,
+    // unlike the statistics views, which are flushed lazily); the server's processes.
     const { rows } = await this.client.query(
-      `SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0') AS wal, pg_snapshot_xmax(pg_current_snapshot()) AS xid`,
+      `SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0') AS wal,
+              pg_snapshot_xmax(pg_current_snapshot()) AS xid,
+              (SELECT array_agg(pid) FROM pg_stat_activity) AS pids`,
     );
+    const serverCpuMs = await this.cpuMs(rows[0].pids as number[]);
+    const cpu = process.cpuUsage();
     return {
       at: performance.now(),
       walBytes: Number(rows[0].wal),
       writes: Number(rows[0].xid),
-      serverCpuMs: await this.cpuMs(),
-      benchCpuMs: (process.cpuUsage().user + process.cpuUsage().system) / 1000,
+      serverCpuMs,
+      benchCpuMs: (cpu.user + cpu.system) / 1000,
     };
   }
 
   /**
-   * The postmaster's CPU with its reaped children's, plus its live children's, ms (clock ticks
-   * of 10 ms). The children are read first: one that exits meanwhile is counted twice in this
-   * sample rather than in neither.
+   * CPU of the server's processes (pg_stat_activity lists them all, background ones too) and
+   * of those it reaped (the postmaster's children's time), ms (clock ticks of 10 ms). The
+   * postmaster is read last: a process that exits meanwhile is counted twice in this sample
+   * rather than in neither.
    */
-  private async cpuMs(): Promise<number> {
+  private async cpuMs(pids: number[]): Promise<number> {
     let ticks = 0;
-    for (const entry of await readdir('/proc')) {
-      if (!/^\d+$/.test(entry) || Number(entry) === this.postmaster) continue;
-      const fields = await statFields(Number(entry));
-      // [1] = ppid; [11], [12] = utime, stime
-      if (fields && Number(fields[1]) === this.postmaster) ticks += Number(fields[11]) + Number(fields[12]);
+    for (const pid of pids) {
+      const fields = pid === this.postmaster ? null : await statFields(pid);
+      // [11], [12] = utime, stime
+      if (fields) ticks += Number(fields[11]) + Number(fields[12]);
     }
     const own = (await statFields(this.postmaster))!;
     // [11]..[14] = utime, stime, cutime, cstime
@@ -422,24 +432,9 @@ async function timeEach(n: number, call: () => Promise<unknown>) {
   return stats(samples);
 }
 
-/**
- * Each store call alone: one caller, nothing else running. Latency, and the server's CPU per
- * call (its counters around the whole series, divided).
- */
-async function quietOps(store: Store, admin: pg.Client, server: ServerCounters, size: number) {
+/** Each store call alone: one caller, nothing else running. */
+async function quietOps(store: Store, admin: pg.Client, size: number) {
   const now = () => store.clock.now();
-  const measure = async (n: number, call: (i: number) => Promise<unknown>) => {
-    await call(-1);
-    const samples: number[] = [];
-    const from = await server.read();
-    for (let i = 0; i < n; i++) {
-      const t0 = performance.now();
-      await call(i);
-      samples.push(performance.now() - t0);
-    }
-    const to = await server.read();
-    return { ...stats(samples), serverCpuMsPerCall: round((to.serverCpuMs - from.serverCpuMs) / n) };
-  };
   const probe = 'bench-probe';
   await store.registerWorker({
     id: probe,
@@ -460,7 +455,7 @@ async function quietOps(store: Store, admin: pg.Client, server: ServerCounters, 
     return {
       expectedPosition: offset + 1,
       position: (await store.getSessionView(id, now()))?.queuePosition ?? null,
-      viewMs: await measure(30, () => store.getSessionView(id, now())),
+      viewMs: await timeEach(30, () => store.getSessionView(id, now())),
     };
   };
   // One claim cycle, each call timed on its own.
@@ -471,9 +466,7 @@ async function quietOps(store: Store, admin: pg.Client, server: ServerCounters, 
     cycle[name] = [...(cycle[name] ?? []), performance.now() - t0];
     return value;
   };
-  const from = await server.read();
-  const cycles = 30;
-  for (let i = 0; i < cycles; i++) {
+  for (let i = 0; i < 30; i++) {
     await timedCall('renewWorker', () => store.renewWorker(probe, now()));
     const claim = await timedCall('claimRunnableSession', () => store.claimRunnableSession(probe, now()));
     if (!claim) throw new Error('quietOps: nothing to claim');
@@ -489,22 +482,20 @@ async function quietOps(store: Store, admin: pg.Client, server: ServerCounters, 
       store.enqueueMessage({ sessionId: fence.sessionId, text: 'next', now: now() }),
     );
   }
-  const to = await server.read();
   const listT0 = performance.now();
   const listed = size <= 100_000 ? await store.listSessionViews(now()) : null;
   const listMs = performance.now() - listT0;
   return {
     queueDepth: depth,
     positionAt: { head: await at(0), middle: await at(Math.floor(depth / 2)), tail: await at(depth - 1) },
-    queueDepthMs: await measure(30, () => store.queueDepth(now())),
-    sweepMs: await measure(30, () => store.reclaimExpiredLeases(now())),
-    renewMs: await measure(30, () => store.renewWorker(probe, now())),
-    etaMs: await measure(30, async () => {
+    queueDepthMs: await timeEach(30, () => store.queueDepth(now())),
+    sweepMs: await timeEach(30, () => store.reclaimExpiredLeases(now())),
+    renewMs: await timeEach(30, () => store.renewWorker(probe, now())),
+    etaMs: await timeEach(30, async () => {
       await store.meanTurnMs(50);
       await store.liveSlots(now());
     }),
     cycleMs: Object.fromEntries(Object.entries(cycle).map(([name, samples]) => [name, stats(samples)])),
-    cycleServerCpuMs: round((to.serverCpuMs - from.serverCpuMs) / cycles),
     listSessionViews: listed === null ? null : { sessions: listed.length, ms: Math.round(listMs) },
   };
 }
@@ -619,7 +610,7 @@ async function baselines(admin: pg.Client, store: Store) {
       after: await timeEach(
         5,
         inRolledBack([
-          named(POSTGRES_STATEMENTS.EXPIRED_LEASES_LOCKED, { staleBefore: stale }),
+          named(POSTGRES_STATEMENTS.EXPIRED_LEASES_LOCKED, { staleBefore: stale, limit: 100 }),
           named(shared.DELETE_DEAD_WORKERS, { deadBefore: now - 10 * LEASE_MS }),
         ]),
       ),
