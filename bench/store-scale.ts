@@ -1,8 +1,8 @@
 /**
  * The PostgreSQL store at 10k, 100k and 1M sessions (10 % runnable) under 10,000 simulated
  * workers at berth's real rates (store-load.ts), on a throw-away durable cluster (fsync on).
- * `npm run bench -- storeScale [--sizes=10000,100000]`; `--quick`: 10k sessions, 1,000
- * workers. Per size, on a fresh database seeded in a few statements (store-seed.ts), whose
+ * `npm run bench -- storeScale [--sizes=10000,100000] [--workers=1000]`; `--quick`: 10k
+ * sessions, 1,000 workers. Per size, on a fresh database seeded in a few statements (store-seed.ts), whose
  * busy sessions (one per worker, at most 10 % of the sessions) run turns:
  *
  * - fleet: every worker renews its row and sweeps every leaseMs / 5 (10 s lease): renewals/s
@@ -73,9 +73,10 @@ export async function storeScale({ quick }: BenchOptions) {
     : quick
       ? [10_000]
       : [10_000, 100_000, 1_000_000];
+  const workersArg = process.argv.find((a) => a.startsWith('--workers='));
   return runStoreScale({
     sizes,
-    workers: quick ? 1000 : 10_000,
+    workers: workersArg ? Number(workersArg.slice('--workers='.length)) : quick ? 1000 : 10_000,
     fleetMs: quick ? 5000 : 20_000,
     turnsMs: quick ? 5000 : 30_000,
     fanOut: !quick,
@@ -167,8 +168,14 @@ async function oneSize(cluster: PostgresCluster, size: number, options: ScaleOpt
     const databaseMiB = Number(
       (await admin.query('SELECT pg_database_size(current_database()) AS b')).rows[0].b / 2 ** 20,
     );
+    progress(`${size}: seeded in ${Math.round(seedMs / 1000)} s; baselines`);
+    // Before any load: every worker alive and holding its busy session, as in steady state.
+    const baseline = await baselines(admin, store);
     await admin.query('SELECT pg_stat_statements_reset()');
     const server = await ServerCounters.open(admin);
+    // Rows fresh again after the baselines: the fleet starts from live workers.
+    await freshenWorkers(admin);
+    progress(`${size}: fleet of ${options.workers}`);
 
     const fleet = new Fleet({ workerIds, stores, leaseMs: LEASE_MS, log: newLoadLog() });
     fleet.start();
@@ -180,6 +187,7 @@ async function oneSize(cluster: PostgresCluster, size: number, options: ScaleOpt
     const renewals = fleet.log.latencies.get('renewWorker')?.length ?? 0;
     const walBytesPerRenewal = renewals === 0 ? null : Math.round(fleetPhase.walBytes / renewals);
 
+    progress(`${size}: turns`);
     fleet.log = newLoadLog();
     mark = await server.read();
     const until = performance.now() + options.turnsMs;
@@ -194,6 +202,7 @@ async function oneSize(cluster: PostgresCluster, size: number, options: ScaleOpt
     end = await server.read();
     const turnsPhase = phaseFigures(fleet.log, mark, end, options.workers);
 
+    progress(`${size}: dead workers`);
     fleet.log = newLoadLog();
     mark = await server.read();
     const dead = workerIds.filter((_, i) => i % 100 === 0 && i < busy);
@@ -209,9 +218,9 @@ async function oneSize(cluster: PostgresCluster, size: number, options: ScaleOpt
     const reclaimed = await store.reclaimExpiredLeases(store.clock.now());
     const reclaimAll = { sessions: reclaimed.length, ms: Math.round(performance.now() - t0) };
 
+    progress(`${size}: calls alone`);
     const ops = await quietOps(store, admin, size);
     const statements = await statementTimes(admin);
-    const baseline = await baselines(admin, store);
     const notify = await notifyFanOut(url, store, LISTENERS, 20);
     return {
       sessions: size,
@@ -238,6 +247,18 @@ async function oneSize(cluster: PostgresCluster, size: number, options: ScaleOpt
   }
 }
 
+/** Every worker row renewed now (setup, not a berth call): a phase starts from live workers. */
+async function freshenWorkers(admin: pg.Client): Promise<void> {
+  await admin.query(
+    'UPDATE workers SET heartbeat_at = (extract(epoch FROM clock_timestamp()) * 1000)::bigint',
+  );
+}
+
+/** The benchmark's progress, on stderr (its result is the JSON on stdout). */
+function progress(line: string): void {
+  process.stderr.write(`store-scale: ${line}\n`);
+}
+
 function workerNames(n: number): string[] {
   return Array.from({ length: n }, (_, i) => `bw${String(i).padStart(5, '0')}`);
 }
@@ -261,9 +282,8 @@ async function fleetKnee(cluster: PostgresCluster, sizes: number[], ms: number) 
     const server = await ServerCounters.open(admin);
     const results = [];
     for (const workers of sizes) {
-      await admin.query(
-        'UPDATE workers SET heartbeat_at = (extract(epoch FROM clock_timestamp()) * 1000)::bigint',
-      );
+      await freshenWorkers(admin);
+      progress(`fleet of ${workers}`);
       const fleet = new Fleet({
         workerIds: workerIds.slice(0, workers),
         stores,
@@ -299,7 +319,7 @@ async function fleetKnee(cluster: PostgresCluster, sizes: number[], ms: number) 
   }
 }
 
-/** Counters of the server: WAL written, commits, CPU of the postmaster and its children. */
+/** Counters of the server: WAL written, write transactions, CPU of the postmaster and its children. */
 class ServerCounters {
   private constructor(
     private readonly client: pg.Client,
@@ -315,13 +335,11 @@ class ServerCounters {
   /** The counters now; `at` is when they were all read. */
   async read() {
     // WAL written: the insert position moved; write transactions: xids handed out (both exact,
-    // unlike the statistics views, which are flushed lazily); the server's processes.
+    // unlike the statistics views, which are flushed lazily).
     const { rows } = await this.client.query(
-      `SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0') AS wal,
-              pg_snapshot_xmax(pg_current_snapshot()) AS xid,
-              (SELECT array_agg(pid) FROM pg_stat_activity) AS pids`,
+      `SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0') AS wal, pg_snapshot_xmax(pg_current_snapshot()) AS xid`,
     );
-    const serverCpuMs = await this.cpuMs(rows[0].pids as number[]);
+    const serverCpuMs = await this.cpuMs();
     const cpu = process.cpuUsage();
     return {
       at: performance.now(),
@@ -333,15 +351,15 @@ class ServerCounters {
   }
 
   /**
-   * CPU of the server's processes (pg_stat_activity lists them all, background ones too) and
-   * of those it reaped (the postmaster's children's time), ms (clock ticks of 10 ms). The
-   * postmaster is read last: a process that exits meanwhile is counted twice in this sample
-   * rather than in neither.
+   * CPU of the server: its processes (the postmaster's children, from /proc) and those it
+   * reaped (the postmaster's children's time), ms (clock ticks of 10 ms). The postmaster is
+   * read last: a child that exits meanwhile is counted twice in this sample, not in neither.
    */
-  private async cpuMs(pids: number[]): Promise<number> {
+  private async cpuMs(): Promise<number> {
+    const children = await readFile(`/proc/${this.postmaster}/task/${this.postmaster}/children`, 'utf8');
     let ticks = 0;
-    for (const pid of pids) {
-      const fields = pid === this.postmaster ? null : await statFields(pid);
+    for (const pid of children.split(' ').filter((p) => p !== '')) {
+      const fields = await statFields(Number(pid));
       // [11], [12] = utime, stime
       if (fields) ticks += Number(fields[11]) + Number(fields[12]);
     }
@@ -599,6 +617,9 @@ async function baselines(admin: pg.Client, store: Store) {
         ]),
       ),
     },
+    // A pass when nothing expired: before, the statements every pass ran; after, the read
+    // every pass now runs (its first, which reads every stale row), and for reference the
+    // statements a pass with something due runs.
     sweepMs: {
       before: await timeEach(
         5,
@@ -607,7 +628,16 @@ async function baselines(admin: pg.Client, store: Store) {
           [OLD_DELETE_DEAD_WORKERS, [now - 10 * LEASE_MS]],
         ]),
       ),
-      after: await timeEach(
+      after: await timeEach(5, () =>
+        admin.query(
+          ...named(shared.SWEEP_DUE, {
+            checkedUpTo: -1,
+            staleBefore: stale,
+            deadBefore: now - 10 * LEASE_MS,
+          }),
+        ),
+      ),
+      afterWhenDue: await timeEach(
         5,
         inRolledBack([
           named(POSTGRES_STATEMENTS.EXPIRED_LEASES_LOCKED, { staleBefore: stale, limit: 100 }),
