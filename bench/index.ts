@@ -11,6 +11,7 @@ import { liveSandboxes } from './live-sandboxes.js';
 import { modelProxy } from './model-proxy.js';
 import { podStart } from './pod-start.js';
 import { storeFailover } from './store-failover.js';
+import { storeScale } from './store-scale.js';
 import { warmPath } from './warm-path.js';
 import { warmStart } from './warm-start.js';
 import { workspaces } from './workspaces.js';
@@ -34,6 +35,7 @@ const all = {
   blobs,
   storeFailover,
   workspaces,
+  storeScale,
 };
 for (const [name, bench] of Object.entries(all)) {
   if (only.length > 0 && !only.includes(name)) continue;

@@ -2,13 +2,20 @@
  * Server-Sent Events: /v1/sessions/:id/events (one session) and /v1/events (every
  * session of the caller's tenant; all of them for the admin). Resumable with
  * Last-Event-ID (or ?after=): stored events carry their id. On the session stream a queue
- * position that moved is sent as an extra `queued` event without an id. Pushed as soon as
+ * position that moved is sent as an extra `queued` event without an id (a deep position is
+ * read less often: decidePositionRead). Pushed as soon as
  * the store commits in this process; a 1 s tick picks up writes made by other processes.
  * A client that goes away leaves nothing behind: its store listener and timers end with
  * its connection.
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { assertSessionId, BerthError, eventsQuerySchema, type SessionEvent } from '../core/index.js';
+import {
+  assertSessionId,
+  BerthError,
+  decidePositionRead,
+  eventsQuerySchema,
+  type SessionEvent,
+} from '../core/index.js';
 import type { ApiStore } from '../store/index.js';
 import type { PluginDeps } from './deps.js';
 import { scopeOf } from './route-table.js';
@@ -21,8 +28,8 @@ const tag = 'events';
 interface StreamSource {
   /** Events after the cursor, oldest first. */
   after(cursor: number): Promise<SessionEvent[]>;
-  /** Extra, id-less events computed on each flush (the session's moved queue position). */
-  extra?(): Promise<{ type: string; data: unknown } | null>;
+  /** Extra, id-less events computed on each flush (the session's moved queue position); `sessionChanged`: the flush sent events. */
+  extra?(sessionChanged: boolean): Promise<{ type: string; data: unknown } | null>;
   /**
    * The session whose changes wake the stream; others' changes wait for the tick. Without
    * it every stream read the store on every change of every session: with hundreds of
@@ -56,11 +63,15 @@ export const eventsRoutes: FastifyPluginAsync<PluginDeps> = async (app, { store,
       const initial = await store.getSessionView(sessionId, clock.now(), scopeOf(principal));
       if (!initial) throw new BerthError('SESSION_NOT_FOUND', `Session ${sessionId} does not exist`);
       let position = initial.queuePosition;
+      let readAt = clock.now();
       await stream(request, reply, store, open, resumeFrom(request, query.after), {
         sessionId,
         after: (cursor) => store.eventsAfter(sessionId, cursor, BATCH),
-        async extra() {
-          const view = await store.getSessionView(sessionId, clock.now());
+        async extra(sessionChanged) {
+          const now = clock.now();
+          if (!decidePositionRead({ position, lastReadAt: readAt, sessionChanged, now })) return null;
+          readAt = now;
+          const view = await store.getSessionView(sessionId, now);
           if (!view || view.queuePosition === position) return null;
           position = view.queuePosition;
           return position === null
@@ -132,15 +143,17 @@ async function stream(
       do {
         again = false;
         let batch: SessionEvent[];
+        let sent = false;
         do {
           batch = await source.after(cursor);
           if (closed) return;
           for (const e of batch) {
             send(e.type, { ...e.data, sessionId: e.sessionId, at: e.createdAt }, e.id);
             cursor = e.id;
+            sent = true;
           }
         } while (batch.length === BATCH);
-        const extra = await source.extra?.();
+        const extra = await source.extra?.(sent);
         if (extra && !closed) send(extra.type, extra.data);
       } while (again && !closed);
     } catch (err) {

@@ -150,3 +150,29 @@ test("a session stream reads the store on its own session's changes, not on ever
   assert.equal(own?.type, 'queued', "its own session's change still arrives");
   await stream.return(undefined);
 });
+
+test('a session stream sends its queue position when the session ahead of it is claimed', async (t) => {
+  const config = loadConfig({});
+  const store = openSqliteStore({ path: ':memory:', leaseMs: config.leaseMs, retry: config });
+  const app = await buildApp({ config, store, clock: systemClock, log: pino({ level: 'silent' }) });
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  t.after(async () => {
+    await app.close();
+    await store.close();
+  });
+  const client = new ApiClient(url, (await issueToken(store, 'acme', '', Date.now())).token);
+  await client.request('POST', '/v1/agents', { name: 'a', provider: 'command' });
+  await client.request('POST', '/v1/sessions/first/messages', { text: 'x', agent: 'a' });
+  await client.request('POST', '/v1/sessions/second/messages', { text: 'x', agent: 'a' });
+  const now = Date.now();
+  await store.registerWorker({ id: 'w', host: 'h', pid: 1, slots: 1, heartbeatAt: now, startedAt: now });
+  const positions: unknown[] = [];
+  for await (const e of client.events('second', 0, AbortSignal.timeout(30_000))) {
+    if (e.type !== 'queued') continue;
+    positions.push(e.data.position);
+    if (positions.length === 1)
+      assert.equal((await store.claimRunnableSession('w', now))?.session.id, 'first');
+    if (e.id === null) break;
+  }
+  assert.deepEqual(positions, [2, 1], 'its stored queued event, then the moved position');
+});

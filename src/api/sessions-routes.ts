@@ -9,7 +9,6 @@ import {
   BerthError,
   createSessionSchema,
   forkSessionSchema,
-  isLeaseFresh,
   listSessionsQuerySchema,
   newId,
   pageQuerySchema,
@@ -35,12 +34,7 @@ export const sessionsRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) 
   const withEta = async (views: SessionView[]): Promise<SessionWithEta[]> => {
     const queued = views.some((v) => v.queuePosition !== null);
     const meanMs = queued ? await store.meanTurnMs(ETA_SAMPLE_TURNS) : null;
-    const now = clock.now();
-    const slots = queued
-      ? (await store.listWorkers())
-          .filter((w) => isLeaseFresh(w.heartbeatAt, now, config.leaseMs))
-          .reduce((n, w) => n + w.slots, 0)
-      : 0;
+    const slots = queued ? await store.liveSlots(clock.now()) : 0;
     return views.map((v) => ({
       ...v,
       etaMs:

@@ -4,7 +4,9 @@
  * touches the machine's default cluster. initdb and the server refuse to run as root, so
  * as root they run as the `postgres` user (the temp dir is handed to it). `stop`/`start`
  * are a real server stop and start (the chaos run's store restart); `remove` stops it
- * and deletes everything.
+ * and deletes everything. By default it skips fsync (a throw-away cluster whose host does
+ * not crash); `settings` overrides that and any other server setting (the scale benchmark
+ * runs durable, with more connections and memory).
  */
 import { execFile } from 'node:child_process';
 import { chown, mkdtemp, readdir, rm } from 'node:fs/promises';
@@ -53,7 +55,17 @@ export async function createDatabaseOn(serverUrl: string, name: string): Promise
   }
 }
 
-export async function startPostgresCluster(): Promise<PostgresCluster> {
+/** Server settings (`-c name=value`) of a throw-away cluster unless overridden. */
+const DEFAULT_SETTINGS: Record<string, string | number> = {
+  listen_addresses: '127.0.0.1',
+  // A throw-away cluster whose host does not crash; a server stop still writes everything.
+  fsync: 'off',
+  max_connections: 300,
+};
+
+export async function startPostgresCluster(
+  options: { settings?: Record<string, string | number> } = {},
+): Promise<PostgresCluster> {
   const bin = await postgresBinDir();
   const dir = await mkdtemp(join(tmpdir(), 'berth-pg-'));
   const dataDir = join(dir, 'data');
@@ -80,8 +92,10 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
     '--no-sync',
   ]);
   const port = await freePort();
-  // fsync off: a throw-away cluster whose host does not crash; a server stop still writes everything.
-  const serverOptions = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300`;
+  const settings = Object.entries({ ...DEFAULT_SETTINGS, ...options.settings }).map(
+    ([name, value]) => `-c ${name}=${value}`,
+  );
+  const serverOptions = [`-p ${port}`, `-k ${dir}`, ...settings].join(' ');
   const start = () =>
     pgRun('pg_ctl', [
       '-D',

@@ -89,6 +89,7 @@ export interface ApiStore
     | 'eventsAfter'
     | 'meanTurnMs'
     | 'listWorkers'
+    | 'liveSlots'
     | 'queueDepth'
     | 'insertApiToken'
     | 'principalOfTokenHash'

@@ -204,10 +204,13 @@ export interface Store {
   /** Mean run time of the last `limit` committed turns in ms; null before the first. */
   meanTurnMs(limit: number): Promise<number | null>;
   listWorkers(): Promise<WorkerRow[]>;
+  /** Slots of the workers whose row is fresh (queue ETAs): summed by the store, not listed. */
+  liveSlots(now: number): Promise<number>;
 
   registerWorker(row: WorkerRow): Promise<void>;
   /** false when the row is gone: the worker must fence itself. */
   renewWorker(workerId: string, now: number): Promise<boolean>;
+  /** A clean stop: the row goes, or, while the worker still holds leases, stays expired so the sweep reclaims them. */
   removeWorker(workerId: string): Promise<void>;
 
   /** Sessions whose lease holder's row is older than leaseMs: running turns aborted (with retry policy), lease cleared. */

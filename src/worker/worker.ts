@@ -66,6 +66,7 @@ export class Worker {
   private loops: Promise<unknown>[] = [];
   /** The clean-up of local leftovers under way (one at a time). */
   private cleaning: Promise<void> | null = null;
+  /** The sweep of expired leases under way (one at a time). */
   private unsubscribe: (() => void) | null = null;
   private pool: WarmPool | null = null;
 
@@ -181,8 +182,11 @@ export class Worker {
       }
       if (claimed) continue;
       // Woken by a new message, a released session, a freed slot, or the next backoff expiry;
-      // the renew tick is the floor, for writers in other processes.
-      const next = await store.nextProcessAfter(clock.now()).catch(() => null);
+      // the renew tick is the floor, for writers in other processes. With every slot busy only
+      // a freed slot can change anything: no store read then, though every message posted
+      // anywhere wakes every worker.
+      const full = this.supervisors.size >= config.slots;
+      const next = full ? null : await store.nextProcessAfter(clock.now()).catch(() => null);
       const untilNextMs = next === null ? Number.POSITIVE_INFINITY : next - clock.now();
       await this.claimWake.wait(Math.min(untilNextMs, config.leaseMs / 5));
     }

@@ -241,6 +241,93 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
       await store.close();
     });
 
+    test('queue positions follow claim order (oldest pending message first) through backoff, a dead holder and archiving; a listing agrees with each view', async () => {
+      const store = await withAgent(open);
+      for (const [i, id] of ['a', 'b', 'c', 'd'].entries())
+        await store.enqueueMessage({ sessionId: id, agent: 'sh', text: 'x', now: BASE + i });
+      /** Every session's position, checked against the listing and the depth. */
+      const positions = async (now: number) => {
+        const listed = await store.listSessionViews(now);
+        for (const v of listed) assert.deepEqual(await store.getSessionView(v.id, now), v, `view of ${v.id}`);
+        const queued = listed.filter((v) => v.queuePosition !== null);
+        assert.equal(await store.queueDepth(now), queued.length);
+        return Object.fromEntries(queued.map((v) => [v.id, v.queuePosition]));
+      };
+      assert.deepEqual(await positions(BASE + 4), { a: 1, b: 2, c: 3, d: 4 });
+
+      // a's turn fails: its message waits out its backoff, out of the queue.
+      const first = await claimAndStartTurn(store, BASE + 5);
+      assert.equal(first.fence.sessionId, 'a');
+      const abort = {
+        ...first.fence,
+        turnId: first.turn.id,
+        code: 'SANDBOX_EXITED' as const,
+        error: 'exited',
+      };
+      assert.equal(await store.abortTurn(abort, BASE + 5), 'ok');
+      assert.equal(await store.releaseSession(first.fence, BASE + 5), 'ok');
+      assert.deepEqual(await positions(BASE + 6), { b: 1, c: 2, d: 3 });
+      // A new message makes a runnable again, at the place of its oldest pending message.
+      await store.enqueueMessage({ sessionId: 'a', text: 'y', now: BASE + 7 });
+      assert.deepEqual(await positions(BASE + 8), { a: 1, b: 2, c: 3, d: 4 });
+
+      // w2 takes the new message (the retried one is not due yet), then dies holding a.
+      const second = await claimAndStartTurn(store, BASE + 8, 'w2');
+      assert.equal(second.fence.sessionId, 'a');
+      assert.deepEqual(await positions(BASE + 9), { b: 1, c: 2, d: 3 });
+      const later = BASE + LEASE_MS + 10;
+      assert.equal(await store.renewWorker('w1', later), true);
+      assert.deepEqual(
+        await positions(later),
+        { a: 1, b: 2, c: 3, d: 4 },
+        "a dead holder's session is queued",
+      );
+      const taken = await store.claimRunnableSession('w1', later);
+      assert.equal(taken?.session.id, 'a', 'claimed from its dead holder, in queue order');
+      assert.equal((await store.getTurn(second.turn.id))?.status, 'aborted');
+      assert.deepEqual(await positions(later), { b: 1, c: 2, d: 3 });
+
+      await store.archiveSession('c', later);
+      assert.deepEqual(await positions(later), { b: 1, d: 2 });
+      await store.close();
+    });
+
+    test('a worker that stops holding a lease leaves its row expired for the sweep; a worker whose row is gone or stale claims nothing', async () => {
+      const store = await withAgent(open);
+      await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'x', now: BASE });
+      await store.enqueueMessage({ sessionId: 't', agent: 'sh', text: 'x', now: BASE });
+      await claimAndStartTurn(store, BASE + 1);
+      assert.equal(await store.liveSlots(BASE + 1), 4);
+      await store.removeWorker('w1');
+      assert.equal(await store.liveSlots(BASE + 1), 2, 'its row is dead at once');
+      assert.deepEqual(await store.reclaimExpiredLeases(BASE + 2), ['s']);
+      assert.deepEqual(
+        (await store.listWorkers()).map((w) => w.id),
+        ['w2'],
+        'the row went with its last lease',
+      );
+      assert.equal(await store.claimRunnableSession('w1', BASE + 3), null, 'no row: no claim');
+      assert.equal(await store.claimRunnableSession('w2', BASE + LEASE_MS), null, 'a stale row: no claim');
+      assert.equal(await store.renewWorker('w2', BASE + LEASE_MS), true);
+      assert.equal(
+        (await store.claimRunnableSession('w2', BASE + LEASE_MS))?.session.id,
+        's',
+        'its retried message is due, and oldest',
+      );
+      await store.close();
+    });
+
+    test('a sweep takes over every expired lease, more than one of its transactions holds', async () => {
+      const store = await withAgent(open);
+      const ids = Array.from({ length: 150 }, (_, i) => `s${String(i).padStart(3, '0')}`);
+      for (const id of ids) await store.enqueueMessage({ sessionId: id, agent: 'sh', text: 'x', now: BASE });
+      for (const _ of ids) assert.ok(await store.claimRunnableSession('w1', BASE + 1));
+      assert.equal(await store.renewWorker('w2', BASE + LEASE_MS), true);
+      assert.deepEqual(await store.reclaimExpiredLeases(BASE + LEASE_MS), ids);
+      assert.equal(await store.queueDepth(BASE + LEASE_MS), 150);
+      await store.close();
+    });
+
     test('first messages of one new session sent at once create it once and keep both', async () => {
       const store = await withAgent(open);
       await store.createAgent(agentSpecSchema.parse({ name: 'other', provider: 'script' }), BASE);

@@ -1,8 +1,9 @@
 /**
  * Store notifications between processes sharing one PostgreSQL database (workers on
- * several machines, the API): a writer NOTIFYs hints inside its transaction, so they go
- * out only if it commits; every process LISTENs on one channel on a connection of its
- * own, to the primary, reconnecting with backoff when it drops. Best effort by design, as
+ * several machines, the API): a writer NOTIFYs hints once its transaction committed (in a
+ * statement of their own: postgres-store.ts says why), so they go out only if it commits;
+ * every process LISTENs on one channel on a connection of its own, to the primary,
+ * reconnecting with backoff when it drops. Best effort by design, as
  * the SQLite relay: a hint lost while the listener reconnects only costs the polling floor
  * the loops keep anyway; correctness never depends on it.
  *

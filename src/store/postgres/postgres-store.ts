@@ -203,12 +203,8 @@ class PostgresDriver implements SqlDriver {
         await connection.query('BEGIN');
         const changes: StoreChange[] = [];
         const value = await runProgram(program(changes), (op) => execute(connection, op));
-        for (const payload of notifyPayloads(this.tag, changes))
-          await connection.query('SELECT pg_notify($1, $2)', [CHANNEL, payload]);
         computed = { value, changes };
         await connection.query(end.query);
-        connection.release();
-        return computed;
       } catch (err) {
         // Lost: a COMMIT sent may or may not have landed. Refused (a read-only server): it did not.
         const broken = isConnectionError(err);
@@ -220,7 +216,31 @@ class PostgresDriver implements SqlDriver {
         }
         throw err;
       }
+      await this.sendHints(connection, computed.changes);
+      return computed;
     });
+  }
+
+  /**
+   * A committed write's hints, after its COMMIT, in one statement that is a transaction of
+   * its own: PostgreSQL serializes the commits of transactions that NOTIFY, their WAL flush
+   * included, so a NOTIFY inside the writes would let every writer of the fleet commit only
+   * one at a time (measured: docs/scale-out.md). Hints are best effort: one lost with its
+   * connection costs the polling floor, so the write still returns what it committed.
+   */
+  private async sendHints(connection: Connection, changes: StoreChange[]): Promise<void> {
+    const payloads = notifyPayloads(this.tag, changes);
+    try {
+      if (payloads.length > 0)
+        await connection.query('SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload', [
+          CHANNEL,
+          payloads,
+        ]);
+      connection.release();
+    } catch (err) {
+      connection.release(err);
+      this.warn(STORE_WARNINGS.hintsLost, err);
+    }
   }
 
   /** Not in a transaction, as SQLite's reads: each statement sees what was committed when it ran. */

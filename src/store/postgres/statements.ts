@@ -8,10 +8,11 @@
 
 import { insertDeliveriesForEvent } from '../sql/deliveries-for-event.js';
 import type { DialectStatements } from '../sql/statements.js';
-import { EXPIRED_LEASES, QUEUE } from '../sql/statements.js';
+import { DEAD_HELD_QUEUE, EXPIRED_LEASES, FREE_QUEUE } from '../sql/statements.js';
 
 export const POSTGRES_STATEMENTS: DialectStatements = {
-  QUEUE_HEAD: `${QUEUE} LIMIT 1 FOR NO KEY UPDATE OF s SKIP LOCKED`,
+  QUEUE_HEAD: `${FREE_QUEUE} LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED`,
+  DEAD_HELD_QUEUE_HEAD: `${DEAD_HELD_QUEUE} LIMIT 1 FOR NO KEY UPDATE OF s SKIP LOCKED`,
   EXPIRED_LEASES_LOCKED: `${EXPIRED_LEASES} FOR NO KEY UPDATE OF s SKIP LOCKED`,
   FENCE:
     'SELECT 1 FROM sessions WHERE id = :id AND generation = :generation AND lease_owner = :worker FOR NO KEY UPDATE',

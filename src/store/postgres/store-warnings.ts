@@ -10,6 +10,7 @@ export const STORE_WARNINGS = {
   stuckConnectionDropped: 'PostgreSQL server stopped answering; dropping a connection stuck on it',
   serverGivenUp: 'Giving up a PostgreSQL server; looking for the primary again',
   listenerLost: 'PostgreSQL change listener lost its connection; reconnecting',
+  hintsLost: 'PostgreSQL change hints of a committed write were lost with its connection',
   connectionLost: 'PostgreSQL connection lost',
   idleConnectionLost: 'Idle PostgreSQL connection lost',
   clockUnread: 'Could not read the database clock; keeping the last offset',

@@ -322,6 +322,32 @@ ALTER TABLE turns ADD COLUMN base_version INTEGER;
 ALTER TABLE commit_markers ADD COLUMN probe BOOLEAN NOT NULL DEFAULT false;
 `,
   },
+  {
+    version: 16,
+    name: 'queue keys',
+    // Each session carries its place in the claim queue (queued_id: its oldest pending inbound
+    // message; runnable_at: when the first of its pending messages is due), kept by every
+    // transition that changes its pending messages, so the claim reads the queue's head, and
+    // a position counts the entries ahead, on one index instead of grouping every pending
+    // message. The sweep starts from stale worker rows (by heartbeat), and ETAs read the last
+    // committed turns by end time. A lease held by a worker without a row gets a dead row
+    // (heartbeat 0), so the sweep finds it by its holder as every other dead lease.
+    sql: `
+ALTER TABLE sessions ADD COLUMN queued_id INTEGER;
+ALTER TABLE sessions ADD COLUMN runnable_at INTEGER;
+UPDATE sessions SET
+  queued_id = (SELECT MIN(m.id) FROM messages m WHERE m.session_id = sessions.id AND m.direction = 'in' AND m.status = 'pending'),
+  runnable_at = (SELECT MIN(m.process_after) FROM messages m WHERE m.session_id = sessions.id AND m.direction = 'in' AND m.status = 'pending')
+WHERE id IN (SELECT session_id FROM messages WHERE direction = 'in' AND status = 'pending');
+CREATE INDEX sessions_queue ON sessions(queued_id, runnable_at) WHERE lease_owner IS NULL AND queued_id IS NOT NULL;
+CREATE INDEX messages_pending_of_session ON messages(session_id, id) WHERE direction = 'in' AND status = 'pending';
+CREATE INDEX workers_heartbeat ON workers(heartbeat_at);
+CREATE INDEX turns_committed ON turns(ended_at) WHERE status = 'committed';
+INSERT INTO workers (id, host, pid, slots, heartbeat_at, started_at)
+SELECT DISTINCT lease_owner, '', 0, 0, 0, 0 FROM sessions
+WHERE lease_owner IS NOT NULL AND lease_owner NOT IN (SELECT id FROM workers);
+`,
+  },
 ];
 
 /** SQLite's column types in PostgreSQL's: every integer 64-bit, AUTOINCREMENT keys as BIGSERIAL. */

@@ -1,50 +1,107 @@
-/** What a client sees of sessions (status, queue position, last reply), read from either SQL store. */
+/**
+ * What a client sees of sessions (status, queue position, last reply), read from either SQL
+ * store. One session's view costs a few index lookups and one count of the queue entries
+ * ahead of it; a listing reads each kind of fact for all its sessions at once (a constant
+ * number of statements, not a few per session).
+ */
 import type { SessionView } from '../../core/index.js';
 import { deriveSessionStatus } from '../session-status.js';
 import { all, get, type Program, type Row } from './program.js';
 import { toMessage, toSession, toTurn } from './rows.js';
 
-/** 1-based place of each queued session in claim order. */
-export function* queuePositions(now: number, leaseMs: number): Program<Map<string, number>> {
-  const rows = yield* all('QUEUE', { now, staleBefore: now - leaseMs });
-  return new Map(rows.map((r, i) => [String(r.session_id), i + 1]));
+/** What a view adds to the session row. */
+interface ViewFacts {
+  pending: number;
+  runnable: number;
+  lastInboundStatus: string | null;
+  running: Row | undefined;
+  lastReply: Row | undefined;
+  queuePosition: number | null;
+}
+
+/** Above every queue key: QUEUED_BEFORE it counts the whole queue. */
+const PAST_EVERY_KEY = Number.MAX_SAFE_INTEGER;
+
+/** How many sessions wait in the claim queue. */
+export function* queueDepth(now: number, leaseMs: number): Program<number> {
+  return Number(
+    (yield* get('QUEUED_BEFORE', { before: PAST_EVERY_KEY, now, staleBefore: now - leaseMs }))!.n,
+  );
+}
+
+/** 1-based place of the session in claim order; null when it is not queued (nothing runnable, or a live holder). */
+function* queuePositionOf(row: Row, now: number, leaseMs: number): Program<number | null> {
+  if (row.queued_id == null || Number(row.runnable_at) > now) return null;
+  const staleBefore = now - leaseMs;
+  if (row.lease_owner != null) {
+    const lease = yield* get('SESSION_LEASE', { id: row.id, staleBefore });
+    if (Number(lease?.holder_alive) === 1) return null;
+  }
+  const ahead = yield* get('QUEUED_BEFORE', { before: Number(row.queued_id), now, staleBefore });
+  return Number(ahead!.n) + 1;
 }
 
 export function* sessionViewOf(sessionId: string, now: number, leaseMs: number): Program<SessionView | null> {
   const row = yield* get('SESSION_BY_ID', { id: sessionId });
   if (!row) return null;
-  return yield* sessionViewOfRow(row, now, yield* queuePositions(now, leaseMs));
-}
-
-/** tenant undefined = every tenant's. */
-export function* listSessionViews(now: number, leaseMs: number, tenant?: string): Program<SessionView[]> {
-  const positions = yield* queuePositions(now, leaseMs);
-  const views: SessionView[] = [];
-  for (const row of yield* all('ALL_SESSIONS', { tenant: tenant ?? null }))
-    views.push(yield* sessionViewOfRow(row, now, positions));
-  return views;
-}
-
-function* sessionViewOfRow(row: Row, now: number, positions: Map<string, number>): Program<SessionView> {
-  const session = toSession(row);
-  const counts = (yield* get('SESSION_COUNTS', { sessionId: session.id, now }))!;
-  const running = yield* get('RUNNING_TURN_OF_SESSION', { sessionId: session.id });
-  const lastReply = yield* get('LAST_REPLY', { sessionId: session.id });
-  const queuePosition = positions.get(session.id) ?? null;
-  const status = deriveSessionStatus({
-    archived: session.archivedAt !== null,
-    leased: session.leaseOwner !== null && queuePosition === null,
-    turnRunning: running !== undefined,
+  const counts = (yield* get('SESSION_COUNTS', { sessionId, now }))!;
+  return toSessionView(row, {
     pending: Number(counts.pending ?? 0),
     runnable: Number(counts.runnable ?? 0),
     lastInboundStatus: (counts.last_in_status as string | null) ?? null,
+    running: yield* get('RUNNING_TURN_OF_SESSION', { sessionId }),
+    lastReply: yield* get('LAST_REPLY', { sessionId }),
+    queuePosition: yield* queuePositionOf(row, now, leaseMs),
+  });
+}
+
+/** tenant undefined = every tenant's. Positions stay global: they count every session ahead. */
+export function* listSessionViews(now: number, leaseMs: number, tenant?: string): Program<SessionView[]> {
+  const scope = { tenant: tenant ?? null };
+  const bySession = (rows: Row[]) => new Map(rows.map((r) => [String(r.session_id), r]));
+  const counts = bySession(yield* all('PENDING_COUNTS', { ...scope, now }));
+  const running = bySession(yield* all('RUNNING_TURNS', scope));
+  const lastIn = bySession(yield* all('LAST_MESSAGES', { ...scope, direction: 'in' }));
+  const lastOut = bySession(yield* all('LAST_MESSAGES', { ...scope, direction: 'out' }));
+  const positions = yield* queuePositions(now, leaseMs);
+  return (yield* all('ALL_SESSIONS', scope)).map((row) => {
+    const id = String(row.id);
+    const c = counts.get(id);
+    return toSessionView(row, {
+      pending: Number(c?.pending ?? 0),
+      runnable: Number(c?.runnable ?? 0),
+      lastInboundStatus: (lastIn.get(id)?.status as string | undefined) ?? null,
+      running: running.get(id),
+      lastReply: lastOut.get(id),
+      queuePosition: positions.get(id) ?? null,
+    });
+  });
+}
+
+/** 1-based place of each queued session in claim order: the free queue and the dead holders' sessions, merged. */
+function* queuePositions(now: number, leaseMs: number): Program<Map<string, number>> {
+  const free = yield* all('FREE_QUEUE', { now });
+  const deadHeld = yield* all('DEAD_HELD_QUEUE', { now, staleBefore: now - leaseMs });
+  const order = [...free, ...deadHeld].sort((a, b) => Number(a.first_id) - Number(b.first_id));
+  return new Map(order.map((r, i) => [String(r.session_id), i + 1]));
+}
+
+function toSessionView(row: Row, facts: ViewFacts): SessionView {
+  const session = toSession(row);
+  const status = deriveSessionStatus({
+    archived: session.archivedAt !== null,
+    leased: session.leaseOwner !== null && facts.queuePosition === null,
+    turnRunning: facts.running !== undefined,
+    pending: facts.pending,
+    runnable: facts.runnable,
+    lastInboundStatus: facts.lastInboundStatus,
   });
   return {
     ...session,
     status,
-    queuePosition,
-    pending: Number(counts.pending ?? 0),
-    lastReply: lastReply ? toMessage(lastReply) : null,
-    currentTurn: running ? toTurn(running) : null,
+    queuePosition: facts.queuePosition,
+    pending: facts.pending,
+    lastReply: facts.lastReply ? toMessage(facts.lastReply) : null,
+    currentTurn: facts.running ? toTurn(facts.running) : null,
   };
 }

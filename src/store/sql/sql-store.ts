@@ -69,7 +69,10 @@ import * as turns from './programs/turns.js';
 import * as webhooks from './programs/webhooks.js';
 import * as workers from './programs/workers.js';
 import * as workspace from './programs/workspace.js';
-import { listSessionViews } from './session-views.js';
+import { listSessionViews, queueDepth } from './session-views.js';
+
+/** Expired leases one sweep transaction takes over. */
+const SWEEP_BATCH = 100;
 
 /** See SqlStore.write. */
 export type Durability = 'durable' | 'relaxed';
@@ -118,6 +121,8 @@ export class SqlStore implements Store {
   readonly clock: Clock;
   private readonly emitter = new EventEmitter();
   private readonly policy: { leaseMs: number; retry: RetryPolicy };
+  /** staleBefore of this store's last sweep that found nothing due (SWEEP_DUE); -1 = none yet. */
+  private sweptUpTo = -1;
 
   constructor(
     private readonly driver: SqlDriver,
@@ -218,6 +223,10 @@ export class SqlStore implements Store {
     return this.read(() => workers.listWorkers());
   }
 
+  liveSlots(now: number): Promise<number> {
+    return this.read(() => workers.liveSlots(now, this.policy.leaseMs));
+  }
+
   registerWorker(row: WorkerRow): Promise<void> {
     return this.write('registerWorker', () => workers.registerWorker(row));
   }
@@ -233,8 +242,24 @@ export class SqlStore implements Store {
     return this.write('removeWorker', () => workers.removeWorker(workerId));
   }
 
-  reclaimExpiredLeases(now: number): Promise<string[]> {
-    return this.write('reclaimExpiredLeases', (tx) => leases.reclaimExpiredLeases(tx, now, this.policy));
+  async reclaimExpiredLeases(now: number): Promise<string[]> {
+    // Every worker sweeps every leaseMs / 5 and nearly every pass finds nothing: a read of the
+    // rows stale since this store's last such pass says so, without a write transaction.
+    const { leaseMs } = this.policy;
+    if (!(await this.read(() => leases.sweepDue(now, leaseMs, this.sweptUpTo)))) {
+      this.sweptUpTo = Math.max(this.sweptUpTo, now - leaseMs);
+      return [];
+    }
+    // A batch per transaction: a mass expiry (many workers lost at once) is taken over in
+    // short transactions, which other sweepers share (SKIP LOCKED), not one that locks all.
+    const reclaimed: string[] = [];
+    for (;;) {
+      const batch = await this.write('reclaimExpiredLeases', (tx) =>
+        leases.reclaimExpiredLeases(tx, now, this.policy, SWEEP_BATCH),
+      );
+      reclaimed.push(...batch.reclaimed);
+      if (!batch.more) return reclaimed;
+    }
   }
 
   claimRunnableSession(workerId: string, now: number): Promise<ClaimedSession | null> {
@@ -246,7 +271,7 @@ export class SqlStore implements Store {
   }
 
   queueDepth(now: number): Promise<number> {
-    return this.read(() => leases.queueDepth(now, this.policy.leaseMs));
+    return this.read(() => queueDepth(now, this.policy.leaseMs));
   }
 
   nextProcessAfter(now: number): Promise<number | null> {

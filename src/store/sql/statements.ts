@@ -28,16 +28,24 @@ export * from './statements/workspace.js';
  */
 export interface DialectStatements {
   /**
-   * The first session of the claim queue (QUEUE), its row locked (rows other claims hold
+   * The first session of the free queue (FREE_QUEUE), its row locked (rows other claims hold
    * skipped) where the engine can.
-   * @param now as QUEUE's
-   * @param staleBefore now - leaseMs
+   * @param now as FREE_QUEUE's
    * @returns one row (session_id, first_id, lease_owner), or none
    */
   QUEUE_HEAD: string;
   /**
+   * The first session of DEAD_HELD_QUEUE, its row locked (rows others hold skipped) where the
+   * engine can.
+   * @param now as DEAD_HELD_QUEUE's
+   * @param staleBefore now - leaseMs
+   * @returns one row (session_id, first_id, lease_owner), or none
+   */
+  DEAD_HELD_QUEUE_HEAD: string;
+  /**
    * EXPIRED_LEASES, their session rows locked (rows others hold skipped) where the engine can.
    * @param staleBefore now - leaseMs
+   * @param limit at most this many
    * @returns rows (id)
    */
   EXPIRED_LEASES_LOCKED: string;

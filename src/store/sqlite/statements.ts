@@ -2,10 +2,11 @@
 
 import { insertDeliveriesForEvent } from '../sql/deliveries-for-event.js';
 import type { DialectStatements } from '../sql/statements.js';
-import { EXPIRED_LEASES, QUEUE } from '../sql/statements.js';
+import { DEAD_HELD_QUEUE, EXPIRED_LEASES, FREE_QUEUE } from '../sql/statements.js';
 
 export const SQLITE_STATEMENTS: DialectStatements = {
-  QUEUE_HEAD: `${QUEUE} LIMIT 1`,
+  QUEUE_HEAD: `${FREE_QUEUE} LIMIT 1`,
+  DEAD_HELD_QUEUE_HEAD: `${DEAD_HELD_QUEUE} LIMIT 1`,
   EXPIRED_LEASES_LOCKED: EXPIRED_LEASES,
   FENCE: 'SELECT 1 FROM sessions WHERE id = :id AND generation = :generation AND lease_owner = :worker',
   INSERT_DELIVERIES_FOR_EVENT: insertDeliveriesForEvent(

@@ -1,15 +1,17 @@
 /**
  * Leases: the claim (compare-and-set of the queue's first session to a new generation),
  * the sweep of dead holders' leases, the sandbox record and the release. Every program
- * locks the session row first (QUEUE_HEAD, EXPIRED_LEASES_LOCKED, FENCE) and re-reads
- * what it decides on under that lock, so PostgreSQL's concurrent transactions decide as
- * SQLite's serial ones do, and each guarded statement matches the row it read.
+ * locks the session row first (QUEUE_HEAD, DEAD_HELD_QUEUE_HEAD, EXPIRED_LEASES_LOCKED,
+ * FENCE) and re-reads what it decides on under that lock, so PostgreSQL's concurrent
+ * transactions decide as SQLite's serial ones do, and each guarded statement matches the
+ * row it read. Every lease holder has a worker row (a worker claims only while its row is
+ * fresh, and its clean stop leaves the row expired while it still holds leases), so dead
+ * leases are found from the stale rows, never by reading every leased session.
  */
 import type { ClaimedSession, RetryPolicy } from '../../../core/index.js';
 import type { Fence, FenceCode } from '../../store.js';
 import { all, get, guarded, type Program, run, type Tx } from '../program.js';
 import { toAgent, toSession } from '../rows.js';
-import { queuePositions } from '../session-views.js';
 import { checkFence, fenceParams } from './fence.js';
 import { sessionGuard } from './guards.js';
 import { abortRunningTurn } from './turns.js';
@@ -27,10 +29,16 @@ export function* claimRunnableSession(
   now: number,
   policy: LeasePolicy,
 ): Program<ClaimedSession | null> {
-  const head = yield* get('QUEUE_HEAD', { now, staleBefore: now - policy.leaseMs });
+  const staleBefore = now - policy.leaseMs;
+  if (!(yield* get('FRESH_WORKER', { id: workerId, staleBefore }))) return null;
+  // The queue's head is the first of two heads: the free sessions' and the dead holders'
+  // (rare, found from their stale rows). Both stay locked until this transaction ends.
+  const free = yield* get('QUEUE_HEAD', { now });
+  const dead = yield* get('DEAD_HELD_QUEUE_HEAD', { now, staleBefore });
+  const head = free && (!dead || Number(free.first_id) < Number(dead.first_id)) ? free : dead;
   if (!head) return null;
   const id = String(head.session_id);
-  const lease = (yield* get('SESSION_LEASE', { id, staleBefore: now - policy.leaseMs }))!;
+  const lease = (yield* get('SESSION_LEASE', { id, staleBefore }))!;
   // Taken by a live worker since the queue was read (PostgreSQL): not ours to take.
   if (lease.lease_owner !== null && Number(lease.holder_alive) === 1) return null;
   if (lease.lease_owner !== null) yield* reclaimSession(tx, id, now, policy);
@@ -46,16 +54,34 @@ export function* claimRunnableSession(
   return { session, agent };
 }
 
-/** Every session whose holder is dead: its running turn aborted, its lease cleared; then long-dead worker rows. */
-export function* reclaimExpiredLeases(tx: Tx, now: number, policy: LeasePolicy): Program<string[]> {
+/** Whether reclaimExpiredLeases has anything to do now (SWEEP_DUE), given the caller's last check that found nothing. */
+export function* sweepDue(now: number, leaseMs: number, checkedUpTo: number): Program<boolean> {
+  const due = yield* get('SWEEP_DUE', {
+    checkedUpTo,
+    staleBefore: now - leaseMs,
+    deadBefore: now - 10 * leaseMs,
+  });
+  return due !== undefined;
+}
+
+/**
+ * Up to `limit` sessions whose holder is dead: each one's running turn aborted, its lease
+ * cleared; then long-dead worker rows. `more`: the batch was full, others may be left.
+ */
+export function* reclaimExpiredLeases(
+  tx: Tx,
+  now: number,
+  policy: LeasePolicy,
+  limit: number,
+): Program<{ reclaimed: string[]; more: boolean }> {
   const reclaimed: string[] = [];
-  const expired = yield* all('EXPIRED_LEASES_LOCKED', { staleBefore: now - policy.leaseMs });
+  const expired = yield* all('EXPIRED_LEASES_LOCKED', { staleBefore: now - policy.leaseMs, limit });
   for (const { id } of expired) {
     if (yield* reclaimSession(tx, String(id), now, policy)) reclaimed.push(String(id));
   }
   // Their sessions are reclaimed: rows of long-dead workers only clutter `berth status`.
   yield* run('DELETE_DEAD_WORKERS', { deadBefore: now - 10 * policy.leaseMs });
-  return reclaimed;
+  return { reclaimed, more: expired.length === limit };
 }
 
 /**
@@ -113,10 +139,6 @@ export function* releaseSession(tx: Tx, fence: Fence, now: number): Program<Fenc
   );
   tx.changes.push({ type: 'released', sessionId: fence.sessionId });
   return 'ok';
-}
-
-export function* queueDepth(now: number, leaseMs: number): Program<number> {
-  return (yield* queuePositions(now, leaseMs)).size;
 }
 
 export function* nextProcessAfter(now: number): Program<number | null> {

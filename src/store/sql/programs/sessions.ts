@@ -10,6 +10,7 @@ import { sessionViewOf } from '../session-views.js';
 import { ownAgentRow, ownedBy } from './agents.js';
 import { insertEvent } from './events.js';
 import { messageGuard } from './guards.js';
+import { queueNewMessage, recomputeQueueKeys } from './queue-keys.js';
 import { abortRunningTurn } from './turns.js';
 
 export function* createSession(input: CreateSessionInput, leaseMs: number): Program<SessionView> {
@@ -55,6 +56,7 @@ export function* archiveSession(
         { id: m.id, error, errorCode: 'SESSION_ARCHIVED' },
         messageGuard(m.id, 'pending or processing'),
       );
+    yield* recomputeQueueKeys(tx, sessionId);
     yield* insertEvent(tx, sessionId, 'archived', { failedMessageIds: open.map((m) => m.id) }, now);
     tx.changes.push({ type: 'released', sessionId });
   }
@@ -90,6 +92,7 @@ export function* enqueueMessage(
   const failure = yield* checkEnqueue(input, tx.operation);
   if (failure) throw failure;
   const message = toMessage((yield* get('INSERT_INBOUND', { sessionId, text, now }))!);
+  yield* queueNewMessage(tx, sessionId, message.id, now);
   const view = (yield* sessionViewOf(sessionId, now, leaseMs))!;
   tx.changes.push({ type: 'enqueued', sessionId, leaseOwner: view.leaseOwner });
   const eventId = yield* insertEvent(

@@ -21,6 +21,7 @@ import { toMessage, toTurn } from '../rows.js';
 import { insertEvent } from './events.js';
 import { checkFence } from './fence.js';
 import { messageGuard, sessionGuard, turnGuard } from './guards.js';
+import { recomputeQueueKeys } from './queue-keys.js';
 import { appendLayer } from './workspace.js';
 
 /** The session's running turn if there is one; else every runnable message taken into a new one (null when none is runnable). */
@@ -39,6 +40,7 @@ export function* startTurn(tx: Tx, fence: Fence, now: number): Program<Fenced<St
   const attempt = Math.max(...runnable.map((m) => m.tries)) + 1;
   for (const m of runnable)
     yield* guarded(tx, 'TAKE_MESSAGE', { id: m.id, turnId }, messageGuard(m.id, 'pending'));
+  yield* recomputeQueueKeys(tx, sessionId);
   const session = (yield* get('SESSION_BY_ID', { id: sessionId }))!;
   yield* run('INSERT_TURN', {
     id: turnId,
@@ -164,6 +166,7 @@ export function* abortRunningTurn(
         break;
     }
   }
+  yield* recomputeQueueKeys(tx, sessionId);
   yield* endTurn(tx, turnId, 'aborted', { error, code }, now, null);
 }
 

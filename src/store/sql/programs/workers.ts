@@ -1,6 +1,6 @@
 /** Worker rows: registered at start, renewed every leaseMs / 5, removed at a clean stop (the sweep deletes long-dead ones, leases.ts). */
 import type { WorkerRow } from '../../../core/index.js';
-import { all, type Program, run } from '../program.js';
+import { all, get, type Program, run } from '../program.js';
 import { toWorker } from '../rows.js';
 
 export function* registerWorker(row: WorkerRow): Program<void> {
@@ -12,8 +12,13 @@ export function* renewWorker(workerId: string, now: number): Program<boolean> {
   return (yield* run('RENEW_WORKER', { id: workerId, now })) === 1;
 }
 
+/** Its row goes; while it still holds leases (a release failed) the row stays, expired, for the sweep. */
 export function* removeWorker(workerId: string): Program<void> {
-  yield* run('DELETE_WORKER', { id: workerId });
+  if ((yield* run('DELETE_WORKER', { id: workerId })) === 0) yield* run('EXPIRE_WORKER', { id: workerId });
+}
+
+export function* liveSlots(now: number, leaseMs: number): Program<number> {
+  return Number((yield* get('LIVE_SLOTS', { staleBefore: now - leaseMs }))!.slots);
 }
 
 export function* listWorkers(): Program<WorkerRow[]> {

@@ -163,6 +163,33 @@ export const LAST_REPLY = `
 SELECT * FROM messages WHERE session_id = :sessionId AND direction = 'out' ORDER BY id DESC LIMIT 1`;
 
 /**
+ * SESSION_COUNTS for every session of a tenant that has a pending inbound message, for
+ * listing session views (the others have none pending).
+ * @param tenant null = every tenant
+ * @param now runnable = process_after <= now
+ * @returns rows (session_id, pending, runnable)
+ */
+export const PENDING_COUNTS = `
+SELECT m.session_id, COUNT(*) AS pending, COUNT(*) FILTER (WHERE m.process_after <= :now) AS runnable
+FROM messages m JOIN sessions s ON s.id = m.session_id
+WHERE m.direction = 'in' AND m.status = 'pending' AND (CAST(:tenant AS TEXT) IS NULL OR s.tenant = :tenant)
+GROUP BY m.session_id`;
+
+/**
+ * The last message in one direction of every session of a tenant (its last inbound one's
+ * status, its last reply), for listing session views.
+ * @param direction 'in' | 'out'
+ * @param tenant null = every tenant
+ * @returns rows, one per session that has one
+ */
+export const LAST_MESSAGES = `
+SELECT * FROM messages WHERE id IN (
+  SELECT MAX(m.id) FROM messages m JOIN sessions s ON s.id = m.session_id
+  WHERE m.direction = :direction AND (CAST(:tenant AS TEXT) IS NULL OR s.tenant = :tenant)
+  GROUP BY m.session_id
+)`;
+
+/**
  * When the next pending message becomes runnable, for the claim loop's timer.
  * @param now only times after it
  * @returns one row (at: epoch ms, null when none)

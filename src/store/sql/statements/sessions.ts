@@ -7,33 +7,91 @@
  */
 
 /**
- * The claim queue: sessions with a runnable inbound message and no live lease holder, in claim
- * order (FIFO by oldest runnable message).
- * @param now runnable = pending with process_after <= now
+ * The free part of the claim queue: sessions nobody holds with a runnable pending inbound
+ * message, in claim order (FIFO by oldest pending inbound message). Read on sessions_queue,
+ * whose entries are the unleased sessions with a pending message, by queue key.
+ * @param now runnable = runnable_at <= now
+ * @returns rows (session_id, first_id, lease_owner), queue order
+ */
+export const FREE_QUEUE = `
+SELECT id AS session_id, queued_id AS first_id, lease_owner FROM sessions
+WHERE lease_owner IS NULL AND queued_id IS NOT NULL AND runnable_at <= :now
+ORDER BY queued_id`;
+
+/**
+ * The rest of the claim queue: sessions with a runnable pending inbound message whose lease
+ * holder is dead (its row stale) and not yet swept, in claim order. Found from the stale
+ * worker rows (workers_heartbeat), so it costs what the dead workers hold, not the table.
+ * @param now runnable = runnable_at <= now
  * @param staleBefore now - leaseMs: a holder whose heartbeat is not after it is dead
  * @returns rows (session_id, first_id, lease_owner), queue order
  */
-export const QUEUE = `
-WITH firsts AS (
-  SELECT session_id, MIN(id) AS first_id FROM messages
-  WHERE status = 'pending' AND direction = 'in' AND process_after <= :now
-  GROUP BY session_id
-)
-SELECT f.session_id, f.first_id, s.lease_owner FROM firsts f
-JOIN sessions s ON s.id = f.session_id
-LEFT JOIN workers w ON w.id = s.lease_owner
-WHERE s.lease_owner IS NULL OR w.id IS NULL OR w.heartbeat_at <= :staleBefore
-ORDER BY f.first_id`;
+export const DEAD_HELD_QUEUE = `
+SELECT s.id AS session_id, s.queued_id AS first_id, s.lease_owner FROM workers w
+JOIN sessions s ON s.lease_owner = w.id
+WHERE w.heartbeat_at <= :staleBefore AND s.queued_id IS NOT NULL AND s.runnable_at <= :now
+ORDER BY s.queued_id`;
 
 /**
- * Sessions leased by a worker whose row is missing or stale.
+ * How many queued sessions (FREE_QUEUE and DEAD_HELD_QUEUE) come before a queue key: a
+ * session's position is one more. A count of index entries (sessions_queue), no grouping.
+ * @param before a queue key (the session's queued_id); above every key = the whole queue
+ * @param now runnable = runnable_at <= now
  * @param staleBefore now - leaseMs
+ * @returns one row (n)
+ */
+export const QUEUED_BEFORE = `
+SELECT
+  (SELECT COUNT(*) FROM sessions
+   WHERE lease_owner IS NULL AND queued_id IS NOT NULL AND runnable_at <= :now AND queued_id < :before)
+  + (SELECT COUNT(*) FROM workers w JOIN sessions s ON s.lease_owner = w.id
+     WHERE w.heartbeat_at <= :staleBefore AND s.queued_id < :before AND s.runnable_at <= :now) AS n`;
+
+/**
+ * A new pending inbound message puts its session in the queue, or keeps the earlier place it
+ * has: the keys only move back. Written from the row as it is when the update runs, so a
+ * transition that recomputed the keys meanwhile (RECOMPUTE_QUEUE_KEYS, under the row lock,
+ * which cannot see this message before it commits) is not undone.
+ * @param id the session
+ * @param messageId the new message
+ * @param now its process_after
+ * @returns changed rows: 1
+ * @guard the message was just inserted into this session (its foreign key holds the row)
+ */
+export const QUEUE_NEW_MESSAGE = `
+UPDATE sessions SET
+  queued_id = CASE WHEN queued_id IS NULL OR queued_id > :messageId THEN :messageId ELSE queued_id END,
+  runnable_at = CASE WHEN runnable_at IS NULL OR runnable_at > :now THEN :now ELSE runnable_at END
+WHERE id = :id`;
+
+/**
+ * The session's queue keys from its pending inbound messages, after a transition took,
+ * retried, requeued or failed some: queued_id its oldest, runnable_at the first due; both null
+ * when none is pending.
+ * @param id the session
+ * @returns changed rows: 1
+ * @guard the caller holds the session row (fence, claim, sweep or archiving), which every
+ *   transition changing its messages' status takes first
+ */
+export const RECOMPUTE_QUEUE_KEYS = `
+UPDATE sessions SET
+  queued_id = (SELECT MIN(id) FROM messages WHERE session_id = :id AND direction = 'in' AND status = 'pending'),
+  runnable_at = (SELECT MIN(process_after) FROM messages WHERE session_id = :id AND direction = 'in' AND status = 'pending')
+WHERE id = :id`;
+
+/**
+ * Sessions leased by a worker whose row is stale, a batch at a time. Every lease holder has
+ * a row (a worker that stops while holding leases leaves its row expired, EXPIRE_WORKER, and
+ * a worker claims only while its row is fresh), so they are found from the stale rows
+ * (workers_heartbeat), not by reading every leased session.
+ * @param staleBefore now - leaseMs
+ * @param limit at most this many
  * @returns rows (id), by id
  */
 export const EXPIRED_LEASES = `
-SELECT s.id FROM sessions s LEFT JOIN workers w ON w.id = s.lease_owner
-WHERE s.lease_owner IS NOT NULL AND (w.id IS NULL OR w.heartbeat_at <= :staleBefore)
-ORDER BY s.id`;
+SELECT s.id FROM workers w JOIN sessions s ON s.lease_owner = w.id
+WHERE w.heartbeat_at <= :staleBefore
+ORDER BY s.id LIMIT :limit`;
 
 /**
  * The lease of one session as it is now: its holder and whether the holder's row is fresh.
@@ -55,8 +113,8 @@ FROM sessions s LEFT JOIN workers w ON w.id = s.lease_owner WHERE s.id = :id`;
  * @param worker the claiming worker
  * @param now the transition's time, epoch ms
  * @returns changed rows: 1 = claimed
- * @guard the caller holds the session row (QUEUE_HEAD) and read `generation` under it, so
- *   nothing can have moved it
+ * @guard the caller holds the session row (QUEUE_HEAD or DEAD_HELD_QUEUE_HEAD) and read
+ *   `generation` under it, so nothing can have moved it
  */
 export const CLAIM_SESSION = `
 UPDATE sessions SET lease_owner = :worker, generation = generation + 1, sandbox = NULL, updated_at = :now
@@ -159,8 +217,8 @@ WHERE id = :id AND generation = :generation AND lease_owner = :worker`;
  * @param holder the dead holder, as SESSION_LEASE read it
  * @param now the transition's time, epoch ms
  * @returns changed rows: 1 = cleared
- * @guard the caller holds the session row (EXPIRED_LEASES_LOCKED or QUEUE_HEAD) and read the
- *   holder under it
+ * @guard the caller holds the session row (EXPIRED_LEASES_LOCKED or DEAD_HELD_QUEUE_HEAD) and
+ *   read the holder under it
  */
 export const CLEAR_LEASE = `UPDATE sessions SET lease_owner = NULL, sandbox = NULL, updated_at = :now WHERE id = :id AND lease_owner = :holder`;
 

@@ -29,6 +29,15 @@ VALUES (:id, :sessionId, :attempt, :generation, :worker, :sandbox, 'running', :m
 export const RUNNING_TURN_OF_SESSION = `SELECT * FROM turns WHERE session_id = :sessionId AND status = 'running'`;
 
 /**
+ * The running turns of a tenant's sessions, for listing session views.
+ * @param tenant null = every tenant
+ * @returns rows
+ */
+export const RUNNING_TURNS = `
+SELECT t.* FROM turns t JOIN sessions s ON s.id = t.session_id
+WHERE t.status = 'running' AND (CAST(:tenant AS TEXT) IS NULL OR s.tenant = :tenant)`;
+
+/**
  * One turn.
  * @param id the turn
  * @returns the row, or none

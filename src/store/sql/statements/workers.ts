@@ -30,19 +30,69 @@ ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, slots = exc
 export const RENEW_WORKER = `UPDATE workers SET heartbeat_at = :now WHERE id = :id`;
 
 /**
- * A worker's clean stop.
+ * A worker's clean stop: its row goes, unless it still holds a lease (a release that failed).
  * @param id the worker
- * @returns changed rows: 1 = deleted, 0 = the sweep deleted it already (idempotent)
+ * @returns changed rows: 1 = deleted, 0 = it holds a lease (EXPIRE_WORKER then), or the sweep
+ *   deleted it already (idempotent)
  */
-export const DELETE_WORKER = `DELETE FROM workers WHERE id = :id`;
+export const DELETE_WORKER = `
+DELETE FROM workers WHERE id = :id AND NOT EXISTS (SELECT 1 FROM sessions WHERE lease_owner = :id)`;
+
+/**
+ * A worker stops while holding leases: its row stays, dead at once, so the sweep finds those
+ * leases from it (EXPIRED_LEASES) and deletes it once they are cleared (DELETE_DEAD_WORKERS).
+ * @param id the worker
+ * @returns changed rows: 1 = expired, 0 = no such row
+ */
+export const EXPIRE_WORKER = `UPDATE workers SET heartbeat_at = 0 WHERE id = :id`;
+
+/**
+ * Whether the worker's own row is there and fresh. A worker claims only then: a lease taken
+ * by a worker whose row is gone would have no row for the sweep to find it by, and one whose
+ * row is stale would be dead at once.
+ * @param id the worker
+ * @param staleBefore now - leaseMs
+ * @returns a row when it is, none when not
+ */
+export const FRESH_WORKER = `SELECT 1 AS fresh FROM workers WHERE id = :id AND heartbeat_at > :staleBefore`;
+
+/**
+ * Whether a sweep has anything to do: a worker that went stale since the caller last found
+ * nothing to do and holds a lease, or a row dead long enough to delete (or holding a lease
+ * still, which the sweep then reclaims). Only the rows stale since that last check are read
+ * (workers_heartbeat): rows of workers that died earlier and were swept may stay for
+ * 10 × leaseMs, and every worker sweeps every leaseMs / 5, so reading them all on every pass
+ * would cost the fleet what its dead rows number. Rows stale before the last check held no
+ * lease then, and a stale worker claims nothing (FRESH_WORKER); a claim whose transaction
+ * outlived the lease could still add one, and is reclaimed when its row is deletable.
+ * @param checkedUpTo staleBefore of the caller's last check that found nothing; -1 = never
+ * @param staleBefore now - leaseMs
+ * @param deadBefore now - 10 × leaseMs
+ * @returns a row when there is, none when not
+ */
+export const SWEEP_DUE = `
+SELECT 1 AS due FROM workers w
+WHERE w.heartbeat_at <= :deadBefore
+OR (w.heartbeat_at > :checkedUpTo AND w.heartbeat_at <= :staleBefore
+    AND EXISTS (SELECT 1 FROM sessions s WHERE s.lease_owner = w.id))
+LIMIT 1`;
 
 /**
  * Rows of workers silent for long and holding no lease: they only clutter `berth status`.
+ * From the stale rows (workers_heartbeat), each checked on sessions_lease_owner.
  * @param deadBefore now - 10 × leaseMs
  * @returns changed rows: how many went (any number)
  */
 export const DELETE_DEAD_WORKERS = `
-DELETE FROM workers WHERE heartbeat_at <= :deadBefore AND id NOT IN (SELECT lease_owner FROM sessions WHERE lease_owner IS NOT NULL)`;
+DELETE FROM workers WHERE heartbeat_at <= :deadBefore
+AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.lease_owner = workers.id)`;
+
+/**
+ * The slots of the workers whose row is fresh, for queue ETAs.
+ * @param staleBefore now - leaseMs
+ * @returns one row (slots)
+ */
+export const LIVE_SLOTS = `SELECT COALESCE(SUM(slots), 0) AS slots FROM workers WHERE heartbeat_at > :staleBefore`;
 
 /**
  * Every worker row, oldest first.
