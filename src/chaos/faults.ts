@@ -13,6 +13,12 @@
  *    and PostgreSQL SIGKILLed; started again once another member leads). The injector
  *    records when a new primary led and when berth first committed on it (MTTR), and
  *    waits for a synchronous standby again before the next one.
+ *  - node-kill: once, when `due()` says so, `count` nodes (chaos-node.ts: worker, engine,
+ *    containers, disk) die at once, those running the most turns, and come back empty
+ *    `restartDelayMs` later (a replacement machine).
+ *  - blobs-kill: once, when `due()` says so, the S3 daemon is SIGKILLed, left down
+ *    `downMs`, and started again; never while a worker or node is coming back (a worker
+ *    refuses to start against an S3 service that does not answer).
  *  - partition: once, when `due()` says so, the network link of the worker running the
  *    most turns is cut (its namespace's veth, worker-network.ts) for `durationMs` (longer
  *    than the lease), then healed. A lease after the cut the injector looks at the
@@ -20,12 +26,14 @@
  *    itself by then (self-fencing), before anyone else may take its sessions over.
  *
  * Invariants:
- * - Only containers labelled `berth.install=<installId>` are ever touched.
+ * - Only containers labelled `berth.install=<installId>` of an engine the run gave are ever
+ *   touched (the host's, or each live node's).
  * - Every fault is recorded with the time taken just BEFORE it was issued, so a
  *   detection time measured from it is never negative.
- * - At most one worker-kill round, one store-restart and one partition per injector; the
- *   restarts and the heal always happen, even when `stop()` comes first (stop waits for
- *   them), so nothing is left dead or cut off. A partitioned worker is not SIGKILLed.
+ * - At most one worker-kill round, one node-kill round, one blobs-kill, one store-restart
+ *   and one partition per injector; the restarts and the heal always happen, even when
+ *   `stop()` comes first (stop waits for them), so nothing is left dead or cut off. A
+ *   partitioned worker is not SIGKILLed.
  * - The loop ends at `stop()` or `maxDurationMs`, whichever is first, and wakes at least
  *   every TICK_MS; every Engine API and status call is bounded by a timeout.
  */
@@ -99,7 +107,51 @@ export interface StoreFailover {
   firstFailureAt: number | null;
 }
 
-export type Fault = SandboxKill | WorkerKill | StoreRestart | StoreFailover | Partition;
+export interface NodeKill {
+  kind: 'node-kill';
+  at: number;
+  /** Which node ('n1', ...), and the id of the worker that died with it. */
+  node: string;
+  workerId: string;
+  /** When its disk was gone (all of it dead and dropped). */
+  droppedAt: number | null;
+  /** When it was up again, empty: its engine answering with the image in it, its worker started. */
+  restartedAt: number | null;
+}
+
+export interface BlobsKill {
+  kind: 'blobs-kill';
+  /** When the S3 daemon was SIGKILLed. */
+  at: number;
+  /** When S3 answered again after its restart; null if it did not come back. */
+  upAt: number | null;
+}
+
+export type Fault =
+  | SandboxKill
+  | WorkerKill
+  | NodeKill
+  | BlobsKill
+  | StoreRestart
+  | StoreFailover
+  | Partition;
+
+/** An engine whose sandboxes the injector may kill: the host's, or a node's. */
+export interface SandboxEngine {
+  docker: Dockerode;
+  installId: string;
+}
+
+/** A node the injector may kill (chaos-node.ts). */
+export interface KillableNode {
+  readonly name: string;
+  /** The id of its worker's current incarnation; null until known. */
+  workerId(): string | null;
+  /** Everything of it dies at once, then its disk is dropped. */
+  kill(): Promise<void>;
+  /** It comes back empty. */
+  restart(): Promise<void>;
+}
 
 /** A worker child the injector may SIGKILL and restart (see children.ts). */
 export interface KillableWorker {
@@ -123,8 +175,8 @@ export interface PartitionableWorker {
 export type RunningTurns = () => Promise<Map<string, string[]>>;
 
 export interface FaultInjectorOptions {
-  docker: Dockerode;
-  installId: string;
+  /** The engines whose sandboxes are killed, as they are now (a dead node has none). */
+  engines(): SandboxEngine[];
   /** Interval between sandbox kills, ms, drawn uniformly from [min, max]. */
   killEveryMs: { min: number; max: number };
   maxDurationMs: number;
@@ -138,6 +190,24 @@ export interface FaultInjectorOptions {
     restartDelayMs: number;
     /** How many workers are SIGKILLed at once. @default 1 */
     count?: number;
+  };
+  nodeKill?: {
+    nodes: KillableNode[];
+    /** How many nodes die at once. */
+    count: number;
+    /** Polled every tick; once true, the kill happens as soon as a node runs a turn. */
+    due(): boolean;
+    runningTurns: RunningTurns;
+    /** After due() this long without any running turn, kill the busiest nodes anyway (a miss). */
+    maxWaitForTurnsMs: number;
+    restartDelayMs: number;
+  };
+  blobsKill?: {
+    /** Polled every tick; once true (and no worker or node is coming back), the S3 daemon dies. */
+    due(): boolean;
+    kill(): Promise<void>;
+    restart(): Promise<void>;
+    downMs: number;
   };
   storeRestart?: {
     /** Polled every tick; once true, the store is restarted. */
@@ -205,6 +275,13 @@ export class FaultInjector {
   private failovers = 0;
   private failoverSettled = true;
   private workerKillDueAt: number | null = null;
+  private nodeKill: Promise<void> | null = null;
+  private nodeKillDueAt: number | null = null;
+  private blobsKill: Promise<void> | null = null;
+  /** Workers or nodes killed and not started again yet. */
+  private comingBack = 0;
+  /** The S3 daemon is down: no worker or node is killed meanwhile (it could not start again). */
+  private blobsDown = false;
   private partition: Promise<void> | null = null;
   private partitionDueAt: number | null = null;
   /** The worker whose link is cut right now (never SIGKILLed meanwhile). */
@@ -230,6 +307,8 @@ export class FaultInjector {
     this.wake.notify();
     await this.loop;
     await this.workerKill;
+    await this.nodeKill;
+    await this.blobsKill;
     await this.storeRestart;
     await this.storeFailover;
     await this.partition;
@@ -244,7 +323,7 @@ export class FaultInjector {
     let nextKillAt = this.clock.now() + this.interval();
     while (!this.stopped && this.clock.now() < deadline) {
       const wk = this.opts.workerKill;
-      if (wk && !this.workerKill && wk.due()) {
+      if (wk && !this.workerKill && !this.blobsDown && wk.due()) {
         this.workerKillDueAt ??= this.clock.now();
         const force = this.clock.now() - this.workerKillDueAt >= wk.maxWaitForTurnsMs;
         const victims = await this.pickWorkers(wk, force);
@@ -254,6 +333,23 @@ export class FaultInjector {
           this.workerKill = Promise.resolve();
         }
       }
+      const nk = this.opts.nodeKill;
+      if (nk && !this.nodeKill && !this.blobsDown && nk.due()) {
+        this.nodeKillDueAt ??= this.clock.now();
+        const force = this.clock.now() - this.nodeKillDueAt >= nk.maxWaitForTurnsMs;
+        const victims = await this.busiest(nk.nodes, nk.runningTurns, nk.count, force);
+        if (victims.length > 0)
+          this.nodeKill = this.killNodes(
+            nk,
+            victims.map((v) => v.worker),
+          );
+        else if (force) {
+          this.opts.onWarning?.('node kill skipped: no node with a known worker id');
+          this.nodeKill = Promise.resolve();
+        }
+      }
+      const bk = this.opts.blobsKill;
+      if (bk && !this.blobsKill && this.comingBack === 0 && bk.due()) this.blobsKill = this.killBlobs(bk);
       const pt = this.opts.partition;
       if (pt && !this.partition && pt.due()) {
         this.partitionDueAt ??= this.clock.now();
@@ -290,11 +386,23 @@ export class FaultInjector {
     return min + this.random() * (max - min);
   }
 
-  private async runningSandboxes(): Promise<Dockerode.ContainerInfo[]> {
-    return this.opts.docker.listContainers({
-      filters: { label: [`${LABELS.install}=${this.opts.installId}`], status: ['running'] },
-      abortSignal: AbortSignal.timeout(ENGINE_TIMEOUT_MS),
-    } as Dockerode.ContainerListOptions);
+  /** Running sandboxes of every engine that answers (a node that just died has none to give). */
+  private async runningSandboxes(): Promise<{ engine: SandboxEngine; info: Dockerode.ContainerInfo }[]> {
+    const lists = await Promise.all(
+      this.opts.engines().map(async (engine) => {
+        const infos = await engine.docker
+          .listContainers({
+            filters: { label: [`${LABELS.install}=${engine.installId}`], status: ['running'] },
+            abortSignal: AbortSignal.timeout(ENGINE_TIMEOUT_MS),
+          } as Dockerode.ContainerListOptions)
+          .catch((err: unknown) => {
+            if (this.opts.engines().length === 1) throw err;
+            return [];
+          });
+        return infos.map((info) => ({ engine, info }));
+      }),
+    );
+    return lists.flat();
   }
 
   /** True when a container was killed. */
@@ -304,10 +412,10 @@ export class FaultInjector {
       this.skipped++;
       return false;
     }
-    const target = running[Math.floor(this.random() * running.length)]!;
+    const { engine, info: target } = running[Math.floor(this.random() * running.length)]!;
     const at = this.clock.now();
     try {
-      await this.opts.docker
+      await engine.docker
         .getContainer(target.Id)
         .kill({ abortSignal: AbortSignal.timeout(ENGINE_TIMEOUT_MS) });
     } catch (err) {
@@ -343,16 +451,74 @@ export class FaultInjector {
         restartedPid: null,
       }),
     );
+    this.comingBack += victims.length;
     await Promise.all(victims.map((v) => v.sigkill()));
     this.faults.push(...records);
     await sleep(wk.restartDelayMs);
     await Promise.all(
       victims.map(async (victim, i) => {
-        await victim.restart();
-        records[i]!.restartedAt = this.clock.now();
-        records[i]!.restartedPid = victim.pid ?? null;
+        try {
+          await victim.restart();
+          records[i]!.restartedAt = this.clock.now();
+          records[i]!.restartedPid = victim.pid ?? null;
+        } finally {
+          this.comingBack--;
+        }
       }),
     );
+  }
+
+  private async killNodes(
+    nk: NonNullable<FaultInjectorOptions['nodeKill']>,
+    victims: KillableNode[],
+  ): Promise<void> {
+    const at = this.clock.now();
+    const records = victims.map(
+      (victim): NodeKill => ({
+        kind: 'node-kill',
+        at,
+        node: victim.name,
+        workerId: victim.workerId()!,
+        droppedAt: null,
+        restartedAt: null,
+      }),
+    );
+    this.comingBack += victims.length;
+    this.faults.push(...records);
+    await Promise.all(
+      victims.map(async (victim, i) => {
+        try {
+          await victim.kill();
+          records[i]!.droppedAt = this.clock.now();
+          await sleep(nk.restartDelayMs);
+          await victim.restart();
+          records[i]!.restartedAt = this.clock.now();
+        } catch (err) {
+          this.opts.onWarning?.(`node ${victim.name} did not come back: ${(err as Error).message}`);
+        } finally {
+          this.comingBack--;
+        }
+      }),
+    );
+  }
+
+  private async killBlobs(bk: NonNullable<FaultInjectorOptions['blobsKill']>): Promise<void> {
+    const record: BlobsKill = { kind: 'blobs-kill', at: this.clock.now(), upAt: null };
+    this.faults.push(record);
+    this.blobsDown = true;
+    try {
+      await bk.kill();
+      await sleep(bk.downMs);
+    } finally {
+      await bk.restart().then(
+        () => {
+          record.upAt = this.clock.now();
+        },
+        (err: unknown) =>
+          this.opts.onWarning?.(`the S3 service did not start again: ${(err as Error).message}`),
+      );
+      this.blobsDown = false;
+    }
   }
 
   private async restartStore(sr: NonNullable<FaultInjectorOptions['storeRestart']>): Promise<void> {
@@ -493,7 +659,7 @@ export class FaultInjector {
   /** How many of these containers are running. */
   private async stillRunning(names: string[]): Promise<number> {
     const running = new Set(
-      (await this.runningSandboxes()).flatMap((c) => c.Names.map((n) => n.replace(/^\//, ''))),
+      (await this.runningSandboxes()).flatMap((c) => c.info.Names.map((n) => n.replace(/^\//, ''))),
     );
     return names.filter((n) => running.has(n)).length;
   }

@@ -10,14 +10,19 @@
  *                       there, from a committed turn of that message, with the same text
  *                       (a store failover must lose none)
  *   committed-workspace committed/log.txt and state `turns` are what k committed turns
- *                       write, k = the session's ok turns (+1 if its last was unknown)
+ *                       write, k = the session's ok turns (+1 if its last was unknown);
+ *                       on nodes, log.txt as the session's chain in the blob store has it
+ *   chain-*, workspace-from-chain, never-behind
+ *                       the workspace chains, from the store and the blob store alone
+ *                       (chain-invariants.ts)
  *   no-partial-reads    no turn failed an assertFile/assertState step
  *   no-stray-process    no turn failed the `! pgrep -x tail` step
  *   no-failed-steps     no other script step failed
  *   turns-ended         no turn is still `running`, no layer still pending promotion
  *   clean-shutdown      every berth process was alive when the workload ended (the killed
  *                       worker: its restart) and exited 0 on SIGTERM
- *   no-orphan-*         no container of the install, no mount under the data dir (the
+ *   no-orphan-*         on every machine (the API's and each node's: node-set.ts),
+ *                       no container of the install, no mount under the data dir (the
  *                       slots root included: no worker is alive), no slot dir, no attempt
  *                       layer, no host process running the workload's `tail -f`
  *
@@ -27,7 +32,9 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type Dockerode from 'dockerode';
+import type { BlobStore } from '../blobs/index.js';
 import type { ScriptPlan } from '../core/index.js';
+import { checkChains } from './chain-invariants.js';
 import { type InvariantResult, result } from './invariant-result.js';
 import { orphans } from './orphans.js';
 import type { RequestRecord } from './session-driver.js';
@@ -51,17 +58,26 @@ export interface CheckInput {
   sessions: SessionSnapshot[];
   requests: RequestRecord[];
   processes: ProcessEnd[];
+  /** The run's blob store, where the sessions' workspace chains are. */
+  blobs: BlobStore;
+  /** A run on nodes: no one data dir holds the workspaces, and each machine is looked at for leftovers. */
+  nodes?: { orphans(): Promise<InvariantResult[]> };
 }
 
 export async function checkInvariants(input: CheckInput): Promise<InvariantResult[]> {
+  const chains = await checkChains(input.sessions, input.blobs);
+  const fromChain = async (id: string) => chains.committedLogs.get(id) ?? null;
   return [
     exactlyOneReply(input),
     acknowledgedKept(input),
-    await committedWorkspace(input),
+    await committedWorkspace(input, input.nodes ? fromChain : undefined),
+    ...chains.results,
     ...failedSteps(input.sessions),
     turnsEnded(input.sessions),
     cleanShutdown(input.processes),
-    ...(await orphans(input.dataDir, input.installId, input.docker)),
+    ...(input.nodes
+      ? await input.nodes.orphans()
+      : await orphans(input.dataDir, input.installId, input.docker)),
   ];
 }
 
@@ -169,7 +185,11 @@ function exactlyOneReply({ sessions, requests }: CheckInput): InvariantResult {
   );
 }
 
-async function committedWorkspace({ dataDir, sessions, requests }: CheckInput): Promise<InvariantResult> {
+async function committedWorkspace(
+  { dataDir, sessions, requests }: CheckInput,
+  readLog = (id: string) =>
+    readFile(join(dataDir, 'workspaces', id, 'committed', LOG_FILE), 'utf8').catch(() => null),
+): Promise<InvariantResult> {
   const details: string[] = [];
   for (const s of sessions) {
     const mine = requests.filter((r) => r.session === s.id);
@@ -180,9 +200,7 @@ async function committedWorkspace({ dataDir, sessions, requests }: CheckInput): 
       details.push(
         `${s.id}: ${committed} committed turns, but the client saw ${ok} ok (+${unknown} unknown)`,
       );
-    const log = await readFile(join(dataDir, 'workspaces', s.id, 'committed', LOG_FILE), 'utf8').catch(
-      () => null,
-    );
+    const log = await readLog(s.id);
     const want = committed === 0 ? null : expectedLog(committed);
     if (log !== want)
       details.push(

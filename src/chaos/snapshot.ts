@@ -8,7 +8,7 @@
  * - Message listing is paged and bounded (MAX_PAGES pages per session).
  */
 import { join } from 'node:path';
-import type { Message, SessionView, Turn } from '../core/index.js';
+import type { Message, SessionView, Turn, WorkspaceChain } from '../core/index.js';
 import { openStore } from '../store/index.js';
 
 export interface SessionSnapshot {
@@ -17,6 +17,8 @@ export interface SessionSnapshot {
   messages: Message[];
   turns: Turn[];
   state: Record<string, unknown>;
+  /** Its workspace chain: the newest snapshot and the layers after it. */
+  chain: WorkspaceChain;
 }
 
 const PAGE = 500;
@@ -52,6 +54,7 @@ export async function readStoreSnapshot(
         messages,
         turns: await store.listTurns(id),
         state: await store.getState(id),
+        chain: await store.getWorkspaceChain(id),
       });
     }
     return out;

@@ -5,6 +5,8 @@
  * (a throw-away cluster on loopback, or a server elsewhere). A replicated store's URL
  * names several hosts: there is one relay port per host, in the URL's order.
  *
+ * The same relay carries a node's S3 traffic (startTcpRelay).
+ *
  * Invariants: one upstream connection per accepted connection; either side ending or
  * failing ends the other (a database restart reaches the worker as a lost connection);
  * `close` ends every connection and the listeners.
@@ -41,6 +43,25 @@ export async function startStoreRelay(storeUrl: string, address: string): Promis
   return {
     url: `${authority[1]}${ports.map((port) => `${host}:${port}`).join(',')}${authority[3]}`,
     close,
+  };
+}
+
+/**
+ * A relay of one TCP service (a node's way to the S3 service): listens on `address` (a free
+ * port) and relays to `upstream`; `close` ends every connection and the listener.
+ */
+export async function startTcpRelay(
+  upstream: { host: string; port: number },
+  address: string,
+): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server = await relayTo(upstream, address, sockets);
+  return {
+    port: (server.address() as { port: number }).port,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
   };
 }
 
