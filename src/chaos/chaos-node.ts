@@ -110,12 +110,24 @@ export class ChaosNode {
     });
   }
 
-  /** The machine dies: everything of it at once, then its disk. */
+  /** The machine dies: everything of it at once. Resolves once all of it is dead (its children reaped). */
   async kill(): Promise<void> {
+    const engine = this.engine;
     this.engine = null;
     await this.cgroup.killAll();
-    await this.worker.waitForExit(10_000);
-    await this.dropDisk();
+    await Promise.all([this.worker.waitForExit(10_000), engine?.waitForExit(10_000)]);
+  }
+
+  /** What a reboot drops and a dead disk loses: its mounts, the engine's shim sockets, the disk, the cgroups. */
+  async wipe(): Promise<void> {
+    const mounts = (await listMounts())
+      .map((m) => m.mountPoint)
+      .filter((p) => p.startsWith(`${this.dir}/`))
+      .sort((a, b) => b.length - a.length);
+    for (const p of mounts) await run('umount', ['-l', p]).catch(() => undefined);
+    for (const socket of await shimSockets(join(this.dir, 'engine'))) await rm(socket, { force: true });
+    await rm(this.dir, { recursive: true, force: true });
+    await this.cgroup.remove();
   }
 
   /** End of the run: the worker was stopped by the run; the engine stops its containers, then all is removed. */
@@ -125,24 +137,12 @@ export class ChaosNode {
     if (engine && !(await engine.stop(ENGINE_STOP_GRACE_MS).catch(() => false)))
       process.stderr.write(`berth chaos: the ${this.name} engine ignored SIGTERM; killed\n`);
     await this.cgroup.killAll().catch(() => undefined);
-    await this.dropDisk().catch(() => undefined);
+    await this.wipe().catch(() => undefined);
   }
 
   /** pids of the node's own processes but its worker: the engine's (dockerd, containerd, shims). */
   async enginePids(): Promise<number[]> {
     const worker = this.worker.pid;
     return (await this.cgroup.hostPids()).filter((pid) => pid !== worker);
-  }
-
-  /** Unmounts everything under the disk (deepest first), removes the shim sockets, the disk and the cgroups. */
-  private async dropDisk(): Promise<void> {
-    const mounts = (await listMounts())
-      .map((m) => m.mountPoint)
-      .filter((p) => p.startsWith(`${this.dir}/`))
-      .sort((a, b) => b.length - a.length);
-    for (const p of mounts) await run('umount', ['-l', p]).catch(() => undefined);
-    for (const socket of await shimSockets(join(this.dir, 'engine'))) await rm(socket, { force: true });
-    await rm(this.dir, { recursive: true, force: true });
-    await this.cgroup.remove();
   }
 }

@@ -113,9 +113,11 @@ export interface NodeKill {
   /** Which node ('n1', ...), and the id of the worker that died with it. */
   node: string;
   workerId: string;
-  /** When its disk was gone (all of it dead and dropped). */
+  /** When all of its processes were dead. */
+  deadAt: number | null;
+  /** When its mounts, disk and cgroups were gone too. */
   droppedAt: number | null;
-  /** When it was up again, empty: its engine answering with the image in it, its worker started. */
+  /** When it was up again, empty: its engine answering with the image in it, its worker registered. */
   restartedAt: number | null;
 }
 
@@ -147,8 +149,10 @@ export interface KillableNode {
   readonly name: string;
   /** The id of its worker's current incarnation; null until known. */
   workerId(): string | null;
-  /** Everything of it dies at once, then its disk is dropped. */
+  /** Everything of it dies at once; resolves once all of it is dead. */
   kill(): Promise<void>;
+  /** Its mounts, disk and cgroups go, as a reboot and a lost disk take them. */
+  wipe(): Promise<void>;
   /** It comes back empty. */
   restart(): Promise<void>;
 }
@@ -479,6 +483,7 @@ export class FaultInjector {
         at,
         node: victim.name,
         workerId: victim.workerId()!,
+        deadAt: null,
         droppedAt: null,
         restartedAt: null,
       }),
@@ -489,6 +494,8 @@ export class FaultInjector {
       victims.map(async (victim, i) => {
         try {
           await victim.kill();
+          records[i]!.deadAt = this.clock.now();
+          await victim.wipe();
           records[i]!.droppedAt = this.clock.now();
           await sleep(nk.restartDelayMs);
           await victim.restart();

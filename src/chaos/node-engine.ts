@@ -31,6 +31,8 @@ export interface NodeEngine {
   readonly pid: number;
   /** SIGTERM, then wait; true once it exited within `graceMs`. */
   stop(graceMs: number): Promise<boolean>;
+  /** Resolves once dockerd has exited and been reaped (it is this process's child), or after `timeoutMs`. */
+  waitForExit(timeoutMs: number): Promise<void>;
 }
 
 export interface NodeEngineOptions {
@@ -81,17 +83,21 @@ export async function startNodeEngine(o: NodeEngineOptions): Promise<NodeEngine>
   const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', log, log] });
   closeSync(log);
   child.on('error', () => undefined); // a failed spawn shows as an exited process
+  const exited = new Promise<boolean>((resolve) => child.once('exit', () => resolve(true)));
   const docker = new Dockerode({ socketPath: socket });
   await waitReady(docker, child, o.logFile);
+  const exitWithin = (ms: number) => Promise.race([exited, sleep(ms).then(() => false)]);
   return {
     socket,
     docker,
     pid: child.pid!,
     stop: async (graceMs) => {
       if (!running(child)) return true;
-      const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
-      return Promise.race([exited.then(() => true), sleep(graceMs).then(() => false)]);
+      return exitWithin(graceMs);
+    },
+    waitForExit: async (timeoutMs) => {
+      await exitWithin(timeoutMs);
     },
   };
 }

@@ -17,8 +17,14 @@ export interface NodesInput {
 
 export interface NodesSection {
   count: number;
-  /** Each killed node: kill → its disk gone, kill → back up empty (null: it did not come back). */
-  killed: { node: string; workerId: string; droppedMs: number | null; restartedMs: number | null }[];
+  /** Each killed node: kill → all its processes dead, → its disk gone, → back up empty (null: not reached). */
+  killed: {
+    node: string;
+    workerId: string;
+    deadMs: number | null;
+    droppedMs: number | null;
+    restartedMs: number | null;
+  }[];
   engine: NodeEngineUsage;
   engineStartMs: Stats | null;
   imageCopyMs: Stats | null;
@@ -43,6 +49,7 @@ export function nodesSection(input: NodesInput, faults: Fault[]): NodesSection {
     killed: kills.map((f) => ({
       node: f.node,
       workerId: f.workerId,
+      deadMs: since(f, f.deadAt),
       droppedMs: since(f, f.droppedAt),
       restartedMs: since(f, f.restartedAt),
     })),
@@ -83,7 +90,7 @@ export function renderNodes(n: NodesSection | null, b: BlobsSection | null): str
     );
     for (const k of n.killed)
       lines.push(
-        `  node ${k.node} killed (worker ${k.workerId}): dead and its disk gone after ${k.droppedMs ?? '?'} ms, ` +
+        `  node ${k.node} killed (worker ${k.workerId}): all dead after ${k.deadMs ?? '?'} ms, disk gone after ${k.droppedMs ?? '?'} ms, ` +
           `${k.restartedMs === null ? 'NOT back' : `back up empty after ${k.restartedMs} ms`}`,
       );
   }

@@ -290,13 +290,12 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       name: n.name,
       workerId: () => (n.worker.pid === undefined ? null : (workerIds.get(n.worker.pid) ?? null)),
       kill: () => n.kill(),
+      wipe: () => n.wipe(),
+      // Back once its worker registered: a node is not up while its worker is still starting.
       restart: async () => {
         await n.start();
         n.worker.start();
-        workerIdOf(client, n.worker, START_TIMEOUT_MS).then(
-          (id) => workerIds.set(n.worker.pid!, id),
-          () => undefined,
-        );
+        workerIds.set(n.worker.pid!, await workerIdOf(client, n.worker, START_TIMEOUT_MS));
       },
     }));
     injector = new FaultInjector({
