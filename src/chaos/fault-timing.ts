@@ -77,17 +77,8 @@ export function sandboxKillHits(f: SandboxKill, turns: Turn[]): Turn[] {
   );
 }
 
-export function workerKillHits(f: WorkerKill, turns: Turn[]): Turn[] {
-  return turns.filter(
-    (t) =>
-      t.status === 'aborted' &&
-      t.workerId === f.workerId &&
-      t.errorCode === 'LEASE_EXPIRED' &&
-      ranAt(t, f.at),
-  );
-}
-
-export function nodeKillHits(f: NodeKill, turns: Turn[]): Turn[] {
+/** A worker kill, or a node kill (its worker died with it). */
+export function workerKillHits(f: WorkerKill | NodeKill, turns: Turn[]): Turn[] {
   return turns.filter(
     (t) =>
       t.status === 'aborted' &&

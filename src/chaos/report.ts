@@ -12,7 +12,6 @@ import {
   explainedByFault,
   type FaultTiming,
   lateCommits,
-  nodeKillHits,
   partitionHits,
   type Stats,
   sandboxKillHits,
@@ -243,7 +242,7 @@ export function buildReport(input: ReportInput): ChaosReport {
         turns,
       ),
       'node-kill': timingOf(
-        nodeKills.map((f) => ({ at: f.at, hits: nodeKillHits(f, turns) })),
+        nodeKills.map((f) => ({ at: f.at, hits: workerKillHits(f, turns) })),
         turns,
       ),
       'blobs-kill': timingOf(
