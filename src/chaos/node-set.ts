@@ -14,7 +14,7 @@
 import type Dockerode from 'dockerode';
 import { ChaosNode } from './chaos-node.js';
 import type { BerthProcess } from './children.js';
-import type { SandboxEngine } from './faults.js';
+import type { KillableNode, SandboxEngine } from './faults.js';
 import { type InvariantResult, result } from './invariant-result.js';
 import { reapStaleCgroups, requireFreezer } from './node-cgroup.js';
 import { NodeUsageSampler } from './node-usage.js';
@@ -106,6 +106,27 @@ export class NodeSet {
   /** The engines that are up now (a killed node's is gone until it starts again). */
   engines(): SandboxEngine[] {
     return this.nodes.flatMap((n) => (n.docker ? [{ docker: n.docker, installId: n.installId }] : []));
+  }
+
+  /**
+   * The nodes as the fault injector kills them. A node is back once its worker registered
+   * (`registered` resolves): not while its worker is still starting.
+   */
+  killable(worker: {
+    workerId(w: BerthProcess): string | null;
+    registered(w: BerthProcess): Promise<void>;
+  }): KillableNode[] {
+    return this.nodes.map((n) => ({
+      name: n.name,
+      workerId: () => worker.workerId(n.worker),
+      kill: () => n.kill(),
+      wipe: () => n.wipe(),
+      restart: async () => {
+        await n.start();
+        n.worker.start();
+        await worker.registered(n.worker);
+      },
+    }));
   }
 
   usageSampler(): NodeUsageSampler {

@@ -42,13 +42,7 @@ import { baseImageRecipe, baseImageTag } from '../image/index.js';
 import { connectDocker } from '../runtime/index.js';
 import { installIdOf } from '../worker/index.js';
 import { BerthProcess, freePort, waitForHealthy, workerIdOf } from './children.js';
-import {
-  FaultInjector,
-  type KillableNode,
-  type KillableWorker,
-  type PrimaryDeath,
-  type StoreFailover,
-} from './faults.js';
+import { FaultInjector, type KillableWorker, type PrimaryDeath, type StoreFailover } from './faults.js';
 import { checkInvariants } from './invariants.js';
 import { removeLeftovers } from './leftovers.js';
 import { LoadSampler } from './load-sampler.js';
@@ -285,19 +279,13 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
         );
       },
     }));
-    const nodes = nodeSet?.nodes ?? [];
-    const killableNodes: KillableNode[] = nodes.map((n) => ({
-      name: n.name,
-      workerId: () => (n.worker.pid === undefined ? null : (workerIds.get(n.worker.pid) ?? null)),
-      kill: () => n.kill(),
-      wipe: () => n.wipe(),
-      // Back once its worker registered: a node is not up while its worker is still starting.
-      restart: async () => {
-        await n.start();
-        n.worker.start();
-        workerIds.set(n.worker.pid!, await workerIdOf(client, n.worker, START_TIMEOUT_MS));
-      },
-    }));
+    const killableNodes =
+      nodeSet?.killable({
+        workerId: (w) => (w.pid === undefined ? null : (workerIds.get(w.pid) ?? null)),
+        registered: async (w) => {
+          workerIds.set(w.pid!, await workerIdOf(client, w, START_TIMEOUT_MS));
+        },
+      }) ?? [];
     injector = new FaultInjector({
       engines: () => nodeSet?.engines() ?? [{ docker, installId }],
       killEveryMs: opts.killEveryMs,
