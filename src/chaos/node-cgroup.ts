@@ -23,6 +23,12 @@ const ROOT = '/sys/fs/cgroup';
 const FREEZER = join(ROOT, 'freezer');
 const NAME = /^berth-([0-9a-z]+)-n\d+$/;
 const SETTLE_MS = 10_000;
+/**
+ * A task in an uninterruptible wait (disk I/O on a busy machine) holds the group in
+ * FREEZING: after this, the kill goes ahead anyway (SIGKILL reaches such a task when its
+ * wait ends), so the node dies at once rather than when the slowest task freezes.
+ */
+const FREEZE_WAIT_MS = 1000;
 
 /** Fails with one line when there is no cgroup v1 freezer to kill a node with. */
 export async function requireFreezer(): Promise<void> {
@@ -79,11 +85,10 @@ export async function reapStaleCgroups(): Promise<void> {
 
 async function killFrozen(group: string): Promise<void> {
   const state = join(group, 'freezer.state');
-  const deadline = Date.now() + SETTLE_MS;
+  const frozenBy = Date.now() + FREEZE_WAIT_MS;
   try {
     await writeFile(state, 'FROZEN');
-    // FREEZING until every task stopped; a task in an uninterruptible sleep may take a moment.
-    while ((await readFile(state, 'utf8')).trim() !== 'FROZEN' && Date.now() < deadline) await sleep(10);
+    while ((await readFile(state, 'utf8')).trim() !== 'FROZEN' && Date.now() < frozenBy) await sleep(10);
     for (const pid of await pidsUnder(group)) {
       try {
         process.kill(pid, 'SIGKILL');
@@ -94,6 +99,7 @@ async function killFrozen(group: string): Promise<void> {
   } finally {
     await writeFile(state, 'THAWED').catch(() => undefined);
   }
+  const deadline = Date.now() + SETTLE_MS;
   while ((await pidsUnder(group)).length > 0 && Date.now() < deadline) await sleep(20);
 }
 
