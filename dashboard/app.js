@@ -226,7 +226,9 @@ async function refreshChaos() {
       `${new Date(r.startedAt).toLocaleString()} · ${r.passed ? 'PASS' : 'FAIL'} · ` +
       `sandbox kills ${t['sandbox-kill'].injected} (detect p50 ${p50(t['sandbox-kill'].detectMs)}, recover p50 ${p50(t['sandbox-kill'].recoverMs)}) · ` +
       `worker kills ${t['worker-kill'].injected} (detect p50 ${p50(t['worker-kill'].detectMs)}, recover p50 ${p50(t['worker-kill'].recoverMs)})` +
-      (t.partition?.injected ? ` · partitions ${t.partition.injected} (detect p50 ${p50(t.partition.detectMs)}, recover p50 ${p50(t.partition.recoverMs)})` : '');
+      (t.partition?.injected ? ` · partitions ${t.partition.injected} (detect p50 ${p50(t.partition.detectMs)}, recover p50 ${p50(t.partition.recoverMs)})` : '') +
+      (t['node-kill']?.injected ? ` · node kills ${t['node-kill'].injected} (detect p50 ${p50(t['node-kill'].detectMs)}, recover p50 ${p50(t['node-kill'].recoverMs)})` : '') +
+      (t['blobs-kill']?.injected ? ` · S3 kills ${t['blobs-kill'].injected}` : '');
     const line = document.createElement('div');
     line.className = 'timeline';
     for (const f of r.faults) {

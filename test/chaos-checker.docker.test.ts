@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { promisify } from 'node:util';
+import { FileBlobStore } from '../src/blobs/index.js';
 import {
   checkInvariants,
   expectedLog,
@@ -21,12 +22,19 @@ import {
   readStoreSnapshot,
   turnPlan,
 } from '../src/chaos/index.js';
-import { agentSpecSchema, type ErrorCode, LABELS, loadConfig, type TurnOutput } from '../src/core/index.js';
+import {
+  agentSpecSchema,
+  type CommitInput,
+  type ErrorCode,
+  LABELS,
+  loadConfig,
+  type TurnOutput,
+} from '../src/core/index.js';
 import { resolveImage } from '../src/host/index.js';
 import { connectDocker } from '../src/runtime/index.js';
 import { openSqliteStore, type Store } from '../src/store/index.js';
 import { hostPaths, installIdOf } from '../src/worker/index.js';
-import { workspaceLayout } from '../src/workspace/index.js';
+import { packTree, workspaceLayout } from '../src/workspace/index.js';
 import { CHAOS_INVARIANTS } from './helpers/chaos-report.js';
 
 const run = promisify(execFile);
@@ -44,15 +52,20 @@ class ConstructedRun {
   readonly processes: ProcessEnd[] = [
     { name: 'worker-1', alive: true, lastExit: null, stop: { code: 0, signal: null, forced: false } },
   ];
+  /** The run's blob store, where the session's workspace chain is (file blobs, as a run on one machine has them). */
+  readonly blobs: FileBlobStore;
   private now = Date.now();
   /** Turns of the session sent so far. */
   private sent = 0;
+  /** The session's workspace version: its committed turns. */
+  private version = 0;
 
   private constructor(
     readonly dataDir: string,
     readonly store: Store,
   ) {
     this.installId = installIdOf(dataDir);
+    this.blobs = new FileBlobStore(join(dataDir, 'blobs'));
   }
 
   static async start(t: TestContext): Promise<ConstructedRun> {
@@ -71,7 +84,9 @@ class ConstructedRun {
     const now = Date.now();
     await store.createAgent(agentSpecSchema.parse({ name: AGENT, provider: 'script' }), now);
     await store.registerWorker({ id: WORKER, host: 'h', pid: 1, slots: 1, heartbeatAt: now, startedAt: now });
-    return new ConstructedRun(dataDir, store);
+    const run = new ConstructedRun(dataDir, store);
+    await run.blobs.check();
+    return run;
   }
 
   /** The run's clock: each transition a second after the one before. */
@@ -105,13 +120,27 @@ class ConstructedRun {
     return { fence, turnId: started.value.turn.id };
   }
 
+  /**
+   * What the next commit ran on and changed, as a worker commits it: its layer (log.txt as
+   * the workload's next committed turn writes it) uploaded to the chain's blob store first.
+   */
+  async workspace(): Promise<NonNullable<CommitInput['workspace']>> {
+    const version = ++this.version;
+    const tree = join(this.dataDir, 'layer-trees', String(version));
+    await mkdir(tree, { recursive: true });
+    await writeFile(join(tree, 'log.txt'), expectedLog(version));
+    const key = `layers/${S}-${version}`;
+    const { size } = await this.blobs.put(key, packTree(tree), { maxBytes: 1 << 20 });
+    return { baseVersion: version - 1, layer: { key, size } };
+  }
+
   /** The next turn, committed as berth commits it (unless told otherwise), and its client saw the reply. */
   async commitTurn(o: { outputs?: TurnOutput[]; promote?: boolean; log?: string } = {}): Promise<number> {
     const { turn, messageId } = await this.send();
     const { fence, turnId } = await this.startTurn();
     const reply = `${S}:${turn}`;
     const outputs = o.outputs ?? [{ text: reply }];
-    const commit = { ...fence, turnId, outputs, state: { turns: turn } };
+    const commit = { ...fence, turnId, outputs, state: { turns: turn }, workspace: await this.workspace() };
     assert.equal(await this.store.commitTurn(commit, this.tick()), 'ok');
     if (o.promote !== false) await this.store.markLayerPromoted(S, turnId);
     assert.equal(await this.store.releaseSession(fence, this.tick()), 'ok');
@@ -152,6 +181,7 @@ class ConstructedRun {
       turnId: retry.turnId,
       outputs: [{ text: reply }],
       state: { turns: turn },
+      workspace: await this.workspace(),
     };
     assert.equal(await this.store.commitTurn(commit, this.tick()), 'ok');
     await this.store.markLayerPromoted(S, retry.turnId);
@@ -191,7 +221,15 @@ class ConstructedRun {
   async check(): Promise<InvariantResult[]> {
     const sessions = await readStoreSnapshot(this.dataDir, [S], LEASE_MS, '');
     const { dataDir, installId, requests, processes } = this;
-    const results = await checkInvariants({ dataDir, installId, docker, sessions, requests, processes });
+    const results = await checkInvariants({
+      dataDir,
+      installId,
+      docker,
+      sessions,
+      requests,
+      processes,
+      blobs: this.blobs,
+    });
     assert.deepEqual(
       results.map((r) => r.name),
       [...CHAOS_INVARIANTS],
@@ -233,7 +271,10 @@ test('exactly-one-reply: a message done without a reply (lost) fails it', async 
   const { turn, messageId } = await r.send();
   const { fence, turnId } = await r.startTurn();
   assert.equal(
-    await r.store.commitTurn({ ...fence, turnId, outputs: [], state: { turns: turn } }, r.tick()),
+    await r.store.commitTurn(
+      { ...fence, turnId, outputs: [], state: { turns: turn }, workspace: await r.workspace() },
+      r.tick(),
+    ),
     'ok',
   );
   await r.store.markLayerPromoted(S, turnId);

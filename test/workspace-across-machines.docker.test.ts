@@ -5,7 +5,9 @@
  * session goes on elsewhere with every committed file; a machine whose copy is behind the
  * store brings it level before the turn (never runs on it); a crash between a layer's
  * upload and its commit leaves only an object nobody names, which the collector removes;
- * a fork starts from the source's files and state and the two diverge.
+ * a fork starts from the source's files and state and the two diverge; an S3 daemon killed
+ * while a turn runs, for longer than the blob store's own retries, costs the turn latency,
+ * not a try.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -20,6 +22,7 @@ import type { ScriptPlan } from '../src/core/index.js';
 import { failpointEnv } from './helpers/failpoint-preload.js';
 import { type Machine, startMachines } from './helpers/machines.js';
 import { eventually, exited } from './helpers/processes.js';
+import { testS3 } from './helpers/s3.js';
 
 const plan = (p: ScriptPlan) => JSON.stringify(p);
 const run = promisify(execFile);
@@ -256,4 +259,45 @@ test('a chain compacted into a snapshot: the superseded layers are dropped from 
     await logOf(b),
     /"how":"materialised","objects":2[^\n]*Workspace brought level with the store/,
   );
+});
+
+test('an S3 daemon killed for longer than the blob store retries, while a turn runs: the turn commits late, on its first try', async (t) => {
+  const { client, store, addMachine } = await startMachines(t);
+  await client.request('POST', '/v1/agents', { name: 'scr', provider: 'script' });
+  const a = await addMachine('a');
+  const s3 = await testS3();
+  const posted = await client.request<{ eventId: number }>('POST', '/v1/sessions/o1/messages', {
+    agent: 'scr',
+    text: plan({
+      steps: [{ progress: 'working' }, { sleep: 3000 }, { write: { path: 'out.txt', content: 'kept\n' } }],
+      reply: 'done',
+    }),
+  });
+  let outcome: string | undefined;
+  let killed = false;
+  for await (const e of client.events('o1', posted.eventId, AbortSignal.timeout(120_000))) {
+    // Once: a retry of the turn would report its progress again.
+    if (e.type === 'progress' && !killed) {
+      killed = true;
+      await s3.kill();
+      // The backend's own retries of one call give up after about 10 s: the commit must wait on.
+      await new Promise((resolve) => setTimeout(resolve, 14_000));
+      await s3.restart();
+    }
+    if (e.type === 'reply' || e.type === 'failed') {
+      outcome = e.type;
+      break;
+    }
+  }
+  assert.equal(outcome, 'reply');
+  const turns = await store.listTurns('o1');
+  assert.deepEqual(
+    turns.map((x) => [x.attempt, x.status]),
+    [[1, 'committed']],
+    'one turn, committed on its first try',
+  );
+  const [message] = (await store.listMessages('o1', 0, 10)).filter((m) => m.direction === 'in');
+  assert.equal(message!.tries, 1, 'no try was spent on the outage');
+  assert.match(await logOf(a), /"step":"upload the layer"[^\n]*Blob store away; trying again/);
+  assert.equal((await store.getWorkspaceChain('o1')).version, 1);
 });

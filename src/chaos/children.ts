@@ -39,8 +39,11 @@ export class BerthProcess {
     readonly args: string[],
     private readonly env: NodeJS.ProcessEnv,
     readonly logFile: string,
-    /** Run inside this network namespace (`nsenter --net`, which execs: the pid is berth's). */
-    private readonly netnsPath?: string,
+    /**
+     * Where it runs: inside a network namespace (`nsenter --net`) and a node's cgroup (a
+     * shell that joins it); both exec, so the pid is berth's.
+     */
+    private readonly placement: { netnsPath?: string; cgroup?: { joinArgv(): string[] } } = {},
   ) {}
 
   get pid(): number | undefined {
@@ -59,7 +62,9 @@ export class BerthProcess {
       `--- ${new Date().toISOString()} chaos: starting ${this.name}: berth ${this.args.join(' ')}\n`,
     );
     const argv = [process.execPath, BERTH_BIN, ...this.args];
-    if (this.netnsPath) argv.unshift('nsenter', `--net=${this.netnsPath}`, '--');
+    const { netnsPath, cgroup } = this.placement;
+    if (netnsPath) argv.unshift('nsenter', `--net=${netnsPath}`, '--');
+    if (cgroup) argv.unshift(...cgroup.joinArgv());
     const child = spawn(argv[0]!, argv.slice(1), {
       env: this.env,
       stdio: ['ignore', log, log],

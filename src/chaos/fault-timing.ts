@@ -11,6 +11,13 @@
  *   worker-kill   hit     = turns of the killed worker running at the kill and aborted with
  *                           LEASE_EXPIRED (the sweep of another process)
  *                 detect, recover: as above, per hit turn and per hit session
+ *   node-kill     hit     = turns of the killed node's worker running at the kill and aborted
+ *                           with LEASE_EXPIRED (as a worker kill: its sandboxes died with it)
+ *                 detect, recover: as above, per hit turn and per hit session
+ *   blobs-kill    hit     = aborted turns that were running while the S3 daemon was down and
+ *                           ended with a blob store error (an outage must cost latency only:
+ *                           a run that passes has none)
+ *                 detect, recover: as above, from the kill
  *   store-restart hit     = aborted turns that were running at some time while the database
  *                           was down (from the stop to the restart; to the end of the run if
  *                           it never came back)
@@ -35,11 +42,22 @@
  * never commits again is "unrecovered"; percentiles are nearest-rank over the samples.
  */
 import type { Turn } from '../core/index.js';
-import type { Fault, Partition, SandboxKill, StoreFailover, StoreRestart, WorkerKill } from './faults.js';
+import type {
+  BlobsKill,
+  Fault,
+  NodeKill,
+  Partition,
+  SandboxKill,
+  StoreFailover,
+  StoreRestart,
+  WorkerKill,
+} from './faults.js';
 
 export const FAULT_KINDS = [
   'sandbox-kill',
   'worker-kill',
+  'node-kill',
+  'blobs-kill',
   'store-restart',
   'store-failover',
   'partition',
@@ -75,13 +93,25 @@ export function sandboxKillHits(f: SandboxKill, turns: Turn[]): Turn[] {
   );
 }
 
-export function workerKillHits(f: WorkerKill, turns: Turn[]): Turn[] {
+/** A worker kill, or a node kill (its worker died with it). */
+export function workerKillHits(f: WorkerKill | NodeKill, turns: Turn[]): Turn[] {
   return turns.filter(
     (t) =>
       t.status === 'aborted' &&
       t.workerId === f.workerId &&
       t.errorCode === 'LEASE_EXPIRED' &&
       ranAt(t, f.at),
+  );
+}
+
+const BLOB_ERRORS: ReadonlySet<string> = new Set(['BLOB_WRITE_FAILED', 'BLOB_READ_FAILED']);
+
+export function blobsKillHits(f: BlobsKill, turns: Turn[]): Turn[] {
+  return turns.filter(
+    (t) =>
+      t.status === 'aborted' &&
+      BLOB_ERRORS.has(t.errorCode ?? '') &&
+      ranDuring(t, f.at, f.upAt ?? Number.POSITIVE_INFINITY),
   );
 }
 
@@ -131,7 +161,10 @@ function inEffectOn(f: Fault, t: Turn): boolean {
     case 'sandbox-kill':
       return f.container === t.sandbox && ranAt(t, f.at, f.killedAt);
     case 'worker-kill':
+    case 'node-kill':
       return f.workerId === t.workerId && ranAt(t, f.at);
+    case 'blobs-kill':
+      return BLOB_ERRORS.has(t.errorCode ?? '') && ranDuring(t, f.at, f.upAt ?? Number.POSITIVE_INFINITY);
     case 'store-restart':
       return ranDuring(t, f.at, f.upAt ?? Number.POSITIVE_INFINITY);
     case 'store-failover':
@@ -188,7 +221,10 @@ function foundRunningTurn(f: Fault, turns: Turn[]): boolean {
     case 'sandbox-kill':
       return sandboxKillHits(f, turns).length > 0;
     case 'worker-kill':
+    case 'node-kill':
       return workerKillHits(f, turns).length > 0;
+    case 'blobs-kill':
+      return turns.some((t) => ranDuring(t, f.at, f.upAt ?? Number.POSITIVE_INFINITY));
     case 'partition':
       return partitionHits(f, turns).length > 0;
     case 'store-restart':

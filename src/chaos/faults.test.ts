@@ -48,8 +48,7 @@ async function inject(
   const done: string[] = [];
   const warnings: string[] = [];
   const injector = new FaultInjector({
-    docker: noEngine,
-    installId: 'x',
+    engines: () => [{ docker: noEngine, installId: 'x' }],
     killEveryMs: NEVER,
     maxDurationMs: 60_000,
     ...faults(workers(names, done)),

@@ -13,6 +13,12 @@
  *    and PostgreSQL SIGKILLed; started again once another member leads). The injector
  *    records when a new primary led and when berth first committed on it (MTTR), and
  *    waits for a synchronous standby again before the next one.
+ *  - node-kill: once, when `due()` says so, `count` nodes (chaos-node.ts: worker, engine,
+ *    containers, disk) die at once, those running the most turns (never an idle one), and come back empty
+ *    `restartDelayMs` later (a replacement machine).
+ *  - blobs-kill: once, when `due()` says so, the S3 daemon is SIGKILLed, left down
+ *    `downMs`, and started again; never while a worker or node is coming back (a worker
+ *    refuses to start against an S3 service that does not answer).
  *  - partition: once, when `due()` says so, the network link of the worker running the
  *    most turns (never an idle one) is cut (its namespace's veth, worker-network.ts) for `durationMs` (longer
  *    than the lease), then healed. A lease after the cut the injector looks at the
@@ -20,14 +26,16 @@
  *    itself by then (self-fencing), before anyone else may take its sessions over.
  *
  * Invariants:
- * - Only containers labelled `berth.install=<installId>` are ever touched.
+ * - Only containers labelled `berth.install=<installId>` of an engine the run gave are ever
+ *   touched (the host's, or each live node's).
  * - Every fault is recorded with the time taken just BEFORE it was issued, so a
  *   detection time measured from it is never negative. A sandbox kill a busy engine
  *   answers late is recorded when it answers (stop() waits for it), never dropped: the
  *   turn it ended would otherwise count as an abort no fault explains.
- * - At most one worker-kill round, one store-restart and one partition per injector; the
- *   restarts and the heal always happen, even when `stop()` comes first (stop waits for
- *   them), so nothing is left dead or cut off. A partitioned worker is not SIGKILLed.
+ * - At most one worker-kill round, one node-kill round, one blobs-kill, one store-restart
+ *   and one partition per injector; the restarts and the heal always happen, even when
+ *   `stop()` comes first (stop waits for them), so nothing is left dead or cut off. A
+ *   partitioned worker is not SIGKILLed.
  * - A worker kill or a partition that finds no worker running a turn within its wait is
  *   not injected (and not recorded as a fault: its kind shows fewer injections), rather
  *   than aimed at an idle worker where it could hit nothing.
@@ -104,7 +112,55 @@ export interface StoreFailover {
   firstFailureAt: number | null;
 }
 
-export type Fault = SandboxKill | WorkerKill | StoreRestart | StoreFailover | Partition;
+export interface NodeKill {
+  kind: 'node-kill';
+  at: number;
+  /** Which node ('n1', ...), and the id of the worker that died with it. */
+  node: string;
+  workerId: string;
+  /** When all of its processes were dead. */
+  deadAt: number | null;
+  /** When its mounts, disk and cgroups were gone too. */
+  droppedAt: number | null;
+  /** When it was up again, empty: its engine answering with the image in it, its worker registered. */
+  restartedAt: number | null;
+}
+
+export interface BlobsKill {
+  kind: 'blobs-kill';
+  /** When the S3 daemon was SIGKILLed. */
+  at: number;
+  /** When S3 answered again after its restart; null if it did not come back. */
+  upAt: number | null;
+}
+
+export type Fault =
+  | SandboxKill
+  | WorkerKill
+  | NodeKill
+  | BlobsKill
+  | StoreRestart
+  | StoreFailover
+  | Partition;
+
+/** An engine whose sandboxes the injector may kill: the host's, or a node's. */
+export interface SandboxEngine {
+  docker: Dockerode;
+  installId: string;
+}
+
+/** A node the injector may kill (chaos-node.ts). */
+export interface KillableNode {
+  readonly name: string;
+  /** The id of its worker's current incarnation; null until known. */
+  workerId(): string | null;
+  /** Everything of it dies at once; resolves once all of it is dead. */
+  kill(): Promise<void>;
+  /** Its mounts, disk and cgroups go, as a reboot and a lost disk take them. */
+  wipe(): Promise<void>;
+  /** It comes back empty. */
+  restart(): Promise<void>;
+}
 
 /** A worker child the injector may SIGKILL and restart (see children.ts). */
 export interface KillableWorker {
@@ -128,8 +184,8 @@ export interface PartitionableWorker {
 export type RunningTurns = () => Promise<Map<string, string[]>>;
 
 export interface FaultInjectorOptions {
-  docker: Dockerode;
-  installId: string;
+  /** The engines whose sandboxes are killed, as they are now (a dead node has none). */
+  engines(): SandboxEngine[];
   /** Interval between sandbox kills, ms, drawn uniformly from [min, max]. */
   killEveryMs: { min: number; max: number };
   maxDurationMs: number;
@@ -143,6 +199,24 @@ export interface FaultInjectorOptions {
     restartDelayMs: number;
     /** How many workers are SIGKILLed at once. @default 1 */
     count?: number;
+  };
+  nodeKill?: {
+    nodes: KillableNode[];
+    /** How many nodes die at once. */
+    count: number;
+    /** Polled every tick; once true, the kill happens as soon as a node runs a turn. */
+    due(): boolean;
+    runningTurns: RunningTurns;
+    /** After due() this long, kill those running a turn (fewer than count), or none. */
+    maxWaitForTurnsMs: number;
+    restartDelayMs: number;
+  };
+  blobsKill?: {
+    /** Polled every tick; once true (and no worker or node is coming back), the S3 daemon dies. */
+    due(): boolean;
+    kill(): Promise<void>;
+    restart(): Promise<void>;
+    downMs: number;
   };
   storeRestart?: {
     /** Polled every tick; once true, the store is restarted. */
@@ -216,6 +290,13 @@ export class FaultInjector {
   private failovers = 0;
   private failoverSettled = true;
   private workerKillDueAt: number | null = null;
+  private nodeKill: Promise<void> | null = null;
+  private nodeKillDueAt: number | null = null;
+  private blobsKill: Promise<void> | null = null;
+  /** Workers or nodes killed and not started again yet. */
+  private comingBack = 0;
+  /** The S3 daemon is down: no worker or node is killed meanwhile (it could not start again). */
+  private blobsDown = false;
   private partition: Promise<void> | null = null;
   private partitionDueAt: number | null = null;
   /** The worker whose link is cut right now (never SIGKILLed meanwhile). */
@@ -242,6 +323,8 @@ export class FaultInjector {
     await this.loop;
     await Promise.all(this.killsUnderWay);
     await this.workerKill;
+    await this.nodeKill;
+    await this.blobsKill;
     await this.storeRestart;
     await this.storeFailover;
     await this.partition;
@@ -256,7 +339,7 @@ export class FaultInjector {
     let nextKillAt = this.clock.now() + this.interval();
     while (!this.stopped && this.clock.now() < deadline) {
       const wk = this.opts.workerKill;
-      if (wk && !this.workerKill && wk.due()) {
+      if (wk && !this.workerKill && !this.blobsDown && wk.due()) {
         this.workerKillDueAt ??= this.clock.now();
         const count = wk.count ?? 1;
         const waited = this.clock.now() - this.workerKillDueAt >= wk.maxWaitForTurnsMs;
@@ -269,6 +352,27 @@ export class FaultInjector {
           this.workerKill = victims.length > 0 ? this.killWorkers(wk, victims) : Promise.resolve();
         }
       }
+      const nk = this.opts.nodeKill;
+      if (nk && !this.nodeKill && !this.blobsDown && nk.due()) {
+        this.nodeKillDueAt ??= this.clock.now();
+        const waited = this.clock.now() - this.nodeKillDueAt >= nk.maxWaitForTurnsMs;
+        const victims = await this.busiest(nk.nodes, nk.runningTurns, nk.count);
+        if (victims.length === nk.count || waited) {
+          if (victims.length < nk.count)
+            this.opts.onWarning?.(
+              `node kill: ${nk.count - victims.length} of ${nk.count} not injected: no other node ran a turn within ${nk.maxWaitForTurnsMs} ms`,
+            );
+          this.nodeKill =
+            victims.length > 0
+              ? this.killNodes(
+                  nk,
+                  victims.map((v) => v.worker),
+                )
+              : Promise.resolve();
+        }
+      }
+      const bk = this.opts.blobsKill;
+      if (bk && !this.blobsKill && this.comingBack === 0 && bk.due()) this.blobsKill = this.killBlobs(bk);
       const pt = this.opts.partition;
       if (pt && !this.partition && pt.due()) {
         this.partitionDueAt ??= this.clock.now();
@@ -306,11 +410,23 @@ export class FaultInjector {
     return min + this.random() * (max - min);
   }
 
-  private async runningSandboxes(): Promise<Dockerode.ContainerInfo[]> {
-    return this.opts.docker.listContainers({
-      filters: { label: [`${LABELS.install}=${this.opts.installId}`], status: ['running'] },
-      abortSignal: AbortSignal.timeout(ENGINE_TIMEOUT_MS),
-    } as Dockerode.ContainerListOptions);
+  /** Running sandboxes of every engine that answers (a node that just died has none to give). */
+  private async runningSandboxes(): Promise<{ engine: SandboxEngine; info: Dockerode.ContainerInfo }[]> {
+    const lists = await Promise.all(
+      this.opts.engines().map(async (engine) => {
+        const infos = await engine.docker
+          .listContainers({
+            filters: { label: [`${LABELS.install}=${engine.installId}`], status: ['running'] },
+            abortSignal: AbortSignal.timeout(ENGINE_TIMEOUT_MS),
+          } as Dockerode.ContainerListOptions)
+          .catch((err: unknown) => {
+            if (this.opts.engines().length === 1) throw err;
+            return [];
+          });
+        return infos.map((info) => ({ engine, info }));
+      }),
+    );
+    return lists.flat();
   }
 
   /**
@@ -325,9 +441,9 @@ export class FaultInjector {
       this.skipped++;
       return false;
     }
-    const target = running[Math.floor(this.random() * running.length)]!;
+    const { engine, info: target } = running[Math.floor(this.random() * running.length)]!;
     const at = this.clock.now();
-    const answered = this.opts.docker
+    const answered = engine.docker
       .getContainer(target.Id)
       .kill({ abortSignal: AbortSignal.timeout(KILL_ANSWER_TIMEOUT_MS) })
       .then(
@@ -371,16 +487,77 @@ export class FaultInjector {
         restartedPid: null,
       }),
     );
+    this.comingBack += victims.length;
     await Promise.all(victims.map((v) => v.sigkill()));
     this.faults.push(...records);
     await sleep(wk.restartDelayMs);
     await Promise.all(
       victims.map(async (victim, i) => {
-        await victim.restart();
-        records[i]!.restartedAt = this.clock.now();
-        records[i]!.restartedPid = victim.pid ?? null;
+        try {
+          await victim.restart();
+          records[i]!.restartedAt = this.clock.now();
+          records[i]!.restartedPid = victim.pid ?? null;
+        } finally {
+          this.comingBack--;
+        }
       }),
     );
+  }
+
+  private async killNodes(
+    nk: NonNullable<FaultInjectorOptions['nodeKill']>,
+    victims: KillableNode[],
+  ): Promise<void> {
+    const at = this.clock.now();
+    const records = victims.map(
+      (victim): NodeKill => ({
+        kind: 'node-kill',
+        at,
+        node: victim.name,
+        workerId: victim.workerId()!,
+        deadAt: null,
+        droppedAt: null,
+        restartedAt: null,
+      }),
+    );
+    this.comingBack += victims.length;
+    this.faults.push(...records);
+    await Promise.all(
+      victims.map(async (victim, i) => {
+        try {
+          await victim.kill();
+          records[i]!.deadAt = this.clock.now();
+          await victim.wipe();
+          records[i]!.droppedAt = this.clock.now();
+          await sleep(nk.restartDelayMs);
+          await victim.restart();
+          records[i]!.restartedAt = this.clock.now();
+        } catch (err) {
+          this.opts.onWarning?.(`node ${victim.name} did not come back: ${(err as Error).message}`);
+        } finally {
+          this.comingBack--;
+        }
+      }),
+    );
+  }
+
+  private async killBlobs(bk: NonNullable<FaultInjectorOptions['blobsKill']>): Promise<void> {
+    const record: BlobsKill = { kind: 'blobs-kill', at: this.clock.now(), upAt: null };
+    this.faults.push(record);
+    this.blobsDown = true;
+    try {
+      await bk.kill();
+      await sleep(bk.downMs);
+    } finally {
+      await bk.restart().then(
+        () => {
+          record.upAt = this.clock.now();
+        },
+        (err: unknown) =>
+          this.opts.onWarning?.(`the S3 service did not start again: ${(err as Error).message}`),
+      );
+      this.blobsDown = false;
+    }
   }
 
   private async restartStore(sr: NonNullable<FaultInjectorOptions['storeRestart']>): Promise<void> {
@@ -523,7 +700,7 @@ export class FaultInjector {
   /** How many of these containers are running. */
   private async stillRunning(names: string[]): Promise<number> {
     const running = new Set(
-      (await this.runningSandboxes()).flatMap((c) => c.Names.map((n) => n.replace(/^\//, ''))),
+      (await this.runningSandboxes()).flatMap((c) => c.info.Names.map((n) => n.replace(/^\//, ''))),
     );
     return names.filter((n) => running.has(n)).length;
   }

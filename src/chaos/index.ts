@@ -11,6 +11,7 @@ export {
 } from './faults.js';
 export type { InvariantResult } from './invariant-result.js';
 export { checkInvariants, type ProcessEnd } from './invariants.js';
+export { NodeSet } from './node-set.js';
 export {
   type PatroniCluster,
   type PatroniMemberStatus,

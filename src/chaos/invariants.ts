@@ -10,14 +10,20 @@
  *                       there, from a committed turn of that message, with the same text
  *                       (a store failover must lose none)
  *   committed-workspace committed/log.txt and state `turns` are what k committed turns
- *                       write, k = the session's ok turns (+1 if its last was unknown)
+ *                       write, k = the session's ok turns (+1 if its last was unknown);
+ *                       on nodes, log.txt as the session's chain in the blob store has it
+ *   chain-*, workspace-from-chain, never-behind
+ *                       the workspace chains, from the store and the blob store alone
+ *                       (chain-invariants.ts)
  *   no-partial-reads    no turn failed an assertFile/assertState step
  *   no-stray-process    no turn failed the workload's stray-process check (STRAY_PROCESS_CHECK)
  *   no-failed-steps     no other script step failed, and no STEP_FAILED turn lacks its step
  *   turns-ended         no turn is still `running`, no layer still pending promotion
  *   clean-shutdown      every berth process was alive when the workload ended (the killed
  *                       worker: its restart) and exited 0 on SIGTERM
- *   no-orphan-*         see orphans.ts: containers, mounts, slots, run dirs, layers, processes
+ *   no-orphan-*         see orphans.ts: containers, mounts, slots, run dirs, layers,
+ *                       processes; on nodes, on every machine (the API's and each node's:
+ *                       node-set.ts)
  *
  * A failed step is read from structured evidence, never from an error's text: the progress
  * event the runner writes with `failedStep` before it cleans up (so it is there even when
@@ -32,8 +38,10 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type Dockerode from 'dockerode';
+import type { BlobStore } from '../blobs/index.js';
 import type { FailedStep, ScriptPlan } from '../core/index.js';
 import { workspaceLayout } from '../workspace/index.js';
+import { checkChains } from './chain-invariants.js';
 import { type InvariantResult, result } from './invariant-result.js';
 import { orphans } from './orphans.js';
 import type { RequestRecord } from './session-driver.js';
@@ -57,17 +65,26 @@ export interface CheckInput {
   sessions: SessionSnapshot[];
   requests: RequestRecord[];
   processes: ProcessEnd[];
+  /** The run's blob store, where the sessions' workspace chains are. */
+  blobs: BlobStore;
+  /** A run on nodes: no one data dir holds the workspaces, and each machine is looked at for leftovers. */
+  nodes?: { orphans(): Promise<InvariantResult[]> };
 }
 
 export async function checkInvariants(input: CheckInput): Promise<InvariantResult[]> {
+  const chains = await checkChains(input.sessions, input.blobs);
+  const fromChain = async (id: string) => ({ text: chains.committedLogs.get(id) ?? null });
   return [
     exactlyOneReply(input),
     acknowledgedKept(input),
-    await committedWorkspace(input),
+    await committedWorkspace(input, input.nodes ? fromChain : undefined),
+    ...chains.results,
     ...failedSteps(input.sessions),
     turnsEnded(input.sessions),
     cleanShutdown(input.processes),
-    ...(await orphans(input.dataDir, input.installId, input.docker)),
+    ...(input.nodes
+      ? await input.nodes.orphans()
+      : await orphans(input.dataDir, input.installId, input.docker)),
   ];
 }
 
@@ -175,7 +192,11 @@ function exactlyOneReply({ sessions, requests }: CheckInput): InvariantResult {
   );
 }
 
-async function committedWorkspace({ dataDir, sessions, requests }: CheckInput): Promise<InvariantResult> {
+async function committedWorkspace(
+  { dataDir, sessions, requests }: CheckInput,
+  readLog: (id: string) => Promise<{ text: string | null } | { error: string }> = (id) =>
+    readIfPresent(join(workspaceLayout(dataDir).committedPath(id), LOG_FILE)),
+): Promise<InvariantResult> {
   const details: string[] = [];
   for (const s of sessions) {
     const mine = requests.filter((r) => r.session === s.id);
@@ -186,7 +207,7 @@ async function committedWorkspace({ dataDir, sessions, requests }: CheckInput): 
       details.push(
         `${s.id}: ${committed} committed turns, but the client saw ${ok} ok (+${unknown} unknown)`,
       );
-    const read = await readIfPresent(join(workspaceLayout(dataDir).committedPath(s.id), LOG_FILE));
+    const read = await readLog(s.id);
     if ('error' in read) {
       details.push(`${s.id}: ${read.error}`);
       continue;

@@ -9,6 +9,7 @@
  */
 import type { Turn } from '../core/index.js';
 import {
+  blobsKillHits,
   explainedByFault,
   FAULT_KINDS,
   type FaultKind,
@@ -25,7 +26,9 @@ import {
   workerKillHits,
 } from './fault-timing.js';
 import type {
+  BlobsKill,
   Fault,
+  NodeKill,
   Partition,
   PrimaryDeath,
   SandboxKill,
@@ -36,6 +39,14 @@ import type {
 import type { InvariantResult } from './invariant-result.js';
 import { acknowledgedMissing, countReplies } from './invariants.js';
 import type { LoadReport } from './load-sampler.js';
+import {
+  type BlobsSection,
+  blobsSection,
+  type NodesInput,
+  type NodesSection,
+  nodesSection,
+  renderNodes,
+} from './node-report.js';
 import type { Outcome, RequestRecord } from './session-driver.js';
 import type { SessionSnapshot } from './snapshot.js';
 import { type AbortNoFaultExplains, decideVerdict } from './verdict.js';
@@ -48,6 +59,12 @@ export interface ChaosSettings {
   killEveryMs: { min: number; max: number };
   /** Workers SIGKILLed at once, about a third into the run; 0 = none. */
   killWorkers: number;
+  /** Nodes (each its engine, disk and worker); null = workers on the host. */
+  nodes: number | null;
+  /** Nodes killed at once, about a third into the run; 0 = none. */
+  killNodes: number;
+  /** How long the S3 daemon was held down; null = never killed. */
+  blobsDownMs: number | null;
   /** 'sqlite', or the PostgreSQL URL without its password. */
   store: string;
   /** How long the database was held down by the store restart, ms; null = no restart. */
@@ -81,6 +98,8 @@ export interface ChaosReport {
   faults: {
     'sandbox-kill': number;
     'worker-kill': number;
+    'node-kill': number;
+    'blobs-kill': number;
     'store-restart': number;
     'store-failover': number;
     partition: number;
@@ -117,6 +136,10 @@ export interface ChaosReport {
     lateCommitsAccepted: number;
     healed: boolean;
   } | null;
+  /** A run on nodes: the killed nodes and a node's engine cost; null otherwise. */
+  nodes: NodesSection | null;
+  /** A run that killed the S3 daemon: the turns that lived through it; null otherwise. */
+  blobs: BlobsSection | null;
   invariants: InvariantResult[];
   /** Memory and store load while the workload ran. */
   load: LoadReport;
@@ -139,6 +162,7 @@ export interface ReportInput {
   load: LoadReport;
   sessions: SessionSnapshot[];
   invariants: InvariantResult[];
+  nodes: NodesInput | null;
 }
 
 export function buildReport(input: ReportInput): ChaosReport {
@@ -148,6 +172,8 @@ export function buildReport(input: ReportInput): ChaosReport {
   const aborted = turns.filter((t) => t.status === 'aborted');
   const sandboxKills = faults.filter((f): f is SandboxKill => f.kind === 'sandbox-kill');
   const workerKills = faults.filter((f): f is WorkerKill => f.kind === 'worker-kill');
+  const nodeKills = faults.filter((f): f is NodeKill => f.kind === 'node-kill');
+  const blobsKills = faults.filter((f): f is BlobsKill => f.kind === 'blobs-kill');
   const storeRestarts = faults.filter((f): f is StoreRestart => f.kind === 'store-restart');
   const failovers = faults.filter((f): f is StoreFailover => f.kind === 'store-failover');
   const since = (f: StoreFailover, t: number | null) => (t === null ? null : t - f.at);
@@ -187,6 +213,10 @@ export function buildReport(input: ReportInput): ChaosReport {
       injected: failovers.length,
       recovered: failovers.filter((f) => f.newPrimary !== null && f.firstCommitAt !== null).length,
     },
+    notBack: {
+      nodes: nodeKills.filter((f) => f.restartedAt === null).length,
+      blobs: blobsKills.some((f) => f.upAt === null),
+    },
   });
   return {
     settings: input.settings,
@@ -212,6 +242,8 @@ export function buildReport(input: ReportInput): ChaosReport {
     faults: {
       'sandbox-kill': sandboxKills.length,
       'worker-kill': workerKills.length,
+      'node-kill': nodeKills.length,
+      'blobs-kill': blobsKills.length,
       'store-restart': storeRestarts.length,
       'store-failover': failovers.length,
       partition: partitions.length,
@@ -232,6 +264,14 @@ export function buildReport(input: ReportInput): ChaosReport {
       ),
       'worker-kill': timingOf(
         workerKills.map((f) => ({ at: f.at, hits: workerKillHits(f, turns) })),
+        turns,
+      ),
+      'node-kill': timingOf(
+        nodeKills.map((f) => ({ at: f.at, hits: workerKillHits(f, turns) })),
+        turns,
+      ),
+      'blobs-kill': timingOf(
+        blobsKills.map((f) => ({ at: f.at, hits: blobsKillHits(f, turns) })),
         turns,
       ),
       'store-restart': timingOf(
@@ -264,6 +304,8 @@ export function buildReport(input: ReportInput): ChaosReport {
           healed: cut.healedAt !== null,
         }
       : null,
+    nodes: input.nodes && nodesSection(input.nodes, faults),
+    blobs: blobsSection(faults, turns),
     invariants: input.invariants,
     load: input.load,
     passed: verdict.passed,
@@ -301,6 +343,8 @@ export function renderReport(r: ChaosReport): string {
   lines.push(
     `berth chaos: ${s.sessions} sessions x ${s.turns} turns, ${s.workers} workers x ${s.slotsPerWorker} slots, store ${s.store}, ` +
       `sandbox kill every ${s.killEveryMs.min / 1000}-${s.killEveryMs.max / 1000} s, workers killed at once ${s.killWorkers}, ` +
+      (s.nodes === null ? '' : `${s.nodes} nodes, killed at once ${s.killNodes}, `) +
+      (s.blobsDownMs === null ? '' : `S3 daemon killed for ${s.blobsDownMs / 1000} s, `) +
       `store restart ${s.storeDownMs === null ? 'off' : `${s.storeDownMs / 1000} s down`}, ` +
       `store failover ${s.storeFailovers.length === 0 ? 'off' : s.storeFailovers.join(', ')}, ` +
       `partition ${s.partitionMs === null ? 'off' : `${s.partitionMs / 1000} s`}, lease ${s.leaseMs / 1000} s, seed ${s.seed}`,
@@ -311,7 +355,8 @@ export function renderReport(r: ChaosReport): string {
     `latency   ok requests, POST to reply, ms p50/p99/max ${ms(r.latencyMs, 'p50')}/${ms(r.latencyMs, 'p99')}/${ms(r.latencyMs, 'max')}`,
     `messages  inbound ${r.messages.inbound}  outbound ${r.messages.outbound}  user-visible errors ${r.userVisibleErrors}  ` +
       `acknowledged lost ${r.acknowledgedLost}  duplicate replies ${r.duplicateReplies}`,
-    `faults    sandbox-kill ${r.faults['sandbox-kill']}  worker-kill ${r.faults['worker-kill']}  store-restart ${r.faults['store-restart']}  ` +
+    `faults    sandbox-kill ${r.faults['sandbox-kill']}  worker-kill ${r.faults['worker-kill']}  node-kill ${r.faults['node-kill']}  ` +
+      `blobs-kill ${r.faults['blobs-kill']}  store-restart ${r.faults['store-restart']}  ` +
       `store-failover ${r.faults['store-failover']}  ` +
       `partition ${r.faults.partition}  (attempts that found no running sandbox: ${r.faults.skipped})`,
     `re-dispatches (aborted turns) ${r.redispatches}, of which ${r.unexplainedAborts.count} no injected fault explains`,
@@ -324,6 +369,7 @@ export function renderReport(r: ChaosReport): string {
         ? `; store peak connections ${l.store.peakConnections}, commits ${l.store.commits} (${l.store.commitsPerSec}/s)`
         : ''),
   );
+  lines.push(...renderNodes(r.nodes, r.blobs));
   for (const [reason, n] of Object.entries(r.abortReasons)) {
     const spontaneous = r.unexplainedAborts.reasons[reason] ?? 0;
     lines.push(

@@ -10,6 +10,11 @@
  * and reaches the store through a relay on the host end of its veth (store-relay.ts): the
  * partition is a real cut link, not a flag.
  *
+ * On nodes (node-set.ts), each worker is the worker of a machine of its own: its network
+ * namespace, Docker engine, disk and cgroup; the nodes share only the PostgreSQL store and
+ * a bucket of the S3 service, and some of them die whole mid-run (and come back empty).
+ * The API keeps its data dir (`api/`) outside the nodes' disks (`nodes/`).
+ *
  * Invariants:
  * - Always cleans up, on success, failure or exception: every child is stopped (SIGKILL
  *   if SIGTERM does not end it in STOP_GRACE_MS), relays and namespaces are removed
@@ -23,8 +28,17 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { readAdminToken } from '../api/index.js';
+import { openBlobStore } from '../blobs/index.js';
 import { ApiClient } from '../client/index.js';
-import { isBerthError, loadConfig, parseDurationMs, redactUrl, type SessionView } from '../core/index.js';
+import {
+  blobsConfigOf,
+  isBerthError,
+  loadConfig,
+  parseDurationMs,
+  redactUrl,
+  type SessionView,
+} from '../core/index.js';
+import { baseImageRecipe, baseImageTag } from '../image/index.js';
 import { connectDocker } from '../runtime/index.js';
 import { installIdOf } from '../worker/index.js';
 import { BerthProcess, freePort, waitForHealthy, workerIdOf } from './children.js';
@@ -32,8 +46,11 @@ import { FaultInjector, type KillableWorker, type PrimaryDeath, type StoreFailov
 import { checkInvariants } from './invariants.js';
 import { removeLeftovers } from './leftovers.js';
 import { LoadSampler } from './load-sampler.js';
+import { NodeSet } from './node-set.js';
+import type { NodeEngineUsage, NodeUsageSampler } from './node-usage.js';
 import type { PatroniCluster } from './patroni-cluster.js';
 import { buildReport, type ChaosReport, type ChaosSettings } from './report.js';
+import type { S3Service } from './s3-service.js';
 import { driveSession, type RequestRecord } from './session-driver.js';
 import { readStoreSnapshot } from './snapshot.js';
 import { firstCommitAfter, firstFailedCallAfter } from './store-failover.js';
@@ -73,6 +90,18 @@ export interface ChaosOptions {
    * into the run, then heal it. Needs a PostgreSQL store, root and iproute2.
    */
   partitionWorker?: { durationMs?: number };
+  /**
+   * Every process keeps its blobs (the workspace chains among them) in a bucket of this S3
+   * service; default: file blobs in the data dir. `killForMs`: its daemon is SIGKILLed
+   * halfway through the run, held down that long, and started again.
+   */
+  blobs?: { service: S3Service; bucket: string; killForMs?: number };
+  /**
+   * The workers run on `count` nodes (node-set.ts), one each; `kill` of them die at once
+   * about a third into the run and come back empty. Needs a PostgreSQL store, `blobs`,
+   * root, iproute2 and a cgroup v1 freezer. `workers` is then `count`.
+   */
+  nodes?: { count: number; kill: number };
   slotsPerWorker: number;
   /** BERTH_LEASE of the children, e.g. '3s'. */
   lease: string;
@@ -103,6 +132,8 @@ export interface ChaosProgress {
   storeRestarts: number;
   storeFailovers: number;
   partitions: number;
+  nodeKills: number;
+  blobsKills: number;
   elapsedMs: number;
 }
 
@@ -117,6 +148,8 @@ const WORKER_RESTART_DELAY_MS = 1000;
  * what found no such worker is not injected.
  */
 const WORKER_KILL_MAX_WAIT_MS = 60_000;
+/** A killed node comes back empty this long after it died (a replacement machine; short, so the run sees it serve). */
+const NODE_RESTART_DELAY_MS = 5000;
 
 export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   const startedAt = Date.now();
@@ -127,30 +160,37 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       throw new Error('--partition-worker needs a PostgreSQL store (--store postgres or a postgres:// URL)');
     await requireNetworkNamespaces();
   }
+  if (opts.nodes && !(opts.store && opts.blobs))
+    throw new Error('--nodes needs a PostgreSQL store and an S3 service: nodes share nothing else');
   const ownDir = opts.dataDir === undefined;
   const dataDir = ownDir ? await mkdtemp(join(tmpdir(), 'berth-chaos-')) : resolve(opts.dataDir!);
   await mkdir(dataDir, { recursive: true });
-  const installId = installIdOf(dataDir);
+  const apiDir = opts.nodes ? join(dataDir, 'api') : dataDir;
+  await mkdir(apiDir, { recursive: true });
+  const installId = installIdOf(apiDir);
   const seed = opts.seed ?? Math.floor(Math.random() * 2 ** 31);
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {
     ...(opts.env ?? process.env),
-    BERTH_DATA: dataDir,
+    BERTH_DATA: apiDir,
     BERTH_PORT: String(port),
     BERTH_HOST: '127.0.0.1',
     BERTH_LEASE: opts.lease,
     BERTH_LOG_LEVEL: opts.logLevel ?? 'warn',
     BERTH_STORE: opts.store?.url ?? '',
+    ...(opts.blobs ? { BERTH_BLOBS: `s3://${opts.blobs.bucket}/berth`, ...opts.blobs.service.env() } : {}),
   };
   delete env.BERTH_URL;
   delete env.BERTH_SLOTS;
   const docker = connectDocker(loadConfig(env).dockerSocket);
   const url = `http://127.0.0.1:${port}`;
   const api = new BerthProcess('api', ['up', '--slots', '0'], env, join(dataDir, 'api.log'));
-  const workerCount = opts.workers ?? DEFAULT_WORKERS;
+  const workerCount = opts.nodes?.count ?? opts.workers ?? DEFAULT_WORKERS;
   const networks: WorkerNetwork[] = [];
   const relays: StoreRelay[] = [];
   const workers: BerthProcess[] = [];
+  let nodeSet: NodeSet | null = null;
+  let nodeUsage: NodeUsageSampler | null = null;
   const children = [api];
   const workerIds = new Map<number, string>();
   /** Restarted workers' registrations (each bounded by START_TIMEOUT_MS). */
@@ -175,27 +215,49 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       storeRestarts: injector?.count('store-restart') ?? 0,
       storeFailovers: injector?.count('store-failover') ?? 0,
       partitions: injector?.count('partition') ?? 0,
+      nodeKills: injector?.count('node-kill') ?? 0,
+      blobsKills: injector?.count('blobs-kill') ?? 0,
       elapsedMs: Date.now() - startedAt,
     });
   const ticker = setInterval(progress, 500);
   try {
     progress();
-    if (opts.partitionWorker) {
+    const workerArgs = ['worker', '--slots', String(opts.slotsPerWorker)];
+    if (opts.partitionWorker && !opts.nodes) {
       await reapStaleNetworks();
       networks.push(...(await createWorkerNetworks(workerCount)));
       for (const n of networks) relays.push(await startStoreRelay(opts.store!.url, n.hostAddress));
     }
-    for (let i = 0; i < workerCount; i++) {
-      const name = `worker-${i + 1}`;
-      const args = ['worker', '--slots', String(opts.slotsPerWorker)];
-      const workerEnv = relays[i] ? { ...env, BERTH_STORE: relays[i]!.url } : env;
-      workers.push(new BerthProcess(name, args, workerEnv, join(dataDir, `${name}.log`), networks[i]?.path));
+    if (!opts.nodes)
+      for (let i = 0; i < workerCount; i++) {
+        const name = `worker-${i + 1}`;
+        const workerEnv = relays[i] ? { ...env, BERTH_STORE: relays[i]!.url } : env;
+        workers.push(
+          new BerthProcess(name, workerArgs, workerEnv, join(dataDir, `${name}.log`), {
+            netnsPath: networks[i]?.path,
+          }),
+        );
+      }
+    api.start();
+    // The API host builds the base image at start when its engine lacks it: the nodes' engines get a copy.
+    await waitForHealthy(url, api, START_TIMEOUT_MS);
+    if (opts.nodes) {
+      nodeSet = await NodeSet.start({
+        count: opts.nodes.count,
+        runDir: dataDir,
+        hostDocker: docker,
+        image: loadConfig(env).image || baseImageTag(await baseImageRecipe(join(apiDir, 'cache'))),
+        storeUrl: opts.store!.url,
+        s3Endpoint: opts.blobs!.service.endpoint,
+        workerArgs,
+        env,
+      });
+      workers.push(...nodeSet.workers);
+      networks.push(...nodeSet.nodes.map((n) => n.network));
     }
     children.push(...workers);
-    api.start();
-    await waitForHealthy(url, api, START_TIMEOUT_MS);
     // The API process wrote the admin token at start: this run acts as the operator.
-    const client = new ApiClient(url, (await readAdminToken(dataDir)) ?? undefined);
+    const client = new ApiClient(url, (await readAdminToken(apiDir)) ?? undefined);
     // One at a time: each worker's start-up mounts the shared slot root and reaps leftovers.
     for (const w of workers) {
       w.start();
@@ -225,9 +287,15 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
         );
       },
     }));
+    const killableNodes =
+      nodeSet?.killable({
+        workerId: (w) => (w.pid === undefined ? null : (workerIds.get(w.pid) ?? null)),
+        registered: async (w) => {
+          workerIds.set(w.pid!, await workerIdOf(client, w, START_TIMEOUT_MS));
+        },
+      }) ?? [];
     injector = new FaultInjector({
-      docker,
-      installId,
+      engines: () => nodeSet?.engines() ?? [{ docker, installId }],
       killEveryMs: opts.killEveryMs,
       maxDurationMs: opts.durationCapMs,
       workerKill:
@@ -241,6 +309,25 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
               restartDelayMs: WORKER_RESTART_DELAY_MS,
             }
           : undefined,
+      nodeKill:
+        opts.nodes && opts.nodes.kill > 0
+          ? {
+              nodes: killableNodes,
+              count: opts.nodes.kill,
+              due: () => requests.length >= turnsTotal / 3,
+              runningTurns: () => runningTurnsByWorker(client),
+              maxWaitForTurnsMs: WORKER_KILL_MAX_WAIT_MS,
+              restartDelayMs: NODE_RESTART_DELAY_MS,
+            }
+          : undefined,
+      blobsKill: opts.blobs?.killForMs
+        ? {
+            due: () => requests.length >= turnsTotal / 2,
+            kill: () => opts.blobs!.service.kill(),
+            restart: () => opts.blobs!.service.restart(),
+            downMs: opts.blobs.killForMs,
+          }
+        : undefined,
       partition: opts.partitionWorker && {
         workers: workers.map((w, i) => ({
           name: w.name,
@@ -270,6 +357,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       opts.store?.url ?? null,
     );
     await sampler.start();
+    nodeUsage = nodeSet?.usageSampler() ?? null;
+    await nodeUsage?.start();
     phase = 'running';
     injector.start();
     const capTimer = setTimeout(() => cut.abort(), opts.durationCapMs);
@@ -300,6 +389,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     phase = 'stopping';
     await injector.stop();
     const load = await sampler.stop();
+    const engineUsage: NodeEngineUsage | null = (await nodeUsage?.stop()) ?? null;
     // A berth process that died on its own (not our SIGKILL) during the workload is a finding, not noise.
     const aliveAtEnd = children.map((c) => ({ name: c.name, alive: c.running, lastExit: c.lastExit }));
     // A restarted worker is stopped once it has started: SIGTERM while it still loads its code ends it by the signal.
@@ -312,8 +402,21 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     );
 
     phase = 'checking';
-    const sessions = await readStoreSnapshot(dataDir, sessionIds, leaseMs, opts.store?.url ?? '');
-    const invariants = await checkInvariants({ dataDir, installId, docker, sessions, requests, processes });
+    const sessions = await readStoreSnapshot(apiDir, sessionIds, leaseMs, opts.store?.url ?? '');
+    const blobs = await openBlobStore(blobsConfigOf(loadConfig(env)));
+    const set = nodeSet;
+    const invariants = await checkInvariants({
+      dataDir: apiDir,
+      installId,
+      docker,
+      sessions,
+      requests,
+      processes,
+      blobs,
+      nodes: set
+        ? { orphans: () => set.orphans({ name: 'api', dataDir: apiDir, installId, docker }) }
+        : undefined,
+    }).finally(() => blobs.close());
     const settings: ChaosSettings = {
       sessions: opts.sessions,
       turns: opts.turns,
@@ -321,6 +424,9 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       workers: workers.length,
       killEveryMs: opts.killEveryMs,
       killWorkers: opts.killWorkers,
+      nodes: opts.nodes?.count ?? null,
+      killNodes: opts.nodes?.kill ?? 0,
+      blobsDownMs: opts.blobs?.killForMs ?? null,
       store: opts.store ? redactUrl(opts.store.url) : 'sqlite',
       storeDownMs: opts.store?.restart?.downMs ?? null,
       partitionMs: opts.partitionWorker ? (opts.partitionWorker.durationMs ?? 2 * leaseMs) : null,
@@ -343,6 +449,10 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       load,
       sessions,
       invariants,
+      nodes:
+        set && engineUsage
+          ? { count: set.nodes.length, usage: engineUsage, starts: set.nodes.flatMap((n) => n.starts) }
+          : null,
     });
   } finally {
     opts.signal?.removeEventListener('abort', onAbort);
@@ -350,9 +460,11 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     cut.abort();
     await injector?.stop().catch(() => undefined);
     await Promise.all(children.map((c) => c.stop(5000).catch(() => undefined)));
+    await nodeUsage?.stop().catch(() => undefined);
     await Promise.all(relays.map((r) => r.close().catch(() => undefined)));
-    await removeWorkerNetworks(networks.map((n) => n.name));
-    await removeLeftovers(docker, installId, dataDir);
+    await nodeSet?.remove();
+    if (!nodeSet) await removeWorkerNetworks(networks.map((n) => n.name));
+    await removeLeftovers(docker, installId, apiDir);
     if (ownDir && !opts.keep) await rm(dataDir, { recursive: true, force: true }).catch(() => undefined);
     progress();
   }

@@ -8,7 +8,7 @@
  * - Message and event listings are paged and bounded (MAX_PAGES pages each per session).
  */
 import { join } from 'node:path';
-import type { Message, SessionEvent, SessionView, Turn } from '../core/index.js';
+import type { Message, SessionEvent, SessionView, Turn, WorkspaceChain } from '../core/index.js';
 import { openStore } from '../store/index.js';
 
 export interface SessionSnapshot {
@@ -19,6 +19,8 @@ export interface SessionSnapshot {
   state: Record<string, unknown>;
   /** Its session events, oldest first (a failed script step is reported in a progress event). */
   events: SessionEvent[];
+  /** Its workspace chain: the newest snapshot and the layers after it. */
+  chain: WorkspaceChain;
 }
 
 const PAGE = 500;
@@ -48,6 +50,7 @@ export async function readStoreSnapshot(
         turns: await store.listTurns(id),
         state: await store.getState(id),
         events: await paged((after) => store.eventsAfter(id, after, PAGE)),
+        chain: await store.getWorkspaceChain(id),
       });
     }
     return out;

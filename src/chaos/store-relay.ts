@@ -3,14 +3,22 @@
  * worker in its network namespace reaches the store through its link only, so cutting
  * that link partitions it from the store, whatever address the database listens on
  * (a throw-away cluster on loopback, or a server elsewhere). A replicated store's URL
- * names several hosts: there is one relay port per host, in the URL's order.
+ * names several hosts: there is one relay port per host, in the URL's order. The same
+ * relay carries a node's S3 traffic (startTcpRelay).
  *
- * Invariants: one upstream connection per accepted connection; either side ending or
- * failing ends the other (a database restart reaches the worker as a lost connection);
- * `close` ends every connection and the listeners.
+ * Each relay runs in a process of its own (relay-main.ts), not in the chaos driver.
+ *
+ * Invariants: `close` ends the relay process and resolves once it has exited; a driver
+ * that dies leaves none behind (the process exits when its stdin closes); start-up is
+ * bounded.
  */
-import { connect, createServer, type Server, type Socket } from 'node:net';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { parsePostgresUrl } from '../core/index.js';
+import type { Upstream } from './tcp-relay.js';
+
+const RELAY_MAIN = fileURLToPath(new URL('./relay-main.js', import.meta.url));
+const START_TIMEOUT_MS = 30_000;
 
 export interface StoreRelay {
   /** The store URL a worker behind this relay uses. */
@@ -24,45 +32,57 @@ export async function startStoreRelay(storeUrl: string, address: string): Promis
   const authority = /^([a-z]+:\/\/(?:[^@/?#]*@)?)([^/?#]*)(.*)$/i.exec(storeUrl);
   if (!parsed.ok || !authority || parsed.target.hosts.some((h) => h.host.startsWith('/')))
     throw new Error('--partition-worker needs a store URL with TCP hosts (postgres://user@host:port/db)');
-  const sockets = new Set<Socket>();
-  const servers: Server[] = [];
+  const relay = await startRelayProcess(parsed.target.hosts, address);
+  const host = address.includes(':') ? `[${address}]` : address;
+  return {
+    url: `${authority[1]}${relay.ports.map((port) => `${host}:${port}`).join(',')}${authority[3]}`,
+    close: relay.close,
+  };
+}
+
+/** A relay of one TCP service (a node's way to the S3 service), listening on a free port of `address`. */
+export async function startTcpRelay(
+  upstream: Upstream,
+  address: string,
+): Promise<{ port: number; close(): Promise<void> }> {
+  const relay = await startRelayProcess([upstream], address);
+  return { port: relay.ports[0]!, close: relay.close };
+}
+
+async function startRelayProcess(
+  upstreams: Upstream[],
+  address: string,
+): Promise<{ ports: number[]; close(): Promise<void> }> {
+  const child = spawn(process.execPath, [RELAY_MAIN, JSON.stringify({ address, upstreams })], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const close = async () => {
-    for (const s of sockets) s.destroy();
-    await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+    child.stdin.end();
+    child.kill('SIGTERM');
+    await exited;
   };
   try {
-    for (const upstream of parsed.target.hosts) servers.push(await relayTo(upstream, address, sockets));
+    const ports = await new Promise<number[]>((resolve, reject) => {
+      let out = '';
+      const timer = setTimeout(
+        () => reject(new Error(`the relay on ${address} did not start`)),
+        START_TIMEOUT_MS,
+      );
+      child.stdout.on('data', (chunk: Buffer) => {
+        out += chunk.toString('utf8');
+        if (!out.includes('\n')) return;
+        clearTimeout(timer);
+        resolve((JSON.parse(out) as { ports: number[] }).ports);
+      });
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`the relay on ${address} exited ${code} at start`));
+      });
+    });
+    return { ports, close };
   } catch (err) {
     await close();
     throw err;
   }
-  const ports = servers.map((server) => (server.address() as { port: number }).port);
-  const host = address.includes(':') ? `[${address}]` : address;
-  return {
-    url: `${authority[1]}${ports.map((port) => `${host}:${port}`).join(',')}${authority[3]}`,
-    close,
-  };
-}
-
-async function relayTo(upstream: { host: string; port: number }, address: string, sockets: Set<Socket>) {
-  const track = (s: Socket) => {
-    sockets.add(s);
-    s.once('close', () => sockets.delete(s));
-  };
-  const server: Server = createServer((down) => {
-    const up = connect(upstream);
-    track(down);
-    track(up);
-    down.pipe(up);
-    up.pipe(down);
-    down.once('error', () => up.destroy());
-    up.once('error', () => down.destroy());
-    down.once('close', () => up.destroy());
-    up.once('close', () => down.destroy());
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, address, resolve);
-  });
-  return server;
 }

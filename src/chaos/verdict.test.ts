@@ -8,6 +8,8 @@ const held = (name: string): InvariantResult => ({ name, passed: true, summary: 
 const counts = (p: Partial<Record<FaultKind, number>>): Record<FaultKind, number> => ({
   'sandbox-kill': 0,
   'worker-kill': 0,
+  'node-kill': 0,
+  'blobs-kill': 0,
   'store-restart': 0,
   'store-failover': 0,
   partition: 0,
@@ -18,7 +20,14 @@ const counts = (p: Partial<Record<FaultKind, number>>): Record<FaultKind, number
 const PASSING: VerdictInput = {
   invariants: [held('exactly-one-reply'), held('no-orphan-layers')],
   requests: { fail: 0, unknown: 0 },
-  asked: { killWorkers: 1, storeDownMs: 3000, storeFailovers: ['postmaster'], partitionMs: 6000 },
+  asked: {
+    killWorkers: 1,
+    killNodes: 0,
+    blobsDownMs: null,
+    storeDownMs: 3000,
+    storeFailovers: ['postmaster'],
+    partitionMs: 6000,
+  },
   injected: counts({
     'sandbox-kill': 5,
     'worker-kill': 1,
@@ -30,6 +39,7 @@ const PASSING: VerdictInput = {
   unexplainedAborts: [],
   partition: { sandboxesAliveAfterLease: 0, healed: true, lateCommitsAccepted: 0 },
   failovers: { asked: 1, injected: 1, recovered: 1 },
+  notBack: { nodes: 0, blobs: false },
 };
 
 const CASES: { name: string; input: Partial<VerdictInput>; failures: RegExp[] }[] = [
@@ -82,7 +92,14 @@ const CASES: { name: string; input: Partial<VerdictInput>; failures: RegExp[] }[
   {
     name: 'a fault kind not asked for that did not bite is no failure',
     input: {
-      asked: { killWorkers: 0, storeDownMs: null, storeFailovers: [], partitionMs: null },
+      asked: {
+        killWorkers: 0,
+        killNodes: 0,
+        blobsDownMs: null,
+        storeDownMs: null,
+        storeFailovers: [],
+        partitionMs: null,
+      },
       bit: counts({ 'sandbox-kill': 1 }),
       partition: null,
       failovers: { asked: 0, injected: 0, recovered: 0 },
@@ -138,6 +155,20 @@ const CASES: { name: string; input: Partial<VerdictInput>; failures: RegExp[] }[
     input: { failovers: { asked: 1, injected: 1, recovered: 0 } },
     failures: [/^store-failover: 1 of 1 never saw a new primary commit$/],
   },
+  {
+    name: 'a node kill and an S3 daemon kill asked for: each must bite, and what was killed must come back',
+    input: {
+      asked: { ...PASSING.asked, killNodes: 2, blobsDownMs: 5000 },
+      injected: counts({ ...PASSING.injected, 'node-kill': 2, 'blobs-kill': 1 }),
+      bit: counts({ ...PASSING.bit, 'node-kill': 0, 'blobs-kill': 1 }),
+      notBack: { nodes: 1, blobs: true },
+    },
+    failures: [
+      /^node-kill: asked for, 2 injected, none found a running turn/,
+      /^node-kill: 1 killed nodes never came back$/,
+      /^blobs-kill: the S3 daemon never came back$/,
+    ],
+  },
 ];
 
 for (const c of CASES) {
@@ -151,7 +182,14 @@ for (const c of CASES) {
 
 test('faultKindsAsked: sandbox kills always, the others when the settings ask', () => {
   assert.deepEqual(
-    faultKindsAsked({ killWorkers: 0, storeDownMs: null, storeFailovers: [], partitionMs: null }),
+    faultKindsAsked({
+      killWorkers: 0,
+      killNodes: 0,
+      blobsDownMs: null,
+      storeDownMs: null,
+      storeFailovers: [],
+      partitionMs: null,
+    }),
     ['sandbox-kill'],
   );
   assert.deepEqual(faultKindsAsked(PASSING.asked), [

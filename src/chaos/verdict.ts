@@ -5,12 +5,14 @@
  *   - every invariant held, and the checker checked some;
  *   - every request ended ok (none failed, none unknown);
  *   - every fault kind the run asked for found a running turn at least once: a fault that
- *     never met work proves nothing, and the invariants then hold trivially;
+ *     never met work proves nothing, and the invariants then hold trivially (a store restart
+ *     or failover, an S3 daemon kill: a turn that ran through the outage);
  *   - no aborted turn is left that no injected fault explains: each such abort is berth's own
  *     failure (a false self-fence, a crash), a retry its user paid for;
  *   - a partitioned worker fenced itself within a lease, its link healed, and none of its
  *     commits from after the cut was accepted;
- *   - each store failover asked for happened and berth committed on the new primary.
+ *   - each store failover asked for happened and berth committed on the new primary;
+ *   - every killed node and a killed S3 daemon came back.
  *
  * Which faults found a running turn is fault-timing.ts's `faultsThatBit`.
  */
@@ -21,6 +23,8 @@ import type { InvariantResult } from './invariant-result.js';
 /** What the run asked the injector for (the report's settings); sandbox kills are always on. */
 export interface FaultsAsked {
   killWorkers: number;
+  killNodes: number;
+  blobsDownMs: number | null;
   storeDownMs: number | null;
   storeFailovers: PrimaryDeath[];
   partitionMs: number | null;
@@ -44,6 +48,8 @@ export interface VerdictInput {
   unexplainedAborts: AbortNoFaultExplains[];
   partition: { sandboxesAliveAfterLease: number | null; healed: boolean; lateCommitsAccepted: number } | null;
   failovers: { asked: number; injected: number; recovered: number };
+  /** Killed nodes that never came back, and whether a killed S3 daemon did not. */
+  notBack: { nodes: number; blobs: boolean };
 }
 
 export interface Verdict {
@@ -57,6 +63,8 @@ export function faultKindsAsked(asked: FaultsAsked): FaultKind[] {
   const on: Record<FaultKind, boolean> = {
     'sandbox-kill': true,
     'worker-kill': asked.killWorkers > 0,
+    'node-kill': asked.killNodes > 0,
+    'blobs-kill': asked.blobsDownMs !== null,
     'store-restart': asked.storeDownMs !== null,
     'store-failover': asked.storeFailovers.length > 0,
     partition: asked.partitionMs !== null,
@@ -104,5 +112,7 @@ export function decideVerdict(v: VerdictInput): Verdict {
     failures.push(
       `store-failover: ${f.injected - f.recovered} of ${f.injected} never saw a new primary commit`,
     );
+  if (v.notBack.nodes > 0) failures.push(`node-kill: ${v.notBack.nodes} killed nodes never came back`);
+  if (v.notBack.blobs) failures.push('blobs-kill: the S3 daemon never came back');
   return { passed: failures.length === 0, failures };
 }

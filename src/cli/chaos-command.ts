@@ -4,7 +4,10 @@
  * (docker kill), workers (SIGKILL) and, on a PostgreSQL cluster of its own, the database
  * (stop, wait, start), or on a Patroni cluster of its own its primary (--kill-store-primary:
  * the postmaster SIGKILLed, or the whole member lost), and cuts one worker's network link
- * for longer than the lease (--partition-worker: each worker in a network namespace); then
+ * for longer than the lease (--partition-worker: each worker in a network namespace); or runs
+ * the workers on nodes of their own (--nodes: each its network namespace, Docker engine,
+ * disk and worker, sharing a PostgreSQL store and a throw-away S3 service) and kills some
+ * whole (--kill-nodes), or SIGKILLs the S3 daemon for a few seconds (--kill-blobs); then
  * checks the invariants and prints the report. Exit 1 when an invariant fails, any request
  * ended fail/unknown or a failover did not recover; 2 for bad flags.
  */
@@ -23,8 +26,10 @@ import {
   requireNetworkNamespaces,
   requirePatroni,
   runChaos,
+  type S3Service,
   startPatroniCluster,
   startPostgresCluster,
+  startS3Service,
 } from '../chaos/index.js';
 import { BerthError, loadConfig, parseDurationMs } from '../core/index.js';
 import { formatElapsed } from './progress.js';
@@ -42,6 +47,9 @@ interface ChaosFlags {
   storeDown: string;
   killStorePrimary?: string | boolean;
   partitionWorker?: boolean;
+  nodes?: string;
+  killNodes?: string;
+  killBlobs?: string | boolean;
   messageTimeout: string;
   slots: string;
   lease: string;
@@ -86,6 +94,18 @@ export function chaosCommand(env: NodeJS.ProcessEnv): Command {
       '--partition-worker',
       'run each worker in a network namespace of its own and cut one off the network (veth down) for two leases, a quarter into the run (needs --store, root and iproute2)',
     )
+    .option(
+      '--nodes <n>',
+      'run the workers on N nodes, each its own network namespace, Docker engine (the base image copied in), disk and worker, sharing only the PostgreSQL store (default --store postgres) and a throw-away S3 service (radosgw); root, iproute2, Ceph and a cgroup v1 freezer',
+    )
+    .option(
+      '--kill-nodes <n|p%>',
+      'nodes killed at once about a third into the run, those running the most turns (needs --nodes): worker, engine and containers SIGKILLed, mounts dropped, disk deleted; each comes back empty 5 s later',
+    )
+    .option(
+      '--kill-blobs [seconds]',
+      'SIGKILL the S3 daemon halfway through the run and start it again after this many seconds (default 5); the run keeps its blobs in a throw-away S3 service (radosgw)',
+    )
     .option('--slots <n>', 'slots of each worker', '2')
     .option('--message-timeout <seconds>', 'no reply after this long: the request is unknown', '120')
     .option('--lease <duration>', 'worker lease (BERTH_LEASE) of the children', '3s')
@@ -113,11 +133,22 @@ Examples:
   berth chaos --sessions 20 --turns 10 --kill-every 0.5-2 --keep
   berth chaos --no-kill-worker --json > report.json
   berth chaos --store postgres --workers 6 --sessions 500 --turns 2 --kill-workers 30% --restart-store --partition-worker
-  berth chaos --store patroni --kill-store-primary postmaster,member --sessions 50 --turns 4`,
+  berth chaos --store patroni --kill-store-primary postmaster,member --sessions 50 --turns 4
+  berth chaos --nodes 4 --kill-nodes 30% --kill-blobs --sessions 200 --turns 3 --slots 3`,
     )
     .action(async (flags: ChaosFlags) => {
-      const workers = positiveInt('--workers', flags.workers);
-      if (flags.restartStore && flags.store !== 'postgres')
+      const nodes = flags.nodes === undefined ? null : positiveInt('--nodes', flags.nodes);
+      const workers = nodes ?? positiveInt('--workers', flags.workers);
+      if (flags.killNodes !== undefined && nodes === null)
+        throw badFlag('--kill-nodes', flags.killNodes, 'possible without --nodes');
+      const storeFlag = flags.store ?? (nodes === null ? undefined : 'postgres');
+      const blobsDownMs =
+        typeof flags.killBlobs === 'string'
+          ? positiveNumber('--kill-blobs', flags.killBlobs) * 1000
+          : flags.killBlobs
+            ? 5000
+            : null;
+      if (flags.restartStore && storeFlag !== 'postgres')
         throw badFlag(
           '--restart-store',
           'on',
@@ -125,21 +156,21 @@ Examples:
         );
       const deaths = primaryDeaths(flags.killStorePrimary);
       if (deaths.length > 0) {
-        if (flags.store !== 'patroni')
+        if (storeFlag !== 'patroni')
           throw badFlag(
             '--kill-store-primary',
             'on',
             'possible without --store patroni (a replicated cluster the run starts itself)',
           );
       }
-      if (flags.store === 'patroni')
+      if (storeFlag === 'patroni')
         await requirePatroni().catch((err: unknown) => {
           throw new BerthError('INVALID_INPUT', `--store patroni: ${(err as Error).message}`, {
             hint: 'Run as root with Patroni and etcd installed (bash scripts/ensure-patroni.sh), or use --store postgres.',
           });
         });
       if (flags.partitionWorker) {
-        if (flags.store === undefined)
+        if (storeFlag === undefined)
           throw badFlag(
             '--partition-worker',
             'on',
@@ -157,7 +188,11 @@ Examples:
         turns: positiveInt('--turns', flags.turns),
         durationCapMs: positiveInt('--duration', flags.duration) * 1000,
         killEveryMs: killInterval(flags.killEvery),
-        killWorkers: flags.killWorker === false ? 0 : workerCount(flags.killWorkers, workers),
+        // On nodes a node dies whole instead: no worker is killed alone unless asked.
+        killWorkers:
+          flags.killWorker === false || (nodes !== null && flags.killWorker !== true)
+            ? 0
+            : workerCount('--kill-workers', flags.killWorkers, workers),
         workers,
         slotsPerWorker: positiveInt('--slots', flags.slots),
         messageTimeoutMs: positiveNumber('--message-timeout', flags.messageTimeout) * 1000,
@@ -181,9 +216,14 @@ Examples:
       process.once('SIGINT', onSignal);
       process.once('SIGTERM', onSignal);
       let cluster: PostgresCluster | PatroniCluster | null = null;
+      let s3: S3Service | null = null;
       try {
+        if (nodes !== null || blobsDownMs !== null) {
+          s3 = await startS3Service();
+          await s3.createBucket('berth-chaos');
+        }
         let store: ChaosOptions['store'];
-        if (flags.store === 'patroni') {
+        if (storeFlag === 'patroni') {
           const replicated = await startPatroniCluster();
           cluster = replicated;
           const database = 'berth_chaos';
@@ -191,7 +231,7 @@ Examples:
             url: await replicated.createDatabase(database),
             failover: deaths.length > 0 ? { cluster: replicated, database, deaths } : undefined,
           };
-        } else if (flags.store === 'postgres') {
+        } else if (storeFlag === 'postgres') {
           cluster = await startPostgresCluster();
           const c = cluster;
           store = {
@@ -200,10 +240,19 @@ Examples:
               ? { stop: () => c.stop(), start: () => c.start(), downMs: storeDownMs }
               : undefined,
           };
-        } else if (flags.store !== undefined) store = { url: flags.store };
+        } else if (storeFlag !== undefined) store = { url: storeFlag };
         const report = await runChaos({
           ...options,
           store,
+          blobs: s3 ? { service: s3, bucket: 'berth-chaos', killForMs: blobsDownMs ?? undefined } : undefined,
+          nodes:
+            nodes === null
+              ? undefined
+              : {
+                  count: nodes,
+                  kill:
+                    flags.killNodes === undefined ? 0 : workerCount('--kill-nodes', flags.killNodes, nodes),
+                },
           onProgress: live.update,
           signal: interrupt.signal,
         });
@@ -217,6 +266,7 @@ Examples:
         process.off('SIGTERM', onSignal);
         live.finish();
         await cluster?.remove();
+        await s3?.remove();
       }
     });
 }
@@ -253,12 +303,13 @@ function primaryDeaths(raw: string | boolean | undefined): PrimaryDeath[] {
   return deaths as PrimaryDeath[];
 }
 
-/** "3" workers, or "30%" of them (rounded up), at most all of them. */
-function workerCount(raw: string, workers: number): number {
+/** "3" workers (or nodes), or "30%" of them (rounded up), at most all of them. */
+function workerCount(flag: string, raw: string, of: number): number {
   const m = /^\s*(\d+(?:\.\d+)?)\s*(%?)\s*$/.exec(raw);
-  const n = !m ? Number.NaN : m[2] ? Math.ceil((Number(m[1]) / 100) * workers) : Number(m[1]);
-  if (!(Number.isInteger(n) && n >= 1 && n <= workers))
-    throw badFlag('--kill-workers', raw, `a count from 1 to ${workers} (--workers), or a share like 30%`);
+  const n = !m ? Number.NaN : m[2] ? Math.ceil((Number(m[1]) / 100) * of) : Number(m[1]);
+  const what = flag === '--kill-nodes' ? '--nodes' : '--workers';
+  if (!(Number.isInteger(n) && n >= 1 && n <= of))
+    throw badFlag(flag, raw, `a count from 1 to ${of} (${what}), or a share like 30%`);
   return n;
 }
 
@@ -294,7 +345,7 @@ function liveProgress(stream: NodeJS.WriteStream): { update(p: ChaosProgress): v
   const line = (p: ChaosProgress) =>
     `chaos ${p.phase}: turns ${p.turnsDone}/${p.turnsTotal} (ok ${p.ok}, fail ${p.fail}, unknown ${p.unknown}), ` +
     `faults: ${p.sandboxKills} sandbox kills, ${p.workerKills} worker kills, ${p.storeRestarts} store restarts, ` +
-    `${p.storeFailovers} store failovers, ` +
+    `${p.storeFailovers} store failovers, ${p.nodeKills} node kills, ${p.blobsKills} S3 kills, ` +
     `${p.partitions} partitions, ${formatElapsed(p.elapsedMs)}`;
   const draw = () => {
     if (!latest || finished) return;

@@ -82,8 +82,7 @@ export function demoCommand(env: NodeJS.ProcessEnv): Command {
       });
       const berth = new Berth({ url: host.url, token: host.adminToken });
       const injector = new FaultInjector({
-        docker: host.docker,
-        installId: installIdOf(dataDir),
+        engines: () => [{ docker: host.docker, installId: installIdOf(dataDir) }],
         killEveryMs: pace.killEveryMs,
         maxDurationMs: 60 * 60_000,
       });

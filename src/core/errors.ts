@@ -334,12 +334,12 @@ export const ERRORS = {
   BLOB_WRITE_FAILED: {
     status: 503,
     retryable: true,
-    hint: 'The blob store refused or lost the upload; nothing of it is visible. Try again; if it repeats, check that the S3 service (or the blob dir) is up and has space.',
+    hint: 'The blob store refused or lost the upload; nothing of it is visible. A turn waits about 20 s for it before giving up, then is retried with backoff (one try spent). If it repeats, check that the S3 service (or the blob dir) is up and has space.',
   },
   BLOB_READ_FAILED: {
     status: 503,
     retryable: true,
-    hint: 'The blob store did not answer after retries with backoff; try again once it is back (check the S3 service, or the blob dir).',
+    hint: 'The blob store did not answer after retries with backoff (a turn waits about 20 s for it); try again once it is back (check the S3 service, or the blob dir).',
   },
   BLOB_NOT_FOUND: {
     status: 404,

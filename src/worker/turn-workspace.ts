@@ -6,16 +6,34 @@
  * promotion the copy's stamp moves on, and the chain is compacted into a snapshot when it
  * grew past the config's bounds. A copy that is the only one (a data dir from before
  * chains) is snapshotted as it is found, before any turn changes it.
+ *
+ * An S3 service that goes away (a restarting daemon, a burst of 503s) costs latency, not a
+ * try: bringing the copy level and uploading the sealed layer are tried again with backoff
+ * for BLOB_OUTAGE_BUDGET_MS (each try is itself the backend's own retries, about 10 s)
+ * before the turn is aborted with the blob store's code. A snapshot that fails is skipped:
+ * the chain only stays longer until the next one.
  */
 import type { Logger } from 'pino';
 import {
+  backoffMs,
   type CommitInput,
   failpoint,
+  isBerthError,
+  sleep,
   type Turn,
   type WorkspaceChain,
   type WorkspaceObjectRef,
 } from '../core/index.js';
 import type { SandboxDeps } from './deps.js';
+
+/**
+ * How long a turn waits for the blob store before its start or its commit fails: a
+ * SIGKILLed radosgw answered again within 1 s of its restart here, and AWS S3's 503
+ * SlowDown passes in seconds. Kept well inside the runner's 60 s wait for its commit,
+ * which also covers the store's own retries.
+ */
+const BLOB_OUTAGE_BUDGET_MS = 20_000;
+const BLOB_OUTAGE_BACKOFF = { firstMs: 500, maxMs: 4000 };
 
 interface CurrentTurn {
   turnId: string;
@@ -39,7 +57,9 @@ export class TurnWorkspace {
   async bringCurrent(turn: Turn): Promise<void> {
     const chain = await this.deps.store.getWorkspaceChain(this.sessionId);
     const startedAt = performance.now();
-    const ensured = await this.deps.workspaces.ensureCurrent(chain);
+    const ensured = await this.whileBlobsAway('bring the workspace level', () =>
+      this.deps.workspaces.ensureCurrent(chain),
+    );
     if (ensured.how !== 'current')
       this.log.info(
         { turnId: turn.id, ...ensured, ms: Math.round(performance.now() - startedAt) },
@@ -54,7 +74,9 @@ export class TurnWorkspace {
     const current = this.of(turnId);
     await this.deps.workspaces.seal(this.sessionId, turnId, sandboxName);
     failpoint('after-seal');
-    current.layer = await this.deps.workspaces.uploadLayer(this.sessionId, turnId);
+    current.layer = await this.whileBlobsAway('upload the layer', () =>
+      this.deps.workspaces.uploadLayer(this.sessionId, turnId),
+    );
     failpoint('after-upload');
     return { baseVersion: current.baseVersion, layer: current.layer };
   }
@@ -79,10 +101,14 @@ export class TurnWorkspace {
     await this.snapshot(commit.version, `${count} layers, ${bytes} bytes since the last snapshot`);
   }
 
-  /** The copy's tree, at `version`, as the chain's newest snapshot. */
+  /** The copy's tree, at `version`, as the chain's newest snapshot; skipped while the blob store is away. */
   private async snapshot(version: number, why: string): Promise<void> {
     const startedAt = performance.now();
-    const snapshot = await this.deps.workspaces.uploadSnapshot(this.sessionId);
+    const snapshot = await this.deps.workspaces.uploadSnapshot(this.sessionId).catch((err: unknown) => {
+      if (!isBlobOutage(err)) throw err;
+      this.log.warn({ err, version }, 'Workspace snapshot skipped: the blob store is away');
+      return null;
+    });
     if (!snapshot || snapshot.version !== version) return;
     const recorded = await this.deps.store.recordWorkspaceSnapshot(
       { sessionId: this.sessionId, version, key: snapshot.key, size: snapshot.size },
@@ -94,9 +120,30 @@ export class TurnWorkspace {
     );
   }
 
+  /** `call`, tried again with backoff while the blob store fails transiently, for at most BLOB_OUTAGE_BUDGET_MS. */
+  private async whileBlobsAway<T>(what: string, call: () => Promise<T>): Promise<T> {
+    const { clock } = this.deps;
+    const deadline = clock.now() + BLOB_OUTAGE_BUDGET_MS;
+    for (let failures = 1; ; failures++) {
+      try {
+        return await call();
+      } catch (err) {
+        const delayMs = backoffMs(failures, BLOB_OUTAGE_BACKOFF);
+        if (!isBlobOutage(err) || clock.now() + delayMs > deadline) throw err;
+        this.log.warn({ err, step: what, failures, delayMs }, 'Blob store away; trying again');
+        await sleep(delayMs);
+      }
+    }
+  }
+
   private of(turnId: string): CurrentTurn {
     if (this.current?.turnId !== turnId)
       throw new Error(`turn ${turnId} was not brought level with the store before its seal`);
     return this.current;
   }
+}
+
+/** The blob store's transient failures (its own retries spent); a missing object or a bad body is not one. */
+function isBlobOutage(err: unknown): boolean {
+  return isBerthError(err, 'BLOB_WRITE_FAILED') || isBerthError(err, 'BLOB_READ_FAILED');
 }

@@ -14,10 +14,11 @@ import { hostname } from 'node:os';
 import { type IntervalHistogram, monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { collectGarbage, StorageBlobs } from '../blobs/index.js';
-import { agentSpecSchema, BerthError, isLeaseFresh, newId, sleep, WakeSignal } from '../core/index.js';
+import { agentSpecSchema, BerthError, newId, sleep, WakeSignal } from '../core/index.js';
 import { stageRunner } from '../runtime/index.js';
 import type { StoreChange } from '../store/index.js';
 import { WORKSPACE_OBJECT_PREFIXES, Workspaces } from '../workspace/index.js';
+import { joinDataDir, leaveDataDir } from './data-dir-users.js';
 import type { SandboxDeps, WorkerDeps } from './deps.js';
 import { cleanUpLocalLeftovers } from './local-cleanup.js';
 import { installIdOf, poolSandboxName } from './paths.js';
@@ -88,6 +89,7 @@ export class Worker {
   async start(): Promise<void> {
     const { store, clock, config, paths } = this.deps;
     await this.workspaces.prepare();
+    await joinDataDir(paths.dataDir, this.id);
     const adopted = await this.storageBlobs.adoptLegacy(paths.storageDir);
     if (adopted > 0)
       this.log.info({ adopted }, 'Moved storage blobs of an older data dir into the blob store');
@@ -140,11 +142,8 @@ export class Worker {
     await Promise.allSettled([...this.running, ...this.loops, this.cleaning, this.pool?.stop()]);
     this.loopDelay.disable();
     await this.deps.store.removeWorker(this.id);
-    const now = this.deps.clock.now();
-    const others = (await this.deps.store.listWorkers()).filter((w) =>
-      isLeaseFresh(w.heartbeatAt, now, this.deps.config.leaseMs),
-    );
-    if (others.length === 0) await this.workspaces.release();
+    // Workers on other machines share the store, not this data dir: only this dir's own users count.
+    if (await leaveDataDir(this.deps.paths.dataDir, this.id)) await this.workspaces.release();
     this.log.info('Worker stopped');
   }
 

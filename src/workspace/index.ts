@@ -1,5 +1,6 @@
 /** workspace: committed + attempt layers, sealing, promotion, recovery. */
 
+export { applyLayerArchive, packTree } from './layer-archive.js';
 export { type WorkspaceLayout, workspaceLayout } from './layout.js';
 export { isMountPoint, listMounts } from './overlay-mounts.js';
 export { treeDiskBytes, WorkspaceQuota } from './quota.js';

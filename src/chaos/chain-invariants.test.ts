@@ -1,0 +1,209 @@
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type TestContext, test } from 'node:test';
+import { FileBlobStore } from '../blobs/index.js';
+import type { ChainEntry, Turn } from '../core/index.js';
+import { packTree } from '../workspace/index.js';
+import { checkChains } from './chain-invariants.js';
+import type { SessionSnapshot } from './snapshot.js';
+import { expectedLog, LOG_FILE } from './workload.js';
+
+const turn = (p: Partial<Turn>): Turn => ({
+  id: 't',
+  sessionId: 's1',
+  attempt: 1,
+  generation: 1,
+  workerId: 'w1',
+  sandbox: 'berth-x-s1-g1',
+  status: 'committed',
+  progress: null,
+  error: null,
+  errorCode: null,
+  baseVersion: null,
+  messageIds: [1],
+  startedAt: 1000,
+  endedAt: 2000,
+  ...p,
+});
+
+async function scratch(t: TestContext): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'berth-chain-test-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** An object whose tree is `files`, put into the blob store under `key`; its chain entry. */
+async function object(
+  blobs: FileBlobStore,
+  dir: string,
+  key: string,
+  files: Record<string, string>,
+  entry: Omit<ChainEntry, 'key' | 'size'>,
+): Promise<ChainEntry> {
+  const tree = join(dir, `tree-${key.replace(/\W/g, '-')}`);
+  await mkdir(tree, { recursive: true });
+  for (const [path, content] of Object.entries(files)) await writeFile(join(tree, path), content);
+  const put = await blobs.put(key, packTree(tree), { maxBytes: 1 << 20 });
+  return { ...entry, key, size: put.size };
+}
+
+/**
+ * A session whose k turns committed one after another, each on the version before it, each
+ * with its layer (the whole log.txt, as an append copies it up) in the blob store.
+ */
+async function goodSession(
+  blobs: FileBlobStore,
+  dir: string,
+  id: string,
+  k: number,
+): Promise<SessionSnapshot> {
+  const turns: Turn[] = [];
+  const entries: ChainEntry[] = [];
+  for (let v = 1; v <= k; v++) {
+    const turnId = `${id}-t${v}`;
+    turns.push(turn({ id: turnId, sessionId: id, baseVersion: v - 1 }));
+    entries.push(
+      await object(
+        blobs,
+        dir,
+        `layers/${id}-${v}`,
+        { [LOG_FILE]: expectedLog(v) },
+        { version: v, kind: 'layer', turnId },
+      ),
+    );
+  }
+  return {
+    id,
+    view: null,
+    messages: [],
+    turns,
+    state: {},
+    events: [],
+    chain: { sessionId: id, version: k, entries },
+  };
+}
+
+async function blobStore(t: TestContext): Promise<{ blobs: FileBlobStore; dir: string }> {
+  const dir = await scratch(t);
+  const blobs = new FileBlobStore(join(dir, 'blobs'));
+  await blobs.check();
+  return { blobs, dir };
+}
+
+const named = (results: { name: string; passed: boolean; details: string[] }[], name: string) =>
+  results.find((r) => r.name === name)!;
+
+test('chain invariants hold for chains that are what their committed turns wrote', async (t) => {
+  const { blobs, dir } = await blobStore(t);
+  const sessions = [await goodSession(blobs, dir, 's1', 3), await goodSession(blobs, dir, 's2', 0)];
+  const { results, committedLogs } = await checkChains(sessions, blobs);
+  for (const r of results) assert.ok(r.passed, `${r.name}: ${r.details.join('\n')}`);
+  assert.deepEqual(
+    results.map((r) => r.name),
+    ['chain-objects-present', 'workspace-from-chain', 'never-behind'],
+  );
+  assert.equal(committedLogs.get('s1'), expectedLog(3));
+  assert.equal(committedLogs.get('s2'), null);
+});
+
+test('a snapshot and the layers after it materialise as the whole workspace', async (t) => {
+  const { blobs, dir } = await blobStore(t);
+  const s = await goodSession(blobs, dir, 's1', 4);
+  const snapshot = await object(
+    blobs,
+    dir,
+    'snapshots/s1-2',
+    { [LOG_FILE]: expectedLog(2) },
+    { version: 2, kind: 'snapshot', turnId: null },
+  );
+  s.chain.entries = [snapshot, ...s.chain.entries.filter((e) => e.version > 2)];
+  const { results } = await checkChains([s], blobs);
+  for (const r of results) assert.ok(r.passed, `${r.name}: ${r.details.join('\n')}`);
+});
+
+test('chain-objects-present fails when an object a chain names is gone from the blob store', async (t) => {
+  const { blobs, dir } = await blobStore(t);
+  const s = await goodSession(blobs, dir, 's1', 3);
+  await blobs.delete(s.chain.entries[1]!.key);
+  const { results, committedLogs } = await checkChains([s], blobs);
+  const present = named(results, 'chain-objects-present');
+  assert.equal(present.passed, false);
+  assert.match(present.details.join('\n'), /s1: layer of version 2 .* is not in the blob store/);
+  assert.equal(named(results, 'workspace-from-chain').passed, false, 'it cannot be materialised either');
+  assert.equal(committedLogs.get('s1'), null);
+});
+
+test('workspace-from-chain fails when a layer holds other files than the committed turns wrote', async (t) => {
+  const { blobs, dir } = await blobStore(t);
+  const s = await goodSession(blobs, dir, 's1', 3);
+  // A turn's partial write (1:a without 1:b) and a stray file made it into the chain.
+  s.chain.entries[0] = await object(
+    blobs,
+    dir,
+    'layers/s1-1-partial',
+    { [LOG_FILE]: '1:a\n', 'stray.txt': 'x' },
+    { version: 1, kind: 'layer', turnId: 's1-t1' },
+  );
+  const { results } = await checkChains([s], blobs);
+  const fromChain = named(results, 'workspace-from-chain');
+  assert.equal(fromChain.passed, false);
+  assert.match(
+    fromChain.details.join('\n'),
+    /s1: at version 1 log\.txt is "1:a\\n", expected "1:a\\n1:b\\n"; files no turn wrote: stray\.txt/,
+  );
+  assert.ok(named(results, 'chain-objects-present').passed);
+});
+
+test('workspace-from-chain fails when the chain ends short of the committed turns', async (t) => {
+  const { blobs, dir } = await blobStore(t);
+  const s = await goodSession(blobs, dir, 's1', 3);
+  s.chain.entries.pop();
+  s.chain.version = 2;
+  const { results } = await checkChains([s], blobs);
+  assert.match(
+    named(results, 'workspace-from-chain').details.join('\n'),
+    /s1: the chain is at version 2 \(its newest object 2\), but 3 turns committed/,
+  );
+});
+
+test('never-behind fails when two committed turns ran on the same version', async (t) => {
+  const { blobs, dir } = await blobStore(t);
+  const s = await goodSession(blobs, dir, 's1', 3);
+  s.turns[2]!.baseVersion = 1;
+  const { results } = await checkChains([s], blobs);
+  const behind = named(results, 'never-behind');
+  assert.equal(behind.passed, false);
+  assert.match(behind.details.join('\n'), /s1: its committed turns ran on versions \[0,1,1\], not 0\.\.2/);
+  assert.match(
+    behind.details.join('\n'),
+    /the layer of version 3 comes from turn s1-t3, which ran on version 1/,
+  );
+});
+
+test('never-behind fails when a turn found an older committed log.txt at its start', async (t) => {
+  const { blobs, dir } = await blobStore(t);
+  const s = await goodSession(blobs, dir, 's1', 3);
+  const error = `step 0 (assertFile) ${LOG_FILE} is ${JSON.stringify(expectedLog(1))}, expected ${JSON.stringify(expectedLog(2))}`;
+  s.turns.push(turn({ id: 's1-stale', status: 'aborted', error, errorCode: 'TURN_FAILED', attempt: 2 }));
+  // A partial read (a half-written turn seen) is another invariant's finding, not this one's.
+  const partial = `step 0 (assertFile) ${LOG_FILE} is "1:a\\n", expected ${JSON.stringify(expectedLog(1))}`;
+  s.turns.push(turn({ id: 's1-partial', status: 'aborted', error: partial, errorCode: 'TURN_FAILED' }));
+  const { results } = await checkChains([s], blobs);
+  const behind = named(results, 'never-behind');
+  assert.deepEqual(behind.details, [
+    's1: turn s1-stale (attempt 2) started on version 1 while the store was at 2',
+  ]);
+});
+
+test('never-behind counts a turn that found no log.txt at all as one on version 0', async (t) => {
+  const { blobs, dir } = await blobStore(t);
+  const s = await goodSession(blobs, dir, 's1', 1);
+  const error = `step 0 (assertFile) ${LOG_FILE} is undefined, expected ${JSON.stringify(expectedLog(1))}`;
+  s.turns.push(turn({ id: 's1-empty', status: 'aborted', error, errorCode: 'TURN_FAILED' }));
+  const { results } = await checkChains([s], blobs);
+  assert.deepEqual(named(results, 'never-behind').details, [
+    's1: turn s1-empty (attempt 1) started on version 0 while the store was at 1',
+  ]);
+});

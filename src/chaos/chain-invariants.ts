@@ -1,0 +1,191 @@
+/**
+ * The invariants of the sessions' workspace chains, read from the store and the blob store
+ * alone, never from a machine's copy: they hold whatever happened to any node's disk.
+ *
+ *   chain-objects-present  every object a session's chain names (its newest snapshot and the
+ *                          layers after it) is in the blob store, at the size the chain says
+ *   workspace-from-chain   the chain, applied object by object into an empty dir, gives at
+ *                          each of its versions the tree the workload's committed turns
+ *                          write (log.txt = expectedLog(v), nothing else), and it ends at the
+ *                          session's committed turns: the final workspace is theirs
+ *   never-behind           no turn ran on a workspace behind the store: in commit order the
+ *                          committed turns ran on versions 0, 1, 2, … (each on what its
+ *                          predecessor committed), every layer of the chain is the work of the
+ *                          committed turn that ran on the version before it, and no turn found
+ *                          an older committed log.txt at its start (the workload's first step
+ *                          checks it, and the turn's error says what it found)
+ *
+ * Invariants of this module: it only reads the store snapshot and the blob store (objects
+ * are applied into a temp dir it removes); each named invariant appears exactly once in the
+ * result. `committedLogs` gives each session's final log.txt as the chain has it, for the
+ * committed-workspace invariant of a run whose sessions have no single disk.
+ */
+import { mkdtemp, readdir, readFile, readlink, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { BlobStore } from '../blobs/index.js';
+import type { ChainEntry } from '../core/index.js';
+import { applyLayerArchive } from '../workspace/index.js';
+import { type InvariantResult, result } from './invariant-result.js';
+import type { SessionSnapshot } from './snapshot.js';
+import { expectedLog, LOG_FILE } from './workload.js';
+
+export interface ChainCheck {
+  results: InvariantResult[];
+  /** Each session's final log.txt, materialised from its chain (null: none, or it could not be). */
+  committedLogs: Map<string, string | null>;
+}
+
+/** A materialised tree: relative path → file content, `->target` for a symlink, `/` for a dir. */
+type Tree = Map<string, string>;
+
+export async function checkChains(sessions: SessionSnapshot[], blobs: BlobStore): Promise<ChainCheck> {
+  const missing: string[] = [];
+  const mismatched: string[] = [];
+  const committedLogs = new Map<string, string | null>();
+  const scratch = await mkdtemp(join(tmpdir(), 'berth-chain-check-'));
+  try {
+    for (const s of sessions) {
+      const absent = await absentObjects(s, blobs);
+      missing.push(...absent);
+      const trees = absent.length === 0 ? await materialise(s, blobs, join(scratch, s.id)) : null;
+      const committed = s.turns.filter((t) => t.status === 'committed').length;
+      if (!trees) {
+        mismatched.push(`${s.id}: cannot be materialised, ${absent.length} of its objects are missing`);
+        committedLogs.set(s.id, null);
+        continue;
+      }
+      for (const [version, tree] of trees) {
+        const wrong = treeMismatch(tree, version);
+        if (wrong) mismatched.push(`${s.id}: at version ${version} ${wrong}`);
+      }
+      const final = [...trees.values()].at(-1) ?? new Map();
+      const last = s.chain.entries.at(-1)?.version ?? 0;
+      if (s.chain.version !== committed || last !== committed)
+        mismatched.push(
+          `${s.id}: the chain is at version ${s.chain.version} (its newest object ${last}), but ${committed} turns committed`,
+        );
+      committedLogs.set(s.id, final.get(LOG_FILE) ?? null);
+    }
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+  const objects = sessions.reduce((n, s) => n + s.chain.entries.length, 0);
+  return {
+    results: [
+      result(
+        'chain-objects-present',
+        `${objects} objects named by ${sessions.length} chains: ${missing.length} missing from the blob store`,
+        missing,
+      ),
+      result(
+        'workspace-from-chain',
+        `${sessions.length} workspaces materialised from the blob store equal what their committed turns wrote`,
+        mismatched,
+      ),
+      neverBehind(sessions),
+    ],
+    committedLogs,
+  };
+}
+
+/** Objects of the chain the blob store does not hold, or holds at another size. */
+async function absentObjects(s: SessionSnapshot, blobs: BlobStore): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of s.chain.entries) {
+    const info = await blobs.head(e.key);
+    if (!info) out.push(`${s.id}: ${e.kind} of version ${e.version} (${e.key}) is not in the blob store`);
+    else if (info.size !== e.size)
+      out.push(
+        `${s.id}: ${e.kind} of version ${e.version} (${e.key}) is ${info.size} bytes, the chain says ${e.size}`,
+      );
+  }
+  return out;
+}
+
+/** The tree after each object of the chain, by version (version 0: empty, when the chain has no snapshot). */
+async function materialise(s: SessionSnapshot, blobs: BlobStore, dir: string): Promise<Map<number, Tree>> {
+  const trees = new Map<number, Tree>();
+  const entries: ChainEntry[] = s.chain.entries;
+  if (entries[0]?.kind !== 'snapshot') trees.set(0, new Map());
+  for (const e of entries) {
+    await applyLayerArchive((await blobs.get(e.key)).body, dir);
+    trees.set(e.version, await readTree(dir));
+  }
+  return trees;
+}
+
+async function readTree(root: string, rel = '', into: Tree = new Map()): Promise<Tree> {
+  for (const d of await readdir(join(root, rel), { withFileTypes: true }).catch(() => [])) {
+    const path = rel ? `${rel}/${d.name}` : d.name;
+    if (d.isDirectory()) {
+      into.set(path, '/');
+      await readTree(root, path, into);
+    } else if (d.isSymbolicLink()) into.set(path, `->${await readlink(join(root, path))}`);
+    else into.set(path, await readFile(join(root, path), 'utf8'));
+  }
+  return into;
+}
+
+/** What is wrong with the tree at `version`, against the workload's; null when it is right. */
+function treeMismatch(tree: Tree, version: number): string | null {
+  const want = version === 0 ? null : expectedLog(version);
+  const log = tree.get(LOG_FILE) ?? null;
+  const extra = [...tree.keys()].filter((p) => p !== LOG_FILE);
+  if (log === want && extra.length === 0) return null;
+  const parts: string[] = [];
+  if (log !== want)
+    parts.push(
+      `${LOG_FILE} is ${JSON.stringify(log?.slice(-60))}, expected ${JSON.stringify(want?.slice(-60))}`,
+    );
+  if (extra.length > 0) parts.push(`files no turn wrote: ${extra.slice(0, 5).join(', ')}`);
+  return parts.join('; ');
+}
+
+function neverBehind(sessions: SessionSnapshot[]): InvariantResult {
+  const details: string[] = [];
+  let turns = 0;
+  for (const s of sessions) {
+    turns += s.turns.length;
+    const committed = s.turns.filter((t) => t.status === 'committed');
+    const bases = committed.map((t) => t.baseVersion ?? -1).sort((a, b) => a - b);
+    if (bases.some((base, i) => base !== i))
+      details.push(
+        `${s.id}: its committed turns ran on versions ${JSON.stringify(bases)}, not 0..${committed.length - 1}`,
+      );
+    const baseOf = new Map(committed.map((t) => [t.id, t.baseVersion]));
+    for (const e of s.chain.entries.filter((x) => x.kind === 'layer')) {
+      const base = e.turnId ? baseOf.get(e.turnId) : undefined;
+      if (base !== e.version - 1)
+        details.push(
+          `${s.id}: the layer of version ${e.version} comes from turn ${e.turnId}, which ${base === undefined ? 'did not commit' : `ran on version ${base}`}`,
+        );
+    }
+    for (const t of s.turns) {
+      const found = staleStart(t.error);
+      if (found)
+        details.push(
+          `${s.id}: turn ${t.id} (attempt ${t.attempt}) started on version ${found.had} while the store was at ${found.want}`,
+        );
+    }
+  }
+  return result('never-behind', `${turns} turns: none ran on a workspace behind the store`, details);
+}
+
+const LOG_CHECK = new RegExp(
+  `^step \\d+ \\(assertFile\\) ${LOG_FILE.replace('.', '\\.')} is (undefined|"(?:[^"\\\\]|\\\\.)*"), expected ("(?:[^"\\\\]|\\\\.)*")`,
+);
+
+/**
+ * From a turn's error: its opening log.txt check found an older committed version than it
+ * expected (the runner quotes 200 characters of each: logs of up to 25 turns are told apart).
+ */
+function staleStart(error: string | null): { had: number; want: number } | null {
+  const m = LOG_CHECK.exec(error ?? '');
+  if (!m) return null;
+  const found = m[1] === 'undefined' ? '' : (JSON.parse(m[1]!) as string);
+  const versionOf = (log: string) => (log.match(/\n/g)?.length ?? 0) / 2;
+  const had = versionOf(found);
+  const want = versionOf(JSON.parse(m[2]!) as string);
+  return Number.isInteger(had) && had < want && found === expectedLog(had) ? { had, want } : null;
+}
