@@ -153,7 +153,11 @@ test('a partition hits the aborted turns its worker ran at the cut; commits from
 });
 
 test('faultsThatBit: a kill bites the turn it ends; a store outage bites any turn that ran through it', () => {
-  const turns = [turn({}), turn({ id: 'ok', sandbox: 'berth-x-s2-g1', status: 'committed', workerId: 'w2' })];
+  const turns = [
+    turn({}),
+    turn({ id: 'ok', sandbox: 'berth-x-s2-g1', status: 'committed', workerId: 'w2' }),
+    turn({ id: 'lost-node', sandbox: 'berth-x-s4-g1', workerId: 'w4', errorCode: 'LEASE_EXPIRED' }),
+  ];
   const failover: StoreFailover = {
     kind: 'store-failover',
     what: 'postmaster',
@@ -174,9 +178,27 @@ test('faultsThatBit: a kill bites the turn it ends; a store outage bites any tur
         { kind: 'store-restart', at: 1200, upAt: 1300 }, // the turns lived through it: bit
         { kind: 'store-restart', at: 3000, upAt: null }, // after every turn ended
         failover,
+        {
+          kind: 'node-kill',
+          at: 1500,
+          node: 'n1',
+          workerId: 'w4',
+          deadAt: 1500,
+          droppedAt: 1600,
+          restartedAt: 2000,
+        }, // its worker's turn was taken over: bit
+        { kind: 'blobs-kill', at: 1200, upAt: 1300 }, // the turns lived through the S3 outage: bit
       ],
       turns,
     ),
-    { 'sandbox-kill': 1, 'worker-kill': 0, 'store-restart': 1, 'store-failover': 1, partition: 0 },
+    {
+      'sandbox-kill': 1,
+      'worker-kill': 0,
+      'node-kill': 1,
+      'blobs-kill': 1,
+      'store-restart': 1,
+      'store-failover': 1,
+      partition: 0,
+    },
   );
 });
