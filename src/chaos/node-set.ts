@@ -138,15 +138,26 @@ export class NodeSet {
    * and each node's data dir and engine; one result per kind, the details named by machine.
    */
   async orphans(api: Machine): Promise<InvariantResult[]> {
-    const machines: Machine[] = [
-      api,
+    const machines: (Machine & { workerDirs: 'required' | 'may-be-absent' })[] = [
+      // No worker runs on the API's machine: its slots, workspaces and run dirs may never be made.
+      { ...api, workerDirs: 'may-be-absent' },
       ...this.nodes.flatMap((n) =>
-        n.docker ? [{ name: n.name, dataDir: n.dataDir, installId: n.installId, docker: n.docker }] : [],
+        n.docker
+          ? [
+              {
+                name: n.name,
+                dataDir: n.dataDir,
+                installId: n.installId,
+                docker: n.docker,
+                workerDirs: 'required' as const,
+              },
+            ]
+          : [],
       ),
     ];
     const byName = new Map<string, { details: string[]; found: number }>();
     for (const m of machines)
-      for (const r of await orphans(m.dataDir, m.installId, m.docker)) {
+      for (const r of await orphans(m.dataDir, m.installId, m.docker, m.workerDirs)) {
         const merged = byName.get(r.name) ?? { details: [], found: 0 };
         // The host's processes are the same whichever machine asks: counted once.
         if (r.name === 'no-orphan-processes' && byName.has(r.name)) continue;

@@ -9,7 +9,8 @@
  * worker/paths.ts), so a layout change moves the checker with it. A dir the run's workers
  * always create (slots/, workspaces/, run/) must be there: its absence means the checker
  * looks in the wrong place, and fails. Only a session's layers dir may be absent (no turn of
- * it was ever mounted). Any other error reading a dir fails the invariant that reads it.
+ * it was ever mounted), and those dirs on a machine where no worker ran (the API's, in a run
+ * on nodes). Any other error reading a dir fails the invariant that reads it.
  *
  * Invariants of this module: it only reads; one result per kind of leftover.
  */
@@ -25,6 +26,7 @@ export async function orphans(
   dataDir: string,
   installId: string,
   docker: Dockerode,
+  workerDirs: 'required' | 'may-be-absent' = 'required',
 ): Promise<InvariantResult[]> {
   const layout = workspaceLayout(dataDir);
   const { runDir } = hostPaths(dataDir);
@@ -35,9 +37,9 @@ export async function orphans(
   const mounts = (await listMounts()).filter(
     (m) => m.mountPoint === dataDir || m.mountPoint.startsWith(`${dataDir}/`),
   );
-  const slots = await entries(layout.slotsDir, 'required');
-  const runDirs = await entries(runDir, 'required');
-  const sessions = await entries(layout.sessionsDir, 'required');
+  const slots = await entries(layout.slotsDir, workerDirs);
+  const runDirs = await entries(runDir, workerDirs);
+  const sessions = await entries(layout.sessionsDir, workerDirs);
   const layers: Listing = { names: [], errors: [...sessions.errors] };
   for (const session of sessions.names) {
     const turns = await entries(layout.layersDir(session), 'may-be-absent');
