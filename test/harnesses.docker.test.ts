@@ -15,12 +15,12 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import type { HarnessName } from '../src/core/index.js';
-import { agentImageRecipe, agentImageTag, imageHarnesses } from '../src/image/index.js';
+import { agentImageRecipe, agentImageTag, imageContents } from '../src/image/index.js';
 import { connectDocker } from '../src/runtime/index.js';
 import { SecretStore } from '../src/secrets/index.js';
 import { type FakeModelServer, startFakeAnthropic, startFakeOpenAI } from './helpers/fake-models.js';
 import { keySearch } from './helpers/key-search.js';
-import { startTestHost } from './helpers/test-host.js';
+import { startTestHost, waitPromoted } from './helpers/test-host.js';
 import { secretSearchJob } from './security/probes.js';
 
 const KEY = `sk-harness-${Math.random().toString(36).slice(2)}-secret`;
@@ -87,17 +87,6 @@ async function setUp(
 
 const committed = (dataDir: string, session: string, path: string) =>
   readFile(join(dataDir, 'workspaces', session, 'committed', path), 'utf8');
-
-async function promoted(
-  host: { store: { getSessionView(id: string, now: number): Promise<unknown> } },
-  id: string,
-) {
-  for (let i = 0; i < 100; i++) {
-    const view = (await host.store.getSessionView(id, Date.now())) as { pendingLayer: string | null } | null;
-    if (!view?.pendingLayer) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /**
  * The user's and the model's words a request carried, in order: [role, text] of each text
@@ -184,7 +173,7 @@ for (const harness of Object.keys(CASES) as HarnessName[]) {
       'instructions reach it',
     );
 
-    await promoted(host, 's1');
+    await waitPromoted(host, 's1');
     assert.equal(await committed(dataDir, 's1', 'note.txt'), 'hello sandbox\n');
     await access(join(dataDir, 'workspaces', 's1', 'committed', '.berth', harness));
     const [turn] = await host.store.listTurns('s1');
@@ -241,7 +230,7 @@ for (const harness of Object.keys(CASES) as HarnessName[]) {
       turns.map((x) => x.status),
       ['committed', 'aborted', 'committed'],
     );
-    await promoted(host, 'k1');
+    await waitPromoted(host, 'k1');
     assert.equal(await committed(dataDir, 'k1', 'try-2.txt'), 'try 2\n');
     await assert.rejects(committed(dataDir, 'k1', 'try-1.txt'), 'the killed try left no file');
     // Both tries started from the committed conversation: turn 1 and "two", nothing of try 1.
@@ -375,9 +364,9 @@ test('a harness agent whose image lacks the harness is refused at create, with t
 
 /** The reason to skip a harness's tests: its agent image is not built here. */
 async function imageMissing(harness: HarnessName): Promise<string | false> {
-  const tag = agentImageTag(await agentImageRecipe(CACHE_DIR, [harness]));
-  const has = await imageHarnesses(connectDocker('/var/run/docker.sock'), tag).catch(() => null);
-  return has?.includes(harness)
+  const tag = agentImageTag(await agentImageRecipe(CACHE_DIR, { harnesses: [harness] }));
+  const has = await imageContents(connectDocker('/var/run/docker.sock'), tag).catch(() => null);
+  return has?.harnesses.includes(harness)
     ? false
     : `${tag} is not built (scripts/setup.sh test, or berth image build --with ${harness})`;
 }
