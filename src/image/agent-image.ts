@@ -72,7 +72,9 @@ export async function agentImageRecipe(cacheDir: string, wants: AgentImageWants)
     ...(wants.npm ?? []).map(npmPinProblem),
   ].filter((p) => p !== null);
   if (problems.length > 0)
-    throw new BerthError('INVALID_INPUT', `Invalid agent image: ${problems.join('; ')}`);
+    throw new BerthError('INVALID_INPUT', `Invalid agent image: ${problems.join('; ')}`, {
+      hint: 'Name Debian packages by name (jq) and npm packages at an exact version (typescript@5.6.3).',
+    });
   if (names.length + (wants.apt?.length ?? 0) + (wants.npm?.length ?? 0) === 0)
     throw new BerthError(
       'INVALID_INPUT',
