@@ -6,8 +6,10 @@
  * For each harness: it writes a file and runs a command, and the file is committed; the
  * upstream sees the host's key and the sandbox holds it nowhere; the next turn continues
  * the conversation; a `docker kill` mid-turn leaves no trace, and the retry continues the
- * conversation of the last committed turn. An agent whose image lacks its harness is
- * refused at create. Skipped, saying why, when the agent image is not built.
+ * conversation of the last committed turn. A harness past its timeout, exiting non-zero
+ * or killed by a signal fails the turn with its catalogue code and what it said, and the
+ * retry policy applies. An agent whose image lacks its harness is refused at create.
+ * Skipped, saying why, when the agent image is not built.
  */
 import assert from 'node:assert/strict';
 import { access, chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -15,17 +17,19 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import type { HarnessName } from '../src/core/index.js';
-import { agentImageRecipe, agentImageTag, imageHarnesses } from '../src/image/index.js';
+import { agentImageRecipe, agentImageTag, imageContents } from '../src/image/index.js';
 import { connectDocker } from '../src/runtime/index.js';
 import { SecretStore } from '../src/secrets/index.js';
 import { type FakeModelServer, startFakeAnthropic, startFakeOpenAI } from './helpers/fake-models.js';
 import { keySearch } from './helpers/key-search.js';
-import { startTestHost } from './helpers/test-host.js';
+import { startTestHost, waitPromoted } from './helpers/test-host.js';
 import { secretSearchJob } from './security/probes.js';
 
 const KEY = `sk-harness-${Math.random().toString(36).slice(2)}-secret`;
 /** A command that runs for five minutes without using the CPU. */
 const WAIT = `perl -e 'select(undef, undef, undef, 300)'`;
+/** A thread id codex never saw. */
+const LOST_THREAD = '0199a213-81c0-7800-8aa1-bbab2a035a53';
 const done = (e: { type: string }) => e.type === 'reply' || e.type === 'failed';
 const CACHE_DIR = join(process.cwd(), '.berth', 'cache');
 
@@ -87,17 +91,6 @@ async function setUp(
 
 const committed = (dataDir: string, session: string, path: string) =>
   readFile(join(dataDir, 'workspaces', session, 'committed', path), 'utf8');
-
-async function promoted(
-  host: { store: { getSessionView(id: string, now: number): Promise<unknown> } },
-  id: string,
-) {
-  for (let i = 0; i < 100; i++) {
-    const view = (await host.store.getSessionView(id, Date.now())) as { pendingLayer: string | null } | null;
-    if (!view?.pendingLayer) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /**
  * The user's and the model's words a request carried, in order: [role, text] of each text
@@ -184,7 +177,7 @@ for (const harness of Object.keys(CASES) as HarnessName[]) {
       'instructions reach it',
     );
 
-    await promoted(host, 's1');
+    await waitPromoted(host, 's1');
     assert.equal(await committed(dataDir, 's1', 'note.txt'), 'hello sandbox\n');
     await access(join(dataDir, 'workspaces', 's1', 'committed', '.berth', harness));
     const [turn] = await host.store.listTurns('s1');
@@ -241,7 +234,7 @@ for (const harness of Object.keys(CASES) as HarnessName[]) {
       turns.map((x) => x.status),
       ['committed', 'aborted', 'committed'],
     );
-    await promoted(host, 'k1');
+    await waitPromoted(host, 'k1');
     assert.equal(await committed(dataDir, 'k1', 'try-2.txt'), 'try 2\n');
     await assert.rejects(committed(dataDir, 'k1', 'try-1.txt'), 'the killed try left no file');
     // Both tries started from the committed conversation: turn 1 and "two", nothing of try 1.
@@ -299,7 +292,7 @@ for (const harness of Object.keys(CASES) as HarnessName[]) {
       /You are a careful test agent\.(.|\n)*MARKER-INSTRUCTIONS-FILE/,
       'instructions, then the file',
     );
-    if (harness !== 'opencode') assert.match(first, /MARKER-SKILL/, 'the skill is offered to the model');
+    assert.match(first, /MARKER-SKILL/, 'the skill is offered to the model');
     assert.match(
       toolOutputs(fake.scripted()[1]!).at(-1)!,
       /READ-ONLY/,
@@ -344,8 +337,9 @@ test('claude-code past its harnessTimeoutMs: HARNESS_TIMEOUT with its process gr
   assert.ok(fake.scripted().length >= 1, 'the first try was running its tool when it was killed');
 });
 
-test('codex exiting non-zero (its provider refused the call): HARNESS_FAILED with its last stderr lines, retried', async (t) => {
-  if (await imageMissing('codex')) return t.skip(String(await imageMissing('codex')));
+test('codex exiting non-zero (its provider refused the call): HARNESS_FAILED with the error its failure event gave, retried', {
+  skip: await imageMissing('codex'),
+}, async (t) => {
   const { host, sendAndCollect } = await setUp(t, 'codex', [{ status: 400 }, { status: 400 }] as never, {
     BERTH_MAX_TRIES: '2',
   });
@@ -353,7 +347,80 @@ test('codex exiting non-zero (its provider refused the call): HARNESS_FAILED wit
   assert.equal(events.at(-1)!.type, 'failed', JSON.stringify(events.slice(-3)));
   const turns = await host.store.listTurns('f1');
   assert.equal(turns.length, 2, 'the retry policy applied');
-  for (const turn of turns) assert.equal(turn.errorCode, 'HARNESS_FAILED', String(turn.error));
+  for (const turn of turns) {
+    assert.equal(turn.errorCode, 'HARNESS_FAILED', String(turn.error));
+    // `codex exec --json` reports this on stdout (turn.failed) and writes nothing on stderr.
+    assert.match(turn.error!, /^codex: \{"error":\{"message":"scripted 400".*\(codex exited with code 1\)$/s);
+  }
+});
+
+test('codex exiting non-zero with an error on stderr (its saved thread id names no transcript): HARNESS_FAILED with its last stderr lines, retried', {
+  skip: await imageMissing('codex'),
+}, async (t) => {
+  const c = CASES.codex;
+  const { host, fake, sendAndCollect } = await setUp(
+    t,
+    'codex',
+    [
+      { tool: c.shell(`echo ${LOST_THREAD} > /workspace/.berth/codex/berth-thread-id`) },
+      { text: 'Forgot it all.' },
+    ] as never,
+    { BERTH_MAX_TRIES: '2' },
+  );
+  const first = await sendAndCollect('f2', { agent: 'h', text: 'forget' }, done, 120_000);
+  assert.equal(first.at(-1)!.data.text, 'Forgot it all.', JSON.stringify(first.slice(-3)));
+  // The next turn resumes the committed thread id, which the first turn's tool overwrote.
+  const events = await sendAndCollect('f2', { agent: 'h', text: 'remember?' }, done, 120_000);
+  assert.equal(events.at(-1)!.type, 'failed', JSON.stringify(events.slice(-3)));
+  const turns = (await host.store.listTurns('f2')).slice(1);
+  assert.equal(turns.length, 2, 'the retry policy applied');
+  for (const turn of turns) {
+    assert.equal(turn.errorCode, 'HARNESS_FAILED', String(turn.error));
+    assert.match(
+      turn.error!,
+      new RegExp(
+        `codex exited with code 1; last stderr lines:\nError: thread/resume: .*no rollout found for thread id ${LOST_THREAD}`,
+      ),
+    );
+  }
+  assert.equal(fake.scripted().length, 2, 'codex failed before any model call');
+});
+
+test('claude-code killed by a signal mid-turn (its own shell tool kills it): HARNESS_FAILED naming the signal, retried, and the retry commits', {
+  skip: await imageMissing('claude-code'),
+}, async (t) => {
+  const c = CASES['claude-code'];
+  // The harness is the ancestor of the tool's shell whose parent is the runner; the first try kills it.
+  const crash =
+    'p=$$; while [ "$p" -gt 1 ] && [ "$(ps -o ppid= -p "$p" | tr -d " ")" != "$BERTH_RUNNER_PID" ]; do p=$(ps -o ppid= -p "$p" | tr -d " "); done; ' +
+    'echo "try $BERTH_ATTEMPT: harness $p is $(cat /proc/$p/comm)" > "crash-$BERTH_ATTEMPT.txt"; ' +
+    'if [ "$BERTH_ATTEMPT" = 1 ]; then kill -SEGV "$p"; sleep 30; fi; echo survived';
+  const { host, dataDir, fake, sendAndCollect } = await setUp(t, 'claude-code', [
+    { tool: c.shell(crash) },
+    { tool: c.shell(crash) },
+    { text: 'Recovered.' },
+  ] as never);
+  const events = await sendAndCollect('sig', { agent: 'h', text: 'crash once' }, done, 180_000);
+  assert.equal(events.at(-1)!.type, 'reply', JSON.stringify(events.slice(-3)));
+  assert.equal(events.at(-1)!.data.text, 'Recovered.');
+  const turns = await host.store.listTurns('sig');
+  assert.deepEqual(
+    turns.map((x) => [x.status, x.errorCode]),
+    [
+      ['aborted', 'HARNESS_FAILED'],
+      ['committed', null],
+    ],
+  );
+  // Bun's crash handler prints its report, then the signal ends it.
+  assert.match(
+    turns[0]!.error!,
+    /claude-code exited on signal SIGSEGV; last stderr lines:\n(.|\n)*Segmentation fault/,
+    'the error names the signal and carries the crash report',
+  );
+  assert.equal(fake.scripted().length, 3, 'the killed try asked for its tool, the retry ran it and answered');
+  await waitPromoted(host, 'sig');
+  assert.match(await committed(dataDir, 'sig', 'crash-2.txt'), /^try 2: harness \d+ is claude\n$/);
+  await assert.rejects(committed(dataDir, 'sig', 'crash-1.txt'), 'the crashed try left no file');
 });
 
 test('a harness agent whose image lacks the harness is refused at create, with the command that builds it', async (t) => {
@@ -375,9 +442,9 @@ test('a harness agent whose image lacks the harness is refused at create, with t
 
 /** The reason to skip a harness's tests: its agent image is not built here. */
 async function imageMissing(harness: HarnessName): Promise<string | false> {
-  const tag = agentImageTag(await agentImageRecipe(CACHE_DIR, [harness]));
-  const has = await imageHarnesses(connectDocker('/var/run/docker.sock'), tag).catch(() => null);
-  return has?.includes(harness)
+  const tag = agentImageTag(await agentImageRecipe(CACHE_DIR, { harnesses: [harness] }));
+  const has = await imageContents(connectDocker('/var/run/docker.sock'), tag).catch(() => null);
+  return has?.harnesses.includes(harness)
     ? false
     : `${tag} is not built (scripts/setup.sh test, or berth image build --with ${harness})`;
 }

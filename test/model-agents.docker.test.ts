@@ -13,7 +13,7 @@ import { test } from 'node:test';
 import { SecretStore } from '../src/secrets/index.js';
 import { type FakeModelServer, startFakeAnthropic, startFakeOpenAI } from './helpers/fake-models.js';
 import { keySearch } from './helpers/key-search.js';
-import { startTestHost } from './helpers/test-host.js';
+import { startTestHost, waitPromoted } from './helpers/test-host.js';
 
 const KEY = `sk-e2e-${Math.random().toString(36).slice(2)}-secret`;
 const reply = (e: { type: string }) => e.type === 'reply' || e.type === 'failed';
@@ -28,16 +28,6 @@ function toolResults(fake: FakeModelServer, index: number): string[] {
         .map((b) => String(b.content));
     return [];
   });
-}
-
-async function promoted(
-  host: {
-    store: { getSessionView(id: string, now: number): Promise<{ pendingLayer: string | null } | null> };
-  },
-  sessionId: string,
-): Promise<void> {
-  for (let i = 0; i < 100 && (await host.store.getSessionView(sessionId, Date.now()))?.pendingLayer; i++)
-    await new Promise((r) => setTimeout(r, 50));
 }
 
 for (const provider of ['anthropic', 'openai'] as const) {
@@ -94,7 +84,7 @@ for (const provider of ['anthropic', 'openai'] as const) {
     assert.match(results[2]!, /KEY-ABSENT/, `the key was found in the sandbox: ${results[2]}`);
 
     // The committed workspace has the file; the turn's usage is in the store.
-    await promoted(host, 'm1');
+    await waitPromoted(host, 'm1');
     assert.equal(
       await readFile(join(dataDir, 'workspaces', 'm1', 'committed', 'note.txt'), 'utf8'),
       'hello from the sandbox\n',
@@ -142,7 +132,7 @@ test('anthropic: a turn killed mid tool-call is retried from the committed conve
     turns.map((x) => x.status),
     ['committed', 'aborted', 'committed'],
   );
-  await promoted(host, 'k1');
+  await waitPromoted(host, 'k1');
   // Appended on each try: a second line would be the killed try's write, leaked into the commit.
   assert.equal(
     await readFile(join(dataDir, 'workspaces', 'k1', 'committed', 'partial.txt'), 'utf8'),

@@ -7,7 +7,6 @@ import {
   agentSpecSchema,
   assertAgentCrossFields,
   BerthError,
-  isHarness,
 } from '../core/index.js';
 import { resolveMounts } from '../mount-policy/index.js';
 import type { PluginDeps } from './deps.js';
@@ -18,17 +17,19 @@ const tag = 'agents';
 
 export const agentsRoutes: FastifyPluginAsync<PluginDeps> = async (
   app,
-  { store, clock, config, routes, harnessImage },
+  { store, clock, config, routes, agentImage },
 ) => {
-  /** The host checks an agent's mounts (its configDir too) and a harness's image; the image to keep. */
-  const checked = async <T extends AgentSpec>(spec: T): Promise<T> => {
+  /** The host checks an agent's mounts (its configDir too) and chooses and checks its image. */
+  const checked = async <T extends AgentSpec>(spec: T, stored?: AgentSpec): Promise<T> => {
     assertAgentCrossFields(spec);
     const configMount = spec.configDir
       ? [{ hostPath: spec.configDir, containerPath: AGENT_CONFIG_MOUNT }]
       : [];
     await resolveMounts([...spec.mounts, ...configMount], config.mountAllowlistFile);
-    if (!isHarness(spec.provider) || !harnessImage) return spec;
-    return { ...spec, image: await harnessImage(spec.provider, spec.image) };
+    if (!agentImage) return spec;
+    const { image: _, ...rest } = spec;
+    const image = await agentImage(spec, stored);
+    return (image === undefined ? rest : { ...rest, image }) as T;
   };
   const own = async (name: string, tenant: string | undefined) => {
     const agent = await store.getAgent(name, tenant);
@@ -95,7 +96,7 @@ export const agentsRoutes: FastifyPluginAsync<PluginDeps> = async (
     async ({ params, body, principal }) => {
       const { tenant: _, createdAt: __, ...spec } = await own(params.name!, scopeOf(principal));
       const merged = parseInput(agentSpecSchema, { ...spec, ...body }, 'agent');
-      return store.replaceAgentSpec(await checked(merged), scopeOf(principal));
+      return store.replaceAgentSpec(await checked(merged, spec), scopeOf(principal));
     },
   );
 

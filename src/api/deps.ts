@@ -1,5 +1,5 @@
 /** What the API needs from the host; passed to buildApp, never read from globals. */
-import type { Clock, HarnessName, ResolvedConfig } from '../core/index.js';
+import type { AgentSpec, Clock, ResolvedConfig } from '../core/index.js';
 import type { ApiStore } from '../store/index.js';
 import type { BerthMetrics } from './metrics.js';
 import type { RouteTable } from './route-table.js';
@@ -16,10 +16,12 @@ export interface ApiDeps {
   /** Pre-booted sandboxes waiting for a session, for berth_warm_pool_size. @default () => 0 */
   warmPoolSize?: () => number;
   /**
-   * The image a harness agent runs (its own, or the agent image built for its harness);
-   * HARNESS_NOT_IN_IMAGE when that image does not hold the harness. Absent = not checked.
+   * The image an agent runs, given the spec and the stored agent it replaces: the image it
+   * names, or the agent image of its harness and packages (undefined = the host's image);
+   * HARNESS_NOT_IN_IMAGE or AGENT_IMAGE_MISSING when that image does not hold them.
+   * Absent = not checked (the image the spec names is kept).
    */
-  harnessImage?: (harness: HarnessName, image: string | undefined) => Promise<string>;
+  agentImage?: (spec: AgentSpec, stored?: AgentSpec) => Promise<string | undefined>;
 }
 
 /** What each route plugin gets: the deps and the table its routes are declared in. */

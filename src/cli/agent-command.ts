@@ -1,6 +1,7 @@
 /** `berth agent create|list`. */
 import { Command, Option } from 'commander';
 import { PROVIDERS, type ProviderName } from '../core/index.js';
+import { commaList } from './comma-list.js';
 import { connect } from './connect.js';
 import { printJson } from './output.js';
 
@@ -14,7 +15,12 @@ export function agentCommand(env: NodeJS.ProcessEnv): Command {
     )
     .option(
       '--image <image>',
-      'sandbox image (default: the base image; for a harness the image of `berth image build --with <harness>`)',
+      'sandbox image (default: the base image, or for a harness or packages the agent image `berth image build --agent NAME` builds)',
+    )
+    .option('--apt <packages>', "Debian packages in the agent's image (comma-separated)")
+    .option(
+      '--npm <packages>',
+      "npm packages in the agent's image, each at an exact version: typescript@5.6.3 (comma-separated)",
     )
     .option('--memory <mb>', 'memory limit in MiB', '512')
     .option('--cpus <n>', 'CPU limit', '1')
@@ -48,6 +54,8 @@ export function agentCommand(env: NodeJS.ProcessEnv): Command {
           pids: string;
           configDir?: string;
           harnessTimeout?: string;
+          apt?: string;
+          npm?: string;
           json?: boolean;
         } & ModelOptions,
       ) => {
@@ -61,6 +69,7 @@ export function agentCommand(env: NodeJS.ProcessEnv): Command {
           ...modelFields(o),
           ...(o.configDir ? { configDir: o.configDir } : {}),
           ...(o.harnessTimeout ? { harnessTimeoutMs: Number(o.harnessTimeout) } : {}),
+          ...packagesOf(o),
         });
         if (o.json) printJson(created);
         else
@@ -89,6 +98,14 @@ export function agentCommand(env: NodeJS.ProcessEnv): Command {
       process.stdout.write(`agent ${name} deleted\n`);
     });
   return agent;
+}
+
+/** --apt and --npm as the agent's `packages`; the API checks the names and the npm pins. */
+function packagesOf(o: { apt?: string; npm?: string }): Record<string, unknown> {
+  const apt = commaList(o.apt);
+  const npm = commaList(o.npm);
+  const packages = { ...(apt.length ? { apt } : {}), ...(npm.length ? { npm } : {}) };
+  return Object.keys(packages).length ? { packages } : {};
 }
 
 interface ModelOptions {

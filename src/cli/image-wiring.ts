@@ -10,6 +10,6 @@ export function imageCommandFor(env: NodeJS.ProcessEnv): Command {
   return imageCommand({
     docker: () => connectDocker(loadConfig(env).dockerSocket),
     cacheDir: () => hostPaths(loadConfig(env).dataDir).imageCacheDir,
-    agentProvider: async (name) => (await (await connect(env)).agents.get(name)).provider,
+    agent: async (name) => (await connect(env)).agents.get(name),
   });
 }

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { egressSchema } from './egress.js';
 import { BerthError } from './errors.js';
 import { NAME_PATTERN } from './names.js';
+import { agentPackagesSchema } from './packages.js';
 
 export { NAME_PATTERN };
 
@@ -67,8 +68,13 @@ export const agentSpecSchema = z
     provider: z.enum(PROVIDERS),
     /** runsc: the sandbox runs under gVisor, with a fresh sandbox for every turn. @default runc */
     isolation: z.enum(ISOLATION_TIERS).default('runc'),
-    /** Sandbox image; empty = the host's base image. */
+    /** Sandbox image; empty = the host's base image, or the agent image its harness and packages need. */
     image: z.string().max(256).optional(),
+    /**
+     * Packages built into the agent's image (berth image build --agent NAME): Debian packages
+     * by name, npm packages at an exact version (name@1.2.3).
+     */
+    packages: agentPackagesSchema.optional(),
     /** @default 512 */
     memoryMb: z
       .number()
@@ -202,6 +208,29 @@ export function assertAgentCrossFields(spec: {
       'Invalid agent: recycle: only a resident agent keeps a sandbox to recycle (set "mode": "resident", or drop "recycle")',
     );
   }
+}
+
+/** What an agent's image holds beyond the base image. */
+export interface AgentImageNeeds {
+  harnesses: HarnessName[];
+  apt: string[];
+  npm: string[];
+}
+
+/**
+ * What an agent's image must hold beyond the base: its provider's harness and its packages;
+ * null when the base image serves it (no harness, no packages).
+ */
+export function agentImageNeeds(spec: {
+  provider: string;
+  packages?: { apt?: string[]; npm?: string[] };
+}): AgentImageNeeds | null {
+  const needs = {
+    harnesses: isHarness(spec.provider) ? [spec.provider] : [],
+    apt: [...new Set(spec.packages?.apt ?? [])].sort(),
+    npm: [...new Set(spec.packages?.npm ?? [])].sort(),
+  };
+  return needs.harnesses.length + needs.apt.length + needs.npm.length > 0 ? needs : null;
 }
 
 export type AgentSpecInput = z.input<typeof agentSpecSchema>;

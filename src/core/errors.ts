@@ -286,6 +286,11 @@ export const ERRORS = {
     retryable: false,
     hint: 'Build the image with the harness first: berth image build --with <harness> (or name an image that has it with --image).',
   },
+  AGENT_IMAGE_MISSING: {
+    status: 400,
+    retryable: false,
+    hint: "The agent names packages: its image (the base, its provider's harness, its packages) must be built first with the command in the message (berth image build [--with <harness>] --apt … --npm …), or name an image that holds them with --image.",
+  },
   SCHEDULE_NOT_FOUND: {
     status: 404,
     retryable: false,

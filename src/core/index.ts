@@ -15,6 +15,7 @@ export * from './ids.js';
 export * from './json-lines.js';
 export * from './labels.js';
 export * from './model-budget.js';
+export * from './packages.js';
 export * from './postgres-url.js';
 export * from './protocol.js';
 export * from './sandbox-lifecycle.js';

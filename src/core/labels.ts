@@ -8,4 +8,8 @@ export const LABELS = {
   pool: 'berth.pool',
   /** Agent images: the harnesses the image holds, comma-separated (image/agent-image.ts). */
   harnesses: 'berth.harnesses',
+  /** Agent images: the Debian packages added to the base (the harnesses' and the agent's), comma-separated. */
+  apt: 'berth.apt',
+  /** Agent images: the agent's own npm packages (name@version), comma-separated. */
+  npm: 'berth.npm',
 } as const;

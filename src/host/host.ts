@@ -17,24 +17,14 @@ import {
   WebhookDispatcher,
 } from '../api/index.js';
 import { type BlobStore, openBlobStore } from '../blobs/index.js';
-import {
-  BerthError,
-  blobsConfigOf,
-  type Clock,
-  type HarnessName,
-  type ResolvedConfig,
-  systemClock,
-} from '../core/index.js';
+import { blobsConfigOf, type Clock, type ResolvedConfig, systemClock } from '../core/index.js';
 import { EgressInterceptor } from '../gateway/index.js';
 import {
-  agentImageBuildCommand,
-  agentImageRecipe,
-  agentImageTag,
+  agentImageCheck,
   type BuildProgress,
   baseImageRecipe,
   baseImageTag,
   ensureBaseImage,
-  imageHarnesses,
 } from '../image/index.js';
 import {
   assertDockerReachable,
@@ -180,9 +170,10 @@ export async function startHost(
   // Webhooks go out from the API process(es); a worker-only host sends none.
   const webhooks = api ? new WebhookDispatcher({ store, clock, config, log }) : undefined;
   webhooks?.start();
-  const harnessImage =
-    config.runtime === 'kubernetes' ? undefined : harnessImageCheck(docker, paths.imageCacheDir);
-  const app = api ? await buildApp({ config, store, clock, log, webhooks, metrics, harnessImage }) : null;
+  // Agent images are built on, and checked against, this machine's engine; not a cluster's nodes.
+  const agentImage =
+    config.runtime === 'kubernetes' ? undefined : agentImageCheck(docker, paths.imageCacheDir);
+  const app = api ? await buildApp({ config, store, clock, log, webhooks, metrics, agentImage }) : null;
   const address = app ? await app.listen({ host: config.apiHost, port: config.apiPort }) : '';
   log.info(
     { address, dataDir: config.dataDir, blobs: blobs.location, image, workerId: worker.id },
@@ -210,28 +201,5 @@ export async function startHost(
       })();
       return closing;
     },
-  };
-}
-
-/**
- * A harness agent's image, checked on this host's engine when the agent is created: the
- * image it names, or the agent image of its harness (berth image build --with), must exist
- * and carry the harness in its berth.harnesses label.
- */
-function harnessImageCheck(docker: Dockerode, cacheDir: string) {
-  return async (harness: HarnessName, image: string | undefined): Promise<string> => {
-    const wanted = image ?? agentImageTag(await agentImageRecipe(cacheDir, [harness]));
-    const has = await imageHarnesses(docker, wanted);
-    if (has?.includes(harness)) return wanted;
-    const build = agentImageBuildCommand([harness]);
-    throw new BerthError(
-      'HARNESS_NOT_IN_IMAGE',
-      has === null
-        ? `Image ${wanted} for harness ${harness} does not exist on this host (agent create)`
-        : `Image ${wanted} does not hold harness ${harness} (it has: ${has.join(', ') || 'none'}) (agent create)`,
-      {
-        hint: `Build it: ${build}${image ? ', then create the agent without --image (or name the image it prints)' : ''}`,
-      },
-    );
   };
 }

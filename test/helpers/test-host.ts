@@ -63,3 +63,14 @@ export async function startTestHost(
 }
 
 export type { SessionEvent };
+
+/** Waits until the session's last commit is promoted into its committed layer (it follows the reply). */
+export async function waitPromoted(
+  host: {
+    store: { getSessionView(id: string, now: number): Promise<{ pendingLayer: string | null } | null> };
+  },
+  sessionId: string,
+): Promise<void> {
+  for (let i = 0; i < 100 && (await host.store.getSessionView(sessionId, Date.now()))?.pendingLayer; i++)
+    await new Promise((r) => setTimeout(r, 50));
+}
