@@ -138,13 +138,25 @@ async function connect(url: string): Promise<pg.Client> {
   return client;
 }
 
-async function oneSize(cluster: PostgresCluster, size: number, options: ScaleOptions) {
-  const database = `bench_scale_${size}`;
+/** A database of its own on the cluster, STORES stores and an admin connection on it; drop() closes them and drops it. */
+async function benchDatabase(cluster: PostgresCluster, database: string) {
   const url = await cluster.createDatabase(database);
   const stores: Store[] = [];
   for (let i = 0; i < STORES; i++)
     stores.push(await openPostgresStore({ url, leaseMs: LEASE_MS, retry: RETRY }));
   const admin = await connect(url);
+  const drop = async () => {
+    await admin.end();
+    for (const s of stores) await s.close();
+    const root = await connect(cluster.url());
+    await root.query(`DROP DATABASE ${database} WITH (FORCE)`);
+    await root.end();
+  };
+  return { url, stores, admin, drop };
+}
+
+async function oneSize(cluster: PostgresCluster, size: number, options: ScaleOptions) {
+  const { url, stores, admin, drop } = await benchDatabase(cluster, `bench_scale_${size}`);
   try {
     await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
     const store = stores[0]!;
@@ -239,11 +251,7 @@ async function oneSize(cluster: PostgresCluster, size: number, options: ScaleOpt
       notify,
     };
   } finally {
-    await admin.end();
-    for (const s of stores) await s.close();
-    const root = await connect(cluster.url());
-    await root.query(`DROP DATABASE ${database} WITH (FORCE)`);
-    await root.end();
+    await drop();
   }
 }
 
@@ -268,12 +276,7 @@ function workerNames(n: number): string[] {
  * for `seconds` at each size, on a database of its own; rows are made fresh before each.
  */
 async function fleetKnee(cluster: PostgresCluster, sizes: number[], ms: number) {
-  const database = 'bench_scale_knee';
-  const url = await cluster.createDatabase(database);
-  const stores: Store[] = [];
-  for (let i = 0; i < STORES; i++)
-    stores.push(await openPostgresStore({ url, leaseMs: LEASE_MS, retry: RETRY }));
-  const admin = await connect(url);
+  const { url, stores, admin, drop } = await benchDatabase(cluster, 'bench_scale_knee');
   try {
     const workerIds = workerNames(Math.max(...sizes));
     await createBenchAgent(stores[0]!, AGENT);
@@ -311,11 +314,7 @@ async function fleetKnee(cluster: PostgresCluster, sizes: number[], ms: number) 
     }
     return results;
   } finally {
-    await admin.end();
-    for (const s of stores) await s.close();
-    const root = await connect(cluster.url());
-    await root.query(`DROP DATABASE ${database} WITH (FORCE)`);
-    await root.end();
+    await drop();
   }
 }
 

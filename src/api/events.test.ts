@@ -25,15 +25,32 @@ function countingListeners(store: Store): { store: Store; live: () => number } {
   return { store: Object.assign(Object.create(store) as Store, { onChange }), live: () => live };
 }
 
-async function setup(t: { after(fn: () => Promise<void>): void }) {
+type TestContext = { after(fn: () => Promise<void>): void };
+
+/** An in-memory store and the API on `wrap(store)`, both closed after the test: the store, the API's URL. */
+async function serve(t: TestContext, wrap: (raw: Store) => Store = (raw) => raw) {
   const config = loadConfig({});
   const raw = openSqliteStore({ path: ':memory:', leaseMs: config.leaseMs, retry: config });
-  const { store, live } = countingListeners(raw);
-  const app = await buildApp({ config, store, clock: systemClock, log: pino({ level: 'silent' }) });
+  const app = await buildApp({
+    config,
+    store: wrap(raw),
+    clock: systemClock,
+    log: pino({ level: 'silent' }),
+  });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   t.after(async () => {
     await app.close();
     await raw.close();
+  });
+  return { raw, url };
+}
+
+async function setup(t: TestContext) {
+  let live = () => 0;
+  const { raw, url } = await serve(t, (raw) => {
+    const counting = countingListeners(raw);
+    live = counting.live;
+    return counting.store;
   });
   const acmeToken = (await issueToken(raw, 'acme', '', Date.now())).token;
   const acme = new ApiClient(url, acmeToken);
@@ -112,19 +129,13 @@ test('clients that disconnect leave no listener behind', async (t) => {
 });
 
 test("a session stream reads the store on its own session's changes, not on every other session's", async (t) => {
-  const config = loadConfig({});
-  const raw = openSqliteStore({ path: ':memory:', leaseMs: config.leaseMs, retry: config });
   let reads = 0;
-  const eventsAfter: Store['eventsAfter'] = (sessionId, ...rest) => {
-    if (sessionId === 's1') reads++;
-    return raw.eventsAfter(sessionId, ...rest);
-  };
-  const store = Object.assign(Object.create(raw) as Store, { eventsAfter });
-  const app = await buildApp({ config, store, clock: systemClock, log: pino({ level: 'silent' }) });
-  const url = await app.listen({ host: '127.0.0.1', port: 0 });
-  t.after(async () => {
-    await app.close();
-    await raw.close();
+  const { raw, url } = await serve(t, (raw) => {
+    const eventsAfter: Store['eventsAfter'] = (sessionId, ...rest) => {
+      if (sessionId === 's1') reads++;
+      return raw.eventsAfter(sessionId, ...rest);
+    };
+    return Object.assign(Object.create(raw) as Store, { eventsAfter });
   });
   const client = new ApiClient(url, (await issueToken(raw, 'acme', '', Date.now())).token);
   await client.request('POST', '/v1/agents', { name: 'a', provider: 'command' });
@@ -152,14 +163,7 @@ test("a session stream reads the store on its own session's changes, not on ever
 });
 
 test('a session stream sends its queue position when the session ahead of it is claimed', async (t) => {
-  const config = loadConfig({});
-  const store = openSqliteStore({ path: ':memory:', leaseMs: config.leaseMs, retry: config });
-  const app = await buildApp({ config, store, clock: systemClock, log: pino({ level: 'silent' }) });
-  const url = await app.listen({ host: '127.0.0.1', port: 0 });
-  t.after(async () => {
-    await app.close();
-    await store.close();
-  });
+  const { raw: store, url } = await serve(t);
   const client = new ApiClient(url, (await issueToken(store, 'acme', '', Date.now())).token);
   await client.request('POST', '/v1/agents', { name: 'a', provider: 'command' });
   await client.request('POST', '/v1/sessions/first/messages', { text: 'x', agent: 'a' });
