@@ -20,7 +20,8 @@ import { sleep } from '../src/core/index.js';
 import { openPostgresStore, type Store } from '../src/store/index.js';
 import { freshDatabase } from './helpers/postgres.js';
 
-const LEASE_MS = 10_000;
+// Long enough that a renewal delayed by a starved CPU (a loaded 2-core CI machine) does not lose a live lease.
+const LEASE_MS = 20_000;
 const RETRY = { retryBaseMs: 1000, retryMaxMs: 60_000, maxTries: 5 };
 const SESSIONS = 20_000;
 const WORKERS = 200;
