@@ -82,7 +82,23 @@ async function sendTurn(ctx: DriverContext, sessionIndex: number, session: strin
     reason,
     endedAt: Date.now(),
   });
-  const signal = AbortSignal.any([AbortSignal.timeout(ctx.messageTimeoutMs), ctx.abort]);
+  const deadline = messageDeadline(ctx.abort, ctx.messageTimeoutMs);
+  try {
+    return await followTurn(ctx, sessionIndex, session, turn, base, end, deadline.signal);
+  } finally {
+    deadline.clear();
+  }
+}
+
+async function followTurn(
+  ctx: DriverContext,
+  sessionIndex: number,
+  session: string,
+  turn: number,
+  base: { eventsSeen: number; lastEvent: string | null; retriesSeen: number; replyText: string | null },
+  end: (outcome: Outcome, messageId: number | null, reason: string) => RequestRecord,
+  signal: AbortSignal,
+): Promise<RequestRecord> {
   const text = JSON.stringify(turnPlan(sessionIndex, turn, { session, seed: ctx.seed }));
   let posted: { message: { id: number }; eventId: number };
   try {
@@ -120,6 +136,29 @@ async function sendTurn(ctx: DriverContext, sessionIndex: number, session: strin
   } catch (err) {
     return end('unknown', messageId, `events: ${describe(err, ctx.abort)}`);
   }
+}
+
+/**
+ * Aborts at the run's abort or after `ms`, with a TimeoutError like AbortSignal.timeout's.
+ * Not AbortSignal.any over AbortSignal.timeout: on Node 20 the collector may drop the inner
+ * timeout signal, and the message timeout then never fired (nodejs/node#57736).
+ */
+function messageDeadline(runAbort: AbortSignal, ms: number): { signal: AbortSignal; clear(): void } {
+  const controller = new AbortController();
+  const onRunAbort = () => controller.abort(runAbort.reason);
+  if (runAbort.aborted) onRunAbort();
+  else runAbort.addEventListener('abort', onRunAbort, { once: true });
+  const timer = setTimeout(
+    () => controller.abort(new DOMException('no reply within the per-message timeout', 'TimeoutError')),
+    ms,
+  );
+  return {
+    signal: controller.signal,
+    clear: () => {
+      clearTimeout(timer);
+      runAbort.removeEventListener('abort', onRunAbort);
+    },
+  };
 }
 
 function describe(err: unknown, runAbort: AbortSignal): string {

@@ -1,0 +1,46 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import type { ApiClient } from '../client/index.js';
+import { driveSession, type RequestRecord } from './session-driver.js';
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+test('a message that never gets its reply ends unknown at the per-message timeout, whatever the collector does', {
+  timeout: 30_000,
+}, async () => {
+  // The POST is answered, and the event stream stays open with nothing in it.
+  const client = {
+    request: async () => ({ message: { id: 1 }, eventId: 0 }),
+    events: async function* (_session: string, _after: number, signal: AbortSignal) {
+      await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+      yield* [];
+    },
+  } as unknown as ApiClient;
+  const records: RequestRecord[] = [];
+  const collecting = setInterval(gc, 20);
+  try {
+    const unsent = await driveSession(
+      {
+        client,
+        agent: 'a',
+        turns: 2,
+        seed: 1,
+        messageTimeoutMs: 300,
+        abort: new AbortController().signal,
+        onRecord: (r) => records.push(r),
+      },
+      0,
+      's1',
+    );
+    assert.equal(unsent, 1, 'the next turn is not sent after an unknown');
+  } finally {
+    clearInterval(collecting);
+  }
+  assert.deepEqual(
+    records.map((r) => [r.outcome, r.reason]),
+    [['unknown', 'events: no reply within the per-message timeout']],
+  );
+});
