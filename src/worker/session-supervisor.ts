@@ -140,16 +140,17 @@ export class SessionSupervisor {
   stop(request: StopRequest): void {
     this.seen.stop = request;
     this.wake.notify();
-    // Self-fencing: the sandbox dies now, whatever the supervision is waiting for (a store out of reach).
+    if (request === 'LeaseLost') this.fenceSandbox();
+  }
+
+  /** Self-fencing: the sandbox dies now, whatever the supervision is waiting for (a store out of reach). */
+  private fenceSandbox(): void {
     const sandbox = this.sandbox;
-    if (request === 'LeaseLost' && sandbox && !sandbox.lifecycle.isEnding) {
-      sandbox.lifecycle.moveTo('draining', 'self-fencing');
-      this.deps.runtime
-        .kill(sandbox.handle, 'LeaseLost', { hard: true })
-        .catch((err: unknown) =>
-          this.log.warn({ err }, 'Self-fencing kill failed; the clean-up kills again'),
-        );
-    }
+    if (!sandbox || sandbox.lifecycle.isEnding) return;
+    sandbox.lifecycle.moveTo('draining', 'self-fencing');
+    this.deps.runtime
+      .kill(sandbox.handle, 'LeaseLost', { hard: true })
+      .catch((err: unknown) => this.log.warn({ err }, 'Self-fencing kill failed; the clean-up kills again'));
   }
 
   async run(): Promise<void> {
@@ -323,6 +324,12 @@ export class SessionSupervisor {
         log: this.log,
         binding: { sessionId: this.session.id, generation: this.session.generation },
       });
+      // A self-fence during the launch found no sandbox to kill: this one dies now, never bound
+      // (a chaos partition found such a sandbox running its turn a lease after the cut).
+      if (this.seen.stop === 'LeaseLost') {
+        this.fenceSandbox();
+        throw new BerthError('WORKER_FENCED', 'lease lost while the sandbox started');
+      }
     }
     const { gateway, lifecycle } = this.sandbox;
     // The turn's outcome (written by the gateway) and every other move wake the loop.
