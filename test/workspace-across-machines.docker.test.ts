@@ -159,6 +159,31 @@ test('a worker killed between a layer’s upload and its commit: nothing of it i
   );
 });
 
+test('a machine lost between a commit and its promotion, with no next message: a live process settles the owed layer from the chain', async (t) => {
+  const { client, store, addMachine, destroy } = await startMachines(t);
+  await client.request('POST', '/v1/agents', { name: 'scr', provider: 'script' });
+  const doomed = await addMachine('doomed', failpointEnv('before-mark-promoted'));
+  await client.request('POST', '/v1/sessions/p1/messages', {
+    agent: 'scr',
+    text: plan({ steps: [{ write: { path: 'kept.txt', content: 'committed\n' } }], reply: 'done' }),
+  });
+  await exited(doomed.child);
+  const owed = (await store.getSessionView('p1', Date.now()))?.pendingLayer;
+  assert.ok(owed, 'the turn committed and its layer awaits promotion');
+  await destroy(doomed);
+
+  // Any live process that sweeps may settle it (the API's host among them); none holds the layer.
+  await eventually('the owed layer is settled without a next message', async () =>
+    (await store.getSessionView('p1', Date.now()))?.pendingLayer === null ? true : undefined,
+  );
+  await addMachine('survivor');
+  const seen = await send(client, 'p1', {
+    steps: [{ assertFile: { path: 'kept.txt', equals: 'committed\n' } }],
+    reply: 'there',
+  });
+  assert.equal(seen.type, 'reply', JSON.stringify(seen.data));
+});
+
 test('fork: a new session from the source’s last committed turn, sharing its objects; the two diverge', async (t) => {
   const { url, token, client, store, addMachine } = await startMachines(t);
   await client.request('POST', '/v1/agents', { name: 'scr', provider: 'script' });

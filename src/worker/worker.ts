@@ -306,7 +306,7 @@ export class Worker {
       await sleep(config.leaseMs / 5, this.abort.signal);
       if (this.abort.signal.aborted) return;
       try {
-        await store.reclaimExpiredLeases(clock.now());
+        await this.settleLayersOfLostMachines(await store.reclaimExpiredLeases(clock.now()));
       } catch (err) {
         this.log.warn({ err }, 'Sweep of expired leases failed');
         continue;
@@ -318,6 +318,24 @@ export class Worker {
           .finally(() => {
             this.cleaning = null;
           });
+    }
+  }
+
+  /**
+   * A session taken over from a dead worker may still owe the promotion of its last committed
+   * layer (pendingLayer), which only the machine holding the layer can apply. A layer on this
+   * machine's disk is promoted by the clean-up (or the session's next owner). One that is not
+   * here was sealed on another machine, which may be gone for good (a lost node): the layer
+   * is in the session's chain, and every machine's copy catches up from there before its next
+   * turn, so the debt is settled now instead of waiting for the session's next message.
+   */
+  private async settleLayersOfLostMachines(sessionIds: string[]): Promise<void> {
+    const { store, clock } = this.deps;
+    for (const sessionId of sessionIds) {
+      const turnId = (await store.getSessionView(sessionId, clock.now()))?.pendingLayer;
+      if (!turnId || (await this.workspaces.hasLayer(sessionId, turnId))) continue;
+      await store.markLayerPromoted(sessionId, turnId);
+      this.log.info({ sessionId, turnId }, 'Layer of a lost machine settled from the chain');
     }
   }
 

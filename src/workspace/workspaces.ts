@@ -229,6 +229,11 @@ export class Workspaces {
     return true;
   }
 
+  /** Whether this machine holds the turn's attempt layer. */
+  async hasLayer(sessionId: string, turnId: string): Promise<boolean> {
+    return exists(this.layerPath(sessionId, turnId));
+  }
+
   /** Drops an aborted or abandoned attempt layer, or a promoted one the store has marked. */
   async discard(sessionId: string, turnId: string): Promise<void> {
     await rm(this.layerPath(sessionId, turnId), { recursive: true, force: true });
