@@ -4,11 +4,12 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { ApiClient } from '../client/index.js';
 import { driveSession, type RequestRecord } from './session-driver.js';
+import { expectedReply } from './workload.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 
-test('a message that never gets its reply ends unknown at the per-message timeout, whatever the collector does', {
+test('a message berth says nothing more about ends unknown at the per-message timeout, whatever the collector does', {
   timeout: 30_000,
 }, async () => {
   // The POST is answered, and the event stream stays open with nothing in it.
@@ -41,6 +42,38 @@ test('a message that never gets its reply ends unknown at the per-message timeou
   }
   assert.deepEqual(
     records.map((r) => [r.outcome, r.reason]),
-    [['unknown', 'events: no reply within the per-message timeout']],
+    [['unknown', 'events: nothing from berth about the message within the per-message timeout']],
+  );
+});
+
+test('a message queued longer than the per-message timeout, with berth saying where it is, ends ok', async () => {
+  const client = {
+    request: async () => ({ message: { id: 7 }, eventId: 0 }),
+    events: async function* () {
+      // Twice the timeout in queue positions, then the reply.
+      for (let i = 0; i < 6; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        yield { type: 'queued', data: { position: 6 - i } };
+      }
+      yield { type: 'reply', data: { inReplyTo: [7], text: expectedReply('s1', 1) } };
+    },
+  } as unknown as ApiClient;
+  const records: RequestRecord[] = [];
+  await driveSession(
+    {
+      client,
+      agent: 'a',
+      turns: 1,
+      seed: 1,
+      messageTimeoutMs: 300,
+      abort: new AbortController().signal,
+      onRecord: (r) => records.push(r),
+    },
+    0,
+    's1',
+  );
+  assert.deepEqual(
+    records.map((r) => [r.outcome, r.reason]),
+    [['ok', '']],
   );
 });

@@ -10,7 +10,10 @@
  * Invariants:
  * - A session sends turn k+1 only after turn k was ok; after a fail or unknown it stops
  *   (its next plan would assert on a state nobody can predict), and the rest are not sent.
- * - Each request is bounded by `messageTimeoutMs` and by the run's abort signal.
+ * - Each request is bounded by the run's abort signal, and ends unknown once berth said
+ *   nothing about it for `messageTimeoutMs` (no answer to the POST, no event on the session's
+ *   stream): a message queued behind others gets its position, so a slow machine's long
+ *   queue is latency, not a timeout.
  */
 
 import type { ApiClient } from '../client/index.js';
@@ -84,7 +87,7 @@ async function sendTurn(ctx: DriverContext, sessionIndex: number, session: strin
   });
   const deadline = messageDeadline(ctx.abort, ctx.messageTimeoutMs);
   try {
-    return await followTurn(ctx, sessionIndex, session, turn, base, end, deadline.signal);
+    return await followTurn(ctx, sessionIndex, session, turn, base, end, deadline);
   } finally {
     deadline.clear();
   }
@@ -97,8 +100,9 @@ async function followTurn(
   turn: number,
   base: { eventsSeen: number; lastEvent: string | null; retriesSeen: number; replyText: string | null },
   end: (outcome: Outcome, messageId: number | null, reason: string) => RequestRecord,
-  signal: AbortSignal,
+  deadline: MessageDeadline,
 ): Promise<RequestRecord> {
+  const { signal } = deadline;
   const text = JSON.stringify(turnPlan(sessionIndex, turn, { session, seed: ctx.seed }));
   let posted: { message: { id: number }; eventId: number };
   try {
@@ -118,6 +122,7 @@ async function followTurn(
   try {
     for await (const e of ctx.client.events(session, posted.eventId, signal)) {
       const d = e.data;
+      deadline.heard();
       base.eventsSeen++;
       base.lastEvent = e.type;
       if (e.type === 'retrying' && d.messageId === messageId) base.retriesSeen++;
@@ -138,22 +143,32 @@ async function followTurn(
   }
 }
 
+interface MessageDeadline {
+  signal: AbortSignal;
+  /** Berth said something about the message: the silence starts again. */
+  heard(): void;
+  clear(): void;
+}
+
 /**
- * Aborts at the run's abort or after `ms`, with a TimeoutError like AbortSignal.timeout's.
- * Not AbortSignal.any over AbortSignal.timeout: on Node 20 the collector may drop the inner
- * timeout signal, and the message timeout then never fired (nodejs/node#57736).
+ * Aborts at the run's abort, or after `ms` of silence, with a TimeoutError like
+ * AbortSignal.timeout's. Not AbortSignal.any over AbortSignal.timeout: on Node 20 the
+ * collector may drop the inner timeout signal, and the timeout then never fired
+ * (nodejs/node#57736).
  */
-function messageDeadline(runAbort: AbortSignal, ms: number): { signal: AbortSignal; clear(): void } {
+function messageDeadline(runAbort: AbortSignal, ms: number): MessageDeadline {
   const controller = new AbortController();
   const onRunAbort = () => controller.abort(runAbort.reason);
   if (runAbort.aborted) onRunAbort();
   else runAbort.addEventListener('abort', onRunAbort, { once: true });
-  const timer = setTimeout(
-    () => controller.abort(new DOMException('no reply within the per-message timeout', 'TimeoutError')),
-    ms,
-  );
+  const arm = () => setTimeout(() => controller.abort(new DOMException(SILENCE, 'TimeoutError')), ms);
+  let timer = arm();
   return {
     signal: controller.signal,
+    heard: () => {
+      clearTimeout(timer);
+      timer = arm();
+    },
     clear: () => {
       clearTimeout(timer);
       runAbort.removeEventListener('abort', onRunAbort);
@@ -161,10 +176,12 @@ function messageDeadline(runAbort: AbortSignal, ms: number): { signal: AbortSign
   };
 }
 
+const SILENCE = 'nothing from berth about the message within the per-message timeout';
+
 function describe(err: unknown, runAbort: AbortSignal): string {
   if (runAbort.aborted) return 'run cut short (--duration reached, or interrupted)';
   const e = err as Error;
-  if (e.name === 'TimeoutError') return 'no reply within the per-message timeout';
+  if (e.name === 'TimeoutError') return SILENCE;
   return isBerthError(err) ? `${err.code}: ${err.message}` : e.message;
 }
 

@@ -107,7 +107,11 @@ export function chaosCommand(env: NodeJS.ProcessEnv): Command {
       'SIGKILL the S3 daemon halfway through the run and start it again after this many seconds (default 5); the run keeps its blobs in a throw-away S3 service (radosgw)',
     )
     .option('--slots <n>', 'slots of each worker', '2')
-    .option('--message-timeout <seconds>', 'no reply after this long: the request is unknown', '120')
+    .option(
+      '--message-timeout <seconds>',
+      'berth silent about a message this long (no answer to the POST, no event while its reply is awaited): the request is unknown',
+      '120',
+    )
     .option('--lease <duration>', 'worker lease (BERTH_LEASE) of the children', '3s')
     .option('--seed <n>', 'seed of the workload sleeps (default random; printed in the report)')
     .option('--data <dir>', 'use this data dir (kept) instead of a temp one')
