@@ -45,7 +45,10 @@ test('chaos on nodes: a third of the nodes killed whole, with sandbox kills, los
     store: { url: await freshDatabase() },
     blobs: { service: s3, bucket: 'berth-chaos-nodes' },
     nodes: { count: 3, kill: 1 },
-    slotsPerWorker: 2,
+    // Every session may run at once: the node kill (a lookup of the busiest node, then a freeze)
+    // meets up to four running turns of a few hundred ms each, not two (with two it missed them
+    // all in two of three runs).
+    slotsPerWorker: 4,
     // A shared, busy 2-core machine: a 3 s lease lapses under load, and the kill must be told from that.
     lease: '10s',
     keep: true,
