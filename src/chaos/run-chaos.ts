@@ -24,6 +24,7 @@
  *   the injector and the shutdown each have a time limit.
  * - The checker reads the store only after every berth process has exited.
  */
+import { setMaxListeners } from 'node:events';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -198,6 +199,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   const requests: RequestRecord[] = [];
   const turnsTotal = opts.sessions * opts.turns;
   const cut = new AbortController();
+  // Each session's request in flight listens for the cut.
+  setMaxListeners(opts.sessions + 10, cut.signal);
   const onAbort = () => cut.abort();
   opts.signal?.addEventListener('abort', onAbort, { once: true });
   let phase: ChaosProgress['phase'] = 'starting';
