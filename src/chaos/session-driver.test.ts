@@ -9,6 +9,25 @@ import { expectedReply } from './workload.js';
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 
+/** Drives session s1 for `turns` turns through `client`, with a 300 ms per-message timeout. */
+async function drive(client: ApiClient, turns: number) {
+  const records: RequestRecord[] = [];
+  const unsent = await driveSession(
+    {
+      client,
+      agent: 'a',
+      turns,
+      seed: 1,
+      messageTimeoutMs: 300,
+      abort: new AbortController().signal,
+      onRecord: (r) => records.push(r),
+    },
+    0,
+    's1',
+  );
+  return { unsent, records };
+}
+
 test('a message berth says nothing more about ends unknown at the per-message timeout, whatever the collector does', {
   timeout: 30_000,
 }, async () => {
@@ -20,23 +39,12 @@ test('a message berth says nothing more about ends unknown at the per-message ti
       yield* [];
     },
   } as unknown as ApiClient;
-  const records: RequestRecord[] = [];
   const collecting = setInterval(gc, 20);
+  let records: RequestRecord[];
   try {
-    const unsent = await driveSession(
-      {
-        client,
-        agent: 'a',
-        turns: 2,
-        seed: 1,
-        messageTimeoutMs: 300,
-        abort: new AbortController().signal,
-        onRecord: (r) => records.push(r),
-      },
-      0,
-      's1',
-    );
-    assert.equal(unsent, 1, 'the next turn is not sent after an unknown');
+    const driven = await drive(client, 2);
+    records = driven.records;
+    assert.equal(driven.unsent, 1, 'the next turn is not sent after an unknown');
   } finally {
     clearInterval(collecting);
   }
@@ -58,20 +66,7 @@ test('a message queued longer than the per-message timeout, with berth saying wh
       yield { type: 'reply', data: { inReplyTo: [7], text: expectedReply('s1', 1) } };
     },
   } as unknown as ApiClient;
-  const records: RequestRecord[] = [];
-  await driveSession(
-    {
-      client,
-      agent: 'a',
-      turns: 1,
-      seed: 1,
-      messageTimeoutMs: 300,
-      abort: new AbortController().signal,
-      onRecord: (r) => records.push(r),
-    },
-    0,
-    's1',
-  );
+  const { records } = await drive(client, 1);
   assert.deepEqual(
     records.map((r) => [r.outcome, r.reason]),
     [['ok', '']],
