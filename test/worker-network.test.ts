@@ -24,9 +24,9 @@ const asRoot = process.getuid?.() === 0;
 const NEEDS_ROOT =
   'needs root: network namespaces and veth links (ip from iproute2: scripts/ensure-iproute2.sh)';
 
-/** Connects from inside the namespace to host:port; resolves with the bytes read, or 'failed' within 2 s. */
+/** Connects from inside the namespace to host:port; resolves with the bytes read, or 'failed' within 5 s (a SYN lost to a link coming up is sent again after 1 s, then 3 s). */
 async function fetchFromInside(net: WorkerNetwork, host: string, port: number): Promise<string> {
-  const script = `const s=require('net').connect(${port},'${host}');let d='';s.on('data',c=>d+=c);s.on('end',()=>{console.log(d);process.exit(0)});s.on('error',()=>{console.log('failed');process.exit(0)});setTimeout(()=>{console.log('failed');process.exit(0)},2000)`;
+  const script = `const s=require('net').connect(${port},'${host}');let d='';s.on('data',c=>d+=c);s.on('end',()=>{console.log(d);process.exit(0)});s.on('error',()=>{console.log('failed');process.exit(0)});setTimeout(()=>{console.log('failed');process.exit(0)},5000)`;
   const { stdout } = await run('nsenter', [`--net=${net.path}`, '--', process.execPath, '-e', script]);
   return stdout.trim();
 }

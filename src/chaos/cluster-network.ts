@@ -109,6 +109,11 @@ export async function createClusterNetwork(memberCount: number): Promise<Cluster
         cut: () => inSwitch(['link', 'set', port, 'down']).then(() => undefined),
         heal: async () => {
           await inSwitch(['link', 'set', port, 'up']);
+          // What either side asked for while cut is cached as unreachable: a heal is a working link at once.
+          await ip(['-n', namespace, 'neigh', 'flush', 'dev', 'eth0']);
+          await ip(['neigh', 'flush', 'to', address]);
+          for (const other of namespaces.filter((n) => n !== namespace))
+            await ip(['-n', other, 'neigh', 'flush', 'to', address]);
           await carrierUp(port, switchNs);
         },
         throttle: async (kbit) => {

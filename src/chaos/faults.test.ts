@@ -62,23 +62,45 @@ async function inject(
   return { done, warnings, faults: injector.faults };
 }
 
-const running = (byWorker: Record<string, number>) => async () =>
+/** Each worker's running turns: a count of turns just started, or `old:N`, N turns started a minute ago. */
+const running = (byWorker: Record<string, number | `old:${number}`>) => async () =>
   new Map(
-    Object.entries(byWorker).map(([name, n]) => [
-      `wrk-${name}`,
-      Array.from({ length: n }, (_, i) => `sbx-${name}-${i}`),
-    ]),
+    Object.entries(byWorker).map(([name, n]) => {
+      const old = typeof n === 'string';
+      return [
+        `wrk-${name}`,
+        Array.from({ length: old ? Number(n.slice(4)) : n }, (_, i) => ({
+          sandbox: `sbx-${name}-${i}`,
+          startedAt: Date.now() - (old ? 60_000 : 0),
+        })),
+      ];
+    }),
   );
 
 test('a worker kill hits the workers that run turns, the busiest first; an idle worker never', async () => {
   const cases: {
     name: string;
-    turns: Record<string, number>;
+    turns: Record<string, number | `old:${number}`>;
     count: number;
     killed: string[];
     warned: boolean;
   }[] = [
     { name: 'one busy worker', turns: { b: 1 }, count: 1, killed: ['b'], warned: false },
+    // A turn found long running is likely done when the kill lands: a fresh one is aimed at first.
+    {
+      name: 'a fresh turn before more old ones',
+      turns: { a: 'old:2', c: 1 },
+      count: 1,
+      killed: ['c'],
+      warned: false,
+    },
+    {
+      name: 'old turns only, after half the wait',
+      turns: { a: 'old:1' },
+      count: 1,
+      killed: ['a'],
+      warned: false,
+    },
     { name: 'the busiest of two', turns: { a: 1, c: 2 }, count: 1, killed: ['c'], warned: false },
     { name: 'two of three, both busy', turns: { a: 2, c: 1 }, count: 2, killed: ['a', 'c'], warned: false },
     { name: 'two wanted, one busy', turns: { b: 1 }, count: 2, killed: ['b'], warned: true },

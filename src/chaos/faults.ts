@@ -180,8 +180,14 @@ export interface PartitionableWorker {
   heal(): Promise<void>;
 }
 
-/** Sandbox names of the running turns, per worker id (from the API's /v1/status). */
-export type RunningTurns = () => Promise<Map<string, string[]>>;
+/** A running turn: its sandbox's name, and when it started (epoch ms, the workers' clock). */
+export interface RunningTurn {
+  sandbox: string;
+  startedAt: number;
+}
+
+/** The running turns, per worker id (from the API's /v1/status). */
+export type RunningTurns = () => Promise<Map<string, RunningTurn[]>>;
 
 export interface FaultInjectorOptions {
   /** The engines whose sandboxes are killed, as they are now (a dead node has none). */
@@ -271,6 +277,13 @@ const ENGINE_TIMEOUT_MS = 5000;
 const STATUS_TIMEOUT_MS = 20_000;
 /** How long a sandbox kill's answer is waited for (in the background, past ENGINE_TIMEOUT_MS). */
 const KILL_ANSWER_TIMEOUT_MS = 60_000;
+/**
+ * A worker kill, node kill or partition aims at a turn that started at most this long ago:
+ * a turn lasts a second or so, and one found on an older status is often done by the time
+ * the fault lands (it then proves nothing). Half the wait for turns is spent on such aims;
+ * then any running turn will do.
+ */
+const FRESH_TURN_MS = 500;
 /** When no sandbox is running, look again this soon instead of waiting a whole interval. */
 const RETRY_NO_TARGET_MS = 250;
 
@@ -343,7 +356,7 @@ export class FaultInjector {
         this.workerKillDueAt ??= this.clock.now();
         const count = wk.count ?? 1;
         const waited = this.clock.now() - this.workerKillDueAt >= wk.maxWaitForTurnsMs;
-        const victims = await this.pickWorkers(wk, count);
+        const victims = await this.pickWorkers(wk, count, this.workerKillDueAt);
         if (victims.length === count || waited) {
           if (victims.length < count)
             this.opts.onWarning?.(
@@ -356,7 +369,10 @@ export class FaultInjector {
       if (nk && !this.nodeKill && !this.blobsDown && nk.due()) {
         this.nodeKillDueAt ??= this.clock.now();
         const waited = this.clock.now() - this.nodeKillDueAt >= nk.maxWaitForTurnsMs;
-        const victims = await this.busiest(nk.nodes, nk.runningTurns, nk.count);
+        const victims = await this.busiest(nk.nodes, nk.runningTurns, nk.count, {
+          dueAt: this.nodeKillDueAt,
+          maxWaitMs: nk.maxWaitForTurnsMs,
+        });
         if (victims.length === nk.count || waited) {
           if (victims.length < nk.count)
             this.opts.onWarning?.(
@@ -376,7 +392,10 @@ export class FaultInjector {
       const pt = this.opts.partition;
       if (pt && !this.partition && pt.due()) {
         this.partitionDueAt ??= this.clock.now();
-        const [victim] = await this.busiest(pt.workers, pt.runningTurns, 1);
+        const [victim] = await this.busiest(pt.workers, pt.runningTurns, 1, {
+          dueAt: this.partitionDueAt,
+          maxWaitMs: pt.maxWaitForTurnsMs,
+        });
         if (victim) this.partition = this.cutOff(pt, victim.worker, victim.sandboxes);
         else if (this.clock.now() - this.partitionDueAt >= pt.maxWaitForTurnsMs) {
           this.opts.onWarning?.(
@@ -634,32 +653,45 @@ export class FaultInjector {
   private async pickWorkers(
     wk: NonNullable<FaultInjectorOptions['workerKill']>,
     count: number,
+    dueAt: number,
   ): Promise<KillableWorker[]> {
     const live = wk.workers.filter((w) => w.pid !== undefined && w.workerId() !== this.partitioned);
-    return (await this.busiest(live, wk.runningTurns, count)).map((b) => b.worker);
+    return (await this.busiest(live, wk.runningTurns, count, { dueAt, maxWaitMs: wk.maxWaitForTurnsMs })).map(
+      (b) => b.worker,
+    );
   }
 
   /**
    * Up to `count` workers with a known id running the most turns (ties at random), with
-   * their turns' sandboxes; a worker running none is never picked.
+   * their turns' sandboxes; a worker running none is never picked. For the first half of
+   * the wait since the fault was due, only workers whose newest turn is fresh (FRESH_TURN_MS).
    */
   private async busiest<W extends { workerId(): string | null }>(
     workers: W[],
     runningTurns: RunningTurns,
     count: number,
+    wait: { dueAt: number; maxWaitMs: number },
   ): Promise<{ worker: W; sandboxes: string[] }[]> {
     const turns = await Promise.race([
       runningTurns(),
       new Promise<never>((_, reject) =>
         setTimeout(() => reject(new Error('timeout')), STATUS_TIMEOUT_MS).unref(),
       ),
-    ]).catch(() => new Map<string, string[]>());
+    ]).catch(() => new Map<string, RunningTurn[]>());
+    const now = this.clock.now();
+    const freshOnly = now - wait.dueAt < wait.maxWaitMs / 2;
     const ranked = workers
       .filter((w) => w.workerId() !== null)
-      .map((worker) => ({ worker, sandboxes: turns.get(worker.workerId()!) ?? [], tie: this.random() }))
-      .filter((w) => w.sandboxes.length > 0)
-      .sort((a, b) => b.sandboxes.length - a.sandboxes.length || a.tie - b.tie);
-    return ranked.slice(0, count);
+      .map((worker) => ({ worker, running: turns.get(worker.workerId()!) ?? [], tie: this.random() }))
+      .filter(
+        (w) =>
+          w.running.length > 0 &&
+          (!freshOnly || now - Math.max(...w.running.map((t) => t.startedAt)) <= FRESH_TURN_MS),
+      )
+      .sort((a, b) => b.running.length - a.running.length || a.tie - b.tie);
+    return ranked
+      .slice(0, count)
+      .map((w) => ({ worker: w.worker, sandboxes: w.running.map((t) => t.sandbox) }));
   }
 
   private async cutOff(

@@ -43,7 +43,13 @@ import { baseImageRecipe, baseImageTag } from '../image/index.js';
 import { connectDocker } from '../runtime/index.js';
 import { installIdOf } from '../worker/index.js';
 import { BerthProcess, freePort, waitForHealthy, workerIdOf } from './children.js';
-import { FaultInjector, type KillableWorker, type PrimaryDeath, type StoreFailover } from './faults.js';
+import {
+  FaultInjector,
+  type KillableWorker,
+  type PrimaryDeath,
+  type RunningTurn,
+  type StoreFailover,
+} from './faults.js';
 import { checkInvariants } from './invariants.js';
 import { removeLeftovers } from './leftovers.js';
 import { LoadSampler } from './load-sampler.js';
@@ -504,13 +510,17 @@ async function dateFirstFailures(failovers: StoreFailover[], logFiles: string[])
     );
 }
 
-/** Sandbox names of the running turns per worker id, from the API (sessions' current turns). */
-async function runningTurnsByWorker(client: ApiClient): Promise<Map<string, string[]>> {
+/** The running turns per worker id, from the API (sessions' current turns). */
+async function runningTurnsByWorker(client: ApiClient): Promise<Map<string, RunningTurn[]>> {
   const status = await client.request<{ sessions: SessionView[] }>('GET', '/v1/status');
-  const turns = new Map<string, string[]>();
+  const turns = new Map<string, RunningTurn[]>();
   for (const s of status.sessions) {
-    const worker = s.currentTurn?.workerId;
-    if (worker) turns.set(worker, [...(turns.get(worker) ?? []), s.currentTurn?.sandbox ?? '']);
+    const turn = s.currentTurn;
+    if (turn?.workerId)
+      turns.set(turn.workerId, [
+        ...(turns.get(turn.workerId) ?? []),
+        { sandbox: turn.sandbox ?? '', startedAt: turn.startedAt },
+      ]);
   }
   return turns;
 }

@@ -95,7 +95,8 @@ async function createOne(runId: string, index: number): Promise<WorkerNetwork> {
   await ip(['-n', name, 'addr', 'add', `${innerAddress}/30`, 'dev', innerLink]);
   await ip(['-n', name, 'link', 'set', innerLink, 'up']);
   await ip(['-n', name, 'link', 'set', 'lo', 'up']);
-  await carrierUp(hostLink);
+  const carries = () => Promise.all([carrierUp(hostLink), carrierUp(innerLink, name)]);
+  await carries();
   return {
     name,
     path: `${NETNS_DIR}/${name}`,
@@ -103,7 +104,9 @@ async function createOne(runId: string, index: number): Promise<WorkerNetwork> {
     cut: () => ip(['link', 'set', hostLink, 'down']).then(() => undefined),
     heal: async () => {
       await ip(['link', 'set', hostLink, 'up']);
-      await carrierUp(hostLink);
+      // Addresses asked for while cut are cached as unreachable for a while: a heal is a working link at once.
+      await ip(['-n', name, 'neigh', 'flush', 'dev', innerLink]);
+      await carries();
     },
   };
 }

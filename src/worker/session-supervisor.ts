@@ -95,6 +95,8 @@ export class SessionSupervisor {
     boundAt: 0,
     idleSince: 0,
   };
+  /** The sandbox was killed by self-fencing (once is enough). */
+  private fenced = false;
   /** The turn this supervision started whose layer is not settled yet. */
   private turn: Turn | null = null;
   private quota: WorkspaceQuota | null = null;
@@ -143,11 +145,16 @@ export class SessionSupervisor {
     if (request === 'LeaseLost') this.fenceSandbox();
   }
 
-  /** Self-fencing: the sandbox dies now, whatever the supervision is waiting for (a store out of reach). */
+  /**
+   * Self-fencing: the sandbox dies now, whatever the supervision is waiting for (a store out
+   * of reach). Also when it is already draining: an ending that came first (a store call that
+   * failed in the partition) kills only after its store steps, which may wait a minute.
+   */
   private fenceSandbox(): void {
     const sandbox = this.sandbox;
-    if (!sandbox || sandbox.lifecycle.isEnding) return;
-    sandbox.lifecycle.moveTo('draining', 'self-fencing');
+    if (!sandbox || this.fenced || sandbox.lifecycle.phase === 'gone') return;
+    this.fenced = true;
+    if (!sandbox.lifecycle.isEnding) sandbox.lifecycle.moveTo('draining', 'self-fencing');
     this.deps.runtime
       .kill(sandbox.handle, 'LeaseLost', { hard: true })
       .catch((err: unknown) => this.log.warn({ err }, 'Self-fencing kill failed; the clean-up kills again'));

@@ -195,7 +195,11 @@ export class PrimaryPool {
   private newPool(url: string): pg.Pool {
     const pool = new pg.Pool({ ...this.config, connectionString: url, max: this.maxConnections });
     // An idle connection that dies (server restart) is dropped by the pool; the next query opens a new one.
-    pool.on('error', (err) => this.warn(STORE_WARNINGS.idleConnectionLost, err));
+    // pg-pool hangs the whole client on the error (err.client): a log line of kilobytes.
+    pool.on('error', (err: Error & { client?: unknown }) => {
+      delete err.client;
+      this.warn(STORE_WARNINGS.idleConnectionLost, err);
+    });
     // A checked-out connection between two statements has no query to fail: without a listener
     // its 'error' (e.g. 57P01 at a server restart) would crash the process. The next
     // statement on it fails, and the transaction is retried on a new connection.
