@@ -31,16 +31,10 @@ import { join, resolve } from 'node:path';
 import { readAdminToken } from '../api/index.js';
 import { openBlobStore } from '../blobs/index.js';
 import { ApiClient } from '../client/index.js';
-import {
-  blobsConfigOf,
-  isBerthError,
-  loadConfig,
-  parseDurationMs,
-  redactUrl,
-  type SessionView,
-} from '../core/index.js';
+import { blobsConfigOf, isBerthError, loadConfig, parseDurationMs, redactUrl } from '../core/index.js';
 import { baseImageRecipe, baseImageTag } from '../image/index.js';
 import { connectDocker } from '../runtime/index.js';
+import type { Store } from '../store/index.js';
 import { installIdOf } from '../worker/index.js';
 import { BerthProcess, freePort, waitForHealthy, workerIdOf } from './children.js';
 import {
@@ -59,7 +53,7 @@ import type { PatroniCluster } from './patroni-cluster.js';
 import { buildReport, type ChaosReport, type ChaosSettings } from './report.js';
 import type { S3Service } from './s3-service.js';
 import { driveSession, type RequestRecord } from './session-driver.js';
-import { readStoreSnapshot } from './snapshot.js';
+import { openRunStore, readStoreSnapshot } from './snapshot.js';
 import { firstCommitAfter, firstFailedCallAfter } from './store-failover.js';
 import { type StoreRelay, startStoreRelay } from './store-relay.js';
 import {
@@ -211,6 +205,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   opts.signal?.addEventListener('abort', onAbort, { once: true });
   let phase: ChaosProgress['phase'] = 'starting';
   let injector: FaultInjector | null = null;
+  /** Where the injector reads the running turns: the store itself, not the API (below). */
+  let turnsStore: Store | null = null;
   const progress = () =>
     opts.onProgress?.({
       phase,
@@ -278,6 +274,10 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
         if (!(isBerthError(err) && err.code === 'AGENT_EXISTS')) throw err;
       });
 
+    // The API's /v1/status waits behind every session's event stream in its store queue
+    // (40-60 s with 500 sessions on this machine): the injector reads the store directly.
+    turnsStore = await openRunStore(apiDir, leaseMs, opts.store?.url ?? '');
+    const runningTurns = () => runningTurnsByWorker(turnsStore!);
     const killable: KillableWorker[] = workers.map((w) => ({
       name: w.name,
       get pid() {
@@ -313,7 +313,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
               workers: killable,
               count: opts.killWorkers,
               due: () => requests.length >= turnsTotal / 3,
-              runningTurns: () => runningTurnsByWorker(client),
+              runningTurns,
               maxWaitForTurnsMs: WORKER_KILL_MAX_WAIT_MS,
               restartDelayMs: WORKER_RESTART_DELAY_MS,
             }
@@ -324,7 +324,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
               nodes: killableNodes,
               count: opts.nodes.kill,
               due: () => requests.length >= turnsTotal / 3,
-              runningTurns: () => runningTurnsByWorker(client),
+              runningTurns,
               maxWaitForTurnsMs: WORKER_KILL_MAX_WAIT_MS,
               restartDelayMs: NODE_RESTART_DELAY_MS,
             }
@@ -345,7 +345,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
           heal: () => networks[i]!.heal(),
         })),
         due: () => requests.length >= turnsTotal / 4,
-        runningTurns: () => runningTurnsByWorker(client),
+        runningTurns,
         maxWaitForTurnsMs: WORKER_KILL_MAX_WAIT_MS,
         durationMs: opts.partitionWorker.durationMs ?? 2 * leaseMs,
         leaseMs,
@@ -470,6 +470,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     await injector?.stop().catch(() => undefined);
     await Promise.all(children.map((c) => c.stop(5000).catch(() => undefined)));
     await nodeUsage?.stop().catch(() => undefined);
+    await turnsStore?.close().catch(() => undefined);
     await Promise.all(relays.map((r) => r.close().catch(() => undefined)));
     await nodeSet?.remove();
     if (!nodeSet) await removeWorkerNetworks(networks.map((n) => n.name));
@@ -510,11 +511,11 @@ async function dateFirstFailures(failovers: StoreFailover[], logFiles: string[])
     );
 }
 
-/** The running turns per worker id, from the API (sessions' current turns). */
-async function runningTurnsByWorker(client: ApiClient): Promise<Map<string, RunningTurn[]>> {
-  const status = await client.request<{ sessions: SessionView[] }>('GET', '/v1/status');
+/** The running turns per worker id (sessions' current turns), read from the store. */
+async function runningTurnsByWorker(store: Store): Promise<Map<string, RunningTurn[]>> {
+  const sessions = await store.listSessionViews(store.clock.now());
   const turns = new Map<string, RunningTurn[]>();
-  for (const s of status.sessions) {
+  for (const s of sessions) {
     const turn = s.currentTurn;
     if (turn?.workerId)
       turns.set(turn.workerId, [

@@ -9,7 +9,7 @@
  */
 import { join } from 'node:path';
 import type { Message, SessionEvent, SessionView, Turn, WorkspaceChain } from '../core/index.js';
-import { openStore } from '../store/index.js';
+import { openStore, type Store } from '../store/index.js';
 
 export interface SessionSnapshot {
   id: string;
@@ -26,20 +26,29 @@ export interface SessionSnapshot {
 const PAGE = 500;
 const MAX_PAGES = 200;
 
+/** The run's store, opened by the chaos process itself to read it (never to call a transition). */
+export function openRunStore(
+  dataDir: string,
+  leaseMs: number,
+  /** ResolvedConfig.store of the run: '' = SQLite in the data dir. */
+  storeUrl: string,
+): Promise<Store> {
+  return openStore({
+    store: storeUrl,
+    sqlitePath: join(dataDir, 'berth.db'),
+    leaseMs,
+    // Unused: a reader calls no transition that applies a retry policy.
+    retry: { retryBaseMs: 1000, retryMaxMs: 60_000, maxTries: 5 },
+  });
+}
+
 export async function readStoreSnapshot(
   dataDir: string,
   sessionIds: string[],
   leaseMs: number,
-  /** ResolvedConfig.store of the run: '' = SQLite in the data dir. */
   storeUrl: string,
 ): Promise<SessionSnapshot[]> {
-  const store = await openStore({
-    store: storeUrl,
-    sqlitePath: join(dataDir, 'berth.db'),
-    leaseMs,
-    // Unused: the snapshot calls no transition that applies a retry policy.
-    retry: { retryBaseMs: 1000, retryMaxMs: 60_000, maxTries: 5 },
-  });
+  const store = await openRunStore(dataDir, leaseMs, storeUrl);
   try {
     const out: SessionSnapshot[] = [];
     for (const id of sessionIds) {
