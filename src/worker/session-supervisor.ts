@@ -155,9 +155,13 @@ export class SessionSupervisor {
     if (!sandbox || this.fenced || sandbox.lifecycle.phase === 'gone') return;
     this.fenced = true;
     if (!sandbox.lifecycle.isEnding) sandbox.lifecycle.moveTo('draining', 'self-fencing');
-    this.deps.runtime
-      .kill(sandbox.handle, 'LeaseLost', { hard: true })
-      .catch((err: unknown) => this.log.warn({ err }, 'Self-fencing kill failed; the clean-up kills again'));
+    const startedAt = performance.now();
+    this.deps.runtime.kill(sandbox.handle, 'LeaseLost', { hard: true }).then(
+      // Logged as loud as the fence: whether the sandbox died within the lease is the fence's whole point.
+      () =>
+        this.log.error({ killMs: Math.round(performance.now() - startedAt) }, 'Self-fenced sandbox killed'),
+      (err: unknown) => this.log.warn({ err }, 'Self-fencing kill failed; the clean-up kills again'),
+    );
   }
 
   async run(): Promise<void> {
