@@ -186,7 +186,7 @@ export interface RunningTurn {
   startedAt: number;
 }
 
-/** The running turns, per worker id (from the API's /v1/status). */
+/** The running turns, per worker id (the chaos run reads them from the store: run-chaos.ts). */
 export type RunningTurns = () => Promise<Map<string, RunningTurn[]>>;
 
 export interface FaultInjectorOptions {
@@ -194,6 +194,12 @@ export interface FaultInjectorOptions {
   engines(): SandboxEngine[];
   /** Interval between sandbox kills, ms, drawn uniformly from [min, max]. */
   killEveryMs: { min: number; max: number };
+  /**
+   * With these, every other sandbox kill aims at a sandbox running a turn (one that started
+   * last, when there is one): a run's sandboxes are mostly warm or between turns, and kills
+   * at random alone may all miss (8 of 8 did once). The others stay at random.
+   */
+  runningTurns?: RunningTurns;
   maxDurationMs: number;
   workerKill?: {
     workers: KillableWorker[];
@@ -316,6 +322,8 @@ export class FaultInjector {
   private partitioned: string | null = null;
   private readonly random: () => number;
   private readonly clock: Clock;
+  /** Sandbox kills tried on a running sandbox: odd ones are aimed (runningTurns). */
+  private sandboxKillsTried = 0;
 
   constructor(private readonly opts: FaultInjectorOptions) {
     const { min, max } = opts.killEveryMs;
@@ -460,7 +468,11 @@ export class FaultInjector {
       this.skipped++;
       return false;
     }
-    const { engine, info: target } = running[Math.floor(this.random() * running.length)]!;
+    this.sandboxKillsTried++;
+    const aimed = this.sandboxKillsTried % 2 === 1 ? await this.busySandboxes() : [];
+    const candidates = running.filter((c) => c.info.Names.some((n) => aimed.includes(n.replace(/^\//, ''))));
+    const pool = candidates.length > 0 ? candidates : running;
+    const { engine, info: target } = pool[Math.floor(this.random() * pool.length)]!;
     const at = this.clock.now();
     const answered = engine.docker
       .getContainer(target.Id)
@@ -489,6 +501,17 @@ export class FaultInjector {
     this.killsUnderWay.add(answered);
     void answered.finally(() => this.killsUnderWay.delete(answered));
     return Promise.race([answered, sleep(ENGINE_TIMEOUT_MS).then(() => true)]);
+  }
+
+  /** The sandboxes of the newest running turns (the one started last, and any within FRESH_TURN_MS of it). */
+  private async busySandboxes(): Promise<string[]> {
+    const runningTurns = this.opts.runningTurns;
+    if (!runningTurns) return [];
+    const turns = [
+      ...(await withTimeout(runningTurns()).catch(() => new Map<string, RunningTurn[]>())).values(),
+    ].flat();
+    const newest = Math.max(...turns.map((t) => t.startedAt));
+    return turns.filter((t) => newest - t.startedAt <= FRESH_TURN_MS).map((t) => t.sandbox);
   }
 
   private async killWorkers(
@@ -672,12 +695,7 @@ export class FaultInjector {
     count: number,
     wait: { dueAt: number; maxWaitMs: number },
   ): Promise<{ worker: W; sandboxes: string[] }[]> {
-    const turns = await Promise.race([
-      runningTurns(),
-      new Promise<never>((_, reject) =>
-        setTimeout(() => reject(new Error('timeout')), STATUS_TIMEOUT_MS).unref(),
-      ),
-    ]).catch(() => new Map<string, RunningTurn[]>());
+    const turns = await withTimeout(runningTurns()).catch(() => new Map<string, RunningTurn[]>());
     const now = this.clock.now();
     const freshOnly = now - wait.dueAt < wait.maxWaitMs / 2;
     const ranked = workers
@@ -736,4 +754,14 @@ export class FaultInjector {
     );
     return names.filter((n) => running.has(n)).length;
   }
+}
+
+/** The running turns, or a rejection after STATUS_TIMEOUT_MS (a store slow to answer). */
+function withTimeout<T>(read: Promise<T>): Promise<T> {
+  return Promise.race([
+    read,
+    new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error('timeout')), STATUS_TIMEOUT_MS).unref(),
+    ),
+  ]);
 }

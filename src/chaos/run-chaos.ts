@@ -306,6 +306,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     injector = new FaultInjector({
       engines: () => nodeSet?.engines() ?? [{ docker, installId }],
       killEveryMs: opts.killEveryMs,
+      runningTurns,
       maxDurationMs: opts.durationCapMs,
       workerKill:
         opts.killWorkers > 0

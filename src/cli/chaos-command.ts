@@ -73,7 +73,7 @@ export function chaosCommand(env: NodeJS.ProcessEnv): Command {
     .option('--duration <seconds>', 'stop the workload after this many seconds even if unfinished', '600')
     .option(
       '--kill-every <a-b>',
-      'docker kill a random running sandbox every A to B seconds (uniform)',
+      'docker kill a running sandbox every A to B seconds (uniform); every other one a sandbox running a turn, the rest at random',
       '1-3',
     )
     .option('--kill-worker', 'SIGKILL one worker at about 1/3 of the run and restart it 1 s later (default)')
