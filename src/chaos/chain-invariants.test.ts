@@ -3,30 +3,13 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
+import { turnRow } from '../../test/helpers/turn-row.js';
 import { FileBlobStore } from '../blobs/index.js';
 import type { ChainEntry, Turn } from '../core/index.js';
 import { packTree } from '../workspace/index.js';
 import { checkChains } from './chain-invariants.js';
 import type { SessionSnapshot } from './snapshot.js';
 import { expectedLog, LOG_FILE } from './workload.js';
-
-const turn = (p: Partial<Turn>): Turn => ({
-  id: 't',
-  sessionId: 's1',
-  attempt: 1,
-  generation: 1,
-  workerId: 'w1',
-  sandbox: 'berth-x-s1-g1',
-  status: 'committed',
-  progress: null,
-  error: null,
-  errorCode: null,
-  baseVersion: null,
-  messageIds: [1],
-  startedAt: 1000,
-  endedAt: 2000,
-  ...p,
-});
 
 async function scratch(t: TestContext): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'berth-chain-test-'));
@@ -63,7 +46,7 @@ async function goodSession(
   const entries: ChainEntry[] = [];
   for (let v = 1; v <= k; v++) {
     const turnId = `${id}-t${v}`;
-    turns.push(turn({ id: turnId, sessionId: id, baseVersion: v - 1 }));
+    turns.push(turnRow({ id: turnId, sessionId: id, baseVersion: v - 1 }));
     entries.push(
       await object(
         blobs,
@@ -186,10 +169,10 @@ test('never-behind fails when a turn found an older committed log.txt at its sta
   const { blobs, dir } = await blobStore(t);
   const s = await goodSession(blobs, dir, 's1', 3);
   const error = `step 0 (assertFile) ${LOG_FILE} is ${JSON.stringify(expectedLog(1))}, expected ${JSON.stringify(expectedLog(2))}`;
-  s.turns.push(turn({ id: 's1-stale', status: 'aborted', error, errorCode: 'TURN_FAILED', attempt: 2 }));
+  s.turns.push(turnRow({ id: 's1-stale', status: 'aborted', error, errorCode: 'TURN_FAILED', attempt: 2 }));
   // A partial read (a half-written turn seen) is another invariant's finding, not this one's.
   const partial = `step 0 (assertFile) ${LOG_FILE} is "1:a\\n", expected ${JSON.stringify(expectedLog(1))}`;
-  s.turns.push(turn({ id: 's1-partial', status: 'aborted', error: partial, errorCode: 'TURN_FAILED' }));
+  s.turns.push(turnRow({ id: 's1-partial', status: 'aborted', error: partial, errorCode: 'TURN_FAILED' }));
   const { results } = await checkChains([s], blobs);
   const behind = named(results, 'never-behind');
   assert.deepEqual(behind.details, [
@@ -201,7 +184,7 @@ test('never-behind counts a turn that found no log.txt at all as one on version 
   const { blobs, dir } = await blobStore(t);
   const s = await goodSession(blobs, dir, 's1', 1);
   const error = `step 0 (assertFile) ${LOG_FILE} is undefined, expected ${JSON.stringify(expectedLog(1))}`;
-  s.turns.push(turn({ id: 's1-empty', status: 'aborted', error, errorCode: 'TURN_FAILED' }));
+  s.turns.push(turnRow({ id: 's1-empty', status: 'aborted', error, errorCode: 'TURN_FAILED' }));
   const { results } = await checkChains([s], blobs);
   assert.deepEqual(named(results, 'never-behind').details, [
     's1: turn s1-empty (attempt 1) started on version 0 while the store was at 1',

@@ -31,6 +31,8 @@ import type { WorkerNetwork } from './worker-network.js';
 
 const run = promisify(execFile);
 const ENGINE_STOP_GRACE_MS = 30_000;
+/** Mount points per umount call. */
+const UMOUNT_BATCH = 64;
 
 export interface ChaosNodeOptions {
   index: number;
@@ -124,7 +126,9 @@ export class ChaosNode {
       .map((m) => m.mountPoint)
       .filter((p) => p.startsWith(`${this.dir}/`))
       .sort((a, b) => b.length - a.length);
-    for (const p of mounts) await run('umount', ['-l', p]).catch(() => undefined);
+    // One umount for many (deepest first): one process per mount took 90 s for a busy node under load.
+    for (let i = 0; i < mounts.length; i += UMOUNT_BATCH)
+      await run('umount', ['-l', ...mounts.slice(i, i + UMOUNT_BATCH)]).catch(() => undefined);
     for (const socket of await shimSockets(join(this.dir, 'engine'))) await rm(socket, { force: true });
     await rm(this.dir, { recursive: true, force: true });
     await this.cgroup.remove();

@@ -14,8 +14,7 @@ import { closeSync, openSync, writeSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import type { ApiClient } from '../client/index.js';
-import { sleep } from '../core/index.js';
+import { sleep, type WorkerRow } from '../core/index.js';
 
 /** bin/berth.js, from dist/src/chaos/ (compiled) — the same CLI a user runs. */
 export const BERTH_BIN = fileURLToPath(new URL('../../../bin/berth.js', import.meta.url));
@@ -158,17 +157,22 @@ export async function waitForHealthy(url: string, child: BerthProcess, timeoutMs
   );
 }
 
-/** The berth worker id of a child, from /v1/status (the row with its pid), polled until it registers. */
-export async function workerIdOf(client: ApiClient, child: BerthProcess, timeoutMs: number): Promise<string> {
+/**
+ * The berth worker id of a child, from the store's worker rows (the one with its pid), polled
+ * until it registers. Not from the API's /v1/status: behind hundreds of sessions' event
+ * streams that answered after 40-60 s, and a node restarted mid-run was given up on.
+ */
+export async function workerIdOf(
+  workers: () => Promise<Pick<WorkerRow, 'id' | 'pid'>[]>,
+  child: BerthProcess,
+  timeoutMs: number,
+): Promise<string> {
   const pid = child.pid;
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (!child.running || child.pid !== pid)
       throw new Error(`berth ${child.name} exited during start-up. Its log:\n${await child.logTail()}`);
-    const status = await client
-      .request<{ workers: { id: string; pid: number }[] }>('GET', '/v1/status')
-      .catch(() => null);
-    const row = status?.workers.find((w) => w.pid === pid);
+    const row = (await workers().catch(() => [])).find((w) => w.pid === pid);
     if (row) return row.id;
     await sleep(100);
   }

@@ -1,26 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { turnRow } from '../../test/helpers/turn-row.js';
 import type { Turn } from '../core/index.js';
+import type { Partition, SandboxKill, StoreFailover, StoreRestart, WorkerKill } from './fault-records.js';
 import * as timing from './fault-timing.js';
-import type { Partition, SandboxKill, StoreFailover, StoreRestart, WorkerKill } from './faults.js';
 
-const turn = (p: Partial<Turn>): Turn => ({
-  id: 't',
-  sessionId: 's1',
-  attempt: 1,
-  generation: 1,
-  workerId: 'w1',
-  sandbox: 'berth-x-s1-g1',
-  status: 'aborted',
-  progress: null,
-  error: null,
-  errorCode: null,
-  baseVersion: null,
-  messageIds: [1],
-  startedAt: 1000,
-  endedAt: 2000,
-  ...p,
-});
+const turn = (fields: Partial<Turn>): Turn => turnRow({ status: 'aborted', ...fields });
+const LEASE_MS = 1000;
 const kill: SandboxKill = {
   kind: 'sandbox-kill',
   at: 1500,
@@ -77,13 +63,33 @@ test('a store restart hits every aborted turn that ran while the database was do
     { name: 'ended before the stop', t: turn({ startedAt: 1000, endedAt: 2500 }), hit: false },
     { name: 'started after the restart', t: turn({ startedAt: 6500, endedAt: 7000 }), hit: false },
     { name: 'committed', t: turn({ status: 'committed', startedAt: 2000, endedAt: 3500 }), hit: false },
+    // Its worker's renewal came too late after the restart: the worker fenced itself.
+    {
+      name: 'started after the restart, fenced within a lease',
+      t: turn({ startedAt: 6500, endedAt: 6800, errorCode: 'WORKER_FENCED' }),
+      hit: true,
+    },
+    {
+      name: 'started after the restart, swept within a lease',
+      t: turn({ startedAt: 6900, endedAt: 8000, errorCode: 'LEASE_EXPIRED' }),
+      hit: true,
+    },
+    {
+      name: 'fenced, started a lease after the restart',
+      t: turn({ startedAt: 7100, endedAt: 7200, errorCode: 'WORKER_FENCED' }),
+      hit: false,
+    },
   ];
   for (const c of cases) {
-    assert.equal(timing.storeRestartHits(restart, [c.t]).length === 1, c.hit, c.name);
-    if (c.t.status === 'aborted') assert.equal(timing.explainedByFault(c.t, [restart]), c.hit, c.name);
+    assert.equal(timing.storeRestartHits(restart, [c.t], LEASE_MS).length === 1, c.hit, c.name);
+    if (c.t.status === 'aborted')
+      assert.equal(timing.explainedByFault(c.t, [restart], LEASE_MS), c.hit, c.name);
   }
   const neverBack: StoreRestart = { ...restart, upAt: null };
-  assert.equal(timing.storeRestartHits(neverBack, [turn({ startedAt: 9000, endedAt: 9500 })]).length, 1);
+  assert.equal(
+    timing.storeRestartHits(neverBack, [turn({ startedAt: 9000, endedAt: 9500 })], LEASE_MS).length,
+    1,
+  );
 });
 
 test('detect and recover are measured from the fault; a kill that hit nothing is missed', () => {
@@ -108,10 +114,10 @@ test('detect and recover are measured from the fault; a kill that hit nothing is
 });
 
 test('an aborted turn is explained only by a fault in effect on its sandbox or worker while it ran', () => {
-  assert.equal(timing.explainedByFault(turn({}), [kill]), true);
-  assert.equal(timing.explainedByFault(turn({ sandbox: 'berth-x-s1-g3' }), [kill]), false);
-  assert.equal(timing.explainedByFault(turn({ sandbox: 'berth-x-s1-g3' }), [workerKill]), true);
-  assert.equal(timing.explainedByFault(turn({ startedAt: 1600 }), [kill, workerKill]), false);
+  assert.equal(timing.explainedByFault(turn({}), [kill], LEASE_MS), true);
+  assert.equal(timing.explainedByFault(turn({ sandbox: 'berth-x-s1-g3' }), [kill], LEASE_MS), false);
+  assert.equal(timing.explainedByFault(turn({ sandbox: 'berth-x-s1-g3' }), [workerKill], LEASE_MS), true);
+  assert.equal(timing.explainedByFault(turn({ startedAt: 1600 }), [kill, workerKill], LEASE_MS), false);
 });
 
 test('nearest-rank percentiles', () => {
@@ -148,8 +154,12 @@ test('a partition hits the aborted turns its worker ran at the cut; commits from
     timing.lateCommits(cut, 3000, turns).map((t) => t.id),
     ['committed-lease-less'],
   );
-  assert.ok(timing.explainedByFault(turn({ id: 'started-during', startedAt: 3000, endedAt: 7000 }), [cut]));
-  assert.ok(!timing.explainedByFault(turn({ id: 'after-heal', startedAt: 8500, endedAt: 9000 }), [cut]));
+  assert.ok(
+    timing.explainedByFault(turn({ id: 'started-during', startedAt: 3000, endedAt: 7000 }), [cut], LEASE_MS),
+  );
+  assert.ok(
+    !timing.explainedByFault(turn({ id: 'after-heal', startedAt: 8500, endedAt: 9000 }), [cut], LEASE_MS),
+  );
 });
 
 test('faultsThatBit: a kill bites the turn it ends; a store outage bites any turn that ran through it', () => {

@@ -20,11 +20,13 @@
  *                 detect, recover: as above, from the kill
  *   store-restart hit     = aborted turns that were running at some time while the database
  *                           was down (from the stop to the restart; to the end of the run if
- *                           it never came back)
+ *                           it never came back); for a turn lost with its worker's lease
+ *                           (WORKER_FENCED, LEASE_EXPIRED), to a lease after the restart
  *                 detect, recover: as above, from the stop
  *   store-failover hit    = aborted turns that were running at some time while the store had
  *                           no primary berth could commit on (from the kill to berth's first
- *                           commit on the new primary; to the end of the run if none came)
+ *                           commit on the new primary; to the end of the run if none came;
+ *                           a lease longer for a turn lost with its worker's lease)
  *                 detect, recover: as above, from the kill (the failover's own MTTD and
  *                           MTTR, store calls rather than turns, are in the report's
  *                           store failover table)
@@ -51,7 +53,7 @@ import type {
   StoreFailover,
   StoreRestart,
   WorkerKill,
-} from './faults.js';
+} from './fault-records.js';
 
 export const FAULT_KINDS = [
   'sandbox-kill',
@@ -115,19 +117,31 @@ export function blobsKillHits(f: BlobsKill, turns: Turn[]): Turn[] {
   );
 }
 
-export function storeRestartHits(f: StoreRestart, turns: Turn[]): Turn[] {
+export function storeRestartHits(f: StoreRestart, turns: Turn[], leaseMs: number): Turn[] {
   return turns.filter(
-    (t) => t.status === 'aborted' && ranDuring(t, f.at, f.upAt ?? Number.POSITIVE_INFINITY),
+    (t) => t.status === 'aborted' && ranDuring(t, f.at, storeOutageEnd(f.upAt, t, leaseMs)),
   );
 }
 
-export function storeFailoverHits(f: StoreFailover, turns: Turn[]): Turn[] {
-  return turns.filter((t) => t.status === 'aborted' && ranDuring(t, f.at, outageEnd(f)));
+/** The outage lasts until berth committed on the new primary; with no such commit, to the end of the run. */
+export function storeFailoverHits(f: StoreFailover, turns: Turn[], leaseMs: number): Turn[] {
+  return turns.filter(
+    (t) => t.status === 'aborted' && ranDuring(t, f.at, storeOutageEnd(f.firstCommitAt, t, leaseMs)),
+  );
 }
 
-/** Until berth committed on the new primary; with no such commit, to the end of the run. */
-function outageEnd(f: StoreFailover): number {
-  return f.firstCommitAt ?? Number.POSITIVE_INFINITY;
+/** A turn its worker lost with its lease: fenced by the worker itself, or swept by another. */
+const LEASE_ABORTS: ReadonlySet<string> = new Set(['WORKER_FENCED', 'LEASE_EXPIRED']);
+
+/**
+ * Until when a store outage that ended at `end` (null: never) explains an aborted turn. For
+ * a turn lost with its worker's lease, a lease longer: a worker reckons its lease from its
+ * last renewal, which may come (or not, and it fences itself) up to a lease after the store
+ * is back; a turn it started meanwhile dies with the fence.
+ */
+function storeOutageEnd(end: number | null, t: Turn, leaseMs: number): number {
+  if (end === null) return Number.POSITIVE_INFINITY;
+  return LEASE_ABORTS.has(t.errorCode ?? '') ? end + leaseMs : end;
 }
 
 export function partitionHits(f: Partition, turns: Turn[]): Turn[] {
@@ -152,11 +166,11 @@ function ranDuring(t: Turn, from: number, to: number): boolean {
 }
 
 /** True when some injected fault was in effect on this aborted turn's sandbox or worker while it ran. */
-export function explainedByFault(t: Turn, faults: Fault[]): boolean {
-  return faults.some((f) => inEffectOn(f, t));
+export function explainedByFault(t: Turn, faults: Fault[], leaseMs: number): boolean {
+  return faults.some((f) => inEffectOn(f, t, leaseMs));
 }
 
-function inEffectOn(f: Fault, t: Turn): boolean {
+function inEffectOn(f: Fault, t: Turn, leaseMs: number): boolean {
   switch (f.kind) {
     case 'sandbox-kill':
       return f.container === t.sandbox && ranAt(t, f.at, f.killedAt);
@@ -166,9 +180,9 @@ function inEffectOn(f: Fault, t: Turn): boolean {
     case 'blobs-kill':
       return BLOB_ERRORS.has(t.errorCode ?? '') && ranDuring(t, f.at, f.upAt ?? Number.POSITIVE_INFINITY);
     case 'store-restart':
-      return ranDuring(t, f.at, f.upAt ?? Number.POSITIVE_INFINITY);
+      return ranDuring(t, f.at, storeOutageEnd(f.upAt, t, leaseMs));
     case 'store-failover':
-      return ranDuring(t, f.at, outageEnd(f));
+      return ranDuring(t, f.at, storeOutageEnd(f.firstCommitAt, t, leaseMs));
     case 'partition':
       return f.workerId === t.workerId && ranDuring(t, f.at, f.healedAt ?? Number.POSITIVE_INFINITY);
   }
@@ -230,6 +244,6 @@ function foundRunningTurn(f: Fault, turns: Turn[]): boolean {
     case 'store-restart':
       return turns.some((t) => ranDuring(t, f.at, f.upAt ?? Number.POSITIVE_INFINITY));
     case 'store-failover':
-      return turns.some((t) => ranDuring(t, f.at, outageEnd(f)));
+      return turns.some((t) => ranDuring(t, f.at, f.firstCommitAt ?? Number.POSITIVE_INFINITY));
   }
 }

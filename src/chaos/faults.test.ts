@@ -7,12 +7,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type Dockerode from 'dockerode';
-import {
-  FaultInjector,
-  type FaultInjectorOptions,
-  type KillableWorker,
-  type PartitionableWorker,
-} from './faults.js';
+import type { KillableWorker, PartitionableWorker } from './fault-records.js';
+import { FaultInjector, type FaultInjectorOptions } from './faults.js';
 
 const NEVER = { min: 3_600_000, max: 3_600_000 };
 const noEngine = {} as Dockerode;

@@ -44,150 +44,27 @@
  */
 import type Dockerode from 'dockerode';
 import { type Clock, LABELS, sleep, systemClock, WakeSignal } from '../core/index.js';
-
-export interface SandboxKill {
-  kind: 'sandbox-kill';
-  at: number;
-  /** When the kill call returned: the container is dead by then (a warm one may have started a turn since `at`). */
-  killedAt: number;
-  container: string;
-  /** A warm sandbox, bound to no session yet (labels cannot say which session a warm one got later). */
-  warm: boolean;
-  workerId: string;
-}
-
-export interface WorkerKill {
-  kind: 'worker-kill';
-  at: number;
-  pid: number;
-  workerId: string;
-  /** Which child ('worker-1', ...). */
-  child: string;
-  restartedAt: number | null;
-  restartedPid: number | null;
-}
-
-export interface StoreRestart {
-  kind: 'store-restart';
-  /** When the stop was issued. */
-  at: number;
-  /** When the server accepted connections again; null if it did not come back. */
-  upAt: number | null;
-}
-
-export interface Partition {
-  kind: 'partition';
-  /** When the link was cut. */
-  at: number;
-  workerId: string;
-  child: string;
-  /** The sandboxes running its turns at the cut. */
-  sandboxes: string[];
-  /** Of those, how many still ran a lease after the cut (must be 0: it fenced itself); null if not looked at. */
-  sandboxesAliveAfterLease: number | null;
-  /** When the link came up again; null if healing failed. */
-  healedAt: number | null;
-}
-
-/** How a replicated store's primary dies. */
-export type PrimaryDeath = 'postmaster' | 'member';
-
-export interface StoreFailover {
-  kind: 'store-failover';
-  what: PrimaryDeath;
-  /** The member that was the primary. */
-  member: string;
-  /** When it was killed (for a member: when its link was cut). */
-  at: number;
-  /** The member that led after it, and when it left recovery; null if none led within the wait. */
-  newPrimary: string | null;
-  promotedAt: number | null;
-  /**
-   * The first berth commit on the new primary, after its promotion (its commit marker's
-   * time): the end of MTTR; null if none came. Commits the dying primary's backends still
-   * made (and replicated) in the few ms after a postmaster kill are not the new primary's.
-   */
-  firstCommitAt: number | null;
-  /** The first failed store call a berth process logged after `at` (its log, read after the run): the end of MTTD. */
-  firstFailureAt: number | null;
-}
-
-export interface NodeKill {
-  kind: 'node-kill';
-  at: number;
-  /** Which node ('n1', ...), and the id of the worker that died with it. */
-  node: string;
-  workerId: string;
-  /** When all of its processes were dead. */
-  deadAt: number | null;
-  /** When its mounts, disk and cgroups were gone too. */
-  droppedAt: number | null;
-  /** When it was up again, empty: its engine answering with the image in it, its worker registered. */
-  restartedAt: number | null;
-}
-
-export interface BlobsKill {
-  kind: 'blobs-kill';
-  /** When the S3 daemon was SIGKILLed. */
-  at: number;
-  /** When S3 answered again after its restart; null if it did not come back. */
-  upAt: number | null;
-}
-
-export type Fault =
-  | SandboxKill
-  | WorkerKill
-  | NodeKill
-  | BlobsKill
-  | StoreRestart
-  | StoreFailover
-  | Partition;
-
-/** An engine whose sandboxes the injector may kill: the host's, or a node's. */
-export interface SandboxEngine {
-  docker: Dockerode;
-  installId: string;
-}
-
-/** A node the injector may kill (chaos-node.ts). */
-export interface KillableNode {
-  readonly name: string;
-  /** The id of its worker's current incarnation; null until known. */
-  workerId(): string | null;
-  /** Everything of it dies at once; resolves once all of it is dead. */
-  kill(): Promise<void>;
-  /** Its mounts, disk and cgroups go, as a reboot and a lost disk take them. */
-  wipe(): Promise<void>;
-  /** It comes back empty. */
-  restart(): Promise<void>;
-}
-
-/** A worker child the injector may SIGKILL and restart (see children.ts). */
-export interface KillableWorker {
-  readonly name: string;
-  readonly pid: number | undefined;
-  /** The berth worker id of the current incarnation; null until known. */
-  workerId(): string | null;
-  sigkill(): Promise<void>;
-  restart(): Promise<void>;
-}
-
-/** A worker child in a network namespace of its own, whose link the injector may cut. */
-export interface PartitionableWorker {
-  readonly name: string;
-  workerId(): string | null;
-  cut(): Promise<void>;
-  heal(): Promise<void>;
-}
-
-/** A running turn: its sandbox's name, and when it started (epoch ms, the workers' clock). */
-export interface RunningTurn {
-  sandbox: string;
-  startedAt: number;
-}
-
-/** The running turns, per worker id (the chaos run reads them from the store: run-chaos.ts). */
-export type RunningTurns = () => Promise<Map<string, RunningTurn[]>>;
+import type {
+  Fault,
+  KillableNode,
+  KillableWorker,
+  NodeKill,
+  Partition,
+  PartitionableWorker,
+  RunningTurn,
+  RunningTurns,
+  SandboxEngine,
+  WorkerKill,
+} from './fault-records.js';
+import {
+  type BlobsOutage,
+  failOver,
+  killBlobs,
+  type OutageContext,
+  restartStore,
+  type StoreFailoverOutage,
+  type StoreRestartOutage,
+} from './outages.js';
 
 export interface FaultInjectorOptions {
   /** The engines whose sandboxes are killed, as they are now (a dead node has none). */
@@ -223,39 +100,9 @@ export interface FaultInjectorOptions {
     maxWaitForTurnsMs: number;
     restartDelayMs: number;
   };
-  blobsKill?: {
-    /** Polled every tick; once true (and no worker or node is coming back), the S3 daemon dies. */
-    due(): boolean;
-    kill(): Promise<void>;
-    restart(): Promise<void>;
-    downMs: number;
-  };
-  storeRestart?: {
-    /** Polled every tick; once true, the store is restarted. */
-    due(): boolean;
-    stop(): Promise<void>;
-    start(): Promise<void>;
-    downMs: number;
-  };
-  storeFailover?: {
-    /** One failover per entry, in order. */
-    deaths: PrimaryDeath[];
-    /** Polled every tick with the index of the next one; once true, it happens (after the previous one settled). */
-    due(index: number): boolean;
-    /** Kills the primary that way; returns the member and when. */
-    kill(what: PrimaryDeath): Promise<{ member: string; at: number }>;
-    /** Resolves with the member that leads once it is not `notMember`, and when it was promoted (null: unknown); rejects after `timeoutMs`. */
-    waitForNewPrimary(
-      notMember: string,
-      timeoutMs: number,
-    ): Promise<{ member: string; promotedAt: number | null }>;
-    /** The first berth commit on `member` after `at` (epoch ms), or null if none yet. */
-    firstCommitAfter(member: string, at: number): Promise<number | null>;
-    /** Starts a lost member again (it rejoins as a replica). */
-    restartMember(member: string): Promise<void>;
-    /** Resolves once the cluster has a primary and a synchronous standby again (bounded). */
-    waitForStandby(): Promise<void>;
-  };
+  blobsKill?: BlobsOutage;
+  storeRestart?: StoreRestartOutage;
+  storeFailover?: StoreFailoverOutage;
   partition?: {
     workers: PartitionableWorker[];
     /** Polled every tick; once true, the cut happens as soon as a worker runs a turn. */
@@ -275,9 +122,6 @@ export interface FaultInjectorOptions {
 }
 
 const TICK_MS = 200;
-/** How long a failover may take before the injector stops waiting for a new primary, or for berth's first commit on it. */
-const FAILOVER_WAIT_MS = 60_000;
-const FIRST_COMMIT_POLL_MS = 100;
 const ENGINE_TIMEOUT_MS = 5000;
 /** How long the running turns are asked for (the API's status, slow on a loaded machine). */
 const STATUS_TIMEOUT_MS = 20_000;
@@ -322,6 +166,7 @@ export class FaultInjector {
   private partitioned: string | null = null;
   private readonly random: () => number;
   private readonly clock: Clock;
+  private readonly outageContext: OutageContext;
   /** Sandbox kills tried on a running sandbox: odd ones are aimed (runningTurns). */
   private sandboxKillsTried = 0;
 
@@ -331,6 +176,11 @@ export class FaultInjector {
       throw new RangeError(`kill interval must be 0 < min <= max, got ${min}-${max} ms`);
     this.random = opts.random ?? Math.random;
     this.clock = opts.clock ?? systemClock;
+    this.outageContext = {
+      clock: this.clock,
+      faults: this.faults,
+      warn: (message) => this.opts.onWarning?.(message),
+    };
   }
 
   start(): void {
@@ -396,7 +246,12 @@ export class FaultInjector {
         }
       }
       const bk = this.opts.blobsKill;
-      if (bk && !this.blobsKill && this.comingBack === 0 && bk.due()) this.blobsKill = this.killBlobs(bk);
+      if (bk && !this.blobsKill && this.comingBack === 0 && bk.due()) {
+        this.blobsDown = true;
+        this.blobsKill = killBlobs(bk, this.outageContext).finally(() => {
+          this.blobsDown = false;
+        });
+      }
       const pt = this.opts.partition;
       if (pt && !this.partition && pt.due()) {
         this.partitionDueAt ??= this.clock.now();
@@ -413,11 +268,11 @@ export class FaultInjector {
         }
       }
       const sr = this.opts.storeRestart;
-      if (sr && !this.storeRestart && sr.due()) this.storeRestart = this.restartStore(sr);
+      if (sr && !this.storeRestart && sr.due()) this.storeRestart = restartStore(sr, this.outageContext);
       const sf = this.opts.storeFailover;
       if (sf && this.failoverSettled && this.failovers < sf.deaths.length && sf.due(this.failovers)) {
         this.failoverSettled = false;
-        this.storeFailover = this.failOver(sf, sf.deaths[this.failovers++]!).finally(() => {
+        this.storeFailover = failOver(sf, sf.deaths[this.failovers++]!, this.outageContext).finally(() => {
           this.failoverSettled = true;
         });
       }
@@ -510,7 +365,7 @@ export class FaultInjector {
     const turns = [
       ...(await withTimeout(runningTurns()).catch(() => new Map<string, RunningTurn[]>())).values(),
     ].flat();
-    const newest = Math.max(...turns.map((t) => t.startedAt));
+    const newest = newestStart(turns);
     return turns.filter((t) => newest - t.startedAt <= FRESH_TURN_MS).map((t) => t.sandbox);
   }
 
@@ -583,95 +438,6 @@ export class FaultInjector {
     );
   }
 
-  private async killBlobs(bk: NonNullable<FaultInjectorOptions['blobsKill']>): Promise<void> {
-    const record: BlobsKill = { kind: 'blobs-kill', at: this.clock.now(), upAt: null };
-    this.faults.push(record);
-    this.blobsDown = true;
-    try {
-      await bk.kill();
-      await sleep(bk.downMs);
-    } finally {
-      await bk.restart().then(
-        () => {
-          record.upAt = this.clock.now();
-        },
-        (err: unknown) =>
-          this.opts.onWarning?.(`the S3 service did not start again: ${(err as Error).message}`),
-      );
-      this.blobsDown = false;
-    }
-  }
-
-  private async restartStore(sr: NonNullable<FaultInjectorOptions['storeRestart']>): Promise<void> {
-    const record: StoreRestart = { kind: 'store-restart', at: this.clock.now(), upAt: null };
-    this.faults.push(record);
-    try {
-      await sr.stop();
-      await sleep(sr.downMs);
-    } finally {
-      await sr.start().then(
-        () => {
-          record.upAt = this.clock.now();
-        },
-        (err: unknown) => this.opts.onWarning?.(`store did not start again: ${(err as Error).message}`),
-      );
-    }
-  }
-
-  private async failOver(
-    sf: NonNullable<FaultInjectorOptions['storeFailover']>,
-    what: PrimaryDeath,
-  ): Promise<void> {
-    let killed: { member: string; at: number };
-    try {
-      killed = await sf.kill(what);
-    } catch (err) {
-      this.opts.onWarning?.(`store failover: could not kill the primary: ${(err as Error).message}`);
-      return;
-    }
-    const record: StoreFailover = {
-      kind: 'store-failover',
-      what,
-      member: killed.member,
-      at: killed.at,
-      newPrimary: null,
-      promotedAt: null,
-      firstCommitAt: null,
-      firstFailureAt: null,
-    };
-    this.faults.push(record);
-    try {
-      const promoted = await sf.waitForNewPrimary(killed.member, FAILOVER_WAIT_MS);
-      record.newPrimary = promoted.member;
-      // Seen leading now, so promoted by now at the latest.
-      record.promotedAt = promoted.promotedAt ?? this.clock.now();
-      const deadline = this.clock.now() + FAILOVER_WAIT_MS;
-      while (record.firstCommitAt === null && this.clock.now() < deadline) {
-        record.firstCommitAt = await sf
-          .firstCommitAfter(promoted.member, record.promotedAt)
-          .catch(() => null);
-        if (record.firstCommitAt === null) await sleep(FIRST_COMMIT_POLL_MS);
-      }
-    } catch (err) {
-      this.opts.onWarning?.(`store failover: ${(err as Error).message}`);
-    } finally {
-      // Always bring the cluster back whole, so a later fault (or the checker) finds it.
-      if (what === 'member')
-        await sf
-          .restartMember(killed.member)
-          .catch((err: unknown) =>
-            this.opts.onWarning?.(
-              `store failover: ${killed.member} did not start again: ${(err as Error).message}`,
-            ),
-          );
-      await sf
-        .waitForStandby()
-        .catch((err: unknown) =>
-          this.opts.onWarning?.(`store failover: no synchronous standby again: ${(err as Error).message}`),
-        );
-    }
-  }
-
   /** Up to `count` live workers running the most turns (ties at random); only workers running one. */
   private async pickWorkers(
     wk: NonNullable<FaultInjectorOptions['workerKill']>,
@@ -701,11 +467,7 @@ export class FaultInjector {
     const ranked = workers
       .filter((w) => w.workerId() !== null)
       .map((worker) => ({ worker, running: turns.get(worker.workerId()!) ?? [], tie: this.random() }))
-      .filter(
-        (w) =>
-          w.running.length > 0 &&
-          (!freshOnly || now - Math.max(...w.running.map((t) => t.startedAt)) <= FRESH_TURN_MS),
-      )
+      .filter((w) => w.running.length > 0 && (!freshOnly || now - newestStart(w.running) <= FRESH_TURN_MS))
       .sort((a, b) => b.running.length - a.running.length || a.tie - b.tie);
     return ranked
       .slice(0, count)
@@ -764,4 +526,9 @@ function withTimeout<T>(read: Promise<T>): Promise<T> {
       setTimeout(() => reject(new Error('timeout')), STATUS_TIMEOUT_MS).unref(),
     ),
   ]);
+}
+
+/** When the newest of these turns started (-Infinity for none). */
+function newestStart(turns: RunningTurn[]): number {
+  return Math.max(...turns.map((t) => t.startedAt));
 }

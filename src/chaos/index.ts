@@ -1,14 +1,14 @@
 /** chaos: fault injection against real berth processes, the invariant checker and the report. */
 export { BERTH_BIN, freePort } from './children.js';
-export {
-  type Fault,
-  FaultInjector,
-  type Partition,
-  type PrimaryDeath,
-  type SandboxKill,
-  type StoreFailover,
-  type WorkerKill,
-} from './faults.js';
+export type {
+  Fault,
+  Partition,
+  PrimaryDeath,
+  SandboxKill,
+  StoreFailover,
+  WorkerKill,
+} from './fault-records.js';
+export { FaultInjector } from './faults.js';
 export type { InvariantResult } from './invariant-result.js';
 export { checkInvariants, type ProcessEnd } from './invariants.js';
 export { NodeSet } from './node-set.js';

@@ -4,8 +4,8 @@
  * through the S3 outage. Pure: inputs in, lines out.
  */
 import type { Turn } from '../core/index.js';
+import type { BlobsKill, Fault, NodeKill } from './fault-records.js';
 import { type Stats, stats } from './fault-timing.js';
-import type { BlobsKill, Fault, NodeKill } from './faults.js';
 import type { NodeEngineUsage } from './node-usage.js';
 
 export interface NodesInput {

@@ -14,7 +14,7 @@
 import type Dockerode from 'dockerode';
 import { ChaosNode } from './chaos-node.js';
 import type { BerthProcess } from './children.js';
-import type { KillableNode, SandboxEngine } from './faults.js';
+import type { KillableNode, SandboxEngine } from './fault-records.js';
 import { type InvariantResult, result } from './invariant-result.js';
 import { reapStaleCgroups, requireFreezer } from './node-cgroup.js';
 import { NodeUsageSampler } from './node-usage.js';

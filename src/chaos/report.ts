@@ -8,6 +8,17 @@
  * under chaos those are berth's own failures, and the verdict fails on any.
  */
 import type { Turn } from '../core/index.js';
+import type {
+  BlobsKill,
+  Fault,
+  NodeKill,
+  Partition,
+  PrimaryDeath,
+  SandboxKill,
+  StoreFailover,
+  StoreRestart,
+  WorkerKill,
+} from './fault-records.js';
 import {
   blobsKillHits,
   explainedByFault,
@@ -25,17 +36,6 @@ import {
   timingOf,
   workerKillHits,
 } from './fault-timing.js';
-import type {
-  BlobsKill,
-  Fault,
-  NodeKill,
-  Partition,
-  PrimaryDeath,
-  SandboxKill,
-  StoreFailover,
-  StoreRestart,
-  WorkerKill,
-} from './faults.js';
 import type { InvariantResult } from './invariant-result.js';
 import { acknowledgedMissing, countReplies } from './invariants.js';
 import type { LoadReport } from './load-sampler.js';
@@ -181,7 +181,7 @@ export function buildReport(input: ReportInput): ChaosReport {
   const cut = partitions[0];
   const lateAccepted = partitions.flatMap((f) => lateCommits(f, input.settings.leaseMs, turns)).length;
   const reason = (t: Turn) => normalizeError(t.error ?? '', input.settings.dataDir);
-  const unexplained = aborted.filter((t) => !explainedByFault(t, faults));
+  const unexplained = aborted.filter((t) => !explainedByFault(t, faults, input.settings.leaseMs));
   const unexplainedTurns = unexplained.map((t) => ({
     sessionId: t.sessionId,
     turnId: t.id,
@@ -275,11 +275,11 @@ export function buildReport(input: ReportInput): ChaosReport {
         turns,
       ),
       'store-restart': timingOf(
-        storeRestarts.map((f) => ({ at: f.at, hits: storeRestartHits(f, turns) })),
+        storeRestarts.map((f) => ({ at: f.at, hits: storeRestartHits(f, turns, input.settings.leaseMs) })),
         turns,
       ),
       'store-failover': timingOf(
-        failovers.map((f) => ({ at: f.at, hits: storeFailoverHits(f, turns) })),
+        failovers.map((f) => ({ at: f.at, hits: storeFailoverHits(f, turns, input.settings.leaseMs) })),
         turns,
       ),
       partition: timingOf(

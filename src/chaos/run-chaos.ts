@@ -37,13 +37,8 @@ import { connectDocker } from '../runtime/index.js';
 import type { Store } from '../store/index.js';
 import { installIdOf } from '../worker/index.js';
 import { BerthProcess, freePort, waitForHealthy, workerIdOf } from './children.js';
-import {
-  FaultInjector,
-  type KillableWorker,
-  type PrimaryDeath,
-  type RunningTurn,
-  type StoreFailover,
-} from './faults.js';
+import type { KillableWorker, PrimaryDeath, RunningTurn, StoreFailover } from './fault-records.js';
+import { FaultInjector } from './faults.js';
 import { checkInvariants } from './invariants.js';
 import { removeLeftovers } from './leftovers.js';
 import { LoadSampler } from './load-sampler.js';
@@ -206,7 +201,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   let phase: ChaosProgress['phase'] = 'starting';
   let injector: FaultInjector | null = null;
   /** Where the injector reads the running turns: the store itself, not the API (below). */
-  let turnsStore: Store | null = null;
+  let runStore: Store | null = null;
   const progress = () =>
     opts.onProgress?.({
       phase,
@@ -263,10 +258,15 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     children.push(...workers);
     // The API process wrote the admin token at start: this run acts as the operator.
     const client = new ApiClient(url, (await readAdminToken(apiDir)) ?? undefined);
+    // The API's /v1/status waits behind every session's event stream in its store queue
+    // (40-60 s with 500 sessions on this machine): workers and running turns are read from the store.
+    runStore = await openRunStore(apiDir, leaseMs, opts.store?.url ?? '');
+    const store = runStore;
+    const workerRows = () => store.listWorkers();
     // One at a time: each worker's start-up mounts the shared slot root and reaps leftovers.
     for (const w of workers) {
       w.start();
-      workerIds.set(w.pid!, await workerIdOf(client, w, START_TIMEOUT_MS));
+      workerIds.set(w.pid!, await workerIdOf(workerRows, w, START_TIMEOUT_MS));
     }
     await client
       .request('POST', '/v1/agents', { name: AGENT, provider: 'script', memoryMb: 256 })
@@ -274,10 +274,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
         if (!(isBerthError(err) && err.code === 'AGENT_EXISTS')) throw err;
       });
 
-    // The API's /v1/status waits behind every session's event stream in its store queue
-    // (40-60 s with 500 sessions on this machine): the injector reads the store directly.
-    turnsStore = await openRunStore(apiDir, leaseMs, opts.store?.url ?? '');
-    const runningTurns = () => runningTurnsByWorker(turnsStore!);
+    const runningTurns = () => runningTurnsByWorker(store);
     const killable: KillableWorker[] = workers.map((w) => ({
       name: w.name,
       get pid() {
@@ -289,7 +286,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
         await w.restart();
         // Learn the new incarnation's id in the background; the run does not wait for it (the stop does).
         restarts.push(
-          workerIdOf(client, w, START_TIMEOUT_MS).then(
+          workerIdOf(workerRows, w, START_TIMEOUT_MS).then(
             (id) => void workerIds.set(w.pid!, id),
             () => undefined,
           ),
@@ -300,7 +297,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       nodeSet?.killable({
         workerId: (w) => (w.pid === undefined ? null : (workerIds.get(w.pid) ?? null)),
         registered: async (w) => {
-          workerIds.set(w.pid!, await workerIdOf(client, w, START_TIMEOUT_MS));
+          workerIds.set(w.pid!, await workerIdOf(workerRows, w, START_TIMEOUT_MS));
         },
       }) ?? [];
     injector = new FaultInjector({
@@ -471,7 +468,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     await injector?.stop().catch(() => undefined);
     await Promise.all(children.map((c) => c.stop(5000).catch(() => undefined)));
     await nodeUsage?.stop().catch(() => undefined);
-    await turnsStore?.close().catch(() => undefined);
+    await runStore?.close().catch(() => undefined);
     await Promise.all(relays.map((r) => r.close().catch(() => undefined)));
     await nodeSet?.remove();
     if (!nodeSet) await removeWorkerNetworks(networks.map((n) => n.name));

@@ -23,6 +23,7 @@ export interface SessionSnapshot {
   chain: WorkspaceChain;
 }
 
+const NO_SESSION = { view: null, messages: [], turns: [], state: {}, events: [] };
 const PAGE = 500;
 const MAX_PAGES = 200;
 
@@ -52,9 +53,15 @@ export async function readStoreSnapshot(
   try {
     const out: SessionSnapshot[] = [];
     for (const id of sessionIds) {
+      const view = await store.getSessionView(id, store.clock.now());
+      // A run interrupted while starting never created its sessions: nothing to read of them.
+      if (!view) {
+        out.push({ ...NO_SESSION, id, chain: { sessionId: id, version: 0, entries: [] } });
+        continue;
+      }
       out.push({
         id,
-        view: await store.getSessionView(id, store.clock.now()),
+        view,
         messages: await paged((after) => store.listMessages(id, after, PAGE)),
         turns: await store.listTurns(id),
         state: await store.getState(id),

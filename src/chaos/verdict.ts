@@ -16,8 +16,9 @@
  *
  * Which faults found a running turn is fault-timing.ts's `faultsThatBit`.
  */
+
+import type { PrimaryDeath } from './fault-records.js';
 import { FAULT_KINDS, type FaultKind } from './fault-timing.js';
-import type { PrimaryDeath } from './faults.js';
 import type { InvariantResult } from './invariant-result.js';
 
 /** What the run asked the injector for (the report's settings); sandbox kills are always on. */

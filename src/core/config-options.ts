@@ -242,7 +242,7 @@ export const CONFIG_OPTIONS = {
     schema: durationMs.pipe(z.number().min(500, 'must be at least 500ms')),
     default: '10s',
     unit: 'duration, ≥ 500 ms',
-    doc: "Worker liveness lease. The worker renews its row every `leaseMs / 5` (each renewal due that long after the previous one was sent, on a store connection of its own); as often, on a timer of its own, it sweeps expired leases (and cleans up local leftovers every 5th time); a row older than `leaseMs` is dead and its sessions are reclaimed; a worker whose last renewal is `0.6 × leaseMs` old stops its own sandboxes (self-fencing); rows dead for `10 × leaseMs` and holding no lease are deleted. Also the claim loop's polling floor (`leaseMs / 5`) for messages posted through another process.",
+    doc: "Worker liveness lease. The worker renews its row every `leaseMs / 5` (each renewal due that long after the previous one was sent, on a store connection of its own); as often, on a timer of its own, it sweeps expired leases (and cleans up local leftovers every 5th time); a row older than `leaseMs` is dead and its sessions are reclaimed; a worker whose last renewal is `0.4 × leaseMs` old claims no new session, and at `0.6 × leaseMs` old stops its own sandboxes (self-fencing); rows dead for `10 × leaseMs` and holding no lease are deleted. Also the claim loop's polling floor (`leaseMs / 5`) for messages posted through another process.",
   }),
   heartbeatIntervalMs: option({
     env: 'BERTH_HEARTBEAT_INTERVAL',

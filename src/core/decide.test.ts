@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import {
   decideAbortedMessage,
   decideLeftoverLayer,
+  decideOwnLease,
   decidePositionRead,
   decideResidentRecycle,
   decideSandboxHealth,
@@ -81,6 +82,20 @@ test('decideSandboxHealth kills on missed heartbeats and overlong turns', () => 
 test('isLeaseFresh is strict at the boundary', () => {
   assert.equal(isLeaseFresh(BASE - 9_999, BASE, 10_000), true);
   assert.equal(isLeaseFresh(BASE - 10_000, BASE, 10_000), false);
+});
+
+test('decideOwnLease: claims stop at two missed renewals, the fence comes at 0.6 of a lease', () => {
+  const cases: { ageMs: number; expected: ReturnType<typeof decideOwnLease> }[] = [
+    { ageMs: 0, expected: 'ok' },
+    { ageMs: 3_999, expected: 'ok' },
+    // A failover held this worker's renewal past 4 s: a session it claimed then was fenced 30 ms later.
+    { ageMs: 4_000, expected: 'no-claims' },
+    { ageMs: 5_999, expected: 'no-claims' },
+    { ageMs: 6_000, expected: 'fence' },
+    { ageMs: 60_000, expected: 'fence' },
+  ];
+  for (const c of cases)
+    assert.equal(decideOwnLease(BASE - c.ageMs, BASE, 10_000), c.expected, `${c.ageMs} ms`);
 });
 
 test('decideWarmPoolTarget follows recent demand between min (in use) and max', () => {

@@ -72,6 +72,21 @@ export function isLeaseFresh(heartbeatAt: number, now: number, leaseMs: number):
   return now - heartbeatAt < leaseMs;
 }
 
+/**
+ * What a worker's own lease allows, by its row's age as the store holds it: everything while
+ * young; no new claim once two renewals (of one every fifth of a lease) are missed, since a
+ * turn started then would likely die with the fence; at 0.6 of a lease, self-fencing (its
+ * sandboxes killed), so they are dead before anyone else may take its sessions, at a lease.
+ */
+export type OwnLeaseDecision = 'ok' | 'no-claims' | 'fence';
+
+export function decideOwnLease(heartbeatAt: number, now: number, leaseMs: number): OwnLeaseDecision {
+  const ageMs = now - heartbeatAt;
+  if (ageMs >= leaseMs * 0.6) return 'fence';
+  if (ageMs >= leaseMs * 0.4) return 'no-claims';
+  return 'ok';
+}
+
 /** A stream re-reads a queue position at most this often per session ahead of it, ms. */
 const POSITION_REFRESH_MS_PER_AHEAD = 1;
 const POSITION_REFRESH_MAX_MS = 30_000;

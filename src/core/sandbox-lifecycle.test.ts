@@ -1,6 +1,7 @@
 /** The sandbox lifecycle: the table is the only way through, the turn in flight lives here, listeners hear each change. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { turnRow } from '../../test/helpers/turn-row.js';
 import { isBerthError } from './errors.js';
 import {
   canMoveSandbox,
@@ -9,24 +10,8 @@ import {
   type SandboxPhase,
 } from './sandbox-lifecycle.js';
 import { TurnInFlight } from './turn-in-flight.js';
-import type { Turn } from './types.js';
 
-const ROW: Turn = {
-  id: 't1',
-  sessionId: 's1',
-  attempt: 1,
-  generation: 3,
-  workerId: 'w1',
-  sandbox: 'sb',
-  status: 'running',
-  progress: null,
-  error: null,
-  errorCode: null,
-  baseVersion: null,
-  messageIds: [1],
-  startedAt: 1000,
-  endedAt: null,
-};
+const ROW = turnRow({ id: 't1', generation: 3, sandbox: 'sb', status: 'running', endedAt: null });
 const turnOf = () =>
   new TurnInFlight(ROW, {
     turnId: 't1',

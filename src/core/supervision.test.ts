@@ -24,6 +24,15 @@ const inTurn = (p: Partial<SupervisionSnapshot> = {}): SupervisionSnapshot => ({
 });
 const exited = { exitCode: 137, oomKilled: false, at: BASE - 200 };
 
+const FENCED: SupervisionDecision = {
+  action: 'end',
+  ending: {
+    reason: 'LeaseLost',
+    message: 'lease lost',
+    abort: { code: 'WORKER_FENCED', error: 'worker stopped: lease lost' },
+  },
+};
+
 test('decideSupervision: each snapshot, its decision', () => {
   const cases: {
     name: string;
@@ -152,14 +161,12 @@ test('decideSupervision: each snapshot, its decision', () => {
     {
       name: 'the lease lapses mid-turn: the worker fences itself',
       s: inTurn({ stop: 'LeaseLost' }),
-      expected: {
-        action: 'end',
-        ending: {
-          reason: 'LeaseLost',
-          message: 'lease lost',
-          abort: { code: 'WORKER_FENCED', error: 'worker stopped: lease lost' },
-        },
-      },
+      expected: FENCED,
+    },
+    {
+      name: 'the exit of a sandbox the fence killed: the fence, not the exit',
+      s: inTurn({ stop: 'LeaseLost', exit: exited }),
+      expected: FENCED,
     },
     {
       name: 'silent sandbox mid-turn: SANDBOX_UNRESPONSIVE, detection from its last heartbeat',

@@ -96,6 +96,8 @@ export function decideSupervision(
     return s.turn.outcome.kind === 'committed'
       ? { action: 'turn-committed' }
       : end('TurnAborted', `the runner aborted the turn (${s.turn.outcome.code})`, null);
+  // Self-fencing kills the sandbox at once: an exit seen with it is the fence's own kill.
+  if (s.stop === 'LeaseLost') return stopped('LeaseLost', inTurn);
   if (inTurn && s.quotaExceeded)
     return end('QuotaExceeded', s.quotaExceeded.message, {
       code: s.quotaExceeded.code,
@@ -116,19 +118,7 @@ export function decideSupervision(
           diedAt: s.exit.at,
         });
   }
-  if (s.stop) {
-    const message = s.stop === 'LeaseLost' ? 'lease lost' : 'worker stopping';
-    return end(
-      s.stop,
-      message,
-      inTurn
-        ? {
-            code: s.stop === 'LeaseLost' ? 'WORKER_FENCED' : 'WORKER_STOPPING',
-            error: `worker stopped: ${message}`,
-          }
-        : null,
-    );
-  }
+  if (s.stop) return stopped(s.stop, inTurn);
   if (s.stage === 'before-work') return { action: 'look-for-work' };
   let idleLeftMs = Number.POSITIVE_INFINITY;
   if (s.stage === 'idle') {
@@ -162,4 +152,18 @@ export function decideSupervision(
 
 function end(reason: EndReason, message: string, abort: TurnAbort | null): SupervisionDecision {
   return { action: 'end', ending: { reason, message, abort } };
+}
+
+function stopped(stop: StopRequest, inTurn: boolean): SupervisionDecision {
+  const message = stop === 'LeaseLost' ? 'lease lost' : 'worker stopping';
+  return end(
+    stop,
+    message,
+    inTurn
+      ? {
+          code: stop === 'LeaseLost' ? 'WORKER_FENCED' : 'WORKER_STOPPING',
+          error: `worker stopped: ${message}`,
+        }
+      : null,
+  );
 }

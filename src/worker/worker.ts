@@ -14,7 +14,7 @@ import { hostname } from 'node:os';
 import { type IntervalHistogram, monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { collectGarbage, StorageBlobs } from '../blobs/index.js';
-import { agentSpecSchema, BerthError, newId, sleep, WakeSignal } from '../core/index.js';
+import { agentSpecSchema, BerthError, decideOwnLease, newId, sleep, WakeSignal } from '../core/index.js';
 import { stageRunner } from '../runtime/index.js';
 import type { StoreChange } from '../store/index.js';
 import { WORKSPACE_OBJECT_PREFIXES, Workspaces } from '../workspace/index.js';
@@ -29,8 +29,6 @@ import { WarmPool, type WarmPoolStats } from './warm-pool.js';
 const EVENTS_CONNECT_TIMEOUT_MS = 10_000;
 /** The sandbox's non-root user owns what a turn writes. */
 const SANDBOX_UID = 1000;
-/** Self-fence when the own row is this much of a lease old: before anyone else may take over (at a full lease). */
-const SELF_FENCE_FRACTION = 0.6;
 /** Local leftovers (containers, slots, layers) are cleaned up once every this many sweeps. */
 const CLEANUP_EVERY_SWEEPS = 5;
 /** Blob-store objects nothing names are collected at start and then this often. */
@@ -167,7 +165,8 @@ export class Worker {
     const { store, clock, config } = this.deps;
     while (!this.abort.signal.aborted) {
       let claimed = false;
-      if (this.supervisors.size < config.slots) {
+      const lease = decideOwnLease(this.heartbeatAt, clock.now(), config.leaseMs);
+      if (this.supervisors.size < config.slots && lease === 'ok') {
         try {
           const c = await store.claimRunnableSession(this.id, clock.now());
           if (c) {
@@ -377,8 +376,9 @@ export class Worker {
     const { clock, config } = this.deps;
     while (!this.abort.signal.aborted) {
       await sleep(config.leaseMs / 10, this.abort.signal);
-      const leaseAgeMs = clock.now() - this.heartbeatAt;
-      if (leaseAgeMs >= config.leaseMs * SELF_FENCE_FRACTION && this.supervisors.size > 0) {
+      const now = clock.now();
+      if (decideOwnLease(this.heartbeatAt, now, config.leaseMs) === 'fence' && this.supervisors.size > 0) {
+        const leaseAgeMs = now - this.heartbeatAt;
         const sent = this.renewalSentAt;
         // In flight: the store is slow or away; none: this process did not get to send one.
         const renewalInFlightMs = sent === null ? null : Math.round(performance.now() - sent);

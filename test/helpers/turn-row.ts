@@ -1,0 +1,22 @@
+/** A turn row as the store returns it, for unit tests: a first attempt of session s1, overridable field by field. */
+import type { Turn } from '../../src/core/index.js';
+
+export function turnRow(fields: Partial<Turn>): Turn {
+  return {
+    id: 't',
+    sessionId: 's1',
+    attempt: 1,
+    generation: 1,
+    workerId: 'w1',
+    sandbox: 'berth-x-s1-g1',
+    status: 'committed',
+    progress: null,
+    error: null,
+    errorCode: null,
+    baseVersion: null,
+    messageIds: [1],
+    startedAt: 1000,
+    endedAt: 2000,
+    ...fields,
+  };
+}
