@@ -136,6 +136,13 @@ export interface ChaosProgress {
 const DEFAULT_WORKERS = 2;
 const AGENT = 'chaos';
 const START_TIMEOUT_MS = 120_000;
+/**
+ * How long a worker started again mid-run (a killed worker, a replaced node) may take to
+ * register: it starts on the run's loaded machine, and a replaced node's worker took about
+ * 3 min at a load average of 40 (500 sessions on 2 cores: it needs seconds of CPU, and gets
+ * a twentieth of a core). Slow is not lost; one that never registers still fails the run.
+ */
+const RESTART_TIMEOUT_MS = 600_000;
 const STOP_GRACE_MS = 30_000;
 const WORKER_RESTART_DELAY_MS = 1000;
 /**
@@ -189,7 +196,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   let nodeUsage: NodeUsageSampler | null = null;
   const children = [api];
   const workerIds = new Map<number, string>();
-  /** Restarted workers' registrations (each bounded by START_TIMEOUT_MS). */
+  /** Restarted workers' registrations (each bounded by RESTART_TIMEOUT_MS). */
   const restarts: Promise<void>[] = [];
   const requests: RequestRecord[] = [];
   const turnsTotal = opts.sessions * opts.turns;
@@ -286,7 +293,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
         await w.restart();
         // Learn the new incarnation's id in the background; the run does not wait for it (the stop does).
         restarts.push(
-          workerIdOf(workerRows, w, START_TIMEOUT_MS).then(
+          workerIdOf(workerRows, w, RESTART_TIMEOUT_MS).then(
             (id) => void workerIds.set(w.pid!, id),
             () => undefined,
           ),
@@ -297,7 +304,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       nodeSet?.killable({
         workerId: (w) => (w.pid === undefined ? null : (workerIds.get(w.pid) ?? null)),
         registered: async (w) => {
-          workerIds.set(w.pid!, await workerIdOf(workerRows, w, START_TIMEOUT_MS));
+          workerIds.set(w.pid!, await workerIdOf(workerRows, w, RESTART_TIMEOUT_MS));
         },
       }) ?? [];
     injector = new FaultInjector({
