@@ -165,8 +165,10 @@ export class Worker {
     const { store, clock, config } = this.deps;
     while (!this.abort.signal.aborted) {
       let claimed = false;
-      const lease = decideOwnLease(this.heartbeatAt, clock.now(), config.leaseMs);
-      if (this.supervisors.size < config.slots && lease === 'ok') {
+      const mayClaim =
+        this.supervisors.size < config.slots &&
+        decideOwnLease(this.heartbeatAt, clock.now(), config.leaseMs) === 'ok';
+      if (mayClaim) {
         try {
           const c = await store.claimRunnableSession(this.id, clock.now());
           if (c) {
@@ -182,9 +184,9 @@ export class Worker {
       // Woken by a new message, a released session, a freed slot, or the next backoff expiry;
       // the renew tick is the floor, for writers in other processes. With every slot busy only
       // a freed slot can change anything: no store read then, though every message posted
-      // anywhere wakes every worker.
-      const full = this.supervisors.size >= config.slots;
-      const next = full ? null : await store.nextProcessAfter(clock.now()).catch(() => null);
+      // anywhere wakes every worker. Nor while the lease bars claims: a session runnable now
+      // would make the wait 0 and the loop spin on the store until the next renewal.
+      const next = mayClaim ? await store.nextProcessAfter(clock.now()).catch(() => null) : null;
       const untilNextMs = next === null ? Number.POSITIVE_INFINITY : next - clock.now();
       await this.claimWake.wait(Math.min(untilNextMs, config.leaseMs / 5));
     }
