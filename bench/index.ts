@@ -5,6 +5,7 @@
 import { blobs } from './blobs.js';
 import { coldStart } from './cold-start.js';
 import { detection } from './detection.js';
+import { fileBlobs } from './file-blobs.js';
 import { harnesses } from './harnesses.js';
 import { isolation } from './isolation.js';
 import { liveSandboxes } from './live-sandboxes.js';
@@ -35,6 +36,7 @@ const all = {
   blobs,
   storeFailover,
   workspaces,
+  fileBlobs,
   storeScale,
 };
 for (const [name, bench] of Object.entries(all)) {

@@ -33,12 +33,15 @@ export function stagingPath(path: string, ending = 'tmp'): string {
 /**
  * Replaces `file` with `data`: staging file, fsync, rename, fsync of the directory.
  * @param options.mode the file's mode, whatever the umask (and kept on a replaced file). @default 0o644 less the umask
+ * @param options.durable false: no fsyncs, for a file whose loss in a crash is harmless; a
+ *   crash may then leave the old content, the new, or (on some file systems) an empty file. @default true
  */
 export async function writeFileAtomic(
   file: string,
   data: string | Uint8Array,
-  options: { mode?: number } = {},
+  options: { mode?: number; durable?: boolean } = {},
 ): Promise<void> {
+  const durable = options.durable ?? true;
   const staged = stagingPath(file);
   try {
     const handle = await open(staged, 'wx', options.mode ?? 0o644);
@@ -46,7 +49,7 @@ export async function writeFileAtomic(
       await handle.writeFile(data);
       // The umask may have narrowed the mode open() was given.
       if (options.mode !== undefined) await handle.chmod(options.mode);
-      await handle.sync();
+      if (durable) await handle.sync();
     } finally {
       await handle.close();
     }
@@ -55,7 +58,7 @@ export async function writeFileAtomic(
     await rm(staged, { force: true });
     throw err;
   }
-  await fsyncPath(dirname(file));
+  if (durable) await fsyncPath(dirname(file));
 }
 
 /**

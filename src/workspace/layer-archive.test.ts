@@ -1,6 +1,7 @@
 /** Layer archives on real files: a tree round-trips, a layer applies deletions and moves, a bad archive is refused whole. */
 import assert from 'node:assert/strict';
 import { Buffer } from 'node:buffer';
+import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -47,12 +48,15 @@ test('a tree packed and applied onto an empty dir is the same tree, twice over',
   await writeFile(join(source, 'README'), 'hello\n');
   await writeFile(join(source, 'src/empty'), '');
   await writeFile(join(source, 'src/deep/er/big.bin'), Buffer.alloc(3 * 2 ** 20, 7));
+  await writeFile(join(source, 'src/deep/er/huge.bin'), randomBytes(5 * 2 ** 20));
+  await mkdir(join(source, 'many'));
+  for (let i = 0; i < 40; i++) await writeFile(join(source, `many/${i}`), randomBytes(i * 1000));
   await writeFile(join(source, 'src/run.sh'), '#!/bin/sh\n', { mode: 0o755 });
   await writeFile(join(source, 'name with\nnewline'), 'odd');
   await symlink('src/run.sh', join(source, 'link'));
   const archive = await collect(packTree(source));
   const target = join(await scratch(), 'materialised');
-  assert.equal(await applyLayerArchive([archive], target), 9);
+  assert.equal(await applyLayerArchive([archive], target), 51);
   assert.deepEqual(await describe(target), await describe(source));
   await applyLayerArchive([archive], target);
   assert.deepEqual(await describe(target), await describe(source), 'applying again changes nothing');
@@ -83,6 +87,47 @@ test('a layer deletes what its plan deletes and moves in what its upper dir hold
     'was-a-file': 'dir 750',
     'was-a-file/now-inside': `file 644 2 ${Buffer.from('in').toString('base64')}`,
   });
+});
+
+test('entries apply as if one by one while files are written side by side', async () => {
+  const entry = (e: object, content = '') => `${JSON.stringify(e)}\n${content}`;
+  const file = (p: string, content: string) =>
+    entry({ t: 'file', p, m: 0o644, u: 0, g: 0, s: content.length, mt: 0 }, content);
+  const lines = [
+    'berth-layer 1\n',
+    entry({ t: 'dir', p: 'a', m: 0o755, u: 0, g: 0 }),
+    ...Array.from({ length: 30 }, (_, i) => file(`a/${i}`, `first ${i}`)),
+    file('a/0', 'second'),
+    entry({ t: 'delete', p: 'a/1' }),
+    file('b', 'a file'),
+    entry({ t: 'dir', p: 'b', m: 0o700, u: 0, g: 0 }),
+    file('b/in', 'inside'),
+    entry({ t: 'delete', p: 'a' }),
+    file('a', 'last'),
+  ];
+  const archive = gzipSync(
+    Buffer.from(`${lines.join('')}${JSON.stringify({ t: 'end', n: lines.length - 1 })}\n`),
+  );
+  const target = await scratch();
+  await applyLayerArchive([archive], target);
+  assert.deepEqual(await describe(target), {
+    a: `file 644 4 ${Buffer.from('last').toString('base64')}`,
+    b: 'dir 700',
+    'b/in': `file 644 6 ${Buffer.from('inside').toString('base64')}`,
+  });
+});
+
+test('an archive cut off inside a large file leaves no file half written', async () => {
+  const source = await scratch();
+  await writeFile(join(source, 'small'), 'whole');
+  await writeFile(join(source, 'large'), randomBytes(6 * 2 ** 20));
+  const archive = await collect(packTree(source));
+  const target = await scratch();
+  await assert.rejects(
+    applyLayerArchive([archive.subarray(0, archive.length / 2)], target),
+    /truncated|unexpected end/,
+  );
+  assert.deepEqual(await readdir(target), [], 'the large file never appears, nor its temp');
 });
 
 test('a truncated, forged or escaping archive is refused with WORKSPACE_FAILED', async () => {

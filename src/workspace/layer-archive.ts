@@ -21,6 +21,7 @@ import { createReadStream } from 'node:fs';
 import {
   chmod,
   chown,
+  type FileHandle,
   lchown,
   lstat,
   mkdir,
@@ -39,12 +40,15 @@ import type { PromotionPlan } from './promotion.js';
 
 const MAGIC = 'berth-layer 1';
 const MAX_HEADER_BYTES = 64 * 1024;
+const INFLATE_CHUNK_BYTES = 1 << 20;
 
 export type LayerEntry =
   | { t: 'delete'; p: string }
   | { t: 'dir'; p: string; m: number; u: number; g: number }
   | { t: 'file'; p: string; m: number; u: number; g: number; s: number; mt: number }
   | { t: 'link'; p: string; to: string; u: number; g: number };
+
+type FileEntry = Extract<LayerEntry, { t: 'file' }>;
 
 type Header = LayerEntry | { t: 'end'; n: number };
 
@@ -115,7 +119,7 @@ function gzipped(entries: () => AsyncGenerator<Packed>): Readable {
 }
 
 /** Exactly the size the header announced: a file that changed under the packer is an error, not a corrupt archive. */
-async function* fileBytes(source: string, entry: Extract<LayerEntry, { t: 'file' }>): AsyncGenerator<Buffer> {
+async function* fileBytes(source: string, entry: FileEntry): AsyncGenerator<Buffer> {
   let sent = 0;
   if (entry.s > 0)
     for await (const chunk of createReadStream(source, { start: 0, end: entry.s - 1 })) {
@@ -134,20 +138,45 @@ export async function applyLayerArchive(
   await mkdir(dir, { recursive: true });
   const target = new TreeWriter(dir);
   const reader = new ArchiveReader();
-  // Large chunks: a file's content is written in few syscalls.
-  const gunzip = createGunzip({ chunkSize: 1 << 20 });
-  const source = Readable.from(archive);
+  // Large chunks in and out: each is one job on the thread pool, which the file writes share.
+  const gunzip = createGunzip({ chunkSize: INFLATE_CHUNK_BYTES });
+  const source = Readable.from(coalesced(archive, INFLATE_CHUNK_BYTES));
   source.on('error', (err) => gunzip.destroy(err));
   source.pipe(gunzip);
-  for await (const chunk of gunzip) await reader.push(chunk as Buffer, target);
-  return reader.finish();
+  try {
+    for await (const chunk of gunzip) await reader.push(chunk as Buffer, target);
+    const applied = reader.finish();
+    await target.drain();
+    return applied;
+  } finally {
+    // Nothing of this apply writes after it returns or throws.
+    await target.settle();
+  }
+}
+
+/** The bytes as they come, in chunks of at least `bytes` (a download's are a socket read each, ~64 KiB). */
+async function* coalesced(
+  chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+  bytes: number,
+): AsyncGenerator<Buffer> {
+  let held: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of chunks) {
+    held.push(chunk);
+    size += chunk.length;
+    if (size < bytes) continue;
+    yield Buffer.concat(held);
+    held = [];
+    size = 0;
+  }
+  if (size > 0) yield Buffer.concat(held);
 }
 
 /** Parses the archive's bytes as they come and hands each entry (and file content) to the writer. */
 class ArchiveReader {
   private buffered: Buffer = Buffer.alloc(0);
   private seenMagic = false;
-  private open: { entry: Extract<LayerEntry, { t: 'file' }>; left: number; file: OpenFile } | null = null;
+  private open: { left: number; file: FileSink } | null = null;
   private entries = 0;
   private ended: number | null = null;
 
@@ -188,7 +217,7 @@ class ArchiveReader {
       if (header.t === 'file') {
         const file = await target.startFile(header);
         if (header.s === 0) await file.close();
-        else this.open = { entry: header, left: header.s, file };
+        else this.open = { left: header.s, file };
       } else await target.apply(header);
     }
   }
@@ -228,19 +257,39 @@ function corrupt(why: string): BerthError {
   return new BerthError('WORKSPACE_FAILED', `Workspace layer archive is corrupt: ${why}`);
 }
 
-interface OpenFile {
+/** Files written at once: the thread pool's and the disk's latencies overlap, and the download goes on meanwhile. */
+const FILES_IN_FLIGHT = 16;
+/** Content held for files being written, at most: beyond it the reader waits, and so does the download. */
+const BYTES_IN_FLIGHT = 32 * 1024 * 1024;
+/** A larger file is streamed to disk as it arrives, alone, rather than held whole and written beside others. */
+const WHOLE_FILE_BYTES = 4 * 1024 * 1024;
+
+/** Where a file's content goes as the archive delivers it. */
+interface FileSink {
   write(bytes: Buffer): Promise<void>;
   close(): Promise<void>;
 }
 
-/** Writes entries into one dir, never through a symlink, each step idempotent. */
+/**
+ * Writes entries into one dir, never through a symlink, each step idempotent. A small
+ * file is held whole and written beside others; an entry that could touch a file still
+ * being written (a delete, a link, a large file, a path in flight or known as a dir)
+ * waits for those writes first, so the tree ends as if the entries were applied in order.
+ */
 class TreeWriter {
   /** Dirs under the root known to be real directories (not symlinks) during this apply. */
   private readonly realDirs = new Set<string>(['']);
+  /** Files being written, by path; each promise settles (never rejects) once the file is placed or failed. */
+  private readonly writing = new Map<string, Promise<void>>();
+  private bytesInFlight = 0;
+  private failure: { err: unknown } | null = null;
+  /** The large file being streamed, to close and remove if the apply stops half way. */
+  private streaming: { handle: FileHandle; tmp: string } | null = null;
 
   constructor(private readonly root: string) {}
 
   async apply(entry: Exclude<LayerEntry, { t: 'file' }>): Promise<void> {
+    if (entry.t !== 'dir' || this.writing.has(entry.p)) await this.drain();
     const target = await this.placeOf(entry.p);
     switch (entry.t) {
       case 'delete':
@@ -266,29 +315,112 @@ class TreeWriter {
     }
   }
 
-  async startFile(entry: Extract<LayerEntry, { t: 'file' }>): Promise<OpenFile> {
+  async startFile(entry: FileEntry): Promise<FileSink> {
+    const whole = entry.s <= WHOLE_FILE_BYTES;
+    if (!whole || this.writing.has(entry.p) || this.realDirs.has(entry.p)) await this.drain();
     const target = await this.placeOf(entry.p);
-    const tmp = tempNameIn(dirname(target));
-    const handle = await open(tmp, 'wx', 0o600);
+    if (!whole) return this.streamed(entry, target);
+    const content: Buffer[] = [];
     return {
       write: async (bytes) => {
-        await handle.write(bytes);
+        content.push(bytes);
       },
       close: async () => {
-        await handle.chown(entry.u, entry.g);
-        await handle.chmod(entry.m);
-        await handle.utimes(new Date(entry.mt), new Date(entry.mt));
-        await handle.close();
+        await this.room(entry.s);
+        this.bytesInFlight += entry.s;
+        const written = this.writeWhole(entry, target, content).then(
+          () => {},
+          (err: unknown) => {
+            this.failure ??= { err };
+          },
+        );
+        this.writing.set(
+          entry.p,
+          written.finally(() => {
+            this.writing.delete(entry.p);
+            this.bytesInFlight -= entry.s;
+          }),
+        );
+      },
+    };
+  }
+
+  /** Every file begun is written and in place; throws the first failure of one. */
+  async drain(): Promise<void> {
+    while (this.writing.size > 0) await Promise.race(this.writing.values());
+    if (this.failure) throw this.failure.err;
+  }
+
+  /** Nothing of this apply is left writing, and a file streamed half way is removed. */
+  async settle(): Promise<void> {
+    await Promise.all(this.writing.values());
+    if (this.streaming) {
+      const { handle, tmp } = this.streaming;
+      this.streaming = null;
+      await handle.close().catch(() => {});
+      await rm(tmp, { force: true });
+    }
+  }
+
+  /** Waits until a file of `bytes` may join those in flight; throws the first failure of one. */
+  private async room(bytes: number): Promise<void> {
+    while (
+      this.writing.size >= FILES_IN_FLIGHT ||
+      (this.writing.size > 0 && this.bytesInFlight + bytes > BYTES_IN_FLIGHT)
+    )
+      await Promise.race(this.writing.values());
+    if (this.failure) throw this.failure.err;
+  }
+
+  private async writeWhole(entry: FileEntry, target: string, content: Buffer[]): Promise<void> {
+    const tmp = tempNameIn(dirname(target));
+    const handle = await open(tmp, 'wx', 0o600);
+    try {
+      await handle.writeFile(content.length === 1 ? content[0]! : Buffer.concat(content));
+      await this.finishFile(handle, entry);
+    } catch (err) {
+      await handle.close().catch(() => {});
+      await rm(tmp, { force: true });
+      throw err;
+    }
+    await this.replaceWith(tmp, target, entry.p).catch(async (err: unknown) => {
+      await rm(tmp, { force: true });
+      throw err;
+    });
+  }
+
+  /** A large file, written as its content arrives while nothing else is in flight. */
+  private async streamed(entry: FileEntry, target: string): Promise<FileSink> {
+    const tmp = tempNameIn(dirname(target));
+    const handle = await open(tmp, 'wx', 0o600);
+    this.streaming = { handle, tmp };
+    return {
+      write: async (bytes) => {
+        await handle.writeFile(bytes);
+      },
+      close: async () => {
+        await this.finishFile(handle, entry);
+        this.streaming = null;
         await this.replaceWith(tmp, target, entry.p);
       },
     };
   }
 
+  /** Owner, mode and times, then closed: the file is complete before it is renamed into place. */
+  private async finishFile(handle: FileHandle, entry: FileEntry): Promise<void> {
+    await handle.chown(entry.u, entry.g);
+    await handle.chmod(entry.m);
+    await handle.utimes(new Date(entry.mt), new Date(entry.mt));
+    await handle.close();
+  }
+
   /** Renames a finished temp over the target, replacing a directory that was there. */
   private async replaceWith(tmp: string, target: string, rel: string): Promise<void> {
-    const st = await lstat(target).catch(() => null);
-    if (st?.isDirectory()) await rm(target, { recursive: true, force: true });
-    await rename(tmp, target);
+    await rename(tmp, target).catch(async (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EISDIR') throw err;
+      await rm(target, { recursive: true, force: true });
+      await rename(tmp, target);
+    });
     this.forget(rel);
   }
 

@@ -16,8 +16,11 @@
  * from another history, compacted past it) the tree is materialised afresh from the
  * newest snapshot and the layers after it, in a staging dir swapped in whole.
  *
- * Invariants: the stamp is written (durably) only after the tree it names is complete and
- * flushed; a turn never mounts a tree whose stamp does not equal the chain's version.
+ * Invariants: the stamp is written only after the tree it names is complete and flushed
+ * (promotion and materialising flush it), so a crash can leave the stamp behind its tree
+ * but never ahead: the stamp itself is not fsynced, and one lost or left unreadable by a
+ * crash is caught up (layers applied again change nothing) or read as absent. A turn never
+ * mounts a tree whose stamp does not equal the chain's version.
  */
 
 import { execFile } from 'node:child_process';
@@ -30,7 +33,7 @@ import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import type { BlobStore } from '../blobs/index.js';
 import type { WorkspaceChain, WorkspaceObjectRef } from '../core/index.js';
-import { stagingPath, writeFileAtomic } from '../durable-files/index.js';
+import { fsyncPath, stagingPath, writeFileAtomic } from '../durable-files/index.js';
 import { applyLayerArchive, packLayer, packTree } from './layer-archive.js';
 import type { WorkspaceLayout } from './layout.js';
 import { PLAN_FILE, type PromotionPlan } from './promotion.js';
@@ -75,13 +78,20 @@ export class WorkspaceCache {
     return this.layout.committedPath(sessionId);
   }
 
+  /** The stamp; null when there is none, or a crash left it unreadable (the tree is then fetched afresh). */
   async readStamp(sessionId: string): Promise<CacheStamp | null> {
     const text = await readFile(join(this.sessionDir(sessionId), STAMP_FILE), 'utf8').catch(() => null);
-    return text === null ? null : (JSON.parse(text) as CacheStamp);
+    try {
+      return text === null ? null : (JSON.parse(text) as CacheStamp);
+    } catch {
+      return null;
+    }
   }
 
   private async writeStamp(sessionId: string, stamp: CacheStamp): Promise<void> {
-    await writeFileAtomic(join(this.sessionDir(sessionId), STAMP_FILE), JSON.stringify(stamp));
+    await writeFileAtomic(join(this.sessionDir(sessionId), STAMP_FILE), JSON.stringify(stamp), {
+      durable: false,
+    });
   }
 
   /** Makes committed/ hold the chain's version; returns that version and what it took. */
@@ -133,6 +143,7 @@ export class WorkspaceCache {
         if (err.code !== 'ENOENT') throw err;
       });
       await rename(staging, committed);
+      await fsyncPath(dirname(committed));
       await rm(old, { recursive: true, force: true });
     } finally {
       await rm(staging, { recursive: true, force: true });
