@@ -5,7 +5,8 @@
  *   <data>/workspaces/<session>/committed/         the committed tree, at the stamp's version
  *   <data>/workspaces/<session>/committed.stamp    {version, layerVersion, layerKey}
  *   <data>/workspaces/<session>/layers/<turn>/layer.tgz
- *                                                  the sealed layer, as uploaded
+ *                                                  the sealed layer, as uploaded, when too
+ *                                                  large to pack in memory
  *
  * Commit order: seal (promotion.ts) → uploadLayer (the object is durable) → the fenced
  * store commit appends its key → promotion, after which stampPromoted advances the stamp
@@ -25,11 +26,11 @@
 
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
-import { chown, mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { once } from 'node:events';
+import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
+import { chown, mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { finished } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import type { BlobStore } from '../blobs/index.js';
 import type { WorkspaceChain, WorkspaceObjectRef } from '../core/index.js';
@@ -41,6 +42,8 @@ import { PLAN_FILE, type PromotionPlan } from './promotion.js';
 const run = promisify(execFile);
 const STAMP_FILE = 'committed.stamp';
 const LAYER_ARCHIVE = 'layer.tgz';
+/** An archive up to this size is packed in memory: one part of an S3 upload. */
+const IN_MEMORY_BYTES = 8 * 1024 * 1024;
 /** Layer and snapshot objects are as large as a workspace may be; the quota bounds them. */
 const MAX_OBJECT_BYTES = Number.MAX_SAFE_INTEGER;
 
@@ -199,7 +202,7 @@ export class WorkspaceCache {
   }
 
   /**
-   * Packs to a local file while hashing, then puts it under `<prefix>/<sha256>.<random>`:
+   * Packs while hashing (in memory, or for a large archive to a local file), then puts it under `<prefix>/<sha256>.<random>`:
    * named by its content (a reader can check it) and by this upload alone, so garbage
    * collection, which deletes old objects no chain names, can never take an object from
    * under a commit about to name it (a second upload of the same bytes is a new, young one).
@@ -209,18 +212,9 @@ export class WorkspaceCache {
     archive: NodeJS.ReadableStream,
     file: string,
   ): Promise<WorkspaceObjectRef> {
-    const hash = createHash('sha256');
-    const hashing = new Transform({
-      transform(chunk: Buffer, _encoding, done) {
-        hash.update(chunk);
-        done(null, chunk);
-      },
-    });
-    await pipeline(archive, hashing, createWriteStream(file));
-    const sha256 = hash.digest('hex');
+    const { sha256, size, body } = await packed(archive, file);
     const key = `${prefix}/${sha256}.${randomBytes(8).toString('hex')}`;
-    const { size } = await stat(file);
-    await this.blobs.put(key, createReadStream(file), {
+    await this.blobs.put(key, body, {
       maxBytes: MAX_OBJECT_BYTES,
       expectedSha256: sha256,
       ifAbsent: true,
@@ -233,6 +227,43 @@ export class WorkspaceCache {
     await rm(join(this.sessionDir(sessionId), STAMP_FILE), { force: true });
     await rm(this.committedPath(sessionId), { recursive: true, force: true });
   }
+}
+
+/**
+ * An archive's bytes, hashed as they come: held in memory up to IN_MEMORY_BYTES (a turn's
+ * usual layer costs no file written and read back), past that written to `file`.
+ */
+async function packed(
+  archive: NodeJS.ReadableStream,
+  file: string,
+): Promise<{ sha256: string; size: number; body: Iterable<Uint8Array> | AsyncIterable<Uint8Array> }> {
+  const hash = createHash('sha256');
+  const held: Buffer[] = [];
+  let size = 0;
+  let spilled: WriteStream | null = null;
+  try {
+    for await (const chunk of archive as AsyncIterable<Buffer>) {
+      hash.update(chunk);
+      size += chunk.length;
+      if (!spilled && size <= IN_MEMORY_BYTES) {
+        held.push(chunk);
+        continue;
+      }
+      if (!spilled) {
+        spilled = createWriteStream(file);
+        for (const early of held.splice(0)) spilled.write(early);
+      }
+      if (!spilled.write(chunk)) await once(spilled, 'drain');
+    }
+    if (spilled) {
+      spilled.end();
+      await finished(spilled);
+    }
+  } catch (err) {
+    spilled?.destroy();
+    throw err;
+  }
+  return { sha256: hash.digest('hex'), size, body: spilled ? createReadStream(file) : held };
 }
 
 /** The stamp of a tree at the chain's head. */

@@ -1,5 +1,6 @@
 /** Sealing a turn's layer on real overlayfs: only through the overlay on the slot. */
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,13 +36,15 @@ test('seal refuses a slot whose overlay was taken off (it would plan to delete e
   await stat(join(workspaces.committedPath('s1'), 'kept.txt'));
 });
 
-test('a stamp a crash left empty reads as absent: the tree is fetched afresh from the chain', async (t) => {
+test('a stamp a crash left empty reads as absent: the tree is fetched afresh from the chain (a snapshot too large to pack in memory)', async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'berth-workspaces-'));
   t.after(() => rm(dataDir, { recursive: true, force: true }));
   const workspaces = new Workspaces(dataDir, 1000, new FileBlobStore(join(dataDir, 'blobs')));
   const tree = workspaces.committedPath('s1');
   await mkdir(tree, { recursive: true });
   await writeFile(join(tree, 'kept.txt'), 'one');
+  const big = randomBytes(9 * 2 ** 20);
+  await writeFile(join(tree, 'big.bin'), big);
   assert.equal((await workspaces.ensureCurrent({ sessionId: 's1', version: 1, entries: [] })).how, 'adopted');
   const snapshot = await workspaces.uploadSnapshot('s1');
   assert.ok(snapshot);
@@ -55,5 +58,6 @@ test('a stamp a crash left empty reads as absent: the tree is fetched afresh fro
   await writeFile(`${tree}.stamp`, ''); // a rename that reached the disk before its data
   assert.equal((await workspaces.ensureCurrent(chain)).how, 'materialised');
   assert.equal(await readFile(join(tree, 'kept.txt'), 'utf8'), 'one');
+  assert.ok(big.equals(await readFile(join(tree, 'big.bin'))));
   assert.equal((await workspaces.ensureCurrent(chain)).how, 'current');
 });
