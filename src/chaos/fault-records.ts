@@ -3,6 +3,7 @@
  * read these), and the targets it may hit: engines, workers, nodes.
  */
 import type Dockerode from 'dockerode';
+import type { Store } from '../store/index.js';
 
 export interface SandboxKill {
   kind: 'sandbox-kill';
@@ -145,5 +146,21 @@ export interface RunningTurn {
   startedAt: number;
 }
 
-/** The running turns, per worker id (the chaos run reads them from the store: run-chaos.ts). */
+/** The running turns, per worker id. */
 export type RunningTurns = () => Promise<Map<string, RunningTurn[]>>;
+
+/** The running turns as the store has them: each session's current turn, by its worker. */
+export function runningTurnsIn(store: Store): RunningTurns {
+  return async () => {
+    const turns = new Map<string, RunningTurn[]>();
+    for (const s of await store.listSessionViews(store.clock.now())) {
+      const turn = s.currentTurn;
+      if (turn?.workerId)
+        turns.set(turn.workerId, [
+          ...(turns.get(turn.workerId) ?? []),
+          { sandbox: turn.sandbox ?? '', startedAt: turn.startedAt },
+        ]);
+    }
+    return turns;
+  };
+}

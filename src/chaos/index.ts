@@ -8,6 +8,7 @@ export type {
   StoreFailover,
   WorkerKill,
 } from './fault-records.js';
+export { runningTurnsIn } from './fault-records.js';
 export { FaultInjector } from './faults.js';
 export type { InvariantResult } from './invariant-result.js';
 export { checkInvariants, type ProcessEnd } from './invariants.js';

@@ -37,7 +37,12 @@ import { connectDocker } from '../runtime/index.js';
 import type { Store } from '../store/index.js';
 import { installIdOf } from '../worker/index.js';
 import { BerthProcess, freePort, waitForHealthy, workerIdOf } from './children.js';
-import type { KillableWorker, PrimaryDeath, RunningTurn, StoreFailover } from './fault-records.js';
+import {
+  type KillableWorker,
+  type PrimaryDeath,
+  runningTurnsIn,
+  type StoreFailover,
+} from './fault-records.js';
 import { FaultInjector } from './faults.js';
 import { checkInvariants } from './invariants.js';
 import { removeLeftovers } from './leftovers.js';
@@ -281,7 +286,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
         if (!(isBerthError(err) && err.code === 'AGENT_EXISTS')) throw err;
       });
 
-    const runningTurns = () => runningTurnsByWorker(store);
+    const runningTurns = runningTurnsIn(store);
     const killable: KillableWorker[] = workers.map((w) => ({
       name: w.name,
       get pid() {
@@ -514,19 +519,4 @@ async function dateFirstFailures(failovers: StoreFailover[], logFiles: string[])
       f.at,
       failovers[i + 1]?.at ?? Number.POSITIVE_INFINITY,
     );
-}
-
-/** The running turns per worker id (sessions' current turns), read from the store. */
-async function runningTurnsByWorker(store: Store): Promise<Map<string, RunningTurn[]>> {
-  const sessions = await store.listSessionViews(store.clock.now());
-  const turns = new Map<string, RunningTurn[]>();
-  for (const s of sessions) {
-    const turn = s.currentTurn;
-    if (turn?.workerId)
-      turns.set(turn.workerId, [
-        ...(turns.get(turn.workerId) ?? []),
-        { sandbox: turn.sandbox ?? '', startedAt: turn.startedAt },
-      ]);
-  }
-  return turns;
 }

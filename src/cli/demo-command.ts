@@ -1,6 +1,6 @@
 /**
  * `berth demo`: 20 concurrent tasks of about a minute each (multi-step `script` turns that
- * report progress) on an embedded 4-slot host, while random sandboxes are killed (docker
+ * report progress) on an embedded 4-slot host, while sandboxes are killed (every other one running a task; docker
  * kill through the Engine API, the chaos suite's FaultInjector). A live view shows every
  * task's state, queue position, attempt and progress; the summary says whether all 20
  * completed with none lost, the queue waits and run times, the faults and the recoveries,
@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { destination, pino } from 'pino';
-import { FaultInjector } from '../chaos/index.js';
+import { FaultInjector, runningTurnsIn } from '../chaos/index.js';
 import { Berth, type Posted } from '../client/index.js';
 import { loadConfig, type ScriptPlan } from '../core/index.js';
 import { startHost } from '../host/index.js';
@@ -85,6 +85,8 @@ export function demoCommand(env: NodeJS.ProcessEnv): Command {
         engines: () => [{ docker: host.docker, installId: installIdOf(dataDir) }],
         killEveryMs: pace.killEveryMs,
         maxDurationMs: 60 * 60_000,
+        // Every other kill aims at a sandbox running a task: random ones often find a warm or idle one.
+        runningTurns: runningTurnsIn(host.store),
       });
       const cleanUp = async () => {
         await injector.stop();
