@@ -109,7 +109,8 @@ function renderSessions(sessions) {
       cell(v.id),
       cell(v.agent),
       stateCell,
-      cell(v.queuePosition ?? '–'),
+      // A message in backoff holds the session's later messages: say which one they wait for.
+      cell(v.heldBy ? `behind #${v.heldBy.messageId}` : (v.queuePosition ?? '–')),
       cell(v.etaMs == null ? '–' : `${Math.round(v.etaMs / 1000)} s`),
       cell(v.currentTurn?.progress ?? ''),
       cell(v.lastReply ? v.lastReply.text.slice(0, 80) : ''),
@@ -177,6 +178,13 @@ function drawLatency() {
 
 // ---- events
 
+/** Which inbound messages an event is about: a reply's own messages, or the one retried, failed or queued. */
+function about(e) {
+  const d = e.data;
+  if (e.type === 'reply') return `to ${(d.inReplyTo ?? []).map((id) => `#${id}`).join(' ')} `;
+  return d.messageId != null ? `#${d.messageId} ` : '';
+}
+
 function onEvent(e) {
   const d = e.data;
   if (e.type === 'started') turnStarts.set(d.turnId, d.at);
@@ -188,7 +196,7 @@ function onEvent(e) {
   }
   const li = document.createElement('li');
   const detail = d.text ?? d.error ?? (d.position != null ? `position ${d.position}` : d.attempt ? `attempt ${d.attempt}` : '');
-  li.textContent = `${new Date(d.at).toLocaleTimeString()} ${d.sessionId} ${e.type} ${String(detail).slice(0, 100)}`;
+  li.textContent = `${new Date(d.at).toLocaleTimeString()} ${d.sessionId} ${e.type} ${about(e)}${String(detail).slice(0, 100)}`;
   const list = $('#events');
   list.prepend(li);
   while (list.children.length > 100) list.lastChild.remove();

@@ -1,7 +1,7 @@
 /** `berth send`: post a message to a session; with --wait, follow it to its reply. */
 import { Command } from 'commander';
 import type { StreamedEvent } from '../client/index.js';
-import type { CommandResult, LeftRunning } from '../core/index.js';
+import type { CommandResult, LeftRunning, SessionView } from '../core/index.js';
 import { connect } from './connect.js';
 import { printJson } from './output.js';
 
@@ -56,23 +56,31 @@ function describeLeftRunning(left: LeftRunning): string {
 export function describeEvent(e: StreamedEvent): string | null {
   const d = e.data;
   switch (e.type) {
-    case 'queued':
-      return `queued at position ${d.position}`;
+    case 'queued': {
+      const held = d.heldBy as SessionView['heldBy'] | undefined;
+      if (held) return `message ${d.messageId} waits behind message ${held.messageId}, which is in backoff`;
+      return d.position == null ? null : `queued at position ${d.position}`;
+    }
     case 'started':
       return `running (attempt ${d.attempt})`;
     case 'progress':
       return `running: ${String(d.text)}`;
     case 'retrying':
-      return `retrying in ${d.retryInMs} ms: ${String(d.error)}`;
+      return `message ${d.messageId}: retrying in ${d.retryInMs} ms (later messages wait for it): ${String(d.error)}`;
     case 'failed':
-      return `failed after ${d.tries} tries: ${String(d.error)}`;
+      return `message ${d.messageId} failed after ${d.tries} tries, later messages go on: ${String(d.error)}`;
     case 'reply':
-      return `reply: ${String(d.text)}`;
+      return `reply to ${repliedTo(d.inReplyTo)}: ${String(d.text)}`;
     case 'archived':
       return 'archived';
     default:
       return null;
   }
+}
+
+function repliedTo(ids: unknown): string {
+  const list = Array.isArray(ids) ? ids : [];
+  return `${list.length === 1 ? 'message' : 'messages'} ${list.join(', ')}`;
 }
 
 async function readStdin(): Promise<string> {

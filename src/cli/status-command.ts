@@ -31,7 +31,7 @@ export function renderSessions(sessions: SessionView[]): string {
     v.id,
     v.agent,
     v.status,
-    v.queuePosition === null ? '-' : String(v.queuePosition),
+    v.heldBy ? `behind #${v.heldBy.messageId}` : v.queuePosition === null ? '-' : String(v.queuePosition),
     String(v.pending),
     String(v.generation),
     v.sandbox ?? '-',

@@ -17,10 +17,12 @@ import {
   type CreateSessionBody,
   type CreateTokenBody,
   type CreateWebhookBody,
+  isErrorCode,
   type ListSessionsQuery,
   type Message,
   type PageQuery,
   type PostMessageBody,
+  type ReplyScope,
   type Schedule,
   type ScheduleBody,
   type SessionView,
@@ -54,7 +56,11 @@ export interface Posted {
 export interface Reply {
   text: string;
   data: unknown;
+  /** The reply's own id (an outbound message). */
   messageId: number;
+  /** The messages it answers: the one posted (scope 'message'), or every message its turn took (scope 'turn'). */
+  inReplyTo: number[];
+  scope: ReplyScope;
 }
 
 export interface Sandbox {
@@ -237,19 +243,26 @@ export class Berth {
     return this.http.stream('/v1/events', options.after ?? 0, options.signal);
   }
 
-  /** Follows the session's events from the post's 'queued' event until its reply or its failure. */
+  /**
+   * Follows the session's events from the post's 'queued' event until the reply that answers
+   * this message (a per-message provider's own reply to it, or a model turn's reply to all it
+   * took) or its failure. Replies to the session's other messages pass by.
+   */
   async waitForReply(id: string, posted: Posted, options: SendOptions = {}): Promise<Reply> {
     const messageId = posted.message.id;
     for await (const e of this.sessions.events(id, { after: posted.eventId, signal: options.signal })) {
       options.onEvent?.(e);
       const d = e.data;
-      if (e.type === 'reply' && (d.inReplyTo as number[]).includes(messageId)) {
-        return { text: String(d.text), data: d.data, messageId: Number(d.messageId) };
+      const inReplyTo = e.type === 'reply' ? (d.inReplyTo as number[]) : [];
+      if (inReplyTo.includes(messageId)) {
+        const scope = d.scope === 'message' ? 'message' : 'turn';
+        return { text: String(d.text), data: d.data, messageId: Number(d.messageId), inReplyTo, scope };
       }
       if (e.type === 'failed' && d.messageId === messageId) {
+        // The failure's own code, so its hint says what happened (a limit the turn hit is not retried).
         throw new BerthError(
-          'SANDBOX_FAILED',
-          `Message ${messageId} failed after ${d.tries} tries: ${String(d.error)}`,
+          isErrorCode(d.code) ? d.code : 'SANDBOX_FAILED',
+          `Message ${messageId} failed after ${d.tries} ${d.tries === 1 ? 'try' : 'tries'}: ${String(d.error)}`,
         );
       }
       if (e.type === 'archived') {

@@ -9,6 +9,7 @@ import {
   decideSandboxHealth,
   decideWarmPoolTarget,
   isLeaseFresh,
+  nextBatch,
 } from './decide.js';
 
 const BASE = 1_700_000_000_000;
@@ -42,6 +43,28 @@ test('decideAbortedMessage requeues without cost when the worker stopped, even o
 test('decideAbortedMessage fails a terminal abort at once, whatever the tries', () => {
   for (const code of ['SANDBOX_OUT_OF_MEMORY', 'WORKSPACE_QUOTA_EXCEEDED', 'SESSION_ARCHIVED'] as const)
     assert.deepEqual(decideAbortedMessage(1, BASE, POLICY, code), { action: 'fail' }, code);
+});
+
+test('nextBatch: the oldest pending message decides; the messages right after it tried as often go with it', () => {
+  const m = (id: number, tries: number, processAfter = BASE) => ({ id, tries, processAfter });
+  const cases: { name: string; pending: ReturnType<typeof m>[]; expected: number[] }[] = [
+    { name: 'nothing pending', pending: [], expected: [] },
+    { name: 'fresh messages go together', pending: [m(1, 0), m(2, 0), m(3, 0)], expected: [1, 2, 3] },
+    {
+      name: 'the oldest in backoff holds every later one, due or not',
+      pending: [m(1, 1, BASE + 1), m(2, 0), m(3, 0)],
+      expected: [],
+    },
+    { name: 'a retry runs alone, ahead of fresh ones', pending: [m(1, 1), m(2, 0), m(3, 0)], expected: [1] },
+    { name: "a retried turn's messages go together", pending: [m(1, 2), m(2, 2), m(3, 0)], expected: [1, 2] },
+    { name: 'the run stops at the first other count', pending: [m(1, 0), m(2, 1), m(3, 0)], expected: [1] },
+  ];
+  for (const c of cases)
+    assert.deepEqual(
+      nextBatch(c.pending, BASE).map((x) => x.id),
+      c.expected,
+      c.name,
+    );
 });
 
 test('decideSandboxHealth kills on missed heartbeats and overlong turns', () => {

@@ -38,6 +38,25 @@ export function decideAbortedMessage(
   return { action: 'retry', processAfter: now + delayMs, delayMs };
 }
 
+/**
+ * The messages the session's next turn takes, from its pending inbound messages (oldest
+ * first): none while the oldest is not due, since a message in backoff holds every message
+ * after it (a later message's turn never starts before an earlier one committed or was given
+ * up). Otherwise the oldest and the messages right after it that have been tried as often:
+ * fresh messages go together, and a retried turn's messages are retried on their own, so a
+ * message that keeps failing costs the ones behind it no tries and, once failed, lets them go.
+ */
+export function nextBatch<M extends { processAfter: number; tries: number }>(pending: M[], now: number): M[] {
+  const [oldest] = pending;
+  if (!oldest || oldest.processAfter > now) return [];
+  const batch = [oldest];
+  for (const m of pending.slice(1)) {
+    if (m.tries !== oldest.tries) break;
+    batch.push(m);
+  }
+  return batch;
+}
+
 export interface SandboxSnapshot {
   lastHeartbeatAt: number;
   turnStartedAt: number | null;

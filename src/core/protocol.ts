@@ -116,7 +116,16 @@ export interface StorageListing {
 export interface TurnOutput {
   text: string;
   data?: unknown;
+  /**
+   * The messages of the turn this output answers. A per-message provider (`command`,
+   * `script`) names the one message each output belongs to; absent = every message of the
+   * turn (a model or harness answers all its pending messages at once).
+   */
+  inReplyTo?: number[];
 }
+
+/** What a reply answers: its own message (`message`), or every message of its turn (`turn`). */
+export type ReplyScope = 'message' | 'turn';
 
 export interface CommitRequest {
   turnId: string;

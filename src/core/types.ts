@@ -53,6 +53,8 @@ export interface Message {
   tries: number;
   processAfter: number;
   turnId: string | null;
+  /** A reply's: the inbound messages it answers (one for a per-message provider, every message of its turn for a model or harness); null for an inbound message. */
+  inReplyTo: number[] | null;
   /** Why it was last retried or failed; errorCode is its catalogue code. */
   error: string | null;
   errorCode: ErrorCode | null;
@@ -106,6 +108,11 @@ export interface SessionView extends Session {
   /** 1-based place among runnable sessions in claim order; null when not queued. */
   queuePosition: number | null;
   pending: number;
+  /**
+   * The session's oldest pending message while it waits out its backoff (status `backoff`):
+   * the messages after it wait for it, in order. null when nothing is held.
+   */
+  heldBy: { messageId: number; runnableAt: number } | null;
   lastReply: Message | null;
   currentTurn: Turn | null;
 }

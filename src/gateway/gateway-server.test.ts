@@ -150,6 +150,9 @@ test('gateway: stale generation, foreign tokens and bad bodies write nothing', a
   const bad = await call('POST', '/v1/commit', { turnId });
   assert.equal(bad.status, 400);
   assert.match(bad.body.error?.message ?? '', /outputs/);
+  const foreign = await call('POST', '/v1/commit', { turnId, outputs: [{ text: 'x', inReplyTo: [999] }] });
+  assert.equal(foreign.status, 400, 'an output may answer only messages of its own turn');
+  assert.match(foreign.body.error?.message ?? '', /answers message 999, which is not a message of this turn/);
   assert.equal((await call('PUT', '/v1/state/a%2Fb', { value: 1 })).status, 400, 'state keys are narrow');
   assert.equal((await replies()).length, 0);
   assert.equal(ended.length, 0);

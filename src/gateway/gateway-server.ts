@@ -30,6 +30,7 @@ import {
   STORAGE_PATH,
   type TurnInFlight,
   type TurnOutcome,
+  type TurnOutput,
 } from '../core/index.js';
 import { type CommitCode, type Fence, fenceError, type GatewayStore } from '../store/index.js';
 import { type EgressPolicy, EgressProxy } from './egress-proxy.js';
@@ -210,6 +211,7 @@ export class SandboxGateway {
       }
       case 'POST /v1/commit': {
         const body = await this.body(req, commitBody);
+        assertRepliesOfTurn(body.outputs, this.turn?.assignment.messages ?? []);
         const turn = this.closeTurn(body.turnId, 'commitTurn');
         const { state, schedules } = turn;
         let workspace: CommitInput['workspace'];
@@ -459,4 +461,17 @@ function sameSecret(given: string, expected: string): boolean {
   const a = Buffer.from(given);
   const b = Buffer.from(expected);
   return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** An output may answer only messages of its own turn: anything else would answer a message it never saw. */
+function assertRepliesOfTurn(outputs: TurnOutput[], messages: { id: number }[]): void {
+  const ofTurn = new Set(messages.map((m) => m.id));
+  for (const [index, output] of outputs.entries()) {
+    const foreign = output.inReplyTo?.find((id) => !ofTurn.has(id));
+    if (foreign !== undefined)
+      throw new BerthError(
+        'INVALID_INPUT',
+        `Output ${index} answers message ${foreign}, which is not a message of this turn (${[...ofTurn].join(', ')}); name only the turn's messages in inReplyTo, or leave it out to answer them all`,
+      );
+  }
 }

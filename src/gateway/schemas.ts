@@ -7,7 +7,15 @@ const turnId = z.string().regex(/^turn_[a-z0-9]{1,64}$/, 'not a turn id');
 
 export const commitBody = z.object({
   turnId,
-  outputs: z.array(z.object({ text: z.string(), data: z.unknown().optional() })).max(1000),
+  outputs: z
+    .array(
+      z.object({
+        text: z.string(),
+        data: z.unknown().optional(),
+        inReplyTo: z.array(z.number().int().positive()).min(1).max(1000).optional(),
+      }),
+    )
+    .max(1000),
 });
 export const abortBody = z.object({
   turnId,

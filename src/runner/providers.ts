@@ -1,5 +1,7 @@
 /**
- * Providers turn a turn's messages into outputs. `command`: each message is a shell
+ * Providers turn a turn's messages into outputs. `command` and `script` answer each
+ * message with its own output, which names it (inReplyTo); a model or harness answers all
+ * of its turn's messages at once. `command`: each message is a shell
  * job; its reply is the exit code and output, and the processes it left running.
  * `script`: each message is a JSON plan of
  * steps (run, sleep, write, append, progress, putState, assertFile, assertState), for
@@ -51,7 +53,7 @@ export const PROVIDERS: Record<TurnAssignment['provider'], Provider> = {
       });
       const left = leftRunningOf(leftRunning, ctx.resident);
       const data: CommandResult = { ...result, ...(left ? { leftRunning: left } : {}) };
-      outputs.push({ text: stdout, data });
+      outputs.push({ text: stdout, data, inReplyTo: [message.id] });
     }
     return outputs;
   },
@@ -62,7 +64,7 @@ export const PROVIDERS: Record<TurnAssignment['provider'], Provider> = {
       const plan = parsePlan(message.id, message.text);
       for (const [index, step] of plan.steps.entries())
         await runStep(step, { messageId: message.id, index, kind: Object.keys(step)[0] ?? null }, turn, ctx);
-      outputs.push({ text: plan.reply ?? 'done' });
+      outputs.push({ text: plan.reply ?? 'done', inReplyTo: [message.id] });
     }
     return outputs;
   },

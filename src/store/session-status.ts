@@ -6,15 +6,16 @@ export interface SessionFacts {
   leased: boolean;
   turnRunning: boolean;
   pending: number;
-  runnable: number;
+  /** The oldest pending message is due (a later one waits for it). */
+  runnable: boolean;
   lastInboundStatus: string | null;
 }
 
 export function deriveSessionStatus(f: SessionFacts): SessionStatus {
   if (f.archived) return 'archived';
   if (f.turnRunning) return 'running';
-  if (f.leased && f.runnable > 0) return 'starting';
-  if (f.runnable > 0) return 'queued';
+  if (f.leased && f.runnable) return 'starting';
+  if (f.runnable) return 'queued';
   if (f.pending > 0) return 'backoff';
   // A failed last message outranks an idle sandbox still bound to the session: it is what the user must see.
   if (f.lastInboundStatus === 'failed') return 'failed';

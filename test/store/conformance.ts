@@ -158,6 +158,106 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
       await store.close();
     });
 
+    test('each reply names what it answers: a per-message output its own message, an output naming none every message of its turn', async () => {
+      const store = await withAgent(open);
+      const a = await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'echo a', now: BASE });
+      const b = await store.enqueueMessage({ sessionId: 's', text: 'echo b', now: BASE + 1 });
+      const { fence, turn } = await claimAndStartTurn(store, BASE + 2);
+      const [ida, idb] = [a.message.id, b.message.id];
+      assert.deepEqual(turn.messageIds, [ida, idb], 'both in one turn');
+      const outputs = [
+        { text: 'a\n', data: { exitCode: 0 }, inReplyTo: [ida] },
+        { text: 'b\n', data: { exitCode: 3 }, inReplyTo: [idb] },
+        { text: 'summary' },
+      ];
+      assert.equal(await store.commitTurn({ ...fence, turnId: turn.id, outputs }, BASE + 3), 'ok');
+      const replies = (await store.listMessages('s', 0, 10)).filter((m) => m.direction === 'out');
+      assert.deepEqual(
+        replies.map((m) => [m.text, m.inReplyTo]),
+        [
+          ['a\n', [ida]],
+          ['b\n', [idb]],
+          ['summary', [ida, idb]],
+        ],
+      );
+      const events = (await store.eventsAfter('s', 0, 100)).filter((e) => e.type === 'reply');
+      assert.deepEqual(
+        events.map((e) => [e.data.text, e.data.inReplyTo, e.data.scope]),
+        [
+          ['a\n', [ida], 'message'],
+          ['b\n', [idb], 'message'],
+          ['summary', [ida, idb], 'turn'],
+        ],
+      );
+      await store.close();
+    });
+
+    test('a message in backoff holds the later ones: its retry runs alone and first, and once it fails for good the rest go on, in order', async () => {
+      const store = await withAgent(open);
+      const first = await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'one', now: BASE });
+      let now = BASE;
+      let { fence, turn } = await claimAndStartTurn(store, now);
+      const second = await store.enqueueMessage({ sessionId: 's', text: 'two', now: now + 1 });
+      const third = await store.enqueueMessage({ sessionId: 's', text: 'three', now: now + 2 });
+      for (let attempt = 1; attempt <= RETRY.maxTries; attempt++) {
+        assert.deepEqual(
+          turn.messageIds,
+          [first.message.id],
+          `attempt ${attempt} takes only the first message`,
+        );
+        const abort = { ...fence, turnId: turn.id, code: 'SANDBOX_EXITED' as const, error: 'sandbox exited' };
+        assert.equal(await store.abortTurn(abort, now + 3), 'ok');
+        assert.equal(await store.releaseSession(fence, now + 3), 'ok');
+        if (attempt === RETRY.maxTries) break;
+        const due = now + 3 + RETRY.retryBaseMs * 2 ** (attempt - 1);
+        const view = (await store.getSessionView('s', due - 1))!;
+        assert.equal(view.status, 'backoff');
+        assert.equal(view.queuePosition, null);
+        assert.deepEqual(view.heldBy, { messageId: first.message.id, runnableAt: due });
+        assert.equal(await store.claimRunnableSession('w1', due - 1), null, 'the later messages wait for it');
+        now = due;
+        ({ fence, turn } = await claimAndStartTurn(store, now));
+      }
+      const failed = (await store.eventsAfter('s', 0, 100)).filter((e) => e.type === 'failed');
+      assert.deepEqual(
+        failed.map((e) => e.data.messageId),
+        [first.message.id],
+      );
+      assert.equal((await store.getSessionView('s', now + 3))?.heldBy, null);
+      const next = await claimAndStartTurn(store, now + 3);
+      assert.deepEqual(
+        next.turn.messageIds,
+        [second.message.id, third.message.id],
+        'the rest go on together',
+      );
+      await store.close();
+    });
+
+    test('a holder lost mid-turn with a later message sent: the later message runs only after the earlier one', async () => {
+      const store = await withAgent(open);
+      const first = await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'one', now: BASE });
+      await claimAndStartTurn(store, BASE);
+      const second = await store.enqueueMessage({ sessionId: 's', text: 'two', now: BASE + 1 });
+      // w1 dies; w2 finds the session in the dead holders' queue, through its new message.
+      const later = BASE + LEASE_MS + 1;
+      assert.equal(await store.renewWorker('w2', later), true);
+      assert.equal(
+        await store.claimRunnableSession('w2', later),
+        null,
+        'reclaimed, but the first now waits out its backoff',
+      );
+      assert.equal((await store.getSessionView('s', later))?.heldBy?.messageId, first.message.id);
+      const due = later + RETRY.retryBaseMs;
+      assert.equal(await store.renewWorker('w2', due), true);
+      const retry = await claimAndStartTurn(store, due, 'w2');
+      assert.deepEqual(retry.turn.messageIds, [first.message.id]);
+      const outputs = [{ text: 'one done', inReplyTo: [first.message.id] }];
+      assert.equal(await store.commitTurn({ ...retry.fence, turnId: retry.turn.id, outputs }, due + 1), 'ok');
+      const next = await store.startTurn(retry.fence, due + 2);
+      assert.deepEqual(next.code === 'ok' ? next.value?.turn.messageIds : null, [second.message.id]);
+      await store.close();
+    });
+
     test('a turn aborted because its worker was asked to stop is requeued at once, its try given back', async () => {
       const store = await withAgent(open);
       await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'x', now: BASE });
@@ -267,25 +367,38 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
       assert.equal(await store.abortTurn(abort, BASE + 5), 'ok');
       assert.equal(await store.releaseSession(first.fence, BASE + 5), 'ok');
       assert.deepEqual(await positions(BASE + 6), { b: 1, c: 2, d: 3 });
-      // A new message makes a runnable again, at the place of its oldest pending message.
+      // A new message waits behind the one in backoff: a stays out of the queue, held by it.
       await store.enqueueMessage({ sessionId: 'a', text: 'y', now: BASE + 7 });
-      assert.deepEqual(await positions(BASE + 8), { a: 1, b: 2, c: 3, d: 4 });
+      assert.deepEqual(await positions(BASE + 8), { b: 1, c: 2, d: 3 });
+      assert.deepEqual((await store.getSessionView('a', BASE + 8))?.heldBy, {
+        messageId: first.turn.messageIds[0],
+        runnableAt: BASE + 5 + RETRY.retryBaseMs,
+      });
+      // Its backoff over, a is back at the place of its oldest pending message.
+      const due = BASE + 5 + RETRY.retryBaseMs;
+      assert.deepEqual(await positions(due), { a: 1, b: 2, c: 3, d: 4 });
 
-      // w2 takes the new message (the retried one is not due yet), then dies holding a.
-      const second = await claimAndStartTurn(store, BASE + 8, 'w2');
+      // w2 retries the failed message on its own, then dies holding a.
+      const second = await claimAndStartTurn(store, due, 'w2');
       assert.equal(second.fence.sessionId, 'a');
-      assert.deepEqual(await positions(BASE + 9), { b: 1, c: 2, d: 3 });
-      const later = BASE + LEASE_MS + 10;
+      assert.deepEqual(
+        second.turn.messageIds,
+        first.turn.messageIds,
+        'the retry takes only the retried message',
+      );
+      assert.deepEqual(await positions(due + 1), { b: 1, c: 2, d: 3 });
+      const later = due + LEASE_MS + 10;
       assert.equal(await store.renewWorker('w1', later), true);
       assert.deepEqual(
         await positions(later),
-        { a: 1, b: 2, c: 3, d: 4 },
-        "a dead holder's session is queued",
+        { b: 1, c: 2, d: 3, a: 4 },
+        "a dead holder's session is queued, at the place of its oldest pending message (y)",
       );
-      const taken = await store.claimRunnableSession('w1', later);
-      assert.equal(taken?.session.id, 'a', 'claimed from its dead holder, in queue order');
+      // The sweep aborts the dead holder's turn: the retried message waits out its backoff again, holding y.
+      assert.deepEqual(await store.reclaimExpiredLeases(later), ['a']);
       assert.equal((await store.getTurn(second.turn.id))?.status, 'aborted');
       assert.deepEqual(await positions(later), { b: 1, c: 2, d: 3 });
+      assert.equal((await store.getSessionView('a', later))?.heldBy?.messageId, first.turn.messageIds[0]);
 
       await store.archiveSession('c', later);
       assert.deepEqual(await positions(later), { b: 1, d: 2 });

@@ -348,6 +348,21 @@ SELECT DISTINCT lease_owner, '', 0, 0, 0, 0 FROM sessions
 WHERE lease_owner IS NOT NULL AND lease_owner NOT IN (SELECT id FROM workers);
 `,
   },
+  {
+    version: 17,
+    name: 'replies name their messages, the oldest pending message holds the session',
+    // A reply records the messages it answers (a command or script turn answers each of its
+    // messages with its own reply); replies written before answered their whole turn. A
+    // session is runnable only when its oldest pending message is due: one in backoff holds
+    // the messages after it, so runnable_at is that message's process_after.
+    sql: `
+ALTER TABLE messages ADD COLUMN in_reply_to TEXT;
+UPDATE messages SET in_reply_to = (SELECT t.message_ids FROM turns t WHERE t.id = messages.turn_id)
+WHERE direction = 'out' AND turn_id IS NOT NULL;
+UPDATE sessions SET runnable_at = (SELECT m.process_after FROM messages m WHERE m.id = sessions.queued_id)
+WHERE queued_id IS NOT NULL;
+`,
+  },
 ];
 
 /** SQLite's column types in PostgreSQL's: every integer 64-bit, AUTOINCREMENT keys as BIGSERIAL. */

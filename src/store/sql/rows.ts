@@ -62,6 +62,7 @@ export function toMessage(r: Row): Message {
     tries: Number(r.tries),
     processAfter: Number(r.process_after),
     turnId: (r.turn_id as string | null) ?? null,
+    inReplyTo: r.in_reply_to == null ? null : (JSON.parse(String(r.in_reply_to)) as number[]),
     error: (r.error as string | null) ?? null,
     errorCode: errorCodeOf(r.error_code),
     createdAt: Number(r.created_at),

@@ -12,7 +12,6 @@ import { toMessage, toSession, toTurn } from './rows.js';
 /** What a view adds to the session row. */
 interface ViewFacts {
   pending: number;
-  runnable: number;
   lastInboundStatus: string | null;
   running: Row | undefined;
   lastReply: Row | undefined;
@@ -44,10 +43,9 @@ function* queuePositionOf(row: Row, now: number, leaseMs: number): Program<numbe
 export function* sessionViewOf(sessionId: string, now: number, leaseMs: number): Program<SessionView | null> {
   const row = yield* get('SESSION_BY_ID', { id: sessionId });
   if (!row) return null;
-  const counts = (yield* get('SESSION_COUNTS', { sessionId, now }))!;
-  return toSessionView(row, {
+  const counts = (yield* get('SESSION_COUNTS', { sessionId }))!;
+  return toSessionView(row, now, {
     pending: Number(counts.pending ?? 0),
-    runnable: Number(counts.runnable ?? 0),
     lastInboundStatus: (counts.last_in_status as string | null) ?? null,
     running: yield* get('RUNNING_TURN_OF_SESSION', { sessionId }),
     lastReply: yield* get('LAST_REPLY', { sessionId }),
@@ -59,7 +57,7 @@ export function* sessionViewOf(sessionId: string, now: number, leaseMs: number):
 export function* listSessionViews(now: number, leaseMs: number, tenant?: string): Program<SessionView[]> {
   const scope = { tenant: tenant ?? null };
   const bySession = (rows: Row[]) => new Map(rows.map((r) => [String(r.session_id), r]));
-  const counts = bySession(yield* all('PENDING_COUNTS', { ...scope, now }));
+  const counts = bySession(yield* all('PENDING_COUNTS', scope));
   const running = bySession(yield* all('RUNNING_TURNS', scope));
   const lastIn = bySession(yield* all('LAST_MESSAGES', { ...scope, direction: 'in' }));
   const lastOut = bySession(yield* all('LAST_MESSAGES', { ...scope, direction: 'out' }));
@@ -67,9 +65,8 @@ export function* listSessionViews(now: number, leaseMs: number, tenant?: string)
   return (yield* all('ALL_SESSIONS', scope)).map((row) => {
     const id = String(row.id);
     const c = counts.get(id);
-    return toSessionView(row, {
+    return toSessionView(row, now, {
       pending: Number(c?.pending ?? 0),
-      runnable: Number(c?.runnable ?? 0),
       lastInboundStatus: (lastIn.get(id)?.status as string | undefined) ?? null,
       running: running.get(id),
       lastReply: lastOut.get(id),
@@ -86,14 +83,16 @@ function* queuePositions(now: number, leaseMs: number): Program<Map<string, numb
   return new Map(order.map((r, i) => [String(r.session_id), i + 1]));
 }
 
-function toSessionView(row: Row, facts: ViewFacts): SessionView {
+function toSessionView(row: Row, now: number, facts: ViewFacts): SessionView {
   const session = toSession(row);
+  // The queue keys name the oldest pending message and when it is due; not yet due, it holds the others.
+  const queued = row.queued_id == null ? null : { id: Number(row.queued_id), at: Number(row.runnable_at) };
   const status = deriveSessionStatus({
     archived: session.archivedAt !== null,
     leased: session.leaseOwner !== null && facts.queuePosition === null,
     turnRunning: facts.running !== undefined,
     pending: facts.pending,
-    runnable: facts.runnable,
+    runnable: queued !== null && queued.at <= now,
     lastInboundStatus: facts.lastInboundStatus,
   });
   return {
@@ -101,6 +100,7 @@ function toSessionView(row: Row, facts: ViewFacts): SessionView {
     status,
     queuePosition: facts.queuePosition,
     pending: facts.pending,
+    heldBy: queued && queued.at > now ? { messageId: queued.id, runnableAt: queued.at } : null,
     lastReply: facts.lastReply ? toMessage(facts.lastReply) : null,
     currentTurn: facts.running ? toTurn(facts.running) : null,
   };

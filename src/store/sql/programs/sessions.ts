@@ -99,7 +99,7 @@ export function* enqueueMessage(
     tx,
     sessionId,
     'queued',
-    { messageId: message.id, position: view.queuePosition },
+    { messageId: message.id, position: view.queuePosition, heldBy: view.heldBy },
     now,
   );
   return { message, view, eventId };

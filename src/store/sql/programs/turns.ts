@@ -11,6 +11,8 @@ import {
   decideAbortedMessage,
   type Message,
   newId,
+  nextBatch,
+  type ReplyScope,
   type RetryPolicy,
   type StartedTurn,
   type Turn,
@@ -24,7 +26,7 @@ import { messageGuard, sessionGuard, turnGuard } from './guards.js';
 import { recomputeQueueKeys } from './queue-keys.js';
 import { appendLayer } from './workspace.js';
 
-/** The session's running turn if there is one; else every runnable message taken into a new one (null when none is runnable). */
+/** The session's running turn if there is one; else its next batch (nextBatch) taken into a new one (null when none is runnable). */
 export function* startTurn(tx: Tx, fence: Fence, now: number): Program<Fenced<StartedTurn | null>> {
   const code = yield* checkFence(fence);
   if (code !== 'ok') return { code };
@@ -34,7 +36,7 @@ export function* startTurn(tx: Tx, fence: Fence, now: number): Program<Fenced<St
     const messages = yield* turnMessages(String(running.id));
     return { code: 'ok', value: { turn: toTurn(running), messages } };
   }
-  const runnable = (yield* all('RUNNABLE_OF_SESSION', { sessionId, now })).map(toMessage);
+  const runnable = nextBatch((yield* all('PENDING_OF_SESSION', { sessionId })).map(toMessage), now);
   if (runnable.length === 0) return { code: 'ok', value: null };
   const turnId = newId('turn');
   const attempt = Math.max(...runnable.map((m) => m.tries)) + 1;
@@ -79,8 +81,8 @@ export function* commitTurn(tx: Tx, input: CommitInput, now: number): Program<Co
   const version = Number((yield* get('SESSION_BY_ID', { id: sessionId }))!.workspace_version);
   // A turn that ran on another workspace than the store's must not commit: its writes were made against the wrong files.
   if (input.workspace && input.workspace.baseVersion !== version) return 'workspace_behind';
-  const inReplyTo = (yield* turnMessages(turnId)).map((m) => m.id);
-  for (const id of inReplyTo) yield* guarded(tx, 'FINISH_MESSAGE', { id }, messageGuard(id, 'processing'));
+  const messageIds = (yield* turnMessages(turnId)).map((m) => m.id);
+  for (const id of messageIds) yield* guarded(tx, 'FINISH_MESSAGE', { id }, messageGuard(id, 'processing'));
   for (const [key, value] of Object.entries(input.state ?? {})) {
     if (value === null) yield* run('DELETE_STATE', { sessionId, key });
     else yield* run('UPSERT_STATE', { sessionId, key, value: JSON.stringify(value), turnId, now });
@@ -92,12 +94,22 @@ export function* commitTurn(tx: Tx, input: CommitInput, now: number): Program<Co
   yield* endTurn(tx, turnId, 'committed', null, now, input.workspace?.baseVersion ?? null);
   for (const output of input.outputs) {
     const data = output.data === undefined ? null : JSON.stringify(output.data);
-    const reply = (yield* get('INSERT_OUTBOUND', { sessionId, text: output.text, data, turnId, now }))!;
+    // An output that names no message answers the whole turn (a model's one reply to all it was sent).
+    const inReplyTo = output.inReplyTo ?? messageIds;
+    const scope: ReplyScope = output.inReplyTo ? 'message' : 'turn';
+    const reply = (yield* get('INSERT_OUTBOUND', {
+      sessionId,
+      text: output.text,
+      data,
+      turnId,
+      inReplyTo: JSON.stringify(inReplyTo),
+      now,
+    }))!;
     yield* insertEvent(
       tx,
       sessionId,
       'reply',
-      { turnId, messageId: Number(reply.id), inReplyTo, text: output.text, data: output.data ?? null },
+      { turnId, messageId: Number(reply.id), inReplyTo, scope, text: output.text, data: output.data ?? null },
       now,
     );
   }

@@ -24,12 +24,13 @@ VALUES (:sessionId, 'in', :text, 'pending', :now, :now) RETURNING *`;
  * @param text the reply
  * @param data its JSON data, or null
  * @param turnId the turn that wrote it
+ * @param inReplyTo JSON array of the inbound message ids it answers
  * @param now the transition's time, epoch ms
  * @returns the new row's id
  */
 export const INSERT_OUTBOUND = `
-INSERT INTO messages (session_id, direction, text, data, status, turn_id, created_at)
-VALUES (:sessionId, 'out', :text, :data, 'done', :turnId, :now) RETURNING id`;
+INSERT INTO messages (session_id, direction, text, data, status, turn_id, in_reply_to, created_at)
+VALUES (:sessionId, 'out', :text, :data, 'done', :turnId, :inReplyTo, :now) RETURNING id`;
 
 /**
  * One message.
@@ -49,14 +50,13 @@ export const MESSAGES_AFTER = `
 SELECT * FROM messages WHERE session_id = :sessionId AND id > :afterId ORDER BY id LIMIT :limit`;
 
 /**
- * Runnable inbound messages of one session, oldest first.
+ * Pending inbound messages of one session, oldest first: the next turn's candidates (the
+ * oldest decides whether any is runnable, nextBatch which go together).
  * @param sessionId the session
- * @param now runnable = process_after <= now
  * @returns rows
  */
-export const RUNNABLE_OF_SESSION = `
-SELECT * FROM messages WHERE session_id = :sessionId AND direction = 'in' AND status = 'pending'
-AND process_after <= :now ORDER BY id`;
+export const PENDING_OF_SESSION = `
+SELECT * FROM messages WHERE session_id = :sessionId AND direction = 'in' AND status = 'pending' ORDER BY id`;
 
 /**
  * Inbound messages of a session not yet done or failed (pending or processing), for archiving.
@@ -142,15 +142,13 @@ UPDATE messages SET status = 'failed', error = :error, error_code = :errorCode W
 export const PROCESSING_OF_TURN = `SELECT * FROM messages WHERE turn_id = :turnId AND status = 'processing' ORDER BY id`;
 
 /**
- * Counts for a session view.
+ * Counts for a session view (whether it is runnable is on its row: runnable_at).
  * @param sessionId the session
- * @param now runnable = process_after <= now
- * @returns one row (pending, runnable, last_in_status)
+ * @returns one row (pending, last_in_status)
  */
 export const SESSION_COUNTS = `
 SELECT
   COUNT(*) FILTER (WHERE direction = 'in' AND status = 'pending') AS pending,
-  COUNT(*) FILTER (WHERE direction = 'in' AND status = 'pending' AND process_after <= :now) AS runnable,
   (SELECT status FROM messages WHERE session_id = :sessionId AND direction = 'in' ORDER BY id DESC LIMIT 1) AS last_in_status
 FROM messages WHERE session_id = :sessionId`;
 
@@ -166,11 +164,10 @@ SELECT * FROM messages WHERE session_id = :sessionId AND direction = 'out' ORDER
  * SESSION_COUNTS for every session of a tenant that has a pending inbound message, for
  * listing session views (the others have none pending).
  * @param tenant null = every tenant
- * @param now runnable = process_after <= now
- * @returns rows (session_id, pending, runnable)
+ * @returns rows (session_id, pending)
  */
 export const PENDING_COUNTS = `
-SELECT m.session_id, COUNT(*) AS pending, COUNT(*) FILTER (WHERE m.process_after <= :now) AS runnable
+SELECT m.session_id, COUNT(*) AS pending
 FROM messages m JOIN sessions s ON s.id = m.session_id
 WHERE m.direction = 'in' AND m.status = 'pending' AND (CAST(:tenant AS TEXT) IS NULL OR s.tenant = :tenant)
 GROUP BY m.session_id`;

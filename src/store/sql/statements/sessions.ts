@@ -49,7 +49,9 @@ SELECT
 
 /**
  * A new pending inbound message puts its session in the queue, or keeps the earlier place it
- * has: the keys only move back. Written from the row as it is when the update runs, so a
+ * has: the keys move only when it is the oldest pending message (then it is due now);
+ * behind an older pending one, that one's due time stays the session's (a message in backoff
+ * holds the ones after it). Written from the row as it is when the update runs, so a
  * transition that recomputed the keys meanwhile (RECOMPUTE_QUEUE_KEYS, under the row lock,
  * which cannot see this message before it commits) is not undone.
  * @param id the session
@@ -61,13 +63,13 @@ SELECT
 export const QUEUE_NEW_MESSAGE = `
 UPDATE sessions SET
   queued_id = CASE WHEN queued_id IS NULL OR queued_id > :messageId THEN :messageId ELSE queued_id END,
-  runnable_at = CASE WHEN runnable_at IS NULL OR runnable_at > :now THEN :now ELSE runnable_at END
+  runnable_at = CASE WHEN queued_id IS NULL OR queued_id > :messageId THEN :now ELSE runnable_at END
 WHERE id = :id`;
 
 /**
  * The session's queue keys from its pending inbound messages, after a transition took,
- * retried, requeued or failed some: queued_id its oldest, runnable_at the first due; both null
- * when none is pending.
+ * retried, requeued or failed some: queued_id its oldest, runnable_at when that one is due
+ * (the messages after it wait for it); both null when none is pending.
  * @param id the session
  * @returns changed rows: 1
  * @guard the caller holds the session row (fence, claim, sweep or archiving), which every
@@ -76,7 +78,8 @@ WHERE id = :id`;
 export const RECOMPUTE_QUEUE_KEYS = `
 UPDATE sessions SET
   queued_id = (SELECT MIN(id) FROM messages WHERE session_id = :id AND direction = 'in' AND status = 'pending'),
-  runnable_at = (SELECT MIN(process_after) FROM messages WHERE session_id = :id AND direction = 'in' AND status = 'pending')
+  runnable_at = (SELECT process_after FROM messages WHERE id = (
+    SELECT MIN(id) FROM messages WHERE session_id = :id AND direction = 'in' AND status = 'pending'))
 WHERE id = :id`;
 
 /**

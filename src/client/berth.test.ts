@@ -1,0 +1,58 @@
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { test } from 'node:test';
+import { isBerthError, type Message, type SessionView } from '../core/index.js';
+import { Berth, type Posted } from './berth.js';
+
+/** A real HTTP server that answers the session's event stream with these events, then ends it. */
+async function eventServer(t: { after(fn: () => void): void }, events: { type: string; data: unknown }[]) {
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    for (const [i, e] of events.entries())
+      res.write(`id: ${i + 2}\nevent: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`);
+    res.end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => server.close());
+  return new Berth({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+}
+
+const posted = (id: number): Posted => ({
+  message: { id } as Message,
+  session: {} as SessionView,
+  eventId: 1,
+});
+
+test('waitForReply: the reply to another message of the same turn passes by; its own reply is returned with what it answers', async (t) => {
+  const berth = await eventServer(t, [
+    { type: 'started', data: { turnId: 'turn_a', attempt: 1 } },
+    {
+      type: 'reply',
+      data: { messageId: 10, inReplyTo: [2], scope: 'message', text: 'reply-B', data: { exitCode: 3 } },
+    },
+    {
+      type: 'reply',
+      data: { messageId: 11, inReplyTo: [3], scope: 'message', text: 'reply-C', data: { exitCode: 0 } },
+    },
+  ]);
+  const reply = await berth.waitForReply('r1', posted(3));
+  assert.deepEqual(reply, {
+    text: 'reply-C',
+    data: { exitCode: 0 },
+    messageId: 11,
+    inReplyTo: [3],
+    scope: 'message',
+  });
+});
+
+test("waitForReply: a message that failed for good throws with the failure's own code, so its hint does not promise a retry", async (t) => {
+  const berth = await eventServer(t, [
+    { type: 'failed', data: { messageId: 2, tries: 1, code: 'SANDBOX_PIDS_LIMIT', error: 'fork bomb' } },
+  ]);
+  await assert.rejects(
+    berth.waitForReply('r1', posted(2)),
+    (err: unknown) =>
+      isBerthError(err, 'SANDBOX_PIDS_LIMIT') && /failed after 1 try: fork bomb/.test(err.message),
+  );
+});
