@@ -59,6 +59,10 @@ class ConstructedRun {
   private sent = 0;
   /** The session's workspace version: its committed turns. */
   private version = 0;
+  /** Messages its committed turns took: what log.txt holds. */
+  private committedMessages = 0;
+  /** Replies its client received so far. */
+  private arrivals = 0;
 
   private constructor(
     readonly dataDir: string,
@@ -122,31 +126,73 @@ class ConstructedRun {
 
   /**
    * What the next commit ran on and changed, as a worker commits it: its layer (log.txt as
-   * the workload's next committed turn writes it) uploaded to the chain's blob store first.
+   * the workload's next `messages` committed messages write it) uploaded to the chain's blob
+   * store first.
    */
-  async workspace(): Promise<NonNullable<CommitInput['workspace']>> {
+  async workspace(messages = 1): Promise<NonNullable<CommitInput['workspace']>> {
     const version = ++this.version;
+    this.committedMessages += messages;
     const tree = join(this.dataDir, 'layer-trees', String(version));
     await mkdir(tree, { recursive: true });
-    await writeFile(join(tree, 'log.txt'), expectedLog(version));
+    await writeFile(join(tree, 'log.txt'), expectedLog(this.committedMessages));
     const key = `layers/${S}-${version}`;
     const { size } = await this.blobs.put(key, packTree(tree), { maxBytes: 1 << 20 });
     return { baseVersion: version - 1, layer: { key, size } };
   }
 
-  /** The next turn, committed as berth commits it (unless told otherwise), and its client saw the reply. */
-  async commitTurn(o: { outputs?: TurnOutput[]; promote?: boolean; log?: string } = {}): Promise<number> {
-    const { turn, messageId } = await this.send();
+  /**
+   * The next `messages` turns of the workload (default 1), sent together and taken by one
+   * turn that commits as berth commits it (each message answered by its own reply, as the
+   * script provider does, unless told otherwise); the client took the first reply naming
+   * each. Their message ids.
+   */
+  async commitTurn(
+    o: {
+      messages?: number;
+      outputs?: (sent: { turn: number; messageId: number }[]) => TurnOutput[];
+      promote?: boolean;
+    } = {},
+  ): Promise<number[]> {
+    const sent = [];
+    for (let i = 0; i < (o.messages ?? 1); i++) sent.push(await this.send());
     const { fence, turnId } = await this.startTurn();
-    const reply = `${S}:${turn}`;
-    const outputs = o.outputs ?? [{ text: reply }];
-    const commit = { ...fence, turnId, outputs, state: { turns: turn }, workspace: await this.workspace() };
+    const outputs =
+      o.outputs?.(sent) ?? sent.map((m) => ({ text: `${S}:${m.turn}`, inReplyTo: [m.messageId] }));
+    const last = sent.at(-1)!.turn;
+    const commit = {
+      ...fence,
+      turnId,
+      outputs,
+      state: { turns: last },
+      workspace: await this.workspace(sent.length),
+    };
     assert.equal(await this.store.commitTurn(commit, this.tick()), 'ok');
     if (o.promote !== false) await this.store.markLayerPromoted(S, turnId);
     assert.equal(await this.store.releaseSession(fence, this.tick()), 'ok');
-    await this.writeLog(o.log ?? expectedLog(turn));
-    this.record(turn, messageId, 'ok', reply);
-    return messageId;
+    await this.writeLog(expectedLog(last));
+    for (const m of sent) await this.receive(m.turn, m.messageId);
+    return sent.map((m) => m.messageId);
+  }
+
+  /** The client's record of an ok request: it took the first stored reply naming the message, as the driver does. */
+  async receive(turn: number, messageId: number): Promise<void> {
+    const reply = (await this.store.listMessages(S, 0, 1000)).find(
+      (m) => m.direction === 'out' && m.inReplyTo?.includes(messageId),
+    );
+    assert.ok(reply?.inReplyTo, `a reply names message ${messageId}`);
+    const event = (await this.store.eventsAfter(S, 0, 1000)).find(
+      (e) => e.type === 'reply' && e.data.messageId === reply.id,
+    );
+    this.record(turn, messageId, 'ok', {
+      replyText: reply.text,
+      reply: {
+        id: reply.id,
+        inReplyTo: reply.inReplyTo,
+        scope: event?.data.scope === 'message' ? 'message' : 'turn',
+        data: reply.data,
+        arrival: ++this.arrivals,
+      },
+    });
   }
 
   /**
@@ -171,15 +217,14 @@ class ConstructedRun {
     assert.equal(await this.store.abortTurn({ ...fence, turnId, code, error: text }, this.tick()), 'ok');
     assert.equal(await this.store.releaseSession(fence, this.tick()), 'ok');
     if (code === 'SANDBOX_PIDS_LIMIT') {
-      this.record(turn, messageId, 'fail', null);
+      this.record(turn, messageId, 'fail', { failedCode: code });
       return;
     }
     const retry = await this.startTurn();
-    const reply = `${S}:${turn}`;
     const commit = {
       ...retry.fence,
       turnId: retry.turnId,
-      outputs: [{ text: reply }],
+      outputs: [{ text: `${S}:${turn}`, inReplyTo: [messageId] }],
       state: { turns: turn },
       workspace: await this.workspace(),
     };
@@ -187,14 +232,14 @@ class ConstructedRun {
     await this.store.markLayerPromoted(S, retry.turnId);
     assert.equal(await this.store.releaseSession(retry.fence, this.tick()), 'ok');
     await this.writeLog(expectedLog(turn));
-    this.record(turn, messageId, 'ok', reply);
+    await this.receive(turn, messageId);
   }
 
   record(
     turn: number,
     messageId: number | null,
     outcome: RequestRecord['outcome'],
-    replyText: string | null,
+    got: Partial<Pick<RequestRecord, 'replyText' | 'reply' | 'failedCode'>> = {},
   ) {
     this.requests.push({
       session: S,
@@ -207,7 +252,10 @@ class ConstructedRun {
       lastEvent: null,
       sentAt: this.now,
       endedAt: this.now,
-      replyText,
+      replyText: null,
+      reply: null,
+      failedCode: null,
+      ...got,
     });
   }
 
@@ -280,7 +328,7 @@ test('exactly-one-reply: a message done without a reply (lost) fails it', async 
   await r.store.markLayerPromoted(S, turnId);
   await r.store.releaseSession(fence, r.tick());
   await r.writeLog(expectedLog(turn));
-  r.record(turn, messageId, 'unknown', null);
+  r.record(turn, messageId, 'unknown');
   assertFailed(await r.check(), {
     'exactly-one-reply': new RegExp(`message ${messageId} \\(done, 1 tries\\) has no reply`),
   });
@@ -289,21 +337,53 @@ test('exactly-one-reply: a message done without a reply (lost) fails it', async 
 test('exactly-one-reply: a message still pending at shutdown fails it', async (t) => {
   const r = await cleanRun(t);
   const { turn, messageId } = await r.send();
-  r.record(turn, messageId, 'unknown', null);
+  r.record(turn, messageId, 'unknown');
   assertFailed(await r.check(), {
     'exactly-one-reply': new RegExp(`message ${messageId} still pending at shutdown`),
   });
 });
 
-test('exactly-one-reply: a message with two committed replies (duplicate) fails it', async (t) => {
+test('exactly-one-reply: a message with two committed replies (duplicate) fails it, and its ok disagrees with the store', async (t) => {
   const r = await cleanRun(t);
-  const id = await r.commitTurn({ outputs: [{ text: `${S}:3` }, { text: `${S}:3` }] });
-  assertFailed(await r.check(), { 'exactly-one-reply': new RegExp(`message ${id} has 2 replies`) });
+  const [id] = await r.commitTurn({ outputs: () => [{ text: `${S}:3` }, { text: `${S}:3` }] });
+  assertFailed(await r.check(), {
+    'exactly-one-reply': new RegExp(`message ${id} has 2 replies`),
+    'outcomes-agree': new RegExp(`the client got its reply but 2 committed replies name message ${id}`),
+  });
+});
+
+test('a clean run with two messages taken by one turn, each answered by its own reply, passes every invariant', async (t) => {
+  const r = await cleanRun(t);
+  await r.commitTurn({ messages: 2 });
+  assertFailed(await r.check(), {});
+});
+
+test('reply-attribution: two messages taken by one turn, each reply naming both, fails it (each client took the first)', async (t) => {
+  const r = await cleanRun(t);
+  const [a, b] = await r.commitTurn({
+    messages: 2,
+    // Outputs that name no message answer the whole turn: both replies name both messages.
+    outputs: (sent) => sent.map((m) => ({ text: `${S}:${m.turn}` })),
+  });
+  assertFailed(await r.check(), {
+    'exactly-one-reply': new RegExp(`message ${a} has 2 replies`),
+    'reply-attribution': new RegExp(
+      `the reply the client took for message ${b} is "${S}:3", expected "${S}:4"`,
+    ),
+    'outcomes-agree': new RegExp(`2 committed replies name message ${b}`),
+  });
+  const attribution = (await r.check()).find((x) => x.name === 'reply-attribution')!;
+  assert.ok(
+    attribution.details.some((d) =>
+      d.includes(`is "${S}:3" but names message ${b}, whose reply is "${S}:4"`),
+    ),
+    JSON.stringify(attribution.details),
+  );
 });
 
 test('acknowledged-kept: an acknowledged message the store does not hold fails it', async (t) => {
   const r = await cleanRun(t);
-  r.record(3, 999_999, 'unknown', null);
+  r.record(3, 999_999, 'unknown');
   assertFailed(await r.check(), {
     'acknowledged-kept': /message 999999 was acknowledged but is not stored/,
   });
@@ -313,6 +393,7 @@ test('acknowledged-kept: a reply the client received that the store holds otherw
   const r = await cleanRun(t);
   r.requests.at(-1)!.replyText = 'what the client saw';
   assertFailed(await r.check(), {
+    'reply-attribution': /the reply the client took for message \d+ is "what the client saw", expected/,
     'acknowledged-kept': /the reply the client received to message \d+ is not stored/,
   });
 });
@@ -321,7 +402,7 @@ test('committed-workspace: a committed log.txt that differs from the committed w
   const r = await cleanRun(t);
   // A killed third attempt's first write, promoted although the turn never committed.
   await r.writeLog(`${expectedLog(2)}3:a\n`);
-  assertFailed(await r.check(), { 'committed-workspace': /log\.txt is .*3:a.*expected .*\(2 turns\)/ });
+  assertFailed(await r.check(), { 'committed-workspace': /log\.txt is .*3:a.*expected .*\(2 messages\)/ });
 });
 
 test('committed-workspace: a committed log.txt it cannot read fails it', async (t) => {
@@ -357,10 +438,11 @@ test('no-partial-reads: a failed assert in a turn that also hit a sandbox limit 
   assertFailed(await r.check(), { 'no-partial-reads': /aborted SANDBOX_PIDS_LIMIT/ });
 });
 
-test("no-stray-process: a failed check for a previous turn's background process fails it", async (t) => {
+test("no-stray-process: a failed check for an earlier turn's background process fails it", async (t) => {
   const r = await ConstructedRun.start(t);
-  await r.commitTurn(); // turn 1 leaves a `tail -f` in the background
-  await r.failStep(2, 'STEP_FAILED'); // turn 2: assertFile, assertState, the stray check
+  // Turn 1 leaves a `tail -f` in the background; with SEED the second burst starts at turn 5.
+  for (let turn = 1; turn <= 4; turn++) await r.commitTurn();
+  await r.failStep(2, 'STEP_FAILED'); // turn 5: assertFile, assertState, the stray check
   assertFailed(await r.check(), { 'no-stray-process': /step 2 \(run\)/ });
 });
 
@@ -385,7 +467,7 @@ test('no-failed-steps: a plan the runner could not read (no step index) is count
   await r.store.recordProgress({ ...fence, turnId, text: error, failedStep }, r.tick());
   await r.store.abortTurn({ ...fence, turnId, code: 'STEP_FAILED', error }, r.tick());
   await r.store.releaseSession(fence, r.tick());
-  r.record(turn, messageId, 'unknown', null);
+  r.record(turn, messageId, 'unknown');
   assertFailed(await r.check(), {
     'exactly-one-reply': new RegExp(`message ${messageId} still pending at shutdown`),
     'no-failed-steps': /\[step null \(null\) of message \d+\]/,
@@ -396,7 +478,7 @@ test('turns-ended: a turn still running, leased, at shutdown fails it', async (t
   const r = await cleanRun(t);
   const { turn, messageId } = await r.send();
   const { turnId } = await r.startTurn();
-  r.record(turn, messageId, 'unknown', null);
+  r.record(turn, messageId, 'unknown');
   assertFailed(await r.check(), {
     'exactly-one-reply': /still processing at shutdown/,
     'turns-ended': new RegExp(`turn ${turnId} still running`),

@@ -8,6 +8,7 @@ import { FileBlobStore } from '../blobs/index.js';
 import type { ChainEntry, Turn } from '../core/index.js';
 import { packTree } from '../workspace/index.js';
 import { checkChains } from './chain-invariants.js';
+import type { InvariantResult } from './invariant-result.js';
 import type { SessionSnapshot } from './snapshot.js';
 import { expectedLog, LOG_FILE } from './workload.js';
 
@@ -75,13 +76,12 @@ async function blobStore(t: TestContext): Promise<{ blobs: FileBlobStore; dir: s
   return { blobs, dir };
 }
 
-const named = (results: { name: string; passed: boolean; details: string[] }[], name: string) =>
-  results.find((r) => r.name === name)!;
+const named = (results: InvariantResult[], name: string) => results.find((r) => r.name === name)!;
 
 test('chain invariants hold for chains that are what their committed turns wrote', async (t) => {
   const { blobs, dir } = await blobStore(t);
   const sessions = [await goodSession(blobs, dir, 's1', 3), await goodSession(blobs, dir, 's2', 0)];
-  const { results, committedLogs } = await checkChains(sessions, blobs);
+  const { results, committedLogs } = await checkChains(sessions, blobs, new Map());
   for (const r of results) assert.ok(r.passed, `${r.name}: ${r.details.join('\n')}`);
   assert.deepEqual(
     results.map((r) => r.name),
@@ -102,7 +102,7 @@ test('a snapshot and the layers after it materialise as the whole workspace', as
     { version: 2, kind: 'snapshot', turnId: null },
   );
   s.chain.entries = [snapshot, ...s.chain.entries.filter((e) => e.version > 2)];
-  const { results } = await checkChains([s], blobs);
+  const { results } = await checkChains([s], blobs, new Map());
   for (const r of results) assert.ok(r.passed, `${r.name}: ${r.details.join('\n')}`);
 });
 
@@ -110,7 +110,7 @@ test('chain-objects-present fails when an object a chain names is gone from the 
   const { blobs, dir } = await blobStore(t);
   const s = await goodSession(blobs, dir, 's1', 3);
   await blobs.delete(s.chain.entries[1]!.key);
-  const { results, committedLogs } = await checkChains([s], blobs);
+  const { results, committedLogs } = await checkChains([s], blobs, new Map());
   const present = named(results, 'chain-objects-present');
   assert.equal(present.passed, false);
   assert.match(present.details.join('\n'), /s1: layer of version 2 .* is not in the blob store/);
@@ -129,7 +129,7 @@ test('workspace-from-chain fails when a layer holds other files than the committ
     { [LOG_FILE]: '1:a\n', 'stray.txt': 'x' },
     { version: 1, kind: 'layer', turnId: 's1-t1' },
   );
-  const { results } = await checkChains([s], blobs);
+  const { results } = await checkChains([s], blobs, new Map());
   const fromChain = named(results, 'workspace-from-chain');
   assert.equal(fromChain.passed, false);
   assert.match(
@@ -144,7 +144,7 @@ test('workspace-from-chain fails when the chain ends short of the committed turn
   const s = await goodSession(blobs, dir, 's1', 3);
   s.chain.entries.pop();
   s.chain.version = 2;
-  const { results } = await checkChains([s], blobs);
+  const { results } = await checkChains([s], blobs, new Map());
   assert.match(
     named(results, 'workspace-from-chain').details.join('\n'),
     /s1: the chain is at version 2 \(its newest object 2\), but 3 turns committed/,
@@ -155,7 +155,7 @@ test('never-behind fails when two committed turns ran on the same version', asyn
   const { blobs, dir } = await blobStore(t);
   const s = await goodSession(blobs, dir, 's1', 3);
   s.turns[2]!.baseVersion = 1;
-  const { results } = await checkChains([s], blobs);
+  const { results } = await checkChains([s], blobs, new Map());
   const behind = named(results, 'never-behind');
   assert.equal(behind.passed, false);
   assert.match(behind.details.join('\n'), /s1: its committed turns ran on versions \[0,1,1\], not 0\.\.2/);
@@ -173,10 +173,10 @@ test('never-behind fails when a turn found an older committed log.txt at its sta
   // A partial read (a half-written turn seen) is another invariant's finding, not this one's.
   const partial = `step 0 (assertFile) ${LOG_FILE} is "1:a\\n", expected ${JSON.stringify(expectedLog(1))}`;
   s.turns.push(turnRow({ id: 's1-partial', status: 'aborted', error: partial, errorCode: 'TURN_FAILED' }));
-  const { results } = await checkChains([s], blobs);
+  const { results } = await checkChains([s], blobs, new Map());
   const behind = named(results, 'never-behind');
   assert.deepEqual(behind.details, [
-    's1: turn s1-stale (attempt 2) started on version 1 while the store was at 2',
+    's1: turn s1-stale (attempt 2) found the log of 1 messages where 2 had committed',
   ]);
 });
 
@@ -185,8 +185,58 @@ test('never-behind counts a turn that found no log.txt at all as one on version 
   const s = await goodSession(blobs, dir, 's1', 1);
   const error = `step 0 (assertFile) ${LOG_FILE} is undefined, expected ${JSON.stringify(expectedLog(1))}`;
   s.turns.push(turnRow({ id: 's1-empty', status: 'aborted', error, errorCode: 'TURN_FAILED' }));
-  const { results } = await checkChains([s], blobs);
+  const { results } = await checkChains([s], blobs, new Map());
   assert.deepEqual(named(results, 'never-behind').details, [
-    's1: turn s1-empty (attempt 1) started on version 0 while the store was at 1',
+    's1: turn s1-empty (attempt 1) found the log of 0 messages where 1 had committed',
   ]);
+});
+
+test('workspace-from-chain: a turn that took several messages holds the writes of each at its one version', async (t) => {
+  const { blobs, dir } = await blobStore(t);
+  const s = await goodSession(blobs, dir, 's1', 2);
+  // Turn 2 took messages 2 and 3 (one burst): version 2 is the log of three messages.
+  s.turns[1]!.messageIds = [2, 3];
+  s.chain.entries[1] = await object(
+    blobs,
+    dir,
+    'layers/s1-2-batch',
+    { [LOG_FILE]: expectedLog(3) },
+    { version: 2, kind: 'layer', turnId: 's1-t2' },
+  );
+  const { results, committedLogs } = await checkChains([s], blobs, new Map());
+  for (const r of results) assert.ok(r.passed, `${r.name}: ${r.details.join('\n')}`);
+  assert.equal(committedLogs.get('s1'), expectedLog(3));
+  // The same chain for a turn that took one message: version 2 holds a message too many.
+  s.turns[1]!.messageIds = [2];
+  assert.match(
+    named((await checkChains([s], blobs, new Map())).results, 'workspace-from-chain').details.join('\n'),
+    /s1: at version 2 log\.txt is ".*3:b\\n", expected ".*2:b\\n"/,
+  );
+});
+
+test('never-behind excuses a message that found an older log only when an earlier message of its session failed', async (t) => {
+  const { blobs, dir } = await blobStore(t);
+  const s = await goodSession(blobs, dir, 's1', 1);
+  // Message 3 expected the log of two messages; message 2 failed for good, so it found one.
+  const error = `step 0 (assertFile) ${LOG_FILE} is ${JSON.stringify(expectedLog(1))}, expected ${JSON.stringify(expectedLog(2))}`;
+  s.turns.push(turnRow({ id: 's1-t3', status: 'aborted', error, errorCode: 'STEP_FAILED', messageIds: [3] }));
+  s.events.push({
+    id: 1,
+    sessionId: 's1',
+    type: 'progress',
+    data: { turnId: 's1-t3', failedStep: { messageId: 3, index: 0, kind: 'assertFile' } },
+    createdAt: 0,
+  });
+  const behind = async (excused: Map<number, string>) =>
+    named((await checkChains([s], blobs, excused)).results, 'never-behind');
+  const line = 's1: turn s1-t3 (attempt 1) found the log of 1 messages where 2 had committed';
+  assert.deepEqual((await behind(new Map())).details, [line]);
+  const excused = await behind(new Map([[3, 'it came after s1 turn 2 (message 2) ended fail']]));
+  assert.ok(excused.passed);
+  assert.deepEqual(excused.excused, [`${line} [message 3: it came after s1 turn 2 (message 2) ended fail]`]);
+  assert.deepEqual(
+    (await behind(new Map([[2, 'another message']]))).details,
+    [line],
+    'excused: another message',
+  );
 });

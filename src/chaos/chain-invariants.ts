@@ -6,14 +6,16 @@
  *                          layers after it) is in the blob store, at the size the chain says
  *   workspace-from-chain   the chain, applied object by object into an empty dir, gives at
  *                          each of its versions the tree the workload's committed turns
- *                          write (log.txt = expectedLog(v), nothing else), and it ends at the
- *                          session's committed turns: the final workspace is theirs
+ *                          write (log.txt = expectedLog(m), m the messages those turns took,
+ *                          nothing else), and it ends at the session's committed turns: the
+ *                          final workspace is theirs
  *   never-behind           no turn ran on a workspace behind the store: in commit order the
  *                          committed turns ran on versions 0, 1, 2, … (each on what its
  *                          predecessor committed), every layer of the chain is the work of the
- *                          committed turn that ran on the version before it, and no turn found
- *                          an older committed log.txt at its start (the workload's first step
- *                          checks it, and the turn's error says what it found)
+ *                          committed turn that ran on the version before it, and no message
+ *                          found an older committed log.txt than its turn number says (each
+ *                          message's first step checks it, and the turn's error says what it
+ *                          found), but a message excused by excuses.ts, listed as excused
  *
  * Invariants of this module: it only reads the store snapshot and the blob store (objects
  * are applied into a temp dir it removes); each named invariant appears exactly once in the
@@ -24,10 +26,10 @@ import { mkdtemp, readdir, readFile, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BlobStore } from '../blobs/index.js';
-import type { ChainEntry } from '../core/index.js';
+import type { ChainEntry, Turn } from '../core/index.js';
 import { applyLayerArchive } from '../workspace/index.js';
 import { type InvariantResult, result } from './invariant-result.js';
-import type { SessionSnapshot } from './snapshot.js';
+import { reportedSteps, type SessionSnapshot } from './snapshot.js';
 import { expectedLog, LOG_FILE } from './workload.js';
 
 export interface ChainCheck {
@@ -39,7 +41,12 @@ export interface ChainCheck {
 /** A materialised tree: relative path → file content, `->target` for a symlink, `/` for a dir. */
 type Tree = Map<string, string>;
 
-export async function checkChains(sessions: SessionSnapshot[], blobs: BlobStore): Promise<ChainCheck> {
+/** `excused`: the messages whose failed asserts are excused (excuses.ts), each with why. */
+export async function checkChains(
+  sessions: SessionSnapshot[],
+  blobs: BlobStore,
+  excused: Map<number, string>,
+): Promise<ChainCheck> {
   const missing: string[] = [];
   const mismatched: string[] = [];
   const committedLogs = new Map<string, string | null>();
@@ -49,14 +56,16 @@ export async function checkChains(sessions: SessionSnapshot[], blobs: BlobStore)
       const absent = await absentObjects(s, blobs);
       missing.push(...absent);
       const trees = absent.length === 0 ? await materialise(s, blobs, join(scratch, s.id)) : null;
-      const committed = s.turns.filter((t) => t.status === 'committed').length;
+      const committedTurns = s.turns.filter((t) => t.status === 'committed');
+      const committed = committedTurns.length;
       if (!trees) {
         mismatched.push(`${s.id}: cannot be materialised, ${absent.length} of its objects are missing`);
         committedLogs.set(s.id, null);
         continue;
       }
+      const messagesAt = messagesByVersion(committedTurns);
       for (const [version, tree] of trees) {
-        const wrong = treeMismatch(tree, version);
+        const wrong = treeMismatch(tree, messagesAt(version));
         if (wrong) mismatched.push(`${s.id}: at version ${version} ${wrong}`);
       }
       const final = [...trees.values()].at(-1) ?? new Map();
@@ -83,7 +92,7 @@ export async function checkChains(sessions: SessionSnapshot[], blobs: BlobStore)
         `${sessions.length} workspaces materialised from the blob store equal what their committed turns wrote`,
         mismatched,
       ),
-      neverBehind(sessions),
+      neverBehind(sessions, excused),
     ],
     committedLogs,
   };
@@ -127,9 +136,20 @@ async function readTree(root: string, rel = '', into: Tree = new Map()): Promise
   return into;
 }
 
-/** What is wrong with the tree at `version`, against the workload's; null when it is right. */
-function treeMismatch(tree: Tree, version: number): string | null {
-  const want = version === 0 ? null : expectedLog(version);
+/**
+ * How many messages the committed turns took up to each version (the turns that ran on
+ * the versions before it): a turn may take several, and each writes its own turn of the workload.
+ */
+function messagesByVersion(committed: Turn[]): (version: number) => number {
+  return (version) =>
+    committed
+      .filter((t) => t.baseVersion !== null && t.baseVersion < version)
+      .reduce((n, t) => n + t.messageIds.length, 0);
+}
+
+/** What is wrong with a tree that `messages` committed messages wrote, against the workload's; null when it is right. */
+function treeMismatch(tree: Tree, messages: number): string | null {
+  const want = messages === 0 ? null : expectedLog(messages);
   const log = tree.get(LOG_FILE) ?? null;
   const extra = [...tree.keys()].filter((p) => p !== LOG_FILE);
   if (log === want && extra.length === 0) return null;
@@ -142,8 +162,9 @@ function treeMismatch(tree: Tree, version: number): string | null {
   return parts.join('; ');
 }
 
-function neverBehind(sessions: SessionSnapshot[]): InvariantResult {
+function neverBehind(sessions: SessionSnapshot[], excused: Map<number, string>): InvariantResult {
   const details: string[] = [];
+  const excusedLines: string[] = [];
   let turns = 0;
   for (const s of sessions) {
     turns += s.turns.length;
@@ -161,15 +182,23 @@ function neverBehind(sessions: SessionSnapshot[]): InvariantResult {
           `${s.id}: the layer of version ${e.version} comes from turn ${e.turnId}, which ${base === undefined ? 'did not commit' : `ran on version ${base}`}`,
         );
     }
+    const steps = reportedSteps(s);
     for (const t of s.turns) {
       const found = staleStart(t.error);
-      if (found)
-        details.push(
-          `${s.id}: turn ${t.id} (attempt ${t.attempt}) started on version ${found.had} while the store was at ${found.want}`,
-        );
+      if (!found) continue;
+      const line = `${s.id}: turn ${t.id} (attempt ${t.attempt}) found the log of ${found.had} messages where ${found.want} had committed`;
+      const failed = steps.get(t.id);
+      const why = failed && excused.get(failed.messageId);
+      if (why) excusedLines.push(`${line} [message ${failed.messageId}: ${why}]`);
+      else details.push(line);
     }
   }
-  return result('never-behind', `${turns} turns: none ran on a workspace behind the store`, details);
+  return result(
+    'never-behind',
+    `${turns} turns: none ran on a workspace behind the store`,
+    details,
+    excusedLines,
+  );
 }
 
 const LOG_CHECK = new RegExp(
@@ -177,8 +206,9 @@ const LOG_CHECK = new RegExp(
 );
 
 /**
- * From a turn's error: its opening log.txt check found an older committed version than it
- * expected (the runner quotes 200 characters of each: logs of up to 25 turns are told apart).
+ * From a turn's error: a message's opening log.txt check found the log of fewer messages
+ * than it expected (the runner quotes 200 characters of each: logs of up to 25 turns are
+ * told apart).
  */
 function staleStart(error: string | null): { had: number; want: number } | null {
   const m = LOG_CHECK.exec(error ?? '');

@@ -1,9 +1,12 @@
 /**
- * One checked invariant: a name, pass/fail, a one-line summary, and the offending items.
+ * One checked invariant: a name, pass/fail, a one-line summary, the offending items, and
+ * the items it excused.
  *
- * Invariants: `passed` is exactly "no details"; details are capped at MAX_DETAILS lines
- * (plus one line saying how many more), so a report stays readable when everything fails;
- * a failed one's summary starts by saying so, as its checked claim alone reads like a pass.
+ * Invariants: `passed` is exactly "no details"; details and excused lines are each capped
+ * at MAX_DETAILS lines (plus one line saying how many more), so a report stays readable
+ * when everything fails; a failed one's summary starts by saying so, as its checked claim
+ * alone reads like a pass; an excused item is one the invariant's own rule lets pass, and
+ * its line says why, so that no finding is dropped without a word.
  */
 export interface InvariantResult {
   name: string;
@@ -11,18 +14,30 @@ export interface InvariantResult {
   /** One line: what was checked and what was found. */
   summary: string;
   details: string[];
+  /** What would have broken it but is excused, and why (empty for most invariants). */
+  excused: string[];
 }
 
 const MAX_DETAILS = 20;
 
-export function result(name: string, summary: string, details: string[]): InvariantResult {
+export function result(
+  name: string,
+  summary: string,
+  details: string[],
+  excused: string[] = [],
+): InvariantResult {
+  const said = excused.length === 0 ? summary : `${summary} (${excused.length} excused)`;
   return {
     name,
     passed: details.length === 0,
-    summary: details.length === 0 ? summary : `does not hold (${details.length} found): ${summary}`,
-    details:
-      details.length > MAX_DETAILS
-        ? [...details.slice(0, MAX_DETAILS), `... ${details.length - MAX_DETAILS} more`]
-        : details,
+    summary: details.length === 0 ? said : `does not hold (${details.length} found): ${said}`,
+    details: capped(details),
+    excused: capped(excused),
   };
+}
+
+function capped(lines: string[]): string[] {
+  return lines.length > MAX_DETAILS
+    ? [...lines.slice(0, MAX_DETAILS), `... ${lines.length - MAX_DETAILS} more`]
+    : lines;
 }

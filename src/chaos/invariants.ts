@@ -2,20 +2,28 @@
  * The invariant checker of a chaos run, from the store snapshot, the workspaces on disk,
  * the Docker engine and /proc, after every berth process has exited.
  *
- *   exactly-one-reply   every inbound message has one committed reply (none if berth
- *                       failed it); an ok request's message is `done`; no reply comes
- *                       from a turn that did not commit
+ *   exactly-one-reply   every inbound message has one committed reply naming it (its
+ *                       inReplyTo; none if berth failed it); no reply comes from a turn
+ *                       that did not commit
+ *   replies-in-order, reply-attribution, outcomes-agree
+ *                       replies answer messages in the order they were accepted, each
+ *                       reply is its own message's, and each request's outcome is the
+ *                       store's (reply-invariants.ts)
  *   acknowledged-kept   what berth acknowledged is in the store: every message whose POST
  *                       got its 202 (id) is there, and every reply a client received is
- *                       there, from a committed turn of that message, with the same text
- *                       (a store failover must lose none)
- *   committed-workspace committed/log.txt and state `turns` are what k committed turns
- *                       write, k = the session's ok turns (+1 if its last was unknown);
- *                       on nodes, log.txt as the session's chain in the blob store has it
+ *                       there, by its id, from a committed turn that took that message,
+ *                       naming it, with the same text and data (a store failover must lose
+ *                       none)
+ *   committed-workspace committed/log.txt and state `turns` are what k committed messages
+ *                       write (a turn may take several), k between the session's ok
+ *                       requests and those plus its unknown ones; on nodes, log.txt as the
+ *                       session's chain in the blob store has it
  *   chain-*, workspace-from-chain, never-behind
  *                       the workspace chains, from the store and the blob store alone
  *                       (chain-invariants.ts)
- *   no-partial-reads    no turn failed an assertFile/assertState step
+ *   no-partial-reads    no turn failed an assertFile/assertState step, but one of a message
+ *                       excused by excuses.ts (an earlier message of its session ended
+ *                       fail or unknown), which is listed as excused
  *   no-stray-process    no turn failed the workload's stray-process check (STRAY_PROCESS_CHECK)
  *   no-failed-steps     no other script step failed, and no STEP_FAILED turn lacks its step
  *   turns-ended         no turn is still `running`, no layer still pending promotion
@@ -37,16 +45,18 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import type Dockerode from 'dockerode';
 import type { BlobStore } from '../blobs/index.js';
-import type { FailedStep, ScriptPlan } from '../core/index.js';
 import { workspaceLayout } from '../workspace/index.js';
 import { checkChains } from './chain-invariants.js';
+import { excusedMessages } from './excuses.js';
 import { type InvariantResult, result } from './invariant-result.js';
 import { orphans } from './orphans.js';
+import { checkReplies, repliesByMessage } from './reply-invariants.js';
 import type { RequestRecord } from './session-driver.js';
-import type { SessionSnapshot } from './snapshot.js';
-import { expectedLog, LOG_FILE, STATE_KEY, STRAY_PROCESS_CHECK } from './workload.js';
+import { committedMessageCount, reportedSteps, type SessionSnapshot } from './snapshot.js';
+import { expectedLog, LOG_FILE, readPlan, STATE_KEY, STRAY_PROCESS_CHECK } from './workload.js';
 
 export interface ProcessEnd {
   name: string;
@@ -72,14 +82,16 @@ export interface CheckInput {
 }
 
 export async function checkInvariants(input: CheckInput): Promise<InvariantResult[]> {
-  const chains = await checkChains(input.sessions, input.blobs);
+  const excused = excusedMessages(input.requests);
+  const chains = await checkChains(input.sessions, input.blobs, excused);
   const fromChain = async (id: string) => ({ text: chains.committedLogs.get(id) ?? null });
   return [
     exactlyOneReply(input),
+    ...checkReplies(input.sessions, input.requests),
     acknowledgedKept(input),
     await committedWorkspace(input, input.nodes ? fromChain : undefined),
     ...chains.results,
-    ...failedSteps(input.sessions),
+    ...failedSteps(input.sessions, excused),
     turnsEnded(input.sessions),
     cleanShutdown(input.processes),
     ...(input.nodes
@@ -99,19 +111,14 @@ export function countReplies(sessions: SessionSnapshot[]) {
   const details: string[] = [];
   let inbound = 0;
   for (const s of sessions) {
-    const committed = new Map(s.turns.filter((t) => t.status === 'committed').map((t) => [t.id, t]));
-    const replies = new Map<number, number>();
-    for (const out of s.messages.filter((m) => m.direction === 'out')) {
-      const turn = out.turnId ? committed.get(out.turnId) : undefined;
-      if (!turn) {
+    const committed = new Set(s.turns.filter((t) => t.status === 'committed').map((t) => t.id));
+    for (const out of s.messages.filter((m) => m.direction === 'out'))
+      if (out.turnId === null || !committed.has(out.turnId))
         details.push(`${s.id}: reply ${out.id} comes from turn ${out.turnId}, which did not commit`);
-        continue;
-      }
-      for (const id of turn.messageIds) replies.set(id, (replies.get(id) ?? 0) + 1);
-    }
+    const replies = repliesByMessage(s);
     for (const m of s.messages.filter((x) => x.direction === 'in')) {
       inbound++;
-      const n = replies.get(m.id) ?? 0;
+      const n = replies.get(m.id)?.length ?? 0;
       if (n > 1) duplicated.push(m.id);
       if (n > 1) details.push(`${s.id}: message ${m.id} has ${n} replies`);
       if (n === 1 && m.status !== 'done')
@@ -140,12 +147,15 @@ export function acknowledgedMissing(sessions: SessionSnapshot[], requests: Reque
       continue;
     }
     if (r.outcome !== 'ok') continue;
-    const committed = new Set(
-      s.turns.filter((t) => t.status === 'committed' && t.messageIds.includes(r.messageId!)).map((t) => t.id),
-    );
-    const kept = s.messages.some(
-      (m) => m.direction === 'out' && m.turnId !== null && committed.has(m.turnId) && m.text === r.replyText,
-    );
+    const reply = s.messages.find((m) => m.direction === 'out' && m.id === r.reply?.id);
+    const turn = s.turns.find((t) => t.id === reply?.turnId);
+    const kept =
+      reply !== undefined &&
+      turn?.status === 'committed' &&
+      turn.messageIds.includes(r.messageId) &&
+      reply.inReplyTo?.includes(r.messageId) === true &&
+      reply.text === r.replyText &&
+      isDeepStrictEqual(reply.data ?? null, r.reply?.data);
     if (!kept)
       missing.push(
         `${r.session} turn ${r.turn}: the reply the client received to message ${r.messageId} is not stored`,
@@ -178,13 +188,6 @@ function exactlyOneReply({ sessions, requests }: CheckInput): InvariantResult {
       givenUp.has(m.sessionId) ? `${what}; its request ended unknown` : `${what}, no client gave up on it`,
     );
   }
-  for (const r of requests) {
-    if (r.outcome === 'ok' && r.reason) details.push(`${r.session} turn ${r.turn}: ${r.reason}`);
-    if (r.outcome === 'ok' && byId.get(r.messageId!)?.status !== 'done')
-      details.push(
-        `${r.session} turn ${r.turn}: the client got its reply but the store has it ${byId.get(r.messageId!)?.status}`,
-      );
-  }
   return result(
     'exactly-one-reply',
     `${inbound} inbound messages: ${lost.length} lost, ${duplicated.length} duplicated, ${unfinished.length} unfinished`,
@@ -201,11 +204,11 @@ async function committedWorkspace(
   for (const s of sessions) {
     const mine = requests.filter((r) => r.session === s.id);
     const ok = mine.filter((r) => r.outcome === 'ok').length;
-    const unknown = mine.some((r) => r.outcome === 'unknown') ? 1 : 0;
-    const committed = s.turns.filter((t) => t.status === 'committed').length;
+    const unknown = mine.filter((r) => r.outcome === 'unknown').length;
+    const committed = committedMessageCount(s);
     if (committed < ok || committed > ok + unknown)
       details.push(
-        `${s.id}: ${committed} committed turns, but the client saw ${ok} ok (+${unknown} unknown)`,
+        `${s.id}: ${committed} committed messages, but the client saw ${ok} ok (+${unknown} unknown)`,
       );
     const read = await readLog(s.id);
     if ('error' in read) {
@@ -216,7 +219,7 @@ async function committedWorkspace(
     const want = committed === 0 ? null : expectedLog(committed);
     if (log !== want)
       details.push(
-        `${s.id}: ${LOG_FILE} is ${JSON.stringify(log?.slice(-80))}, expected ${JSON.stringify(want?.slice(-80))} (${committed} turns)`,
+        `${s.id}: ${LOG_FILE} is ${JSON.stringify(log?.slice(-80))}, expected ${JSON.stringify(want?.slice(-80))} (${committed} messages)`,
       );
     const state = s.state[STATE_KEY] ?? null;
     if (state !== (committed === 0 ? null : committed))
@@ -224,14 +227,19 @@ async function committedWorkspace(
   }
   return result(
     'committed-workspace',
-    `${sessions.length} sessions: ${LOG_FILE} and state match their committed turns`,
+    `${sessions.length} sessions: ${LOG_FILE} and state match their committed messages`,
     details,
   );
 }
 
-/** Script-step failures, by the kind of step that failed (the module header says from what). */
-function failedSteps(sessions: SessionSnapshot[]): InvariantResult[] {
+/**
+ * Script-step failures, by the kind of step that failed (the module header says from what).
+ * A failed assert of an excused message is listed as excused; no other step is excused (a
+ * missing earlier message explains an assert that failed, and nothing else).
+ */
+export function failedSteps(sessions: SessionSnapshot[], excused: Map<number, string>): InvariantResult[] {
   const partial: string[] = [];
+  const partialExcused: string[] = [];
   const stray: string[] = [];
   const other: string[] = [];
   for (const s of sessions) {
@@ -245,36 +253,22 @@ function failedSteps(sessions: SessionSnapshot[]): InvariantResult[] {
         other.push(`${line} [STEP_FAILED with no step reported]`);
         continue;
       }
+      const text = texts.get(failed.messageId);
       const step =
-        failed.index === null ? undefined : planOf(texts.get(failed.messageId))?.steps[failed.index];
-      if (step && ('assertFile' in step || 'assertState' in step)) partial.push(line);
-      else if (step && 'run' in step && step.run === STRAY_PROCESS_CHECK) stray.push(line);
+        failed.index === null || text === undefined ? undefined : readPlan(text)?.steps[failed.index];
+      const why = excused.get(failed.messageId);
+      if (step && ('assertFile' in step || 'assertState' in step)) {
+        if (why) partialExcused.push(`${line} [message ${failed.messageId}: ${why}]`);
+        else partial.push(line);
+      } else if (step && 'run' in step && step.run === STRAY_PROCESS_CHECK) stray.push(line);
       else other.push(`${line} [step ${failed.index} (${failed.kind}) of message ${failed.messageId}]`);
     }
   }
   return [
-    result('no-partial-reads', 'no turn saw anything but committed files and state', partial),
+    result('no-partial-reads', 'no turn saw anything but committed files and state', partial, partialExcused),
     result('no-stray-process', "no turn found a previous turn's background process", stray),
     result('no-failed-steps', 'no other script step failed', other),
   ];
-}
-
-/** The failed step each turn reported in a progress event, by turn id. */
-function reportedSteps(s: SessionSnapshot): Map<string, FailedStep> {
-  const steps = new Map<string, FailedStep>();
-  for (const e of s.events) {
-    const step = e.type === 'progress' ? (e.data.failedStep as FailedStep | undefined) : undefined;
-    if (step) steps.set(String(e.data.turnId), step);
-  }
-  return steps;
-}
-
-function planOf(text: string | undefined): ScriptPlan | null {
-  try {
-    return text ? (JSON.parse(text) as ScriptPlan) : null;
-  } catch {
-    return null;
-  }
 }
 
 /** A file's text; null when it does not exist; any other failure to read it as an error line. */

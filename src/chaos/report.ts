@@ -5,9 +5,11 @@
  *
  * Fault attribution and timing live in fault-timing.ts, the pass/fail verdict in
  * verdict.ts. Besides them the report lists the aborted turns no injected fault explains:
- * under chaos those are berth's own failures, and the verdict fails on any.
+ * under chaos those are berth's own failures, and the verdict fails on any. A request
+ * that did not end ok says whether an earlier one of its session excuses it (excuses.ts).
  */
 import type { Turn } from '../core/index.js';
+import { excusedMessages } from './excuses.js';
 import type {
   BlobsKill,
   Fault,
@@ -147,8 +149,8 @@ export interface ChaosReport {
   /** Why the run did not pass, one line each (verdict.ts); empty when it passed. */
   failures: string[];
   faultLog: Fault[];
-  /** Requests that did not end ok, with why. */
-  notOk: RequestRecord[];
+  /** Requests that did not end ok, with why, and whether an earlier one of their session excuses them. */
+  notOk: (RequestRecord & { excused: string | null })[];
 }
 
 export interface ReportInput {
@@ -311,8 +313,16 @@ export function buildReport(input: ReportInput): ChaosReport {
     passed: verdict.passed,
     failures: verdict.failures,
     faultLog: faults,
-    notOk: requests.filter((r) => r.outcome !== 'ok'),
+    notOk: notOkRequests(requests),
   };
+}
+
+/** The requests that did not end ok, each with what excuses it (null: nothing does). */
+function notOkRequests(requests: RequestRecord[]): ChaosReport['notOk'] {
+  const excused = excusedMessages(requests);
+  return requests
+    .filter((r) => r.outcome !== 'ok')
+    .map((r) => ({ ...r, excused: r.messageId === null ? null : (excused.get(r.messageId) ?? null) }));
 }
 
 /** An error as a category: one line, with data dir, sandbox names, turn ids, mount options and durations blanked. */
@@ -415,13 +425,15 @@ export function renderReport(r: ChaosReport): string {
   for (const inv of r.invariants) {
     lines.push(`  ${inv.passed ? 'PASS' : 'FAIL'}  ${inv.name.padEnd(22)} ${inv.summary}`);
     for (const d of inv.details) lines.push(`          ${d}`);
+    for (const d of inv.excused) lines.push(`          excused: ${d}`);
   }
   if (r.notOk.length > 0) {
     lines.push('', 'requests that did not end ok');
     for (const q of r.notOk.slice(0, 20))
       lines.push(
         `  ${q.session} turn ${q.turn} (message ${q.messageId ?? '-'}): ${q.outcome} after ${q.endedAt - q.sentAt} ms ` +
-          `(${q.eventsSeen} events, last ${q.lastEvent ?? '-'}): ${q.reason.slice(0, 160)}`,
+          `(${q.eventsSeen} events, last ${q.lastEvent ?? '-'}): ${q.reason.slice(0, 160)}` +
+          (q.excused ? ` [excused: ${q.excused}]` : ''),
       );
   }
   lines.push('', r.passed ? 'RESULT: PASS' : 'RESULT: FAIL');

@@ -8,7 +8,7 @@
  * - Message and event listings are paged and bounded (MAX_PAGES pages each per session).
  */
 import { join } from 'node:path';
-import type { Message, SessionEvent, SessionView, Turn, WorkspaceChain } from '../core/index.js';
+import type { FailedStep, Message, SessionEvent, SessionView, Turn, WorkspaceChain } from '../core/index.js';
 import { openStore, type Store } from '../store/index.js';
 
 export interface SessionSnapshot {
@@ -73,6 +73,24 @@ export async function readStoreSnapshot(
   } finally {
     await store.close();
   }
+}
+
+/**
+ * How many inbound messages the session's committed turns took: a turn may take several,
+ * and each of them wrote its turn of the workload.
+ */
+export function committedMessageCount(s: SessionSnapshot): number {
+  return s.turns.filter((t) => t.status === 'committed').reduce((n, t) => n + t.messageIds.length, 0);
+}
+
+/** The failed step each turn reported in a progress event, by turn id. */
+export function reportedSteps(s: SessionSnapshot): Map<string, FailedStep> {
+  const steps = new Map<string, FailedStep>();
+  for (const e of s.events) {
+    const step = e.type === 'progress' ? (e.data.failedStep as FailedStep | undefined) : undefined;
+    if (step) steps.set(String(e.data.turnId), step);
+  }
+  return steps;
 }
 
 /** Every row of a listing by id, PAGE at a time, at most MAX_PAGES pages. */

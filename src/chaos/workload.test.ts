@@ -2,7 +2,16 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
 import type { ScriptPlan } from '../core/index.js';
-import { backgroundOf, expectedLog, MAX_SLEEP_MS, MIN_SLEEP_MS, sleepMs, turnPlan } from './workload.js';
+import {
+  burstSizes,
+  expectedLog,
+  MAX_BURST,
+  MAX_SLEEP_MS,
+  MIN_BURST,
+  MIN_SLEEP_MS,
+  sleepMs,
+  turnPlan,
+} from './workload.js';
 
 const opts = { session: 's-3', seed: 42 };
 
@@ -40,13 +49,14 @@ test('turn k expects exactly turns 1..k-1, in order, and its reply names the ses
   assert.equal(plan.reply, 's-3:4');
 });
 
-test('turns 3n and 3n+1 leave a tail running (redirected, holding the output); the next turn checks it is gone', () => {
+test('turns 3n and 3n+1 leave a tail running (redirected, holding the output); the first turn of each later burst checks none survived', () => {
+  // With seed 42 session 1's bursts are 2, 5, 3: they start at turns 1, 3 and 8.
+  assert.deepEqual(burstSizes(10, 42, 1), [2, 5, 3]);
   const kinds = (k: number) => turnPlan(1, k, opts).steps.map((s) => Object.keys(s)[0]);
   const runs = (k: number) => turnPlan(1, k, opts).steps.flatMap((s) => ('run' in s ? [s.run] : []));
   assert.deepEqual(kinds(1), ['assertFile', 'assertState', 'append', 'sleep', 'run', 'append', 'putState']);
-  assert.deepEqual(kinds(2), ['assertFile', 'assertState', 'run', 'append', 'sleep', 'append', 'putState']);
-  assert.deepEqual(kinds(3), ['assertFile', 'assertState', 'append', 'sleep', 'run', 'append', 'putState']);
-  assert.deepEqual(kinds(4), [
+  assert.deepEqual(kinds(2), ['assertFile', 'assertState', 'append', 'sleep', 'append', 'putState']);
+  assert.deepEqual(kinds(3), [
     'assertFile',
     'assertState',
     'run',
@@ -57,14 +67,52 @@ test('turns 3n and 3n+1 leave a tail running (redirected, holding the output); t
     'putState',
   ]);
   assert.deepEqual(runs(1), ['tail -f log.txt &'], 'no redirection: the tail holds the job’s output');
-  assert.deepEqual(runs(2), ['! pgrep -x tail']);
-  assert.deepEqual(runs(3), ['tail -f log.txt > /dev/null 2>&1 &']);
-  assert.deepEqual(runs(4), ['! pgrep -x tail', 'tail -f log.txt &']);
-  assert.deepEqual(runs(5), ['! pgrep -x tail']);
-  assert.deepEqual(runs(6), ['tail -f log.txt > /dev/null 2>&1 &'], 'turn 5 left none: no check');
-  // Every turn that leaves one is followed by a check, whatever the number of turns.
-  for (let k = 1; k <= 30; k++)
-    if (backgroundOf(k) !== null) assert.equal(runs(k + 1)[0], '! pgrep -x tail', `after turn ${k}`);
+  assert.deepEqual(runs(2), [], 'turn 2 may share its turn with turn 1, whose tail then still runs');
+  assert.deepEqual(runs(3), ['! pgrep -x tail', 'tail -f log.txt > /dev/null 2>&1 &']);
+  assert.deepEqual(runs(4), ['tail -f log.txt &']);
+  assert.deepEqual(runs(5), []);
+  assert.deepEqual(runs(8), ['! pgrep -x tail']);
+  // Exactly the first turn of every burst but the first checks, whatever the number of turns.
+  for (const [seed, session] of [
+    [1, 0],
+    [7, 3],
+    [42, 1],
+  ] as const) {
+    const starts = [1];
+    for (const size of burstSizes(30, seed, session)) starts.push(starts.at(-1)! + size);
+    for (let k = 2; k <= 30; k++) {
+      const checks = turnPlan(session, k, { ...opts, seed }).steps.some(
+        (s) => 'run' in s && s.run === '! pgrep -x tail',
+      );
+      assert.equal(checks, starts.includes(k), `seed ${seed} session ${session} turn ${k}`);
+    }
+  }
+});
+
+test('bursts: 2 to 5 turns each, the last cut short, adding up to the turns; deterministic and varied', () => {
+  const all = new Set<string>();
+  for (let s = 0; s < 20; s++) {
+    for (const turns of [1, 2, 7, 30]) {
+      const sizes = burstSizes(turns, 7, s);
+      assert.equal(
+        sizes.reduce((a, b) => a + b, 0),
+        turns,
+      );
+      for (const size of sizes.slice(0, -1)) assert.ok(size >= MIN_BURST && size <= MAX_BURST, `${size}`);
+      assert.ok(sizes.at(-1)! >= 1 && sizes.at(-1)! <= MAX_BURST);
+      assert.deepEqual(sizes, burstSizes(turns, 7, s));
+      // A longer run begins with the same bursts: its first burst boundaries do not depend on its length.
+      assert.deepEqual(sizes.slice(0, -1), burstSizes(30, 7, s).slice(0, sizes.length - 1));
+    }
+    all.add(burstSizes(30, 7, s).join(','));
+  }
+  assert.equal(all.size, 20, 'every session bursts its own way');
+  for (let size = MIN_BURST; size <= MAX_BURST; size++)
+    assert.ok(
+      [...all].some((b) => b.split(',').includes(String(size))),
+      `a burst of ${size}`,
+    );
+  assert.notDeepEqual(burstSizes(30, 1, 0), burstSizes(30, 2, 0));
 });
 
 test('plans chain: executing turns 1..n once each passes every assert and leaves expectedLog(n)', () => {

@@ -1,5 +1,6 @@
 /**
- * The chaos workload: what each turn of each session asks a `script` agent to do. Pure.
+ * The chaos workload: what each turn of each session asks a `script` agent to do, and how
+ * its turns are grouped into bursts. Pure.
  *
  * Turn k (1-based) of a session first checks that it starts from exactly the committed
  * result of turns 1..k-1 (log.txt and the `turns` state key), so a turn that sees a killed
@@ -7,14 +8,22 @@
  * and records `turns = k`: a kill in the sleep leaves a half-written turn behind, which
  * must never become visible. Two turns in three leave a `tail -f` running in the
  * background: turn 3n with its output redirected, turn 3n+1 holding the job's output (the
- * `npm run dev &` case: the job must still end when its shell exits). The turn after each
- * checks that no `tail` survived.
+ * `npm run dev &` case: the job must still end when its shell exits).
+ *
+ * A session's turns are sent in bursts of MIN_BURST to MAX_BURST (session-driver.ts): the
+ * rest of a burst is sent while its first message's turn runs, so they queue behind it and
+ * are taken together into one berth turn, where each sees the writes of the one before it.
+ * The first turn of every burst after the first checks that no `tail` survived an earlier
+ * turn: it is the only message whose berth turn is sure to hold no earlier message (every
+ * earlier one was answered before it was sent), while a later message of a burst may share
+ * its turn with the one before it, whose `tail` then rightly still runs.
  *
  * Invariants:
- * - `turnPlan` and `expectedLog` are deterministic functions of their arguments.
+ * - `turnPlan`, `expectedLog` and `burstSizes` are deterministic functions of their arguments.
  * - After turns 1..k committed exactly once each, log.txt is `expectedLog(k)` and state
  *   `turns` is k; before any turn the file and the key are absent.
- * - The sleep of a turn is in [MIN_SLEEP_MS, MAX_SLEEP_MS].
+ * - The sleep of a turn is in [MIN_SLEEP_MS, MAX_SLEEP_MS]; a burst has MIN_BURST to
+ *   MAX_BURST turns, but the last, which may be cut short by the session's turn count.
  */
 import type { ScriptPlan, ScriptStep } from '../core/index.js';
 
@@ -22,9 +31,11 @@ export const LOG_FILE = 'log.txt';
 export const STATE_KEY = 'turns';
 export const MIN_SLEEP_MS = 200;
 export const MAX_SLEEP_MS = 900;
+export const MIN_BURST = 2;
+export const MAX_BURST = 5;
 /** What the background-process check looks for; the checker scans host processes for it too. */
 export const BACKGROUND_COMMAND = `tail -f ${LOG_FILE}`;
-/** The step that fails when a previous turn's background `tail` survived into this one. */
+/** The step that fails when an earlier turn's background `tail` survived into this one. */
 export const STRAY_PROCESS_CHECK = '! pgrep -x tail';
 
 export interface WorkloadOptions {
@@ -42,7 +53,7 @@ export function turnPlan(sessionIndex: number, turn: number, opts: WorkloadOptio
     { assertFile: { path: LOG_FILE, equals: before === 0 ? null : expectedLog(before) } },
     { assertState: { key: STATE_KEY, equals: before === 0 ? null : before } },
   ];
-  if (turn > 1 && backgroundOf(before) !== null) steps.push({ run: STRAY_PROCESS_CHECK });
+  if (turn > 1 && startsBurst(turn, opts.seed, sessionIndex)) steps.push({ run: STRAY_PROCESS_CHECK });
   steps.push({ append: { path: LOG_FILE, content: `${turn}:a\n` } });
   steps.push({ sleep: sleepMs(opts.seed, sessionIndex, turn) });
   const background = backgroundOf(turn);
@@ -66,15 +77,58 @@ export function expectedLog(turns: number): string {
   return log;
 }
 
+/** The reply of turn `turn` of a session: its identity in the workload's terms. */
 export function expectedReply(session: string, turn: number): string {
   return `${session}:${turn}`;
 }
 
-/** Deterministic in [MIN_SLEEP_MS, MAX_SLEEP_MS]: a 32-bit integer hash of (seed, session, turn). */
+/** The plan a message's text holds; null when it holds none (not JSON). */
+export function readPlan(text: string): ScriptPlan | null {
+  try {
+    return JSON.parse(text) as ScriptPlan;
+  } catch {
+    return null;
+  }
+}
+
+/** Deterministic in [MIN_SLEEP_MS, MAX_SLEEP_MS]: a hash of (seed, session, turn). */
 export function sleepMs(seed: number, sessionIndex: number, turn: number): number {
+  return MIN_SLEEP_MS + (hash32(seed, sessionIndex, turn) % (MAX_SLEEP_MS - MIN_SLEEP_MS + 1));
+}
+
+/** The sizes of a session's bursts, in order, for `turns` turns: they add up to `turns`. */
+export function burstSizes(turns: number, seed: number, sessionIndex: number): number[] {
+  const sizes: number[] = [];
+  for (let left = turns, burst = 0; left > 0; burst++) {
+    const size = Math.min(left, burstSize(seed, sessionIndex, burst));
+    sizes.push(size);
+    left -= size;
+  }
+  return sizes;
+}
+
+/** Whether turn `turn` is the first of its burst (whatever the session's turn count). */
+export function startsBurst(turn: number, seed: number, sessionIndex: number): boolean {
+  let first = 1;
+  for (let burst = 0; first < turn; burst++) first += burstSize(seed, sessionIndex, burst);
+  return first === turn;
+}
+
+/** Deterministic in [MIN_BURST, MAX_BURST]; salted so that it does not follow the sleeps. */
+function burstSize(seed: number, sessionIndex: number, burst: number): number {
+  return MIN_BURST + (hash32(seed ^ BURST_SALT, sessionIndex, burst) % (MAX_BURST - MIN_BURST + 1));
+}
+
+const BURST_SALT = 0x5bd1e995;
+
+/** A 32-bit unsigned integer hash of (seed, session, n). */
+function hash32(seed: number, sessionIndex: number, n: number): number {
   let h = Math.imul(seed ^ 0x9e3779b9, 0x85ebca6b);
   h = Math.imul(h ^ (sessionIndex + 0x27d4eb2f), 0xc2b2ae35);
-  h = Math.imul(h ^ (turn + 0x165667b1), 0x85ebca6b);
+  h = Math.imul(h ^ (n + 0x165667b1), 0x85ebca6b);
+  // murmur3's finaliser: every input bit reaches the low bits a small modulus keeps.
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
   h ^= h >>> 16;
-  return MIN_SLEEP_MS + ((h >>> 0) % (MAX_SLEEP_MS - MIN_SLEEP_MS + 1));
+  return h >>> 0;
 }

@@ -69,7 +69,7 @@ export function chaosCommand(env: NodeJS.ProcessEnv): Command {
         'and nothing was left behind',
     )
     .option('--sessions <n>', 'concurrent sessions', '10')
-    .option('--turns <n>', 'turns per session, sent one after another', '5')
+    .option('--turns <n>', 'turns (messages) per session, sent in bursts of 2 to 5 while a turn runs', '5')
     .option('--duration <seconds>', 'stop the workload after this many seconds even if unfinished', '600')
     .option(
       '--kill-every <a-b>',

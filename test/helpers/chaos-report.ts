@@ -10,6 +10,9 @@ import { type ChaosReport, renderReport } from '../../src/chaos/index.js';
  */
 export const CHAOS_INVARIANTS = [
   'exactly-one-reply',
+  'replies-in-order',
+  'reply-attribution',
+  'outcomes-agree',
   'acknowledged-kept',
   'committed-workspace',
   'chain-objects-present',
