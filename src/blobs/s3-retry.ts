@@ -1,5 +1,5 @@
 /** Retries of the s3 backend's repeatable calls, with the one backoff on transient failures. */
-import { type Backoff, backoffMs, sleep } from '../core/index.js';
+import { type Backoff, retryUntil } from '../core/index.js';
 import { isTransientS3Error } from './s3-errors.js';
 
 /** At most `tries` tries of a repeatable call, with the backoff between them. */
@@ -11,13 +11,6 @@ export interface BlobRetry extends Backoff {
 export const DEFAULT_BLOB_RETRY: BlobRetry = { tries: 8, firstMs: 250, maxMs: 2_000 };
 
 /** `call`, again after a backoff while it fails transiently, at most `retry.tries` times. */
-export async function retrying<T>(retry: BlobRetry, call: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await call();
-    } catch (err) {
-      if (!isTransientS3Error(err) || attempt >= retry.tries) throw err;
-      await sleep(backoffMs(attempt, retry));
-    }
-  }
+export function retrying<T>(retry: BlobRetry, call: () => Promise<T>): Promise<T> {
+  return retryUntil(call, { retryable: isTransientS3Error, backoff: retry, tries: retry.tries });
 }

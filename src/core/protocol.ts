@@ -174,7 +174,15 @@ export interface FailedStep {
   index: number | null;
   /** The step's kind (its key: run, assertFile, ...); null with index null. */
   kind: string | null;
+  /**
+   * A failed assertFile or assertState: what it looked at (the file's path, or `state <key>`),
+   * what it found (null: absent) and what it expected, whole up to ASSERTION_MAX_CHARS each.
+   */
+  assertion?: { subject: string; found?: unknown; expected?: unknown };
 }
+
+/** How much of a failed assertion's found and expected values a FailedStep carries (strings are cut there). */
+export const ASSERTION_MAX_CHARS = 16 * 1024;
 
 export interface ProgressRequest {
   turnId: string;

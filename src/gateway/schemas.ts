@@ -1,6 +1,6 @@
 /** zod schemas of every gateway request body (the runner is untrusted input). */
 import { z } from 'zod';
-import { RUNNER_ABORT_CODES } from '../core/index.js';
+import { ASSERTION_MAX_CHARS, RUNNER_ABORT_CODES } from '../core/index.js';
 
 /** Turn ids are berth's own (newId('turn')): nothing else may reach a path. */
 const turnId = z.string().regex(/^turn_[a-z0-9]{1,64}$/, 'not a turn id');
@@ -30,6 +30,11 @@ export const progressBody = z.object({
       messageId: z.number().int().positive(),
       index: z.number().int().nonnegative().nullable(),
       kind: z.string().max(64).nullable(),
+      assertion: z
+        .object({ subject: z.string().max(1024), found: z.unknown(), expected: z.unknown() })
+        .strict()
+        .refine((a) => JSON.stringify(a).length <= 4 * ASSERTION_MAX_CHARS, 'assertion values too large')
+        .optional(),
     })
     .strict()
     .optional(),

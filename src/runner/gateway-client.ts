@@ -13,6 +13,11 @@ export class GatewayError extends Error {
   }
 }
 
+/** The gateway refused the sandbox itself (a stale generation, a revoked token): nothing it sends will be taken again. */
+export function isRevoked(err: unknown): err is GatewayError {
+  return err instanceof GatewayError && (err.status === 409 || err.status === 401);
+}
+
 export interface GatewayResponse<T> {
   status: number;
   body: T | null;

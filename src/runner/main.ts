@@ -17,7 +17,8 @@ import {
   TOKEN_FILE_NAME,
   type TurnAssignment,
 } from '../core/protocol.js';
-import { GatewayClient, GatewayError } from './gateway-client.js';
+import { retryUntil } from '../core/retry.js';
+import { GatewayClient, GatewayError, isRevoked } from './gateway-client.js';
 import { HarnessError } from './harness-process.js';
 import { LimitExceeded, LimitWatch } from './limits.js';
 import { startModelEndpoint } from './model-endpoint.js';
@@ -31,6 +32,9 @@ const runDir = process.env.BERTH_RUN_DIR ?? '/run/berth';
 const TRUST_DIR = '/tmp/berth-ca';
 /** The gateway's limit on a progress text. */
 const MAX_PROGRESS_CHARS = 4096;
+/** A failed step's record is tried this often, about 3 s in all, before the abort goes on without it. */
+const FAILED_STEP_TRIES = 4;
+const FAILED_STEP_BACKOFF = { firstMs: 250, maxMs: 2000 };
 // The runner never stands in the workspace: a process there would keep the turn's overlay busy.
 process.chdir('/');
 
@@ -80,11 +84,21 @@ async function main(): Promise<void> {
       if (err instanceof GatewayError) throw err;
       const failure = err as Error;
       // First, before the clean-up: a failed step is then in the store even if the sandbox dies before its abort.
+      // Tried a few times; a record that still fails leaves the abort below to say STEP_FAILED.
       if (failure instanceof StepFailed)
-        await gateway.call('POST', '/v1/progress', {
-          turnId: turn.turnId,
-          text: failure.message.slice(0, MAX_PROGRESS_CHARS),
-          failedStep: failure.step,
+        await retryUntil(
+          () =>
+            gateway.call('POST', '/v1/progress', {
+              turnId: turn.turnId,
+              text: failure.message.slice(0, MAX_PROGRESS_CHARS),
+              failedStep: failure.step,
+            }),
+          { retryable: (e) => !isRevoked(e), backoff: FAILED_STEP_BACKOFF, tries: FAILED_STEP_TRIES },
+        ).catch((e: unknown) => {
+          if (isRevoked(e)) throw e;
+          process.stderr.write(
+            `berth-runner: the failed step could not be recorded: ${(e as Error).message}\n`,
+          );
         });
       await killAllButRunner();
       // A sandbox limit the turn hit (kernel counters) decides the code, the output limit included: a fork
@@ -130,7 +144,7 @@ function abortCodeOf(err: Error): RunnerAbortCode | undefined {
 }
 
 function exitIfRevoked(err: unknown): void {
-  if (err instanceof GatewayError && (err.status === 409 || err.status === 401)) {
+  if (isRevoked(err)) {
     process.stderr.write(`berth-runner: ${err.message}; exiting\n`);
     process.exit(3);
   }

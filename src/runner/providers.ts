@@ -15,17 +15,19 @@
 import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, resolve, sep } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import type {
-  CommandResult,
-  FailedStep,
-  ScriptPlan,
-  ScriptStep,
-  StepCode,
-  TurnAssignment,
-  TurnOutput,
+import {
+  ASSERTION_MAX_CHARS,
+  type CommandResult,
+  type FailedStep,
+  type ScriptPlan,
+  type ScriptStep,
+  type StepCode,
+  type TurnAssignment,
+  type TurnOutput,
 } from '../core/protocol.js';
-import type { GatewayClient } from './gateway-client.js';
+import { type GatewayClient, isRevoked } from './gateway-client.js';
 import type { HarnessAdapter } from './harness-provider.js';
+import { LimitExceeded } from './limits.js';
 import { leftRunningOf, runShell } from './processes.js';
 
 export interface TurnContext {
@@ -62,8 +64,12 @@ export const PROVIDERS: Record<TurnAssignment['provider'], Provider> = {
     const outputs: TurnOutput[] = [];
     for (const message of turn.messages) {
       const plan = parsePlan(message.id, message.text);
-      for (const [index, step] of plan.steps.entries())
-        await runStep(step, { messageId: message.id, index, kind: Object.keys(step)[0] ?? null }, turn, ctx);
+      for (const [index, step] of plan.steps.entries()) {
+        const at = { messageId: message.id, index, kind: Object.keys(step)[0] ?? null };
+        await runStep(step, at, turn, ctx).catch((err: unknown) => {
+          throw asStepFailed(err, at);
+        });
+      }
       outputs.push({ text: plan.reply ?? 'done', inReplyTo: [message.id] });
     }
     return outputs;
@@ -98,6 +104,16 @@ export class StepFailed extends Error {
   }
 }
 
+/**
+ * Whatever a step throws is that step's failure (a write on a full disk, a progress or a
+ * state the gateway refused), so the turn says which step failed. Not so a sandbox limit the
+ * step hit (its own code) or a gateway that revoked the sandbox (the runner exits).
+ */
+function asStepFailed(err: unknown, at: FailedStep): unknown {
+  if (err instanceof StepFailed || err instanceof LimitExceeded || isRevoked(err)) return err;
+  return new StepFailed(at, `step ${at.index} (${at.kind}) failed: ${(err as Error).message}`);
+}
+
 function parsePlan(messageId: number, text: string): ScriptPlan {
   const unreadable = (why: string) => new StepFailed({ messageId, index: null, kind: null }, why);
   let plan: unknown;
@@ -118,8 +134,8 @@ async function runStep(
   turn: TurnAssignment,
   ctx: TurnContext,
 ): Promise<void> {
-  const fail = (what: string) => {
-    throw new StepFailed(at, `step ${at.index} (${at.kind}) ${what}`);
+  const fail = (what: string, assertion?: FailedStep['assertion']) => {
+    throw new StepFailed(assertion ? { ...at, assertion } : at, `step ${at.index} (${at.kind}) ${what}`);
   };
   const inWorkspace = (path: string) => {
     const full = resolve(ctx.workspace, path);
@@ -146,20 +162,36 @@ async function runStep(
   } else if ('putState' in step) {
     await ctx.putState(step.putState.key, step.putState.value);
   } else if ('assertFile' in step) {
-    const actual = await readFile(inWorkspace(step.assertFile.path), 'utf8').catch(() => null);
-    if (actual !== step.assertFile.equals) {
+    const { path, equals } = step.assertFile;
+    const actual = await readFile(inWorkspace(path), 'utf8').catch(() => null);
+    if (actual !== equals) {
       fail(
-        `${step.assertFile.path} is ${JSON.stringify(actual?.slice(0, 200))}, expected ${JSON.stringify(step.assertFile.equals?.slice(0, 200))}`,
+        `${path} is ${JSON.stringify(actual?.slice(0, 200))}, expected ${JSON.stringify(equals?.slice(0, 200))}`,
+        { subject: path, found: cut(actual), expected: cut(equals) },
       );
     }
   } else if ('assertState' in step) {
-    const actual = (await ctx.getState(step.assertState.key)) ?? null;
-    if (!isDeepStrictEqual(actual, step.assertState.equals)) {
-      fail(
-        `state ${step.assertState.key} is ${JSON.stringify(actual)}, expected ${JSON.stringify(step.assertState.equals)}`,
-      );
+    const { key, equals } = step.assertState;
+    const actual = (await ctx.getState(key)) ?? null;
+    if (!isDeepStrictEqual(actual, equals)) {
+      const subject = `state ${key}`;
+      fail(`${subject} is ${JSON.stringify(actual)}, expected ${JSON.stringify(equals)}`, {
+        subject,
+        found: cutJson(actual),
+        expected: cutJson(equals),
+      });
     }
   } else {
     fail('is not a known step');
   }
+}
+
+function cut(text: string | null): string | null {
+  return text === null ? null : text.slice(0, ASSERTION_MAX_CHARS);
+}
+
+/** A state value as it is, or its JSON cut to size when it is larger. */
+function cutJson(value: unknown): unknown {
+  const json = JSON.stringify(value) ?? 'null';
+  return json.length <= ASSERTION_MAX_CHARS ? value : json.slice(0, ASSERTION_MAX_CHARS);
 }

@@ -14,7 +14,15 @@ test('the runner is staged once per version of its code, even by workers staging
   assert.deepEqual(await readdir(base), [dir.slice(base.length + 1)], 'no staging leftovers');
   assert.match(await readFile(join(dir, RUNNER_ENTRY), 'utf8'), /gateway/);
   assert.equal(await readFile(join(dir, 'package.json'), 'utf8'), '{"type":"module"}\n');
-  assert.ok((await readdir(join(dir, 'core'))).includes('protocol.js'));
+  // The core modules the runner imports, and theirs, and no other: each staged file's relative imports resolve.
+  assert.deepEqual((await readdir(join(dir, 'core'))).sort(), [
+    'backoff.js',
+    'protocol.js',
+    'retry.js',
+    'sleep.js',
+  ]);
+  const main = await import(join(dir, 'core', 'retry.js'));
+  assert.equal(typeof main.retryUntil, 'function', 'a staged core module loads with its own imports');
   // The model SDKs the runner imports, with their dependencies, without type declarations.
   for (const pkg of ['@anthropic-ai/sdk', 'openai'])
     assert.ok(JSON.parse(await readFile(join(dir, 'node_modules', pkg, 'package.json'), 'utf8')).version);

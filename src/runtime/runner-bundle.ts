@@ -1,6 +1,6 @@
 /**
- * Stages the compiled runner for mounting into sandboxes: runner/*.js, the one core
- * module it imports (core/protocol.js, which has no imports of its own), a package.json
+ * Stages the compiled runner for mounting into sandboxes: runner/*.js, the core modules
+ * it imports (core/protocol.js, core/retry.js and theirs: no others), a package.json
  * marking them ESM, and node_modules/ with the packages the runner imports (the model
  * SDKs) and their dependencies, copied from the host's node_modules in the same layout
  * without type declarations, source maps or TypeScript sources. The sandbox sees none of
@@ -12,7 +12,7 @@
  */
 import { createHash } from 'node:crypto';
 import { copyFile, cp, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
-import { basename, dirname, join, sep } from 'node:path';
+import { basename, dirname, join, posix, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { moveIntoPlace, stagingPath } from '../durable-files/index.js';
 
@@ -29,7 +29,7 @@ export async function stageRunner(baseDir: string): Promise<string> {
     .filter((f) => f.endsWith('.js') && !f.endsWith('.test.js'))
     .sort()
     .map((f) => `runner/${f}`);
-  const files = [...runnerFiles, 'core/protocol.js'];
+  const files = await withCoreImports(runnerFiles);
   const packages = await runnerPackages(files);
   const hash = createHash('sha256').update(PACKAGE_JSON).update(PACKAGE_FILTER_VERSION);
   for (const file of files) hash.update(file).update(await readFile(join(COMPILED_SRC, file)));
@@ -59,6 +59,27 @@ export async function stageRunner(baseDir: string): Promise<string> {
   // false: another worker staged the same code first; its copy is the same.
   await moveIntoPlace(tmp, target);
   return target;
+}
+
+/**
+ * The runner's files and every core module they import, directly or through another core
+ * module (relative imports of compiled code, found by their `from '…'`): only what it loads.
+ */
+async function withCoreImports(runnerFiles: string[]): Promise<string[]> {
+  const files = new Set(runnerFiles);
+  const queue = [...runnerFiles];
+  for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
+    const code = await readFile(join(COMPILED_SRC, file), 'utf8');
+    for (const m of code.matchAll(/\bfrom\s*['"](\.{1,2}\/[^'"]+)['"]/g)) {
+      const target = posix.normalize(posix.join(posix.dirname(file), m[1]!));
+      if (files.has(target)) continue;
+      if (!target.startsWith('core/'))
+        throw new Error(`The runner imports ${target} (from ${file}): it may import only core/ modules`);
+      files.add(target);
+      queue.push(target);
+    }
+  }
+  return [...files].sort();
 }
 
 /** Bump when the choice of copied files changes: the staged content changes with it. */

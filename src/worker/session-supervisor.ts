@@ -20,7 +20,6 @@ import type { Logger } from 'pino';
 import {
   type Agent,
   BerthError,
-  backoffMs,
   decideResidentRecycle,
   decideSupervision,
   type Ending,
@@ -28,6 +27,7 @@ import {
   isBerthError,
   isHarness,
   MODEL_DEFAULTS,
+  retryUntil,
   type SandboxUsage,
   type Session,
   type StopRequest,
@@ -444,17 +444,13 @@ export class SessionSupervisor {
     const storeDeadline = clock.now() + STORE_AWAY_RETRY_MS;
     const step = async (what: string, effect: () => Promise<unknown>) => {
       try {
-        for (let failures = 1; ; failures++) {
-          try {
-            await effect();
-            break;
-          } catch (err) {
-            const delayMs = backoffMs(failures, STORE_AWAY_BACKOFF);
-            if (!isBerthError(err, 'STORE_UNAVAILABLE') || clock.now() + delayMs > storeDeadline) throw err;
-            this.log.warn({ err, step: what }, 'Store away during clean-up; retrying');
-            await sleep(delayMs);
-          }
-        }
+        await retryUntil(effect, {
+          retryable: (err) => isBerthError(err, 'STORE_UNAVAILABLE'),
+          backoff: STORE_AWAY_BACKOFF,
+          deadline: storeDeadline,
+          now: () => clock.now(),
+          onRetry: (err) => this.log.warn({ err, step: what }, 'Store away during clean-up; retrying'),
+        });
       } catch (err) {
         this.log.error({ err, step: what }, 'Session clean-up step failed');
       }
@@ -500,8 +496,13 @@ export class SessionSupervisor {
     sandbox?.lifecycle.moveTo('gone', ending.reason);
     // A failure that will repeat at once (e.g. a promotion on a full disk) must not turn into a claim/release spin.
     if (ending.reason === 'SupervisorFailed') await sleep(1000);
-    await step('release session', () => store.releaseSession(this.fence, clock.now()));
-    this.log.info({ reason: ending.reason, message: ending.message }, 'Session released');
+    await step('release session', async () => {
+      const released = await store.releaseSession(this.fence, clock.now());
+      // Swept or archived meanwhile: the lease is someone else's now, and nothing of ours was given back.
+      if (released !== 'ok')
+        this.log.warn({ code: released, reason: ending.reason }, 'Session was no longer ours to release');
+      else this.log.info({ reason: ending.reason, message: ending.message }, 'Session released');
+    });
   }
 }
 

@@ -15,11 +15,10 @@
  */
 import type { Logger } from 'pino';
 import {
-  backoffMs,
   type CommitInput,
   failpoint,
   isBerthError,
-  sleep,
+  retryUntil,
   type Turn,
   type WorkspaceChain,
   type WorkspaceObjectRef,
@@ -123,17 +122,14 @@ export class TurnWorkspace {
   /** `call`, tried again with backoff while the blob store fails transiently, for at most BLOB_OUTAGE_BUDGET_MS. */
   private async whileBlobsAway<T>(what: string, call: () => Promise<T>): Promise<T> {
     const { clock } = this.deps;
-    const deadline = clock.now() + BLOB_OUTAGE_BUDGET_MS;
-    for (let failures = 1; ; failures++) {
-      try {
-        return await call();
-      } catch (err) {
-        const delayMs = backoffMs(failures, BLOB_OUTAGE_BACKOFF);
-        if (!isBlobOutage(err) || clock.now() + delayMs > deadline) throw err;
-        this.log.warn({ err, step: what, failures, delayMs }, 'Blob store away; trying again');
-        await sleep(delayMs);
-      }
-    }
+    return retryUntil(call, {
+      retryable: isBlobOutage,
+      backoff: BLOB_OUTAGE_BACKOFF,
+      deadline: clock.now() + BLOB_OUTAGE_BUDGET_MS,
+      now: () => clock.now(),
+      onRetry: (err, failures, delayMs) =>
+        this.log.warn({ err, step: what, failures, delayMs }, 'Blob store away; trying again'),
+    });
   }
 
   private of(turnId: string): CurrentTurn {

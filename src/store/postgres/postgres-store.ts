@@ -24,12 +24,11 @@ import pg from 'pg';
 import {
   type Backoff,
   BerthError,
-  backoffMs,
   type Clock,
   parsePostgresUrl,
   type RetryPolicy,
   redactUrl,
-  sleep,
+  retryUntil,
 } from '../../core/index.js';
 import { type Op, type OpResult, type Program, runProgram, type StatementName } from '../sql/program.js';
 import { type SqlDriver, SqlStore } from '../sql/sql-store.js';
@@ -79,7 +78,7 @@ const GATE_MAX_WAIT_MS = 120_000;
  * machine is lost (measured: docs/store.md). A worker's self-fencing runs on its own
  * timer, so a renewal stuck this long does not delay it.
  */
-const RETRY_BUDGET_MS = 30_000;
+export const RETRY_BUDGET_MS = 30_000;
 const RETRY_BACKOFF: Backoff = { firstMs: 50, maxMs: 1000 };
 /** While no host is a writable primary (a failover under way), look again at least every LOCATE_MAX_DELAY_MS. */
 const LOCATE_MAX_DELAY_MS = 250;
@@ -328,23 +327,20 @@ async function retryWithin<T>(
   retryable: (err: unknown) => boolean,
   warn: (message: string, err: unknown) => void,
 ): Promise<T> {
-  // A budget of elapsed time: the monotonic timer, which a wall-clock step cannot stretch or cut.
-  const deadline = performance.now() + budgetMs;
-  for (let failures = 1; ; failures++) {
-    try {
-      return await attempt();
-    } catch (err) {
-      if (!(err instanceof CommitOutcomeUnknown || retryable(err))) throw err;
-      const failed = err instanceof CommitOutcomeUnknown ? err.cause : err;
-      const delayMs = backoffMs(failures, isNotPrimary(failed) ? LOCATE_BACKOFF : RETRY_BACKOFF);
-      if (performance.now() + delayMs > deadline) throw budgetSpent(err, budgetMs);
+  return retryUntil(attempt, {
+    retryable: (err) => err instanceof CommitOutcomeUnknown || retryable(err),
+    backoff: (err) =>
+      isNotPrimary(err instanceof CommitOutcomeUnknown ? err.cause : err) ? LOCATE_BACKOFF : RETRY_BACKOFF,
+    // A budget of elapsed time: the monotonic timer, which a wall-clock step cannot stretch or cut.
+    deadline: performance.now() + budgetMs,
+    now: () => performance.now(),
+    onRetry: (err) =>
       warn(
         err instanceof CommitOutcomeUnknown ? STORE_WARNINGS.commitAnswerLost : STORE_WARNINGS.retrying,
         err,
-      );
-      await sleep(delayMs);
-    }
-  }
+      ),
+    spent: (err) => budgetSpent(err, budgetMs),
+  });
 }
 
 async function execute(connection: Connection, op: Op): Promise<OpResult> {
