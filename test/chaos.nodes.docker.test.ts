@@ -12,7 +12,7 @@
 import assert from 'node:assert/strict';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { test } from 'node:test';
-import { runChaos } from '../src/chaos/index.js';
+import { readdirIfPresent, runChaos } from '../src/chaos/index.js';
 import { listMounts } from '../src/workspace/index.js';
 import { assertRunHeld } from './helpers/chaos-report.js';
 import { freshDatabase } from './helpers/postgres.js';
@@ -76,12 +76,10 @@ test('chaos on nodes: a third of the nodes killed whole, with sandbox kills, los
     'no mount under the run',
   );
   assert.deepEqual(await processesNaming(dir), [], 'no engine, containerd, shim or worker of the run');
-  const namespaces = (await readdir('/run/netns').catch(() => [] as string[])).filter((n) =>
-    n.startsWith(`berth-${runId}-`),
-  );
+  const namespaces = (await readdirIfPresent('/run/netns')).filter((n) => n.startsWith(`berth-${runId}-`));
   assert.deepEqual(namespaces, [], 'no network namespace of the run');
   for (const hierarchy of await readdir('/sys/fs/cgroup')) {
-    const left = (await readdir(`/sys/fs/cgroup/${hierarchy}`).catch(() => [] as string[])).filter((g) =>
+    const left = (await readdirIfPresent(`/sys/fs/cgroup/${hierarchy}`)).filter((g) =>
       g.startsWith(`berth-${runId}-n`),
     );
     assert.deepEqual(left, [], `no cgroup of the run in ${hierarchy}`);

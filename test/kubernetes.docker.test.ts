@@ -8,12 +8,13 @@
  * disk), and a stack stop that leaves nothing behind.
  */
 import assert from 'node:assert/strict';
-import { access, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { access, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { KubeConfig, KubernetesObjectApi, type V1Secret } from '@kubernetes/client-node';
 import { FileBlobStore } from '../src/blobs/index.js';
+import { readdirIfPresent } from '../src/chaos/index.js';
 import type { ScriptPlan } from '../src/core/index.js';
 import { type KubernetesRuntime, podName, stageRunner } from '../src/runtime/index.js';
 import { installIdOf } from '../src/worker/index.js';
@@ -745,7 +746,7 @@ test('the stack stops and leaves nothing behind', {
   assert.ok(!mounts.includes(KUBE_STATE), 'no mount under the state dir');
   assert.deepEqual(await readSysctls(), sysctlsBefore, 'the sysctls the kubelet changed are back');
   assert.deepEqual(await existing(HOST_PATHS), hostPathsBefore, 'no host path the kubelets created is left');
-  const cgroups = await readdir('/sys/fs/cgroup/memory').catch(() => [] as string[]);
+  const cgroups = await readdirIfPresent('/sys/fs/cgroup/memory');
   assert.ok(!cgroups.some((c) => c.startsWith('berth-kube-')), 'no cgroup left');
   await assert.rejects(readFile(join(KUBE_STATE, 'ready')), 'the state dir is gone');
 });

@@ -165,14 +165,42 @@ test('never-behind fails when two committed turns ran on the same version', asyn
   );
 });
 
+/** A turn of message `messageId` whose opening log.txt check failed, as the runner records it (its failedStep). */
+function failedLogCheck(
+  s: SessionSnapshot,
+  turnId: string,
+  o: { messageId: number; found: string | null; expected: string; attempt?: number },
+): void {
+  s.turns.push(
+    turnRow({
+      id: turnId,
+      status: 'aborted',
+      errorCode: 'STEP_FAILED',
+      attempt: o.attempt ?? 1,
+      messageIds: [o.messageId],
+    }),
+  );
+  const assertion = { subject: LOG_FILE, found: o.found, expected: o.expected };
+  s.events.push({
+    id: s.events.length + 1,
+    sessionId: s.id,
+    type: 'progress',
+    data: { turnId, failedStep: { messageId: o.messageId, index: 0, kind: 'assertFile', assertion } },
+    createdAt: 0,
+  });
+}
+
 test('never-behind fails when a turn found an older committed log.txt at its start', async (t) => {
   const { blobs, dir } = await blobStore(t);
   const s = await goodSession(blobs, dir, 's1', 3);
-  const error = `step 0 (assertFile) ${LOG_FILE} is ${JSON.stringify(expectedLog(1))}, expected ${JSON.stringify(expectedLog(2))}`;
-  s.turns.push(turnRow({ id: 's1-stale', status: 'aborted', error, errorCode: 'TURN_FAILED', attempt: 2 }));
+  failedLogCheck(s, 's1-stale', {
+    messageId: 3,
+    found: expectedLog(1),
+    expected: expectedLog(2),
+    attempt: 2,
+  });
   // A partial read (a half-written turn seen) is another invariant's finding, not this one's.
-  const partial = `step 0 (assertFile) ${LOG_FILE} is "1:a\\n", expected ${JSON.stringify(expectedLog(1))}`;
-  s.turns.push(turnRow({ id: 's1-partial', status: 'aborted', error: partial, errorCode: 'TURN_FAILED' }));
+  failedLogCheck(s, 's1-partial', { messageId: 2, found: '1:a\n', expected: expectedLog(1) });
   const { results } = await checkChains([s], blobs, new Map());
   const behind = named(results, 'never-behind');
   assert.deepEqual(behind.details, [
@@ -180,11 +208,21 @@ test('never-behind fails when a turn found an older committed log.txt at its sta
   ]);
 });
 
+test('never-behind reads the whole log the check found, however many messages wrote it', async (t) => {
+  const { blobs, dir } = await blobStore(t);
+  const s = await goodSession(blobs, dir, 's1', 1);
+  // 40 messages' log is far past the 200 characters an error's text quotes.
+  failedLogCheck(s, 's1-long', { messageId: 41, found: expectedLog(39), expected: expectedLog(40) });
+  const { results } = await checkChains([s], blobs, new Map());
+  assert.deepEqual(named(results, 'never-behind').details, [
+    's1: turn s1-long (attempt 1) found the log of 39 messages where 40 had committed',
+  ]);
+});
+
 test('never-behind counts a turn that found no log.txt at all as one on version 0', async (t) => {
   const { blobs, dir } = await blobStore(t);
   const s = await goodSession(blobs, dir, 's1', 1);
-  const error = `step 0 (assertFile) ${LOG_FILE} is undefined, expected ${JSON.stringify(expectedLog(1))}`;
-  s.turns.push(turnRow({ id: 's1-empty', status: 'aborted', error, errorCode: 'TURN_FAILED' }));
+  failedLogCheck(s, 's1-empty', { messageId: 2, found: null, expected: expectedLog(1) });
   const { results } = await checkChains([s], blobs, new Map());
   assert.deepEqual(named(results, 'never-behind').details, [
     's1: turn s1-empty (attempt 1) found the log of 0 messages where 1 had committed',
@@ -218,15 +256,7 @@ test('never-behind excuses a message that found an older log only when an earlie
   const { blobs, dir } = await blobStore(t);
   const s = await goodSession(blobs, dir, 's1', 1);
   // Message 3 expected the log of two messages; message 2 failed for good, so it found one.
-  const error = `step 0 (assertFile) ${LOG_FILE} is ${JSON.stringify(expectedLog(1))}, expected ${JSON.stringify(expectedLog(2))}`;
-  s.turns.push(turnRow({ id: 's1-t3', status: 'aborted', error, errorCode: 'STEP_FAILED', messageIds: [3] }));
-  s.events.push({
-    id: 1,
-    sessionId: 's1',
-    type: 'progress',
-    data: { turnId: 's1-t3', failedStep: { messageId: 3, index: 0, kind: 'assertFile' } },
-    createdAt: 0,
-  });
+  failedLogCheck(s, 's1-t3', { messageId: 3, found: expectedLog(1), expected: expectedLog(2) });
   const behind = async (excused: Map<number, string>) =>
     named((await checkChains([s], blobs, excused)).results, 'never-behind');
   const line = 's1: turn s1-t3 (attempt 1) found the log of 1 messages where 2 had committed';

@@ -22,13 +22,14 @@
  * result. `committedLogs` gives each session's final log.txt as the chain has it, for the
  * committed-workspace invariant of a run whose sessions have no single disk.
  */
-import { mkdtemp, readdir, readFile, readlink, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BlobStore } from '../blobs/index.js';
-import type { ChainEntry, Turn } from '../core/index.js';
+import type { ChainEntry, FailedStep, Turn } from '../core/index.js';
 import { applyLayerArchive } from '../workspace/index.js';
 import { type InvariantResult, result } from './invariant-result.js';
+import { readdirIfPresent } from './read-if-present.js';
 import { reportedSteps, type SessionSnapshot } from './snapshot.js';
 import { expectedLog, LOG_FILE } from './workload.js';
 
@@ -125,7 +126,7 @@ async function materialise(s: SessionSnapshot, blobs: BlobStore, dir: string): P
 }
 
 async function readTree(root: string, rel = '', into: Tree = new Map()): Promise<Tree> {
-  for (const d of await readdir(join(root, rel), { withFileTypes: true }).catch(() => [])) {
+  for (const d of await readdirIfPresent(join(root, rel), { withFileTypes: true })) {
     const path = rel ? `${rel}/${d.name}` : d.name;
     if (d.isDirectory()) {
       into.set(path, '/');
@@ -184,11 +185,11 @@ function neverBehind(sessions: SessionSnapshot[], excused: Map<number, string>):
     }
     const steps = reportedSteps(s);
     for (const t of s.turns) {
-      const found = staleStart(t.error);
-      if (!found) continue;
-      const line = `${s.id}: turn ${t.id} (attempt ${t.attempt}) found the log of ${found.had} messages where ${found.want} had committed`;
       const failed = steps.get(t.id);
-      const why = failed && excused.get(failed.messageId);
+      const found = failed ? staleStart(failed) : null;
+      if (!failed || !found) continue;
+      const line = `${s.id}: turn ${t.id} (attempt ${t.attempt}) found the log of ${found.had} messages where ${found.want} had committed`;
+      const why = excused.get(failed.messageId);
       if (why) excusedLines.push(`${line} [message ${failed.messageId}: ${why}]`);
       else details.push(line);
     }
@@ -201,21 +202,16 @@ function neverBehind(sessions: SessionSnapshot[], excused: Map<number, string>):
   );
 }
 
-const LOG_CHECK = new RegExp(
-  `^step \\d+ \\(assertFile\\) ${LOG_FILE.replace('.', '\\.')} is (undefined|"(?:[^"\\\\]|\\\\.)*"), expected ("(?:[^"\\\\]|\\\\.)*")`,
-);
-
 /**
- * From a turn's error: a message's opening log.txt check found the log of fewer messages
- * than it expected (the runner quotes 200 characters of each: logs of up to 25 turns are
- * told apart).
+ * From a turn's failed step, as the runner recorded it (FailedStep.assertion): a message's
+ * opening log.txt check found the whole log of fewer messages than it expected.
  */
-function staleStart(error: string | null): { had: number; want: number } | null {
-  const m = LOG_CHECK.exec(error ?? '');
-  if (!m) return null;
-  const found = m[1] === 'undefined' ? '' : (JSON.parse(m[1]!) as string);
+function staleStart(step: FailedStep): { had: number; want: number } | null {
+  const a = step.assertion;
+  if (step.kind !== 'assertFile' || a?.subject !== LOG_FILE || typeof a.expected !== 'string') return null;
+  const found = typeof a.found === 'string' ? a.found : '';
   const versionOf = (log: string) => (log.match(/\n/g)?.length ?? 0) / 2;
   const had = versionOf(found);
-  const want = versionOf(JSON.parse(m[2]!) as string);
+  const want = versionOf(a.expected);
   return Number.isInteger(had) && had < want && found === expectedLog(had) ? { had, want } : null;
 }

@@ -55,41 +55,109 @@ test('a worker kill hits only its turns aborted by lease expiry', () => {
   assert.deepEqual(timing.workerKillHits(workerKill, turns), [hit]);
 });
 
-test('a store restart hits every aborted turn that ran while the database was down', () => {
+/** No self-fence, and a store retry budget of 3 s. */
+const EVIDENCE: timing.OutageEvidence = { leaseMs: LEASE_MS, selfFences: [], storeRetryBudgetMs: 3000 };
+
+test('a store restart explains a turn aborted with the store’s code while it was down, and nothing else of its own', () => {
   const restart: StoreRestart = { kind: 'store-restart', at: 3000, upAt: 6000 };
+  const away = 'STORE_UNAVAILABLE' as const;
   const cases = [
-    { name: 'ran across the stop', t: turn({ startedAt: 2000, endedAt: 3500 }), hit: true },
-    { name: 'started while down', t: turn({ startedAt: 5000, endedAt: 9000 }), hit: true },
-    { name: 'ended before the stop', t: turn({ startedAt: 1000, endedAt: 2500 }), hit: false },
-    { name: 'started after the restart', t: turn({ startedAt: 6500, endedAt: 7000 }), hit: false },
+    { name: 'ran across the stop', t: turn({ startedAt: 2000, endedAt: 3500, errorCode: away }), hit: true },
+    { name: 'started while down', t: turn({ startedAt: 5000, endedAt: 9000, errorCode: away }), hit: true },
+    {
+      name: 'ended before the stop',
+      t: turn({ startedAt: 1000, endedAt: 2500, errorCode: away }),
+      hit: false,
+    },
+    {
+      name: 'started after the restart',
+      t: turn({ startedAt: 6500, endedAt: 7000, errorCode: away }),
+      hit: false,
+    },
+    // An outage cannot make a sandbox exit or a step fail: whatever did is berth's own failure.
+    {
+      name: 'another code',
+      t: turn({ startedAt: 2000, endedAt: 3500, errorCode: 'SANDBOX_EXITED' }),
+      hit: false,
+    },
     { name: 'committed', t: turn({ status: 'committed', startedAt: 2000, endedAt: 3500 }), hit: false },
-    // Its worker's renewal came too late after the restart: the worker fenced itself.
+    // A lease abort with no self-fence of its worker in the outage: nothing says the outage did it.
     {
-      name: 'started after the restart, fenced within a lease',
-      t: turn({ startedAt: 6500, endedAt: 6800, errorCode: 'WORKER_FENCED' }),
-      hit: true,
-    },
-    {
-      name: 'started after the restart, swept within a lease',
-      t: turn({ startedAt: 6900, endedAt: 8000, errorCode: 'LEASE_EXPIRED' }),
-      hit: true,
-    },
-    {
-      name: 'fenced, started a lease after the restart',
-      t: turn({ startedAt: 7100, endedAt: 7200, errorCode: 'WORKER_FENCED' }),
+      name: 'fenced, no fence logged',
+      t: turn({ startedAt: 2000, endedAt: 3500, errorCode: 'WORKER_FENCED' }),
       hit: false,
     },
   ];
   for (const c of cases) {
-    assert.equal(timing.storeRestartHits(restart, [c.t], LEASE_MS).length === 1, c.hit, c.name);
+    assert.equal(timing.storeRestartHits(restart, [c.t], EVIDENCE).length === 1, c.hit, c.name);
     if (c.t.status === 'aborted')
-      assert.equal(timing.explainedByFault(c.t, [restart], LEASE_MS), c.hit, c.name);
+      assert.equal(timing.explainedByFault(c.t, [restart], EVIDENCE), c.hit, c.name);
   }
   const neverBack: StoreRestart = { ...restart, upAt: null };
+  const late = turn({ startedAt: 9000, endedAt: 9500, errorCode: away });
+  assert.equal(timing.storeRestartHits(neverBack, [late], EVIDENCE).length, 1);
+});
+
+test('a store outage explains a lease abort only when its worker fenced itself because of it, during the turn', () => {
+  const restart: StoreRestart = { kind: 'store-restart', at: 3000, upAt: 6000 };
+  // w1's last renewal the store took was at 2800: it fenced itself at 2800 + 0.6 of a lease = 3400, in the outage.
+  const fenced = { workerId: 'w1', at: 3400, renewedAt: 2800 };
+  const evidence = { ...EVIDENCE, selfFences: [fenced] };
+  const cases = [
+    {
+      name: 'running at the fence',
+      t: turn({ startedAt: 2000, endedAt: 3500, errorCode: 'WORKER_FENCED' }),
+      hit: true,
+    },
+    {
+      name: 'swept after the fence',
+      t: turn({ startedAt: 2000, endedAt: 3800, errorCode: 'LEASE_EXPIRED' }),
+      hit: true,
+    },
+    // A claim made after its fence: the fence did not kill this one.
+    {
+      name: 'started after the fence',
+      t: turn({ startedAt: 3450, endedAt: 3500, errorCode: 'WORKER_FENCED' }),
+      hit: false,
+    },
+    {
+      name: 'another worker',
+      t: turn({ workerId: 'w2', startedAt: 2000, endedAt: 3500, errorCode: 'WORKER_FENCED' }),
+      hit: false,
+    },
+  ];
+  for (const c of cases) assert.equal(timing.explainedByFault(c.t, [restart], evidence), c.hit, c.name);
+  // The same fence of a worker whose renewals never failed in the outage (renewed at 6500, after it).
+  const unrelated = { ...EVIDENCE, selfFences: [{ workerId: 'w1', at: 7100, renewedAt: 6500 }] };
+  const t = turn({ startedAt: 5000, endedAt: 7200, errorCode: 'WORKER_FENCED' });
   assert.equal(
-    timing.storeRestartHits(neverBack, [turn({ startedAt: 9000, endedAt: 9500 })], LEASE_MS).length,
-    1,
+    timing.explainedByFault(t, [restart], unrelated),
+    false,
+    'a fence after the store was back is not its',
   );
+});
+
+test('a failover’s window ends at the promotion plus the store’s retry budget, not at berth’s own first commit', () => {
+  const failover: StoreFailover = {
+    kind: 'store-failover',
+    what: 'postmaster',
+    member: 'pg0',
+    at: 1000,
+    newPrimary: 'pg1',
+    promotedAt: 2000,
+    firstCommitAt: 40_000,
+    firstFailureAt: null,
+  };
+  const away = (startedAt: number) =>
+    turn({ startedAt, endedAt: startedAt + 100, errorCode: 'STORE_UNAVAILABLE' });
+  assert.equal(timing.explainedByFault(away(4900), [failover], EVIDENCE), true, 'within promotion + 3 s');
+  assert.equal(
+    timing.explainedByFault(away(5100), [failover], EVIDENCE),
+    false,
+    'a slow recovery is no excuse',
+  );
+  const none = { ...failover, newPrimary: null, promotedAt: null, firstCommitAt: null };
+  assert.equal(timing.explainedByFault(away(50_000), [none], EVIDENCE), true, 'no primary: to the end');
 });
 
 test('detect and recover are measured from the fault; a kill that hit nothing is missed', () => {
@@ -114,10 +182,10 @@ test('detect and recover are measured from the fault; a kill that hit nothing is
 });
 
 test('an aborted turn is explained only by a fault in effect on its sandbox or worker while it ran', () => {
-  assert.equal(timing.explainedByFault(turn({}), [kill], LEASE_MS), true);
-  assert.equal(timing.explainedByFault(turn({ sandbox: 'berth-x-s1-g3' }), [kill], LEASE_MS), false);
-  assert.equal(timing.explainedByFault(turn({ sandbox: 'berth-x-s1-g3' }), [workerKill], LEASE_MS), true);
-  assert.equal(timing.explainedByFault(turn({ startedAt: 1600 }), [kill, workerKill], LEASE_MS), false);
+  assert.equal(timing.explainedByFault(turn({}), [kill], EVIDENCE), true);
+  assert.equal(timing.explainedByFault(turn({ sandbox: 'berth-x-s1-g3' }), [kill], EVIDENCE), false);
+  assert.equal(timing.explainedByFault(turn({ sandbox: 'berth-x-s1-g3' }), [workerKill], EVIDENCE), true);
+  assert.equal(timing.explainedByFault(turn({ startedAt: 1600 }), [kill, workerKill], EVIDENCE), false);
 });
 
 test('nearest-rank percentiles', () => {
@@ -155,10 +223,10 @@ test('a partition hits the aborted turns its worker ran at the cut; commits from
     ['committed-lease-less'],
   );
   assert.ok(
-    timing.explainedByFault(turn({ id: 'started-during', startedAt: 3000, endedAt: 7000 }), [cut], LEASE_MS),
+    timing.explainedByFault(turn({ id: 'started-during', startedAt: 3000, endedAt: 7000 }), [cut], EVIDENCE),
   );
   assert.ok(
-    !timing.explainedByFault(turn({ id: 'after-heal', startedAt: 8500, endedAt: 9000 }), [cut], LEASE_MS),
+    !timing.explainedByFault(turn({ id: 'after-heal', startedAt: 8500, endedAt: 9000 }), [cut], EVIDENCE),
   );
 });
 
@@ -200,6 +268,7 @@ test('faultsThatBit: a kill bites the turn it ends; a store outage bites any tur
         { kind: 'blobs-kill', at: 1200, upAt: 1300 }, // the turns lived through the S3 outage: bit
       ],
       turns,
+      EVIDENCE,
     ),
     {
       'sandbox-kill': 1,

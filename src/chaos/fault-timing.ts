@@ -18,17 +18,20 @@
  *                           ended with a blob store error (an outage must cost latency only:
  *                           a run that passes has none)
  *                 detect, recover: as above, from the kill
- *   store-restart hit     = aborted turns that were running at some time while the database
- *                           was down (from the stop to the restart; to the end of the run if
- *                           it never came back); for a turn lost with its worker's lease
- *                           (WORKER_FENCED, LEASE_EXPIRED), to a lease after the restart
- *                 detect, recover: as above, from the stop
- *   store-failover hit    = aborted turns that were running at some time while the store had
- *                           no primary berth could commit on (from the kill to berth's first
- *                           commit on the new primary; to the end of the run if none came;
- *                           a lease longer for a turn lost with its worker's lease)
- *                 detect, recover: as above, from the kill (the failover's own MTTD and
- *                           MTTR, store calls rather than turns, are in the report's
+ *   store-restart, store-failover
+ *                 hit     = aborted turns the outage can have caused. Its window: a restart
+ *                           from the stop to the server's return; a failover from the kill to
+ *                           the new primary's promotion plus the store's retry budget (never
+ *                           berth's own first commit there: a slower recovery must not widen
+ *                           its own excuse); to the end of the run if neither came. A turn
+ *                           lost with its worker's lease (WORKER_FENCED, LEASE_EXPIRED) only
+ *                           if that worker fenced itself because of the outage: its last
+ *                           renewal the store took plus OWN_LEASE_FENCE_AT of a lease falls in
+ *                           the window (its self-fence log line), and the turn ran at that
+ *                           fence; any other turn only with the store's own error code
+ *                           (STORE_UNAVAILABLE) and running in the window
+ *                 detect, recover: as above, from the stop or kill (the failover's own MTTD
+ *                           and MTTR, store calls rather than turns, are in the report's
  *                           store failover table)
  *   partition     hit     = aborted turns of the cut-off worker running at the cut
  *                 detect, recover: as above, from the cut
@@ -37,13 +40,12 @@
  *
  * A fault "bit" when it found a running turn: a sandbox kill, a worker kill or a partition
  * ends the turn it meets, so one of its hits; a store restart or failover may only delay a
- * turn, so any turn that ran while the store was away (to the restart, or to berth's first
- * commit on the new primary; to the end of the run if that never came).
+ * turn, so any turn that ran in its window.
  *
  * Invariants: a fault with no hit is "missed" and adds no timing sample; a hit session that
  * never commits again is "unrecovered"; percentiles are nearest-rank over the samples.
  */
-import type { Turn } from '../core/index.js';
+import { OWN_LEASE_FENCE_AT, type Turn } from '../core/index.js';
 import type {
   BlobsKill,
   Fault,
@@ -54,6 +56,7 @@ import type {
   StoreRestart,
   WorkerKill,
 } from './fault-records.js';
+import type { SelfFence } from './self-fences.js';
 
 export const FAULT_KINDS = [
   'sandbox-kill',
@@ -117,31 +120,43 @@ export function blobsKillHits(f: BlobsKill, turns: Turn[]): Turn[] {
   );
 }
 
-export function storeRestartHits(f: StoreRestart, turns: Turn[], leaseMs: number): Turn[] {
-  return turns.filter(
-    (t) => t.status === 'aborted' && ranDuring(t, f.at, storeOutageEnd(f.upAt, t, leaseMs)),
-  );
+/** What says whether a store outage caused an abort: the lease, the workers' self-fences, the store's retry budget. */
+export interface OutageEvidence {
+  leaseMs: number;
+  selfFences: SelfFence[];
+  /** How long the store retries a call before it fails it (STORE_UNAVAILABLE). */
+  storeRetryBudgetMs: number;
 }
 
-/** The outage lasts until berth committed on the new primary; with no such commit, to the end of the run. */
-export function storeFailoverHits(f: StoreFailover, turns: Turn[], leaseMs: number): Turn[] {
-  return turns.filter(
-    (t) => t.status === 'aborted' && ranDuring(t, f.at, storeOutageEnd(f.firstCommitAt, t, leaseMs)),
-  );
+export function storeRestartHits(f: StoreRestart, turns: Turn[], e: OutageEvidence): Turn[] {
+  return turns.filter((t) => t.status === 'aborted' && outageExplains(t, outageWindow(f, e), e));
+}
+
+export function storeFailoverHits(f: StoreFailover, turns: Turn[], e: OutageEvidence): Turn[] {
+  return turns.filter((t) => t.status === 'aborted' && outageExplains(t, outageWindow(f, e), e));
 }
 
 /** A turn its worker lost with its lease: fenced by the worker itself, or swept by another. */
 const LEASE_ABORTS: ReadonlySet<string> = new Set(['WORKER_FENCED', 'LEASE_EXPIRED']);
+/** The abort codes a store that does not answer gives a turn itself. */
+const STORE_ABORTS: ReadonlySet<string> = new Set(['STORE_UNAVAILABLE']);
 
-/**
- * Until when a store outage that ended at `end` (null: never) explains an aborted turn. For
- * a turn lost with its worker's lease, a lease longer: a worker reckons its lease from its
- * last renewal, which may come (or not, and it fences itself) up to a lease after the store
- * is back; a turn it started meanwhile dies with the fence.
- */
-function storeOutageEnd(end: number | null, t: Turn, leaseMs: number): number {
-  if (end === null) return Number.POSITIVE_INFINITY;
-  return LEASE_ABORTS.has(t.errorCode ?? '') ? end + leaseMs : end;
+/** When a store outage was in effect: to the server's return (a restart) or the promotion plus the retry budget (a failover); never back, to the end. */
+function outageWindow(f: StoreRestart | StoreFailover, e: OutageEvidence): { from: number; to: number } {
+  const end =
+    f.kind === 'store-restart' ? f.upAt : f.promotedAt === null ? null : f.promotedAt + e.storeRetryBudgetMs;
+  return { from: f.at, to: end ?? Number.POSITIVE_INFINITY };
+}
+
+/** Whether an outage in that window can have aborted the turn (the header says when). */
+function outageExplains(t: Turn, w: { from: number; to: number }, e: OutageEvidence): boolean {
+  const code = t.errorCode ?? '';
+  if (LEASE_ABORTS.has(code))
+    return e.selfFences.some((fence) => {
+      const fencedAt = fence.renewedAt + OWN_LEASE_FENCE_AT * e.leaseMs;
+      return fence.workerId === t.workerId && fencedAt >= w.from && fencedAt <= w.to && ranAt(t, fence.at);
+    });
+  return STORE_ABORTS.has(code) && ranDuring(t, w.from, w.to);
 }
 
 export function partitionHits(f: Partition, turns: Turn[]): Turn[] {
@@ -165,12 +180,12 @@ function ranDuring(t: Turn, from: number, to: number): boolean {
   return t.startedAt <= to && (t.endedAt ?? Number.POSITIVE_INFINITY) >= from;
 }
 
-/** True when some injected fault was in effect on this aborted turn's sandbox or worker while it ran. */
-export function explainedByFault(t: Turn, faults: Fault[], leaseMs: number): boolean {
-  return faults.some((f) => inEffectOn(f, t, leaseMs));
+/** True when some injected fault was in effect on this aborted turn's sandbox or worker while it ran, and can have caused its abort. */
+export function explainedByFault(t: Turn, faults: Fault[], e: OutageEvidence): boolean {
+  return faults.some((f) => inEffectOn(f, t, e));
 }
 
-function inEffectOn(f: Fault, t: Turn, leaseMs: number): boolean {
+function inEffectOn(f: Fault, t: Turn, e: OutageEvidence): boolean {
   switch (f.kind) {
     case 'sandbox-kill':
       return f.container === t.sandbox && ranAt(t, f.at, f.killedAt);
@@ -180,9 +195,8 @@ function inEffectOn(f: Fault, t: Turn, leaseMs: number): boolean {
     case 'blobs-kill':
       return BLOB_ERRORS.has(t.errorCode ?? '') && ranDuring(t, f.at, f.upAt ?? Number.POSITIVE_INFINITY);
     case 'store-restart':
-      return ranDuring(t, f.at, storeOutageEnd(f.upAt, t, leaseMs));
     case 'store-failover':
-      return ranDuring(t, f.at, storeOutageEnd(f.firstCommitAt, t, leaseMs));
+      return outageExplains(t, outageWindow(f, e), e);
     case 'partition':
       return f.workerId === t.workerId && ranDuring(t, f.at, f.healedAt ?? Number.POSITIVE_INFINITY);
   }
@@ -224,13 +238,13 @@ export function stats(samples: number[]): Stats | null {
 }
 
 /** Per kind, how many injected faults found a running turn (the header says what that is). */
-export function faultsThatBit(faults: Fault[], turns: Turn[]): Record<FaultKind, number> {
+export function faultsThatBit(faults: Fault[], turns: Turn[], e: OutageEvidence): Record<FaultKind, number> {
   const bit = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>;
-  for (const f of faults) if (foundRunningTurn(f, turns)) bit[f.kind]++;
+  for (const f of faults) if (foundRunningTurn(f, turns, e)) bit[f.kind]++;
   return bit;
 }
 
-function foundRunningTurn(f: Fault, turns: Turn[]): boolean {
+function foundRunningTurn(f: Fault, turns: Turn[], e: OutageEvidence): boolean {
   switch (f.kind) {
     case 'sandbox-kill':
       return sandboxKillHits(f, turns).length > 0;
@@ -242,8 +256,9 @@ function foundRunningTurn(f: Fault, turns: Turn[]): boolean {
     case 'partition':
       return partitionHits(f, turns).length > 0;
     case 'store-restart':
-      return turns.some((t) => ranDuring(t, f.at, f.upAt ?? Number.POSITIVE_INFINITY));
-    case 'store-failover':
-      return turns.some((t) => ranDuring(t, f.at, f.firstCommitAt ?? Number.POSITIVE_INFINITY));
+    case 'store-failover': {
+      const w = outageWindow(f, e);
+      return turns.some((t) => ranDuring(t, w.from, w.to));
+    }
   }
 }

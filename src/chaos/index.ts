@@ -9,8 +9,9 @@ export type {
   WorkerKill,
 } from './fault-records.js';
 export { runningTurnsIn } from './fault-records.js';
+export { sandboxKillHits } from './fault-timing.js';
 export { FaultInjector } from './faults.js';
-export type { InvariantResult } from './invariant-result.js';
+export { CHAOS_INVARIANTS, type InvariantResult } from './invariant-result.js';
 export { checkInvariants, type ProcessEnd } from './invariants.js';
 export { NodeSet } from './node-set.js';
 export {
@@ -20,6 +21,7 @@ export {
   startPatroniCluster,
 } from './patroni-cluster.js';
 export { type PostgresCluster, startPostgresCluster } from './postgres-cluster.js';
+export { readdirIfPresent } from './read-if-present.js';
 export { type ChaosReport, renderReport } from './report.js';
 export { type ChaosOptions, type ChaosProgress, runChaos } from './run-chaos.js';
 export { assertCephInstalled, type S3Service, startS3Service } from './s3-service.js';

@@ -41,3 +41,31 @@ function capped(lines: string[]): string[] {
     ? [...lines.slice(0, MAX_DETAILS), `... ${lines.length - MAX_DETAILS} more`]
     : lines;
 }
+
+/**
+ * The invariants checkInvariants reports for every run, in its order: the set does not
+ * depend on the run's store or faults (those are the verdict's). The verdict fails a run
+ * whose checker reported any other set.
+ */
+export const CHAOS_INVARIANTS = [
+  'exactly-one-reply',
+  'replies-in-order',
+  'reply-attribution',
+  'outcomes-agree',
+  'acknowledged-kept',
+  'committed-workspace',
+  'chain-objects-present',
+  'workspace-from-chain',
+  'never-behind',
+  'no-partial-reads',
+  'no-stray-process',
+  'no-failed-steps',
+  'turns-ended',
+  'clean-shutdown',
+  'no-orphan-containers',
+  'no-orphan-mounts',
+  'no-orphan-slots',
+  'no-orphan-run-dirs',
+  'no-orphan-layers',
+  'no-orphan-processes',
+] as const;

@@ -43,7 +43,6 @@
  * the result, with `details` naming the offending ids (capped, see invariant-result.ts);
  * a file it cannot read for any reason but its absence fails the invariant that reads it.
  */
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type Dockerode from 'dockerode';
@@ -53,6 +52,7 @@ import { checkChains } from './chain-invariants.js';
 import { excusedMessages } from './excuses.js';
 import { type InvariantResult, result } from './invariant-result.js';
 import { orphans } from './orphans.js';
+import { readIfPresent } from './read-if-present.js';
 import { checkReplies, repliesByMessage } from './reply-invariants.js';
 import type { RequestRecord } from './session-driver.js';
 import { committedMessageCount, reportedSteps, type SessionSnapshot } from './snapshot.js';
@@ -272,15 +272,6 @@ export function failedSteps(sessions: SessionSnapshot[], excused: Map<number, st
 }
 
 /** A file's text; null when it does not exist; any other failure to read it as an error line. */
-async function readIfPresent(path: string): Promise<{ text: string | null } | { error: string }> {
-  try {
-    return { text: await readFile(path, 'utf8') };
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { text: null };
-    return { error: `cannot read ${path}: ${(err as Error).message}` };
-  }
-}
-
 function turnsEnded(sessions: SessionSnapshot[]): InvariantResult {
   const details: string[] = [];
   for (const s of sessions) {

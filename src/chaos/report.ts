@@ -9,6 +9,7 @@
  * that did not end ok says whether an earlier one of its session excuses it (excuses.ts).
  */
 import type { Turn } from '../core/index.js';
+import { RETRY_BUDGET_MS } from '../store/index.js';
 import { excusedMessages } from './excuses.js';
 import type {
   BlobsKill,
@@ -49,6 +50,7 @@ import {
   nodesSection,
   renderNodes,
 } from './node-report.js';
+import type { SelfFence } from './self-fences.js';
 import type { Outcome, RequestRecord } from './session-driver.js';
 import type { SessionSnapshot } from './snapshot.js';
 import { type AbortNoFaultExplains, decideVerdict } from './verdict.js';
@@ -161,6 +163,8 @@ export interface ReportInput {
   notSent: number;
   faults: Fault[];
   skippedFaults: number;
+  /** The workers' self-fences, from their logs: what a store outage may excuse rests on them. */
+  selfFences: SelfFence[];
   load: LoadReport;
   sessions: SessionSnapshot[];
   invariants: InvariantResult[];
@@ -168,6 +172,11 @@ export interface ReportInput {
 }
 
 export function buildReport(input: ReportInput): ChaosReport {
+  const evidence = {
+    leaseMs: input.settings.leaseMs,
+    selfFences: input.selfFences,
+    storeRetryBudgetMs: RETRY_BUDGET_MS,
+  };
   const { requests, sessions, faults } = input;
   const count = (o: Outcome) => requests.filter((r) => r.outcome === o).length;
   const turns = sessions.flatMap((s) => s.turns);
@@ -183,7 +192,7 @@ export function buildReport(input: ReportInput): ChaosReport {
   const cut = partitions[0];
   const lateAccepted = partitions.flatMap((f) => lateCommits(f, input.settings.leaseMs, turns)).length;
   const reason = (t: Turn) => normalizeError(t.error ?? '', input.settings.dataDir);
-  const unexplained = aborted.filter((t) => !explainedByFault(t, faults, input.settings.leaseMs));
+  const unexplained = aborted.filter((t) => !explainedByFault(t, faults, evidence));
   const unexplainedTurns = unexplained.map((t) => ({
     sessionId: t.sessionId,
     turnId: t.id,
@@ -193,10 +202,11 @@ export function buildReport(input: ReportInput): ChaosReport {
   }));
   const fail = count('fail');
   const unknown = count('unknown');
-  const faultsBit = faultsThatBit(faults, turns);
+  const faultsBit = faultsThatBit(faults, turns, evidence);
   const verdict = decideVerdict({
     invariants: input.invariants,
-    requests: { fail, unknown },
+    requests: { fail, unknown, notSent: input.notSent },
+    cutShort: input.cutShort,
     asked: input.settings,
     injected: Object.fromEntries(
       FAULT_KINDS.map((k) => [k, faults.filter((f) => f.kind === k).length]),
@@ -277,11 +287,11 @@ export function buildReport(input: ReportInput): ChaosReport {
         turns,
       ),
       'store-restart': timingOf(
-        storeRestarts.map((f) => ({ at: f.at, hits: storeRestartHits(f, turns, input.settings.leaseMs) })),
+        storeRestarts.map((f) => ({ at: f.at, hits: storeRestartHits(f, turns, evidence) })),
         turns,
       ),
       'store-failover': timingOf(
-        failovers.map((f) => ({ at: f.at, hits: storeFailoverHits(f, turns, input.settings.leaseMs) })),
+        failovers.map((f) => ({ at: f.at, hits: storeFailoverHits(f, turns, evidence) })),
         turns,
       ),
       partition: timingOf(

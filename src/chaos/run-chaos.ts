@@ -52,6 +52,7 @@ import type { NodeEngineUsage, NodeUsageSampler } from './node-usage.js';
 import type { PatroniCluster } from './patroni-cluster.js';
 import { buildReport, type ChaosReport, type ChaosSettings } from './report.js';
 import type { S3Service } from './s3-service.js';
+import { readSelfFences } from './self-fences.js';
 import { driveSession, type RequestRecord } from './session-driver.js';
 import { openRunStore, readStoreSnapshot } from './snapshot.js';
 import { firstCommitAfter, firstFailedCallAfter } from './store-failover.js';
@@ -465,6 +466,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       notSent: notSent.reduce((a, b) => a + b, 0),
       faults: injector.faults,
       skippedFaults: injector.skipped,
+      selfFences: await readSelfFences(children.map((c) => c.logFile)),
       load,
       sessions,
       invariants,

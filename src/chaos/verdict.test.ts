@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { FaultKind } from './fault-timing.js';
-import type { InvariantResult } from './invariant-result.js';
+import { CHAOS_INVARIANTS, type InvariantResult } from './invariant-result.js';
 import { decideVerdict, faultKindsAsked, type VerdictInput } from './verdict.js';
 
 const held = (name: string): InvariantResult => ({
@@ -24,8 +24,9 @@ const counts = (p: Partial<Record<FaultKind, number>>): Record<FaultKind, number
 
 /** A PostgreSQL run with every fault kind asked for, each of which bit: it passes. */
 const PASSING: VerdictInput = {
-  invariants: [held('exactly-one-reply'), held('no-orphan-layers')],
-  requests: { fail: 0, unknown: 0 },
+  invariants: CHAOS_INVARIANTS.map(held),
+  requests: { fail: 0, unknown: 0, notSent: 0 },
+  cutShort: false,
   asked: {
     killWorkers: 1,
     killNodes: 0,
@@ -53,21 +54,41 @@ const CASES: { name: string; input: Partial<VerdictInput>; failures: RegExp[] }[
   {
     name: 'the checker returned no invariants',
     input: { invariants: [] },
-    failures: [/^the checker returned no invariants$/],
+    failures: [
+      /^the checker did not report the invariants exactly-one-reply, replies-in-order, .*no-orphan-processes$/,
+    ],
+  },
+  {
+    name: 'the checker left one invariant out and reported one it does not promise',
+    input: {
+      invariants: [...CHAOS_INVARIANTS.filter((name) => name !== 'replies-in-order'), 'replies-sorted'].map(
+        held,
+      ),
+    },
+    failures: [
+      /^the checker did not report the invariants replies-in-order$/,
+      /^the checker reported invariants it does not promise: replies-sorted$/,
+    ],
   },
   {
     name: 'an invariant failed',
     input: {
-      invariants: [
-        held('exactly-one-reply'),
-        { name: 'no-orphan-layers', passed: false, summary: '1 layer', details: ['s/layers/t'], excused: [] },
-      ],
+      invariants: CHAOS_INVARIANTS.map((name) =>
+        name === 'no-orphan-layers'
+          ? { name, passed: false, summary: '1 layer', details: ['s/layers/t'], excused: [] }
+          : held(name),
+      ),
     },
     failures: [/^invariant no-orphan-layers failed: 1 layer$/],
   },
   {
+    name: 'the run was cut short with messages never sent',
+    input: { cutShort: true, requests: { fail: 0, unknown: 0, notSent: 7 } },
+    failures: [/^the run was cut short/, /^7 planned messages were never sent$/],
+  },
+  {
     name: 'requests failed or ended unknown',
-    input: { requests: { fail: 1, unknown: 2 } },
+    input: { requests: { fail: 1, unknown: 2, notSent: 0 } },
     failures: [/^1 requests failed$/, /^2 requests ended unknown$/],
   },
   {

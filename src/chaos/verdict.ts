@@ -2,7 +2,10 @@
  * The verdict of a chaos run, decided from what the report measured. Pure.
  *
  * A run passes only when all of these hold, and the verdict names each one that does not:
- *   - every invariant held, and the checker checked some;
+ *   - the checker reported exactly the invariants it promises (CHAOS_INVARIANTS: one
+ *     missing would pass unchecked, one unknown is a check nobody reads), and each held;
+ *   - the run ran to its end: not cut short, and every planned message was sent (a session
+ *     that never sent its messages checked nothing of them);
  *   - every request ended ok (none failed, none unknown);
  *   - every fault kind the run asked for found a running turn at least once: a fault that
  *     never met work proves nothing, and the invariants then hold trivially (a store restart
@@ -19,7 +22,7 @@
 
 import type { PrimaryDeath } from './fault-records.js';
 import { FAULT_KINDS, type FaultKind } from './fault-timing.js';
-import type { InvariantResult } from './invariant-result.js';
+import { CHAOS_INVARIANTS, type InvariantResult } from './invariant-result.js';
 
 /** What the run asked the injector for (the report's settings); sandbox kills are always on. */
 export interface FaultsAsked {
@@ -41,7 +44,9 @@ export interface AbortNoFaultExplains {
 
 export interface VerdictInput {
   invariants: InvariantResult[];
-  requests: { fail: number; unknown: number };
+  requests: { fail: number; unknown: number; notSent: number };
+  /** --duration reached, or the run interrupted, before the workload ended. */
+  cutShort: boolean;
   asked: FaultsAsked;
   /** Per kind: injected faults, and those that found a running turn (fault-timing.ts, faultsThatBit). */
   injected: Record<FaultKind, number>;
@@ -77,9 +82,17 @@ const MAX_LISTED = 10;
 
 export function decideVerdict(v: VerdictInput): Verdict {
   const failures: string[] = [];
-  if (v.invariants.length === 0) failures.push('the checker returned no invariants');
+  const reported = v.invariants.map((i) => i.name);
+  const missing = CHAOS_INVARIANTS.filter((name) => !reported.includes(name));
+  const extra = reported.filter((name) => !(CHAOS_INVARIANTS as readonly string[]).includes(name));
+  if (missing.length > 0) failures.push(`the checker did not report the invariants ${missing.join(', ')}`);
+  if (extra.length > 0)
+    failures.push(`the checker reported invariants it does not promise: ${extra.join(', ')}`);
   for (const i of v.invariants.filter((x) => !x.passed))
     failures.push(`invariant ${i.name} failed: ${i.summary}`);
+  if (v.cutShort)
+    failures.push('the run was cut short (--duration reached, or interrupted) before its workload ended');
+  if (v.requests.notSent > 0) failures.push(`${v.requests.notSent} planned messages were never sent`);
   if (v.requests.fail > 0) failures.push(`${v.requests.fail} requests failed`);
   if (v.requests.unknown > 0) failures.push(`${v.requests.unknown} requests ended unknown`);
   for (const kind of faultKindsAsked(v.asked)) {

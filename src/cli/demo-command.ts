@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { destination, pino } from 'pino';
-import { FaultInjector, runningTurnsIn } from '../chaos/index.js';
+import { FaultInjector, runningTurnsIn, sandboxKillHits } from '../chaos/index.js';
 import { Berth, type Posted } from '../client/index.js';
 import { loadConfig, type ScriptPlan } from '../core/index.js';
 import { startHost } from '../host/index.js';
@@ -110,7 +110,12 @@ export function demoCommand(env: NodeJS.ProcessEnv): Command {
         }, 100);
         const rows = await runTasks(berth, pace).finally(() => clearInterval(budget));
         await injector.stop();
-        const ok = printSummary(rows, await storedOutcomes(berth, rows), injector, Date.now() - startedAt);
+        const ok = printSummary(
+          rows,
+          await storedOutcomes(berth, rows, injector),
+          injector,
+          Date.now() - startedAt,
+        );
         process.stdout.write(`\ndashboard: ${host.url}/#token=${host.adminToken} (until the demo exits)\n`);
         if (!ok) {
           process.exitCode = 1;
@@ -237,12 +242,17 @@ function createRenderer(rows: Row[]): () => void {
   };
 }
 
-/** From the store, not the client's view: tasks with exactly one reply (answered) or none (lost), and replies beyond one (duplicated). */
-async function storedOutcomes(
-  berth: Berth,
-  rows: Row[],
-): Promise<{ answered: number; lost: number; duplicated: number }> {
-  const outcome = { answered: 0, lost: 0, duplicated: 0 };
+/**
+ * From the store, not the client's view: tasks with exactly one reply (answered) or none
+ * (lost), replies beyond one (duplicated), and the tasks a kill hit: an aborted turn of theirs
+ * ran in a sandbox the injector killed, while it killed it (a retry for any other reason is
+ * not a kill's hit).
+ */
+async function storedOutcomes(berth: Berth, rows: Row[], injector: FaultInjector): Promise<StoredOutcomes> {
+  const outcome: StoredOutcomes = { answered: 0, lost: 0, duplicated: 0, hitByKill: new Set() };
+  const turns = (await Promise.all(rows.map((r) => berth.sessions.turns(r.session)))).flat();
+  for (const kill of injector.faults.filter((f) => f.kind === 'sandbox-kill'))
+    for (const t of sandboxKillHits(kill, turns)) outcome.hitByKill.add(t.sessionId);
   for (const r of rows) {
     const { messages } = await berth.sessions.messages(r.session);
     const replies = messages.filter((m) => m.direction === 'out').length;
@@ -253,6 +263,14 @@ async function storedOutcomes(
   return outcome;
 }
 
+interface StoredOutcomes {
+  answered: number;
+  lost: number;
+  duplicated: number;
+  /** Sessions of the tasks a kill hit. */
+  hitByKill: Set<string>;
+}
+
 function secs(ms: number[]): string {
   if (ms.length === 0) return '-';
   const mean = ms.reduce((a, b) => a + b, 0) / ms.length;
@@ -260,17 +278,14 @@ function secs(ms: number[]): string {
 }
 
 /** Prints the summary; true when every task completed. */
-function printSummary(
-  rows: Row[],
-  stored: { answered: number; lost: number; duplicated: number },
-  injector: FaultInjector,
-  wallMs: number,
-): boolean {
+function printSummary(rows: Row[], stored: StoredOutcomes, injector: FaultInjector, wallMs: number): boolean {
   const done = rows.filter((r) => r.state === 'done');
   const failed = rows.filter((r) => r.state === 'failed');
   const waits = rows.filter((r) => r.startedAt).map((r) => r.startedAt! - r.postedAt);
   const runs = done.map((r) => r.doneAt! - r.lastStartedAt!);
-  const recovered = rows.filter((r) => r.recoveredInMs !== undefined && r.state === 'done');
+  const recovered = rows.filter(
+    (r) => stored.hitByKill.has(r.session) && r.recoveredInMs !== undefined && r.state === 'done',
+  );
   const kills = injector.count('sandbox-kill');
   process.stdout.write(
     [

@@ -99,10 +99,14 @@ export function isLeaseFresh(heartbeatAt: number, now: number, leaseMs: number):
  */
 export type OwnLeaseDecision = 'ok' | 'no-claims' | 'fence';
 
+/** The share of a lease after the last renewal at which a worker stops claiming, and at which it fences itself. */
+export const OWN_LEASE_NO_CLAIMS_AT = 0.4;
+export const OWN_LEASE_FENCE_AT = 0.6;
+
 export function decideOwnLease(heartbeatAt: number, now: number, leaseMs: number): OwnLeaseDecision {
   const ageMs = now - heartbeatAt;
-  if (ageMs >= leaseMs * 0.6) return 'fence';
-  if (ageMs >= leaseMs * 0.4) return 'no-claims';
+  if (ageMs >= leaseMs * OWN_LEASE_FENCE_AT) return 'fence';
+  if (ageMs >= leaseMs * OWN_LEASE_NO_CLAIMS_AT) return 'no-claims';
   return 'ok';
 }
 

@@ -3,4 +3,4 @@
 export type { WorkerDeps } from './deps.js';
 export { type HostPaths, hostPaths, installIdOf, sandboxName } from './paths.js';
 export { ScheduleRunner } from './schedule-runner.js';
-export { Worker } from './worker.js';
+export { SELF_FENCE_LOG, Worker } from './worker.js';

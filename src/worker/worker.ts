@@ -34,6 +34,9 @@ const CLEANUP_EVERY_SWEEPS = 5;
 /** Blob-store objects nothing names are collected at start and then this often. */
 const BLOB_GC_INTERVAL_MS = 60 * 60_000;
 
+/** The log line of a self-fence (with leaseAgeMs: since the last renewal the store took); the chaos verdict reads it. */
+export const SELF_FENCE_LOG = 'Lease about to lapse: killing own sandboxes';
+
 export class Worker {
   readonly id = newId('wrk');
   readonly installId: string;
@@ -386,10 +389,7 @@ export class Worker {
         const renewalInFlightMs = sent === null ? null : Math.round(performance.now() - sent);
         // Since the last renewal: a long one says this process was not run (CPU starved, paused).
         const loopDelayMaxMs = Math.round(this.loopDelay.max / 1e6);
-        this.log.error(
-          { leaseAgeMs, renewalInFlightMs, loopDelayMaxMs },
-          'Lease about to lapse: killing own sandboxes',
-        );
+        this.log.error({ leaseAgeMs, renewalInFlightMs, loopDelayMaxMs }, SELF_FENCE_LOG);
         for (const s of this.supervisors.values()) s.stop('LeaseLost');
       }
     }

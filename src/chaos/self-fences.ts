@@ -1,0 +1,43 @@
+/**
+ * The workers' self-fences, as their logs have them: when each fenced itself and when the
+ * store last took its renewal (the line's time minus its leaseAgeMs). What a store outage may
+ * excuse of a turn lost with its worker's lease rests on them (fault-timing.ts).
+ *
+ * Invariants: read-only; a log that is missing reads as no fences, a line that is not JSON or
+ * not a self-fence is skipped.
+ */
+import { parseJsonLines } from '../core/index.js';
+import { SELF_FENCE_LOG } from '../worker/index.js';
+import { readIfPresent } from './read-if-present.js';
+
+export interface SelfFence {
+  workerId: string;
+  /** When it fenced itself (killed its sandboxes). */
+  at: number;
+  /** Its last renewal the store took, by the lease age it reckoned. */
+  renewedAt: number;
+}
+
+export async function readSelfFences(logFiles: string[]): Promise<SelfFence[]> {
+  const fences: SelfFence[] = [];
+  for (const file of logFiles) {
+    const read = await readIfPresent(file);
+    if ('error' in read) throw new Error(read.error);
+    fences.push(...selfFencesIn(read.text ?? ''));
+  }
+  return fences;
+}
+
+/** The self-fences among a log's pino lines. */
+export function selfFencesIn(log: string): SelfFence[] {
+  const fences: SelfFence[] = [];
+  for (const line of parseJsonLines(log, { skipInvalid: true }) as unknown[]) {
+    if (typeof line !== 'object' || line === null) continue;
+    const { msg, time, workerId, leaseAgeMs } = line as Record<string, unknown>;
+    if (msg !== SELF_FENCE_LOG || typeof workerId !== 'string') continue;
+    const at = Number(time);
+    const age = Number(leaseAgeMs);
+    if (Number.isFinite(at) && Number.isFinite(age)) fences.push({ workerId, at, renewedAt: at - age });
+  }
+  return fences;
+}
