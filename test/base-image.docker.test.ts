@@ -11,7 +11,7 @@ import { ensureBaseImage } from '../src/image/index.js';
 // Outside the repository and kept between runs, so a rerun does not debootstrap again.
 const CACHE_DIR = path.join(os.tmpdir(), 'berth-image-cache');
 
-test('the base image runs node, ps and uid 1000 with no network and a read-only root', {
+test('the base image runs node, ps and uid 1000 with no network and a read-only root, and holds no setuid or setgid file', {
   timeout: 10 * 60_000,
 }, async (t) => {
   const docker = new Docker();
@@ -35,7 +35,8 @@ test('the base image runs node, ps and uid 1000 with no network and a read-only 
     Cmd: [
       'sh',
       '-c',
-      'node -e "console.log(process.version)" && id -u && stat -c %u:%g /workspace && ps -o comm= -p 1',
+      'node -e "console.log(process.version)" && id -u && stat -c %u:%g /workspace && ps -o comm= -p 1 && ' +
+        'echo "set-id files: $(find / -xdev -perm /6000 -type f 2>/dev/null | wc -l)"',
     ],
     HostConfig: { NetworkMode: 'none', ReadonlyRootfs: true },
   });
@@ -44,7 +45,13 @@ test('the base image runs node, ps and uid 1000 with no network and a read-only 
     const exit = (await container.wait()) as { StatusCode: number };
     const logs = demuxLogs(await container.logs({ stdout: true, stderr: true, follow: false }));
     assert.equal(exit.StatusCode, 0, `container failed; stderr: ${logs.stderr}`);
-    assert.deepEqual(logs.stdout.trim().split('\n'), [process.version, '1000', '1000:1000', 'sh']);
+    assert.deepEqual(logs.stdout.trim().split('\n'), [
+      process.version,
+      '1000',
+      '1000:1000',
+      'sh',
+      'set-id files: 0',
+    ]);
   } finally {
     await container.remove({ force: true });
   }

@@ -20,7 +20,7 @@ import { cachedSha256, sha256Hex } from './file-hash.js';
 import { errorText } from './host-exec.js';
 
 /** Bump when a build step changes (in either build); it invalidates both the tag and the rootfs cache. */
-export const RECIPE_VERSION = 1;
+export const RECIPE_VERSION = 2;
 export const BASE_IMAGE_REPO = 'berth-base';
 
 export interface BaseImageRecipe {

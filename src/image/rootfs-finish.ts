@@ -1,5 +1,6 @@
 // What berth changes in a debootstrapped root: the sandbox user and directories, removal of what
-// a read-only, network-less sandbox never needs, and the host's node binary.
+// a read-only, network-less sandbox never needs, every setuid and setgid bit, and the host's
+// node binary.
 //
 // Invariants:
 // - `customizeRootfs` depends only on the recipe's Debian inputs, so its result can be cached;
@@ -50,6 +51,20 @@ export async function customizeRootfs(root: string): Promise<void> {
   await removeChildren(at('dev'));
   await fs.rm(at('etc/hostname'), { force: true });
   await fs.rm(at('etc/resolv.conf'), { force: true });
+  // setuid/setgid programs (passwd, su, mount, …) are inert under no-new-privileges; without the bits
+  // they stay inert if that flag is ever lost.
+  await stripSetIdBits(root);
+}
+
+/** Clears every setuid and setgid bit under `dir` (symlinks are not followed). */
+async function stripSetIdBits(dir: string): Promise<void> {
+  for (const entry of await fs.readdir(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isSymbolicLink()) continue;
+    const { mode } = await fs.lstat(full);
+    if (mode & 0o6000) await fs.chmod(full, mode & 0o1777);
+    if (entry.isDirectory()) await stripSetIdBits(full);
+  }
 }
 
 async function appendLine(file: string, line: string, name: string): Promise<void> {
