@@ -13,7 +13,7 @@ import { createServer, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import type { ErrorCode } from '../src/core/index.js';
-import { startTestHost } from './helpers/test-host.js';
+import { startTestHost, waitPromoted } from './helpers/test-host.js';
 import { availableTiers, type Tier } from './helpers/tiers.js';
 
 /** Agents: `bounded` for most cases; `smallDisk` has a 32 MiB workspace quota (and so a 32 MiB largest file). */
@@ -176,12 +176,7 @@ async function limits(t: TestContext, tier: Tier): Promise<void> {
           [['committed', 1]],
           'one try, committed: the bomb never reached it',
         );
-        for (
-          let n = 0;
-          n < 100 && (await host.store.getSessionView(neighbour, Date.now()))?.pendingLayer;
-          n++
-        )
-          await new Promise((r) => setTimeout(r, 50));
+        await waitPromoted(host, neighbour);
         assert.equal(
           await readFile(join(dataDir, 'workspaces', neighbour, 'committed', 'beside.txt'), 'utf8'),
           'beside the bomb',

@@ -1,5 +1,5 @@
 /**
- * scripts/run-tests.js on fixture test files in a throw-away tree: a skipped test is
+ * scripts/run-tests.js on fixture test files in a throw-away tree: a skipped (or todo) test is
  * listed with its reason; with BERTH_REQUIRE_ALL_SUITES=1 (what .ci/run sets) a skip fails
  * the run and the output names what the test needed, while a run without skips still
  * passes; a failing test fails the run either way.
@@ -21,6 +21,7 @@ after(() => {
 const SKIPPING = `import { test } from 'node:test';
 test('runs on the gVisor tier', { skip: 'needs the frobnicator tier (scripts/ensure-frobnicator.sh)' }, () => {});
 test('skips itself', (t) => t.skip('needs root: network namespaces'));
+test('not written yet', { todo: 'the frobnicator check' }, () => { throw new Error('unchecked'); });
 test('runs', () => {});
 `;
 const PASSING = `import { test } from 'node:test';
@@ -49,17 +50,22 @@ function runTests(files: Record<string, string>, requireAll: boolean) {
 test('a skip is listed with its reason and fails the run only under BERTH_REQUIRE_ALL_SUITES=1', () => {
   const relaxed = runTests({ 'skipping.test.js': SKIPPING }, false);
   assert.equal(relaxed.status, 0, relaxed.output);
-  assert.match(relaxed.output, /run-tests: 2 skipped:/);
+  assert.match(relaxed.output, /run-tests: 3 skipped:/);
   assert.match(
     relaxed.output,
     /dist\/test\/skipping\.test\.js › runs on the gVisor tier: needs the frobnicator tier \(scripts\/ensure-frobnicator\.sh\)/,
   );
   assert.match(relaxed.output, /› skips itself: needs root: network namespaces/);
+  assert.match(
+    relaxed.output,
+    /› not written yet: todo: the frobnicator check/,
+    'a todo test counts as a skip',
+  );
 
   const strict = runTests({ 'skipping.test.js': SKIPPING }, true);
   assert.equal(strict.status, 1, strict.output);
   assert.match(strict.output, /needs the frobnicator tier/);
-  assert.match(strict.output, /BERTH_REQUIRE_ALL_SUITES=1: every suite must run, and 2 test\(s\) skipped/);
+  assert.match(strict.output, /BERTH_REQUIRE_ALL_SUITES=1: every suite must run, and 3 test\(s\) skipped/);
 });
 
 test('under BERTH_REQUIRE_ALL_SUITES=1 a run without skips passes and a failing test still fails', () => {

@@ -187,6 +187,19 @@ test('patroni: a primary that turns read-only (25006), then is demoted by a swit
   try {
     await store.enqueueMessage({ sessionId: 'ro', agent: 'sh', text: 'before', now: store.clock.now() });
     await admin(leader, 'ALTER SYSTEM SET default_transaction_read_only = on; SELECT pg_reload_conf()');
+    // The reload is asynchronous: once a new backend starts read-only, the postmaster has passed it to
+    // every backend (the store's pooled ones too), so the write below meets a read-only primary.
+    await waitUntilAsync(async () => {
+      const c = new pg.Client({ connectionString: cluster.memberUrl(leader) });
+      await c.connect();
+      try {
+        return (
+          (await c.query('SHOW default_transaction_read_only')).rows[0].default_transaction_read_only === 'on'
+        );
+      } finally {
+        await c.end();
+      }
+    }, 10_000);
     const during = store.enqueueMessage({
       sessionId: 'ro',
       agent: 'sh',
@@ -281,8 +294,12 @@ function databaseOf(url: string): string {
 }
 
 async function waitUntil(check: () => boolean, timeoutMs: number): Promise<void> {
+  await waitUntilAsync(async () => check(), timeoutMs);
+}
+
+async function waitUntilAsync(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error('timed out');
     await new Promise((r) => setTimeout(r, 50));
   }

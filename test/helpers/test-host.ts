@@ -64,13 +64,17 @@ export async function startTestHost(
 
 export type { SessionEvent };
 
-/** Waits until the session's last commit is promoted into its committed layer (it follows the reply). */
+/** Waits until the session's last commit is promoted into its committed layer (it follows the reply); throws after 5 s. */
 export async function waitPromoted(
   host: {
     store: { getSessionView(id: string, now: number): Promise<{ pendingLayer: string | null } | null> };
   },
   sessionId: string,
 ): Promise<void> {
-  for (let i = 0; i < 100 && (await host.store.getSessionView(sessionId, Date.now()))?.pendingLayer; i++)
+  for (let i = 0; i < 100; i++) {
+    const owed = (await host.store.getSessionView(sessionId, Date.now()))?.pendingLayer;
+    if (!owed) return;
     await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`session ${sessionId}: its last commit was not promoted within 5 s`);
 }
