@@ -119,21 +119,33 @@ function renderSessions(sessions) {
   }
 }
 
+/** Each worker with its sandboxes as chips coloured by phase; below, the sandboxes that ended lately and why. */
 function renderWorkers(status) {
   const box = $('#workers');
   box.replaceChildren();
+  const live = status.sandboxes.filter((s) => s.phase !== 'gone');
   for (const w of status.workers) {
     const div = document.createElement('div');
     div.className = `worker${w.alive ? '' : ' dead'}`;
-    const mine = status.sandboxes.filter((s) => s.worker === w.id);
-    div.textContent = `${w.id} (${w.alive ? 'alive' : 'dead'}, ${mine.length}/${w.slots} slots) `;
+    const mine = live.filter((s) => s.workerId === w.id);
+    const bound = mine.filter((s) => s.sessionId !== null).length;
+    div.textContent = `${w.id} (${w.alive ? 'alive' : 'dead'}, ${bound}/${w.slots} slots, ${mine.length - bound} warm) `;
     for (const s of mine) {
       const span = document.createElement('span');
-      span.className = 'sandbox';
-      span.textContent = `${s.sessionId} g${s.generation}`;
+      span.className = `sandbox phase-${s.phase}`;
+      span.title = `${s.name}: ${s.phase}${s.turnId ? ` turn ${s.turnId}` : ''}`;
+      span.textContent = s.sessionId ? `${s.sessionId} g${s.generation} ${s.phase}` : s.phase;
       div.append(span);
     }
     box.append(div);
+  }
+  const ended = $('#ended');
+  ended.replaceChildren();
+  for (const s of status.sandboxes.filter((x) => x.phase === 'gone').slice(0, 12)) {
+    const li = document.createElement('li');
+    const at = new Date(s.endedAt).toLocaleTimeString();
+    li.textContent = `${at} ${s.sessionId ?? '(warm)'} ${s.endReason}: ${s.endMessage ?? ''}`;
+    ended.append(li);
   }
 }
 

@@ -137,8 +137,8 @@ test('runtime conformance on Kubernetes: hardening, exit detection, kill, label-
   const theirs = await runtime.create(await spec('otherinstall', 'Sess_1'));
   t.after(async () => {
     abort.abort();
-    await runtime.kill(mine, 'test done');
-    await runtime.kill(theirs, 'test done');
+    await runtime.kill(mine);
+    await runtime.kill(theirs);
     await workspaces.release();
     await rm(dir, { recursive: true, force: true });
   });
@@ -214,9 +214,9 @@ test('runtime conformance on Kubernetes: hardening, exit detection, kill, label-
   );
 
   await t.test('kill removes the Pod, idempotently, and is reported', async () => {
-    await runtime.kill(mine, 'test');
-    await runtime.kill(mine, 'idempotent');
-    await runtime.kill({ id: '', name: 'berth-kubetest-Sess_1-g1' }, 'by name');
+    await runtime.kill(mine);
+    await runtime.kill(mine); // idempotent
+    await runtime.kill({ id: '', name: 'berth-kubetest-Sess_1-g1' }); // by name
     assert.deepEqual(await runtime.list('kubetest'), []);
     assert.equal((await runtime.list('otherinstall')).length, 1, "another install's Pod is untouched");
   });
@@ -246,7 +246,7 @@ test('messages through Pods from the warm pool: bind at claim, state and workspa
     ),
   );
   t.after(async () => {
-    await orphanRuntime.kill(orphan, 'test done');
+    await orphanRuntime.kill(orphan);
     await orphanSlots.release();
     await rm(orphanDir, { recursive: true, force: true });
   });

@@ -28,8 +28,8 @@ test('a sandbox carries every hardening flag and only its install sees it', asyn
   const mine = await runtime.create(await spec('hardentest', 's1'));
   const theirs = await runtime.create(await spec('otherinstall', 's1'));
   t.after(async () => {
-    await runtime.kill(mine, 'test done');
-    await runtime.kill(theirs, 'test done');
+    await runtime.kill(mine);
+    await runtime.kill(theirs);
     await workspaces.release();
     await rm(dir, { recursive: true, force: true });
   });
@@ -68,8 +68,8 @@ test('a sandbox carries every hardening flag and only its install sees it', asyn
     [mine.id],
   );
 
-  await runtime.kill(mine, 'test');
-  await runtime.kill(mine, 'idempotent');
+  await runtime.kill(mine);
+  await runtime.kill(mine); // idempotent
   assert.deepEqual(await runtime.list('hardentest'), []);
   assert.equal((await runtime.list('otherinstall')).length, 1, "another install's sandbox is untouched");
 });

@@ -14,12 +14,13 @@ import { Readable } from 'node:stream';
 import { type TestContext, test } from 'node:test';
 import { pino } from 'pino';
 import { BLOB_GRACE_MS, FileBlobStore, StorageBlobs } from '../src/blobs/index.js';
-import { agentSpecSchema, SandboxLifecycle, type StorageOp, systemClock } from '../src/core/index.js';
+import { agentSpecSchema, type StorageOp, systemClock } from '../src/core/index.js';
 import { SandboxGateway, StorageRoutes, signSandboxToken } from '../src/gateway/index.js';
 import { GatewayClient, GatewayError } from '../src/runner/gateway-client.js';
 import { StorageClient } from '../src/runner/storage-client.js';
 import { runTool, type ToolContext } from '../src/runner/tools.js';
 import { type Fence, openSqliteStore } from '../src/store/index.js';
+import { testLifecycle } from './helpers/lifecycle.js';
 
 const SECRET = Buffer.from('s'.repeat(32));
 const MiB = 1024 * 1024;
@@ -52,7 +53,7 @@ async function startStorage(t: TestContext, grants: { prefix: string; ops: Stora
   const storageBlobs = new StorageBlobs(blobs);
   const log = pino({ level: 'silent' });
   const socketPath = join(dir, 'gateway.sock');
-  const lifecycle = new SandboxLifecycle('storage-gateway-test');
+  const lifecycle = testLifecycle('storage-gateway-test');
   const gateway = new SandboxGateway({
     lifecycle,
     socketPath,

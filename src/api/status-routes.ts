@@ -2,6 +2,8 @@
  * Sessions, queue, sandboxes and workers at a glance: /v1/status (what `berth status`
  * shows) and one route for each part. A tenant sees its own sessions, their sandboxes
  * and queue entries (positions stay global: they count everyone ahead), and the workers.
+ * Sandboxes are their workers' reports of each lifecycle (warm ones too, for the operator):
+ * every one not gone, and those gone in the last RECENTLY_ENDED_MS with why they ended.
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { isLeaseFresh, type SessionView } from '../core/index.js';
@@ -9,6 +11,9 @@ import type { PluginDeps } from './deps.js';
 import { scopeOf } from './route-table.js';
 
 const tag = 'status';
+/** How far back ended sandboxes are listed, with their end reason. */
+const RECENTLY_ENDED_MS = 10 * 60_000;
+const MAX_SANDBOXES = 500;
 
 export const statusRoutes: FastifyPluginAsync<PluginDeps> = async (app, { store, clock, config, routes }) => {
   const workers = async () => {
@@ -23,16 +28,8 @@ export const statusRoutes: FastifyPluginAsync<PluginDeps> = async (app, { store,
       .filter((s) => s.queuePosition !== null)
       .sort((a, b) => a.queuePosition! - b.queuePosition!)
       .map((s) => ({ sessionId: s.id, position: s.queuePosition!, pending: s.pending }));
-  const sandboxesOf = (sessions: SessionView[]) =>
-    sessions
-      .filter((s) => s.sandbox !== null)
-      .map((s) => ({
-        name: s.sandbox!,
-        sessionId: s.id,
-        generation: s.generation,
-        worker: s.leaseOwner,
-        status: s.status,
-      }));
+  const sandboxes = (tenant: string | undefined) =>
+    store.listSandboxes(clock.now() - RECENTLY_ENDED_MS, MAX_SANDBOXES, tenant);
   const sessions = (tenant: string | undefined) => store.listSessionViews(clock.now(), tenant);
 
   app.get('/healthz', async () => ({ ok: true }));
@@ -50,7 +47,12 @@ export const statusRoutes: FastifyPluginAsync<PluginDeps> = async (app, { store,
     },
     async ({ principal }) => {
       const all = await sessions(scopeOf(principal));
-      return { sessions: all, queue: queueOf(all), sandboxes: sandboxesOf(all), workers: await workers() };
+      return {
+        sessions: all,
+        queue: queueOf(all),
+        sandboxes: await sandboxes(scopeOf(principal)),
+        workers: await workers(),
+      };
     },
   );
   routes.add(
@@ -71,13 +73,15 @@ export const statusRoutes: FastifyPluginAsync<PluginDeps> = async (app, { store,
     {
       method: 'GET',
       url: '/v1/sandboxes',
-      summary: 'Sandboxes serving sessions now, with their worker',
+      summary:
+        'Sandboxes (warm, bound, serving, draining, and ended in the last 10 min with why), newest first',
       tag,
       access: 'tenant',
       status: 200,
-      returns: '{sandboxes: {name, sessionId, generation, worker, status}[]}',
+      returns:
+        '{sandboxes: {name, workerId, phase, pooled, sessionId, generation, turnId, endReason, endMessage, createdAt, updatedAt, endedAt}[]}',
     },
-    async ({ principal }) => ({ sandboxes: sandboxesOf(await sessions(scopeOf(principal))) }),
+    async ({ principal }) => ({ sandboxes: await sandboxes(scopeOf(principal)) }),
   );
   routes.add(
     app,

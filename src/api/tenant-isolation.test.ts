@@ -280,6 +280,26 @@ async function seed(store: Store, tenant: string, n: number): Promise<Ids> {
   const fence = { sessionId: session, generation: claimed!.session.generation, workerId: worker };
   const sandbox = `${tenant}-sandbox`;
   await store.recordSandbox(fence, sandbox, now);
+  // What its worker reports of the sandbox's lifecycle: /v1/sandboxes lists these records.
+  await store.recordSandboxes(
+    [
+      {
+        name: sandbox,
+        workerId: worker,
+        phase: 'bound',
+        pooled: false,
+        sessionId: session,
+        generation: fence.generation,
+        turnId: null,
+        endReason: null,
+        endMessage: null,
+        createdAt: now,
+        updatedAt: now,
+        endedAt: null,
+      },
+    ],
+    now,
+  );
   const started = await store.startTurn(fence, now);
   const turn = (started as { value: { turn: { id: string } } }).value.turn.id;
   const taken = await store.takeWebhookDelivery(now, 60_000);

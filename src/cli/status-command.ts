@@ -1,6 +1,6 @@
 /** `berth status`: sessions, queue, sandboxes and workers, as a table or JSON. */
 import { Command } from 'commander';
-import type { Status } from '../client/index.js';
+import type { Sandbox, Status } from '../client/index.js';
 import type { SessionView } from '../core/index.js';
 import { connect } from './connect.js';
 import { printJson } from './output.js';
@@ -18,12 +18,27 @@ export function statusCommand(env: NodeJS.ProcessEnv): Command {
 
 export function renderStatus(s: Status): string {
   const alive = s.workers.filter((w) => w.alive);
+  const live = s.sandboxes.filter((b) => b.phase !== 'gone').length;
   return [
     renderSessions(s.sessions),
     '',
-    `queue: ${s.queue.length} waiting   sandboxes: ${s.sandboxes.length}   workers: ${alive.length} alive (${alive.reduce((n, w) => n + w.slots, 0)} slots)`,
+    renderSandboxes(s.sandboxes),
+    '',
+    `queue: ${s.queue.length} waiting   sandboxes: ${live} (${s.sandboxes.length - live} ended lately)   workers: ${alive.length} alive (${alive.reduce((n, w) => n + w.slots, 0)} slots)`,
     '',
   ].join('\n');
+}
+
+/** Each sandbox's phase and what it serves; an ended one says why. */
+export function renderSandboxes(sandboxes: Sandbox[]): string {
+  const rows = sandboxes.map((b) => [
+    b.name,
+    b.phase,
+    b.sessionId ? `${b.sessionId} g${b.generation}` : b.pooled ? '(warm)' : '-',
+    b.workerId,
+    b.endReason ? `${b.endReason}: ${oneLine(b.endMessage ?? '', 50)}` : (b.turnId ?? '-'),
+  ]);
+  return table(['SANDBOX', 'PHASE', 'SESSION', 'WORKER', 'TURN / ENDED'], rows);
 }
 
 export function renderSessions(sessions: SessionView[]): string {

@@ -23,6 +23,7 @@ import {
   type PageQuery,
   type PostMessageBody,
   type ReplyScope,
+  type SandboxRecord,
   type Schedule,
   type ScheduleBody,
   type SessionView,
@@ -63,13 +64,8 @@ export interface Reply {
   scope: ReplyScope;
 }
 
-export interface Sandbox {
-  name: string;
-  sessionId: string;
-  generation: number;
-  worker: string | null;
-  status: string;
-}
+/** A sandbox as its worker last reported it: its phase, what it serves, and why it ended. */
+export type Sandbox = SandboxRecord;
 
 export interface QueueEntry {
   sessionId: string;

@@ -4,9 +4,18 @@ import { test } from 'node:test';
 import { decideSupervision, type SupervisionDecision, type SupervisionSnapshot } from './supervision.js';
 
 const BASE = 1_800_000_000_000;
-const POLICY = { heartbeatTimeoutMs: 30_000, turnTimeoutMs: 600_000, idleTimeoutMs: 30_000, memoryMb: 512 };
+const POLICY = {
+  heartbeatTimeoutMs: 30_000,
+  turnTimeoutMs: 600_000,
+  idleTimeoutMs: 30_000,
+  memoryMb: 512,
+  freshSandboxPerTurn: null as string | null,
+};
 const QUIET: SupervisionSnapshot = {
   stage: 'idle',
+  refused: null,
+  failure: null,
+  bound: true,
   turn: null,
   exit: null,
   stop: null,
@@ -200,6 +209,68 @@ test('decideSupervision: each snapshot, its decision', () => {
       name: 'a healthy turn: wait for the next heartbeat deadline',
       s: inTurn(),
       expected: { action: 'wait', forMs: 29_000 },
+    },
+    {
+      name: 'the store refused a fenced call: the lease is gone, and nothing of ours can be aborted',
+      s: { ...QUIET, stage: 'before-work', refused: 'stale' },
+      expected: {
+        action: 'end',
+        ending: { reason: 'LeaseLost', message: 'lease lost (stale)', abort: null },
+      },
+    },
+    {
+      name: 'claimed, nothing runnable, no sandbox bound',
+      s: { ...QUIET, bound: false },
+      expected: {
+        action: 'end',
+        ending: { reason: 'NothingRunnable', message: 'nothing runnable', abort: null },
+      },
+    },
+    {
+      name: 'committed while self-fencing: the layer is left to the next owner',
+      s: inTurn({ turn: { startedAt: BASE - 5000, outcome: { kind: 'committed' } }, stop: 'LeaseLost' }),
+      expected: {
+        action: 'end',
+        ending: { reason: 'LeaseLost', message: 'lease lost as the turn committed', abort: null },
+      },
+    },
+    {
+      name: 'committed, and the mode gives every turn a fresh sandbox',
+      s: inTurn({ turn: { startedAt: BASE - 5000, outcome: { kind: 'committed' } } }),
+      policy: { freshSandboxPerTurn: 'gVisor' },
+      expected: {
+        action: 'end',
+        ending: { reason: 'SandboxPerTurn', message: 'a fresh sandbox for every turn (gVisor)', abort: null },
+      },
+    },
+    {
+      name: 'starting the sandbox failed mid-turn: the turn is aborted with the failure’s own code',
+      s: inTurn({ turn: null, failure: { code: 'MOUNT_NOT_ALLOWED', message: 'not in the allowlist' } }),
+      expected: {
+        action: 'end',
+        ending: {
+          reason: 'SupervisorFailed',
+          message: 'not in the allowlist',
+          abort: { code: 'MOUNT_NOT_ALLOWED', error: 'not in the allowlist' },
+        },
+      },
+    },
+    {
+      name: 'a failure before any turn: nothing to abort',
+      s: { ...QUIET, stage: 'before-work', failure: { code: 'SANDBOX_FAILED', message: 'boom' } },
+      expected: { action: 'end', ending: { reason: 'SupervisorFailed', message: 'boom', abort: null } },
+    },
+    {
+      name: 'a failure that a stop explains: the stop is the ending',
+      s: inTurn({ turn: null, stop: 'WorkerStopping', failure: { code: 'SANDBOX_FAILED', message: 'boom' } }),
+      expected: {
+        action: 'end',
+        ending: {
+          reason: 'WorkerStopping',
+          message: 'worker stopping',
+          abort: { code: 'WORKER_STOPPING', error: 'worker stopped: worker stopping' },
+        },
+      },
     },
   ];
   for (const c of cases)

@@ -5,9 +5,14 @@
  * acts on the decision. The decision's reason is a typed EndReason; the human account
  * travels beside it, and a turn that must be aborted carries its catalogue code.
  *
+ * Every ending of a supervision is decided here, including those its store calls and its
+ * own failures cause: a fenced call the store refused (the lease is someone else's), a
+ * failure starting, binding or mounting the sandbox, and a commit after which the mode
+ * gives the next turn a fresh sandbox.
+ *
  * Stages: `before-work` (between turns, about to look for runnable messages: only a dead
- * sandbox or a stop request ends it), `idle` (between turns, nothing runnable) and
- * `in-turn`.
+ * sandbox, a stop request, a refusal or a failure ends it), `idle` (between turns, nothing
+ * runnable) and `in-turn`.
  */
 import { decideSandboxHealth } from './decide.js';
 import type { ErrorCode } from './errors.js';
@@ -56,6 +61,12 @@ export type StopRequest = 'WorkerStopping' | 'LeaseLost';
 
 export interface SupervisionSnapshot {
   stage: 'before-work' | 'idle' | 'in-turn';
+  /** A fenced store call (recording the sandbox, starting a turn) was refused with this code: the lease is gone. */
+  refused: string | null;
+  /** Starting, binding or mounting the sandbox threw (its catalogue code; SANDBOX_FAILED without one). */
+  failure: { code: ErrorCode; message: string } | null;
+  /** A sandbox is bound to the session (idle only: none bound means the claim found nothing to serve). */
+  bound: boolean;
   /** The turn being served (in-turn only). */
   turn: { startedAt: number; outcome: TurnOutcome | null } | null;
   exit: { exitCode: number | null; oomKilled: boolean; at: number } | null;
@@ -77,6 +88,8 @@ export interface SupervisionPolicy {
   /** Infinity for a resident sandbox: it never idles out. */
   idleTimeoutMs: number;
   memoryMb: number;
+  /** Why every turn gets a fresh sandbox (gVisor, idleTimeout 0), or null when a sandbox serves on after a commit. */
+  freshSandboxPerTurn: string | null;
 }
 
 export type SupervisionDecision =
@@ -91,11 +104,19 @@ export function decideSupervision(
   policy: SupervisionPolicy,
 ): SupervisionDecision {
   const inTurn = s.stage === 'in-turn';
-  // A turn that ended counts first: a commit that raced the sandbox's exit is a commit.
-  if (inTurn && s.turn?.outcome)
-    return s.turn.outcome.kind === 'committed'
-      ? { action: 'turn-committed' }
-      : end('TurnAborted', `the runner aborted the turn (${s.turn.outcome.code})`, null);
+  // The store refused a fenced call: nothing of ours can be written any more, not even an abort.
+  if (s.refused) return end('LeaseLost', `lease lost (${s.refused})`, null);
+  // A turn that ended counts first: a commit that raced the sandbox's exit is a commit. (A
+  // failure comes before its turn is served or after it was handed back: it has no outcome.)
+  if (inTurn && s.turn?.outcome && !s.failure) {
+    if (s.turn.outcome.kind === 'aborted')
+      return end('TurnAborted', `the runner aborted the turn (${s.turn.outcome.code})`, null);
+    // Self-fencing began while the commit went through: the committed layer is left to the session's next owner.
+    if (s.stop === 'LeaseLost') return end('LeaseLost', 'lease lost as the turn committed', null);
+    return policy.freshSandboxPerTurn
+      ? end('SandboxPerTurn', `a fresh sandbox for every turn (${policy.freshSandboxPerTurn})`, null)
+      : { action: 'turn-committed' };
+  }
   // Self-fencing kills the sandbox at once: an exit seen with it is the fence's own kill.
   if (s.stop === 'LeaseLost') return stopped('LeaseLost', inTurn);
   if (inTurn && s.quotaExceeded)
@@ -119,9 +140,17 @@ export function decideSupervision(
         });
   }
   if (s.stop) return stopped(s.stop, inTurn);
+  // A failure is the ending only when nothing seen above explains it (a stop, an exit).
+  if (s.failure)
+    return end(
+      'SupervisorFailed',
+      s.failure.message,
+      inTurn ? { code: s.failure.code, error: s.failure.message } : null,
+    );
   if (s.stage === 'before-work') return { action: 'look-for-work' };
   let idleLeftMs = Number.POSITIVE_INFINITY;
   if (s.stage === 'idle') {
+    if (!s.bound) return end('NothingRunnable', 'nothing runnable', null);
     idleLeftMs = policy.idleTimeoutMs - (now - s.idleSince);
     if (idleLeftMs <= 0) return end('Idle', `idle for ${now - s.idleSince} ms`, null);
     if (s.slotWanted) return end('SlotWanted', 'slot wanted by a queued session', null);

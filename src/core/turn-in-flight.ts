@@ -1,6 +1,6 @@
 /**
  * The one in-process record of a turn while a sandbox serves it: the store's row, what the
- * runner was handed, whether it was handed yet, what the turn wrote through the gateway
+ * runner is handed (whether it was is the lifecycle's serving state), what the turn wrote through the gateway
  * (state, schedules) and how it ended. The state and schedules are written only by that
  * turn's commit (and dropped by its abort); once the commit or abort has begun nothing
  * more joins it, and only the first end is accepted, so a second or forged commit can
@@ -19,8 +19,6 @@ export type TurnOutcome = { kind: 'committed' } | { kind: 'aborted'; code: Error
 export class TurnInFlight {
   readonly state: Record<string, unknown> = {};
   readonly schedules: TurnSchedule[] = [];
-  /** The runner has received the assignment (answered on GET /v1/turn). */
-  delivered = false;
   /** Set once the commit or abort is written to the store. */
   outcome: TurnOutcome | null = null;
   private stateBytes = 0;

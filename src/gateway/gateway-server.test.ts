@@ -6,13 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { pino } from 'pino';
-import {
-  agentSpecSchema,
-  SandboxLifecycle,
-  systemClock,
-  TurnInFlight,
-  type TurnOutcome,
-} from '../core/index.js';
+import { testLifecycle } from '../../test/helpers/lifecycle.js';
+import { agentSpecSchema, systemClock, TurnInFlight, type TurnOutcome } from '../core/index.js';
 import { openSqliteStore } from '../store/index.js';
 import { SandboxGateway } from './gateway-server.js';
 import { signSandboxToken } from './token.js';
@@ -48,7 +43,7 @@ async function setUp(
   const started = await store.startTurn(binding, now);
   const turnRow = started.code === 'ok' ? started.value!.turn : assert.fail();
   const turnId = turnRow.id;
-  const lifecycle = new SandboxLifecycle('sandbox-under-test');
+  const lifecycle = testLifecycle('sandbox-under-test');
   // What the supervisor hears: each outcome the gateway settles, once.
   const ended: TurnOutcome[] = [];
   lifecycle.onChange(() => {
@@ -94,7 +89,7 @@ async function setUp(
         },
       },
     });
-    lifecycle.moveTo('bound', 'test');
+    lifecycle.bind({ sessionId: 's', generation: binding.generation });
   };
   if (!o.unbound) bind();
   const call = (method: string, path: string, body?: unknown, as = token) =>
@@ -125,7 +120,21 @@ async function setUp(
       }),
     );
   const replies = async () => (await store.listMessages('s', 0, 10)).filter((m) => m.direction === 'out');
-  return { store, gateway, binding, bind, token, turnId, ended, counters, tokenFor, call, offer, replies };
+  return {
+    store,
+    gateway,
+    lifecycle,
+    binding,
+    bind,
+    token,
+    turnId,
+    ended,
+    counters,
+    tokenFor,
+    call,
+    offer,
+    replies,
+  };
 }
 
 test('gateway: stale generation, foreign tokens and bad bodies write nothing', async (t) => {
@@ -208,16 +217,16 @@ test('gateway: a seal that fails (e.g. disk full) aborts the turn; nothing of it
 });
 
 test('gateway: an unbound (warm) sandbox can only wait for its binding, with its boot token, and gets it once bound', async (t) => {
-  const { gateway, bind, token, counters, call, offer } = await setUp(t, { unbound: true });
+  const { lifecycle, bind, token, counters, call, offer } = await setUp(t, { unbound: true });
   assert.equal((await call('GET', '/v1/bind', undefined, 'wrong')).status, 401);
   assert.equal((await call('GET', '/v1/turn', undefined, token)).status, 401, 'no turn before the bind');
   assert.equal((await call('GET', '/v1/bind', undefined, BOOT_TOKEN)).status, 204, 'long-poll ends empty');
   const waiting = call('GET', '/v1/bind', undefined, BOOT_TOKEN);
-  for (let i = 0; i < 100 && !gateway.runnerWaiting; i++) await new Promise((r) => setTimeout(r, 5));
-  assert.equal(gateway.runnerWaiting, true, 'the runner is seen waiting: the sandbox is ready to bind');
+  for (let i = 0; i < 100 && !lifecycle.runnerWaiting; i++) await new Promise((r) => setTimeout(r, 5));
+  assert.equal(lifecycle.runnerWaiting, true, 'the runner is seen waiting: the sandbox is ready to bind');
   assert.ok(counters.bootWaits >= 2);
   bind();
-  assert.equal(gateway.runnerWaiting, false);
+  assert.equal(lifecycle.runnerWaiting, false);
   const bound = await waiting;
   assert.equal(bound.status, 200);
   assert.equal((bound.body as { token?: string }).token, token);

@@ -93,14 +93,17 @@ export class SandboxGateway {
   private egress: EgressProxy | null = null;
   private readonly turnPoll: LongPoll;
   private readonly bindPoll: LongPoll;
-  /** The session this sandbox serves; given once (its phase is the lifecycle's). */
+  /** The doors of the session this sandbox serves, given once (which session, and its phase, are the lifecycle's). */
   private binding: GatewayBinding | null = null;
   private readonly audit: SandboxAudit;
   private readonly unsubscribe: () => void;
 
   constructor(private readonly o: GatewayOptions) {
     this.turnPoll = new LongPoll(o.longPollMs ?? 25_000);
-    this.bindPoll = new LongPoll(o.longPollMs ?? 25_000);
+    // Whether the runner waits for its binding is the lifecycle's: a warm sandbox is ready while it does.
+    this.bindPoll = new LongPoll(o.longPollMs ?? 25_000, (waiting) =>
+      o.lifecycle.runnerWaitsForBind(waiting),
+    );
     this.audit = new SandboxAudit(o.store, o.clock);
     this.server = createServer((req, res) => {
       this.handle(req, res).catch((err: unknown) => this.fail(res, err));
@@ -136,11 +139,6 @@ export class SandboxGateway {
     if (waiting) this.send(waiting, 200, binding.assignment);
   }
 
-  /** The runner is alive and waiting on GET /v1/bind right now: binding it takes effect at once. */
-  get runnerWaiting(): boolean {
-    return !this.binding && this.bindPoll.waiting;
-  }
-
   private get fence(): Fence {
     return this.binding!.fence;
   }
@@ -160,8 +158,7 @@ export class SandboxGateway {
 
   /** A turn handed over by the worker that the runner has not received yet. */
   private get offeredTurn(): TurnInFlight | null {
-    const turn = this.turn;
-    return turn && !turn.delivered && this.o.lifecycle.phase === 'serving' ? turn : null;
+    return this.o.lifecycle.offeredTurn;
   }
 
   async close(): Promise<void> {
@@ -397,7 +394,7 @@ export class SandboxGateway {
 
   private deliverTurn(res: ServerResponse): void {
     const turn = this.offeredTurn!;
-    turn.delivered = true;
+    this.o.lifecycle.handOver(turn);
     this.send(res, 200, turn.assignment);
   }
 

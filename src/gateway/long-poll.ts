@@ -8,7 +8,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 export class LongPoll {
   private held: { res: ServerResponse; timer: NodeJS.Timeout } | null = null;
 
-  constructor(private readonly holdMs: number) {}
+  constructor(
+    private readonly holdMs: number,
+    /** Told each time a request starts or stops being held. */
+    private readonly onWaiting: (waiting: boolean) => void = () => undefined,
+  ) {}
 
   get waiting(): boolean {
     return this.held !== null;
@@ -18,10 +22,12 @@ export class LongPoll {
     this.release();
     const timer = setTimeout(() => this.release(), this.holdMs);
     this.held = { res, timer };
+    this.onWaiting(true);
     req.on('close', () => {
       if (this.held?.res === res) {
         clearTimeout(timer);
         this.held = null;
+        this.onWaiting(false);
       }
     });
   }
@@ -32,6 +38,7 @@ export class LongPoll {
     clearTimeout(this.held.timer);
     const { res } = this.held;
     this.held = null;
+    this.onWaiting(false);
     return res;
   }
 

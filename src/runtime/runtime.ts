@@ -49,13 +49,10 @@ export interface SandboxRuntime {
   create(spec: SandboxSpec): Promise<SandboxHandle>;
   /**
    * Graceful (1 s), then hard; removes the sandbox. Idempotent. `hard`: no grace (a worker
-   * fencing itself, whose lease may lapse within that second).
+   * fencing itself, whose lease may lapse within that second). Why it ends is the sandbox's
+   * record in the store (SandboxRecord), not the engine's.
    */
-  kill(
-    handle: Pick<SandboxHandle, 'id' | 'name'>,
-    reason: string,
-    options?: { hard?: boolean },
-  ): Promise<void>;
+  kill(handle: Pick<SandboxHandle, 'id' | 'name'>, options?: { hard?: boolean }): Promise<void>;
   /** 'connected' first, then exits and OOM kills of this install's sandboxes as they happen. */
   events(installId: string, signal: AbortSignal, sinceMs?: number): AsyncIterable<RuntimeEvent>;
   /** Sandboxes carrying this install's label, running or not. */

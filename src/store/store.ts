@@ -18,6 +18,7 @@ import type {
   FailedStep,
   Message,
   Principal,
+  SandboxRecord,
   Schedule,
   ScheduleInput,
   ScheduleStatus,
@@ -223,6 +224,13 @@ export interface Store {
   nextProcessAfter(now: number): Promise<number | null>;
 
   recordSandbox(fence: Fence, sandbox: string, now: number): Promise<FenceCode>;
+  /**
+   * The worker's report of its sandboxes' lifecycles (a report older than the stored one is
+   * ignored); dead workers' sandboxes not recorded gone are recorded gone (WorkerLost).
+   */
+  recordSandboxes(records: SandboxRecord[], now: number): Promise<void>;
+  /** Sandboxes not gone and those gone since `endedSince`, newest first, at most `limit` (of `tenant`'s sessions). */
+  listSandboxes(endedSince: number, limit: number, tenant?: string): Promise<SandboxRecord[]>;
   /** Takes the session's runnable pending messages into a new running turn; value null when there are none. */
   startTurn(fence: Fence, now: number): Promise<Fenced<StartedTurn | null>>;
   recordProgress(input: ProgressInput, now: number): Promise<FenceCode>;

@@ -7,6 +7,7 @@ import type { SandboxRuntime } from '../runtime/index.js';
 import type { WorkerStore } from '../store/index.js';
 import type { Workspaces } from '../workspace/index.js';
 import type { HostPaths } from './paths.js';
+import type { SandboxReports } from './sandbox-reports.js';
 
 export interface WorkerDeps {
   config: ResolvedConfig;
@@ -34,4 +35,6 @@ export interface SandboxDeps extends WorkerDeps {
   /** Staged runner code to mount read-only. */
   runnerDir: string;
   workspaces: Workspaces;
+  /** Where every sandbox's lifecycle is reported to the store. */
+  sandboxReports: SandboxReports;
 }

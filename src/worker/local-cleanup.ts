@@ -38,7 +38,7 @@ export async function cleanUpLocalLeftovers(
   );
   live.add(me.workerId);
   const orphans = (await runtime.list(me.installId)).filter((h) => !live.has(h.labels[LABELS.worker] ?? ''));
-  await Promise.all(orphans.map((h) => runtime.kill(h, 'orphan')));
+  await Promise.all(orphans.map((h) => runtime.kill(h)));
   // Each slot and layer is judged against the store read AFTER it was listed: a claim
   // (generation+1) commits before its slot or layer exists, so nothing in use looks stale.
   const mine = me.sandboxesInUse();

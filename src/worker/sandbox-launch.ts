@@ -41,11 +41,21 @@ export interface LaunchedSandbox {
   lifecycle: SandboxLifecycle;
 }
 
-/** A new sandbox's lifecycle, in phase creating; every move it makes is logged once. */
-export function newSandboxLifecycle(name: string, log: Logger): SandboxLifecycle {
-  return new SandboxLifecycle(name, (from, to, why) =>
-    log.debug({ sandbox: name, from, to, why }, 'Sandbox phase changed'),
-  );
+/** A new sandbox's lifecycle, in phase creating: every move it makes is logged once and reported to the store. */
+export function newSandboxLifecycle(
+  deps: Pick<SandboxDeps, 'workerId' | 'clock' | 'sandboxReports'>,
+  name: string,
+  log: Logger,
+  pooled: boolean,
+): SandboxLifecycle {
+  const lifecycle = new SandboxLifecycle(name, {
+    workerId: deps.workerId,
+    pooled,
+    now: () => deps.clock.now(),
+    onMove: (from, to, why) => log.debug({ sandbox: name, from, to, why }, 'Sandbox phase changed'),
+  });
+  deps.sandboxReports.track(lifecycle);
+  return lifecycle;
 }
 
 export function profileOf(agent: AgentSpec, defaultImage: string): SandboxProfile {

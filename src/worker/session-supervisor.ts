@@ -7,9 +7,10 @@
  * killed and the lease given back, so the session is re-dispatched without anyone
  * resending anything.
  *
- * The loop is observe → decideSupervision → act; how turns meet the sandbox (an overlay
- * per turn, a sandbox per turn, resident) is the SandboxMode's, so the loop has no mode
- * branches. The sandbox's phase and its turn in flight live in its SandboxLifecycle.
+ * The loop is observe → decideSupervision → act, and every ending is decided there. How
+ * turns meet the sandbox (an overlay per turn, a sandbox per turn, resident) is the
+ * SandboxMode's data, read by TurnLayers, so the loop has no mode branches; the sandbox
+ * itself, its phase and its turn in flight are the SandboxController's.
  *
  * Invariant: at most one sandbox per supervisor, and the supervisor's generation is the
  * one its claim set; every write it or its sandbox makes is fenced by it. A turn's layer
@@ -23,10 +24,7 @@ import {
   decideResidentRecycle,
   decideSupervision,
   type Ending,
-  failpoint,
   isBerthError,
-  isHarness,
-  MODEL_DEFAULTS,
   retryUntil,
   type SandboxUsage,
   type Session,
@@ -35,7 +33,6 @@ import {
   type SupervisionSnapshot,
   sleep,
   type Turn,
-  type TurnAssignment,
   TurnInFlight,
   WakeSignal,
 } from '../core/index.js';
@@ -43,17 +40,13 @@ import type { RuntimeEvent } from '../runtime/index.js';
 import type { Fence } from '../store/index.js';
 import type { WorkspaceQuota } from '../workspace/index.js';
 import type { SandboxDeps } from './deps.js';
-import { harnessSettings } from './harness-settings.js';
 import { sandboxName } from './paths.js';
-import {
-  type LaunchedSandbox,
-  launchSandbox,
-  newSandboxLifecycle,
-  profileOf,
-  removeSandboxFiles,
-} from './sandbox-launch.js';
+import { SandboxController } from './sandbox-controller.js';
+import { type LaunchedSandbox, profileOf, removeSandboxFiles } from './sandbox-launch.js';
 import { type SandboxMode, sandboxModeOf } from './sandbox-modes.js';
 import { sessionBinding } from './session-binding.js';
+import { turnAssignmentOf } from './turn-assignment.js';
+import { TurnLayers } from './turn-layers.js';
 
 export interface SupervisorDeps extends SandboxDeps {
   /** True when another session waits for a slot: this idle sandbox then gives its slot up at once. */
@@ -74,6 +67,8 @@ interface Observed {
   exit: Extract<RuntimeEvent, { type: 'exit' }> | null;
   stop: StopRequest | null;
   quotaExceeded: BerthError | null;
+  refused: string | null;
+  failure: SupervisionSnapshot['failure'];
   boundAt: number;
   idleSince: number;
 }
@@ -84,21 +79,21 @@ export class SessionSupervisor {
   private readonly wake = new WakeSignal();
   private readonly log: Logger;
   private readonly mode: SandboxMode;
-  /** The sandbox serving the session: taken warm from the pool, or started cold for the first turn. */
-  private sandbox: LaunchedSandbox | null;
+  private readonly sandbox: SandboxController;
+  private readonly layers: TurnLayers;
   private readonly seen: Observed = {
     lastHeartbeatAt: 0,
     usage: null,
     exit: null,
     stop: null,
     quotaExceeded: null,
+    refused: null,
+    failure: null,
     boundAt: 0,
     idleSince: 0,
   };
-  /** The sandbox was killed by self-fencing (once is enough). */
-  private fenced = false;
-  /** The turn this supervision started whose layer is not settled yet. */
-  private turn: Turn | null = null;
+  /** The turn this supervision started whose layer is not settled yet: aborted if the ending says so, settled in finish. */
+  private owedLayer: Turn | null = null;
   private quota: WorkspaceQuota | null = null;
 
   constructor(
@@ -110,22 +105,22 @@ export class SessionSupervisor {
   ) {
     this.fence = { sessionId: session.id, generation: session.generation, workerId: deps.workerId };
     this.sandboxName = warm?.name ?? sandboxName(deps.installId, session.id, session.generation);
-    this.sandbox = warm;
     this.log = deps.log.child({
       sessionId: session.id,
       generation: session.generation,
       sandbox: this.sandboxName,
       warm: warm !== null,
     });
-    this.mode = sandboxModeOf(agent, {
+    this.mode = sandboxModeOf(agent, deps.config);
+    this.sandbox = new SandboxController(
       deps,
-      sessionId: session.id,
-      sandboxName: this.sandboxName,
-      log: this.log,
-      bindSandbox: () => this.bindSandbox(),
-      isBound: () => this.sandbox?.lifecycle.isBound ?? false,
-      settleLayer: (turnId) => this.settleLayer(turnId),
-    });
+      this.sandboxName,
+      session,
+      profileOf(agent, deps.image),
+      this.log,
+      warm,
+    );
+    this.layers = new TurnLayers(deps, this.mode, session.id, this.sandboxName, this.log);
   }
 
   /** New inbound message for this session, or new demand for slots: re-check now. */
@@ -142,26 +137,7 @@ export class SessionSupervisor {
   stop(request: StopRequest): void {
     this.seen.stop = request;
     this.wake.notify();
-    if (request === 'LeaseLost') this.fenceSandbox();
-  }
-
-  /**
-   * Self-fencing: the sandbox dies now, whatever the supervision is waiting for (a store out
-   * of reach). Also when it is already draining: an ending that came first (a store call that
-   * failed in the partition) kills only after its store steps, which may wait a minute.
-   */
-  private fenceSandbox(): void {
-    const sandbox = this.sandbox;
-    if (!sandbox || this.fenced || sandbox.lifecycle.phase === 'gone') return;
-    this.fenced = true;
-    if (!sandbox.lifecycle.isEnding) sandbox.lifecycle.moveTo('draining', 'self-fencing');
-    const startedAt = performance.now();
-    this.deps.runtime.kill(sandbox.handle, 'LeaseLost', { hard: true }).then(
-      // Logged as loud as the fence: whether the sandbox died within the lease is the fence's whole point.
-      () =>
-        this.log.error({ killMs: Math.round(performance.now() - startedAt) }, 'Self-fenced sandbox killed'),
-      (err: unknown) => this.log.warn({ err }, 'Self-fencing kill failed; the clean-up kills again'),
-    );
+    if (request === 'LeaseLost') this.sandbox.fence();
   }
 
   async run(): Promise<void> {
@@ -169,16 +145,12 @@ export class SessionSupervisor {
     try {
       ending = await this.serveTurns();
     } catch (err) {
-      // A stop (self-fencing drains the sandbox at once) explains what failed after it: the stop is the ending.
-      const stopped = this.seen.stop ? this.decide(this.turn ? 'in-turn' : 'before-work') : null;
-      if (stopped?.action === 'end') ending = stopped.ending;
-      else {
-        this.log.error({ err }, 'Session supervision failed');
-        // A terminal code (an extra mount the allowlist no longer allows) fails the turn's messages at once.
-        const code = err instanceof BerthError ? err.code : 'SANDBOX_FAILED';
-        const message = (err as Error).message;
-        ending = { reason: 'SupervisorFailed', message, abort: this.turn ? { code, error: message } : null };
-      }
+      // A terminal code (an extra mount the allowlist no longer allows) fails the turn's messages at once.
+      const code = err instanceof BerthError ? err.code : 'SANDBOX_FAILED';
+      this.seen.failure = { code, message: (err as Error).message };
+      // A stop (self-fencing drains the sandbox at once) or an exit explains what failed after it: it is the ending.
+      ending = this.decideEnding(this.owedLayer ? 'in-turn' : 'before-work');
+      if (ending.reason === 'SupervisorFailed') this.log.error({ err }, 'Session supervision failed');
     }
     await this.finish(ending);
   }
@@ -190,27 +162,27 @@ export class SessionSupervisor {
    */
   private async serveTurns(): Promise<Ending> {
     const { store, clock, config } = this.deps;
-    if (this.session.pendingLayer) await this.settleLayer(this.session.pendingLayer, 'claim');
+    if (this.session.pendingLayer) await this.layers.settle(this.session.pendingLayer, 'claim');
     // The name is deterministic: recorded before the first turn starts, so every turn row names its sandbox.
-    if ((await store.recordSandbox(this.fence, this.sandboxName, clock.now())) !== 'ok')
-      return { reason: 'LeaseLost', message: 'lease lost before the sandbox started', abort: null };
+    const recorded = await store.recordSandbox(this.fence, this.sandboxName, clock.now());
+    if (recorded !== 'ok') this.seen.refused = recorded;
     this.seen.idleSince = clock.now();
     for (;;) {
       const before = this.decide('before-work');
       if (before.action === 'end') return before.ending;
       const startedAt = performance.now();
       const started = await store.startTurn(this.fence, clock.now());
-      if (started.code !== 'ok')
-        return { reason: 'LeaseLost', message: `lease lost (${started.code})`, abort: null };
+      if (started.code !== 'ok') {
+        this.seen.refused = started.code;
+        continue;
+      }
       if (started.value) {
         const ending = await this.serveTurn(started.value.turn, started.value.messages, startedAt);
         if (ending) return ending;
         this.seen.idleSince = clock.now();
         continue;
       }
-      if (!this.sandbox?.lifecycle.isBound)
-        return { reason: 'NothingRunnable', message: 'nothing runnable', abort: null };
-      const idle = this.decide('idle', await this.idleObservations());
+      const idle = this.decide('idle', this.sandbox.isBound ? await this.idleObservations() : undefined);
       if (idle.action === 'end') return idle.ending;
       // The renew tick caps the wait: a message posted through another process wakes no one here.
       if (idle.action === 'wait') await this.wake.wait(Math.min(idle.forMs, config.leaseMs / 5));
@@ -223,10 +195,10 @@ export class SessionSupervisor {
     messages: { id: number; text: string }[],
     startedAt: number,
   ): Promise<Ending | null> {
-    const { clock } = this.deps;
-    this.turn = turn;
+    const { clock, config } = this.deps;
+    this.owedLayer = turn;
     const preparing = performance.now();
-    await this.mode.prepareTurn(turn);
+    await this.layers.prepare(turn, this.sandbox.isBound, () => this.bindSandbox());
     const watching = performance.now();
     await this.watchQuota(turn);
     // Where a turn's start went: what the warm-start benchmark's figures break down into.
@@ -242,8 +214,8 @@ export class SessionSupervisor {
       },
       'Turn started',
     );
-    const lifecycle = this.sandbox!.lifecycle;
-    lifecycle.serve(new TurnInFlight(turn, this.assignmentOf(turn, messages)));
+    const inFlight = new TurnInFlight(turn, turnAssignmentOf(this.agent, config, turn, messages));
+    this.sandbox.serve(inFlight);
     for (;;) {
       const decision = this.decide('in-turn');
       switch (decision.action) {
@@ -253,19 +225,16 @@ export class SessionSupervisor {
             { turnId: turn.id, outcome: 'committed', turnMs: clock.now() - turn.startedAt },
             'Turn ended',
           );
-          // Self-fencing began while the commit went through: the sandbox is going, and the
-          // committed layer is left to the session's next owner (its pendingLayer).
-          if (lifecycle.isEnding)
-            return { reason: 'LeaseLost', message: 'lease lost as the turn committed', abort: null };
-          lifecycle.moveTo('bound', `turn ${turn.id} committed`);
-          const ending = await this.mode.afterCommit(turn);
-          // gVisor: the sandbox still sees the layer; it is settled once the sandbox is gone.
-          if (!ending || this.mode.layerAfterKill(turn) === null) this.turn = null;
-          return ending;
+          this.sandbox.turnDone();
+          if (!(await this.layers.afterCommit(turn))) this.owedLayer = null;
+          return null;
         }
         case 'end':
           this.quota?.stop();
-          this.log.info({ turnId: turn.id, outcome: decision.ending.reason }, 'Turn ended');
+          this.log.info(
+            { turnId: turn.id, outcome: inFlight.outcome?.kind ?? decision.ending.reason },
+            'Turn ended',
+          );
           return decision.ending;
         case 'wait':
         case 'look-for-work':
@@ -279,11 +248,14 @@ export class SessionSupervisor {
     idle: Pick<SupervisionSnapshot, 'slotWanted' | 'recycleDue'> = { slotWanted: false, recycleDue: null },
   ): SupervisionDecision {
     const { config, clock } = this.deps;
-    const turn = stage === 'in-turn' ? this.sandbox?.lifecycle.turn : null;
-    const { exit, stop, quotaExceeded, lastHeartbeatAt, idleSince } = this.seen;
+    const turn = stage === 'in-turn' ? this.sandbox.turn : null;
+    const { exit, stop, quotaExceeded, refused, failure, lastHeartbeatAt, idleSince } = this.seen;
     return decideSupervision(
       {
         stage,
+        refused,
+        failure,
+        bound: this.sandbox.isBound,
         turn: turn ? { startedAt: turn.row.startedAt, outcome: turn.outcome } : null,
         exit: exit ? { exitCode: exit.exitCode, oomKilled: exit.oomKilled, at: exit.at } : null,
         stop,
@@ -299,8 +271,20 @@ export class SessionSupervisor {
         // A resident sandbox neither idles out nor gives its slot up; it is recycled by its policy, between turns.
         idleTimeoutMs: this.mode.idle === 'resident' ? Number.POSITIVE_INFINITY : config.idleTimeoutMs,
         memoryMb: this.agent.memoryMb,
+        freshSandboxPerTurn: this.mode.freshSandboxPerTurn,
       },
     );
+  }
+
+  /** With a failure seen, decideSupervision always ends the supervision. */
+  private decideEnding(stage: SupervisionSnapshot['stage']): Ending {
+    const decision = this.decide(stage);
+    if (decision.action !== 'end')
+      throw new BerthError(
+        'INTERNAL',
+        `decideSupervision did not end a failed supervision (${decision.action})`,
+      );
+    return decision.ending;
   }
 
   /** What only an idle supervision looks at: demand for its slot, or its resident recycle policy. */
@@ -322,75 +306,31 @@ export class SessionSupervisor {
     return { slotWanted: false, recycleDue: decision.recycle ? decision.reason : null };
   }
 
-  /**
-   * Starts a cold sandbox unless a warm one was taken, then binds it to this session: the
-   * gateway answers the runner's GET /v1/bind with the session token.
-   */
+  /** Starts the sandbox if none was taken warm, and binds it to the session (once). */
   private async bindSandbox(): Promise<void> {
     const { clock } = this.deps;
-    if (!this.sandbox) {
-      this.sandbox = await launchSandbox(this.deps, {
-        lifecycle: newSandboxLifecycle(this.sandboxName, this.log),
-        profile: profileOf(this.agent, this.deps.image),
-        log: this.log,
-        binding: { sessionId: this.session.id, generation: this.session.generation },
-      });
-      // A self-fence during the launch found no sandbox to kill: this one dies now, never bound
-      // (a chaos partition found such a sandbox running its turn a lease after the cut).
-      if (this.seen.stop === 'LeaseLost') {
-        this.fenceSandbox();
-        throw new BerthError('WORKER_FENCED', 'lease lost while the sandbox started');
-      }
-    }
-    const { gateway, lifecycle } = this.sandbox;
-    // The turn's outcome (written by the gateway) and every other move wake the loop.
-    lifecycle.onChange(() => this.wake.notify());
-    gateway.bind(
-      sessionBinding(this.deps, {
-        agent: this.agent,
-        session: this.session,
-        fence: this.fence,
-        log: this.log,
-        hooks: {
-          onHeartbeat: (now, usage) => {
-            this.seen.lastHeartbeatAt = now;
-            if (usage) this.seen.usage = usage;
-          },
-          beforeCommit: async (turnId) => {
-            await this.quota?.check();
-            return this.mode.sealTurn(turnId);
-          },
+    const binding = sessionBinding(this.deps, {
+      agent: this.agent,
+      session: this.session,
+      fence: this.fence,
+      log: this.log,
+      hooks: {
+        onHeartbeat: (now, usage) => {
+          this.seen.lastHeartbeatAt = now;
+          if (usage) this.seen.usage = usage;
         },
-      }),
-    );
-    lifecycle.moveTo('bound', `session ${this.session.id}`);
+        beforeCommit: async (turnId) => {
+          await this.quota?.check();
+          return this.layers.seal(turnId);
+        },
+      },
+    });
+    await this.sandbox.bind(binding, {
+      onChange: () => this.wake.notify(),
+      fenceRequested: () => this.seen.stop === 'LeaseLost',
+    });
     this.seen.boundAt = clock.now();
     this.seen.lastHeartbeatAt = this.seen.boundAt;
-  }
-
-  private assignmentOf(turn: Turn, messages: { id: number; text: string }[]): TurnAssignment {
-    const { config } = this.deps;
-    return {
-      turnId: turn.id,
-      sessionId: turn.sessionId,
-      generation: turn.generation,
-      attempt: turn.attempt,
-      provider: this.agent.provider,
-      messages: messages.map((m) => ({ id: m.id, text: m.text })),
-      limits: { maxOutputBytes: config.maxOutputBytes, heartbeatIntervalMs: config.heartbeatIntervalMs },
-      ...harnessSettings(this.agent),
-      ...(this.agent.model && !isHarness(this.agent.provider)
-        ? {
-            model: {
-              model: this.agent.model,
-              maxTokens: this.agent.maxTokens ?? MODEL_DEFAULTS.maxTokens,
-              maxSteps: this.agent.maxSteps ?? MODEL_DEFAULTS.maxSteps,
-              toolTimeoutMs: this.agent.toolTimeoutMs ?? MODEL_DEFAULTS.toolTimeoutMs,
-              instructions: this.agent.instructions ?? '',
-            },
-          }
-        : {}),
-    };
   }
 
   /** Measures the session's workspace against its quota while the turn runs; over it ends the turn. */
@@ -398,33 +338,13 @@ export class SessionSupervisor {
     this.seen.quotaExceeded = null;
     this.quota = await this.deps.workspaces.quota(
       this.session.id,
-      this.mode.quotaLayerOf(turn),
+      this.layers.quotaLayerOf(turn),
       this.agent.workspaceMb * 2 ** 20,
     );
     this.quota.watch(QUOTA_CHECK_MS, (err) => {
       this.seen.quotaExceeded = err;
       this.wake.notify();
     });
-  }
-
-  /**
-   * Takes a finished turn's layer off the slot and promotes it if the store says committed,
-   * else drops it: at the turn's end, or at the claim for a layer a crash left owed.
-   */
-  private async settleLayer(turnId: string, at: 'turn-end' | 'claim' = 'turn-end'): Promise<void> {
-    const { store, workspaces } = this.deps;
-    await workspaces.unmountSlot(this.sandboxName);
-    if ((await store.getTurn(turnId))?.status === 'committed') {
-      failpoint('before-promote');
-      const applied = await workspaces.promote(this.session.id, turnId, this.mode.committedAs(turnId));
-      failpoint('before-mark-promoted');
-      await store.markLayerPromoted(this.session.id, turnId);
-      this.log.info({ turnId, by: at, planApplied: applied }, 'Layer promoted');
-      await workspaces.discard(this.session.id, turnId);
-      await this.mode.afterPromotion(turnId);
-      return;
-    }
-    await workspaces.discard(this.session.id, turnId);
   }
 
   /**
@@ -435,12 +355,11 @@ export class SessionSupervisor {
    * again until STORE_AWAY_RETRY_MS after the clean-up began.
    */
   private async finish(ending: Ending): Promise<void> {
-    const { store, clock, runtime } = this.deps;
-    const sandbox = this.sandbox;
-    const turn = this.turn;
+    const { store, clock } = this.deps;
+    const turn = this.owedLayer;
     this.quota?.stop();
     this.log.info({ reason: ending.reason, message: ending.message }, 'Session supervision ending');
-    if (sandbox && !sandbox.lifecycle.isEnding) sandbox.lifecycle.moveTo('draining', ending.message);
+    this.sandbox.drain(ending);
     const storeDeadline = clock.now() + STORE_AWAY_RETRY_MS;
     const step = async (what: string, effect: () => Promise<unknown>) => {
       try {
@@ -456,19 +375,13 @@ export class SessionSupervisor {
       }
     };
     const fencing = ending.reason === 'LeaseLost';
-    const killSandbox = async () => {
-      if (sandbox || this.seen.exit)
-        await step('kill sandbox', () =>
-          runtime.kill(sandbox?.handle ?? { id: '', name: this.sandboxName }, ending.reason, {
-            hard: fencing,
-          }),
-        );
-    };
+    const kill = () =>
+      step('kill sandbox', () => this.sandbox.kill({ hard: fencing, exitSeen: this.seen.exit !== null }));
     // Self-fencing: the store may be out of reach (a partition), and the sandbox must be dead
     // before a lease has passed, so it is killed first, hard, without waiting for the store.
-    if (fencing) await killSandbox();
+    if (fencing) await kill();
     const abort = ending.abort;
-    // 'stale'/'not_found' from the abort means the turn already ended (a commit raced the ending): settleLayer keeps it.
+    // 'stale'/'not_found' from the abort means the turn already ended (a commit raced the ending): settling keeps it.
     if (turn && abort)
       await step('abort turn', () =>
         store.abortTurn(
@@ -484,16 +397,18 @@ export class SessionSupervisor {
           clock.now(),
         ),
       );
-    if (!fencing) await killSandbox();
-    await step('close gateway', async () => sandbox?.gateway.close());
+    if (!fencing) await kill();
+    await step('close gateway', () => this.sandbox.closeGateway());
     // A fencing worker may have lost the session already: its layer is left on disk to the
     // session's next owner (pendingLayer) or the clean-up, never promoted by two at once.
     if (turn)
       await step('settle layer', () =>
-        fencing ? this.deps.workspaces.unmountSlot(this.sandboxName) : this.settleLayer(turn.id),
+        fencing
+          ? this.deps.workspaces.unmountSlot(this.sandboxName)
+          : this.layers.settle(turn.id, 'turn-end'),
       );
     await step('remove slot and run dir', () => removeSandboxFiles(this.deps, this.sandboxName));
-    sandbox?.lifecycle.moveTo('gone', ending.reason);
+    this.sandbox.gone();
     // A failure that will repeat at once (e.g. a promotion on a full disk) must not turn into a claim/release spin.
     if (ending.reason === 'SupervisorFailed') await sleep(1000);
     await step('release session', async () => {

@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { pino } from 'pino';
-import { SandboxLifecycle } from '../core/index.js';
+import { testLifecycle } from '../../test/helpers/lifecycle.js';
+import type { SandboxLifecycle } from '../core/index.js';
 import type { LaunchedSandbox, SandboxProfile } from './sandbox-launch.js';
 import { WarmPool } from './warm-pool.js';
 
@@ -24,7 +25,7 @@ const OTHER: SandboxProfile = { ...PROFILE, memoryMb: 300 };
 function harness(sizes = { min: 1, max: 3 }) {
   let now = 1_000_000;
   let seq = 0;
-  const waiting = new Map<string, boolean>();
+  const lifecycles = new Map<string, SandboxLifecycle>();
   const disposed: string[] = [];
   const launched: string[] = [];
   const images = new Map<string, string>();
@@ -33,23 +34,14 @@ function harness(sizes = { min: 1, max: 3 }) {
     {
       clock: { now: () => now },
       log: pino({ level: 'silent' }),
-      newLifecycle: () => new SandboxLifecycle(`p${++seq}`),
+      newLifecycle: () => testLifecycle(`p${++seq}`, undefined, true),
       launch: async (lifecycle, _key, profile, onReady) => {
         const { name } = lifecycle;
         launched.push(name);
         images.set(name, profile.image);
         readyCallbacks.set(name, onReady);
-        const gateway = {
-          get runnerWaiting() {
-            return waiting.get(name) === true;
-          },
-        };
-        return {
-          name,
-          handle: { id: name, name, labels: {} },
-          gateway,
-          lifecycle,
-        } as unknown as LaunchedSandbox;
+        lifecycles.set(name, lifecycle);
+        return { name, handle: { id: name, name, labels: {} }, lifecycle } as unknown as LaunchedSandbox;
       },
       dispose: async (s) => void disposed.push(s.name),
     },
@@ -57,7 +49,7 @@ function harness(sizes = { min: 1, max: 3 }) {
     PROFILE,
   );
   const boot = (name: string) => {
-    waiting.set(name, true);
+    lifecycles.get(name)?.runnerWaitsForBind(true);
     readyCallbacks.get(name)?.();
   };
   const settle = async () => {
@@ -65,7 +57,6 @@ function harness(sizes = { min: 1, max: 3 }) {
   };
   return {
     pool,
-    waiting,
     disposed,
     launched,
     images,

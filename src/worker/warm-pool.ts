@@ -18,6 +18,7 @@ import {
   backoffMs,
   type Clock,
   decideWarmPoolTarget,
+  type PoolEndReason,
   type SandboxLifecycle,
   WakeSignal,
 } from '../core/index.js';
@@ -41,8 +42,8 @@ export interface WarmPoolDeps {
     profile: SandboxProfile,
     onReady: () => void,
   ): Promise<LaunchedSandbox>;
-  /** Kills a sandbox that left the pool unbound and removes its files. */
-  dispose(sandbox: LaunchedSandbox, reason: string): Promise<void>;
+  /** Kills a sandbox that left the pool unbound and removes its files (why is its lifecycle's). */
+  dispose(sandbox: LaunchedSandbox): Promise<void>;
   /** The lifecycle of a new sandbox, under a fresh, never reused name. */
   newLifecycle(): SandboxLifecycle;
 }
@@ -57,12 +58,12 @@ interface Entry {
 
 /** Ready to bind now: started, and its runner waits on GET /v1/bind. */
 function isReady(e: Entry): boolean {
-  return e.lifecycle.phase === 'warm' && e.sandbox !== null && e.sandbox.gateway.runnerWaiting;
+  return e.sandbox !== null && e.lifecycle.ready;
 }
 
-/** Died in the pool, or hung: it is drained, never handed out. */
-function drain(e: Entry, why: string): void {
-  if (!e.lifecycle.isEnding) e.lifecycle.moveTo('draining', why);
+/** Leaves the pool for good: drained (with the first reason it got), never handed out. */
+function drain(e: Entry, reason: PoolEndReason | 'WorkerStopping', message: string): void {
+  e.lifecycle.drain({ reason, message });
 }
 
 interface ProfilePool {
@@ -114,8 +115,7 @@ export class WarmPool {
 
   /** A ready sandbox of this profile, now out of the pool for good; null = start a cold one. */
   take(profile: SandboxProfile): LaunchedSandbox | null {
-    // gVisor sees only the mounts present at its start: its sandboxes start per turn, on the turn's layer.
-    if (this.sizes.max === 0 || profile.isolation === 'runsc') return null;
+    if (this.sizes.max === 0) return null;
     const pool = this.poolOf(profile);
     const now = this.deps.clock.now();
     pool.takes.push(now);
@@ -136,7 +136,7 @@ export class WarmPool {
   onSandboxExit(name: string): boolean {
     const found = this.byName.get(name);
     if (!found) return false;
-    drain(found.entry, 'exited in the pool');
+    drain(found.entry, 'DiedInPool', 'exited in the pool');
     this.deps.log.warn({ sandbox: name }, 'Warm sandbox died before binding; replacing it');
     this.wake.notify();
     return true;
@@ -171,8 +171,8 @@ export class WarmPool {
     const disposeNext = async (): Promise<void> => {
       for (let e = entries.pop(); e; e = entries.pop()) {
         const entry = e;
-        drain(entry, 'worker stopping');
-        await this.disposeOf(entry, 'worker stopping').catch((err: unknown) => {
+        drain(entry, 'WorkerStopping', 'worker stopping');
+        await this.disposeOf(entry).catch((err: unknown) => {
           this.deps.log.warn({ err, sandbox: entry.lifecycle.name }, 'Could not dispose of a warm sandbox');
         });
       }
@@ -253,23 +253,23 @@ export class WarmPool {
       entry.sandbox = await this.deps.launch(entry.lifecycle, key, pool.profile, onReady);
     } catch (err) {
       this.remove(pool, entry);
-      drain(entry, 'did not start');
-      entry.lifecycle.moveTo('gone', 'did not start');
+      drain(entry, 'StartFailed', `did not start: ${(err as Error).message}`);
+      entry.lifecycle.gone();
       throw err;
     }
-    if (this.stopped) drain(entry, 'worker stopping');
+    if (this.stopped) drain(entry, 'EndedWhileStarting', 'worker stopping');
     // Stopped, or exited, while it was being created: it never joins the pool.
     if (entry.lifecycle.isEnding) {
       this.remove(pool, entry);
-      await this.disposeOf(entry, 'ended while starting');
+      await this.disposeOf(entry);
       return;
     }
-    entry.lifecycle.moveTo('warm', 'started unbound');
+    entry.lifecycle.warm();
   }
 
-  private async disposeOf(entry: Entry, reason: string): Promise<void> {
-    await this.deps.dispose(entry.sandbox!, reason);
-    entry.lifecycle.moveTo('gone', reason);
+  private async disposeOf(entry: Entry): Promise<void> {
+    await this.deps.dispose(entry.sandbox!);
+    entry.lifecycle.gone();
   }
 
   private async dropDeadAndSurplus(): Promise<void> {
@@ -277,8 +277,8 @@ export class WarmPool {
     for (const pool of this.pools.values()) {
       // A runner asks again at once after each long-poll: one silent this long is hung (or never booted).
       for (const e of pool.entries)
-        if (e.sandbox && !e.sandbox.gateway.runnerWaiting && now - e.seenAt > BOOT_TIMEOUT_MS)
-          drain(e, 'hung in the pool');
+        if (e.sandbox && !e.lifecycle.runnerWaiting && now - e.seenAt > BOOT_TIMEOUT_MS)
+          drain(e, 'HungInPool', `no GET /v1/bind for ${BOOT_TIMEOUT_MS / 1000} s`);
       let surplus = pool.entries.length - this.targetOf(pool, now);
       // Drained ones first, then the oldest.
       const draining = (e: Entry) => Number(e.lifecycle.isEnding);
@@ -287,9 +287,8 @@ export class WarmPool {
         if (!entry.sandbox) continue;
         this.remove(pool, entry);
         surplus--;
-        const reason = entry.lifecycle.isEnding ? 'dead or hung in the pool' : 'pool shrinking';
-        drain(entry, reason);
-        await this.disposeOf(entry, reason);
+        drain(entry, 'PoolShrinking', 'fewer warm sandboxes wanted');
+        await this.disposeOf(entry);
       }
     }
   }

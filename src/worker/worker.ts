@@ -23,6 +23,8 @@ import type { SandboxDeps, WorkerDeps } from './deps.js';
 import { cleanUpLocalLeftovers } from './local-cleanup.js';
 import { installIdOf, poolSandboxName } from './paths.js';
 import { launchSandbox, newSandboxLifecycle, profileOf, removeSandboxFiles } from './sandbox-launch.js';
+import { sandboxModeOf } from './sandbox-modes.js';
+import { SandboxReports } from './sandbox-reports.js';
 import { SessionSupervisor, type SupervisorDeps } from './session-supervisor.js';
 import { WarmPool, type WarmPoolStats } from './warm-pool.js';
 
@@ -71,12 +73,14 @@ export class Worker {
   /** The sweep of expired leases under way (one at a time). */
   private unsubscribe: (() => void) | null = null;
   private pool: WarmPool | null = null;
+  private readonly sandboxReports: SandboxReports;
 
   constructor(private readonly deps: WorkerDeps) {
     this.installId = installIdOf(deps.paths.dataDir);
     this.workspaces = new Workspaces(deps.paths.dataDir, SANDBOX_UID, deps.blobs);
     this.storageBlobs = new StorageBlobs(deps.blobs);
     this.log = deps.log.child({ workerId: this.id });
+    this.sandboxReports = new SandboxReports(deps.store, deps.clock, this.log);
   }
 
   get activeSessions(): number {
@@ -128,6 +132,7 @@ export class Worker {
         `Runtime event stream did not connect in ${EVENTS_CONNECT_TIMEOUT_MS} ms`,
       );
     }
+    this.sandboxReports.start();
     this.pool = this.createPool();
     this.pool.start();
     this.loops.push(this.claimLoop());
@@ -141,6 +146,7 @@ export class Worker {
     this.claimWake.notify();
     for (const s of this.supervisors.values()) s.stop('WorkerStopping');
     await Promise.allSettled([...this.running, ...this.loops, this.cleaning, this.pool?.stop()]);
+    await this.sandboxReports.stop();
     this.loopDelay.disable();
     await this.deps.store.removeWorker(this.id);
     // Workers on other machines share the store, not this data dir: only this dir's own users count.
@@ -176,7 +182,8 @@ export class Worker {
           const c = await store.claimRunnableSession(this.id, clock.now());
           if (c) {
             claimed = true;
-            const warm = this.pool!.take(profileOf(c.agent, this.deps.image));
+            const poolable = sandboxModeOf(c.agent, config).poolable;
+            const warm = poolable ? this.pool!.take(profileOf(c.agent, this.deps.image)) : null;
             this.supervise(new SessionSupervisor(this.supervisorDeps(), c.session, c.agent, warm));
           }
         } catch (err) {
@@ -203,6 +210,7 @@ export class Worker {
       secret: this.secret,
       workspaces: this.workspaces,
       runnerDir: this.runnerDir,
+      sandboxReports: this.sandboxReports,
     };
   }
 
@@ -219,7 +227,8 @@ export class Worker {
       {
         clock: this.deps.clock,
         log,
-        newLifecycle: () => newSandboxLifecycle(poolSandboxName(this.installId, this.id, ++seq), log),
+        newLifecycle: () =>
+          newSandboxLifecycle(deps, poolSandboxName(this.installId, this.id, ++seq), log, true),
         launch: (lifecycle, key, profile, onReady) =>
           launchSandbox(deps, {
             lifecycle,
@@ -228,8 +237,8 @@ export class Worker {
             log: log.child({ sandbox: lifecycle.name }),
             onBootWaiting: onReady,
           }),
-        dispose: async (sandbox, reason) => {
-          await this.deps.runtime.kill(sandbox.handle, reason);
+        dispose: async (sandbox) => {
+          await this.deps.runtime.kill(sandbox.handle);
           await sandbox.gateway.close();
           await removeSandboxFiles(deps, sandbox.name);
         },

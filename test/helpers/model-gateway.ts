@@ -12,7 +12,6 @@ import {
   type AgentSpecInput,
   agentSpecSchema,
   modelApiOf,
-  SandboxLifecycle,
   systemClock,
   type Turn,
   TurnInFlight,
@@ -21,6 +20,7 @@ import { ModelProxy, SandboxGateway, signSandboxToken } from '../../src/gateway/
 import { SecretStore } from '../../src/secrets/index.js';
 import { openSqliteStore, type Store } from '../../src/store/index.js';
 import { type FakeModelServer, type ScriptStep, startFakeAnthropic, startFakeOpenAI } from './fake-models.js';
+import { testLifecycle } from './lifecycle.js';
 
 export const UPSTREAM_KEY = 'sk-test-upstream-key-0123456789';
 const TOKEN_SECRET = Buffer.from('t'.repeat(32));
@@ -64,7 +64,7 @@ export async function startModelGateway(
   const socketPath = join(dir, 'gateway.sock');
   const token = (generation = binding.generation) =>
     signSandboxToken(TOKEN_SECRET, { sessionId: 's', generation, expiresAt: Date.now() + 60_000 });
-  const lifecycle = new SandboxLifecycle('model-gateway-test');
+  const lifecycle = testLifecycle('model-gateway-test');
   const gateway = new SandboxGateway({
     lifecycle,
     socketPath,
@@ -82,7 +82,7 @@ export async function startModelGateway(
     hooks: { onHeartbeat: () => {}, beforeCommit: async () => undefined },
     modelProxy: new ModelProxy({ ...shared, agent: created, secrets, upstreams }),
   });
-  lifecycle.moveTo('bound', 'test');
+  lifecycle.bind({ sessionId: 's', generation: binding.generation });
   lifecycle.serve(
     new TurnInFlight(turn, {
       turnId: turn.id,

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { agentSpecSchema, isBerthError, type RetryPolicy } from '../../src/core/index.js';
+import { agentSpecSchema, isBerthError, type RetryPolicy, type SandboxRecord } from '../../src/core/index.js';
 import type { Store } from '../../src/store/index.js';
 
 export const LEASE_MS = 10_000;
@@ -833,6 +833,89 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
       await assert.rejects(
         store.forkSession({ sourceId: 's', sessionId: 'h', now: BASE + 2 }),
         (e: unknown) => isBerthError(e, 'SESSION_ARCHIVED'),
+      );
+      await store.close();
+    });
+
+    test('sandbox records: the latest report wins, a tenant sees its own, dead workers’ sandboxes are lost', async () => {
+      const store = await withAgent(open);
+      await store.createAgent(agentSpecSchema.parse({ name: 'mine', provider: 'command' }), BASE, 't1');
+      await store.enqueueMessage({ sessionId: 's1', agent: 'mine', text: 'x', now: BASE, tenant: 't1' });
+      const record = (name: string, p: Partial<SandboxRecord>): SandboxRecord => ({
+        name,
+        workerId: 'w1',
+        phase: 'warm',
+        pooled: true,
+        sessionId: null,
+        generation: null,
+        turnId: null,
+        endReason: null,
+        endMessage: null,
+        createdAt: BASE,
+        updatedAt: BASE,
+        endedAt: null,
+        ...p,
+      });
+      const serving = record('sb-a', {
+        phase: 'serving',
+        sessionId: 's1',
+        generation: 1,
+        turnId: 't',
+        updatedAt: BASE + 2,
+      });
+      await store.recordSandboxes([record('sb-warm', {}), serving], BASE + 2);
+      // A report that arrives late (an older move) does not undo a newer one.
+      await store.recordSandboxes(
+        [record('sb-a', { phase: 'bound', sessionId: 's1', generation: 1, updatedAt: BASE + 1 })],
+        BASE + 3,
+      );
+      const all = await store.listSandboxes(BASE, 100);
+      assert.deepEqual(all.map((r) => [r.name, r.phase]).sort(), [
+        ['sb-a', 'serving'],
+        ['sb-warm', 'warm'],
+      ]);
+      assert.deepEqual(
+        all.find((r) => r.name === 'sb-a'),
+        serving,
+      );
+      assert.deepEqual(
+        (await store.listSandboxes(BASE, 100, 't1')).map((r) => r.name),
+        ['sb-a'],
+        'a warm sandbox serves no tenant',
+      );
+      assert.deepEqual(await store.listSandboxes(BASE, 100, 't2'), []);
+      const gone = record('sb-a', {
+        phase: 'gone',
+        sessionId: 's1',
+        generation: 1,
+        endReason: 'SandboxExited',
+        endMessage: 'sandbox exited (exit code 137)',
+        updatedAt: BASE + 4,
+        endedAt: BASE + 4,
+      });
+      await store.recordSandboxes([gone], BASE + 4);
+      assert.deepEqual(
+        (await store.listSandboxes(BASE + 4, 100)).find((r) => r.name === 'sb-a'),
+        gone,
+      );
+      assert.equal(
+        (await store.listSandboxes(BASE + 5, 100)).find((r) => r.name === 'sb-a'),
+        undefined,
+        'ended before the window',
+      );
+      // w2 stops renewing: once its row is a lease old, its sandboxes are recorded lost with the next report.
+      await store.recordSandboxes([record('sb-w2', { workerId: 'w2' })], BASE + 5);
+      await store.renewWorker('w1', BASE + LEASE_MS + 10);
+      await store.recordSandboxes([], BASE + LEASE_MS + 10);
+      const lost = (await store.listSandboxes(BASE, 100)).find((r) => r.name === 'sb-w2');
+      assert.deepEqual(
+        [lost?.phase, lost?.endReason, lost?.endedAt],
+        ['gone', 'WorkerLost', BASE + LEASE_MS + 10],
+      );
+      assert.equal(
+        (await store.listSandboxes(BASE, 100)).find((r) => r.name === 'sb-warm')?.phase,
+        'warm',
+        'w1 is alive',
       );
       await store.close();
     });

@@ -65,11 +65,7 @@ export class DockerRuntime implements SandboxRuntime {
     return { id: container.id, name: spec.name, labels: options.Labels ?? {} };
   }
 
-  async kill(
-    handle: Pick<SandboxHandle, 'id' | 'name'>,
-    _reason: string,
-    options: { hard?: boolean } = {},
-  ): Promise<void> {
+  async kill(handle: Pick<SandboxHandle, 'id' | 'name'>, options: { hard?: boolean } = {}): Promise<void> {
     const container = this.docker.getContainer(handle.id || handle.name);
     // stop = SIGTERM, 1 s grace, SIGKILL; then remove. 304/404/409 mean it is already going or gone.
     await (options.hard ? container.kill() : container.stop({ t: 1 })).catch(ignoreGone);

@@ -91,7 +91,7 @@ export class KubernetesRuntime implements SandboxRuntime {
     try {
       await this.waitStarted(created);
     } catch (err) {
-      await this.kill(handle, 'did not start', { hard: true }).catch(() => undefined);
+      await this.kill(handle, { hard: true }).catch(() => undefined);
       throw err;
     }
     return handle;
@@ -123,11 +123,7 @@ export class KubernetesRuntime implements SandboxRuntime {
     }
   }
 
-  async kill(
-    handle: Pick<SandboxHandle, 'id' | 'name'>,
-    _reason: string,
-    options: { hard?: boolean } = {},
-  ): Promise<void> {
+  async kill(handle: Pick<SandboxHandle, 'id' | 'name'>, options: { hard?: boolean } = {}): Promise<void> {
     const name = handle.id || podName(handle.name);
     if (!options.hard) {
       const deleted = await this.deletePod(name, 1);

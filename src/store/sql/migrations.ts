@@ -363,6 +363,31 @@ UPDATE sessions SET runnable_at = (SELECT m.process_after FROM messages m WHERE 
 WHERE queued_id IS NOT NULL;
 `,
   },
+  {
+    version: 18,
+    name: 'sandbox records',
+    // Each sandbox's lifecycle as its worker reports it, warm ones included: its phase, what it
+    // is bound to and why it ended. A report, not a transition: the lease and the generation
+    // stay what fences, so the record never blocks a turn.
+    sql: `
+CREATE TABLE sandboxes (
+  name TEXT PRIMARY KEY,
+  worker_id TEXT NOT NULL,
+  phase TEXT NOT NULL CHECK (phase IN ('creating', 'warm', 'bound', 'serving', 'draining', 'gone')),
+  pooled INTEGER NOT NULL,
+  session_id TEXT,
+  generation INTEGER,
+  turn_id TEXT,
+  end_reason TEXT,
+  end_message TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  ended_at INTEGER
+);
+CREATE INDEX sandboxes_worker ON sandboxes(worker_id) WHERE phase <> 'gone';
+CREATE INDEX sandboxes_ended ON sandboxes(ended_at);
+`,
+  },
 ];
 
 /** SQLite's column types in PostgreSQL's: every integer 64-bit, AUTOINCREMENT keys as BIGSERIAL. */

@@ -6,6 +6,9 @@ import {
   type ErrorCode,
   isErrorCode,
   type Message,
+  type SandboxEndReason,
+  type SandboxPhase,
+  type SandboxRecord,
   type Schedule,
   type Session,
   type SessionEvent,
@@ -201,4 +204,22 @@ export function toStorageObject(r: Row): StoredObject {
 function errorCodeOf(value: unknown): ErrorCode | null {
   if (value === null || value === undefined) return null;
   return isErrorCode(value) ? value : 'INTERNAL';
+}
+
+export function toSandboxRecord(r: Row): SandboxRecord {
+  const orNull = (v: unknown) => (v == null ? null : Number(v));
+  return {
+    name: String(r.name),
+    workerId: String(r.worker_id),
+    phase: String(r.phase) as SandboxPhase,
+    pooled: Number(r.pooled) === 1,
+    sessionId: r.session_id == null ? null : String(r.session_id),
+    generation: orNull(r.generation),
+    turnId: r.turn_id == null ? null : String(r.turn_id),
+    endReason: r.end_reason == null ? null : (String(r.end_reason) as SandboxEndReason),
+    endMessage: r.end_message == null ? null : String(r.end_message),
+    createdAt: Number(r.created_at),
+    updatedAt: Number(r.updated_at),
+    endedAt: orNull(r.ended_at),
+  };
 }

@@ -21,6 +21,7 @@ import {
   type Message,
   type Principal,
   type RetryPolicy,
+  type SandboxRecord,
   type Schedule,
   type ScheduleStatus,
   type SessionEvent,
@@ -61,6 +62,7 @@ import * as audits from './programs/audit.js';
 import * as events from './programs/events.js';
 import * as leases from './programs/leases.js';
 import * as usage from './programs/model-usage.js';
+import * as sandboxes from './programs/sandboxes.js';
 import * as schedules from './programs/schedules.js';
 import * as sessions from './programs/sessions.js';
 import * as storage from './programs/storage.js';
@@ -280,6 +282,18 @@ export class SqlStore implements Store {
 
   recordSandbox(fence: Fence, sandbox: string, now: number): Promise<FenceCode> {
     return this.write('recordSandbox', (tx) => leases.recordSandbox(tx, fence, sandbox, now), 'relaxed');
+  }
+
+  recordSandboxes(records: SandboxRecord[], now: number): Promise<void> {
+    return this.write(
+      'recordSandboxes',
+      () => sandboxes.recordSandboxes(records, now, this.policy.leaseMs),
+      'relaxed',
+    );
+  }
+
+  listSandboxes(endedSince: number, limit: number, tenant?: string): Promise<SandboxRecord[]> {
+    return this.read(() => sandboxes.listSandboxes(endedSince, limit, tenant));
   }
 
   releaseSession(fence: Fence, now: number): Promise<FenceCode> {

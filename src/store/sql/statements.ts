@@ -12,6 +12,7 @@ export * from './statements/audit.js';
 export * from './statements/events.js';
 export * from './statements/messages.js';
 export * from './statements/model-usage.js';
+export * from './statements/sandboxes.js';
 export * from './statements/schedules.js';
 export * from './statements/sessions.js';
 export * from './statements/state.js';

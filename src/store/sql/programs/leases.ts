@@ -41,13 +41,11 @@ export function* claimRunnableSession(
   const lease = (yield* get('SESSION_LEASE', { id, staleBefore }))!;
   // Taken by a live worker since the queue was read (PostgreSQL): not ours to take.
   if (lease.lease_owner !== null && Number(lease.holder_alive) === 1) return null;
-  if (lease.lease_owner !== null) {
-    yield* reclaimSession(tx, id, now, policy);
-    // Its dead holder's turn went back to pending, with backoff: it holds the session's later messages.
-    const keys = (yield* get('SESSION_BY_ID', { id }))!;
-    if (keys.queued_id == null || Number(keys.runnable_at) > now) return null;
-  }
-  const generation = Number((yield* get('SESSION_BY_ID', { id }))!.generation);
+  if (lease.lease_owner !== null) yield* reclaimSession(tx, id, now, policy);
+  const row = (yield* get('SESSION_BY_ID', { id }))!;
+  // A reclaimed holder's turn went back to pending, with backoff: it holds the session's later messages.
+  if (lease.lease_owner !== null && (row.queued_id == null || Number(row.runnable_at) > now)) return null;
+  const generation = Number(row.generation);
   yield* guarded(
     tx,
     'CLAIM_SESSION',

@@ -1,0 +1,97 @@
+/**
+ * A session's turns meet its workspace the way its SandboxMode says: what is mounted
+ * before the sandbox is bound and what after, what a commit seals, and when a turn's
+ * layer is settled (promoted if the store says committed, else dropped). The mode is
+ * data; this is the one place that acts on it.
+ */
+import type { Logger } from 'pino';
+import { type CommitInput, failpoint, type Turn } from '../core/index.js';
+import type { SandboxDeps } from './deps.js';
+import type { SandboxMode } from './sandbox-modes.js';
+import { TurnWorkspace } from './turn-workspace.js';
+
+export class TurnLayers {
+  /** The chain's side of a layered mode's turns; none for a sandbox that writes in place. */
+  private readonly workspace: TurnWorkspace | null;
+
+  constructor(
+    private readonly deps: SandboxDeps,
+    private readonly mode: SandboxMode,
+    private readonly sessionId: string,
+    private readonly sandboxName: string,
+    private readonly log: Logger,
+  ) {
+    this.workspace = mode.settle === 'in-place' ? null : new TurnWorkspace(deps, sessionId, log);
+  }
+
+  /** Mounts the turn's workspace, binding the sandbox (`bind`) at the point the mode needs it bound. */
+  async prepare(turn: Turn, bound: boolean, bind: () => Promise<void>): Promise<void> {
+    switch (this.mode.mountBeforeBind) {
+      case 'nothing':
+        if (!bound) await bind();
+        return this.mountAttempt(turn);
+      case 'attempt-layer':
+        await this.mountAttempt(turn);
+        if (!bound) await bind();
+        return;
+      case 'committed-layer':
+        if (bound) return;
+        await this.deps.workspaces.mountResident(this.sessionId, this.sandboxName);
+        return bind();
+    }
+  }
+
+  /** The layer the quota watch measures with the committed one; null = the committed layer itself. */
+  quotaLayerOf(turn: Turn): string | null {
+    return this.workspace ? turn.id : null;
+  }
+
+  /** Before the commit transaction (the gateway's beforeCommit): what the commit must carry of the workspace. */
+  async seal(turnId: string): Promise<CommitInput['workspace']> {
+    return this.workspace?.seal(turnId, this.sandboxName);
+  }
+
+  /** After a commit the sandbox serves on from: true while the turn's layer is still owed (settled once the sandbox is gone). */
+  async afterCommit(turn: Turn): Promise<boolean> {
+    switch (this.mode.settle) {
+      case 'after-commit':
+        await this.settle(turn.id, 'turn-end');
+        return false;
+      // Its writes are already in the committed layer: nothing to promote, only the mark to clear.
+      case 'in-place':
+        await this.deps.store.markLayerPromoted(this.sessionId, turn.id);
+        return false;
+      case 'after-kill':
+        return true;
+    }
+  }
+
+  /**
+   * Takes a finished turn's layer off the slot and promotes it if the store says committed,
+   * else drops it: at the turn's end, or at the claim for a layer a crash left owed.
+   */
+  async settle(turnId: string, at: 'turn-end' | 'claim'): Promise<void> {
+    const { store, workspaces } = this.deps;
+    await workspaces.unmountSlot(this.sandboxName);
+    if ((await store.getTurn(turnId))?.status === 'committed') {
+      failpoint('before-promote');
+      const applied = await workspaces.promote(
+        this.sessionId,
+        turnId,
+        this.workspace?.committedAs(turnId) ?? null,
+      );
+      failpoint('before-mark-promoted');
+      await store.markLayerPromoted(this.sessionId, turnId);
+      this.log.info({ turnId, by: at, planApplied: applied }, 'Layer promoted');
+      await workspaces.discard(this.sessionId, turnId);
+      await this.workspace?.afterPromotion(turnId);
+      return;
+    }
+    await workspaces.discard(this.sessionId, turnId);
+  }
+
+  private async mountAttempt(turn: Turn): Promise<void> {
+    await this.workspace!.bringCurrent(turn);
+    await this.deps.workspaces.mountAttempt(this.sessionId, turn.id, this.sandboxName);
+  }
+}
