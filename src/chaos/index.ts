@@ -10,7 +10,7 @@ export type {
 } from './fault-records.js';
 export { runningTurnsIn } from './fault-records.js';
 export { sandboxKillHits } from './fault-timing.js';
-export { FaultInjector } from './faults.js';
+export { FaultInjector } from './faults/index.js';
 export { CHAOS_INVARIANTS, type InvariantResult } from './invariant-result.js';
 export { checkInvariants, type ProcessEnd } from './invariants.js';
 export { NodeSet } from './node-set.js';

@@ -43,7 +43,7 @@ import {
   runningTurnsIn,
   type StoreFailover,
 } from './fault-records.js';
-import { FaultInjector } from './faults.js';
+import { FaultInjector } from './faults/index.js';
 import { checkInvariants } from './invariants.js';
 import { removeLeftovers } from './leftovers.js';
 import { LoadSampler } from './load-sampler.js';
