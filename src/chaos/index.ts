@@ -1,4 +1,6 @@
 /** chaos: fault injection against real berth processes, the invariant checker and the report. */
+
+export type { ChaosReport } from './build-report.js';
 export { BERTH_BIN, freePort } from './children.js';
 export type {
   Fault,
@@ -22,7 +24,7 @@ export {
 } from './patroni-cluster.js';
 export { type PostgresCluster, startPostgresCluster } from './postgres-cluster.js';
 export { readdirIfPresent } from './read-if-present.js';
-export { type ChaosReport, renderReport } from './report.js';
+export { renderReport } from './render-report.js';
 export { type ChaosOptions, type ChaosProgress, runChaos } from './run-chaos.js';
 export { assertCephInstalled, type S3Service, startS3Service } from './s3-service.js';
 export type { Outcome, RequestRecord } from './session-driver.js';

@@ -36,6 +36,7 @@ import { baseImageRecipe, baseImageTag } from '../image/index.js';
 import { connectDocker } from '../runtime/index.js';
 import type { Store } from '../store/index.js';
 import { installIdOf } from '../worker/index.js';
+import { buildReport, type ChaosReport, type ChaosSettings } from './build-report.js';
 import { BerthProcess, freePort, waitForHealthy, workerIdOf } from './children.js';
 import {
   type KillableWorker,
@@ -50,7 +51,6 @@ import { LoadSampler } from './load-sampler.js';
 import { NodeSet } from './node-set.js';
 import type { NodeEngineUsage, NodeUsageSampler } from './node-usage.js';
 import type { PatroniCluster } from './patroni-cluster.js';
-import { buildReport, type ChaosReport, type ChaosSettings } from './report.js';
 import type { S3Service } from './s3-service.js';
 import { readSelfFences } from './self-fences.js';
 import { driveSession, type RequestRecord } from './session-driver.js';
