@@ -1,6 +1,7 @@
 /** chaos: fault injection against real berth processes, the invariant checker and the report. */
 
 export type { ChaosReport } from './build-report.js';
+export type { ChaosOptions, ChaosProgress } from './chaos-options.js';
 export { BERTH_BIN, freePort } from './children.js';
 export type {
   Fault,
@@ -25,7 +26,7 @@ export {
 export { type PostgresCluster, startPostgresCluster } from './postgres-cluster.js';
 export { readdirIfPresent } from './read-if-present.js';
 export { renderReport } from './render-report.js';
-export { type ChaosOptions, type ChaosProgress, runChaos } from './run-chaos.js';
+export { runChaos } from './run-chaos.js';
 export { assertCephInstalled, type S3Service, startS3Service } from './s3-service.js';
 export type { Outcome, RequestRecord } from './session-driver.js';
 export { readStoreSnapshot } from './snapshot.js';
