@@ -1,4 +1,7 @@
 /** chaos: fault injection against real berth processes, the invariant checker and the report. */
+
+export type { ChaosReport } from './build-report.js';
+export type { ChaosOptions, ChaosProgress } from './chaos-options.js';
 export { BERTH_BIN, freePort } from './children.js';
 export type {
   Fault,
@@ -10,7 +13,7 @@ export type {
 } from './fault-records.js';
 export { runningTurnsIn } from './fault-records.js';
 export { sandboxKillHits } from './fault-timing.js';
-export { FaultInjector } from './faults.js';
+export { FaultInjector } from './faults/index.js';
 export { CHAOS_INVARIANTS, type InvariantResult } from './invariant-result.js';
 export { checkInvariants, type ProcessEnd } from './invariants.js';
 export { NodeSet } from './node-set.js';
@@ -22,8 +25,8 @@ export {
 } from './patroni-cluster.js';
 export { type PostgresCluster, startPostgresCluster } from './postgres-cluster.js';
 export { readdirIfPresent } from './read-if-present.js';
-export { type ChaosReport, renderReport } from './report.js';
-export { type ChaosOptions, type ChaosProgress, runChaos } from './run-chaos.js';
+export { renderReport } from './render-report.js';
+export { runChaos } from './run-chaos.js';
 export { assertCephInstalled, type S3Service, startS3Service } from './s3-service.js';
 export type { Outcome, RequestRecord } from './session-driver.js';
 export { readStoreSnapshot } from './snapshot.js';

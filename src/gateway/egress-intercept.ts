@@ -32,8 +32,8 @@ import {
   isHeaderValue,
   templateSecrets,
 } from '../core/index.js';
+import type { EgressAudit } from './egress-audit.js';
 import { EgressCa } from './egress-ca.js';
-import type { EgressAudit } from './egress-proxy.js';
 import type { SecretSource } from './model-proxy.js';
 
 /** The first byte of a TLS record carrying a handshake. */

@@ -12,6 +12,7 @@
 import { connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { BerthError, type EgressRule, egressTarget } from '../core/index.js';
+import type { EgressAudit } from './egress-audit.js';
 import type { EgressInterceptor } from './egress-intercept.js';
 
 export interface EgressPolicy {
@@ -21,19 +22,6 @@ export interface EgressPolicy {
   /** Serves the targets with header rules; without it such a target is refused. */
   interceptor?: EgressInterceptor;
 }
-
-export type EgressAudit = (entry: {
-  allowed: boolean;
-  host: string;
-  port: number;
-  reason?: string;
-  bytesUp?: number;
-  bytesDown?: number;
-  /** Header names the gateway set on the tunnel's requests (never their values). */
-  injected?: string[];
-  /** HTTP requests served on an intercepted tunnel. */
-  requests?: number;
-}) => Promise<void>;
 
 /** Connection attempts to an allowed target give up after this. */
 const CONNECT_TIMEOUT_MS = 10_000;

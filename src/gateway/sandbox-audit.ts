@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../core/index.js';
 import type { Fence, GatewayStore } from '../store/index.js';
-import type { EgressAudit } from './egress-proxy.js';
+import type { EgressAudit } from './egress-audit.js';
 
 const MAX_UNAUTHORIZED_AUDITS = 100;
 

@@ -27,7 +27,8 @@ import {
   LABELS,
   npmPinProblem,
 } from '../core/index.js';
-import { type BaseImageRecipe, type BuildProgress, baseImageRecipe, imageExists } from './base-image.js';
+import { baseImageRecipe, imageExists } from './base-image.js';
+import type { BaseImageRecipe, BuildProgress } from './base-image-recipe.js';
 import { buildFromDebootstrap } from './debootstrap-build.js';
 import { sha256Hex } from './file-hash.js';
 import { HARNESS_RECIPES } from './harness-recipes.js';

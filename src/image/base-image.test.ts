@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type BaseImageRecipe, baseImageTag } from './base-image.js';
+import { baseImageTag } from './base-image.js';
+import type { BaseImageRecipe } from './base-image-recipe.js';
 
 const RECIPE: BaseImageRecipe = {
   recipeVersion: 1,

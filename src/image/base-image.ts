@@ -14,6 +14,7 @@
 // - Two concurrent builds of the same tag both succeed; the last import wins the tag. Their
 //   roots are identical but for mtimes, so nothing depends on which one that is.
 import type Dockerode from 'dockerode';
+import type { BaseImageRecipe, BuildProgress } from './base-image-recipe.js';
 import { buildFromDebootstrap } from './debootstrap-build.js';
 import { buildFromDockerfile } from './dockerfile-build.js';
 import { cachedSha256, sha256Hex } from './file-hash.js';
@@ -22,21 +23,6 @@ import { errorText } from './host-exec.js';
 /** Bump when a build step changes (in either build); it invalidates both the tag and the rootfs cache. */
 export const RECIPE_VERSION = 2;
 export const BASE_IMAGE_REPO = 'berth-base';
-
-export interface BaseImageRecipe {
-  recipeVersion: number;
-  suite: string;
-  variant: 'minbase';
-  packages: readonly string[];
-  nodePath: string;
-  nodeSha256: string;
-}
-
-export interface BuildProgress {
-  phase: string;
-  done?: number;
-  total?: number;
-}
 
 export interface EnsureBaseImageOptions {
   /** Holds the node hash cache and the rootfs tarball cache. Created if missing. */

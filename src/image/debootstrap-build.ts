@@ -15,7 +15,7 @@ import path from 'node:path';
 import type Dockerode from 'dockerode';
 import { fsyncPath, moveIntoPlace, stagingPath } from '../durable-files/index.js';
 import { debianMirror } from './apt-mirror.js';
-import type { BaseImageRecipe, BuildProgress } from './base-image.js';
+import type { BaseImageRecipe, BuildProgress } from './base-image-recipe.js';
 import { ensureDebootstrap, runDebootstrap } from './debootstrap.js';
 import { sha256Hex } from './file-hash.js';
 import { fileExists } from './files.js';

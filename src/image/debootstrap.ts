@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import type { BaseImageRecipe, BuildProgress } from './base-image.js';
+import type { BaseImageRecipe, BuildProgress } from './base-image-recipe.js';
 import { fileExists } from './files.js';
 import { exitCode, run } from './host-exec.js';
 

@@ -6,7 +6,7 @@
 // - A failure says whether the registry looked unreachable, and points to the offline build.
 import { fileURLToPath } from 'node:url';
 import type Dockerode from 'dockerode';
-import type { BuildProgress } from './base-image.js';
+import type { BuildProgress } from './base-image-recipe.js';
 import { followJsonStream } from './engine-stream.js';
 import { errorText } from './host-exec.js';
 

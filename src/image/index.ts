@@ -11,5 +11,6 @@ export {
   parseHarnesses,
 } from './agent-image.js';
 export { type AgentImageCheck, agentImageCheck } from './agent-image-check.js';
-export { type BuildProgress, baseImageRecipe, baseImageTag, ensureBaseImage } from './base-image.js';
+export { baseImageRecipe, baseImageTag, ensureBaseImage } from './base-image.js';
+export type { BuildProgress } from './base-image-recipe.js';
 export { HARNESS_RECIPES } from './harness-recipes.js';

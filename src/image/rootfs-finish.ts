@@ -16,7 +16,7 @@ import * as fs from 'node:fs/promises';
 import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { BaseImageRecipe } from './base-image.js';
+import type { BaseImageRecipe } from './base-image-recipe.js';
 import { errorText, run } from './host-exec.js';
 
 const SANDBOX_UID = 1000;

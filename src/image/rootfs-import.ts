@@ -11,7 +11,7 @@ import * as fs from 'node:fs/promises';
 import path from 'node:path';
 import { Transform } from 'node:stream';
 import type Dockerode from 'dockerode';
-import type { BuildProgress } from './base-image.js';
+import type { BuildProgress } from './base-image-recipe.js';
 import { followJsonStream } from './engine-stream.js';
 import { errorText, exitCode } from './host-exec.js';
 

@@ -28,7 +28,7 @@ import type {
 } from '../core/protocol.js';
 import { HarnessError, runHarness } from './harness-process.js';
 import { modelEndpointUrl } from './model-endpoint.js';
-import type { TurnContext } from './providers.js';
+import type { TurnContext } from './turn-context.js';
 
 /** The harness states of a session, in its workspace (committed with each turn). */
 export const HARNESS_STATE_DIR = '.berth';

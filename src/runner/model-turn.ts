@@ -11,9 +11,9 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MODEL_PROXY_PATH, type ModelSettings, type TurnAssignment } from '../core/protocol.js';
-import type { TurnContext } from './providers.js';
 import { socketFetch } from './socket-fetch.js';
 import { runTool, type ToolContext, type ToolResult } from './tools.js';
+import type { TurnContext } from './turn-context.js';
 
 export const CONVERSATION_KEY = 'berth.conversation';
 /** Half of what a turn may put in state: the rest is the agent's own. */

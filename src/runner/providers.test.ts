@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import type { ScriptStep, TurnAssignment } from '../core/protocol.js';
 import { GatewayError } from './gateway-client.js';
-import { PROVIDERS, StepFailed, type TurnContext } from './providers.js';
+import { PROVIDERS, StepFailed } from './providers.js';
+import type { TurnContext } from './turn-context.js';
 
 /** One script turn of message 7 with these steps, in a fresh workspace. */
 async function runScript(

@@ -25,22 +25,11 @@ import {
   type TurnAssignment,
   type TurnOutput,
 } from '../core/protocol.js';
-import { type GatewayClient, isRevoked } from './gateway-client.js';
+import { isRevoked } from './gateway-client.js';
 import type { HarnessAdapter } from './harness-provider.js';
 import { LimitExceeded } from './limits.js';
 import { leftRunningOf, runShell } from './processes.js';
-
-export interface TurnContext {
-  workspace: string;
-  /** Model providers reach the gateway's model proxy through it. */
-  gateway: GatewayClient;
-  progress(text: string): Promise<void>;
-  /** undefined when the key is not set. */
-  getState(key: string): Promise<unknown>;
-  putState(key: string, value: unknown): Promise<void>;
-  /** A resident agent's sandbox: processes a turn leaves running live on into the next turns. */
-  resident: boolean;
-}
+import type { TurnContext } from './turn-context.js';
 
 export type Provider = (turn: TurnAssignment, ctx: TurnContext) => Promise<TurnOutput[]>;
 

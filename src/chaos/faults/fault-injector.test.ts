@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type Dockerode from 'dockerode';
-import type { KillableWorker, PartitionableWorker } from './fault-records.js';
-import { FaultInjector, type FaultInjectorOptions } from './faults.js';
+import type { KillableWorker, PartitionableWorker } from '../fault-records.js';
+import { FaultInjector, type FaultInjectorOptions } from './fault-injector.js';
 
 const NEVER = { min: 3_600_000, max: 3_600_000 };
 const noEngine = {} as Dockerode;

@@ -1,0 +1,142 @@
+/**
+ * sandbox-kill: every A–B seconds (uniform), `docker kill` (Engine API) of one random
+ * running container carrying this install's label, on the host's engine or each live
+ * node's. With `runningTurns`, every other kill aims at a sandbox running a turn.
+ *
+ * Invariants:
+ * - Only containers labelled `berth.install=<installId>` of an engine the run gave are
+ *   ever touched.
+ * - A kill a busy engine answers late is recorded when it answers (settled() waits for
+ *   it), never dropped: the turn it ended would otherwise count as an abort no fault explains.
+ */
+import { LABELS, sleep } from '../../core/index.js';
+import type { RunningTurns } from '../fault-records.js';
+import {
+  ENGINE_TIMEOUT_MS,
+  type FaultContext,
+  FRESH_TURN_MS,
+  newestStart,
+  runningSandboxes,
+  runningTurnsOrNone,
+} from './fault-context.js';
+
+export interface SandboxKillOptions {
+  /** Interval between sandbox kills, ms, drawn uniformly from [min, max]. */
+  killEveryMs: { min: number; max: number };
+  /**
+   * With these, every other sandbox kill aims at a sandbox running a turn (one that started
+   * last, when there is one): a run's sandboxes are mostly warm or between turns, and kills
+   * at random alone may all miss (8 of 8 did once). The others stay at random.
+   */
+  runningTurns?: RunningTurns;
+}
+
+/** How long a sandbox kill's answer is waited for (in the background, past ENGINE_TIMEOUT_MS). */
+const KILL_ANSWER_TIMEOUT_MS = 60_000;
+/** When no sandbox is running, look again this soon instead of waiting a whole interval. */
+const RETRY_NO_TARGET_MS = 250;
+
+export class SandboxKillFault {
+  /** Kill attempts that found no running sandbox or raced its end. */
+  skipped = 0;
+  /** Kills the engine has not answered yet. */
+  private readonly underWay = new Set<Promise<boolean>>();
+  /** Kills tried on a running sandbox: odd ones are aimed (runningTurns). */
+  private tried = 0;
+  private nextKillAt = Number.POSITIVE_INFINITY;
+
+  constructor(
+    private readonly opts: SandboxKillOptions,
+    private readonly ctx: FaultContext,
+  ) {
+    const { min, max } = opts.killEveryMs;
+    if (!(min > 0 && max >= min))
+      throw new RangeError(`kill interval must be 0 < min <= max, got ${min}-${max} ms`);
+  }
+
+  /** The first kill is due an interval from now. */
+  schedule(): void {
+    this.nextKillAt = this.ctx.clock.now() + this.interval();
+  }
+
+  /** How long until the next kill is due, ms (0 or less: now). */
+  dueInMs(): number {
+    return this.nextKillAt - this.ctx.clock.now();
+  }
+
+  /** Kills a sandbox once one is due; the next is due an interval later, or soon when none was running. */
+  async tick(): Promise<void> {
+    if (this.ctx.clock.now() < this.nextKillAt) return;
+    const hit = await this.killOne().catch((err: unknown) => {
+      this.ctx.warn(`sandbox kill failed: ${(err as Error).message}`);
+      return false;
+    });
+    this.nextKillAt = this.ctx.clock.now() + (hit ? this.interval() : RETRY_NO_TARGET_MS);
+  }
+
+  /** Resolves once the engine answered every kill. */
+  async settled(): Promise<void> {
+    await Promise.all(this.underWay);
+  }
+
+  private interval(): number {
+    const { min, max } = this.opts.killEveryMs;
+    return min + this.ctx.random() * (max - min);
+  }
+
+  /**
+   * True when a container was killed, or its kill is still under way after ENGINE_TIMEOUT_MS:
+   * a busy engine may carry a kill out after any wait, so the call is not abandoned but
+   * recorded when it answers (settled() waits for it); only an error or a container already
+   * gone means nothing was killed.
+   */
+  private async killOne(): Promise<boolean> {
+    const running = await runningSandboxes(this.ctx);
+    if (running.length === 0) {
+      this.skipped++;
+      return false;
+    }
+    this.tried++;
+    const aimed = this.tried % 2 === 1 ? await this.busySandboxes() : [];
+    const candidates = running.filter((c) => c.info.Names.some((n) => aimed.includes(n.replace(/^\//, ''))));
+    const pool = candidates.length > 0 ? candidates : running;
+    const { engine, info: target } = pool[Math.floor(this.ctx.random() * pool.length)]!;
+    const at = this.ctx.clock.now();
+    const answered = engine.docker
+      .getContainer(target.Id)
+      .kill({ abortSignal: AbortSignal.timeout(KILL_ANSWER_TIMEOUT_MS) })
+      .then(
+        () => {
+          this.ctx.faults.push({
+            kind: 'sandbox-kill',
+            at,
+            killedAt: this.ctx.clock.now(),
+            container: (target.Names[0] ?? target.Id).replace(/^\//, ''),
+            warm: LABELS.pool in target.Labels,
+            workerId: target.Labels[LABELS.worker] ?? '',
+          });
+          return true;
+        },
+        (err: unknown) => {
+          // 404/409: it ended on its own (turn done, supervisor killed it) between list and kill.
+          const status = (err as { statusCode?: number }).statusCode;
+          if (status !== 404 && status !== 409)
+            this.ctx.warn(`sandbox kill failed: ${(err as Error).message}`);
+          this.skipped++;
+          return false;
+        },
+      );
+    this.underWay.add(answered);
+    void answered.finally(() => this.underWay.delete(answered));
+    return Promise.race([answered, sleep(ENGINE_TIMEOUT_MS).then(() => true)]);
+  }
+
+  /** The sandboxes of the newest running turns (the one started last, and any within FRESH_TURN_MS of it). */
+  private async busySandboxes(): Promise<string[]> {
+    const runningTurns = this.opts.runningTurns;
+    if (!runningTurns) return [];
+    const turns = [...(await runningTurnsOrNone(runningTurns)).values()].flat();
+    const newest = newestStart(turns);
+    return turns.filter((t) => newest - t.startedAt <= FRESH_TURN_MS).map((t) => t.sandbox);
+  }
+}
