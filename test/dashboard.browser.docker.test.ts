@@ -64,6 +64,14 @@ test('dashboard: send from the page, see queued → running → done live, scree
   await page.waitForFunction("document.querySelectorAll('#events li').length >= 6");
   assert.match((await page.textContent('#events')) ?? '', /web1 reply/);
   assert.match((await page.textContent('#workers')) ?? '', /alive, \d\/1 slots/);
+  // The busy session gave its one slot up to web1: its sandbox is listed as ended, and why.
+  await page.waitForFunction(
+    "/busy SlotWanted/.test(document.querySelector('#ended').textContent)",
+    undefined,
+    {
+      timeout: 30_000,
+    },
+  );
   await mkdir(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard.png'), fullPage: true });
   assert.deepEqual(pageErrors, []);
