@@ -100,7 +100,15 @@ export async function checkInvariants(input: CheckInput): Promise<InvariantResul
     cleanShutdown(input.processes),
     ...(input.nodes
       ? await input.nodes.orphans()
-      : await orphans(input.dataDir, input.installId, input.docker)),
+      : await orphans([
+          {
+            name: 'this machine',
+            dataDir: input.dataDir,
+            installId: input.installId,
+            docker: input.docker,
+            workerDirs: 'required',
+          },
+        ])),
   ];
 }
 
