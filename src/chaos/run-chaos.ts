@@ -36,6 +36,7 @@ import { baseImageRecipe, baseImageTag } from '../image/index.js';
 import { connectDocker } from '../runtime/index.js';
 import type { Store } from '../store/index.js';
 import { installIdOf } from '../worker/index.js';
+import { readChildLogs } from './child-logs.js';
 import { BerthProcess, freePort, waitForHealthy, workerIdOf } from './children.js';
 import {
   type KillableWorker,
@@ -52,7 +53,7 @@ import type { NodeEngineUsage, NodeUsageSampler } from './node-usage.js';
 import type { PatroniCluster } from './patroni-cluster.js';
 import { buildReport, type ChaosReport, type ChaosSettings } from './report.js';
 import type { S3Service } from './s3-service.js';
-import { readSelfFences } from './self-fences.js';
+import { selfFencesIn } from './self-fences.js';
 import { driveSession, type RequestRecord } from './session-driver.js';
 import { openRunStore, readStoreSnapshot } from './snapshot.js';
 import { firstCommitAfter, firstFailedCallAfter } from './store-failover.js';
@@ -416,9 +417,10 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     await Promise.all(restarts);
     const stopped = await Promise.all(children.map((c) => c.stop(STOP_GRACE_MS)));
     const processes = aliveAtEnd.map((p, i) => ({ ...p, stop: stopped[i]! }));
-    await dateFirstFailures(
+    const logs = await readChildLogs(children);
+    dateFirstFailures(
       injector.faults.filter((f): f is StoreFailover => f.kind === 'store-failover'),
-      children.map((c) => c.logFile),
+      logs,
     );
 
     phase = 'checking';
@@ -466,7 +468,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       notSent: notSent.reduce((a, b) => a + b, 0),
       faults: injector.faults,
       skippedFaults: injector.skipped,
-      selfFences: await readSelfFences(children.map((c) => c.logFile)),
+      selfFences: logs.flatMap(selfFencesIn),
       load,
       sessions,
       invariants,
@@ -514,11 +516,7 @@ function failoverActions({ cluster, database }: NonNullable<NonNullable<ChaosOpt
 }
 
 /** Each failover's MTTD end: the first failed store call logged after it, before the next one. */
-async function dateFirstFailures(failovers: StoreFailover[], logFiles: string[]): Promise<void> {
+function dateFirstFailures(failovers: StoreFailover[], logs: string[]): void {
   for (const [i, f] of failovers.entries())
-    f.firstFailureAt = await firstFailedCallAfter(
-      logFiles,
-      f.at,
-      failovers[i + 1]?.at ?? Number.POSITIVE_INFINITY,
-    );
+    f.firstFailureAt = firstFailedCallAfter(logs, f.at, failovers[i + 1]?.at ?? Number.POSITIVE_INFINITY);
 }
