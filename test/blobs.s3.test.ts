@@ -16,7 +16,7 @@ import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BLOB_GRACE_MS, type BlobStore, openBlobStore } from '../src/blobs/index.js';
 import { S3BlobStore } from '../src/blobs/s3-blob-store.js';
-import { BERTH_BIN, freePort, startS3Service } from '../src/chaos/index.js';
+import { BERTH_BIN, freePort, readProcIfAlive, startS3Service } from '../src/chaos/index.js';
 import { type BerthError, isBerthError } from '../src/core/index.js';
 import { freshBucket, testS3 } from './helpers/s3.js';
 
@@ -201,9 +201,8 @@ test('the test S3 service: remove() leaves no process, no file and no mount', as
   assert.equal(existsSync(s3.dir), false, 'its dir is gone');
   assert.ok(!(await readFile('/proc/mounts', 'utf8')).includes(s3.dir), 'no mount under it');
   const leftovers: string[] = [];
-  for (const pid of await readdir('/proc')) {
-    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-    if (cmdline.includes(s3.dir)) leftovers.push(pid);
+  for (const pid of (await readdir('/proc')).filter((p) => /^\d+$/.test(p))) {
+    if ((await readProcIfAlive(`/proc/${pid}/cmdline`))?.includes(s3.dir)) leftovers.push(pid);
   }
   assert.deepEqual(leftovers, [], 'no process names its dir');
 });

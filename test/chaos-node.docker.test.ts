@@ -7,11 +7,11 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { access, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { NodeSet } from '../src/chaos/index.js';
+import { NodeSet, readProcIfAlive } from '../src/chaos/index.js';
 import { ensureBaseImage } from '../src/image/index.js';
 import { connectDocker } from '../src/runtime/index.js';
 import { listMounts } from '../src/workspace/index.js';
@@ -23,8 +23,8 @@ const exists = (path: string) =>
   );
 /** Running: it has a /proc entry and is not a zombie (dead, its exit status not yet collected by its parent). */
 const alive = async (pid: number) => {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-  return stat !== '' && /^\d+ \(.*\) ([A-Za-z])/s.exec(stat)?.[1] !== 'Z';
+  const stat = await readProcIfAlive(`/proc/${pid}/stat`);
+  return stat !== null && /^\d+ \(.*\) ([A-Za-z])/s.exec(stat)?.[1] !== 'Z';
 };
 const mountsUnder = async (dir: string) =>
   (await listMounts()).filter((m) => m.mountPoint.startsWith(`${dir}/`)).map((m) => m.mountPoint);

@@ -10,9 +10,9 @@
  * logs, the nodes' logs) is kept when the test fails.
  */
 import assert from 'node:assert/strict';
-import { readdir, readFile, rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import { test } from 'node:test';
-import { readdirIfPresent, runChaos } from '../src/chaos/index.js';
+import { readdirIfPresent, readProcIfAlive, runChaos } from '../src/chaos/index.js';
 import { listMounts } from '../src/workspace/index.js';
 import { assertRunHeld } from './helpers/chaos-report.js';
 import { freshDatabase } from './helpers/postgres.js';
@@ -24,7 +24,7 @@ const runId = process.pid.toString(36);
 async function processesNaming(dir: string): Promise<string[]> {
   const found: string[] = [];
   for (const pid of (await readdir('/proc')).filter((p) => /^\d+$/.test(p))) {
-    const cmdline = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0').join(' ');
+    const cmdline = ((await readProcIfAlive(`/proc/${pid}/cmdline`)) ?? '').split('\0').join(' ');
     if (cmdline.includes(dir)) found.push(`${pid}: ${cmdline}`);
   }
   return found;

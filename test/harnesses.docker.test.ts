@@ -4,7 +4,8 @@
  * against local servers speaking the providers' wire protocols (Anthropic Messages with
  * SSE; OpenAI Responses, streamed), scripted so that the harness calls its own tools.
  * For each harness: it writes a file and runs a command, and the file is committed; the
- * upstream sees the host's key and the sandbox holds it nowhere; the next turn continues
+ * upstream sees the host's key and the sandbox holds it nowhere, nor, after the turn, its
+ * committed workspace, its layers or the blob store's objects on the host; the next turn continues
  * the conversation; a `docker kill` mid-turn leaves no trace, and the retry continues the
  * conversation of the last committed turn. A harness past its timeout, exiting non-zero
  * or killed by a signal fails the turn with its catalogue code and what it said, and the
@@ -21,7 +22,7 @@ import { agentImageRecipe, agentImageTag, imageContents } from '../src/image/ind
 import { connectDocker } from '../src/runtime/index.js';
 import { SecretStore } from '../src/secrets/index.js';
 import { type FakeModelServer, startFakeAnthropic, startFakeOpenAI } from './helpers/fake-models.js';
-import { keySearch } from './helpers/key-search.js';
+import { hostFilesHolding, keySearch } from './helpers/key-search.js';
 import { startTestHost, waitPromoted } from './helpers/test-host.js';
 import { secretSearchJob } from './security/probes.js';
 
@@ -180,6 +181,13 @@ for (const harness of Object.keys(CASES) as HarnessName[]) {
     await waitPromoted(host, 's1');
     assert.equal(await committed(dataDir, 's1', 'note.txt'), 'hello sandbox\n');
     await access(join(dataDir, 'workspaces', 's1', 'committed', '.berth', harness));
+    // After the turn, on the host: what it committed, its layers (discarded once promoted: the
+    // dir is there, empty) and the blob store's objects (the layer as uploaded) hold no key either.
+    const [kept, layers] = ['committed', 'layers'].map((d) => join(dataDir, 'workspaces', 's1', d));
+    const blobs = join(dataDir, 'blobs');
+    const search = await hostFilesHolding(KEY, [kept!, layers!, blobs]);
+    assert.deepEqual(search.holding, [], 'files on the host holding the key');
+    assert.ok(search.searched[kept!]! > 0 && search.searched[blobs]! > 0, JSON.stringify(search.searched));
     const [turn] = await host.store.listTurns('s1');
     const usage = await host.store.sumModelUsage({ turnId: turn!.id });
     assert.equal(usage.calls, fake.requests.length, 'every call is metered');

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import type { ScriptPlan } from '../src/core/index.js';
 import { listMounts } from '../src/workspace/index.js';
-import { startTestHost } from './helpers/test-host.js';
+import { startTestHost, waitPromoted } from './helpers/test-host.js';
 import { availableTiers, type Tier } from './helpers/tiers.js';
 
 const plan = (p: ScriptPlan) => JSON.stringify(p);
@@ -72,9 +72,7 @@ async function transactionalTurns(t: TestContext, tier: Tier): Promise<void> {
   );
   assert.equal((await host.store.getSessionView('w1', Date.now()))?.workspaceVersion, 3);
   // The reply is out at the store commit; promotion follows right after it.
-  for (let i = 0; i < 100 && (await host.store.getSessionView('w1', Date.now()))?.pendingLayer; i++) {
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await waitPromoted(host, 'w1');
   assert.deepEqual(await host.store.getState('w1'), { turns: 2 });
   await assert.rejects(
     readFile(join(dataDir, 'workspaces', 'w1', 'committed', 'log.txt')),

@@ -3,6 +3,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
+import { messageRow } from '../../test/helpers/message-row.js';
 import { turnRow } from '../../test/helpers/turn-row.js';
 import { FileBlobStore } from '../blobs/index.js';
 import type { ChainEntry, Turn } from '../core/index.js';
@@ -10,7 +11,7 @@ import { packTree } from '../workspace/index.js';
 import { checkChains } from './chain-invariants.js';
 import type { InvariantResult } from './invariant-result.js';
 import type { SessionSnapshot } from './snapshot.js';
-import { expectedLog, LOG_FILE } from './workload.js';
+import { expectedLog, LOG_FILE, turnPlan } from './workload.js';
 
 async function scratch(t: TestContext): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'berth-chain-test-'));
@@ -33,9 +34,19 @@ async function object(
   return { ...entry, key, size: put.size };
 }
 
+/** Inbound message `id` of session `sessionId`, holding the workload's plan of turn `id`. */
+function workloadMessage(sessionId: string, id: number) {
+  return messageRow({
+    id,
+    sessionId,
+    text: JSON.stringify(turnPlan(0, id, { session: sessionId, seed: 1 })),
+  });
+}
+
 /**
  * A session whose k turns committed one after another, each on the version before it, each
- * with its layer (the whole log.txt, as an append copies it up) in the blob store.
+ * taking message v (the workload's turn v), each with its layer (the whole log.txt, as an
+ * append copies it up) in the blob store.
  */
 async function goodSession(
   blobs: FileBlobStore,
@@ -47,7 +58,7 @@ async function goodSession(
   const entries: ChainEntry[] = [];
   for (let v = 1; v <= k; v++) {
     const turnId = `${id}-t${v}`;
-    turns.push(turnRow({ id: turnId, sessionId: id, baseVersion: v - 1 }));
+    turns.push(turnRow({ id: turnId, sessionId: id, baseVersion: v - 1, messageIds: [v] }));
     entries.push(
       await object(
         blobs,
@@ -61,7 +72,7 @@ async function goodSession(
   return {
     id,
     view: null,
-    messages: [],
+    messages: Array.from({ length: k }, (_, i) => workloadMessage(id, i + 1)),
     turns,
     state: {},
     events: [],
@@ -81,14 +92,14 @@ const named = (results: InvariantResult[], name: string) => results.find((r) => 
 test('chain invariants hold for chains that are what their committed turns wrote', async (t) => {
   const { blobs, dir } = await blobStore(t);
   const sessions = [await goodSession(blobs, dir, 's1', 3), await goodSession(blobs, dir, 's2', 0)];
-  const { results, committedLogs } = await checkChains(sessions, blobs, new Map());
+  const { results, committedTrees } = await checkChains(sessions, blobs, new Map());
   for (const r of results) assert.ok(r.passed, `${r.name}: ${r.details.join('\n')}`);
   assert.deepEqual(
     results.map((r) => r.name),
     ['chain-objects-present', 'workspace-from-chain', 'never-behind'],
   );
-  assert.equal(committedLogs.get('s1'), expectedLog(3));
-  assert.equal(committedLogs.get('s2'), null);
+  assert.deepEqual(committedTrees.get('s1'), new Map([[LOG_FILE, expectedLog(3)]]));
+  assert.deepEqual(committedTrees.get('s2'), new Map());
 });
 
 test('a snapshot and the layers after it materialise as the whole workspace', async (t) => {
@@ -110,12 +121,12 @@ test('chain-objects-present fails when an object a chain names is gone from the 
   const { blobs, dir } = await blobStore(t);
   const s = await goodSession(blobs, dir, 's1', 3);
   await blobs.delete(s.chain.entries[1]!.key);
-  const { results, committedLogs } = await checkChains([s], blobs, new Map());
+  const { results, committedTrees } = await checkChains([s], blobs, new Map());
   const present = named(results, 'chain-objects-present');
   assert.equal(present.passed, false);
   assert.match(present.details.join('\n'), /s1: layer of version 2 .* is not in the blob store/);
   assert.equal(named(results, 'workspace-from-chain').passed, false, 'it cannot be materialised either');
-  assert.equal(committedLogs.get('s1'), null);
+  assert.equal(committedTrees.get('s1'), null);
 });
 
 test('workspace-from-chain fails when a layer holds other files than the committed turns wrote', async (t) => {
@@ -134,7 +145,7 @@ test('workspace-from-chain fails when a layer holds other files than the committ
   assert.equal(fromChain.passed, false);
   assert.match(
     fromChain.details.join('\n'),
-    /s1: at version 1 log\.txt is "1:a\\n", expected "1:a\\n1:b\\n"; files no turn wrote: stray\.txt/,
+    /s1: at version 1 no committed message wrote stray\.txt; log\.txt is "1:a\\n", expected "1:a\\n1:b\\n"/,
   );
   assert.ok(named(results, 'chain-objects-present').passed);
 });
@@ -234,6 +245,7 @@ test('workspace-from-chain: a turn that took several messages holds the writes o
   const s = await goodSession(blobs, dir, 's1', 2);
   // Turn 2 took messages 2 and 3 (one burst): version 2 is the log of three messages.
   s.turns[1]!.messageIds = [2, 3];
+  s.messages.push(workloadMessage('s1', 3));
   s.chain.entries[1] = await object(
     blobs,
     dir,
@@ -241,9 +253,9 @@ test('workspace-from-chain: a turn that took several messages holds the writes o
     { [LOG_FILE]: expectedLog(3) },
     { version: 2, kind: 'layer', turnId: 's1-t2' },
   );
-  const { results, committedLogs } = await checkChains([s], blobs, new Map());
+  const { results, committedTrees } = await checkChains([s], blobs, new Map());
   for (const r of results) assert.ok(r.passed, `${r.name}: ${r.details.join('\n')}`);
-  assert.equal(committedLogs.get('s1'), expectedLog(3));
+  assert.equal(committedTrees.get('s1')?.get(LOG_FILE), expectedLog(3));
   // The same chain for a turn that took one message: version 2 holds a message too many.
   s.turns[1]!.messageIds = [2];
   assert.match(

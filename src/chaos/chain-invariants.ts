@@ -5,8 +5,8 @@
  *   chain-objects-present  every object a session's chain names (its newest snapshot and the
  *                          layers after it) is in the blob store, at the size the chain says
  *   workspace-from-chain   the chain, applied object by object into an empty dir, gives at
- *                          each of its versions the tree the workload's committed turns
- *                          write (log.txt = expectedLog(m), m the messages those turns took,
+ *                          each of its versions the whole tree the messages of the committed
+ *                          turns before it write (workspace-tree.ts: every path and content,
  *                          nothing else), and it ends at the session's committed turns: the
  *                          final workspace is theirs
  *   never-behind           no turn ran on a workspace behind the store: in commit order the
@@ -19,28 +19,25 @@
  *
  * Invariants of this module: it only reads the store snapshot and the blob store (objects
  * are applied into a temp dir it removes); each named invariant appears exactly once in the
- * result. `committedLogs` gives each session's final log.txt as the chain has it, for the
+ * result. `committedTrees` gives each session's final tree as the chain has it, for the
  * committed-workspace invariant of a run whose sessions have no single disk.
  */
-import { mkdtemp, readFile, readlink, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BlobStore } from '../blobs/index.js';
 import type { ChainEntry, FailedStep, Turn } from '../core/index.js';
 import { applyLayerArchive } from '../workspace/index.js';
 import { type InvariantResult, result } from './invariant-result.js';
-import { readdirIfPresent } from './read-if-present.js';
 import { reportedSteps, type SessionSnapshot } from './snapshot.js';
 import { expectedLog, LOG_FILE } from './workload.js';
+import { expectedEffects, readTree, type Tree, treeDiff } from './workspace-tree.js';
 
 export interface ChainCheck {
   results: InvariantResult[];
-  /** Each session's final log.txt, materialised from its chain (null: none, or it could not be). */
-  committedLogs: Map<string, string | null>;
+  /** Each session's final tree, materialised from its chain (null: it could not be). */
+  committedTrees: Map<string, Tree | null>;
 }
-
-/** A materialised tree: relative path → file content, `->target` for a symlink, `/` for a dir. */
-type Tree = Map<string, string>;
 
 /** `excused`: the messages whose failed asserts are excused (excuses.ts), each with why. */
 export async function checkChains(
@@ -50,7 +47,7 @@ export async function checkChains(
 ): Promise<ChainCheck> {
   const missing: string[] = [];
   const mismatched: string[] = [];
-  const committedLogs = new Map<string, string | null>();
+  const committedTrees = new Map<string, Tree | null>();
   const scratch = await mkdtemp(join(tmpdir(), 'berth-chain-check-'));
   try {
     for (const s of sessions) {
@@ -61,12 +58,14 @@ export async function checkChains(
       const committed = committedTurns.length;
       if (!trees) {
         mismatched.push(`${s.id}: cannot be materialised, ${absent.length} of its objects are missing`);
-        committedLogs.set(s.id, null);
+        committedTrees.set(s.id, null);
         continue;
       }
-      const messagesAt = messagesByVersion(committedTurns);
       for (const [version, tree] of trees) {
-        const wrong = treeMismatch(tree, messagesAt(version));
+        const wrong = treeDiff(
+          tree,
+          expectedEffects(s.messages, messagesBefore(committedTurns, version)).tree,
+        );
         if (wrong) mismatched.push(`${s.id}: at version ${version} ${wrong}`);
       }
       const final = [...trees.values()].at(-1) ?? new Map();
@@ -75,7 +74,7 @@ export async function checkChains(
         mismatched.push(
           `${s.id}: the chain is at version ${s.chain.version} (its newest object ${last}), but ${committed} turns committed`,
         );
-      committedLogs.set(s.id, final.get(LOG_FILE) ?? null);
+      committedTrees.set(s.id, final);
     }
   } finally {
     await rm(scratch, { recursive: true, force: true });
@@ -95,7 +94,7 @@ export async function checkChains(
       ),
       neverBehind(sessions, excused),
     ],
-    committedLogs,
+    committedTrees,
   };
 }
 
@@ -125,42 +124,11 @@ async function materialise(s: SessionSnapshot, blobs: BlobStore, dir: string): P
   return trees;
 }
 
-async function readTree(root: string, rel = '', into: Tree = new Map()): Promise<Tree> {
-  for (const d of await readdirIfPresent(join(root, rel), { withFileTypes: true })) {
-    const path = rel ? `${rel}/${d.name}` : d.name;
-    if (d.isDirectory()) {
-      into.set(path, '/');
-      await readTree(root, path, into);
-    } else if (d.isSymbolicLink()) into.set(path, `->${await readlink(join(root, path))}`);
-    else into.set(path, await readFile(join(root, path), 'utf8'));
-  }
-  return into;
-}
-
-/**
- * How many messages the committed turns took up to each version (the turns that ran on
- * the versions before it): a turn may take several, and each writes its own turn of the workload.
- */
-function messagesByVersion(committed: Turn[]): (version: number) => number {
-  return (version) =>
-    committed
-      .filter((t) => t.baseVersion !== null && t.baseVersion < version)
-      .reduce((n, t) => n + t.messageIds.length, 0);
-}
-
-/** What is wrong with a tree that `messages` committed messages wrote, against the workload's; null when it is right. */
-function treeMismatch(tree: Tree, messages: number): string | null {
-  const want = messages === 0 ? null : expectedLog(messages);
-  const log = tree.get(LOG_FILE) ?? null;
-  const extra = [...tree.keys()].filter((p) => p !== LOG_FILE);
-  if (log === want && extra.length === 0) return null;
-  const parts: string[] = [];
-  if (log !== want)
-    parts.push(
-      `${LOG_FILE} is ${JSON.stringify(log?.slice(-60))}, expected ${JSON.stringify(want?.slice(-60))}`,
-    );
-  if (extra.length > 0) parts.push(`files no turn wrote: ${extra.slice(0, 5).join(', ')}`);
-  return parts.join('; ');
+/** The messages the committed turns that ran on the versions before `version` took. */
+function messagesBefore(committed: Turn[], version: number): number[] {
+  return committed
+    .filter((t) => t.baseVersion !== null && t.baseVersion < version)
+    .flatMap((t) => t.messageIds);
 }
 
 function neverBehind(sessions: SessionSnapshot[], excused: Map<number, string>): InvariantResult {

@@ -24,7 +24,7 @@ export {
   startPatroniCluster,
 } from './patroni-cluster.js';
 export { type PostgresCluster, startPostgresCluster } from './postgres-cluster.js';
-export { readdirIfPresent } from './read-if-present.js';
+export { readdirIfPresent, readProcIfAlive } from './read-if-present.js';
 export { renderReport } from './render-report.js';
 export { runChaos } from './run-chaos.js';
 export { assertCephInstalled, type S3Service, startS3Service } from './s3-service.js';

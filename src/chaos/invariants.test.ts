@@ -1,19 +1,25 @@
 /**
  * The checker's store-and-client invariants on constructed sessions, no Docker: the reply
- * invariants (order, attribution, outcomes) and the excuse of a message sent after an
- * earlier one failed. Each check is shown failing on the bad input it exists for.
+ * invariants (order, attribution, outcomes), the committed workspace on disk, and the
+ * excuse of a message sent after an earlier one failed. Each check is shown failing on the
+ * bad input it exists for.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { type TestContext, test } from 'node:test';
+import { messageRow } from '../../test/helpers/message-row.js';
 import { turnRow } from '../../test/helpers/turn-row.js';
 import type { ErrorCode, Message, SessionEvent, Turn } from '../core/index.js';
+import { workspaceLayout } from '../workspace/index.js';
 import { excusedMessages } from './excuses.js';
 import type { InvariantResult } from './invariant-result.js';
-import { failedSteps } from './invariants.js';
+import { committedDirOf, committedWorkspace, failedSteps } from './invariants.js';
 import { checkReplies } from './reply-invariants.js';
 import type { RequestRecord } from './session-driver.js';
 import type { SessionSnapshot } from './snapshot.js';
-import { expectedReply, turnPlan } from './workload.js';
+import { expectedLog, expectedReply, LOG_FILE, STATE_KEY, turnPlan } from './workload.js';
 
 const S = 's1';
 const SEED = 3;
@@ -110,21 +116,7 @@ class History {
 }
 
 function message(id: number, direction: 'in' | 'out', text: string): Message {
-  return {
-    id,
-    sessionId: S,
-    direction,
-    text,
-    data: null,
-    status: direction === 'in' ? 'pending' : 'done',
-    tries: 0,
-    processAfter: 0,
-    turnId: null,
-    inReplyTo: null,
-    error: null,
-    errorCode: null,
-    createdAt: 0,
-  };
+  return messageRow({ id, sessionId: S, direction, text, status: direction === 'in' ? 'pending' : 'done' });
 }
 
 /** A client's record of its request, ok by default: it took the reply with id `reply`, the `arrival`-th it received. */
@@ -370,4 +362,67 @@ test('the excuse covers failed asserts only: a stray background process after an
   const s = failedStepSession(2);
   const excused = excusedMessages([record(1, 1, { outcome: 'fail' }), record(2, 2, { outcome: 'fail' })]);
   assert.equal(named(failedSteps([s], excused), 'no-failed-steps').passed, false);
+});
+
+/**
+ * Two committed turns (message 1 alone, then messages 2 and 3 together) with their state,
+ * and a data dir whose committed workspace holds `files` (path → content; a path ending in
+ * `/` is an empty dir). The committed-workspace verdict on them.
+ */
+async function committedVerdict(
+  t: TestContext,
+  files: Record<string, string>,
+  state: Record<string, unknown> = { [STATE_KEY]: 3 },
+): Promise<InvariantResult> {
+  const h = new History();
+  const m1 = h.accept(1);
+  h.start('t1', [m1]);
+  h.commit('t1');
+  const [m2, m3] = [h.accept(2), h.accept(3)];
+  h.start('t2', [m2, m3]);
+  h.commit('t2');
+  const dataDir = await mkdtemp(join(tmpdir(), 'berth-committed-test-'));
+  t.after(() => rm(dataDir, { recursive: true, force: true }));
+  const committed = workspaceLayout(dataDir).committedPath(S);
+  await mkdir(committed, { recursive: true });
+  for (const [path, content] of Object.entries(files)) {
+    const at = join(committed, path);
+    if (path.endsWith('/')) await mkdir(at, { recursive: true });
+    else await mkdir(dirname(at), { recursive: true }).then(() => writeFile(at, content));
+  }
+  const sessions = [{ ...h.snapshot(), state }];
+  return committedWorkspace({ sessions, requests: clientOf(h) }, committedDirOf(dataDir));
+}
+
+test('committed-workspace holds when the committed tree and state are exactly what the committed messages wrote', async (t) => {
+  const verdict = await committedVerdict(t, { [LOG_FILE]: expectedLog(3) });
+  assert.deepEqual(verdict.details, []);
+});
+
+test('committed-workspace fails on a file no committed message wrote, beside the right log', async (t) => {
+  const verdict = await committedVerdict(t, { [LOG_FILE]: expectedLog(3), 'tmp/partial.txt': 'x' });
+  assert.deepEqual(verdict.details, [
+    `${S}: no committed message wrote tmp, tmp/partial.txt (3 messages committed)`,
+  ]);
+});
+
+test('committed-workspace fails on an empty dir no committed message made', async (t) => {
+  const verdict = await committedVerdict(t, { [LOG_FILE]: expectedLog(3), 'cache/': '' });
+  assert.deepEqual(verdict.details, [`${S}: no committed message wrote cache (3 messages committed)`]);
+});
+
+test('committed-workspace fails on a missing file', async (t) => {
+  const verdict = await committedVerdict(t, {});
+  assert.deepEqual(verdict.details, [`${S}: missing log.txt (3 messages committed)`]);
+});
+
+test("committed-workspace fails on a changed file: an aborted attempt's half-written turn", async (t) => {
+  const verdict = await committedVerdict(t, { [LOG_FILE]: `${expectedLog(3)}4:a\n` });
+  assert.equal(verdict.passed, false);
+  assert.match(verdict.details.join('\n'), /s1: log\.txt is ".*3:b\\n4:a\\n", expected ".*3:b\\n"/);
+});
+
+test('committed-workspace fails on a state that is not what the committed messages put', async (t) => {
+  const verdict = await committedVerdict(t, { [LOG_FILE]: expectedLog(3) }, { [STATE_KEY]: 3, stray: 1 });
+  assert.deepEqual(verdict.details, [`${S}: state is {"turns":3,"stray":1}, expected {"turns":3}`]);
 });

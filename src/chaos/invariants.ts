@@ -14,10 +14,12 @@
  *                       there, by its id, from a committed turn that took that message,
  *                       naming it, with the same text and data (a store failover must lose
  *                       none)
- *   committed-workspace committed/log.txt and state `turns` are what k committed messages
- *                       write (a turn may take several), k between the session's ok
- *                       requests and those plus its unknown ones; on nodes, log.txt as the
- *                       session's chain in the blob store has it
+ *   committed-workspace the whole committed tree (every path, content and dir) and the
+ *                       whole state are what the committed messages write (workspace-tree.ts:
+ *                       each once, in order, nothing else); their count k (a turn may take
+ *                       several) is between the session's ok requests and those plus its
+ *                       unknown ones; on nodes, the tree as the session's chain in the blob
+ *                       store has it
  *   chain-*, workspace-from-chain, never-behind
  *                       the workspace chains, from the store and the blob store alone
  *                       (chain-invariants.ts)
@@ -43,7 +45,6 @@
  * the result, with `details` naming the offending ids (capped, see invariant-result.ts);
  * a file it cannot read for any reason but its absence fails the invariant that reads it.
  */
-import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type Dockerode from 'dockerode';
 import type { BlobStore } from '../blobs/index.js';
@@ -52,11 +53,11 @@ import { checkChains } from './chain-invariants.js';
 import { excusedMessages } from './excuses.js';
 import { type InvariantResult, result } from './invariant-result.js';
 import { orphans } from './orphans.js';
-import { readIfPresent } from './read-if-present.js';
 import { checkReplies, repliesByMessage } from './reply-invariants.js';
 import type { RequestRecord } from './session-driver.js';
 import { committedMessageCount, reportedSteps, type SessionSnapshot } from './snapshot.js';
-import { expectedLog, LOG_FILE, readPlan, STATE_KEY, STRAY_PROCESS_CHECK } from './workload.js';
+import { readPlan, STRAY_PROCESS_CHECK } from './workload.js';
+import { expectedEffects, readTree, type Tree, treeDiff } from './workspace-tree.js';
 
 export interface ProcessEnd {
   name: string;
@@ -84,19 +85,30 @@ export interface CheckInput {
 export async function checkInvariants(input: CheckInput): Promise<InvariantResult[]> {
   const excused = excusedMessages(input.requests);
   const chains = await checkChains(input.sessions, input.blobs, excused);
-  const fromChain = async (id: string) => ({ text: chains.committedLogs.get(id) ?? null });
+  const fromChain: ReadTree = async (id) => {
+    const tree = chains.committedTrees.get(id);
+    return tree ? { tree } : { error: 'its chain could not be materialised' };
+  };
   return [
     exactlyOneReply(input),
     ...checkReplies(input.sessions, input.requests),
     acknowledgedKept(input),
-    await committedWorkspace(input, input.nodes ? fromChain : undefined),
+    await committedWorkspace(input, input.nodes ? fromChain : committedDirOf(input.dataDir)),
     ...chains.results,
     ...failedSteps(input.sessions, excused),
     turnsEnded(input.sessions),
     cleanShutdown(input.processes),
     ...(input.nodes
       ? await input.nodes.orphans()
-      : await orphans(input.dataDir, input.installId, input.docker)),
+      : await orphans([
+          {
+            name: 'this machine',
+            dataDir: input.dataDir,
+            installId: input.installId,
+            docker: input.docker,
+            workerDirs: 'required',
+          },
+        ])),
   ];
 }
 
@@ -195,39 +207,49 @@ function exactlyOneReply({ sessions, requests }: CheckInput): InvariantResult {
   );
 }
 
-async function committedWorkspace(
-  { dataDir, sessions, requests }: CheckInput,
-  readLog: (id: string) => Promise<{ text: string | null } | { error: string }> = (id) =>
-    readIfPresent(join(workspaceLayout(dataDir).committedPath(id), LOG_FILE)),
+/** A session's committed tree, or why it could not be read. */
+export type ReadTree = (sessionId: string) => Promise<{ tree: Tree } | { error: string }>;
+
+/** The committed dir on the run's one data dir. */
+export function committedDirOf(dataDir: string): ReadTree {
+  return async (id) => {
+    const dir = workspaceLayout(dataDir).committedPath(id);
+    try {
+      return { tree: await readTree(dir) };
+    } catch (err) {
+      return { error: `cannot read ${dir}: ${(err as Error).message}` };
+    }
+  };
+}
+
+export async function committedWorkspace(
+  { sessions, requests }: Pick<CheckInput, 'sessions' | 'requests'>,
+  committedTree: ReadTree,
 ): Promise<InvariantResult> {
   const details: string[] = [];
   for (const s of sessions) {
     const mine = requests.filter((r) => r.session === s.id);
     const ok = mine.filter((r) => r.outcome === 'ok').length;
     const unknown = mine.filter((r) => r.outcome === 'unknown').length;
+    const committedTurns = s.turns.filter((t) => t.status === 'committed');
     const committed = committedMessageCount(s);
     if (committed < ok || committed > ok + unknown)
       details.push(
         `${s.id}: ${committed} committed messages, but the client saw ${ok} ok (+${unknown} unknown)`,
       );
-    const read = await readLog(s.id);
-    if ('error' in read) {
-      details.push(`${s.id}: ${read.error}`);
-      continue;
-    }
-    const log = read.text;
-    const want = committed === 0 ? null : expectedLog(committed);
-    if (log !== want)
-      details.push(
-        `${s.id}: ${LOG_FILE} is ${JSON.stringify(log?.slice(-80))}, expected ${JSON.stringify(want?.slice(-80))} (${committed} messages)`,
-      );
-    const state = s.state[STATE_KEY] ?? null;
-    if (state !== (committed === 0 ? null : committed))
-      details.push(`${s.id}: state ${STATE_KEY} is ${JSON.stringify(state)}, expected ${committed}`);
+    const want = expectedEffects(
+      s.messages,
+      committedTurns.flatMap((t) => t.messageIds),
+    );
+    const read = await committedTree(s.id);
+    const wrong = 'error' in read ? read.error : treeDiff(read.tree, want.tree);
+    if (wrong) details.push(`${s.id}: ${wrong} (${committed} messages committed)`);
+    if (!isDeepStrictEqual(s.state, want.state))
+      details.push(`${s.id}: state is ${JSON.stringify(s.state)}, expected ${JSON.stringify(want.state)}`);
   }
   return result(
     'committed-workspace',
-    `${sessions.length} sessions: ${LOG_FILE} and state match their committed messages`,
+    `${sessions.length} sessions: committed trees and state are what their committed messages wrote`,
     details,
   );
 }
@@ -271,7 +293,6 @@ export function failedSteps(sessions: SessionSnapshot[], excused: Map<number, st
   ];
 }
 
-/** A file's text; null when it does not exist; any other failure to read it as an error line. */
 function turnsEnded(sessions: SessionSnapshot[]): InvariantResult {
   const details: string[] = [];
   for (const s of sessions) {

@@ -30,6 +30,15 @@ const SETTLE_MS = 10_000;
  */
 const FREEZE_WAIT_MS = 1000;
 
+/** The run id of the chaos node whose group a cgroup path (a line of /proc/<pid>/cgroup) is under, or null. */
+export function nodeRunIn(cgroupPath: string): string | null {
+  for (const part of cgroupPath.split('/')) {
+    const run = NAME.exec(part)?.[1];
+    if (run !== undefined) return run;
+  }
+  return null;
+}
+
 /** Fails with one line when there is no cgroup v1 freezer to kill a node with. */
 export async function requireFreezer(): Promise<void> {
   await access(join(FREEZER, 'cgroup.procs')).catch(() => {

@@ -3,7 +3,7 @@
  * start them (each its network, relays to the shared store and S3 service, engine and image;
  * the workers are started by the run, one at a time like any worker), list their live
  * engines for the sandbox kills, look at every node's disk and engine for leftovers after
- * the run, and remove them all.
+ * the run (a node whose engine is down fails that look), and remove them all.
  *
  * Invariants:
  * - Nodes share nothing but the store and the S3 service, each reached through a relay on
@@ -15,10 +15,10 @@ import type Dockerode from 'dockerode';
 import { ChaosNode } from './chaos-node.js';
 import type { BerthProcess } from './children.js';
 import type { KillableNode, SandboxEngine } from './fault-records.js';
-import { type InvariantResult, result } from './invariant-result.js';
+import type { InvariantResult } from './invariant-result.js';
 import { reapStaleCgroups, requireFreezer } from './node-cgroup.js';
 import { NodeUsageSampler } from './node-usage.js';
-import { orphans } from './orphans.js';
+import { type Machine, orphans } from './orphans.js';
 import { type StoreRelay, startStoreRelay, startTcpRelay } from './store-relay.js';
 import {
   createWorkerNetworks,
@@ -40,14 +40,6 @@ export interface NodeSetOptions {
   workerArgs: string[];
   /** The children's environment (BERTH_BLOBS, AWS keys, lease, log level). */
   env: NodeJS.ProcessEnv;
-}
-
-/** A machine the leftover checks look at: its data dir, its engine, its install. */
-export interface Machine {
-  name: string;
-  dataDir: string;
-  installId: string;
-  docker: Dockerode;
 }
 
 export class NodeSet {
@@ -135,39 +127,21 @@ export class NodeSet {
 
   /**
    * The no-orphan checks (orphans.ts) on every machine: the API host's data dir and engine,
-   * and each node's data dir and engine; one result per kind, the details named by machine.
+   * and each node's data dir and engine, a node whose engine is down included (which fails
+   * them); one result per kind, the details named by machine.
    */
-  async orphans(api: Machine): Promise<InvariantResult[]> {
-    const machines: (Machine & { workerDirs: 'required' | 'may-be-absent' })[] = [
+  orphans(api: Omit<Machine, 'workerDirs'>): Promise<InvariantResult[]> {
+    return orphans([
       // No worker runs on the API's machine: its slots, workspaces and run dirs may never be made.
       { ...api, workerDirs: 'may-be-absent' },
-      ...this.nodes.flatMap((n) =>
-        n.docker
-          ? [
-              {
-                name: n.name,
-                dataDir: n.dataDir,
-                installId: n.installId,
-                docker: n.docker,
-                workerDirs: 'required' as const,
-              },
-            ]
-          : [],
-      ),
-    ];
-    const byName = new Map<string, { details: string[]; found: number }>();
-    for (const m of machines)
-      for (const r of await orphans(m.dataDir, m.installId, m.docker, m.workerDirs)) {
-        const merged = byName.get(r.name) ?? { details: [], found: 0 };
-        // The host's processes are the same whichever machine asks: counted once.
-        if (r.name === 'no-orphan-processes' && byName.has(r.name)) continue;
-        merged.found += r.details.length;
-        merged.details.push(...r.details.map((d) => `${m.name}: ${d}`));
-        byName.set(r.name, merged);
-      }
-    return [...byName].map(([name, { details, found }]) =>
-      result(name, `${found} left on ${machines.map((m) => m.name).join(', ')}`, details),
-    );
+      ...this.nodes.map((n) => ({
+        name: n.name,
+        dataDir: n.dataDir,
+        installId: n.installId,
+        docker: n.docker,
+        workerDirs: 'required' as const,
+      })),
+    ]);
   }
 
   /** Every engine stopped, every disk, cgroup, relay and namespace removed; never throws. */

@@ -30,3 +30,14 @@ export async function readdirIfPresent(
     throw err;
   }
 }
+
+/** A /proc file's text; null when its process is gone (ENOENT, or ESRCH while it exits). Any other failure throws. */
+export async function readProcIfAlive(path: string): Promise<string | null> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ESRCH') return null;
+    throw err;
+  }
+}

@@ -44,6 +44,7 @@ import type { Store } from '../store/index.js';
 import { installIdOf } from '../worker/index.js';
 import { buildReport, type ChaosReport, type ChaosSettings } from './build-report.js';
 import type { ChaosOptions, ChaosProgress } from './chaos-options.js';
+import { readChildLogs } from './child-logs.js';
 import { BerthProcess, freePort, waitForHealthy, workerIdOf } from './children.js';
 import type { StoreFailover } from './fault-records.js';
 import type { FaultInjector } from './faults/index.js';
@@ -53,7 +54,7 @@ import { removeLeftovers } from './leftovers.js';
 import { type LoadReport, LoadSampler } from './load-sampler.js';
 import { NodeSet } from './node-set.js';
 import type { NodeEngineUsage, NodeUsageSampler } from './node-usage.js';
-import { readSelfFences } from './self-fences.js';
+import { selfFencesIn } from './self-fences.js';
 import { driveSession, type RequestRecord } from './session-driver.js';
 import { openRunStore, readStoreSnapshot } from './snapshot.js';
 import { firstFailedCallAfter } from './store-failover.js';
@@ -108,6 +109,8 @@ interface Ended {
   load: LoadReport;
   engineUsage: NodeEngineUsage | null;
   processes: ProcessEnd[];
+  /** Every started berth process's log, read once. */
+  logs: string[];
 }
 
 /** One chaos run's resources, and its stages in the order runChaos calls them. */
@@ -336,11 +339,12 @@ class ChaosRun {
     await Promise.all(this.restarts);
     const stopped = await Promise.all(children.map((c) => c.stop(STOP_GRACE_MS)));
     const processes = aliveAtEnd.map((p, i) => ({ ...p, stop: stopped[i]! }));
-    await dateFirstFailures(
+    const logs = await readChildLogs(children);
+    dateFirstFailures(
       injector.faults.filter((f): f is StoreFailover => f.kind === 'store-failover'),
-      children.map((c) => c.logFile),
+      logs,
     );
-    return { load, engineUsage, processes };
+    return { load, engineUsage, processes, logs };
   }
 
   /** Reads the store once every berth process is gone, runs the checker, and builds the report. */
@@ -372,7 +376,7 @@ class ChaosRun {
       notSent: workload.notSent,
       faults: injector.faults,
       skippedFaults: injector.skipped,
-      selfFences: await readSelfFences(this.children.map((c) => c.logFile)),
+      selfFences: ended.logs.flatMap(selfFencesIn),
       load: ended.load,
       sessions,
       invariants,
@@ -450,11 +454,7 @@ class ChaosRun {
 }
 
 /** Each failover's MTTD end: the first failed store call logged after it, before the next one. */
-async function dateFirstFailures(failovers: StoreFailover[], logFiles: string[]): Promise<void> {
+function dateFirstFailures(failovers: StoreFailover[], logs: string[]): void {
   for (const [i, f] of failovers.entries())
-    f.firstFailureAt = await firstFailedCallAfter(
-      logFiles,
-      f.at,
-      failovers[i + 1]?.at ?? Number.POSITIVE_INFINITY,
-    );
+    f.firstFailureAt = firstFailedCallAfter(logs, f.at, failovers[i + 1]?.at ?? Number.POSITIVE_INFINITY);
 }

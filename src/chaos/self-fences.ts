@@ -3,12 +3,11 @@
  * store last took its renewal (the line's time minus its leaseAgeMs). What a store outage may
  * excuse of a turn lost with its worker's lease rests on them (fault-timing.ts).
  *
- * Invariants: read-only; a log that is missing reads as no fences, a line that is not JSON or
- * not a self-fence is skipped.
+ * Invariants: pure, on logs already read (child-logs.ts); a line that is not JSON or not a
+ * self-fence is skipped.
  */
 import { parseJsonLines } from '../core/index.js';
 import { SELF_FENCE_LOG } from '../worker/index.js';
-import { readIfPresent } from './read-if-present.js';
 
 export interface SelfFence {
   workerId: string;
@@ -16,16 +15,6 @@ export interface SelfFence {
   at: number;
   /** Its last renewal the store took, by the lease age it reckoned. */
   renewedAt: number;
-}
-
-export async function readSelfFences(logFiles: string[]): Promise<SelfFence[]> {
-  const fences: SelfFence[] = [];
-  for (const file of logFiles) {
-    const read = await readIfPresent(file);
-    if ('error' in read) throw new Error(read.error);
-    fences.push(...selfFencesIn(read.text ?? ''));
-  }
-  return fences;
 }
 
 /** The self-fences among a log's pino lines. */

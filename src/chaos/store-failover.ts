@@ -6,9 +6,9 @@
  *         commit marker was inserted, by the server's clock, just before its COMMIT).
  * Both clocks are this machine's: the children and the database run here.
  *
- * Invariants: read-only; a log line that is not JSON, or not one of those warnings, is skipped.
+ * Invariants: read-only; the logs come read (child-logs.ts); a log line that is not JSON, or
+ * not one of those warnings, is skipped.
  */
-import { readFile } from 'node:fs/promises';
 import pg from 'pg';
 import { parseJsonLines } from '../core/index.js';
 import { FAILED_CALL_WARNINGS } from '../store/index.js';
@@ -29,16 +29,11 @@ export async function firstCommitAfter(primaryUrl: string, at: number): Promise<
   }
 }
 
-/** The time of the first failed store call logged in any of these files in [from, to), or null. */
-export async function firstFailedCallAfter(
-  logFiles: string[],
-  from: number,
-  to: number,
-): Promise<number | null> {
+/** The time of the first failed store call logged in any of these logs in [from, to), or null. */
+export function firstFailedCallAfter(logs: string[], from: number, to: number): number | null {
   let first: number | null = null;
-  for (const file of logFiles) {
-    const text = await readFile(file, 'utf8').catch(() => '');
-    for (const entry of parseJsonLines(text, { skipInvalid: true }) as ({
+  for (const log of logs) {
+    for (const entry of parseJsonLines(log, { skipInvalid: true }) as ({
       time?: unknown;
       msg?: unknown;
     } | null)[]) {
