@@ -1,7 +1,7 @@
 /**
  * Reports this worker's sandboxes to the store: each lifecycle's record (phase, binding,
- * turn, end reason) after every move, coalesced per sandbox, in one write per batch, off
- * the turn's path. A record is a report of what the worker did, not a transition: the lease
+ * turn, end reason) after every move, coalesced per sandbox, in one write per batch (a
+ * second), off the turn's path. A record is a report of what the worker did, not a transition: the lease
  * and the generation stay what fences, so a store that is away delays the reports (they are
  * kept and sent once it is back), never a turn. The sandboxes of a worker that died are
  * recorded gone by the store (WorkerLost).
@@ -17,8 +17,11 @@ import {
 } from '../core/index.js';
 import type { WorkerStore } from '../store/index.js';
 
-/** Moves within this long go in one write. */
-const BATCH_MS = 100;
+/**
+ * Moves within this long go in one write: at most one write a second per worker, however
+ * many turns it serves (on SQLite every write waits for the one writer, turns' commits too).
+ */
+const BATCH_MS = 1000;
 const RETRY_BACKOFF = { firstMs: 500, maxMs: 10_000 };
 /** How long a stopping worker tries to send its last reports. */
 const FINAL_FLUSH_MS = 5_000;
