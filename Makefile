@@ -1,7 +1,11 @@
 # The two commands of the README: `make demo` and `make test`. Each sets itself up
-# (npm ci when the lock changed, build, a running Docker engine, the sandbox base image;
-# make test also what only the tests need).
+# (the Node.js that runs berth, npm ci when the lock or the runtime changed, build, a running
+# Docker engine, the sandbox base image; make test also what only the tests need).
 .PHONY: setup setup-demo build demo test bench lint
+
+# Every command below runs on the Node.js that runs berth (the set-up's first step installs
+# it when the machine's own is older: scripts/lib/node-runtime.sh).
+WITH_NODE := scripts/with-node.sh
 
 # Everything make test needs; setup-demo: only what make demo needs (no Kubernetes, PostgreSQL, Ceph, chromium, gVisor).
 setup:
@@ -11,18 +15,18 @@ setup-demo:
 	bash scripts/setup.sh demo
 
 build:
-	npm run build
+	$(WITH_NODE) npm run build
 
 # make demo: 20 one-minute tasks on 4 slots with sandbox kills; DEMO_FAST=1: the same in under a minute.
 demo: setup-demo
-	node bin/berth.js demo $(if $(DEMO_FAST),--fast)
+	$(WITH_NODE) node bin/berth.js demo $(if $(DEMO_FAST),--fast)
 
 test: setup
-	npx biome check src test bench bin scripts
-	node scripts/run-tests.js
+	$(WITH_NODE) npx biome check src test bench bin scripts
+	$(WITH_NODE) node scripts/run-tests.js
 
 bench: setup
-	npm run bench
+	$(WITH_NODE) npm run bench
 
 lint:
-	npx biome check src test bench bin scripts
+	$(WITH_NODE) npx biome check src test bench bin scripts

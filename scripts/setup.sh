@@ -9,10 +9,15 @@
 #                           cluster's binaries
 #                           (BERTH_KUBE_TESTS=0 skips the last)
 #
+# The first step picks the Node.js that runs berth (scripts/ensure-node.sh: the machine's
+# when it is new enough, else berth's pinned build from the npm registry) and every later
+# step runs on it: npm ci builds the native addons from source against its headers (no
+# prebuilt download: .prebuild-installrc), tsc, and the image build, which copies that node into the image.
+#
 # Invariants: re-running is cheap, every step checks before it acts. `npm ci` runs only when
-# node_modules is missing or package-lock.json changed since the last successful install
-# (its sha256 is kept in node_modules/.berth-lock-sha256, written only after npm ci
-# succeeds); the image build is a no-op when the image for this recipe exists. Stops at the
+# node_modules is missing, or package-lock.json or the runtime changed since the last
+# successful install (the lock's sha256 and the node version are kept in
+# node_modules/.berth-lock-sha256, written only after npm ci succeeds); the image build is a no-op when the image for this recipe exists. Stops at the
 # first failing step, which names itself, shows its log's last lines and a `Fix:`.
 set -euo pipefail
 
@@ -31,7 +36,8 @@ esac
 
 npm_dependencies() {
   local lock_sha stamp=node_modules/.berth-lock-sha256
-  lock_sha=$(sha256sum package-lock.json | cut -d' ' -f1)
+  # Native addons are built for one runtime's ABI: a new node means a new install.
+  lock_sha="$(sha256sum package-lock.json | cut -d' ' -f1) node $(node --version)"
   if [[ -d node_modules && -f $stamp && "$(cat "$stamp")" == "$lock_sha" ]]; then
     echo "up to date"
     return 0
@@ -41,6 +47,16 @@ npm_dependencies() {
 }
 
 set_up_started=$(_steps_now_ms)
+. scripts/lib/node-runtime.sh
+step "Node.js runtime: $(scripts/ensure-node.sh --describe)" \
+  "check that this machine reaches the npm registry (npm ping) and can write $(dirname "$(berth_node_prefix)") (BERTH_NODE_HOME moves it); or put a Node.js >= $BERTH_NODE_MAJOR first on PATH" \
+  scripts/ensure-node.sh
+node_bin_dir=$(berth_node_bin_dir)
+export PATH=$node_bin_dir:$PATH
+if [[ $node_bin_dir == "$(berth_node_prefix)/bin" ]]; then
+  # node-gyp builds against this runtime's own headers, never downloaded ones.
+  export npm_config_nodedir=${node_bin_dir%/bin}
+fi
 step "dependencies (npm ci)" "read the npm error above; check that this machine reaches the npm registry (npm ping)" \
   npm_dependencies
 step "build (tsc)" "the TypeScript errors are above; fix them and run again" npm run build --silent

@@ -11,7 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { type IntervalHistogram, monitorEventLoopDelay } from 'node:perf_hooks';
+import { type ELDHistogram, monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { collectGarbage, StorageBlobs } from '../blobs/index.js';
 import { agentSpecSchema, BerthError, decideOwnLease, newId, sleep, WakeSignal } from '../core/index.js';
@@ -56,7 +56,7 @@ export class Worker {
   /** When the renewal in flight was sent (performance.now()); null between renewals. */
   private renewalSentAt: number | null = null;
   /** This process's event-loop delays since the last renewal: a self-fence says whether it was starved. */
-  private readonly loopDelay: IntervalHistogram = monitorEventLoopDelay({ resolution: 20 });
+  private readonly loopDelay: ELDHistogram = monitorEventLoopDelay({ resolution: 20 });
   /** Since when every renewal has reached the store: cleanUpLocal judges heartbeats only a lease after that. */
   private storeReachableSince = 0;
   /** Time of the last runtime event seen (0 = never connected); a reconnect replays from just before it. */
