@@ -11,8 +11,8 @@
 #
 # The first step picks the Node.js that runs berth (scripts/ensure-node.sh: the machine's
 # when it is new enough, else berth's pinned build from the npm registry) and every later
-# step runs on it: npm ci builds the native addons from source against its headers (no
-# prebuilt download: .prebuild-installrc), tsc, and the image build, which copies that node into the image.
+# step runs on it: npm ci (an addon that compiles does so against its headers), tsc, and
+# the image build, which copies that node into the sandbox image.
 #
 # Invariants: re-running is cheap, every step checks before it acts. `npm ci` runs only when
 # node_modules is missing, or package-lock.json or the runtime changed since the last
@@ -54,7 +54,8 @@ step "Node.js runtime: $(scripts/ensure-node.sh --describe)" \
 node_bin_dir=$(berth_node_bin_dir)
 export PATH=$node_bin_dir:$PATH
 if [[ $node_bin_dir == "$(berth_node_prefix)/bin" ]]; then
-  # node-gyp builds against this runtime's own headers, never downloaded ones.
+  # node-gyp builds against this runtime's own headers: never downloaded ones, nor the
+  # machine's (npm's global config may name those of its older node).
   export npm_config_nodedir=${node_bin_dir%/bin}
 fi
 step "dependencies (npm ci)" "read the npm error above; check that this machine reaches the npm registry (npm ping)" \
