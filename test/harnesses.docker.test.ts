@@ -419,10 +419,12 @@ test('claude-code killed by a signal mid-turn (its own shell tool kills it): HAR
       ['committed', null],
     ],
   );
-  // Bun's crash handler prints its report, then the signal ends it.
+  // Bun's crash handler prints its report, then the signal ends it. How far the report gets
+  // is Bun's: spawned by Node 24 it stops after its header in 3 of 4 runs here (1,011 of
+  // 1,468 bytes, the same outside berth), so the header is what the error must carry.
   assert.match(
     turns[0]!.error!,
-    /claude-code exited on signal SIGSEGV; last stderr lines:\n(.|\n)*Segmentation fault/,
+    /claude-code exited on signal SIGSEGV; last stderr lines:\n(.|\n)*Bun v\d+\.\d+\.\d+ .*Linux/,
     'the error names the signal and carries the crash report',
   );
   assert.equal(fake.scripted().length, 3, 'the killed try asked for its tool, the retry ran it and answered');
