@@ -229,3 +229,35 @@ test('an egress rule set from the CLI lets its target through with its header an
     'the other target is never reached',
   );
 });
+
+/** The job's file-size limit (RLIMIT_FSIZE = the agent's workspaceMb, in 512-byte blocks) and its sandbox's hostname. */
+const LIMIT_JOB = 'echo "$(ulimit -f) $(hostname)"';
+
+test('a change reaches a session with its next sandbox: runc keeps the old config while its sandbox serves on, gVisor takes it at the next turn', async (t) => {
+  const { cli } = await runHost(t, [], async (env) => {
+    env.BERTH_IDLE_TIMEOUT = '10m';
+  });
+  const ask = async (session: string, agent: string) =>
+    (await cli('send', session, LIMIT_JOB, '--agent', agent, '--wait')).trim().split(' ') as [string, string];
+  const blocks = (mb: number) => String((mb * 2 ** 20) / 512);
+
+  await cli('agent', 'create', 'rc', '--provider', 'command', '--workspace-mb', '64');
+  const [before, sandbox] = await ask('r1', 'rc');
+  assert.equal(before, blocks(64));
+  await cli('agent', 'update', 'rc', '--workspace-mb', '32');
+  assert.deepEqual(
+    await ask('r1', 'rc'),
+    [blocks(64), sandbox],
+    'the same sandbox serves on with the old config',
+  );
+  assert.equal((await ask('r2', 'rc'))[0], blocks(32), 'a new sandbox (another session) has the new one');
+
+  if (runscSkip) return t.diagnostic(`gVisor half skipped: ${runscSkip}`);
+  await cli('agent', 'create', 'gv', '--provider', 'command', '--isolation', 'runsc', '--workspace-mb', '64');
+  const [gBefore, gSandbox] = await ask('g1', 'gv');
+  assert.equal(gBefore, blocks(64));
+  await cli('agent', 'update', 'gv', '--workspace-mb', '32');
+  const [gAfter, gNext] = await ask('g1', 'gv');
+  assert.equal(gAfter, blocks(32), 'a fresh sandbox per turn: the next turn has the new config');
+  assert.notEqual(gNext, gSandbox);
+});
