@@ -5,7 +5,14 @@
  * sandbox it runs in; a change reaches it with its next sandbox (docs/config.md, Agents).
  */
 import { Command, Option } from 'commander';
-import { type Agent, agentSpecOf, diffAgentSpecs, issueLine } from '../core/index.js';
+import {
+  type Agent,
+  type AgentPatch,
+  type AgentSpecInput,
+  agentSpecOf,
+  diffAgentSpecs,
+  issueLine,
+} from '../core/index.js';
 import {
   type AgentFileFormat,
   agentFileIssues,
@@ -35,7 +42,10 @@ export function agentCommand(env: NodeJS.ProcessEnv): Command {
   addAgentFlags(agent.command('create <name>').description('Create an agent'), 'create')
     .option('--json', 'print the agent as JSON')
     .action(async (name: string, o: Record<string, unknown>) => {
-      const created = await (await connect(env)).agents.create({ ...specFromFlags(o), name } as never);
+      const created = await (await connect(env)).agents.create({
+        ...specFromFlags(o),
+        name,
+      } as AgentSpecInput);
       if (o.json) printJson(created);
       else process.stdout.write(`agent ${created.name} created (${summary(created)})\n`);
     });
@@ -49,10 +59,11 @@ export function agentCommand(env: NodeJS.ProcessEnv): Command {
   )
     .option('--json', 'print the agent as JSON')
     .action(async (name: string, o: Record<string, unknown>) => {
-      const patch = specFromFlags(o);
+      // Shaped by the flags, checked by the API (the same errors as over HTTP).
+      const patch = specFromFlags(o) as AgentPatch;
       const berth = await connect(env);
       const before = await berth.agents.show(name);
-      const updated = await berth.agents.update(name, patch as never);
+      const updated = await berth.agents.update(name, patch);
       if (o.json) return printJson(updated);
       const changes = diffAgentSpecs(before, agentSpecOf(updated));
       process.stdout.write(
@@ -76,7 +87,7 @@ export function agentCommand(env: NodeJS.ProcessEnv): Command {
           process.stderr.write(`berth: ${o.file}: ${issueLine(issue)}. Fix: ${issue.fix}\n`);
         process.exit(2);
       }
-      const applied = await (await connect(env)).agents.apply(content as never);
+      const applied = await (await connect(env)).agents.apply(content as AgentSpecInput);
       if (o.json) return printJson(applied);
       const name = applied.agent.name;
       if (applied.created) process.stdout.write(`agent ${name} created (${summary(applied.agent)})\n`);
