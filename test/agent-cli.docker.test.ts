@@ -18,6 +18,7 @@ import { readAdminToken } from '../src/api/index.js';
 import { Berth } from '../src/client/index.js';
 import { isBerthError } from '../src/core/index.js';
 import { fieldCases } from './helpers/agent-field-cases.js';
+import { agentImageMissing } from './helpers/harness-image.js';
 import { berth, exited, freePort, spawnBerth, waitForHealthy } from './helpers/processes.js';
 import { availableTiers } from './helpers/tiers.js';
 import { proxyJob } from './security/probes.js';
@@ -65,8 +66,9 @@ async function runHost(
 test('every agent field round-trips through flags, show, apply (YAML and JSON), the API and the SDK', async (t) => {
   const { root, dataDir, sdk, cli } = await runHost(t, ['--slots', '0']);
   for (const [i, c] of fieldCases(root).entries()) {
-    if (c.needsImage) {
-      t.diagnostic(`${c.field}: flags only (agent-flags.test.ts); the API needs ${c.needsImage}`);
+    const missing = c.image && (await agentImageMissing(c.image));
+    if (missing) {
+      t.diagnostic(`${c.field}: flags only (agent-flags.test.ts): the API needs an image, and ${missing}`);
       continue;
     }
     const name = `f${i}`;

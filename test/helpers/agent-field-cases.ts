@@ -1,14 +1,17 @@
 /**
  * Every agent field with the `berth agent create` flags that set it and what the spec then
  * holds: the flag unit test and the round trip through CLI, file, API and SDK share it.
- * Rows marked `needsImage` ask for an agent image the host must have built (a harness or
- * packages); the round trip through the API leaves them to the tests that build one.
+ * Rows with `image` ask for an agent image the host must have built (a harness's, or one
+ * with packages): the API refuses the agent without it, so a round trip skips such a row,
+ * saying so, where the image is missing.
  */
+import type { AgentImageNeeds } from '../../src/core/index.js';
+
 export interface FieldCase {
   field: string;
   argv: string[];
   expect: Record<string, unknown>;
-  needsImage?: string;
+  image?: AgentImageNeeds;
 }
 
 /** The cases; host paths (mounts, configDir) are under `root`, which a test makes and allowlists. */
@@ -20,7 +23,7 @@ export const fieldCases = (root = '/srv'): FieldCase[] => [
     field: 'packages',
     argv: ['--apt', 'jq,git', '--npm', 'typescript@5.6.3'],
     expect: { packages: { apt: ['jq', 'git'], npm: ['typescript@5.6.3'] } },
-    needsImage: 'an agent image with jq, git and typescript@5.6.3 (berth image build --agent NAME)',
+    image: { harnesses: [], apt: ['git', 'jq'], npm: ['typescript@5.6.3'] },
   },
   { field: 'memoryMb', argv: ['--memory', '1024'], expect: { memoryMb: 1024 } },
   { field: 'cpus', argv: ['--cpus', '0.5'], expect: { cpus: 0.5 } },
@@ -84,7 +87,7 @@ export const fieldCases = (root = '/srv'): FieldCase[] => [
     field: 'configDir',
     argv: ['--provider', 'claude-code', '--model', 'm', '--config-dir', `${root}/cfg`],
     expect: { configDir: `${root}/cfg` },
-    needsImage: 'the claude-code agent image (berth image build --with claude-code)',
+    image: { harnesses: ['claude-code'], apt: [], npm: [] },
   },
   { field: 'harnessTimeoutMs', argv: ['--harness-timeout', '5000'], expect: { harnessTimeoutMs: 5000 } },
   {
