@@ -118,7 +118,8 @@ export class Berth {
      * says what changed. Checked here first: a bad spec throws INVALID_INPUT listing every
      * wrong field by its path, before anything is sent.
      */
-    apply: (spec: AgentSpecInput) => {
+    apply: async (spec: AgentSpecInput): Promise<AppliedAgent> => {
+      // async: a bad spec rejects the promise like any API error, never throws at the call.
       const checked = parseAgentSpec(spec);
       return this.http.request<AppliedAgent>('PUT', `/v1/agents/${enc(checked.name)}`, spec);
     },
