@@ -7,6 +7,7 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import {
   agentFieldLimits,
   BerthError,
+  EGRESS_RULE_LIMITS,
   type EgressEntry,
   ISOLATION_TIERS,
   MOUNTS_ROOT,
@@ -162,10 +163,16 @@ export function addAgentFlags(cmd: Command, mode: 'create' | 'update'): Command 
     ).choices(['ephemeral', 'resident']),
   );
   cmd.addOption(new Option('--resident', 'same as --mode resident').conflicts('mode'));
-  cmd.option('--apt <packages>', "Debian packages in the agent's image (comma-separated)");
+  cmd.option(
+    '--apt <packages>',
+    help("Debian packages in the agent's image (comma-separated)", 'packages.apt'),
+  );
   cmd.option(
     '--npm <packages>',
-    "npm packages in the agent's image, at exact versions: typescript@5.6.3 (comma-separated)",
+    help(
+      "npm packages in the agent's image, at exact versions: typescript@5.6.3 (comma-separated)",
+      'packages.npm',
+    ),
   );
   cmd.option(
     '--egress <targets>',
@@ -177,7 +184,7 @@ export function addAgentFlags(cmd: Command, mode: 'create' | 'update'): Command 
   );
   cmd.option(
     '--egress-header <rule>',
-    "'host:port=Header-Name: value' set by the gateway on every request to that target; {{secret:NAME}} in the value is filled from the host's secret store (repeatable; adds the target)",
+    `'host:port=Header-Name: value' set by the gateway on every request to that target; {{secret:NAME}} in the value is filled from the host's secret store (repeatable; adds the target; 1-${EGRESS_RULE_LIMITS.headersMax} headers a target, values max ${EGRESS_RULE_LIMITS.valueMaxChars} chars)`,
     collect,
   );
   cmd.option(

@@ -10,6 +10,8 @@ test('agentFieldLimits reads defaults and bounds from the schema (and the defaul
   assert.equal(agentFieldLimits('recycle.maxAgeMs'), 'min 1000');
   assert.equal(agentFieldLimits('harnessTimeoutMs'), 'default 600000; 1000-86400000');
   assert.equal(agentFieldLimits('maxSchedules'), 'default 5; 0-1000');
-  assert.equal(agentFieldLimits('model'), '');
+  assert.equal(agentFieldLimits('model'), 'max 200 chars');
+  assert.equal(agentFieldLimits('packages.npm'), 'max 64 entries');
+  assert.equal(agentFieldLimits('secret'), '');
   assert.throws(() => agentFieldLimits('recycle.maxAge'), /not in the agent schema/);
 });

@@ -61,5 +61,6 @@ export function agentFieldLimits(path: string): string {
     if (range) parts.push(range);
   } else if (type instanceof z.ZodArray && type._def.maxLength)
     parts.push(`max ${type._def.maxLength.value} entries`);
+  else if (type instanceof z.ZodString && type.maxLength !== null) parts.push(`max ${type.maxLength} chars`);
   return parts.join('; ');
 }
