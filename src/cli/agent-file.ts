@@ -41,7 +41,7 @@ export async function readAgentFile(file: string): Promise<unknown> {
       `Agent file ${file} is not YAML or JSON: ${(err as Error).message}`,
       {
         cause: err,
-        hint: 'Fix the syntax at the line shown.',
+        hint: 'Correct the YAML or JSON at the line shown, then apply it again.',
       },
     );
   }
