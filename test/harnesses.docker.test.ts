@@ -18,10 +18,9 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import type { HarnessName } from '../src/core/index.js';
-import { agentImageRecipe, agentImageTag, imageContents } from '../src/image/index.js';
-import { connectDocker } from '../src/runtime/index.js';
 import { SecretStore } from '../src/secrets/index.js';
 import { type FakeModelServer, startFakeAnthropic, startFakeOpenAI } from './helpers/fake-models.js';
+import { harnessImageMissing } from './helpers/harness-image.js';
 import { hostFilesHolding, keySearch } from './helpers/key-search.js';
 import { startTestHost, waitPromoted } from './helpers/test-host.js';
 import { secretSearchJob } from './security/probes.js';
@@ -32,7 +31,6 @@ const WAIT = `perl -e 'select(undef, undef, undef, 300)'`;
 /** A thread id codex never saw. */
 const LOST_THREAD = '0199a213-81c0-7800-8aa1-bbab2a035a53';
 const done = (e: { type: string }) => e.type === 'reply' || e.type === 'failed';
-const CACHE_DIR = join(process.cwd(), '.berth', 'cache');
 
 interface HarnessCase {
   api: 'anthropic' | 'openai';
@@ -133,7 +131,7 @@ const conversation = (r: { body: Record<string, unknown> }) =>
 
 for (const harness of Object.keys(CASES) as HarnessName[]) {
   const c = CASES[harness];
-  const skip = await imageMissing(harness);
+  const skip = await harnessImageMissing(harness);
 
   test(`${harness}: writes a file and runs a command with its own tool; the file is committed; the key stays on the host; turn 2 continues turn 1`, {
     skip,
@@ -265,7 +263,7 @@ for (const harness of Object.keys(CASES) as HarnessName[]) {
 for (const harness of Object.keys(CASES) as HarnessName[]) {
   const c = CASES[harness];
   test(`${harness}: the agent's instruction file and skills, mounted read-only from its configDir, reach the harness`, {
-    skip: await imageMissing(harness),
+    skip: await harnessImageMissing(harness),
   }, async (t) => {
     const configDir = await mkdtemp(join(tmpdir(), 'berth-agent-config-'));
     t.after(() => rm(configDir, { recursive: true, force: true }));
@@ -311,7 +309,7 @@ for (const harness of Object.keys(CASES) as HarnessName[]) {
 
 for (const harness of Object.keys(CASES) as HarnessName[]) {
   test(`${harness}: a message longer than one command-line argument may be (128 KiB) reaches the model whole`, {
-    skip: await imageMissing(harness),
+    skip: await harnessImageMissing(harness),
   }, async (t) => {
     const { fake, sendAndCollect } = await setUp(t, harness, [{ text: 'read it all' }] as never);
     const text = `begin ${'lorem ipsum '.repeat(17_000)} END-OF-LONG-MESSAGE`;
@@ -323,7 +321,7 @@ for (const harness of Object.keys(CASES) as HarnessName[]) {
 }
 
 test('claude-code past its harnessTimeoutMs: HARNESS_TIMEOUT with its process group killed, retried, then failed', {
-  skip: await imageMissing('claude-code'),
+  skip: await harnessImageMissing('claude-code'),
 }, async (t) => {
   const c = CASES['claude-code'];
   const { host, fake, sendAndCollect } = await setUp(
@@ -346,7 +344,7 @@ test('claude-code past its harnessTimeoutMs: HARNESS_TIMEOUT with its process gr
 });
 
 test('codex exiting non-zero (its provider refused the call): HARNESS_FAILED with the error its failure event gave, retried', {
-  skip: await imageMissing('codex'),
+  skip: await harnessImageMissing('codex'),
 }, async (t) => {
   const { host, sendAndCollect } = await setUp(t, 'codex', [{ status: 400 }, { status: 400 }] as never, {
     BERTH_MAX_TRIES: '2',
@@ -363,7 +361,7 @@ test('codex exiting non-zero (its provider refused the call): HARNESS_FAILED wit
 });
 
 test('codex exiting non-zero with an error on stderr (its saved thread id names no transcript): HARNESS_FAILED with its last stderr lines, retried', {
-  skip: await imageMissing('codex'),
+  skip: await harnessImageMissing('codex'),
 }, async (t) => {
   const c = CASES.codex;
   const { host, fake, sendAndCollect } = await setUp(
@@ -395,7 +393,7 @@ test('codex exiting non-zero with an error on stderr (its saved thread id names 
 });
 
 test('claude-code killed by a signal mid-turn (its own shell tool kills it): HARNESS_FAILED naming the signal, retried, and the retry commits', {
-  skip: await imageMissing('claude-code'),
+  skip: await harnessImageMissing('claude-code'),
 }, async (t) => {
   const c = CASES['claude-code'];
   // The harness is the ancestor of the tool's shell whose parent is the runner; the first try kills it.
@@ -449,12 +447,3 @@ test('a harness agent whose image lacks the harness is refused at create, with t
   assert.equal(base?.code, 'HARNESS_NOT_IN_IMAGE');
   assert.match(String(base?.hint), /berth image build --with codex/);
 });
-
-/** The reason to skip a harness's tests: its agent image is not built here. */
-async function imageMissing(harness: HarnessName): Promise<string | false> {
-  const tag = agentImageTag(await agentImageRecipe(CACHE_DIR, { harnesses: [harness] }));
-  const has = await imageContents(connectDocker('/var/run/docker.sock'), tag).catch(() => null);
-  return has?.harnesses.includes(harness)
-    ? false
-    : `${tag} is not built (scripts/setup.sh test, or berth image build --with ${harness})`;
-}

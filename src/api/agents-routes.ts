@@ -1,12 +1,15 @@
-/** /v1/agents: create, list, get, update, delete — each tenant its own agents. */
+/** /v1/agents: create, apply (create or replace whole), list, get, update, delete — each tenant its own agents. */
 import type { FastifyPluginAsync } from 'fastify';
 import {
   AGENT_CONFIG_MOUNT,
   type AgentSpec,
   agentPatchSchema,
+  agentSpecOf,
   agentSpecSchema,
   assertAgentCrossFields,
   BerthError,
+  diffAgentSpecs,
+  parseAgentSpec,
 } from '../core/index.js';
 import { resolveMounts } from '../mount-policy/index.js';
 import type { PluginDeps } from './deps.js';
@@ -94,9 +97,46 @@ export const agentsRoutes: FastifyPluginAsync<PluginDeps> = async (
       body: agentPatchSchema,
     },
     async ({ params, body, principal }) => {
-      const { tenant: _, createdAt: __, ...spec } = await own(params.name!, scopeOf(principal));
+      const spec = agentSpecOf(await own(params.name!, scopeOf(principal)));
       const merged = parseInput(agentSpecSchema, { ...spec, ...body }, 'agent');
       return store.replaceAgentSpec(await checked(merged, spec), scopeOf(principal));
+    },
+  );
+
+  routes.add(
+    app,
+    {
+      method: 'PUT',
+      url: '/v1/agents/:name',
+      summary:
+        'Create the agent, or replace its whole spec (fields left out take their defaults); answers what changed. Its sessions use it from their next sandbox',
+      tag,
+      access: 'tenant',
+      status: 200,
+      returns: '{agent: Agent, created: boolean, changes: {path, from?, to?}[]}',
+      body: agentSpecSchema,
+      parseBody: (value) => parseAgentSpec(value),
+    },
+    async ({ params, body, principal }) => {
+      if (body.name !== params.name)
+        throw new BerthError(
+          'INVALID_INPUT',
+          `Invalid agent: name: the body names ${body.name}, the URL ${params.name}`,
+          { hint: 'Send the spec to /v1/agents/<its name>.' },
+        );
+      const tenant = scopeOf(principal);
+      const before = await store.getAgent(params.name!, tenant);
+      if (!before) {
+        const agent = await store.createAgent(
+          await checked(body),
+          clock.now(),
+          principal.tenant ?? undefined,
+        );
+        return { agent, created: true, changes: [] };
+      }
+      const stored = agentSpecOf(before);
+      const agent = await store.replaceAgentSpec(await checked(body, stored), tenant);
+      return { agent, created: false, changes: diffAgentSpecs(stored, agentSpecOf(agent)) };
     },
   );
 

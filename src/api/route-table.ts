@@ -11,7 +11,7 @@ import { BerthError, type Principal } from '../core/index.js';
 import { parseInput } from './validate.js';
 
 export type Access = 'public' | 'tenant' | 'admin';
-type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export interface RouteMeta {
   method: Method;
@@ -48,10 +48,16 @@ export class RouteTable {
 
   add<B extends z.ZodTypeAny = z.ZodUndefined, Q extends z.ZodTypeAny = z.ZodUndefined>(
     app: FastifyInstance,
-    doc: RouteMeta & { body?: B; query?: Q },
+    doc: RouteMeta & {
+      body?: B;
+      query?: Q;
+      /** Validates the body instead of the first-issue check (e.g. to report every issue of an agent file). */
+      parseBody?: (value: unknown) => z.output<B>;
+    },
     handler: (input: RouteInput<B, Q>) => Promise<unknown>,
   ): void {
-    this.routes.push(doc);
+    const { parseBody, ...documented } = doc;
+    this.routes.push(documented);
     app.route({
       method: doc.method,
       url: doc.url,
@@ -64,7 +70,11 @@ export class RouteTable {
           throw new BerthError('ADMIN_ONLY', `${doc.method} ${doc.url} is for the operator's admin token`);
         }
         const input: RouteInput<B, Q> = {
-          body: doc.body ? parseInput(doc.body, request.body, 'body') : undefined,
+          body: parseBody
+            ? parseBody(request.body ?? {})
+            : doc.body
+              ? parseInput(doc.body, request.body, 'body')
+              : undefined,
           query: doc.query ? parseInput(doc.query, request.query, 'query') : undefined,
           params: request.params as Record<string, string>,
           principal: principal as Principal,

@@ -12,12 +12,47 @@ async function setup() {
   const store = openSqliteStore({ path: ':memory:', leaseMs: config.leaseMs, retry: config });
   const app = await buildApp({ config, store, clock: systemClock, log: pino({ level: 'silent' }) });
   const { token } = await issueToken(store, 'acme', '', Date.now());
-  const call = async (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: object) => {
+  const call = async (method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, payload?: object) => {
     const res = await app.inject({ method, url, payload, headers: { authorization: `Bearer ${token}` } });
     return { status: res.statusCode, body: res.body ? res.json() : null };
   };
   return { store, call };
 }
+
+test('agents: PUT creates, replaces the whole spec and says what changed; every wrong field is named', async () => {
+  const { call } = await setup();
+  const created = await call('PUT', '/v1/agents/f', {
+    name: 'f',
+    provider: 'command',
+    memoryMb: 128,
+    model: 'x',
+  });
+  assert.equal(created.status, 200);
+  assert.equal(created.body.created, true);
+  assert.deepEqual(created.body.changes, []);
+  const { tenant: _, createdAt: __, ...spec } = created.body.agent;
+  const again = await call('PUT', '/v1/agents/f', spec);
+  assert.deepEqual([again.body.created, again.body.changes], [false, []], 'its own spec back: no change');
+  // Left out = default (memoryMb) or unset (model): a replace, not a merge.
+  const replaced = await call('PUT', '/v1/agents/f', { name: 'f', provider: 'command', mode: 'resident' });
+  assert.deepEqual(replaced.body.changes, [
+    { path: 'memoryMb', from: 128, to: 512 },
+    { path: 'mode', from: 'ephemeral', to: 'resident' },
+    { path: 'model', from: 'x' },
+  ]);
+  assert.equal((await call('GET', '/v1/agents/f')).body.model, undefined);
+  const bad = await call('PUT', '/v1/agents/f', {
+    name: 'f',
+    provider: 'command',
+    memoryMb: 1,
+    egress: ['nope'],
+  });
+  assert.equal(bad.status, 400);
+  assert.equal(bad.body.error.code, 'INVALID_INPUT');
+  assert.match(bad.body.error.message, /memoryMb: .*; egress\[0\]: "nope" is not valid/);
+  const misnamed = await call('PUT', '/v1/agents/f', { name: 'g', provider: 'command' });
+  assert.match(misnamed.body.error.message, /the body names g, the URL f/);
+});
 
 test('agents: create, list, get, patch, delete (refused while a live session uses it)', async () => {
   const { store, call } = await setup();
@@ -156,7 +191,7 @@ test('the OpenAPI document lists every route with the schemas the API validates 
   assert.equal(doc.openapi, '3.0.3');
   const expected = {
     '/v1/agents': ['get', 'post'],
-    '/v1/agents/{name}': ['delete', 'get', 'patch'],
+    '/v1/agents/{name}': ['delete', 'get', 'patch', 'put'],
     '/v1/sessions': ['get', 'post'],
     '/v1/sessions/{id}': ['delete', 'get'],
     '/v1/sessions/{id}/messages': ['get', 'post'],

@@ -29,7 +29,7 @@ import { openSqliteStore, type Store } from '../store/index.js';
 import { issueToken } from './api-tokens.js';
 import { buildApp } from './app.js';
 
-type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /** The names of one tenant's resources, or of resources that exist nowhere (GHOST). */
 interface Ids {
@@ -91,6 +91,16 @@ const CASES: Record<string, RouteCase> = {
   },
   'GET /v1/agents': { kind: 'list' },
   'GET /v1/agents/:name': owned(agentName),
+  'PUT /v1/agents/:name': {
+    kind: 'create',
+    probes: (own) => [
+      { params: { name: `${own.agent}-3` }, body: { name: `${own.agent}-3`, provider: 'command' } },
+    ],
+    globalName: {
+      why: 'agent names are global: applying a taken name is AGENT_EXISTS whoever holds it',
+      probes: (t) => [{ params: { name: t.agent }, body: { name: t.agent, provider: 'command' } }],
+    },
+  },
   'PATCH /v1/agents/:name': owned((t) => [{ params: { name: t.agent }, body: { memoryMb: 64 } }]),
   'DELETE /v1/agents/:name': owned(agentName),
   'GET /v1/agents/:name/grants': owned(agentName),
@@ -549,7 +559,7 @@ test('tenant B reaches nothing of tenant A through any route the API serves', as
   assert.deepEqual(await viewOfA(), before, "nothing of A's changed");
 
   // Each probe aimed at something: A's own call, the same one, is answered differently.
-  const rank: Record<string, number> = { GET: 0, POST: 1, PATCH: 2, DELETE: 3 };
+  const rank: Record<string, number> = { GET: 0, POST: 1, PUT: 2, PATCH: 3, DELETE: 4 };
   ownerChecks.sort((x, y) => rank[x.route.split(' ')[0]!]! - rank[y.route.split(' ')[0]!]!);
   for (const { route, probe, seenByB } of ownerChecks) {
     const seenByA = await call(tokens.acme, route, probe, markersOf(a));

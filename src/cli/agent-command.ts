@@ -1,83 +1,107 @@
-/** `berth agent create|list`. */
+/**
+ * `berth agent create|update|apply|show|list|delete`. create and update take one flag per
+ * field (agent-flags.ts); apply and show move the whole spec as a file (agent-file.ts).
+ * A session keeps the agent config its worker read when it claimed the session for the
+ * sandbox it runs in; a change reaches it with its next sandbox (docs/config.md, Agents).
+ */
 import { Command, Option } from 'commander';
-import { PROVIDERS, type ProviderName } from '../core/index.js';
-import { commaList } from './comma-list.js';
+import {
+  type Agent,
+  type AgentPatch,
+  type AgentSpecInput,
+  agentSpecOf,
+  diffAgentSpecs,
+  issueLine,
+} from '../core/index.js';
+import {
+  type AgentFileFormat,
+  agentFileIssues,
+  changeLines,
+  formatAgentSpec,
+  readAgentFile,
+} from './agent-file.js';
+import { addAgentFlags, specFromFlags } from './agent-flags.js';
 import { connect } from './connect.js';
 import { printJson } from './output.js';
 
+function summary(a: Agent): string {
+  const extras = [
+    a.isolation === 'runsc' ? 'gVisor' : '',
+    a.mode === 'resident' ? 'resident' : '',
+    a.egress.length ? `egress ${a.egress.length}` : '',
+    a.mounts.length ? `mounts ${a.mounts.length}` : '',
+    a.image ? `image ${a.image}` : '',
+  ].filter(Boolean);
+  return `provider ${a.provider}, ${a.memoryMb} MiB, ${a.cpus} CPU${extras.length ? `, ${extras.join(', ')}` : ''}`;
+}
+
 export function agentCommand(env: NodeJS.ProcessEnv): Command {
-  const agent = new Command('agent').description('Create and inspect agents (named sandbox configurations)');
-  agent
-    .command('create <name>')
-    .description('Create an agent')
-    .addOption(
-      new Option('--provider <provider>', 'what runs a message').choices(PROVIDERS).makeOptionMandatory(),
-    )
-    .option(
-      '--image <image>',
-      'sandbox image (default: the base image, or for a harness or packages the agent image `berth image build --agent NAME` builds)',
-    )
-    .option('--apt <packages>', "Debian packages in the agent's image (comma-separated)")
-    .option(
-      '--npm <packages>',
-      "npm packages in the agent's image, each at an exact version: typescript@5.6.3 (comma-separated)",
-    )
-    .option('--memory <mb>', 'memory limit in MiB', '512')
-    .option('--cpus <n>', 'CPU limit', '1')
-    .option('--pids <n>', 'process limit', '256')
-    .option('--model <name>', 'model providers and harnesses: the model, e.g. claude-sonnet-4-5')
-    .option(
-      '--config-dir <dir>',
-      'harnesses: host dir with CLAUDE.md / AGENTS.md and skills/, mounted read-only (mount allowlist)',
-    )
-    .option('--harness-timeout <ms>', 'harnesses: time limit of one harness run (default 600000)')
-    .option(
-      '--instructions <text>',
-      'anthropic/openai: system instructions (AGENT.md in the workspace is appended)',
-    )
-    .option(
-      '--base-url <url>',
-      'anthropic/openai: upstream base URL (default: ANTHROPIC_BASE_URL / OPENAI_BASE_URL on the host)',
-    )
-    .option('--secret <name>', 'anthropic/openai: host secret holding the key (default: the provider name)')
-    .option('--tokens-per-hour <n>', 'anthropic/openai: model token budget per sliding hour')
-    .option('--turns-per-hour <n>', 'anthropic/openai: model turn budget per sliding hour')
+  const agent = new Command('agent').description(
+    'Create, change and inspect agents (named sandbox configurations)',
+  );
+  addAgentFlags(agent.command('create <name>').description('Create an agent'), 'create')
     .option('--json', 'print the agent as JSON')
-    .action(
-      async (
-        name: string,
-        o: {
-          provider: string;
-          image?: string;
-          memory: string;
-          cpus: string;
-          pids: string;
-          configDir?: string;
-          harnessTimeout?: string;
-          apt?: string;
-          npm?: string;
-          json?: boolean;
-        } & ModelOptions,
-      ) => {
-        const created = await (await connect(env)).agents.create({
-          name,
-          provider: o.provider as ProviderName,
-          ...(o.image ? { image: o.image } : {}),
-          memoryMb: Number(o.memory),
-          cpus: Number(o.cpus),
-          pidsLimit: Number(o.pids),
-          ...modelFields(o),
-          ...(o.configDir ? { configDir: o.configDir } : {}),
-          ...(o.harnessTimeout ? { harnessTimeoutMs: Number(o.harnessTimeout) } : {}),
-          ...packagesOf(o),
-        });
-        if (o.json) printJson(created);
-        else
-          process.stdout.write(
-            `agent ${created.name} created (provider ${created.provider}, ${created.memoryMb} MiB, ${created.cpus} CPU${created.image ? `, image ${created.image}` : ''})\n`,
-          );
-      },
-    );
+    .action(async (name: string, o: Record<string, unknown>) => {
+      const created = await (await connect(env)).agents.create({
+        ...specFromFlags(o),
+        name,
+      } as AgentSpecInput);
+      if (o.json) printJson(created);
+      else process.stdout.write(`agent ${created.name} created (${summary(created)})\n`);
+    });
+  addAgentFlags(
+    agent
+      .command('update <name>')
+      .description(
+        'Change the fields given (a list flag replaces the whole list); the rest stays. Its sessions use it from their next sandbox',
+      ),
+    'update',
+  )
+    .option('--json', 'print the agent as JSON')
+    .action(async (name: string, o: Record<string, unknown>) => {
+      // Shaped by the flags, checked by the API (the same errors as over HTTP).
+      const patch = specFromFlags(o) as AgentPatch;
+      const berth = await connect(env);
+      const before = await berth.agents.show(name);
+      const updated = await berth.agents.update(name, patch);
+      if (o.json) return printJson(updated);
+      const changes = diffAgentSpecs(before, agentSpecOf(updated));
+      process.stdout.write(
+        changes.length
+          ? `agent ${name} updated:\n${changeLines(changes).join('\n')}\n`
+          : `agent ${name} unchanged\n`,
+      );
+    });
+  agent
+    .command('apply')
+    .description(
+      'Create the agent a file describes, or replace its whole spec (left-out fields take their defaults); prints what changed',
+    )
+    .requiredOption('-f, --file <file>', 'YAML or JSON agent file, exactly the API agent schema (- = stdin)')
+    .option('--json', 'print {agent, created, changes} as JSON')
+    .action(async (o: { file: string; json?: boolean }) => {
+      const content = await readAgentFile(o.file);
+      const issues = agentFileIssues(content);
+      if (issues.length) {
+        for (const issue of issues)
+          process.stderr.write(`berth: ${o.file}: ${issueLine(issue)}. Fix: ${issue.fix}\n`);
+        process.exit(2);
+      }
+      const applied = await (await connect(env)).agents.apply(content as AgentSpecInput);
+      if (o.json) return printJson(applied);
+      const name = applied.agent.name;
+      if (applied.created) process.stdout.write(`agent ${name} created (${summary(applied.agent)})\n`);
+      else if (applied.changes.length === 0) process.stdout.write(`agent ${name} unchanged\n`);
+      else process.stdout.write(`agent ${name} updated:\n${changeLines(applied.changes).join('\n')}\n`);
+    });
+  agent
+    .command('show <name>')
+    .description("Print the agent's whole spec as a file `berth agent apply -f` takes back unchanged")
+    .addOption(new Option('-o, --output <format>', 'file format').choices(['yaml', 'json']).default('yaml'))
+    .action(async (name: string, o: { output: AgentFileFormat }) => {
+      const spec = await (await connect(env)).agents.show(name);
+      process.stdout.write(formatAgentSpec(spec, o.output));
+    });
   agent
     .command('list')
     .description('List agents')
@@ -98,36 +122,4 @@ export function agentCommand(env: NodeJS.ProcessEnv): Command {
       process.stdout.write(`agent ${name} deleted\n`);
     });
   return agent;
-}
-
-/** --apt and --npm as the agent's `packages`; the API checks the names and the npm pins. */
-function packagesOf(o: { apt?: string; npm?: string }): Record<string, unknown> {
-  const apt = commaList(o.apt);
-  const npm = commaList(o.npm);
-  const packages = { ...(apt.length ? { apt } : {}), ...(npm.length ? { npm } : {}) };
-  return Object.keys(packages).length ? { packages } : {};
-}
-
-interface ModelOptions {
-  model?: string;
-  instructions?: string;
-  baseUrl?: string;
-  secret?: string;
-  tokensPerHour?: string;
-  turnsPerHour?: string;
-}
-
-/** The model agent fields given on the command line; the API validates them. */
-function modelFields(o: ModelOptions): Record<string, unknown> {
-  const budget = {
-    ...(o.tokensPerHour ? { tokensPerHour: Number(o.tokensPerHour) } : {}),
-    ...(o.turnsPerHour ? { turnsPerHour: Number(o.turnsPerHour) } : {}),
-  };
-  return {
-    ...(o.model ? { model: o.model } : {}),
-    ...(o.instructions ? { instructions: o.instructions } : {}),
-    ...(o.baseUrl ? { baseUrl: o.baseUrl } : {}),
-    ...(o.secret ? { secret: o.secret } : {}),
-    ...(Object.keys(budget).length ? { budget } : {}),
-  };
 }

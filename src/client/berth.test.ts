@@ -56,3 +56,18 @@ test("waitForReply: a message that failed for good throws with the failure's own
       isBerthError(err, 'SANDBOX_PIDS_LIMIT') && /failed after 1 try: fork bomb/.test(err.message),
   );
 });
+
+test('agents.apply checks the spec before sending: every wrong field in one INVALID_INPUT, no request made', async () => {
+  // Nothing listens on port 9 here: a request would be HOST_UNREACHABLE.
+  const berth = new Berth({ url: 'http://127.0.0.1:9' });
+  await assert.rejects(
+    berth.agents.apply({ name: 'a', provider: 'command', memoryMb: 1, egress: ['nope'] }),
+    (err: unknown) =>
+      isBerthError(err, 'INVALID_INPUT') &&
+      /memoryMb: .*; egress\[0\]: /.test(err.message) &&
+      /use at least 16/.test(err.hint),
+  );
+  await assert.rejects(berth.agents.apply({ name: 'a', provider: 'command' }), (err: unknown) =>
+    isBerthError(err, 'HOST_UNREACHABLE'),
+  );
+});

@@ -11,8 +11,11 @@
 import {
   type Agent,
   type AgentPatch,
+  type AgentSpec,
   type AgentSpecInput,
   type ApiTokenRow,
+  type AppliedAgent,
+  agentSpecOf,
   BerthError,
   type CreateSessionBody,
   type CreateTokenBody,
@@ -22,6 +25,7 @@ import {
   type Message,
   type PageQuery,
   type PostMessageBody,
+  parseAgentSpec,
   type ReplyScope,
   type SandboxRecord,
   type Schedule,
@@ -109,6 +113,18 @@ export class Berth {
 
   readonly agents = {
     create: (spec: AgentSpecInput) => this.http.request<Agent>('POST', '/v1/agents', spec),
+    /**
+     * Creates the agent or replaces its whole spec (left-out fields take their defaults) and
+     * says what changed. Checked here first: a bad spec throws INVALID_INPUT listing every
+     * wrong field by its path, before anything is sent.
+     */
+    apply: async (spec: AgentSpecInput): Promise<AppliedAgent> => {
+      // async: a bad spec rejects the promise like any API error, never throws at the call.
+      const checked = parseAgentSpec(spec);
+      return this.http.request<AppliedAgent>('PUT', `/v1/agents/${enc(checked.name)}`, spec);
+    },
+    /** The agent's whole spec, defaults filled in: what `apply` takes back unchanged. */
+    show: async (name: string): Promise<AgentSpec> => agentSpecOf(await this.agents.get(name)),
     list: async () => (await this.http.request<{ agents: Agent[] }>('GET', '/v1/agents')).agents,
     get: (name: string) => this.http.request<Agent>('GET', `/v1/agents/${enc(name)}`),
     update: (name: string, patch: AgentPatch) =>

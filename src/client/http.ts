@@ -12,7 +12,7 @@ export interface StreamedEvent {
   data: Record<string, unknown>;
 }
 
-export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /** The transport under `Berth`; also usable alone for raw routes (the CLI and tests do). */
 export class ApiClient {

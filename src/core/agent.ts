@@ -178,36 +178,50 @@ export const MODEL_DEFAULTS = {
 /** Where an agent's configDir appears in its sandboxes (under MOUNTS_ROOT). */
 export const AGENT_CONFIG_MOUNT = 'agent-config';
 
+/** One thing wrong with an agent: where (a path in the spec, e.g. `egress[1]`), what, and the fix. */
+export interface AgentIssue {
+  path: string;
+  message: string;
+  fix: string;
+}
+
 /**
  * Cross-field rules of agents, checked where agents are created or changed (kept out of
  * the schema so that it stays an object other schemas can derive from).
  */
-export function assertAgentCrossFields(spec: {
-  name: string;
+export function agentCrossFieldIssues(spec: {
   provider: string;
   model?: string;
   mode?: string;
   recycle?: object;
   configDir?: string;
-}): void {
-  if (spec.configDir && !isHarness(spec.provider)) {
-    throw new BerthError(
-      'INVALID_INPUT',
-      `Invalid agent: configDir: only a harness (${HARNESS_PROVIDERS.join(', ')}) reads instruction files and skills from it`,
-    );
-  }
-  if (modelApiOf(spec.provider) && !spec.model) {
-    throw new BerthError(
-      'INVALID_INPUT',
-      `Invalid agent: model: provider ${spec.provider} needs a model name (e.g. "model": "claude-sonnet-4-5")`,
-    );
-  }
-  if (spec.recycle && spec.mode !== 'resident') {
-    throw new BerthError(
-      'INVALID_INPUT',
-      'Invalid agent: recycle: only a resident agent keeps a sandbox to recycle (set "mode": "resident", or drop "recycle")',
-    );
-  }
+}): AgentIssue[] {
+  const issues: AgentIssue[] = [];
+  if (spec.configDir && !isHarness(spec.provider))
+    issues.push({
+      path: 'configDir',
+      message: `only a harness (${HARNESS_PROVIDERS.join(', ')}) reads instruction files and skills from it`,
+      fix: 'drop configDir, or use a harness provider',
+    });
+  if (modelApiOf(spec.provider) && !spec.model)
+    issues.push({
+      path: 'model',
+      message: `provider ${spec.provider} needs a model name (e.g. "model": "claude-sonnet-4-5")`,
+      fix: 'set model',
+    });
+  if (spec.recycle && spec.mode !== 'resident')
+    issues.push({
+      path: 'recycle',
+      message: 'only a resident agent keeps a sandbox to recycle (set "mode": "resident", or drop "recycle")',
+      fix: 'set mode: resident, or drop recycle',
+    });
+  return issues;
+}
+
+/** The first cross-field issue as INVALID_INPUT (the API's check at create and update). */
+export function assertAgentCrossFields(spec: Parameters<typeof agentCrossFieldIssues>[0]): void {
+  const [issue] = agentCrossFieldIssues(spec);
+  if (issue) throw new BerthError('INVALID_INPUT', `Invalid agent: ${issue.path}: ${issue.message}`);
 }
 
 /** What an agent's image holds beyond the base image. */

@@ -5,9 +5,17 @@
  */
 import { z } from 'zod';
 import { agentSpecSchema, NAME_PATTERN } from './agent.js';
-import type { SessionStatus } from './types.js';
+import type { AgentChange } from './agent-diff.js';
+import type { Agent, SessionStatus } from './types.js';
 
 export { agentSpecSchema };
+
+/** PUT /v1/agents/:name answers the agent, whether it was new, and what changed (nothing for a new one). */
+export interface AppliedAgent {
+  agent: Agent;
+  created: boolean;
+  changes: AgentChange[];
+}
 
 /** PATCH /v1/agents/:name: any spec field but the name; what is left out stays. */
 export const agentPatchSchema = agentSpecSchema.omit({ name: true }).partial().strict();

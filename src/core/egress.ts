@@ -52,6 +52,9 @@ export function isHeaderValue(value: string): boolean {
   return HEADER_TEXT.test(value);
 }
 
+/** How many headers one rule sets, and how long a rule's value may be (the CLI's help shows them). */
+export const EGRESS_RULE_LIMITS = { headersMax: 16, valueMaxChars: 4096 } as const;
+
 const targetText = z
   .string()
   .max(260)
@@ -66,13 +69,16 @@ const headerRules = z
       .refine((n) => !RESERVED_HEADER.test(n), 'host, framing and proxy headers cannot be set by a rule'),
     z
       .string()
-      .max(4096)
+      .max(EGRESS_RULE_LIMITS.valueMaxChars)
       .superRefine((value, ctx) => {
         const parsed = templateSecrets(value);
         if ('error' in parsed) ctx.addIssue({ code: z.ZodIssueCode.custom, message: parsed.error });
       }),
   )
-  .refine((h) => Object.keys(h).length >= 1 && Object.keys(h).length <= 16, 'a rule sets 1 to 16 headers')
+  .refine(
+    (h) => Object.keys(h).length >= 1 && Object.keys(h).length <= EGRESS_RULE_LIMITS.headersMax,
+    `a rule sets 1 to ${EGRESS_RULE_LIMITS.headersMax} headers`,
+  )
   .refine(
     (h) => new Set(Object.keys(h).map((n) => n.toLowerCase())).size === Object.keys(h).length,
     'a header is named twice (names are case-insensitive)',

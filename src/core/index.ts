@@ -1,5 +1,8 @@
 /** core: types, config, ids, clock, errors and pure deciders. No I/O. */
 export * from './agent.js';
+export * from './agent-diff.js';
+export * from './agent-field-limits.js';
+export * from './agent-issues.js';
 export * from './api-schemas.js';
 export * from './backoff.js';
 export * from './blobs-url.js';

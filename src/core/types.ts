@@ -24,6 +24,12 @@ export interface Agent extends AgentSpec {
   createdAt: number;
 }
 
+/** The agent's spec alone, as a file holds it and PUT /v1/agents/:name takes it back. */
+export function agentSpecOf(agent: Agent): AgentSpec {
+  const { tenant: _, createdAt: __, ...spec } = agent;
+  return spec;
+}
+
 export interface Session {
   id: string;
   agent: string;

@@ -7,6 +7,7 @@ export {
   agentImageTag,
   ensureAgentImage,
   imageContents,
+  imageLacks,
   PACKAGES_PREFIX,
   parseHarnesses,
 } from './agent-image.js';
