@@ -37,6 +37,7 @@ export const SESSION_STATUSES = [
   'running',
   'bound',
   'failed',
+  'held',
   'archived',
 ] as const satisfies readonly SessionStatus[];
 
@@ -77,6 +78,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'reply',
   'retrying',
   'failed',
+  'held',
   'archived',
 ] as const;
 

@@ -23,6 +23,7 @@ import { toMessage, toTurn } from '../rows.js';
 import { insertEvent } from './events.js';
 import { checkFence } from './fence.js';
 import { messageGuard, sessionGuard, turnGuard } from './guards.js';
+import { holdSession, recordResidentWrite } from './holds.js';
 import { recomputeQueueKeys } from './queue-keys.js';
 import { appendLayer } from './workspace.js';
 
@@ -79,8 +80,9 @@ export function* commitTurn(tx: Tx, input: CommitInput, now: number): Program<Co
   const code = yield* checkRunningTurn(input, turnId);
   if (code !== 'ok') return code;
   const version = Number((yield* get('SESSION_BY_ID', { id: sessionId }))!.workspace_version);
+  const layered = input.workspace && 'baseVersion' in input.workspace ? input.workspace : null;
   // A turn that ran on another workspace than the store's must not commit: its writes were made against the wrong files.
-  if (input.workspace && input.workspace.baseVersion !== version) return 'workspace_behind';
+  if (layered && layered.baseVersion !== version) return 'workspace_behind';
   const messageIds = (yield* turnMessages(turnId)).map((m) => m.id);
   for (const id of messageIds) yield* guarded(tx, 'FINISH_MESSAGE', { id }, messageGuard(id, 'processing'));
   for (const [key, value] of Object.entries(input.state ?? {})) {
@@ -89,9 +91,11 @@ export function* commitTurn(tx: Tx, input: CommitInput, now: number): Program<Co
   }
   if (input.schedules?.items.length) yield* insertTurnSchedules(sessionId, turnId, input.schedules, now);
   yield* guarded(tx, 'SET_PENDING_LAYER', { id: sessionId, turnId, now }, sessionGuard(sessionId, 'present'));
-  const layer = input.workspace?.layer;
+  const layer = layered?.layer;
   if (layer) yield* appendLayer(sessionId, { version: version + 1, ...layer, turnId }, now);
-  yield* endTurn(tx, turnId, 'committed', null, now, input.workspace?.baseVersion ?? null);
+  if (input.workspace && 'residentHolder' in input.workspace)
+    yield* recordResidentWrite(tx, sessionId, input.workspace.residentHolder, now);
+  yield* endTurn(tx, turnId, 'committed', null, now, layered?.baseVersion ?? null);
   for (const output of input.outputs) {
     const data = output.data === undefined ? null : JSON.stringify(output.data);
     // An output that names no message answers the whole turn (a model's one reply to all it was sent).
@@ -125,8 +129,8 @@ export function* abortTurn(tx: Tx, input: AbortInput, now: number, retry: RetryP
 
 /**
  * The one abort path, whoever ends the turn (its sandbox, the sweep, archiving): each of
- * its messages is retried with backoff, requeued or failed, as the catalogue says of the
- * code; the turn is aborted. The caller holds the session row and read the turn as running.
+ * its messages is retried with backoff, requeued, held or failed, as the catalogue says of
+ * the code (a held message holds its session); the turn is aborted. The caller holds the session row and read the turn as running.
  */
 export function* abortRunningTurn(
   tx: Tx,
@@ -137,12 +141,13 @@ export function* abortRunningTurn(
   const { sessionId, turnId, code, error } = input;
   // How long the turn's death went unnoticed (sandbox exit or last heartbeat to this abort), for the metrics.
   const detected = input.detectedAfterMs === undefined ? {} : { detectedAfterMs: input.detectedAfterMs };
+  let held = false;
   for (const m of yield* turnMessages(turnId)) {
     const decision = decideAbortedMessage(m.tries, now, retry, code);
-    const held = messageGuard(m.id, 'processing');
+    const guard = messageGuard(m.id, 'processing');
     switch (decision.action) {
       case 'requeue':
-        yield* guarded(tx, 'REQUEUE_MESSAGE', { id: m.id, now, error, errorCode: code }, held);
+        yield* guarded(tx, 'REQUEUE_MESSAGE', { id: m.id, now, error, errorCode: code }, guard);
         yield* insertEvent(
           tx,
           sessionId,
@@ -156,7 +161,7 @@ export function* abortRunningTurn(
           tx,
           'RETRY_MESSAGE',
           { id: m.id, processAfter: decision.processAfter, error, errorCode: code },
-          held,
+          guard,
         );
         yield* insertEvent(
           tx,
@@ -166,8 +171,20 @@ export function* abortRunningTurn(
           now,
         );
         break;
+      case 'hold':
+        // Pending again with its try given back, as a requeue; the session holds it (below).
+        yield* guarded(tx, 'REQUEUE_MESSAGE', { id: m.id, now, error, errorCode: code }, guard);
+        yield* insertEvent(
+          tx,
+          sessionId,
+          'held',
+          { turnId, messageId: m.id, tries: m.tries - 1, code, error, ...detected },
+          now,
+        );
+        held = true;
+        break;
       case 'fail':
-        yield* guarded(tx, 'FAIL_MESSAGE', { id: m.id, error, errorCode: code }, held);
+        yield* guarded(tx, 'FAIL_MESSAGE', { id: m.id, error, errorCode: code }, guard);
         yield* insertEvent(
           tx,
           sessionId,
@@ -178,6 +195,7 @@ export function* abortRunningTurn(
         break;
     }
   }
+  if (held) yield* holdSession(tx, sessionId, { code, error }, now);
   yield* recomputeQueueKeys(tx, sessionId);
   yield* endTurn(tx, turnId, 'aborted', { error, code }, now, null);
 }
