@@ -5,8 +5,10 @@
  * data; this is the one place that acts on it.
  */
 import type { Logger } from 'pino';
-import { type CommitInput, failpoint, type Turn } from '../core/index.js';
+import { type CommitInput, failpoint, type Session, type Turn } from '../core/index.js';
+import type { Fence } from '../store/index.js';
 import type { SandboxDeps } from './deps.js';
+import { holdResidentWorkspace } from './resident-holder.js';
 import type { SandboxMode } from './sandbox-modes.js';
 import { TurnWorkspace } from './turn-workspace.js';
 
@@ -14,14 +16,19 @@ export class TurnLayers {
   /** The chain's side of a layered mode's turns; none for a sandbox that writes in place. */
   private readonly workspace: TurnWorkspace | null;
 
+  private readonly sessionId: string;
+
   constructor(
     private readonly deps: SandboxDeps,
     private readonly mode: SandboxMode,
-    private readonly sessionId: string,
+    /** The session as its claim read it, under `fence`. */
+    private readonly session: Session,
+    private readonly fence: Fence,
     private readonly sandboxName: string,
     private readonly log: Logger,
   ) {
-    this.workspace = mode.settle === 'in-place' ? null : new TurnWorkspace(deps, sessionId, log);
+    this.sessionId = session.id;
+    this.workspace = mode.settle === 'in-place' ? null : new TurnWorkspace(deps, session.id, log);
   }
 
   /** Mounts the turn's workspace, binding the sandbox (`bind`) at the point the mode needs it bound. */
@@ -36,6 +43,8 @@ export class TurnLayers {
         return;
       case 'committed-layer':
         if (bound) return;
+        // Written in place, the files live on one data dir only: never mount an empty one in their stead.
+        await holdResidentWorkspace(this.deps, this.session, this.fence, this.log);
         await this.deps.workspaces.mountResident(this.sessionId, this.sandboxName);
         return bind();
     }
@@ -48,7 +57,10 @@ export class TurnLayers {
 
   /** Before the commit transaction (the gateway's beforeCommit): what the commit must carry of the workspace. */
   async seal(turnId: string): Promise<CommitInput['workspace']> {
-    return this.workspace?.seal(turnId, this.sandboxName);
+    // In place: the commit names the data dir the turn wrote, which must be the one the store says holds it.
+    return this.workspace
+      ? this.workspace.seal(turnId, this.sandboxName)
+      : { residentHolder: this.deps.dataDir.id };
   }
 
   /** After a commit the sandbox serves on from: true while the turn's layer is still owed (settled once the sandbox is gone). */
