@@ -1,4 +1,4 @@
-/** `berth session list|show|delete|recycle|fork`. */
+/** `berth session list|show|delete|recycle|resume|reset-workspace|fork`. */
 import { Command } from 'commander';
 import type { ListSessionsQuery } from '../core/index.js';
 import { connect } from './connect.js';
@@ -7,7 +7,7 @@ import { renderSessions } from './status-command.js';
 
 export function sessionCommand(env: NodeJS.ProcessEnv): Command {
   const session = new Command('session').description(
-    'List, show, delete (stop and archive), recycle and fork sessions',
+    'List, show, delete (stop and archive), recycle, resume, reset the workspace of and fork sessions',
   );
   session
     .command('list')
@@ -60,6 +60,28 @@ export function sessionCommand(env: NodeJS.ProcessEnv): Command {
       const view = await (await connect(env)).sessions.recycle(id);
       if (o.json) return printJson(view);
       process.stdout.write(`session ${id}: its sandbox is replaced after the current turn\n`);
+    });
+  session
+    .command('resume <id>')
+    .description(
+      'Let a held session go on as it is: its messages are queued again (held again if its resident workspace is still missing)',
+    )
+    .option('--json', 'print JSON')
+    .action(async (id: string, o: { json?: boolean }) => {
+      const view = await (await connect(env)).sessions.resume(id);
+      if (o.json) return printJson(view);
+      process.stdout.write(`session ${id}: resumed, status ${view.status}\n`);
+    });
+  session
+    .command('reset-workspace <id>')
+    .description(
+      "Accept the loss of a held session's resident workspace: it goes on with an empty one (recorded in the audit log)",
+    )
+    .option('--json', 'print JSON')
+    .action(async (id: string, o: { json?: boolean }) => {
+      const view = await (await connect(env)).sessions.resetWorkspace(id);
+      if (o.json) return printJson(view);
+      process.stdout.write(`session ${id}: workspace reset, status ${view.status}\n`);
     });
   session
     .command('fork <source> [new]')
