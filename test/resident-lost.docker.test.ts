@@ -1,0 +1,147 @@
+/**
+ * A resident session never runs on the wrong files. A resident agent writes its workspace
+ * in place, on the machine that runs it, outside the chain: two workers on separate data
+ * dirs ("machines") share one PostgreSQL store and one bucket. Machine A runs turns that
+ * write files, then dies with its disk during a turn; machine B is given the next message.
+ * B must not run it on an empty directory: the turn fails with RESIDENT_WORKSPACE_LOST,
+ * naming A's data dir and the time of the last turn that wrote there, no reply is
+ * committed and the messages stay, held, until the operator accepts the loss
+ * (reset-workspace), after which they are answered on an empty workspace. A worker that
+ * is SIGKILLed and restarted on the same data dir is not refused: its disk holds the files.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { startMachines } from './helpers/machines.js';
+import { eventually, exited } from './helpers/processes.js';
+
+type Client = Awaited<ReturnType<typeof startMachines>>['client'];
+type Outcome = { type: string; data: Record<string, unknown> };
+/** What the test reads of a session view. */
+type View = { id: string; status: string; hold?: { code: string; message: string } | null };
+
+/** Posts a message; follows the session's events until `until` says the message's outcome is known. */
+async function post(client: Client, session: string, text: string) {
+  return client.request<{ eventId: number; message: { id: number } }>(
+    'POST',
+    `/v1/sessions/${session}/messages`,
+    { agent: 'res', text },
+  );
+}
+
+async function outcome(
+  client: Client,
+  session: string,
+  afterEventId: number,
+  until: (e: Outcome) => boolean,
+): Promise<Outcome> {
+  for await (const e of client.events(session, afterEventId, AbortSignal.timeout(120_000)))
+    if (until(e)) return e;
+  throw new Error('event stream ended');
+}
+
+const repliedTo = (id: number) => (e: Outcome) =>
+  (e.type === 'reply' && (e.data.inReplyTo as number[]).includes(id)) ||
+  (e.type === 'failed' && e.data.messageId === id) ||
+  e.type === 'held';
+
+async function send(client: Client, session: string, text: string): Promise<Outcome> {
+  const posted = await post(client, session, text);
+  return outcome(client, session, posted.eventId, repliedTo(posted.message.id));
+}
+
+const WRITE_TWO_TURNS = [
+  'echo one > f.txt',
+  'head -c 3000000 /dev/urandom > big.bin && sha256sum big.bin > sum.txt',
+];
+const CHECK = 'cat f.txt; sha256sum -c sum.txt';
+
+test('a resident workspace lost with its machine: the turn fails RESIDENT_WORKSPACE_LOST, the messages are held, reset-workspace goes on empty', async (t) => {
+  const { client, store, addMachine, destroy } = await startMachines(t);
+  await client.request('POST', '/v1/agents', { name: 'res', provider: 'command', mode: 'resident' });
+  const a = await addMachine('a');
+  for (const cmd of WRITE_TWO_TURNS) {
+    const done = await send(client, 'r1', cmd);
+    assert.equal(done.type, 'reply', JSON.stringify(done.data));
+  }
+  const lastWrite = (await store.listTurns('r1')).at(-1)!;
+  assert.equal(lastWrite.status, 'committed');
+
+  // A third turn runs on A when A dies with its disk.
+  const third = await post(client, 'r1', 'sleep 20; echo slept');
+  await outcome(client, 'r1', third.eventId, (e) => e.type === 'started');
+  await destroy(a);
+
+  await addMachine('b');
+  const fourth = await post(client, 'r1', CHECK);
+  // B may take the third message's retry before the fourth is posted: follow from the third on.
+  const seen = await outcome(
+    client,
+    'r1',
+    third.eventId,
+    (e) => e.type === 'held' || repliedTo(fourth.message.id)(e),
+  );
+  assert.equal(seen.type, 'held', `no reply may be committed on B: ${JSON.stringify(seen)}`);
+  assert.equal(seen.data.code, 'RESIDENT_WORKSPACE_LOST');
+  assert.match(String(seen.data.error), new RegExp(a.dataDir));
+  assert.match(String(seen.data.error), new RegExp(new Date(lastWrite.endedAt!).toISOString()));
+
+  const view = await client.request<View>('GET', '/v1/sessions/r1');
+  assert.equal(view.status, 'held');
+  assert.equal(view.hold?.code, 'RESIDENT_WORKSPACE_LOST');
+  const listed = await client.request<{ sessions: View[] }>('GET', '/v1/sessions');
+  assert.equal(listed.sessions.find((s) => s.id === 'r1')?.hold?.code, 'RESIDENT_WORKSPACE_LOST');
+  const inbound = (await store.listMessages('r1', 0, 100)).filter((m) => m.direction === 'in');
+  assert.deepEqual(
+    inbound.slice(2).map((m) => [m.text, m.status]),
+    [
+      ['sleep 20; echo slept', 'pending'],
+      [CHECK, 'pending'],
+    ],
+    'the messages are kept',
+  );
+  const turns = await store.listTurns('r1');
+  assert.ok(
+    turns.some((x) => String(x.errorCode) === 'RESIDENT_WORKSPACE_LOST' && x.status === 'aborted'),
+    JSON.stringify(turns.map((x) => [x.status, x.errorCode])),
+  );
+  assert.equal(turns.filter((x) => x.status === 'committed').length, 2, 'nothing committed after A died');
+  // Held, not retried: no new turn starts while nobody acts.
+  await new Promise((r) => setTimeout(r, 4000));
+  assert.equal((await store.listTurns('r1')).length, turns.length, 'a held session is not claimed again');
+
+  // The operator accepts the loss: the session goes on, on an empty workspace, answering every message.
+  const reset = await client.request<View>('POST', '/v1/sessions/r1/reset-workspace');
+  assert.equal(reset.hold, null);
+  const replies = await eventually(
+    'both held messages are answered',
+    async () => {
+      const out = (await store.listMessages('r1', 0, 100)).filter((m) => m.direction === 'out');
+      return out.length === 4 ? out : undefined;
+    },
+    120_000,
+  );
+  assert.equal(replies[2]!.text.trim(), 'slept');
+  // Explicitly, and only now: the operator accepted that the files are gone.
+  assert.match((replies[3]!.data as { stderr: string }).stderr, /f\.txt: No such file/);
+  const audit = (await store.listAudit(0, 1000)).filter((x) => x.kind === 'workspace-reset');
+  assert.equal(audit.length, 1, 'the accepted loss is recorded');
+  assert.equal(audit[0]!.sessionId, 'r1');
+});
+
+test('a resident session on the same data dir after its worker is SIGKILLed and restarted is not refused', async (t) => {
+  const { client, store, addMachine } = await startMachines(t);
+  await client.request('POST', '/v1/agents', { name: 'res', provider: 'command', mode: 'resident' });
+  const a = await addMachine('a');
+  for (const cmd of WRITE_TWO_TURNS) {
+    const done = await send(client, 's1', cmd);
+    assert.equal(done.type, 'reply', JSON.stringify(done.data));
+  }
+  a.child.kill('SIGKILL');
+  await exited(a.child);
+  await addMachine('a-again', { BERTH_DATA: a.dataDir });
+  const checked = await send(client, 's1', CHECK);
+  assert.equal(checked.type, 'reply', JSON.stringify(checked.data));
+  assert.match(String(checked.data.text), /^one\nbig\.bin: OK/);
+  const view = (await store.getSessionView('s1', Date.now())) as View | null;
+  assert.equal(view?.hold, null);
+});
