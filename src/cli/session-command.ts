@@ -61,28 +61,29 @@ export function sessionCommand(env: NodeJS.ProcessEnv): Command {
       if (o.json) return printJson(view);
       process.stdout.write(`session ${id}: its sandbox is replaced after the current turn\n`);
     });
-  session
-    .command('resume <id>')
-    .description(
+  // The two ways on for a held session: as it is, or with the loss of its resident workspace accepted.
+  for (const [name, done, description] of [
+    [
+      'resume',
+      'resumed',
       'Let a held session go on as it is: its messages are queued again (held again if its resident workspace is still missing)',
-    )
-    .option('--json', 'print JSON')
-    .action(async (id: string, o: { json?: boolean }) => {
-      const view = await (await connect(env)).sessions.resume(id);
-      if (o.json) return printJson(view);
-      process.stdout.write(`session ${id}: resumed, status ${view.status}\n`);
-    });
-  session
-    .command('reset-workspace <id>')
-    .description(
+    ],
+    [
+      'reset-workspace',
+      'workspace reset',
       "Accept the loss of a held session's resident workspace: it goes on with an empty one (recorded in the audit log)",
-    )
-    .option('--json', 'print JSON')
-    .action(async (id: string, o: { json?: boolean }) => {
-      const view = await (await connect(env)).sessions.resetWorkspace(id);
-      if (o.json) return printJson(view);
-      process.stdout.write(`session ${id}: workspace reset, status ${view.status}\n`);
-    });
+    ],
+  ] as const)
+    session
+      .command(`${name} <id>`)
+      .description(description)
+      .option('--json', 'print JSON')
+      .action(async (id: string, o: { json?: boolean }) => {
+        const { sessions } = await connect(env);
+        const view = await (name === 'resume' ? sessions.resume(id) : sessions.resetWorkspace(id));
+        if (o.json) return printJson(view);
+        process.stdout.write(`session ${id}: ${done}, status ${view.status}\n`);
+      });
   session
     .command('fork <source> [new]')
     .description(

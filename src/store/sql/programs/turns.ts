@@ -146,16 +146,29 @@ export function* abortRunningTurn(
     const decision = decideAbortedMessage(m.tries, now, retry, code);
     const guard = messageGuard(m.id, 'processing');
     switch (decision.action) {
+      // A held message is requeued the same way (its try given back) but waits for an operator: its own event.
       case 'requeue':
+      case 'hold': {
+        const hold = decision.action === 'hold';
         yield* guarded(tx, 'REQUEUE_MESSAGE', { id: m.id, now, error, errorCode: code }, guard);
         yield* insertEvent(
           tx,
           sessionId,
-          'retrying',
-          { turnId, messageId: m.id, tries: m.tries - 1, code, error, retryInMs: 0, ...detected },
+          hold ? 'held' : 'retrying',
+          {
+            turnId,
+            messageId: m.id,
+            tries: m.tries - 1,
+            code,
+            error,
+            ...(hold ? {} : { retryInMs: 0 }),
+            ...detected,
+          },
           now,
         );
+        held ||= hold;
         break;
+      }
       case 'retry':
         yield* guarded(
           tx,
@@ -170,18 +183,6 @@ export function* abortRunningTurn(
           { turnId, messageId: m.id, tries: m.tries, code, error, retryInMs: decision.delayMs, ...detected },
           now,
         );
-        break;
-      case 'hold':
-        // Pending again with its try given back, as a requeue; the session holds it (below).
-        yield* guarded(tx, 'REQUEUE_MESSAGE', { id: m.id, now, error, errorCode: code }, guard);
-        yield* insertEvent(
-          tx,
-          sessionId,
-          'held',
-          { turnId, messageId: m.id, tries: m.tries - 1, code, error, ...detected },
-          now,
-        );
-        held = true;
         break;
       case 'fail':
         yield* guarded(tx, 'FAIL_MESSAGE', { id: m.id, error, errorCode: code }, guard);
