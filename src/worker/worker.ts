@@ -75,8 +75,8 @@ export class Worker {
   private unsubscribe: (() => void) | null = null;
   private pool: WarmPool | null = null;
   private readonly sandboxReports: SandboxReports;
-  /** Read at start, before any session is claimed. */
-  private dataDir: DataDirIdentity = { id: '', name: '' };
+  /** Read at start, before any sandbox or session is served. */
+  private dataDir: DataDirIdentity | null = null;
 
   constructor(private readonly deps: WorkerDeps) {
     this.installId = installIdOf(deps.paths.dataDir);
@@ -215,8 +215,15 @@ export class Worker {
       workspaces: this.workspaces,
       runnerDir: this.runnerDir,
       sandboxReports: this.sandboxReports,
-      dataDir: this.dataDir,
+      dataDir: this.startedDataDir(),
     };
+  }
+
+  /** Never a blank identity: a resident workspace would be recorded as held by it. */
+  private startedDataDir(): DataDirIdentity {
+    if (!this.dataDir)
+      throw new BerthError('INTERNAL', `Worker ${this.id} has not read its data dir identity (start)`);
+    return this.dataDir;
   }
 
   private createPool(): WarmPool {
