@@ -63,8 +63,16 @@ test('a resident workspace lost with its machine: the turn fails RESIDENT_WORKSP
     const done = await send(client, 'r1', cmd);
     assert.equal(done.type, 'reply', JSON.stringify(done.data));
   }
-  const lastWrite = (await store.listTurns('r1')).at(-1)!;
-  assert.equal(lastWrite.status, 'committed');
+  const written = await store.listTurns('r1');
+  assert.deepEqual(
+    written.map((x) => [x.status, x.baseVersion]),
+    [
+      ['committed', 0],
+      ['committed', 1],
+    ],
+    'each resident turn names the version it ran on',
+  );
+  const lastWrite = written.at(-1)!;
 
   // A third turn runs on A when A dies with its disk.
   const third = await post(client, 'r1', 'sleep 20; echo slept');
@@ -83,7 +91,10 @@ test('a resident workspace lost with its machine: the turn fails RESIDENT_WORKSP
   assert.equal(seen.type, 'held', `no reply may be committed on B: ${JSON.stringify(seen)}`);
   assert.equal(seen.data.code, 'RESIDENT_WORKSPACE_LOST');
   assert.match(String(seen.data.error), new RegExp(a.dataDir));
-  assert.match(String(seen.data.error), new RegExp(new Date(lastWrite.endedAt!).toISOString()));
+  assert.match(
+    String(seen.data.error),
+    new RegExp(`${new Date(lastWrite.endedAt!).toISOString()} \\(workspace version 2\\)`),
+  );
 
   const view = await client.request<View>('GET', '/v1/sessions/r1');
   assert.equal(view.status, 'held');

@@ -73,6 +73,7 @@ test('decideResidentWorkspace: a turn runs only where the store and the data dir
     const decision = decideResidentWorkspace({
       sessionId: 's1',
       record: c.record,
+      version: 3,
       dataDir: HERE,
       marker: c.marker,
     });
@@ -85,12 +86,13 @@ test('decideResidentWorkspace: the refusal names the holder and the time of its 
   const decision = decideResidentWorkspace({
     sessionId: 's1',
     record: held('dd-there'),
+    version: 3,
     dataDir: HERE,
     marker: null,
   });
   assert.equal(decision.action, 'refuse');
   if (decision.action !== 'refuse') return;
   assert.match(decision.message, /m2:\/var\/lib\/berth/);
-  assert.match(decision.message, new RegExp(new Date(BASE).toISOString()));
+  assert.match(decision.message, new RegExp(`${new Date(BASE).toISOString()} \\(workspace version 3\\)`));
   assert.match(decision.message, /m1:\/var\/lib\/berth does not hold it/);
 });

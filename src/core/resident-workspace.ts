@@ -34,6 +34,8 @@ export interface ResidentMarker {
 export interface ResidentWorkspaceSnapshot {
   sessionId: string;
   record: ResidentRecord;
+  /** The session's committed workspace version: the last resident commit made it. */
+  version: number;
   /** This machine's data dir: its id and its name. */
   dataDir: { id: string; name: string };
   marker: ResidentMarker | null;
@@ -58,7 +60,7 @@ export function decideResidentWorkspace(s: ResidentWorkspaceSnapshot): ResidentW
     // A marker of this epoch without a record: the holder crashed between the two writes; its files are current.
     return { action: 'take', emptyFirst: marker !== null && marker.epoch < record.epoch };
   const since = record.writtenAt === null ? 'an unknown time' : new Date(record.writtenAt).toISOString();
-  const held = `held only by data dir ${record.holderName ?? record.holder}, last written by a turn at ${since}`;
+  const held = `held only by data dir ${record.holderName ?? record.holder}, last written by a turn at ${since} (workspace version ${s.version})`;
   if (record.holder !== dataDir.id)
     return {
       action: 'refuse',

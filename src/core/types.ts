@@ -82,7 +82,7 @@ export interface Turn {
   /** Why an aborted turn ended; errorCode is its catalogue code. */
   error: string | null;
   errorCode: ErrorCode | null;
-  /** The workspace version a committed turn ran on (null before its commit, and for resident agents). */
+  /** The workspace version a committed turn ran on (null before its commit). */
   baseVersion: number | null;
   messageIds: number[];
   startedAt: number;
@@ -189,10 +189,12 @@ export interface CommitInput {
   /**
    * The workspace the turn ran on and what it changed: the commit refuses ('workspace_behind')
    * unless `baseVersion` is the session's workspace version, and appends `layer` (already
-   * uploaded) to its chain. A resident agent's workspace is written in place: its commit
-   * names the data dir it ran on, which must be the one the store says holds it.
+   * uploaded) to its chain. A resident agent's workspace is written in place, no layer: its
+   * commit names the data dir it ran on, which must be the one the store says holds it.
    */
-  workspace?: { baseVersion: number; layer: WorkspaceObjectRef | null } | { residentHolder: string };
+  workspace?:
+    | { baseVersion: number; layer: WorkspaceObjectRef | null }
+    | { baseVersion: number; residentHolder: string };
 }
 
 export interface AbortInput {

@@ -23,6 +23,7 @@ export async function holdResidentWorkspace(
   const decision = decideResidentWorkspace({
     sessionId: session.id,
     record: session.resident,
+    version: session.workspaceVersion,
     dataDir,
     marker,
   });

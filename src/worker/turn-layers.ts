@@ -17,6 +17,8 @@ export class TurnLayers {
   private readonly workspace: TurnWorkspace | null;
 
   private readonly sessionId: string;
+  /** A resident session's workspace version: the claim's, one more after each commit of this supervision. */
+  private residentVersion: number;
 
   constructor(
     private readonly deps: SandboxDeps,
@@ -28,6 +30,7 @@ export class TurnLayers {
     private readonly log: Logger,
   ) {
     this.sessionId = session.id;
+    this.residentVersion = session.workspaceVersion;
     this.workspace = mode.settle === 'in-place' ? null : new TurnWorkspace(deps, session.id, log);
   }
 
@@ -58,9 +61,8 @@ export class TurnLayers {
   /** Before the commit transaction (the gateway's beforeCommit): what the commit must carry of the workspace. */
   async seal(turnId: string): Promise<CommitInput['workspace']> {
     // In place: the commit names the data dir the turn wrote, which must be the one the store says holds it.
-    return this.workspace
-      ? this.workspace.seal(turnId, this.sandboxName)
-      : { residentHolder: this.deps.dataDir.id };
+    if (this.workspace) return this.workspace.seal(turnId, this.sandboxName);
+    return { baseVersion: this.residentVersion, residentHolder: this.deps.dataDir.id };
   }
 
   /** After a commit the sandbox serves on from: true while the turn's layer is still owed (settled once the sandbox is gone). */
@@ -71,6 +73,7 @@ export class TurnLayers {
         return false;
       // Its writes are already in the committed layer: nothing to promote, only the mark to clear.
       case 'in-place':
+        this.residentVersion += 1;
         await this.deps.store.markLayerPromoted(this.sessionId, turn.id);
         return false;
       case 'after-kill':

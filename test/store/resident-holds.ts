@@ -22,7 +22,7 @@ async function heldByA(store: Store) {
     ...fence,
     turnId: turn.id,
     outputs: [{ text: 'ok' }],
-    workspace: { residentHolder: 'dd_a' },
+    workspace: { baseVersion: 0, residentHolder: 'dd_a' },
   };
   assert.equal(await store.commitTurn(commit, BASE + 5), 'ok');
   assert.equal(await store.releaseSession(fence, BASE + 6), 'ok');
@@ -61,18 +61,29 @@ export function runResidentHoldConformance(kind: string, open: OpenStore): void 
       const commit = { ...fence, turnId: turn.id, outputs: [{ text: 'ok' }] };
       // A commit naming another data dir than the holder writes nothing.
       await assert.rejects(
-        store.commitTurn({ ...commit, workspace: { residentHolder: 'dd_b' } }, BASE + 5),
+        store.commitTurn({ ...commit, workspace: { baseVersion: 0, residentHolder: 'dd_b' } }, BASE + 5),
         (e: unknown) => isBerthError(e, 'INTERNAL'),
       );
       assert.equal((await store.getTurn(turn.id))?.status, 'running');
       assert.equal(
-        await store.commitTurn({ ...commit, workspace: { residentHolder: 'dd_a' } }, BASE + 5),
+        await store.commitTurn(
+          { ...commit, workspace: { baseVersion: 1, residentHolder: 'dd_a' } },
+          BASE + 5,
+        ),
+        'workspace_behind',
+        'it ran on another version than the session’s',
+      );
+      assert.equal(
+        await store.commitTurn(
+          { ...commit, workspace: { baseVersion: 0, residentHolder: 'dd_a' } },
+          BASE + 5,
+        ),
         'ok',
       );
       const view = (await store.getSessionView('s', BASE + 5))!;
       assert.equal(view.resident.writtenAt, BASE + 5, 'the time of the last turn that wrote it');
       assert.equal(view.workspaceVersion, 1);
-      assert.equal((await store.getTurn(turn.id))?.baseVersion, null);
+      assert.equal((await store.getTurn(turn.id))?.baseVersion, 0, 'the version it ran on');
       await store.close();
     });
 

@@ -80,9 +80,8 @@ export function* commitTurn(tx: Tx, input: CommitInput, now: number): Program<Co
   const code = yield* checkRunningTurn(input, turnId);
   if (code !== 'ok') return code;
   const version = Number((yield* get('SESSION_BY_ID', { id: sessionId }))!.workspace_version);
-  const layered = input.workspace && 'baseVersion' in input.workspace ? input.workspace : null;
   // A turn that ran on another workspace than the store's must not commit: its writes were made against the wrong files.
-  if (layered && layered.baseVersion !== version) return 'workspace_behind';
+  if (input.workspace && input.workspace.baseVersion !== version) return 'workspace_behind';
   const messageIds = (yield* turnMessages(turnId)).map((m) => m.id);
   for (const id of messageIds) yield* guarded(tx, 'FINISH_MESSAGE', { id }, messageGuard(id, 'processing'));
   for (const [key, value] of Object.entries(input.state ?? {})) {
@@ -91,11 +90,11 @@ export function* commitTurn(tx: Tx, input: CommitInput, now: number): Program<Co
   }
   if (input.schedules?.items.length) yield* insertTurnSchedules(sessionId, turnId, input.schedules, now);
   yield* guarded(tx, 'SET_PENDING_LAYER', { id: sessionId, turnId, now }, sessionGuard(sessionId, 'present'));
-  const layer = layered?.layer;
+  const layer = input.workspace && 'layer' in input.workspace ? input.workspace.layer : null;
   if (layer) yield* appendLayer(sessionId, { version: version + 1, ...layer, turnId }, now);
   if (input.workspace && 'residentHolder' in input.workspace)
     yield* recordResidentWrite(tx, sessionId, input.workspace.residentHolder, now);
-  yield* endTurn(tx, turnId, 'committed', null, now, layered?.baseVersion ?? null);
+  yield* endTurn(tx, turnId, 'committed', null, now, input.workspace?.baseVersion ?? null);
   for (const output of input.outputs) {
     const data = output.data === undefined ? null : JSON.stringify(output.data);
     // An output that names no message answers the whole turn (a model's one reply to all it was sent).
