@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { type CommitInput, failpoint, type Session, type Turn } from '../core/index.js';
 import type { Fence } from '../store/index.js';
 import type { SandboxDeps } from './deps.js';
-import { holdResidentWorkspace } from './resident-holder.js';
+import { claimResidentWorkspace } from './claim-resident-workspace.js';
 import type { SandboxMode } from './sandbox-modes.js';
 import { TurnWorkspace } from './turn-workspace.js';
 
@@ -47,7 +47,7 @@ export class TurnLayers {
       case 'committed-layer':
         if (bound) return;
         // Written in place, the files live on one data dir only: never mount an empty one in their stead.
-        await holdResidentWorkspace(this.deps, this.session, this.fence, this.log);
+        await claimResidentWorkspace(this.deps, this.session, this.fence, this.log);
         await this.deps.workspaces.mountResident(this.sessionId, this.sandboxName);
         return bind();
     }

@@ -129,7 +129,8 @@ export function* abortTurn(tx: Tx, input: AbortInput, now: number, retry: RetryP
 /**
  * The one abort path, whoever ends the turn (its sandbox, the sweep, archiving): each of
  * its messages is retried with backoff, requeued, held or failed, as the catalogue says of
- * the code (a held message holds its session); the turn is aborted. The caller holds the session row and read the turn as running.
+ * the code (a held message holds its session); the turn is aborted. The caller holds the
+ * session row and read the turn as running.
  */
 export function* abortRunningTurn(
   tx: Tx,

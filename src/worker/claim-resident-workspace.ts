@@ -12,7 +12,7 @@ import { BerthError, decideResidentWorkspace, type Session } from '../core/index
 import type { Fence } from '../store/index.js';
 import type { SandboxDeps } from './deps.js';
 
-export async function holdResidentWorkspace(
+export async function claimResidentWorkspace(
   deps: SandboxDeps,
   session: Session,
   fence: Fence,
