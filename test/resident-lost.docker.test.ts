@@ -156,3 +156,40 @@ test('a resident session on the same data dir after its worker is SIGKILLed and 
   const view = (await store.getSessionView('s1', Date.now())) as View | null;
   assert.equal(view?.hold, null);
 });
+
+test('a held session resumed once its data dir is back: the message kept is answered on the files it was written for', async (t) => {
+  const { client, addMachine } = await startMachines(t);
+  await client.request('POST', '/v1/agents', { name: 'res', provider: 'command', mode: 'resident' });
+  const a = await addMachine('a');
+  for (const cmd of WRITE_TWO_TURNS) {
+    const done = await send(client, 'h1', cmd);
+    assert.equal(done.type, 'reply', JSON.stringify(done.data));
+  }
+  // A goes away with its disk intact (a reboot, a detached volume); B is asked meanwhile.
+  a.child.kill('SIGKILL');
+  await exited(a.child);
+  const b = await addMachine('b');
+  const held = await send(client, 'h1', CHECK);
+  assert.equal(held.type, 'held', JSON.stringify(held));
+  assert.equal(held.data.code, 'RESIDENT_WORKSPACE_LOST');
+  b.child.kill('SIGTERM');
+  await exited(b.child);
+
+  await addMachine('a-back', { BERTH_DATA: a.dataDir });
+  const resumed = await client.request<View>('POST', '/v1/sessions/h1/resume');
+  assert.equal(resumed.hold, null);
+  const answered = await eventually(
+    'the kept message is answered',
+    async () => {
+      const out = (
+        await client.request<{ messages: { direction: string; text: string }[] }>(
+          'GET',
+          '/v1/sessions/h1/messages',
+        )
+      ).messages.filter((m) => m.direction === 'out');
+      return out.length === 3 ? out : undefined;
+    },
+    120_000,
+  );
+  assert.match(answered[2]!.text, /^one\nbig\.bin: OK/);
+});
