@@ -7,8 +7,8 @@
 import type { Logger } from 'pino';
 import { type CommitInput, failpoint, type Session, type Turn } from '../core/index.js';
 import type { Fence } from '../store/index.js';
-import type { SandboxDeps } from './deps.js';
 import { claimResidentWorkspace } from './claim-resident-workspace.js';
+import type { SandboxDeps } from './deps.js';
 import type { SandboxMode } from './sandbox-modes.js';
 import { TurnWorkspace } from './turn-workspace.js';
 
