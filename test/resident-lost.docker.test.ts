@@ -10,11 +10,26 @@
  * is SIGKILLed and restarted on the same data dir is not refused: its disk holds the files.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { test } from 'node:test';
+import { promisify } from 'node:util';
 import { startMachines } from './helpers/machines.js';
 import { eventually, exited } from './helpers/processes.js';
 
 type Client = Awaited<ReturnType<typeof startMachines>>['client'];
+const run = promisify(execFile);
+
+/** The berth CLI against the machines' API: its exit code, stdout and stderr. */
+async function cli(cluster: { url: string; token?: string | undefined }, args: string[]) {
+  const env = { ...process.env, BERTH_URL: cluster.url, BERTH_TOKEN: cluster.token ?? '' };
+  try {
+    const { stdout, stderr } = await run(process.execPath, ['bin/berth.js', ...args], { env });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
 type Outcome = { type: string; data: Record<string, unknown> };
 /** What the test reads of a session view. */
 type View = { id: string; status: string; hold?: { code: string; message: string } | null };
@@ -56,7 +71,8 @@ const WRITE_TWO_TURNS = [
 const CHECK = 'cat f.txt; sha256sum -c sum.txt';
 
 test('a resident workspace lost with its machine: the turn fails RESIDENT_WORKSPACE_LOST, the messages are held, reset-workspace goes on empty', async (t) => {
-  const { client, store, addMachine, destroy } = await startMachines(t);
+  const cluster = await startMachines(t);
+  const { client, store, addMachine, destroy } = cluster;
   await client.request('POST', '/v1/agents', { name: 'res', provider: 'command', mode: 'resident' });
   const a = await addMachine('a');
   for (const cmd of WRITE_TWO_TURNS) {
@@ -121,8 +137,9 @@ test('a resident workspace lost with its machine: the turn fails RESIDENT_WORKSP
   assert.equal((await store.listTurns('r1')).length, turns.length, 'a held session is not claimed again');
 
   // The operator accepts the loss: the session goes on, on an empty workspace, answering every message.
-  const reset = await client.request<View>('POST', '/v1/sessions/r1/reset-workspace');
-  assert.equal(reset.hold, null);
+  const reset = await cli(cluster, ['session', 'reset-workspace', 'r1', '--json']);
+  assert.equal(reset.code, 0, reset.stderr);
+  assert.equal((JSON.parse(reset.stdout) as View).hold, null);
   const replies = await eventually(
     'both held messages are answered',
     async () => {
@@ -158,7 +175,8 @@ test('a resident session on the same data dir after its worker is SIGKILLed and 
 });
 
 test('a held session resumed once its data dir is back: the message kept is answered on the files it was written for', async (t) => {
-  const { client, addMachine } = await startMachines(t);
+  const cluster = await startMachines(t);
+  const { client, addMachine } = cluster;
   await client.request('POST', '/v1/agents', { name: 'res', provider: 'command', mode: 'resident' });
   const a = await addMachine('a');
   for (const cmd of WRITE_TWO_TURNS) {
@@ -169,15 +187,19 @@ test('a held session resumed once its data dir is back: the message kept is answ
   a.child.kill('SIGKILL');
   await exited(a.child);
   const b = await addMachine('b');
-  const held = await send(client, 'h1', CHECK);
-  assert.equal(held.type, 'held', JSON.stringify(held));
-  assert.equal(held.data.code, 'RESIDENT_WORKSPACE_LOST');
+  // `berth send --wait` stops when the session is held: the code, the holder, the way out.
+  const sent = await cli(cluster, ['send', 'h1', CHECK, '--wait']);
+  assert.equal(sent.code, 2, `a 4xx code: ${sent.stderr}`);
+  assert.match(sent.stderr, /Session h1 is held; message \d+ is kept/);
+  assert.match(sent.stderr, new RegExp(a.dataDir));
+  assert.match(sent.stderr, /berth session reset-workspace ID/);
   b.child.kill('SIGTERM');
   await exited(b.child);
 
   await addMachine('a-back', { BERTH_DATA: a.dataDir });
-  const resumed = await client.request<View>('POST', '/v1/sessions/h1/resume');
-  assert.equal(resumed.hold, null);
+  const resumed = await cli(cluster, ['session', 'resume', 'h1']);
+  assert.equal(resumed.code, 0, resumed.stderr);
+  assert.match(resumed.stdout, /session h1: resumed, status (queued|starting|running)/);
   const answered = await eventually(
     'the kept message is answered',
     async () => {
