@@ -70,15 +70,21 @@ const WRITE_TWO_TURNS = [
 ];
 const CHECK = 'cat f.txt; sha256sum -c sum.txt';
 
+/** Machine A, serving a resident `command` agent's session whose two turns wrote f.txt and a 3 MB file with its checksum. */
+async function writtenOnA(cluster: Awaited<ReturnType<typeof startMachines>>, session: string) {
+  await cluster.client.request('POST', '/v1/agents', { name: 'res', provider: 'command', mode: 'resident' });
+  const a = await cluster.addMachine('a');
+  for (const cmd of WRITE_TWO_TURNS) {
+    const done = await send(cluster.client, session, cmd);
+    assert.equal(done.type, 'reply', JSON.stringify(done.data));
+  }
+  return a;
+}
+
 test('a resident workspace lost with its machine: the turn fails RESIDENT_WORKSPACE_LOST, the messages are held, reset-workspace goes on empty', async (t) => {
   const cluster = await startMachines(t);
   const { client, store, addMachine, destroy } = cluster;
-  await client.request('POST', '/v1/agents', { name: 'res', provider: 'command', mode: 'resident' });
-  const a = await addMachine('a');
-  for (const cmd of WRITE_TWO_TURNS) {
-    const done = await send(client, 'r1', cmd);
-    assert.equal(done.type, 'reply', JSON.stringify(done.data));
-  }
+  const a = await writtenOnA(cluster, 'r1');
   const written = await store.listTurns('r1');
   assert.deepEqual(
     written.map((x) => [x.status, x.baseVersion]),
@@ -157,13 +163,9 @@ test('a resident workspace lost with its machine: the turn fails RESIDENT_WORKSP
 });
 
 test('a resident session on the same data dir after its worker is SIGKILLed and restarted is not refused', async (t) => {
-  const { client, store, addMachine } = await startMachines(t);
-  await client.request('POST', '/v1/agents', { name: 'res', provider: 'command', mode: 'resident' });
-  const a = await addMachine('a');
-  for (const cmd of WRITE_TWO_TURNS) {
-    const done = await send(client, 's1', cmd);
-    assert.equal(done.type, 'reply', JSON.stringify(done.data));
-  }
+  const cluster = await startMachines(t);
+  const { client, store, addMachine } = cluster;
+  const a = await writtenOnA(cluster, 's1');
   a.child.kill('SIGKILL');
   await exited(a.child);
   await addMachine('a-again', { BERTH_DATA: a.dataDir });
@@ -177,12 +179,7 @@ test('a resident session on the same data dir after its worker is SIGKILLed and 
 test('a held session resumed once its data dir is back: the message kept is answered on the files it was written for', async (t) => {
   const cluster = await startMachines(t);
   const { client, addMachine } = cluster;
-  await client.request('POST', '/v1/agents', { name: 'res', provider: 'command', mode: 'resident' });
-  const a = await addMachine('a');
-  for (const cmd of WRITE_TWO_TURNS) {
-    const done = await send(client, 'h1', cmd);
-    assert.equal(done.type, 'reply', JSON.stringify(done.data));
-  }
+  const a = await writtenOnA(cluster, 'h1');
   // A goes away with its disk intact (a reboot, a detached volume); B is asked meanwhile.
   a.child.kill('SIGKILL');
   await exited(a.child);
