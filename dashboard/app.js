@@ -81,7 +81,7 @@ const seen = new Map();
 function displayState(v) {
   if (v.status === 'running' || v.status === 'starting') return 'running';
   if (v.status === 'queued' || v.status === 'backoff') return 'queued';
-  if (v.status === 'failed' || v.status === 'archived') return v.status;
+  if (v.status === 'failed' || v.status === 'archived' || v.status === 'held') return v.status;
   return v.lastReply && v.pending === 0 ? 'done' : 'idle';
 }
 
@@ -109,10 +109,11 @@ function renderSessions(sessions) {
       cell(v.id),
       cell(v.agent),
       stateCell,
-      // A message in backoff holds the session's later messages: say which one they wait for.
-      cell(v.heldBy ? `behind #${v.heldBy.messageId}` : (v.queuePosition ?? '–')),
+      // A held session waits for an operator: its code says why. A message in backoff holds the
+      // session's later messages: say which one they wait for.
+      cell(v.hold ? v.hold.code : v.heldBy ? `behind #${v.heldBy.messageId}` : (v.queuePosition ?? '–'), v.hold ? 'hold' : undefined),
       cell(v.etaMs == null ? '–' : `${Math.round(v.etaMs / 1000)} s`),
-      cell(v.currentTurn?.progress ?? ''),
+      cell(v.hold ? v.hold.message : (v.currentTurn?.progress ?? '')),
       cell(v.lastReply ? v.lastReply.text.slice(0, 80) : ''),
     );
     tbody.append(tr);

@@ -2,11 +2,13 @@
 import { openPostgresStore, openSqliteStore } from '../src/store/index.js';
 import { freshDatabase } from './helpers/postgres.js';
 import { LEASE_MS, RETRY, runStoreConformance } from './store/conformance.js';
+import { runResidentHoldConformance } from './store/resident-holds.js';
 
-runStoreConformance('sqlite', async () =>
-  openSqliteStore({ path: ':memory:', leaseMs: LEASE_MS, retry: RETRY }),
-);
+const sqlite = async () => openSqliteStore({ path: ':memory:', leaseMs: LEASE_MS, retry: RETRY });
+const postgres = async () =>
+  openPostgresStore({ url: await freshDatabase(), leaseMs: LEASE_MS, retry: RETRY });
 
-runStoreConformance('postgres', async () =>
-  openPostgresStore({ url: await freshDatabase(), leaseMs: LEASE_MS, retry: RETRY }),
-);
+runStoreConformance('sqlite', sqlite);
+runResidentHoldConformance('sqlite', sqlite);
+runStoreConformance('postgres', postgres);
+runResidentHoldConformance('postgres', postgres);

@@ -141,6 +141,30 @@ export const sessionsRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) 
       store.requestRecycle(assertSessionId(params.id!), clock.now(), scopeOf(principal)),
   );
 
+  for (const [url, resetWorkspace, summary] of [
+    [
+      '/v1/sessions/:id/resume',
+      false,
+      'Let a held session go on as it is: its messages are queued again (held again if its resident workspace is still missing)',
+    ],
+    [
+      '/v1/sessions/:id/reset-workspace',
+      true,
+      "Accept the loss of a held session's resident workspace: it goes on with an empty one (recorded in the audit log)",
+    ],
+  ] as const)
+    routes.add(
+      app,
+      { method: 'POST', url, summary, tag, access: 'tenant', status: 200, returns: 'SessionView' },
+      async ({ params, principal }) =>
+        store.releaseHold({
+          sessionId: assertSessionId(params.id!),
+          resetWorkspace,
+          now: clock.now(),
+          tenant: scopeOf(principal),
+        }),
+    );
+
   routes.add(
     app,
     {

@@ -121,6 +121,8 @@ const CASES: Record<string, RouteCase> = {
   'GET /v1/sessions/:id': owned(id('session')),
   'DELETE /v1/sessions/:id': owned(id('session')),
   'POST /v1/sessions/:id/recycle': owned(id('session')),
+  'POST /v1/sessions/:id/resume': owned(id('session')),
+  'POST /v1/sessions/:id/reset-workspace': owned(id('session')),
   'POST /v1/sessions/:id/fork': owned((t) => [{ params: { id: t.session }, body: { id: 'globex-fork' } }], {
     globalName: {
       why: 'session ids are global: a fork into a taken id is SESSION_EXISTS whoever holds it',

@@ -71,6 +71,8 @@ export function describeEvent(e: StreamedEvent): string | null {
       return `message ${d.messageId} failed after ${d.tries} tries, later messages go on: ${String(d.error)}`;
     case 'reply':
       return `reply to ${repliedTo(d.inReplyTo)}: ${String(d.text)}`;
+    case 'held':
+      return `session held, message ${d.messageId} kept (${String(d.code)}): ${String(d.error)}`;
     case 'archived':
       return 'archived';
     default:

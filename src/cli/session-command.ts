@@ -1,4 +1,4 @@
-/** `berth session list|show|delete|recycle|fork`. */
+/** `berth session list|show|delete|recycle|resume|reset-workspace|fork`. */
 import { Command } from 'commander';
 import type { ListSessionsQuery } from '../core/index.js';
 import { connect } from './connect.js';
@@ -7,7 +7,7 @@ import { renderSessions } from './status-command.js';
 
 export function sessionCommand(env: NodeJS.ProcessEnv): Command {
   const session = new Command('session').description(
-    'List, show, delete (stop and archive), recycle and fork sessions',
+    'List, show, delete (stop and archive), recycle, resume, reset the workspace of and fork sessions',
   );
   session
     .command('list')
@@ -61,6 +61,29 @@ export function sessionCommand(env: NodeJS.ProcessEnv): Command {
       if (o.json) return printJson(view);
       process.stdout.write(`session ${id}: its sandbox is replaced after the current turn\n`);
     });
+  // The two ways on for a held session: as it is, or with the loss of its resident workspace accepted.
+  for (const [name, done, description] of [
+    [
+      'resume',
+      'resumed',
+      'Let a held session go on as it is: its messages are queued again (held again if its resident workspace is still missing)',
+    ],
+    [
+      'reset-workspace',
+      'workspace reset',
+      "Accept the loss of a held session's resident workspace: it goes on with an empty one (recorded in the audit log)",
+    ],
+  ] as const)
+    session
+      .command(`${name} <id>`)
+      .description(description)
+      .option('--json', 'print JSON')
+      .action(async (id: string, o: { json?: boolean }) => {
+        const { sessions } = await connect(env);
+        const view = await (name === 'resume' ? sessions.resume(id) : sessions.resetWorkspace(id));
+        if (o.json) return printJson(view);
+        process.stdout.write(`session ${id}: ${done}, status ${view.status}\n`);
+      });
   session
     .command('fork <source> [new]')
     .description(

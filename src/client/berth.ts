@@ -144,6 +144,11 @@ export class Berth {
     delete: (id: string) => this.http.request<SessionView>('DELETE', `/v1/sessions/${enc(id)}`),
     /** A resident session's sandbox is replaced after its current turn. */
     recycle: (id: string) => this.http.request<SessionView>('POST', `/v1/sessions/${enc(id)}/recycle`),
+    /** Lets a held session go on as it is (its resident workspace is back). */
+    resume: (id: string) => this.http.request<SessionView>('POST', `/v1/sessions/${enc(id)}/resume`),
+    /** Accepts the loss of a held session's resident workspace: it goes on with an empty one. */
+    resetWorkspace: (id: string) =>
+      this.http.request<SessionView>('POST', `/v1/sessions/${enc(id)}/reset-workspace`),
     /** A new session starting from `id`'s last committed turn (workspace and state); `as` names it, else an id is generated. */
     fork: (id: string, as?: string) =>
       this.http.request<SessionView>(
@@ -258,7 +263,7 @@ export class Berth {
   /**
    * Follows the session's events from the post's 'queued' event until the reply that answers
    * this message (a per-message provider's own reply to it, or a model turn's reply to all it
-   * took) or its failure. Replies to the session's other messages pass by.
+   * took), its failure, or the session being held. Replies to the session's other messages pass by.
    */
   async waitForReply(id: string, posted: Posted, options: SendOptions = {}): Promise<Reply> {
     const messageId = posted.message.id;
@@ -275,6 +280,13 @@ export class Berth {
         throw new BerthError(
           isErrorCode(d.code) ? d.code : 'SANDBOX_FAILED',
           `Message ${messageId} failed after ${d.tries} ${d.tries === 1 ? 'try' : 'tries'}: ${String(d.error)}`,
+        );
+      }
+      // The session is held (its messages kept, the one posted too, whether it was in the turn or waits behind it).
+      if (e.type === 'held') {
+        throw new BerthError(
+          isErrorCode(d.code) ? d.code : 'SANDBOX_FAILED',
+          `Session ${id} is held; message ${messageId} is kept until an operator acts: ${String(d.error)}`,
         );
       }
       if (e.type === 'archived') {

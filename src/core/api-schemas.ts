@@ -45,6 +45,7 @@ export const SESSION_STATUSES = [
   'running',
   'bound',
   'failed',
+  'held',
   'archived',
 ] as const satisfies readonly SessionStatus[];
 
@@ -85,6 +86,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'reply',
   'retrying',
   'failed',
+  'held',
   'archived',
 ] as const;
 

@@ -45,6 +45,15 @@ test('decideAbortedMessage fails a terminal abort at once, whatever the tries', 
     assert.deepEqual(decideAbortedMessage(1, BASE, POLICY, code), { action: 'fail' }, code);
 });
 
+test('decideAbortedMessage holds a lost resident workspace’s message, its try given back, even past the last try', () => {
+  for (const tries of [1, 5, 9])
+    assert.deepEqual(
+      decideAbortedMessage(tries, BASE, POLICY, 'RESIDENT_WORKSPACE_LOST'),
+      { action: 'hold' },
+      `tries ${tries}`,
+    );
+});
+
 test('nextBatch: the oldest pending message decides; the messages right after it tried as often go with it', () => {
   const m = (id: number, tries: number, processAfter = BASE) => ({ id, tries, processAfter });
   const cases: { name: string; pending: ReturnType<typeof m>[]; expected: number[] }[] = [

@@ -15,6 +15,7 @@ export interface RetryPolicy {
 export type AbortedMessageDecision =
   | { action: 'retry'; processAfter: number; delayMs: number }
   | { action: 'requeue' }
+  | { action: 'hold' }
   | { action: 'fail' };
 
 /**
@@ -22,7 +23,9 @@ export type AbortedMessageDecision =
  * or is failed; the abort's code decides, through the catalogue. A code that costs no try
  * (the worker was asked to stop: not the turn's fault) requeues it at once and gives the
  * try back. A terminal code (a sandbox limit the turn hit, which a retry would hit again)
- * fails it at once.
+ * fails it at once. A code that holds the session (its resident workspace is lost) keeps
+ * the message pending, its try given back, until an operator acts: no retry can cure it,
+ * and failing it would lose it.
  */
 export function decideAbortedMessage(
   tries: number,
@@ -30,7 +33,9 @@ export function decideAbortedMessage(
   policy: RetryPolicy,
   code: ErrorCode,
 ): AbortedMessageDecision {
-  const { retryable, costsTry } = abortPolicyOf(code);
+  const { retryable, costsTry, holdsSession } = abortPolicyOf(code);
+  // Checked first: such a code is not retryable, yet failing the message would lose it.
+  if (holdsSession) return { action: 'hold' };
   if (!retryable) return { action: 'fail' };
   if (!costsTry) return { action: 'requeue' };
   if (tries >= policy.maxTries) return { action: 'fail' };

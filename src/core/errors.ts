@@ -11,6 +11,13 @@ export interface ErrorSpec {
   hint: string;
   /** A turn aborted with this code spends one of its messages' tries. @default true */
   costsTry?: boolean;
+  /**
+   * A turn aborted with this code holds its session: its messages go back to pending with
+   * their try given back, and the session leaves the claim queue until an operator acts.
+   * For a condition no retry can cure by itself, where failing the messages would lose them.
+   * @default false
+   */
+  holdsSession?: boolean;
 }
 
 export const ERRORS = {
@@ -180,6 +187,17 @@ export const ERRORS = {
     status: 409,
     retryable: true,
     hint: 'The turn ran on a copy of the workspace older than the store says it is (a machine that missed a commit); nothing was committed, and the retry materialises the current one.',
+  },
+  RESIDENT_WORKSPACE_LOST: {
+    status: 409,
+    retryable: false,
+    holdsSession: true,
+    hint: 'The resident workspace lives only on the data dir named in the message, and this worker does not hold it; nothing ran and the messages are kept, the session held. Bring that data dir back with a worker on it (then berth session resume ID), or accept the loss: berth session reset-workspace ID (the session goes on with an empty workspace).',
+  },
+  SESSION_NOT_HELD: {
+    status: 409,
+    retryable: false,
+    hint: 'Only a held session (status held, e.g. its resident workspace was lost) can be resumed or have its workspace reset; see GET /v1/sessions/<id>.',
   },
   WORKSPACE_FAILED: {
     status: 507,
@@ -392,10 +410,18 @@ export class BerthError extends Error {
   }
 }
 
-/** What an abort with this code does to its messages: retried (spending a try or not) or failed now. */
-export function abortPolicyOf(code: ErrorCode): { retryable: boolean; costsTry: boolean } {
+/** What an abort with this code does to its messages: retried (spending a try or not), held, or failed now. */
+export function abortPolicyOf(code: ErrorCode): {
+  retryable: boolean;
+  costsTry: boolean;
+  holdsSession: boolean;
+} {
   const spec: ErrorSpec = ERRORS[code];
-  return { retryable: spec.retryable, costsTry: spec.costsTry !== false };
+  return {
+    retryable: spec.retryable,
+    costsTry: spec.costsTry !== false,
+    holdsSession: spec.holdsSession === true,
+  };
 }
 
 export function isErrorCode(value: unknown): value is ErrorCode {

@@ -21,6 +21,7 @@ export * from './model-budget.js';
 export * from './packages.js';
 export * from './postgres-url.js';
 export * from './protocol.js';
+export * from './resident-workspace.js';
 export * from './retry.js';
 export * from './sandbox-lifecycle.js';
 export * from './schedule.js';

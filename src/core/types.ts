@@ -2,6 +2,7 @@
 import type { AgentSpec } from './agent.js';
 import type { ErrorCode } from './errors.js';
 import type { TurnOutput } from './protocol.js';
+import type { ResidentRecord } from './resident-workspace.js';
 import type { TurnSchedule } from './schedule.js';
 
 export type MessageStatus = 'pending' | 'processing' | 'done' | 'failed';
@@ -14,6 +15,7 @@ export type SessionStatus =
   | 'running'
   | 'bound'
   | 'failed'
+  | 'held'
   | 'archived';
 
 /** Owner of agents and sessions; an API token belongs to one tenant (or is the operator's admin token). */
@@ -45,6 +47,13 @@ export interface Session {
   archivedAt: number | null;
   /** Latest request to replace its resident sandbox (POST /v1/sessions/:id/recycle). */
   recycleRequestedAt: number | null;
+  /** Where its resident workspace lives (written in place, on one data dir only): resident-workspace.ts. */
+  resident: ResidentRecord;
+  /**
+   * Why the session is out of the claim queue, its messages kept pending, until an operator
+   * acts (POST /v1/sessions/:id/resume or /reset-workspace); null when it is not held.
+   */
+  hold: { code: ErrorCode; message: string; since: number } | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -79,7 +88,7 @@ export interface Turn {
   /** Why an aborted turn ended; errorCode is its catalogue code. */
   error: string | null;
   errorCode: ErrorCode | null;
-  /** The workspace version a committed turn ran on (null before its commit, and for resident agents). */
+  /** The workspace version a committed turn ran on (null before its commit). */
   baseVersion: number | null;
   messageIds: number[];
   startedAt: number;
@@ -130,6 +139,7 @@ export type SessionEventType =
   | 'reply'
   | 'retrying'
   | 'failed'
+  | 'held'
   | 'archived';
 
 export interface SessionEvent {
@@ -185,9 +195,12 @@ export interface CommitInput {
   /**
    * The workspace the turn ran on and what it changed: the commit refuses ('workspace_behind')
    * unless `baseVersion` is the session's workspace version, and appends `layer` (already
-   * uploaded) to its chain. Absent for a resident agent, whose workspace is written in place.
+   * uploaded) to its chain. A resident agent's workspace is written in place, no layer: its
+   * commit names the data dir it ran on, which must be the one the store says holds it.
    */
-  workspace?: { baseVersion: number; layer: WorkspaceObjectRef | null };
+  workspace?:
+    | { baseVersion: number; layer: WorkspaceObjectRef | null }
+    | { baseVersion: number; residentHolder: string };
 }
 
 export interface AbortInput {

@@ -9,11 +9,15 @@ export interface SessionFacts {
   /** The oldest pending message is due (a later one waits for it). */
   runnable: boolean;
   lastInboundStatus: string | null;
+  /** Out of the claim queue until an operator acts (its resident workspace was lost). */
+  held: boolean;
 }
 
 export function deriveSessionStatus(f: SessionFacts): SessionStatus {
   if (f.archived) return 'archived';
   if (f.turnRunning) return 'running';
+  // Above everything a queue or a sandbox could show: nothing moves until an operator acts.
+  if (f.held) return 'held';
   if (f.leased && f.runnable) return 'starting';
   if (f.runnable) return 'queued';
   if (f.pending > 0) return 'backoff';

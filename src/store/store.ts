@@ -225,6 +225,26 @@ export interface Store {
 
   recordSandbox(fence: Fence, sandbox: string, now: number): Promise<FenceCode>;
   /**
+   * The caller's data dir takes the session's resident workspace, which nobody held (its
+   * marker already written there): it is the holder from now on. Fenced.
+   */
+  recordResidentHolder(
+    input: Fence & { holder: string; holderName: string },
+    now: number,
+  ): Promise<FenceCode>;
+  /**
+   * An operator lets a held session go on: its messages are queued again. With
+   * `resetWorkspace`, the loss of its resident workspace is accepted first (nobody holds it;
+   * recorded in the audit log) and it goes on with an empty one. Throws SESSION_NOT_FOUND,
+   * SESSION_NOT_HELD.
+   */
+  releaseHold(input: {
+    sessionId: string;
+    resetWorkspace: boolean;
+    now: number;
+    tenant?: string;
+  }): Promise<SessionView>;
+  /**
    * The worker's report of its sandboxes' lifecycles (a report older than the stored one is
    * ignored); dead workers' sandboxes not recorded gone are recorded gone (WorkerLost).
    */

@@ -6,6 +6,7 @@ import type { EgressInterceptor, SecretSource } from '../gateway/index.js';
 import type { SandboxRuntime } from '../runtime/index.js';
 import type { WorkerStore } from '../store/index.js';
 import type { Workspaces } from '../workspace/index.js';
+import type { DataDirIdentity } from './data-dir-identity.js';
 import type { HostPaths } from './paths.js';
 import type { SandboxReports } from './sandbox-reports.js';
 
@@ -37,4 +38,6 @@ export interface SandboxDeps extends WorkerDeps {
   workspaces: Workspaces;
   /** Where every sandbox's lifecycle is reported to the store. */
   sandboxReports: SandboxReports;
+  /** This machine's data dir: what a resident workspace written in place is held by. */
+  dataDir: DataDirIdentity;
 }

@@ -120,7 +120,7 @@ export class SessionSupervisor {
       this.log,
       warm,
     );
-    this.layers = new TurnLayers(deps, this.mode, session.id, this.sandboxName, this.log);
+    this.layers = new TurnLayers(deps, this.mode, session, this.fence, this.sandboxName, this.log);
   }
 
   /** New inbound message for this session, or new demand for slots: re-check now. */

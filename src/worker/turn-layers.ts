@@ -5,7 +5,9 @@
  * data; this is the one place that acts on it.
  */
 import type { Logger } from 'pino';
-import { type CommitInput, failpoint, type Turn } from '../core/index.js';
+import { type CommitInput, failpoint, type Session, type Turn } from '../core/index.js';
+import type { Fence } from '../store/index.js';
+import { claimResidentWorkspace } from './claim-resident-workspace.js';
 import type { SandboxDeps } from './deps.js';
 import type { SandboxMode } from './sandbox-modes.js';
 import { TurnWorkspace } from './turn-workspace.js';
@@ -14,14 +16,22 @@ export class TurnLayers {
   /** The chain's side of a layered mode's turns; none for a sandbox that writes in place. */
   private readonly workspace: TurnWorkspace | null;
 
+  private readonly sessionId: string;
+  /** A resident session's workspace version: the claim's, one more after each commit of this supervision. */
+  private residentVersion: number;
+
   constructor(
     private readonly deps: SandboxDeps,
     private readonly mode: SandboxMode,
-    private readonly sessionId: string,
+    /** The session as its claim read it, under `fence`. */
+    private readonly session: Session,
+    private readonly fence: Fence,
     private readonly sandboxName: string,
     private readonly log: Logger,
   ) {
-    this.workspace = mode.settle === 'in-place' ? null : new TurnWorkspace(deps, sessionId, log);
+    this.sessionId = session.id;
+    this.residentVersion = session.workspaceVersion;
+    this.workspace = mode.settle === 'in-place' ? null : new TurnWorkspace(deps, session.id, log);
   }
 
   /** Mounts the turn's workspace, binding the sandbox (`bind`) at the point the mode needs it bound. */
@@ -36,6 +46,8 @@ export class TurnLayers {
         return;
       case 'committed-layer':
         if (bound) return;
+        // Written in place, the files live on one data dir only: never mount an empty one in their stead.
+        await claimResidentWorkspace(this.deps, this.session, this.fence, this.log);
         await this.deps.workspaces.mountResident(this.sessionId, this.sandboxName);
         return bind();
     }
@@ -48,7 +60,9 @@ export class TurnLayers {
 
   /** Before the commit transaction (the gateway's beforeCommit): what the commit must carry of the workspace. */
   async seal(turnId: string): Promise<CommitInput['workspace']> {
-    return this.workspace?.seal(turnId, this.sandboxName);
+    // In place: the commit names the data dir the turn wrote, which must be the one the store says holds it.
+    if (this.workspace) return this.workspace.seal(turnId, this.sandboxName);
+    return { baseVersion: this.residentVersion, residentHolder: this.deps.dataDir.id };
   }
 
   /** After a commit the sandbox serves on from: true while the turn's layer is still owed (settled once the sandbox is gone). */
@@ -59,6 +73,7 @@ export class TurnLayers {
         return false;
       // Its writes are already in the committed layer: nothing to promote, only the mark to clear.
       case 'in-place':
+        this.residentVersion += 1;
         await this.deps.store.markLayerPromoted(this.sessionId, turn.id);
         return false;
       case 'after-kill':

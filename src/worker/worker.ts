@@ -18,6 +18,7 @@ import { agentSpecSchema, BerthError, decideOwnLease, newId, sleep, WakeSignal }
 import { stageRunner } from '../runtime/index.js';
 import type { StoreChange } from '../store/index.js';
 import { WORKSPACE_OBJECT_PREFIXES, Workspaces } from '../workspace/index.js';
+import { type DataDirIdentity, dataDirIdentity } from './data-dir-identity.js';
 import { joinDataDir, leaveDataDir } from './data-dir-users.js';
 import type { SandboxDeps, WorkerDeps } from './deps.js';
 import { cleanUpLocalLeftovers } from './local-cleanup.js';
@@ -74,6 +75,8 @@ export class Worker {
   private unsubscribe: (() => void) | null = null;
   private pool: WarmPool | null = null;
   private readonly sandboxReports: SandboxReports;
+  /** Read at start, before any sandbox or session is served. */
+  private dataDir: DataDirIdentity | null = null;
 
   constructor(private readonly deps: WorkerDeps) {
     this.installId = installIdOf(deps.paths.dataDir);
@@ -95,6 +98,7 @@ export class Worker {
     const { store, clock, config, paths } = this.deps;
     await this.workspaces.prepare();
     await joinDataDir(paths.dataDir, this.id);
+    this.dataDir = await dataDirIdentity(paths.dataDir);
     const adopted = await this.storageBlobs.adoptLegacy(paths.storageDir);
     if (adopted > 0)
       this.log.info({ adopted }, 'Moved storage blobs of an older data dir into the blob store');
@@ -211,7 +215,15 @@ export class Worker {
       workspaces: this.workspaces,
       runnerDir: this.runnerDir,
       sandboxReports: this.sandboxReports,
+      dataDir: this.startedDataDir(),
     };
+  }
+
+  /** Never a blank identity: a resident workspace would be recorded as held by it. */
+  private startedDataDir(): DataDirIdentity {
+    if (!this.dataDir)
+      throw new BerthError('INTERNAL', `Worker ${this.id} has not read its data dir identity (start)`);
+    return this.dataDir;
   }
 
   private createPool(): WarmPool {

@@ -5,6 +5,7 @@
  *   <data>/workspaces/<session>/committed/      the committed layer
  *   <data>/workspaces/<session>/layers/<turn>/   one attempt layer per turn
  *   <data>/workspaces/<session>/resident/        a resident agent's own upper layer
+ *   <data>/workspaces/<session>/resident.holder  the marker of the data dir holding it in place
  *   <data>/slots/<sandbox>/                      where a sandbox's workspace is mounted
  *
  * Pure: paths only, no I/O.
@@ -21,6 +22,8 @@ export interface WorkspaceLayout {
   layersDir(sessionId: string): string;
   layerPath(sessionId: string, turnId: string): string;
   residentPath(sessionId: string): string;
+  /** Written by the data dir that holds the session's resident workspace, beside its files. */
+  residentMarkerPath(sessionId: string): string;
 }
 
 export function workspaceLayout(dataDir: string): WorkspaceLayout {
@@ -37,5 +40,6 @@ export function workspaceLayout(dataDir: string): WorkspaceLayout {
     layersDir,
     layerPath: (sessionId, turnId) => join(layersDir(sessionId), turnId),
     residentPath: (sessionId) => join(sessionDir(sessionId), 'resident'),
+    residentMarkerPath: (sessionId) => join(sessionDir(sessionId), 'resident.holder'),
   };
 }

@@ -17,11 +17,17 @@ import { randomBytes } from 'node:crypto';
 import { chown, mkdir, readdir, rm, rmdir, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { BlobStore } from '../blobs/index.js';
-import { BerthError, type WorkspaceChain, type WorkspaceObjectRef } from '../core/index.js';
+import {
+  BerthError,
+  type ResidentMarker,
+  type WorkspaceChain,
+  type WorkspaceObjectRef,
+} from '../core/index.js';
 import { type WorkspaceLayout, workspaceLayout } from './layout.js';
 import { makeSharedMountRoot, mountOverlay, unmountAll } from './overlay-mounts.js';
 import { applyPlan, PLAN_FILE, sealLayer } from './promotion.js';
 import { WorkspaceQuota } from './quota.js';
+import { emptyResidentWorkspace, readResidentMarker, writeResidentMarker } from './resident-marker.js';
 import { type EnsuredWorkspace, WorkspaceCache } from './workspace-cache.js';
 
 export class Workspaces {
@@ -154,6 +160,21 @@ export class Workspaces {
       upper: committed,
       work: join(own, 'work'),
     });
+  }
+
+  /** The marker of the data dir holding the session's resident workspace here; null when absent or unreadable. */
+  readResidentMarker(sessionId: string): Promise<ResidentMarker | null> {
+    return readResidentMarker(this.layout, sessionId);
+  }
+
+  /** This data dir holds the session's resident workspace: written before the store says so. */
+  writeResidentMarker(marker: ResidentMarker): Promise<void> {
+    return writeResidentMarker(this.layout, marker);
+  }
+
+  /** Drops resident files an operator's reset gave up (before the sandbox mounts). */
+  emptyResident(sessionId: string): Promise<void> {
+    return emptyResidentWorkspace(this.layout, sessionId);
   }
 
   /**

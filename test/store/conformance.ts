@@ -9,11 +9,11 @@ import type { Store } from '../../src/store/index.js';
 
 export const LEASE_MS = 10_000;
 export const RETRY: RetryPolicy = { retryBaseMs: 1000, retryMaxMs: 60_000, maxTries: 3 };
-const BASE = 1_700_000_000_000;
+export const BASE = 1_700_000_000_000;
 
 export type OpenStore = () => Promise<Store>;
 
-async function withAgent(open: OpenStore): Promise<Store> {
+export async function withAgent(open: OpenStore): Promise<Store> {
   const store = await open();
   await store.createAgent(agentSpecSchema.parse({ name: 'sh', provider: 'command' }), BASE);
   await store.registerWorker({ id: 'w1', host: 'h', pid: 1, slots: 2, heartbeatAt: BASE, startedAt: BASE });
@@ -22,7 +22,7 @@ async function withAgent(open: OpenStore): Promise<Store> {
 }
 
 /** What a worker does to take a session: claim it (worker `w1` unless named), then start its turn. */
-async function claimAndStartTurn(store: Store, now: number, workerId = 'w1') {
+export async function claimAndStartTurn(store: Store, now: number, workerId = 'w1') {
   const claim = await store.claimRunnableSession(workerId, now);
   assert.ok(claim, 'a runnable session to claim');
   const fence = { sessionId: claim.session.id, generation: claim.session.generation, workerId };

@@ -388,6 +388,24 @@ CREATE INDEX sandboxes_worker ON sandboxes(worker_id) WHERE phase <> 'gone';
 CREATE INDEX sandboxes_ended ON sandboxes(ended_at);
 `,
   },
+  {
+    version: 19,
+    name: 'where a resident workspace lives, and held sessions',
+    // A resident agent writes its workspace in place, on one data dir: the session names
+    // that data dir (an id made once per data dir), when a turn last wrote there, and the
+    // epoch an operator's reset moves on. A session whose workspace a worker cannot find is
+    // held: out of the claim queue (its queue keys stay null), its messages pending, with
+    // the code and message of why, until an operator resumes it or resets its workspace.
+    sql: `
+ALTER TABLE sessions ADD COLUMN resident_holder TEXT;
+ALTER TABLE sessions ADD COLUMN resident_holder_name TEXT;
+ALTER TABLE sessions ADD COLUMN resident_written_at INTEGER;
+ALTER TABLE sessions ADD COLUMN resident_epoch INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN held_at INTEGER;
+ALTER TABLE sessions ADD COLUMN held_code TEXT;
+ALTER TABLE sessions ADD COLUMN held_error TEXT;
+`,
+  },
 ];
 
 /** SQLite's column types in PostgreSQL's: every integer 64-bit, AUTOINCREMENT keys as BIGSERIAL. */

@@ -49,6 +49,20 @@ export function toSession(r: Row): Session {
     tenant: String(r.tenant),
     archivedAt: r.archived_at == null ? null : Number(r.archived_at),
     recycleRequestedAt: r.recycle_requested_at == null ? null : Number(r.recycle_requested_at),
+    resident: {
+      holder: (r.resident_holder as string | null) ?? null,
+      holderName: (r.resident_holder_name as string | null) ?? null,
+      writtenAt: r.resident_written_at == null ? null : Number(r.resident_written_at),
+      epoch: Number(r.resident_epoch ?? 0),
+    },
+    hold:
+      r.held_at == null
+        ? null
+        : {
+            code: errorCodeOf(r.held_code) ?? 'INTERNAL',
+            message: String(r.held_error),
+            since: Number(r.held_at),
+          },
     createdAt: Number(r.created_at),
     updatedAt: Number(r.updated_at),
   };

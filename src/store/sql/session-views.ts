@@ -94,6 +94,7 @@ function toSessionView(row: Row, now: number, facts: ViewFacts): SessionView {
     pending: facts.pending,
     runnable: queued !== null && queued.at <= now,
     lastInboundStatus: facts.lastInboundStatus,
+    held: session.hold !== null,
   });
   return {
     ...session,

@@ -60,6 +60,7 @@ import type { Program, Tx } from './program.js';
 import * as agents from './programs/agents.js';
 import * as audits from './programs/audit.js';
 import * as events from './programs/events.js';
+import * as holds from './programs/holds.js';
 import * as leases from './programs/leases.js';
 import * as usage from './programs/model-usage.js';
 import * as sandboxes from './programs/sandboxes.js';
@@ -282,6 +283,22 @@ export class SqlStore implements Store {
 
   recordSandbox(fence: Fence, sandbox: string, now: number): Promise<FenceCode> {
     return this.write('recordSandbox', (tx) => leases.recordSandbox(tx, fence, sandbox, now), 'relaxed');
+  }
+
+  recordResidentHolder(
+    input: Fence & { holder: string; holderName: string },
+    now: number,
+  ): Promise<FenceCode> {
+    return this.write('recordResidentHolder', (tx) => holds.recordResidentHolder(tx, input, now));
+  }
+
+  releaseHold(input: {
+    sessionId: string;
+    resetWorkspace: boolean;
+    now: number;
+    tenant?: string;
+  }): Promise<SessionView> {
+    return this.write('releaseHold', (tx) => holds.releaseHold(tx, input, this.policy.leaseMs));
   }
 
   recordSandboxes(records: SandboxRecord[], now: number): Promise<void> {

@@ -23,6 +23,7 @@ import { toMessage, toTurn } from '../rows.js';
 import { insertEvent } from './events.js';
 import { checkFence } from './fence.js';
 import { messageGuard, sessionGuard, turnGuard } from './guards.js';
+import { holdSession, recordResidentWrite } from './holds.js';
 import { recomputeQueueKeys } from './queue-keys.js';
 import { appendLayer } from './workspace.js';
 
@@ -89,8 +90,10 @@ export function* commitTurn(tx: Tx, input: CommitInput, now: number): Program<Co
   }
   if (input.schedules?.items.length) yield* insertTurnSchedules(sessionId, turnId, input.schedules, now);
   yield* guarded(tx, 'SET_PENDING_LAYER', { id: sessionId, turnId, now }, sessionGuard(sessionId, 'present'));
-  const layer = input.workspace?.layer;
+  const layer = input.workspace && 'layer' in input.workspace ? input.workspace.layer : null;
   if (layer) yield* appendLayer(sessionId, { version: version + 1, ...layer, turnId }, now);
+  if (input.workspace && 'residentHolder' in input.workspace)
+    yield* recordResidentWrite(tx, sessionId, input.workspace.residentHolder, now);
   yield* endTurn(tx, turnId, 'committed', null, now, input.workspace?.baseVersion ?? null);
   for (const output of input.outputs) {
     const data = output.data === undefined ? null : JSON.stringify(output.data);
@@ -125,8 +128,9 @@ export function* abortTurn(tx: Tx, input: AbortInput, now: number, retry: RetryP
 
 /**
  * The one abort path, whoever ends the turn (its sandbox, the sweep, archiving): each of
- * its messages is retried with backoff, requeued or failed, as the catalogue says of the
- * code; the turn is aborted. The caller holds the session row and read the turn as running.
+ * its messages is retried with backoff, requeued, held or failed, as the catalogue says of
+ * the code (a held message holds its session); the turn is aborted. The caller holds the
+ * session row and read the turn as running.
  */
 export function* abortRunningTurn(
   tx: Tx,
@@ -137,26 +141,40 @@ export function* abortRunningTurn(
   const { sessionId, turnId, code, error } = input;
   // How long the turn's death went unnoticed (sandbox exit or last heartbeat to this abort), for the metrics.
   const detected = input.detectedAfterMs === undefined ? {} : { detectedAfterMs: input.detectedAfterMs };
+  let held = false;
   for (const m of yield* turnMessages(turnId)) {
     const decision = decideAbortedMessage(m.tries, now, retry, code);
-    const held = messageGuard(m.id, 'processing');
+    const guard = messageGuard(m.id, 'processing');
     switch (decision.action) {
+      // A held message is requeued the same way (its try given back) but waits for an operator: its own event.
       case 'requeue':
-        yield* guarded(tx, 'REQUEUE_MESSAGE', { id: m.id, now, error, errorCode: code }, held);
+      case 'hold': {
+        const hold = decision.action === 'hold';
+        yield* guarded(tx, 'REQUEUE_MESSAGE', { id: m.id, now, error, errorCode: code }, guard);
         yield* insertEvent(
           tx,
           sessionId,
-          'retrying',
-          { turnId, messageId: m.id, tries: m.tries - 1, code, error, retryInMs: 0, ...detected },
+          hold ? 'held' : 'retrying',
+          {
+            turnId,
+            messageId: m.id,
+            tries: m.tries - 1,
+            code,
+            error,
+            ...(hold ? {} : { retryInMs: 0 }),
+            ...detected,
+          },
           now,
         );
+        held ||= hold;
         break;
+      }
       case 'retry':
         yield* guarded(
           tx,
           'RETRY_MESSAGE',
           { id: m.id, processAfter: decision.processAfter, error, errorCode: code },
-          held,
+          guard,
         );
         yield* insertEvent(
           tx,
@@ -167,7 +185,7 @@ export function* abortRunningTurn(
         );
         break;
       case 'fail':
-        yield* guarded(tx, 'FAIL_MESSAGE', { id: m.id, error, errorCode: code }, held);
+        yield* guarded(tx, 'FAIL_MESSAGE', { id: m.id, error, errorCode: code }, guard);
         yield* insertEvent(
           tx,
           sessionId,
@@ -178,6 +196,7 @@ export function* abortRunningTurn(
         break;
     }
   }
+  if (held) yield* holdSession(tx, sessionId, { code, error }, now);
   yield* recomputeQueueKeys(tx, sessionId);
   yield* endTurn(tx, turnId, 'aborted', { error, code }, now, null);
 }

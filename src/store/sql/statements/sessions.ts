@@ -53,7 +53,8 @@ SELECT
  * behind an older pending one, that one's due time stays the session's (a message in backoff
  * holds the ones after it). Written from the row as it is when the update runs, so a
  * transition that recomputed the keys meanwhile (RECOMPUTE_QUEUE_KEYS, under the row lock,
- * which cannot see this message before it commits) is not undone.
+ * which cannot see this message before it commits) is not undone. A held session stays out
+ * of the queue: its message waits with the others.
  * @param id the session
  * @param messageId the new message
  * @param now its process_after
@@ -62,14 +63,15 @@ SELECT
  */
 export const QUEUE_NEW_MESSAGE = `
 UPDATE sessions SET
-  queued_id = CASE WHEN queued_id IS NULL OR queued_id > :messageId THEN :messageId ELSE queued_id END,
-  runnable_at = CASE WHEN queued_id IS NULL OR queued_id > :messageId THEN :now ELSE runnable_at END
+  queued_id = CASE WHEN held_at IS NOT NULL THEN NULL WHEN queued_id IS NULL OR queued_id > :messageId THEN :messageId ELSE queued_id END,
+  runnable_at = CASE WHEN held_at IS NOT NULL THEN NULL WHEN queued_id IS NULL OR queued_id > :messageId THEN :now ELSE runnable_at END
 WHERE id = :id`;
 
 /**
  * The session's queue keys from its pending inbound messages, after a transition took,
  * retried, requeued or failed some: queued_id its oldest, runnable_at when that one is due
- * (the messages after it wait for it); both null when none is pending.
+ * (the messages after it wait for it); both null when none is pending, or while the session
+ * is held (it is out of the queue until an operator acts).
  * @param id the session
  * @returns changed rows: 1
  * @guard the caller holds the session row (fence, claim, sweep or archiving), which every
@@ -77,9 +79,10 @@ WHERE id = :id`;
  */
 export const RECOMPUTE_QUEUE_KEYS = `
 UPDATE sessions SET
-  queued_id = (SELECT MIN(id) FROM messages WHERE session_id = :id AND direction = 'in' AND status = 'pending'),
-  runnable_at = (SELECT process_after FROM messages WHERE id = (
-    SELECT MIN(id) FROM messages WHERE session_id = :id AND direction = 'in' AND status = 'pending'))
+  queued_id = CASE WHEN held_at IS NULL THEN
+    (SELECT MIN(id) FROM messages WHERE session_id = :id AND direction = 'in' AND status = 'pending') END,
+  runnable_at = CASE WHEN held_at IS NULL THEN (SELECT process_after FROM messages WHERE id = (
+    SELECT MIN(id) FROM messages WHERE session_id = :id AND direction = 'in' AND status = 'pending')) END
 WHERE id = :id`;
 
 /**
@@ -245,3 +248,68 @@ UPDATE sessions SET pending_layer = :turnId, workspace_version = workspace_versi
  *   (idempotent: whoever promoted the layer, this worker or a later owner, may call it)
  */
 export const CLEAR_PENDING_LAYER = `UPDATE sessions SET pending_layer = NULL WHERE id = :id AND pending_layer = :turnId`;
+
+/**
+ * This data dir takes the session's resident workspace (nobody held it): it is named as its
+ * holder from now on. Its marker is already on its disk.
+ * @param id the session
+ * @param generation the fence's
+ * @param worker the fence's
+ * @param holder the data dir's id
+ * @param holderName the data dir as people know it (host:path)
+ * @param now the transition's time, epoch ms
+ * @returns changed rows: 1 = recorded
+ * @guard the caller passed the fence (FENCE) in this transaction, which locks the row
+ */
+export const RECORD_RESIDENT_HOLDER = `
+UPDATE sessions SET resident_holder = :holder, resident_holder_name = :holderName, resident_written_at = :now, updated_at = :now
+WHERE id = :id AND generation = :generation AND lease_owner = :worker`;
+
+/**
+ * A resident turn committed: it wrote the workspace its holder keeps, now.
+ * @param id the session
+ * @param holder the data dir the turn ran on
+ * @param now the transition's time, epoch ms
+ * @returns changed rows: 1
+ * @guard the commit passed the fence (FENCE), which locks the row; the turn's worker checked
+ *   the holder under this lease before the turn ran, and only a held session (which runs no
+ *   turn) can have it reset
+ */
+export const RECORD_RESIDENT_WRITE = `
+UPDATE sessions SET resident_written_at = :now WHERE id = :id AND resident_holder = :holder`;
+
+/**
+ * The session is held: out of the claim queue until an operator acts (RECOMPUTE_QUEUE_KEYS
+ * keeps its keys null from now on).
+ * @param id the session
+ * @param code the catalogue code of why
+ * @param error the message of why
+ * @param now the transition's time, epoch ms
+ * @returns changed rows: 1
+ * @guard the caller holds the session row (the abort of its running turn)
+ */
+export const HOLD_SESSION = `
+UPDATE sessions SET held_at = :now, held_code = :code, held_error = :error, updated_at = :now WHERE id = :id`;
+
+/**
+ * An operator lets a held session go on (resume, or reset its workspace first).
+ * @param id the session
+ * @param now the transition's time, epoch ms
+ * @returns changed rows: 1 = released, 0 = it was not held (SESSION_NOT_HELD)
+ */
+export const RELEASE_HOLD = `
+UPDATE sessions SET held_at = NULL, held_code = NULL, held_error = NULL, updated_at = :now
+WHERE id = :id AND held_at IS NOT NULL`;
+
+/**
+ * The operator accepts the loss of the resident workspace: nobody holds it, and a marker of
+ * an older epoch (files given up) is emptied by whichever data dir takes it next.
+ * @param id the session
+ * @param now the transition's time, epoch ms
+ * @returns changed rows: 1
+ * @guard the caller released the session's hold in this transaction (RELEASE_HOLD), so the row exists
+ */
+export const RESET_RESIDENT_WORKSPACE = `
+UPDATE sessions SET resident_holder = NULL, resident_holder_name = NULL, resident_written_at = NULL,
+  resident_epoch = resident_epoch + 1, updated_at = :now
+WHERE id = :id`;

@@ -1,0 +1,214 @@
+/**
+ * A resident session never runs on the wrong files. A resident agent writes its workspace
+ * in place, on the machine that runs it, outside the chain: two workers on separate data
+ * dirs ("machines") share one PostgreSQL store and one bucket. Machine A runs turns that
+ * write files, then dies with its disk during a turn; machine B is given the next message.
+ * B must not run it on an empty directory: the turn fails with RESIDENT_WORKSPACE_LOST,
+ * naming A's data dir and the time of the last turn that wrote there, no reply is
+ * committed and the messages stay, held, until the operator accepts the loss
+ * (reset-workspace), after which they are answered on an empty workspace. A worker that
+ * is SIGKILLed and restarted on the same data dir is not refused: its disk holds the files.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { test } from 'node:test';
+import { promisify } from 'node:util';
+import { startMachines } from './helpers/machines.js';
+import { eventually, exited } from './helpers/processes.js';
+
+type Client = Awaited<ReturnType<typeof startMachines>>['client'];
+const run = promisify(execFile);
+
+/** The berth CLI against the machines' API: its exit code, stdout and stderr. */
+async function cli(cluster: { url: string; token?: string | undefined }, args: string[]) {
+  const env = { ...process.env, BERTH_URL: cluster.url, BERTH_TOKEN: cluster.token ?? '' };
+  try {
+    const { stdout, stderr } = await run(process.execPath, ['bin/berth.js', ...args], { env });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+type Outcome = { type: string; data: Record<string, unknown> };
+/** What the test reads of a session view. */
+type View = { id: string; status: string; hold?: { code: string; message: string } | null };
+
+/** Posts a message; follows the session's events until `until` says the message's outcome is known. */
+async function post(client: Client, session: string, text: string) {
+  return client.request<{ eventId: number; message: { id: number } }>(
+    'POST',
+    `/v1/sessions/${session}/messages`,
+    { agent: 'res', text },
+  );
+}
+
+async function outcome(
+  client: Client,
+  session: string,
+  afterEventId: number,
+  until: (e: Outcome) => boolean,
+): Promise<Outcome> {
+  for await (const e of client.events(session, afterEventId, AbortSignal.timeout(120_000)))
+    if (until(e)) return e;
+  throw new Error('event stream ended');
+}
+
+const repliedTo = (id: number) => (e: Outcome) =>
+  (e.type === 'reply' && (e.data.inReplyTo as number[]).includes(id)) ||
+  (e.type === 'failed' && e.data.messageId === id) ||
+  e.type === 'held';
+
+async function send(client: Client, session: string, text: string): Promise<Outcome> {
+  const posted = await post(client, session, text);
+  return outcome(client, session, posted.eventId, repliedTo(posted.message.id));
+}
+
+const WRITE_TWO_TURNS = [
+  'echo one > f.txt',
+  'head -c 3000000 /dev/urandom > big.bin && sha256sum big.bin > sum.txt',
+];
+const CHECK = 'cat f.txt; sha256sum -c sum.txt';
+
+/** Machine A, serving a resident `command` agent's session whose two turns wrote f.txt and a 3 MB file with its checksum. */
+async function writtenOnA(cluster: Awaited<ReturnType<typeof startMachines>>, session: string) {
+  await cluster.client.request('POST', '/v1/agents', { name: 'res', provider: 'command', mode: 'resident' });
+  const a = await cluster.addMachine('a');
+  for (const cmd of WRITE_TWO_TURNS) {
+    const done = await send(cluster.client, session, cmd);
+    assert.equal(done.type, 'reply', JSON.stringify(done.data));
+  }
+  return a;
+}
+
+test('a resident workspace lost with its machine: the turn fails RESIDENT_WORKSPACE_LOST, the messages are held, reset-workspace goes on empty', async (t) => {
+  const cluster = await startMachines(t);
+  const { client, store, addMachine, destroy } = cluster;
+  const a = await writtenOnA(cluster, 'r1');
+  const written = await store.listTurns('r1');
+  assert.deepEqual(
+    written.map((x) => [x.status, x.baseVersion]),
+    [
+      ['committed', 0],
+      ['committed', 1],
+    ],
+    'each resident turn names the version it ran on',
+  );
+  const lastWrite = written.at(-1)!;
+
+  // A third turn runs on A when A dies with its disk.
+  const third = await post(client, 'r1', 'sleep 20; echo slept');
+  await outcome(client, 'r1', third.eventId, (e) => e.type === 'started');
+  await destroy(a);
+
+  await addMachine('b');
+  const fourth = await post(client, 'r1', CHECK);
+  // B may take the third message's retry before the fourth is posted: follow from the third on.
+  const seen = await outcome(
+    client,
+    'r1',
+    third.eventId,
+    (e) => e.type === 'held' || repliedTo(fourth.message.id)(e),
+  );
+  assert.equal(seen.type, 'held', `no reply may be committed on B: ${JSON.stringify(seen)}`);
+  assert.equal(seen.data.code, 'RESIDENT_WORKSPACE_LOST');
+  assert.match(String(seen.data.error), new RegExp(a.dataDir));
+  assert.match(
+    String(seen.data.error),
+    new RegExp(`${new Date(lastWrite.endedAt!).toISOString()} \\(workspace version 2\\)`),
+  );
+
+  const view = await client.request<View>('GET', '/v1/sessions/r1');
+  assert.equal(view.status, 'held');
+  assert.equal(view.hold?.code, 'RESIDENT_WORKSPACE_LOST');
+  const listed = await client.request<{ sessions: View[] }>('GET', '/v1/sessions');
+  assert.equal(listed.sessions.find((s) => s.id === 'r1')?.hold?.code, 'RESIDENT_WORKSPACE_LOST');
+  const inbound = (await store.listMessages('r1', 0, 100)).filter((m) => m.direction === 'in');
+  assert.deepEqual(
+    inbound.slice(2).map((m) => [m.text, m.status]),
+    [
+      ['sleep 20; echo slept', 'pending'],
+      [CHECK, 'pending'],
+    ],
+    'the messages are kept',
+  );
+  const turns = await store.listTurns('r1');
+  assert.ok(
+    turns.some((x) => String(x.errorCode) === 'RESIDENT_WORKSPACE_LOST' && x.status === 'aborted'),
+    JSON.stringify(turns.map((x) => [x.status, x.errorCode])),
+  );
+  assert.equal(turns.filter((x) => x.status === 'committed').length, 2, 'nothing committed after A died');
+  // Held, not retried: no new turn starts while nobody acts.
+  await new Promise((r) => setTimeout(r, 4000));
+  assert.equal((await store.listTurns('r1')).length, turns.length, 'a held session is not claimed again');
+
+  // The operator accepts the loss: the session goes on, on an empty workspace, answering every message.
+  const reset = await cli(cluster, ['session', 'reset-workspace', 'r1', '--json']);
+  assert.equal(reset.code, 0, reset.stderr);
+  assert.equal((JSON.parse(reset.stdout) as View).hold, null);
+  const replies = await eventually(
+    'both held messages are answered',
+    async () => {
+      const out = (await store.listMessages('r1', 0, 100)).filter((m) => m.direction === 'out');
+      return out.length === 4 ? out : undefined;
+    },
+    120_000,
+  );
+  assert.equal(replies[2]!.text.trim(), 'slept');
+  // Explicitly, and only now: the operator accepted that the files are gone.
+  assert.match((replies[3]!.data as { stderr: string }).stderr, /f\.txt: No such file/);
+  const audit = (await store.listAudit(0, 1000)).filter((x) => x.kind === 'workspace-reset');
+  assert.equal(audit.length, 1, 'the accepted loss is recorded');
+  assert.equal(audit[0]!.sessionId, 'r1');
+});
+
+test('a resident session on the same data dir after its worker is SIGKILLed and restarted is not refused', async (t) => {
+  const cluster = await startMachines(t);
+  const { client, store, addMachine } = cluster;
+  const a = await writtenOnA(cluster, 's1');
+  a.child.kill('SIGKILL');
+  await exited(a.child);
+  await addMachine('a-again', { BERTH_DATA: a.dataDir });
+  const checked = await send(client, 's1', CHECK);
+  assert.equal(checked.type, 'reply', JSON.stringify(checked.data));
+  assert.match(String(checked.data.text), /^one\nbig\.bin: OK/);
+  const view = (await store.getSessionView('s1', Date.now())) as View | null;
+  assert.equal(view?.hold, null);
+});
+
+test('a held session resumed once its data dir is back: the message kept is answered on the files it was written for', async (t) => {
+  const cluster = await startMachines(t);
+  const { client, addMachine } = cluster;
+  const a = await writtenOnA(cluster, 'h1');
+  // A goes away with its disk intact (a reboot, a detached volume); B is asked meanwhile.
+  a.child.kill('SIGKILL');
+  await exited(a.child);
+  const b = await addMachine('b');
+  // `berth send --wait` stops when the session is held: the code, the holder, the way out.
+  const sent = await cli(cluster, ['send', 'h1', CHECK, '--wait']);
+  assert.equal(sent.code, 2, `a 4xx code: ${sent.stderr}`);
+  assert.match(sent.stderr, /Session h1 is held; message \d+ is kept/);
+  assert.match(sent.stderr, new RegExp(a.dataDir));
+  assert.match(sent.stderr, /berth session reset-workspace ID/);
+  b.child.kill('SIGTERM');
+  await exited(b.child);
+
+  await addMachine('a-back', { BERTH_DATA: a.dataDir });
+  const resumed = await cli(cluster, ['session', 'resume', 'h1']);
+  assert.equal(resumed.code, 0, resumed.stderr);
+  assert.match(resumed.stdout, /session h1: resumed, status (queued|starting|running)/);
+  const answered = await eventually(
+    'the kept message is answered',
+    async () => {
+      const out = (
+        await client.request<{ messages: { direction: string; text: string }[] }>(
+          'GET',
+          '/v1/sessions/h1/messages',
+        )
+      ).messages.filter((m) => m.direction === 'out');
+      return out.length === 3 ? out : undefined;
+    },
+    120_000,
+  );
+  assert.match(answered[2]!.text, /^one\nbig\.bin: OK/);
+});
