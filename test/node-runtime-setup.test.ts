@@ -20,6 +20,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { scriptRunner } from './helpers/script-runner.js';
 
 const REPO = join(import.meta.dirname, '..', '..');
 const runtimeLib = readFileSync(join(REPO, 'scripts', 'lib', 'node-runtime.sh'), 'utf8');
@@ -53,14 +54,7 @@ function machine(ownNode: 'v20.20.2' | 'this test runner') {
     BERTH_SETUP_LOGS: join(root, 'logs'),
     npm_config_cache: join(root, 'npm-cache'),
   };
-  const run = (argv: string[], extraEnv: Record<string, string> = {}) => {
-    const r = spawnSync(argv[0]!, argv.slice(1), {
-      env: { ...env, ...extraEnv },
-      encoding: 'utf8',
-      cwd: REPO,
-    });
-    return { code: r.status, out: `${r.stdout}${r.stderr}` };
-  };
+  const run = scriptRunner(env, REPO);
   return { run, bin, home, prefix: join(home, `node-v${PINNED}-linux-x64`) };
 }
 

@@ -11,6 +11,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, wr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { scriptRunner } from './helpers/script-runner.js';
 
 const REPO = join(import.meta.dirname, '..', '..');
 const BUILD = join(REPO, 'scripts', 'kubernetes', 'build.sh');
@@ -74,14 +75,7 @@ function machine(layout: Layout) {
     BERTH_SETUP_DRY_RUN: '1',
     BERTH_SETUP_LOGS: join(root, 'logs'),
   };
-  const run = (argv: string[], extraEnv: Record<string, string> = {}) => {
-    const r = spawnSync(argv[0]!, argv.slice(1), {
-      env: { ...env, ...extraEnv },
-      encoding: 'utf8',
-      cwd: REPO,
-    });
-    return { code: r.status, out: `${r.stdout}${r.stderr}` };
-  };
+  const run = scriptRunner(env, REPO);
   const entryPath = join(etc, 'sources.list.d', 'berth-debian-src.sources');
   const sourceTargets = () =>
     run(['apt-get', 'indextargets', '--no-release-info', '--format', '$(TARGET_OF) $(REPO_URI) $(RELEASE)'])
