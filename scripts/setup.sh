@@ -48,7 +48,7 @@ npm_dependencies() {
 
 set_up_started=$(_steps_now_ms)
 . scripts/lib/node-runtime.sh
-step "Node.js runtime: $(scripts/ensure-node.sh --describe)" \
+step "Node.js runtime ($(scripts/ensure-node.sh --describe))" \
   "check that this machine reaches the npm registry (npm ping) and can write $(dirname "$(berth_node_prefix)") (BERTH_NODE_HOME moves it); or put a Node.js >= $BERTH_NODE_MAJOR first on PATH" \
   scripts/ensure-node.sh
 node_bin_dir=$(berth_node_bin_dir)

@@ -122,7 +122,7 @@ test('the npm package unreachable: the set-up stops at its first step, named, wi
   const m = machine('v20.20.2');
   const r = m.run(['bash', join(REPO, 'scripts', 'setup.sh'), 'demo'], UNREACHABLE);
   assert.equal(r.code, 1, r.out);
-  assert.match(r.out, /^setup: step "Node.js runtime: berth's v\S+ in .*" failed after/m);
+  assert.match(r.out, /^setup: step "Node.js runtime \(berth's v\S+ in .*\)" failed after/m);
   assert.match(r.out, /^Fix: check that this machine reaches the npm registry \(npm ping\)/m);
   assert.doesNotMatch(r.out, /==> dependencies/, 'nothing after the failed step runs');
   assert.equal(existsSync(m.prefix), false);
