@@ -12,7 +12,7 @@
  *   the suffix); whoever owns the directory may delete it.
  */
 import { randomBytes } from 'node:crypto';
-import { open, rename, rm } from 'node:fs/promises';
+import { open, readFile, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
 /** fsync of a file, or of a directory (which makes a rename in it durable). */
@@ -78,4 +78,14 @@ export async function moveIntoPlace(staged: string, target: string): Promise<boo
   }
   await fsyncPath(dirname(target));
   return true;
+}
+
+/** A small file's text, or null when it does not exist (what a reader of such files needs first); other errors throw. */
+export async function readTextIfPresent(path: string): Promise<string | null> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
 }

@@ -10,10 +10,10 @@
  * the first link wins; everyone reads what won.
  */
 import { randomBytes } from 'node:crypto';
-import { link, readFile, rm } from 'node:fs/promises';
+import { link, rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { fsyncPath, stagingPath, writeFileAtomic } from '../durable-files/index.js';
+import { fsyncPath, readTextIfPresent, stagingPath, writeFileAtomic } from '../durable-files/index.js';
 
 export interface DataDirIdentity {
   id: string;
@@ -43,10 +43,6 @@ export async function dataDirIdentity(dataDir: string): Promise<DataDirIdentity>
 }
 
 async function readId(file: string): Promise<string | null> {
-  const text = await readFile(file, 'utf8').catch((err: unknown) => {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw err;
-  });
-  const id = text?.trim();
+  const id = (await readTextIfPresent(file))?.trim();
   return id ? id : null;
 }

@@ -6,20 +6,17 @@
  * which is exactly what a claim must notice. An unreadable marker reads as absent: the
  * claim then refuses rather than run on files it cannot vouch for.
  */
-import { mkdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { ResidentMarker } from '../core/index.js';
-import { writeFileAtomic } from '../durable-files/index.js';
+import { readTextIfPresent, writeFileAtomic } from '../durable-files/index.js';
 import type { WorkspaceLayout } from './layout.js';
 
 export async function readResidentMarker(
   layout: WorkspaceLayout,
   sessionId: string,
 ): Promise<ResidentMarker | null> {
-  const text = await readFile(layout.residentMarkerPath(sessionId), 'utf8').catch((err: unknown) => {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw err;
-  });
+  const text = await readTextIfPresent(layout.residentMarkerPath(sessionId));
   if (text === null) return null;
   try {
     const m = JSON.parse(text) as Partial<ResidentMarker>;
