@@ -17,8 +17,9 @@
 # Invariants: re-running is cheap, every step checks before it acts. `npm ci` runs only when
 # node_modules is missing, or package-lock.json or the runtime changed since the last
 # successful install (the lock's sha256 and the node version are kept in
-# node_modules/.berth-lock-sha256, written only after npm ci succeeds); the image build is a no-op when the image for this recipe exists. Stops at the
-# first failing step, which names itself, shows its log's last lines and a `Fix:`.
+# node_modules/.berth-lock-sha256, written only after npm ci succeeds); the image build is a
+# no-op when the image for this recipe exists. Stops at the first failing step, which names
+# itself, shows its log's last lines and a `Fix:`.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
