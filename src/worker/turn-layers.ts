@@ -16,7 +16,6 @@ export class TurnLayers {
   /** The chain's side of a layered mode's turns; none for a sandbox that writes in place. */
   private readonly workspace: TurnWorkspace | null;
 
-  private readonly sessionId: string;
   /** A resident session's workspace version: the claim's, one more after each commit of this supervision. */
   private residentVersion: number;
 
@@ -29,7 +28,6 @@ export class TurnLayers {
     private readonly sandboxName: string,
     private readonly log: Logger,
   ) {
-    this.sessionId = session.id;
     this.residentVersion = session.workspaceVersion;
     this.workspace = mode.settle === 'in-place' ? null : new TurnWorkspace(deps, session.id, log);
   }
@@ -48,7 +46,7 @@ export class TurnLayers {
         if (bound) return;
         // Written in place, the files live on one data dir only: never mount an empty one in their stead.
         await claimResidentWorkspace(this.deps, this.session, this.fence, this.log);
-        await this.deps.workspaces.mountResident(this.sessionId, this.sandboxName);
+        await this.deps.workspaces.mountResident(this.session.id, this.sandboxName);
         return bind();
     }
   }
@@ -74,7 +72,7 @@ export class TurnLayers {
       // Its writes are already in the committed layer: nothing to promote, only the mark to clear.
       case 'in-place':
         this.residentVersion += 1;
-        await this.deps.store.markLayerPromoted(this.sessionId, turn.id);
+        await this.deps.store.markLayerPromoted(this.session.id, turn.id);
         return false;
       case 'after-kill':
         return true;
@@ -91,22 +89,22 @@ export class TurnLayers {
     if ((await store.getTurn(turnId))?.status === 'committed') {
       failpoint('before-promote');
       const applied = await workspaces.promote(
-        this.sessionId,
+        this.session.id,
         turnId,
         this.workspace?.committedAs(turnId) ?? null,
       );
       failpoint('before-mark-promoted');
-      await store.markLayerPromoted(this.sessionId, turnId);
+      await store.markLayerPromoted(this.session.id, turnId);
       this.log.info({ turnId, by: at, planApplied: applied }, 'Layer promoted');
-      await workspaces.discard(this.sessionId, turnId);
+      await workspaces.discard(this.session.id, turnId);
       await this.workspace?.afterPromotion(turnId);
       return;
     }
-    await workspaces.discard(this.sessionId, turnId);
+    await workspaces.discard(this.session.id, turnId);
   }
 
   private async mountAttempt(turn: Turn): Promise<void> {
     await this.workspace!.bringCurrent(turn);
-    await this.deps.workspaces.mountAttempt(this.sessionId, turn.id, this.sandboxName);
+    await this.deps.workspaces.mountAttempt(this.session.id, turn.id, this.sandboxName);
   }
 }
