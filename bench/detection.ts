@@ -4,7 +4,9 @@
  *    stopped, so detection cannot beat it by much when measured from the call's start);
  *  - from the start of the kill call to the turn row's end (`ended_at`, written by the abort);
  *  - from the engine's `die` event (its own timestamp) to the turn row's end: the part berth
- *    controls (event stream → worker → supervisor → store).
+ *    controls (event stream → worker → supervisor → store);
+ *  - from the start of the kill call to the retry's reply at the client: what a user of a warm
+ *    session waits for a killed sandbox, under the default retry policy.
  *  All times are this host's wall clock (the engine runs here too).
  */
 import type { Readable } from 'node:stream';
@@ -14,10 +16,13 @@ import { type BenchOptions, benchHost, stats } from './harness.js';
 
 export async function detection({ quick }: BenchOptions) {
   const runs = quick ? 5 : 30;
-  const h = await benchHost({ BERTH_RETRY_BASE: '50ms' }, 1);
+  const h = await benchHost({}, 1);
   const killCallMs: number[] = [];
   const killToAbortedMs: number[] = [];
   const dieToAbortedMs: number[] = [];
+  const killToReplyMs: number[] = [];
+  /** When this round's kill was issued; NaN once its reply is counted, or when it killed nothing. */
+  let killedAt = Number.NaN;
   let endedBeforeKill = 0;
   try {
     for (let i = 0; i < runs; i++) {
@@ -33,7 +38,7 @@ export async function detection({ quick }: BenchOptions) {
           const container = h.host.docker.getContainer(view!.sandbox!);
           const stopWatching = new AbortController();
           const dieEvent = nextDieAt(h.host.docker, view!.sandbox!, stopWatching.signal);
-          const killedAt = Date.now();
+          killedAt = Date.now();
           const t0 = performance.now();
           const killed = await container.kill().then(
             () => true,
@@ -45,6 +50,7 @@ export async function detection({ quick }: BenchOptions) {
             },
           );
           if (!killed) {
+            killedAt = Number.NaN;
             stopWatching.abort();
             endedBeforeKill++;
             killCallMs.push(Number.NaN);
@@ -56,7 +62,11 @@ export async function detection({ quick }: BenchOptions) {
           killToAbortedMs.push(aborted!.endedAt! - killedAt);
           if (Number.isFinite(died)) dieToAbortedMs.push(aborted!.endedAt! - died);
         }
-        if (e.type === 'reply') break;
+        if (e.type === 'reply') {
+          if (Number.isFinite(killedAt)) killToReplyMs.push(Date.now() - killedAt);
+          killedAt = Number.NaN;
+          break;
+        }
       }
     }
   } finally {
@@ -68,6 +78,7 @@ export async function detection({ quick }: BenchOptions) {
     sandboxesEndedBeforeTheKill: endedBeforeKill,
     killStartToTurnAbortedMs: stats(killToAbortedMs),
     engineDieToTurnAbortedMs: dieToAbortedMs.length > 0 ? stats(dieToAbortedMs) : null,
+    killStartToReplyMs: stats(killToReplyMs),
   };
 }
 

@@ -277,7 +277,7 @@ export const CONFIG_OPTIONS = {
     schema: durationMs,
     default: '1s',
     unit: 'duration',
-    doc: "Backoff after a message's n-th failed try is `retryBaseMs × 2^(n-1)`, capped by `retryMaxMs`.",
+    doc: "Backoff after a message's n-th failed try is `retryBaseMs × 2^(n-1)`, capped by `retryMaxMs`; a try lost with its sandbox (`SANDBOX_EXITED`) is retried at once the first time, and counts one failure fewer after it.",
   }),
   retryMaxMs: option({
     env: 'BERTH_RETRY_MAX',

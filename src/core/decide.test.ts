@@ -16,7 +16,7 @@ const BASE = 1_700_000_000_000;
 const POLICY = { retryBaseMs: 1000, retryMaxMs: 60_000, maxTries: 5 };
 const LIMITS = { heartbeatTimeoutMs: 30_000, turnTimeoutMs: 600_000 };
 
-test('decideAbortedMessage retries with backoff until maxTries, then fails', () => {
+test('decideAbortedMessage retries a failed turn with backoff until maxTries, then fails', () => {
   const cases: { name: string; tries: number; expected: ReturnType<typeof decideAbortedMessage> }[] = [
     {
       name: 'first failure',
@@ -32,7 +32,26 @@ test('decideAbortedMessage retries with backoff until maxTries, then fails', () 
     { name: 'beyond', tries: 9, expected: { action: 'fail' } },
   ];
   for (const c of cases)
-    assert.deepEqual(decideAbortedMessage(c.tries, BASE, POLICY, 'SANDBOX_EXITED'), c.expected, c.name);
+    assert.deepEqual(decideAbortedMessage(c.tries, BASE, POLICY, 'TURN_FAILED'), c.expected, c.name);
+});
+
+test('decideAbortedMessage retries a lost sandbox at once the first time, then backs off as for any fault', () => {
+  const delays = [1, 2, 3, 4].map((tries) => decideAbortedMessage(tries, BASE, POLICY, 'SANDBOX_EXITED'));
+  assert.deepEqual(
+    delays.map((d) => (d.action === 'retry' ? d.delayMs : d.action)),
+    [0, 1000, 2000, 4000],
+  );
+  assert.deepEqual(
+    decideAbortedMessage(5, BASE, POLICY, 'SANDBOX_EXITED'),
+    { action: 'fail' },
+    'tries limit kept',
+  );
+  for (const code of ['TURN_FAILED', 'TURN_TIMEOUT', 'STEP_FAILED', 'SANDBOX_UNRESPONSIVE'] as const)
+    assert.deepEqual(
+      decideAbortedMessage(1, BASE, POLICY, code),
+      { action: 'retry', processAfter: BASE + 1000, delayMs: 1000 },
+      `${code}: a fault of the work backs off from the first`,
+    );
 });
 
 test('decideAbortedMessage requeues without cost when the worker stopped, even on the last try', () => {

@@ -23,7 +23,9 @@ export type AbortedMessageDecision =
  * or is failed; the abort's code decides, through the catalogue. A code that costs no try
  * (the worker was asked to stop: not the turn's fault) requeues it at once and gives the
  * try back. A terminal code (a sandbox limit the turn hit, which a retry would hit again)
- * fails it at once. A code that holds the session (its resident workspace is lost) keeps
+ * fails it at once. A code that lost the sandbox (killed or crashed mid-turn) retries the
+ * first time at once: backoff protects against work that keeps failing, and one lost
+ * sandbox is no sign of that. A code that holds the session (its resident workspace is lost) keeps
  * the message pending, its try given back, until an operator acts: no retry can cure it,
  * and failing it would lose it.
  */
@@ -33,13 +35,16 @@ export function decideAbortedMessage(
   policy: RetryPolicy,
   code: ErrorCode,
 ): AbortedMessageDecision {
-  const { retryable, costsTry, holdsSession } = abortPolicyOf(code);
+  const { retryable, costsTry, holdsSession, lostSandbox } = abortPolicyOf(code);
   // Checked first: such a code is not retryable, yet failing the message would lose it.
   if (holdsSession) return { action: 'hold' };
   if (!retryable) return { action: 'fail' };
   if (!costsTry) return { action: 'requeue' };
   if (tries >= policy.maxTries) return { action: 'fail' };
-  const delayMs = backoffMs(tries, { firstMs: policy.retryBaseMs, maxMs: policy.retryMaxMs });
+  // A lost sandbox says nothing against the work: its first retry waits for nothing.
+  const failures = lostSandbox ? tries - 1 : tries;
+  const delayMs =
+    failures < 1 ? 0 : backoffMs(failures, { firstMs: policy.retryBaseMs, maxMs: policy.retryMaxMs });
   return { action: 'retry', processAfter: now + delayMs, delayMs };
 }
 

@@ -18,6 +18,12 @@ export interface ErrorSpec {
    * @default false
    */
   holdsSession?: boolean;
+  /**
+   * A turn aborted with this code lost its sandbox, not its work (killed, crashed): its
+   * first retry is due at once, on another sandbox, and backoff starts from the second.
+   * @default false
+   */
+  lostSandbox?: boolean;
 }
 
 export const ERRORS = {
@@ -150,7 +156,8 @@ export const ERRORS = {
   SANDBOX_EXITED: {
     status: 503,
     retryable: true,
-    hint: 'The sandbox died mid-turn (killed or crashed); the turn is retried with backoff in a fresh one.',
+    lostSandbox: true,
+    hint: 'The sandbox died mid-turn (killed or crashed); the turn is retried at once in a fresh one, and with backoff if that one dies too.',
   },
   SANDBOX_UNRESPONSIVE: {
     status: 503,
@@ -410,17 +417,19 @@ export class BerthError extends Error {
   }
 }
 
-/** What an abort with this code does to its messages: retried (spending a try or not), held, or failed now. */
+/** What an abort with this code does to its messages: retried (spending a try or not, at once or after backoff), held, or failed now. */
 export function abortPolicyOf(code: ErrorCode): {
   retryable: boolean;
   costsTry: boolean;
   holdsSession: boolean;
+  lostSandbox: boolean;
 } {
   const spec: ErrorSpec = ERRORS[code];
   return {
     retryable: spec.retryable,
     costsTry: spec.costsTry !== false,
     holdsSession: spec.holdsSession === true,
+    lostSandbox: spec.lostSandbox === true,
   };
 }
 

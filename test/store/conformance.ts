@@ -129,7 +129,7 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
         assert.equal(turn.attempt, attempt);
         assert.equal(
           await store.abortTurn(
-            { ...fence, turnId: turn.id, code: 'SANDBOX_EXITED', error: 'sandbox exited' },
+            { ...fence, turnId: turn.id, code: 'TURN_FAILED', error: 'the agent failed the turn' },
             now,
           ),
           'ok',
@@ -205,7 +205,12 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
           [first.message.id],
           `attempt ${attempt} takes only the first message`,
         );
-        const abort = { ...fence, turnId: turn.id, code: 'SANDBOX_EXITED' as const, error: 'sandbox exited' };
+        const abort = {
+          ...fence,
+          turnId: turn.id,
+          code: 'TURN_FAILED' as const,
+          error: 'the agent failed the turn',
+        };
         assert.equal(await store.abortTurn(abort, now + 3), 'ok');
         assert.equal(await store.releaseSession(fence, now + 3), 'ok');
         if (attempt === RETRY.maxTries) break;
@@ -255,6 +260,29 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
       assert.equal(await store.commitTurn({ ...retry.fence, turnId: retry.turn.id, outputs }, due + 1), 'ok');
       const next = await store.startTurn(retry.fence, due + 2);
       assert.deepEqual(next.code === 'ok' ? next.value?.turn.messageIds : null, [second.message.id]);
+      await store.close();
+    });
+
+    test('a turn whose sandbox died is due again at once, its try spent; a second death backs off', async () => {
+      const store = await withAgent(open);
+      await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'x', now: BASE });
+      const loseSandbox = async (now: number, workerId: string) => {
+        const { fence, turn } = await claimAndStartTurn(store, now, workerId);
+        const abort = { ...fence, turnId: turn.id, code: 'SANDBOX_EXITED' as const, error: 'sandbox exited' };
+        assert.equal(await store.abortTurn(abort, now + 5), 'ok');
+        assert.equal(await store.releaseSession(fence, now + 5), 'ok');
+        return (await store.listMessages('s', 0, 1))[0]!;
+      };
+      const first = await loseSandbox(BASE, 'w1');
+      assert.deepEqual([first.tries, first.processAfter], [1, BASE + 5]);
+      assert.equal((await store.eventsAfter('s', 0, 10)).at(-1)?.data.retryInMs, 0);
+      const second = await loseSandbox(BASE + 5, 'w2');
+      assert.deepEqual([second.tries, second.processAfter], [2, BASE + 10 + RETRY.retryBaseMs]);
+      assert.equal(
+        await store.claimRunnableSession('w1', BASE + 10),
+        null,
+        'the second retry waits out its backoff',
+      );
       await store.close();
     });
 
@@ -361,8 +389,8 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
       const abort = {
         ...first.fence,
         turnId: first.turn.id,
-        code: 'SANDBOX_EXITED' as const,
-        error: 'exited',
+        code: 'TURN_FAILED' as const,
+        error: 'failed',
       };
       assert.equal(await store.abortTurn(abort, BASE + 5), 'ok');
       assert.equal(await store.releaseSession(first.fence, BASE + 5), 'ok');
