@@ -144,13 +144,15 @@ export interface PartitionableWorker {
 export interface RunningTurn {
   sandbox: string;
   startedAt: number;
+  /** Its messages' last try: if it failed they would fail with it. */
+  lastTry: boolean;
 }
 
 /** The running turns, per worker id. */
 export type RunningTurns = () => Promise<Map<string, RunningTurn[]>>;
 
-/** The running turns as the store has them: each session's current turn, by its worker. */
-export function runningTurnsIn(store: Store): RunningTurns {
+/** The running turns as the store has them: each session's current turn, by its worker; `maxTries` is the workers' limit. */
+export function runningTurnsIn(store: Store, maxTries: number): RunningTurns {
   return async () => {
     const turns = new Map<string, RunningTurn[]>();
     for (const s of await store.listSessionViews(store.clock.now())) {
@@ -158,7 +160,7 @@ export function runningTurnsIn(store: Store): RunningTurns {
       if (turn?.workerId)
         turns.set(turn.workerId, [
           ...(turns.get(turn.workerId) ?? []),
-          { sandbox: turn.sandbox ?? '', startedAt: turn.startedAt },
+          { sandbox: turn.sandbox ?? '', startedAt: turn.startedAt, lastTry: turn.attempt >= maxTries },
         ]);
     }
     return turns;

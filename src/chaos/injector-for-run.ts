@@ -23,6 +23,8 @@ import type { WorkerNetwork } from './worker-network.js';
 export interface RunTargets {
   opts: ChaosOptions;
   leaseMs: number;
+  /** The workers' tries limit: a turn on its last try is spared by the sandbox kills. */
+  maxTries: number;
   docker: Dockerode;
   installId: string;
   /** The run's store, where the running turns and the workers' registrations are read. */
@@ -61,7 +63,7 @@ export function injectorForRun(run: RunTargets): FaultInjector {
   const turnsTotal = opts.sessions * opts.turns;
   const workerRows = () => run.store.listWorkers();
   const idOf = (w: BerthProcess) => (w.pid === undefined ? null : (workerIds.get(w.pid) ?? null));
-  const runningTurns = runningTurnsIn(run.store);
+  const runningTurns = runningTurnsIn(run.store, run.maxTries);
   const killable: KillableWorker[] = run.workers.map((w) => ({
     name: w.name,
     get pid() {

@@ -273,6 +273,7 @@ class ChaosRun {
     this.injector = injectorForRun({
       opts: this.opts,
       leaseMs: this.leaseMs,
+      maxTries: loadConfig(this.env).maxTries,
       docker: this.docker,
       installId: this.installId,
       store: this.runStore!,

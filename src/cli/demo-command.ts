@@ -86,7 +86,7 @@ export function demoCommand(env: NodeJS.ProcessEnv): Command {
         killEveryMs: pace.killEveryMs,
         maxDurationMs: 60 * 60_000,
         // Every other kill aims at a sandbox running a task: random ones often find a warm or idle one.
-        runningTurns: runningTurnsIn(host.store),
+        runningTurns: runningTurnsIn(host.store, config.maxTries),
       });
       const cleanUp = async () => {
         await injector.stop();

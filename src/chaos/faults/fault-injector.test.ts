@@ -1,8 +1,8 @@
 /**
  * Where the injector aims a worker kill and a partition: only at workers that run a turn
  * (the busiest first), and nowhere when none does within the wait, so a fault recorded is
- * a fault that could hit. The one faked boundary is the workers (and the Engine API, which
- * the sandbox kills never reach here: their interval outlasts each test).
+ * a fault that could hit; and which sandboxes the sandbox kills spare. The faked boundaries
+ * are the workers and the Engine API.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -68,6 +68,7 @@ const running = (byWorker: Record<string, number | `old:${number}`>) => async ()
         Array.from({ length: old ? Number(n.slice(4)) : n }, (_, i) => ({
           sandbox: `sbx-${name}-${i}`,
           startedAt: Date.now() - (old ? 60_000 : 0),
+          lastTry: false,
         })),
       ];
     }),
@@ -158,5 +159,49 @@ test('a partition cuts the busiest worker, and none when no worker runs a turn',
         warnings.some((m) => m.startsWith('partition not injected')),
         c.name,
       );
+  }
+});
+
+/** An engine whose running sandboxes are `names`, recording each one killed (they keep running). */
+function engineOf(names: string[], killed: string[]): Dockerode {
+  return {
+    listContainers: async () => names.map((n) => ({ Id: n, Names: [`/${n}`], Labels: {} })),
+    getContainer: (id: string) => ({
+      kill: async () => {
+        killed.push(id);
+      },
+    }),
+  } as unknown as Dockerode;
+}
+
+test('sandbox kills never touch a turn on its last try, aimed or at random; with only such turns running, nothing is killed', async () => {
+  const cases = [
+    { name: 'a last try beside a first', sandboxes: ['sbx-last', 'sbx-first'], killable: ['sbx-first'] },
+    { name: 'only a last try', sandboxes: ['sbx-last'], killable: [] },
+  ];
+  for (const c of cases) {
+    const killed: string[] = [];
+    const injector = new FaultInjector({
+      engines: () => [{ docker: engineOf(c.sandboxes, killed), installId: 'x' }],
+      killEveryMs: { min: 5, max: 10 },
+      maxDurationMs: 60_000,
+      runningTurns: async () =>
+        new Map([
+          [
+            'wrk-a',
+            c.sandboxes.map((sandbox) => ({
+              sandbox,
+              startedAt: Date.now(),
+              lastTry: sandbox === 'sbx-last',
+            })),
+          ],
+        ]),
+    });
+    injector.start();
+    await new Promise((r) => setTimeout(r, 400));
+    await injector.stop();
+    assert.deepEqual([...new Set(killed)], c.killable, c.name);
+    if (c.killable.length > 0)
+      assert.ok(killed.length >= 4, `${c.name}: kills kept coming (${killed.length})`);
   }
 });

@@ -1,7 +1,10 @@
 /**
  * sandbox-kill: every A–B seconds (uniform), `docker kill` (Engine API) of one random
  * running container carrying this install's label, on the host's engine or each live
- * node's. With `runningTurns`, every other kill aims at a sandbox running a turn.
+ * node's. With `runningTurns`, every other kill aims at a sandbox running a turn, and no
+ * kill touches the sandbox of a turn on its messages' last try: a run tests recovery, and a
+ * message whose every try was killed fails by design (the tries limit), which no verdict of
+ * "every request ok" could then allow.
  *
  * Invariants:
  * - Only containers labelled `berth.install=<installId>` of an engine the run gave are
@@ -10,7 +13,7 @@
  *   it), never dropped: the turn it ended would otherwise count as an abort no fault explains.
  */
 import { LABELS, sleep } from '../../core/index.js';
-import type { RunningTurns } from '../fault-records.js';
+import type { RunningTurn, RunningTurns } from '../fault-records.js';
 import {
   ENGINE_TIMEOUT_MS,
   type FaultContext,
@@ -26,7 +29,8 @@ export interface SandboxKillOptions {
   /**
    * With these, every other sandbox kill aims at a sandbox running a turn (one that started
    * last, when there is one): a run's sandboxes are mostly warm or between turns, and kills
-   * at random alone may all miss (8 of 8 did once). The others stay at random.
+   * at random alone may all miss (8 of 8 did once). The others stay at random. Without
+   * them, no turn's last try is known, and none is spared.
    */
   runningTurns?: RunningTurns;
 }
@@ -91,14 +95,18 @@ export class SandboxKillFault {
    * gone means nothing was killed.
    */
   private async killOne(): Promise<boolean> {
-    const running = await runningSandboxes(this.ctx);
+    const turns = await this.runningTurns();
+    const spared = new Set(turns.filter((t) => t.lastTry).map((t) => t.sandbox));
+    const named = (c: { info: { Names: string[] } }, names: ReadonlySet<string>) =>
+      c.info.Names.some((n) => names.has(n.replace(/^\//, '')));
+    const running = (await runningSandboxes(this.ctx)).filter((c) => !named(c, spared));
     if (running.length === 0) {
       this.skipped++;
       return false;
     }
     this.tried++;
-    const aimed = this.tried % 2 === 1 ? await this.busySandboxes() : [];
-    const candidates = running.filter((c) => c.info.Names.some((n) => aimed.includes(n.replace(/^\//, ''))));
+    const aimed = new Set(this.tried % 2 === 1 ? newestSandboxes(turns.filter((t) => !t.lastTry)) : []);
+    const candidates = running.filter((c) => named(c, aimed));
     const pool = candidates.length > 0 ? candidates : running;
     const { engine, info: target } = pool[Math.floor(this.ctx.random() * pool.length)]!;
     const at = this.ctx.clock.now();
@@ -131,12 +139,14 @@ export class SandboxKillFault {
     return Promise.race([answered, sleep(ENGINE_TIMEOUT_MS).then(() => true)]);
   }
 
-  /** The sandboxes of the newest running turns (the one started last, and any within FRESH_TURN_MS of it). */
-  private async busySandboxes(): Promise<string[]> {
+  private async runningTurns(): Promise<RunningTurn[]> {
     const runningTurns = this.opts.runningTurns;
-    if (!runningTurns) return [];
-    const turns = [...(await runningTurnsOrNone(runningTurns)).values()].flat();
-    const newest = newestStart(turns);
-    return turns.filter((t) => newest - t.startedAt <= FRESH_TURN_MS).map((t) => t.sandbox);
+    return runningTurns ? [...(await runningTurnsOrNone(runningTurns)).values()].flat() : [];
   }
+}
+
+/** The sandboxes of the newest of these turns (the one started last, and any within FRESH_TURN_MS of it). */
+function newestSandboxes(turns: RunningTurn[]): string[] {
+  const newest = newestStart(turns);
+  return turns.filter((t) => newest - t.startedAt <= FRESH_TURN_MS).map((t) => t.sandbox);
 }
