@@ -1,6 +1,7 @@
 /**
  * `npm run bench [-- --quick]`: every benchmark in turn; each prints one JSON object that
- * holds its own baseline, measured in the same run.
+ * holds its own baseline, measured in the same run. Last, the regression gate's verdict on
+ * their ratios (regression-gate.ts), its warnings also on stderr.
  */
 import { blobs } from './blobs.js';
 import { coldStart } from './cold-start.js';
@@ -11,6 +12,7 @@ import { isolation } from './isolation.js';
 import { liveSandboxes } from './live-sandboxes.js';
 import { modelProxy } from './model-proxy.js';
 import { podStart } from './pod-start.js';
+import { judgeRatios } from './regression-gate.js';
 import { storeFailover } from './store-failover.js';
 import { storeScale } from './store-scale.js';
 import { warmPath } from './warm-path.js';
@@ -39,7 +41,13 @@ const all = {
   fileBlobs,
   storeScale,
 };
+const results: Record<string, unknown>[] = [];
 for (const [name, bench] of Object.entries(all)) {
   if (only.length > 0 && !only.includes(name)) continue;
-  process.stdout.write(`${JSON.stringify(await bench({ quick }))}\n`);
+  const result = await bench({ quick });
+  results.push(result);
+  process.stdout.write(`${JSON.stringify(result)}\n`);
 }
+const verdict = judgeRatios(results);
+process.stdout.write(`${JSON.stringify(verdict)}\n`);
+for (const warning of verdict.warnings) process.stderr.write(`warning: ${warning}\n`);

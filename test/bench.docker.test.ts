@@ -1,17 +1,19 @@
 /**
  * `npm run bench -- --quick` as CI runs it: every benchmark completes against the real
- * engine and prints one JSON object with its same-run baseline. Figures are not judged
- * here (timings are noisy); docs/performance.md quotes a full run.
+ * engine and prints one JSON object with its same-run baseline, then the regression gate's
+ * verdict on their ratios. Figures are not judged here (timings are noisy): the gate's
+ * warnings are printed as diagnostics, never failures; docs/performance.md quotes a full run.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
+import { GATED_RATIOS } from '../bench/regression-gate.js';
 import { parseJsonLines } from '../src/core/index.js';
 
 const run = promisify(execFile);
 
-test('npm run bench -- --quick (the warm-pool and speed benchmarks): each prints its JSON with a baseline from the same run', async () => {
+test('npm run bench -- --quick (the warm-pool and speed benchmarks): each prints its JSON with a baseline from the same run, and the gate judges their ratios', async (t) => {
   // The warm-pool and speed benchmarks (docs/performance.md) and the blob store's; modelProxy and isolation have their own runs (docs/model-agents.md, docs/isolation.md).
   const names = ['coldStart', 'warmStart', 'warmPath', 'detection', 'liveSandboxes', 'blobs'];
   const { stdout } = await run(process.execPath, ['dist/bench/index.js', '--quick', ...names], {
@@ -32,6 +34,10 @@ test('npm run bench -- --quick (the warm-pool and speed benchmarks): each prints
   assert.ok(warm.newSessionToRunnerHoldsTurnMs.n > 0);
   const live = byName.get('live-sandboxes') as { sandboxes: number; sandboxOwnMemoryMiB: { n: number } };
   assert.ok(live.sandboxOwnMemoryMiB.n > 0, 'the live sandboxes were measured');
+  const gate = byName.get('regression-gate') as { ratios: unknown[]; warnings: string[] } | undefined;
+  assert.ok(gate, `the regression gate judged the run: ${stdout}`);
+  assert.equal(gate.ratios.length, GATED_RATIOS.length, 'every gated ratio was measured');
+  for (const warning of gate.warnings) t.diagnostic(`warning: ${warning}`);
   const blobs = byName.get('blobs') as {
     s3: { put10MiBMs: { n: number } };
     s3Service: { bringUpMs: number };
