@@ -192,6 +192,9 @@ class ChaosRun {
       BERTH_HOST: '127.0.0.1',
       BERTH_LEASE: opts.lease,
       BERTH_LOG_LEVEL: opts.logLevel ?? 'warn',
+      // The run's final SIGTERM drains each worker: well within STOP_GRACE_MS, past which a
+      // child is SIGKILLed and counted as one that ignored SIGTERM.
+      BERTH_DRAIN_GRACE: `${STOP_GRACE_MS / 3}ms`,
       BERTH_STORE: opts.store?.url ?? '',
       ...(opts.blobs ? { BERTH_BLOBS: `s3://${opts.blobs.bucket}/berth`, ...opts.blobs.service.env() } : {}),
     };

@@ -70,22 +70,46 @@ async function serveInForeground(env: NodeJS.ProcessEnv, flags: HostFlags, api: 
   // Listening before the start: a stop asked for while the host starts (its mounts, its
   // reaping) waits for the start, then closes it, rather than killing it half-started; a
   // second one quits at once (an image build can take minutes).
+  // The first stop once started drains the worker (its running turns may end by themselves
+  // for drainGraceMs); a second one stops at once, handing running turns back.
   let host: Awaited<ReturnType<typeof startHost>> | null = null;
   let stopAsked: string | null = null;
-  let closing = false;
+  let phase: 'serving' | 'draining' | 'closing' = 'serving';
+  const close = (h: NonNullable<typeof host>) => {
+    phase = 'closing';
+    h.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        log.error({ err }, 'Shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
   const shutdown = (signal: string) => {
     if (!host && stopAsked) process.exit(1);
     if (!host)
       process.stderr.write(`berth: ${signal} while starting: stopping once started (again to quit now)\n`);
     stopAsked ??= signal;
-    if (!host || closing) return;
-    closing = true;
+    if (!host || phase === 'closing') return;
+    if (phase === 'draining') {
+      process.stderr.write(
+        `berth: ${signal} while draining: stopping now; running turns go back to the queue\n`,
+      );
+      close(host);
+      return;
+    }
+    phase = 'draining';
+    const h = host;
+    const graceS = h.config.drainGraceMs / 1000;
     log.info({ signal }, 'Shutting down');
-    host.close().then(
-      () => process.exit(0),
+    process.stderr.write(
+      `berth: ${signal}: draining: claiming nothing more, running turns may finish for up to ${graceS} s (BERTH_DRAIN_GRACE); ${signal} again to stop now\n`,
+    );
+    h.worker.drain(h.config.drainGraceMs).then(
+      () => phase === 'draining' && close(h),
       (err: unknown) => {
-        log.error({ err }, 'Shutdown failed');
-        process.exit(1);
+        log.error({ err }, 'Drain failed');
+        if (phase === 'draining') close(h);
       },
     );
   };

@@ -272,6 +272,13 @@ export const CONFIG_OPTIONS = {
     unit: 'duration, ≥ 1 s',
     doc: 'A turn running longer than this is aborted and its sandbox killed.',
   }),
+  drainGraceMs: option({
+    env: 'BERTH_DRAIN_GRACE',
+    schema: durationMs,
+    default: '30s',
+    unit: 'duration',
+    doc: 'On SIGTERM (a deploy, a scale-down, `kubectl drain`) the worker drains: it claims nothing more, hands idle sessions back, and lets running turns end by themselves for this long; a turn still running then is retried at once elsewhere, no try spent. A second SIGTERM or Ctrl-C stops at once. Keep Kubernetes `terminationGracePeriodSeconds` above it.',
+  }),
   retryBaseMs: option({
     env: 'BERTH_RETRY_BASE',
     schema: durationMs,

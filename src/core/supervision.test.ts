@@ -19,6 +19,7 @@ const QUIET: SupervisionSnapshot = {
   turn: null,
   exit: null,
   stop: null,
+  drainUntil: null,
   quotaExceeded: null,
   lastHeartbeatAt: BASE - 1000,
   idleSince: BASE - 10_000,
@@ -164,6 +165,55 @@ test('decideSupervision: each snapshot, its decision', () => {
           reason: 'WorkerStopping',
           message: 'worker stopping',
           abort: { code: 'WORKER_STOPPING', error: 'worker stopped: worker stopping' },
+        },
+      },
+    },
+    {
+      name: 'draining mid-turn, before the grace ends: the turn runs on, checked again at the deadline at the latest',
+      s: inTurn({ drainUntil: BASE + 3000 }),
+      expected: { action: 'wait', forMs: 3000 },
+    },
+    {
+      name: 'draining, the turn committed: the session is handed back, not served on',
+      s: inTurn({
+        drainUntil: BASE + 3000,
+        turn: { startedAt: BASE - 5000, outcome: { kind: 'committed' } },
+      }),
+      expected: {
+        action: 'end',
+        ending: { reason: 'Drained', message: 'worker draining: the turn committed', abort: null },
+      },
+    },
+    {
+      name: 'draining, the turn outlived the grace: handed back as at a stop (WORKER_STOPPING, no try spent)',
+      s: inTurn({ drainUntil: BASE }),
+      expected: {
+        action: 'end',
+        ending: {
+          reason: 'WorkerStopping',
+          message: 'worker draining: the turn outlived the drain grace',
+          abort: { code: 'WORKER_STOPPING', error: 'worker stopped: the turn outlived its drain grace' },
+        },
+      },
+    },
+    {
+      name: 'draining between turns: no new turn starts, the session is handed back',
+      s: { ...QUIET, stage: 'before-work', drainUntil: BASE + 3000 },
+      expected: { action: 'end', ending: { reason: 'Drained', message: 'worker draining', abort: null } },
+    },
+    {
+      name: 'draining, the sandbox died mid-turn: the exit, as without a drain',
+      s: inTurn({ drainUntil: BASE + 3000, exit: exited }),
+      expected: {
+        action: 'end',
+        ending: {
+          reason: 'SandboxExited',
+          message: 'sandbox exited (exit code 137)',
+          abort: {
+            code: 'SANDBOX_EXITED',
+            error: 'sandbox exited mid-turn (exit code 137)',
+            diedAt: BASE - 200,
+          },
         },
       },
     },

@@ -11,8 +11,12 @@
  * gives the next turn a fresh sandbox.
  *
  * Stages: `before-work` (between turns, about to look for runnable messages: only a dead
- * sandbox, a stop request, a refusal or a failure ends it), `idle` (between turns, nothing
- * runnable) and `in-turn`.
+ * sandbox, a stop request, a drain, a refusal or a failure ends it), `idle` (between turns,
+ * nothing runnable) and `in-turn`.
+ *
+ * A drain (the worker leaving: a deploy, a scale-down) starts no new turn and lets the
+ * running one end by itself until the drain's deadline; a turn still running then is
+ * handed back as at a stop (`WORKER_STOPPING`: retried at once elsewhere, no try spent).
  */
 import { decideSandboxHealth } from './decide.js';
 import type { ErrorCode } from './errors.js';
@@ -35,8 +39,10 @@ export type EndReason =
   | 'HeartbeatTimeout'
   | 'TurnTimeout'
   | 'QuotaExceeded'
-  /** The worker is stopping (a deploy, a restart). */
+  /** The worker is stopping (a deploy, a restart), or its drain's grace ran out mid-turn. */
   | 'WorkerStopping'
+  /** The worker is draining: the session is handed back between turns. */
+  | 'Drained'
   /** The worker's lease is lapsing or its row is gone: it fences itself. */
   | 'LeaseLost'
   /** Starting, binding or mounting the sandbox failed. */
@@ -71,6 +77,8 @@ export interface SupervisionSnapshot {
   turn: { startedAt: number; outcome: TurnOutcome | null } | null;
   exit: { exitCode: number | null; oomKilled: boolean; at: number } | null;
   stop: StopRequest | null;
+  /** The worker is draining: no turn starts, and a running one is handed back at this time (epoch ms). */
+  drainUntil: number | null;
   /** The quota watch found the workspace over its limit (in-turn only). */
   quotaExceeded: { code: ErrorCode; message: string } | null;
   lastHeartbeatAt: number;
@@ -113,6 +121,7 @@ export function decideSupervision(
       return end('TurnAborted', `the runner aborted the turn (${s.turn.outcome.code})`, null);
     // Self-fencing began while the commit went through: the committed layer is left to the session's next owner.
     if (s.stop === 'LeaseLost') return end('LeaseLost', 'lease lost as the turn committed', null);
+    if (s.drainUntil !== null) return end('Drained', 'worker draining: the turn committed', null);
     return policy.freshSandboxPerTurn
       ? end('SandboxPerTurn', `a fresh sandbox for every turn (${policy.freshSandboxPerTurn})`, null)
       : { action: 'turn-committed' };
@@ -140,6 +149,16 @@ export function decideSupervision(
         });
   }
   if (s.stop) return stopped(s.stop, inTurn);
+  let drainLeftMs = Number.POSITIVE_INFINITY;
+  if (s.drainUntil !== null && !s.failure) {
+    if (!inTurn) return end('Drained', 'worker draining', null);
+    drainLeftMs = s.drainUntil - now;
+    if (drainLeftMs <= 0)
+      return end('WorkerStopping', 'worker draining: the turn outlived the drain grace', {
+        code: 'WORKER_STOPPING',
+        error: 'worker stopped: the turn outlived its drain grace',
+      });
+  }
   // A failure is the ending only when nothing seen above explains it (a stop, an exit).
   if (s.failure)
     return end(
@@ -176,7 +195,7 @@ export function decideSupervision(
         : null,
     );
   }
-  return { action: 'wait', forMs: Math.min(idleLeftMs, health.nextCheckInMs) };
+  return { action: 'wait', forMs: Math.min(idleLeftMs, drainLeftMs, health.nextCheckInMs) };
 }
 
 function end(reason: EndReason, message: string, abort: TurnAbort | null): SupervisionDecision {

@@ -66,6 +66,7 @@ interface Observed {
   usage: SandboxUsage | null;
   exit: Extract<RuntimeEvent, { type: 'exit' }> | null;
   stop: StopRequest | null;
+  drainUntil: number | null;
   quotaExceeded: BerthError | null;
   refused: string | null;
   failure: SupervisionSnapshot['failure'];
@@ -86,6 +87,7 @@ export class SessionSupervisor {
     usage: null,
     exit: null,
     stop: null,
+    drainUntil: null,
     quotaExceeded: null,
     refused: null,
     failure: null,
@@ -138,6 +140,12 @@ export class SessionSupervisor {
     this.seen.stop = request;
     this.wake.notify();
     if (request === 'LeaseLost') this.sandbox.fence();
+  }
+
+  /** Starts no new turn; the running one may end by itself until `until` (epoch ms), then is handed back. */
+  drain(until: number): void {
+    this.seen.drainUntil ??= until;
+    this.wake.notify();
   }
 
   async run(): Promise<void> {
@@ -249,7 +257,7 @@ export class SessionSupervisor {
   ): SupervisionDecision {
     const { config, clock } = this.deps;
     const turn = stage === 'in-turn' ? this.sandbox.turn : null;
-    const { exit, stop, quotaExceeded, refused, failure, lastHeartbeatAt, idleSince } = this.seen;
+    const { exit, stop, drainUntil, quotaExceeded, refused, failure, lastHeartbeatAt, idleSince } = this.seen;
     return decideSupervision(
       {
         stage,
@@ -259,6 +267,7 @@ export class SessionSupervisor {
         turn: turn ? { startedAt: turn.row.startedAt, outcome: turn.outcome } : null,
         exit: exit ? { exitCode: exit.exitCode, oomKilled: exit.oomKilled, at: exit.at } : null,
         stop,
+        drainUntil,
         quotaExceeded: quotaExceeded ? { code: quotaExceeded.code, message: quotaExceeded.message } : null,
         lastHeartbeatAt,
         idleSince,

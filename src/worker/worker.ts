@@ -54,6 +54,8 @@ export class Worker {
    * successful renewal wrote, by which every other worker judges its lease.
    */
   private heartbeatAt = 0;
+  /** When drain() began: from then on nothing is claimed. */
+  private drainingSince: number | null = null;
   /** When the renewal in flight was sent (performance.now()); null between renewals. */
   private renewalSentAt: number | null = null;
   /** This process's event-loop delays since the last renewal: a self-fence says whether it was starved. */
@@ -143,6 +145,23 @@ export class Worker {
     this.log.info({ slots: config.slots, installId: this.installId }, 'Worker started');
   }
 
+  /**
+   * Claims nothing more and lets every supervision end by itself: an idle session is handed
+   * back at once, a running turn may end by itself for `graceMs`, then is handed back as at a
+   * stop. Resolves once every supervision ended (stop() then ends the rest: pool, loops, row).
+   */
+  async drain(graceMs: number): Promise<void> {
+    const { clock } = this.deps;
+    this.drainingSince ??= clock.now();
+    const until = this.drainingSince + graceMs;
+    this.claimWake.notify();
+    const running = [...this.supervisors.values()];
+    this.log.info({ graceMs, sessions: running.length }, 'Worker draining');
+    for (const s of running) s.drain(until);
+    await Promise.allSettled(this.running);
+    this.log.info({ drainedMs: clock.now() - this.drainingSince }, 'Worker drained');
+  }
+
   /** Stops claiming, ends every supervision (running turns are aborted and retried elsewhere), removes the worker row. */
   async stop(): Promise<void> {
     this.abort.abort();
@@ -179,6 +198,7 @@ export class Worker {
     while (!this.abort.signal.aborted) {
       let claimed = false;
       const mayClaim =
+        this.drainingSince === null &&
         this.supervisors.size < config.slots &&
         decideOwnLease(this.heartbeatAt, clock.now(), config.leaseMs) === 'ok';
       if (mayClaim) {
