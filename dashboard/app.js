@@ -127,10 +127,12 @@ function renderWorkers(status) {
   const live = status.sandboxes.filter((s) => s.phase !== 'gone');
   for (const w of status.workers) {
     const div = document.createElement('div');
-    div.className = `worker${w.alive ? '' : ' dead'}`;
+    const draining = w.alive && w.drainingSince !== null;
+    div.className = `worker${w.alive ? '' : ' dead'}${draining ? ' draining' : ''}`;
     const mine = live.filter((s) => s.workerId === w.id);
     const bound = mine.filter((s) => s.sessionId !== null).length;
-    div.textContent = `${w.id} (${w.alive ? 'alive' : 'dead'}, ${bound}/${w.slots} slots, ${mine.length - bound} warm) `;
+    const state = w.alive ? (draining ? `draining since ${new Date(w.drainingSince).toLocaleTimeString()}` : 'alive') : 'dead';
+    div.textContent = `${w.id} (${state}, ${bound}/${w.slots} slots, ${mine.length - bound} warm) `;
     for (const s of mine) {
       const span = document.createElement('span');
       span.className = `sandbox phase-${s.phase}`;

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Message } from '../src/core/index.js';
-import { startMachines } from './helpers/machines.js';
+import { berthCli, startMachines } from './helpers/machines.js';
 import { eventually, exited } from './helpers/processes.js';
 
 type Cluster = Awaited<ReturnType<typeof startMachines>>;
@@ -106,4 +106,28 @@ test('a turn that outlives the drain’s grace goes back to the queue without sp
   const done = await settled(cluster, 'd2', message);
   assert.deepEqual([done.status, done.tries], ['done', 1]);
   assert.equal(await replyTo(cluster, 'd2', message), 'done\n');
+});
+
+test('berth worker drain: the worker shows as draining, finishes its turn, and stops; an unknown worker is refused with the fix', async (t) => {
+  const cluster = await startMachines(t);
+  await cluster.client.request('POST', '/v1/agents', { name: 'sh', provider: 'command' });
+  const a = await cluster.addMachine('a');
+  const id = await a.workerId();
+  const message = await post(cluster, 'd3', 'sleep 4; echo drained');
+  await runningTurn(cluster, 'd3');
+
+  const drained = await berthCli(cluster, ['worker', 'drain', id]);
+  assert.equal(drained.code, 0, drained.stderr);
+  assert.match(drained.stdout, new RegExp(`worker ${id} draining`));
+  const status = await berthCli(cluster, ['status']);
+  assert.match(status.stdout, new RegExp(`draining: ${id}`), 'berth status names the draining worker');
+  assert.equal(await exited(a.child), 0, 'the worker stopped by itself once its turn was done');
+  const done = await settled(cluster, 'd3', message);
+  assert.deepEqual([done.status, done.tries], ['done', 1]);
+  assert.equal(await replyTo(cluster, 'd3', message), 'drained\n');
+
+  const unknown = await berthCli(cluster, ['worker', 'drain', 'no-such-worker']);
+  assert.notEqual(unknown.code, 0);
+  assert.match(unknown.stderr, /Worker no-such-worker does not exist/);
+  assert.match(unknown.stderr, /berth status/);
 });

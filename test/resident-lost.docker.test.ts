@@ -10,26 +10,12 @@
  * is SIGKILLed and restarted on the same data dir is not refused: its disk holds the files.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { test } from 'node:test';
-import { promisify } from 'node:util';
-import { startMachines } from './helpers/machines.js';
+import { berthCli as cli, startMachines } from './helpers/machines.js';
 import { eventually, exited } from './helpers/processes.js';
 
 type Client = Awaited<ReturnType<typeof startMachines>>['client'];
-const run = promisify(execFile);
 
-/** The berth CLI against the machines' API: its exit code, stdout and stderr. */
-async function cli(cluster: { url: string; token?: string | undefined }, args: string[]) {
-  const env = { ...process.env, BERTH_URL: cluster.url, BERTH_TOKEN: cluster.token ?? '' };
-  try {
-    const { stdout, stderr } = await run(process.execPath, ['bin/berth.js', ...args], { env });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
 type Outcome = { type: string; data: Record<string, unknown> };
 /** What the test reads of a session view. */
 type View = { id: string; status: string; hold?: { code: string; message: string } | null };

@@ -1,12 +1,12 @@
 /**
  * Sessions, queue, sandboxes and workers at a glance: /v1/status (what `berth status`
- * shows) and one route for each part. A tenant sees its own sessions, their sandboxes
+ * shows) and one route for each part; and draining a worker (admin). A tenant sees its own sessions, their sandboxes
  * and queue entries (positions stay global: they count everyone ahead), and the workers.
  * Sandboxes are their workers' reports of each lifecycle (warm ones too, for the operator):
  * every one not gone, and those gone in the last RECENTLY_ENDED_MS with why they ended.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import { isLeaseFresh, type SessionView } from '../core/index.js';
+import { BerthError, isLeaseFresh, type SessionView } from '../core/index.js';
 import type { PluginDeps } from './deps.js';
 import { scopeOf } from './route-table.js';
 
@@ -95,5 +95,23 @@ export const statusRoutes: FastifyPluginAsync<PluginDeps> = async (app, { store,
       returns: '{workers: (WorkerRow & {alive})[]}',
     },
     async () => ({ workers: await workers() }),
+  );
+  routes.add(
+    app,
+    {
+      method: 'POST',
+      url: '/v1/workers/:id/drain',
+      summary:
+        'Drain a worker, as its SIGTERM does: it claims nothing more, lets running turns finish within its drain grace, then stops',
+      tag,
+      access: 'admin',
+      status: 202,
+      returns: '{worker: WorkerRow & {alive}}',
+    },
+    async ({ params }) => {
+      if (!(await store.drainWorker(params.id!, clock.now())))
+        throw new BerthError('WORKER_NOT_FOUND', `Worker ${params.id} does not exist (or has stopped)`);
+      return { worker: (await workers()).find((w) => w.id === params.id) };
+    },
   );
 };

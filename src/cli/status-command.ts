@@ -18,13 +18,14 @@ export function statusCommand(env: NodeJS.ProcessEnv): Command {
 
 export function renderStatus(s: Status): string {
   const alive = s.workers.filter((w) => w.alive);
+  const draining = alive.filter((w) => w.drainingSince !== null);
   const live = s.sandboxes.filter((b) => b.phase !== 'gone').length;
   return [
     renderSessions(s.sessions),
     '',
     renderSandboxes(s.sandboxes),
     '',
-    `queue: ${s.queue.length} waiting   sandboxes: ${live} (${s.sandboxes.length - live} ended lately)   workers: ${alive.length} alive (${alive.reduce((n, w) => n + w.slots, 0)} slots)`,
+    `queue: ${s.queue.length} waiting   sandboxes: ${live} (${s.sandboxes.length - live} ended lately)   workers: ${alive.length} alive (${alive.reduce((n, w) => n + w.slots, 0)} slots)${draining.length > 0 ? `, draining: ${draining.map((w) => w.id).join(' ')}` : ''}`,
     '',
   ].join('\n');
 }

@@ -3,6 +3,8 @@ import { Command } from 'commander';
 import { destination, pino } from 'pino';
 import { loadConfig } from '../core/index.js';
 import { startHost } from '../host/index.js';
+import { connect } from './connect.js';
+import { printJson } from './output.js';
 import { createProgress } from './progress.js';
 
 interface HostFlags {
@@ -41,7 +43,7 @@ export function upCommand(env: NodeJS.ProcessEnv): Command {
 }
 
 export function workerCommand(env: NodeJS.ProcessEnv): Command {
-  return new Command('worker')
+  const worker = new Command('worker')
     .description(
       'Run a worker alone (no API) that shares the store of a host: more slots, or a second worker to fail over to',
     )
@@ -54,6 +56,20 @@ export function workerCommand(env: NodeJS.ProcessEnv): Command {
       'where sandboxes run (default docker; kubernetes: docs/kubernetes.md)',
     )
     .action((flags: HostFlags) => serveInForeground(env, flags, false));
+  worker
+    .command('drain <id>')
+    .description(
+      'Drain a running worker (needs the admin token), as its SIGTERM does: it claims nothing more, lets running turns finish within its BERTH_DRAIN_GRACE, hands back what still runs (no try spent), then stops. Worker ids: berth status --json',
+    )
+    .option('--json', 'print JSON')
+    .action(async (id: string, o: { json?: boolean }) => {
+      const drained = await (await connect(env)).drainWorker(id);
+      if (o.json) return printJson(drained);
+      process.stdout.write(
+        `worker ${id} draining: it takes no new session and stops once its turns are done\n`,
+      );
+    });
+  return worker;
 }
 
 async function serveInForeground(env: NodeJS.ProcessEnv, flags: HostFlags, api: boolean): Promise<void> {
@@ -102,8 +118,9 @@ async function serveInForeground(env: NodeJS.ProcessEnv, flags: HostFlags, api: 
     const h = host;
     const graceS = h.config.drainGraceMs / 1000;
     log.info({ signal }, 'Shutting down');
+    const again = signal.startsWith('SIG') ? `; ${signal} again to stop now` : '';
     process.stderr.write(
-      `berth: ${signal}: draining: claiming nothing more, running turns may finish for up to ${graceS} s (BERTH_DRAIN_GRACE); ${signal} again to stop now\n`,
+      `berth: ${signal}: draining: claiming nothing more, running turns may finish for up to ${graceS} s (BERTH_DRAIN_GRACE)${again}\n`,
     );
     h.worker.drain(h.config.drainGraceMs).then(
       () => phase === 'draining' && close(h),
@@ -119,6 +136,7 @@ async function serveInForeground(env: NodeJS.ProcessEnv, flags: HostFlags, api: 
     api,
     buildReporter: createProgress('Building sandbox base image'),
   });
+  void host.worker.drainRequested.then(() => shutdown('drain request'));
   const what = api ? `host up at ${host.url}` : `worker ${host.worker.id} up`;
   process.stderr.write(`berth: ${what} (slots ${config.slots}, data ${config.dataDir}); Ctrl-C stops it\n`);
   // The fragment never reaches the server; the page keeps the token in its session storage.

@@ -255,6 +255,11 @@ export class Berth {
     return (await this.http.request<{ workers: LiveWorker[] }>('GET', '/v1/workers')).workers;
   }
 
+  /** Drains a worker (admin), as its SIGTERM does: it claims nothing more, lets its running turns finish within its drain grace, then stops. */
+  async drainWorker(id: string): Promise<LiveWorker> {
+    return (await this.http.request<{ worker: LiveWorker }>('POST', `/v1/workers/${enc(id)}/drain`)).worker;
+  }
+
   /** Events of every session the token may see, live. */
   events(options: { after?: number; signal?: AbortSignal } = {}): AsyncGenerator<StreamedEvent> {
     return this.http.stream('/v1/events', options.after ?? 0, options.signal);

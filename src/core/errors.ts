@@ -122,6 +122,11 @@ export const ERRORS = {
     retryable: false,
     hint: 'List tokens with berth token list.',
   },
+  WORKER_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    hint: 'List the workers with berth status (or GET /v1/workers); a worker that stopped has no row.',
+  },
   TURN_NOT_FOUND: { status: 404, retryable: false, hint: 'Poll GET /v1/turn for the current turn.' },
   DOCKER_UNREACHABLE: {
     status: 503,

@@ -115,6 +115,8 @@ export interface WorkerRow {
   slots: number;
   heartbeatAt: number;
   startedAt: number;
+  /** When it began to drain (its SIGTERM, or `berth worker drain`): it claims nothing more. Null while it serves. */
+  drainingSince: number | null;
 }
 
 /** What a client sees of a session. */

@@ -208,11 +208,15 @@ export interface Store {
   /** Slots of the workers whose row is fresh (queue ETAs): summed by the store, not listed. */
   liveSlots(now: number): Promise<number>;
 
-  registerWorker(row: WorkerRow): Promise<void>;
+  /** A worker's row at its start; one already draining (a rejoin) stays draining. */
+  registerWorker(row: Omit<WorkerRow, 'drainingSince'>): Promise<void>;
   /** false when the row is gone: the worker must fence itself. */
   renewWorker(workerId: string, now: number): Promise<boolean>;
   /** A clean stop: the row goes, or, while the worker still holds leases, stays expired so the sweep reclaims them. */
   removeWorker(workerId: string): Promise<void>;
+  /** Marks the worker draining (the first time counts): it claims nothing more, then stops. false: no such worker. */
+  drainWorker(workerId: string, now: number): Promise<boolean>;
+  getWorker(workerId: string): Promise<WorkerRow | null>;
 
   /** Sessions whose lease holder's row is older than leaseMs: running turns aborted (with retry policy), lease cleared. */
   reclaimExpiredLeases(now: number): Promise<string[]>;

@@ -56,6 +56,11 @@ export class Worker {
   private heartbeatAt = 0;
   /** When drain() began: from then on nothing is claimed. */
   private drainingSince: number | null = null;
+  private drainAsked: () => void = () => undefined;
+  /** Resolves once the store says this worker was asked to drain (berth worker drain): its process should then drain and stop, as on SIGTERM. */
+  readonly drainRequested = new Promise<void>((resolve) => {
+    this.drainAsked = resolve;
+  });
   /** When the renewal in flight was sent (performance.now()); null between renewals. */
   private renewalSentAt: number | null = null;
   /** This process's event-loop delays since the last renewal: a self-fence says whether it was starved. */
@@ -151,9 +156,13 @@ export class Worker {
    * stop. Resolves once every supervision ended (stop() then ends the rest: pool, loops, row).
    */
   async drain(graceMs: number): Promise<void> {
-    const { clock } = this.deps;
+    const { clock, store } = this.deps;
     this.drainingSince ??= clock.now();
     const until = this.drainingSince + graceMs;
+    // For status: a drain that cannot be recorded (the store is away) goes on all the same.
+    await store.drainWorker(this.id, this.drainingSince).catch((err: unknown) => {
+      this.log.warn({ err }, 'Could not record the drain in the store');
+    });
     this.claimWake.notify();
     const running = [...this.supervisors.values()];
     this.log.info({ graceMs, sessions: running.length }, 'Worker draining');
@@ -351,6 +360,8 @@ export class Worker {
       await sleep(config.leaseMs / 5, this.abort.signal);
       if (this.abort.signal.aborted) return;
       try {
+        if (this.drainingSince === null && (await store.getWorker(this.id))?.drainingSince != null)
+          this.drainAsked();
         await this.settleLayersOfLostMachines(await store.reclaimExpiredLeases(clock.now()));
       } catch (err) {
         this.log.warn({ err }, 'Sweep of expired leases failed');

@@ -115,6 +115,18 @@ export async function startMachines(t: TestContext, o: { leaseMs?: number; env?:
   return { url, token, client, store, openBlobs, addMachine, destroy };
 }
 
+/** The berth CLI against the machines' API: its exit code, stdout and stderr. */
+export async function berthCli(cluster: { url: string; token?: string | undefined }, args: string[]) {
+  const env = { ...process.env, BERTH_URL: cluster.url, BERTH_TOKEN: cluster.token ?? '' };
+  try {
+    const { stdout, stderr } = await run(process.execPath, ['bin/berth.js', ...args], { env });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
 /** A data dir as a dead machine leaves it, removed: every mount under it first (slots, overlays). */
 export async function wipeDataDir(dir: string): Promise<void> {
   await run('umount', ['-R', '-l', join(dir, 'slots')]).catch(() => undefined);

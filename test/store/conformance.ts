@@ -286,6 +286,32 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
       await store.close();
     });
 
+    test('a worker marked draining keeps the first time, through a rejoin; an unknown worker is refused', async () => {
+      const store = await withAgent(open);
+      assert.equal((await store.getWorker('w1'))?.drainingSince, null);
+      assert.equal(await store.drainWorker('w1', BASE + 5), true);
+      assert.equal(await store.drainWorker('w1', BASE + 9), true, 'asked again: still draining');
+      await store.registerWorker({
+        id: 'w1',
+        host: 'h',
+        pid: 1,
+        slots: 2,
+        heartbeatAt: BASE + 10,
+        startedAt: BASE,
+      });
+      assert.equal((await store.getWorker('w1'))?.drainingSince, BASE + 5);
+      assert.deepEqual(
+        (await store.listWorkers()).map((w) => [w.id, w.drainingSince]).sort(),
+        [
+          ['w1', BASE + 5],
+          ['w2', null],
+        ],
+      );
+      assert.equal(await store.drainWorker('nobody', BASE), false);
+      assert.equal(await store.getWorker('nobody'), null);
+      await store.close();
+    });
+
     test('a turn aborted because its worker was asked to stop is requeued at once, its try given back', async () => {
       const store = await withAgent(open);
       await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'x', now: BASE });

@@ -406,6 +406,15 @@ ALTER TABLE sessions ADD COLUMN held_code TEXT;
 ALTER TABLE sessions ADD COLUMN held_error TEXT;
 `,
   },
+  {
+    version: 20,
+    name: 'draining workers',
+    // Set once, when a worker begins to drain (its SIGTERM, or an operator's request): it
+    // claims nothing more, and status shows it until its row goes at its clean stop.
+    sql: `
+ALTER TABLE workers ADD COLUMN draining_since INTEGER;
+`,
+  },
 ];
 
 /** SQLite's column types in PostgreSQL's: every integer 64-bit, AUTOINCREMENT keys as BIGSERIAL. */

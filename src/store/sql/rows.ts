@@ -123,6 +123,7 @@ export function toWorker(r: Row): WorkerRow {
     slots: Number(r.slots),
     heartbeatAt: Number(r.heartbeat_at),
     startedAt: Number(r.started_at),
+    drainingSince: r.draining_since == null ? null : Number(r.draining_since),
   };
 }
 

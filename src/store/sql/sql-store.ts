@@ -230,7 +230,7 @@ export class SqlStore implements Store {
     return this.read(() => workers.liveSlots(now, this.policy.leaseMs));
   }
 
-  registerWorker(row: WorkerRow): Promise<void> {
+  registerWorker(row: Omit<WorkerRow, 'drainingSince'>): Promise<void> {
     return this.write('registerWorker', () => workers.registerWorker(row));
   }
 
@@ -243,6 +243,14 @@ export class SqlStore implements Store {
 
   removeWorker(workerId: string): Promise<void> {
     return this.write('removeWorker', () => workers.removeWorker(workerId));
+  }
+
+  drainWorker(workerId: string, now: number): Promise<boolean> {
+    return this.write('drainWorker', () => workers.drainWorker(workerId, now));
+  }
+
+  getWorker(workerId: string): Promise<WorkerRow | null> {
+    return this.read(() => workers.getWorker(workerId));
   }
 
   async reclaimExpiredLeases(now: number): Promise<string[]> {

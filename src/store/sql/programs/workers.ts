@@ -3,7 +3,7 @@ import type { WorkerRow } from '../../../core/index.js';
 import { all, get, type Program, run } from '../program.js';
 import { toWorker } from '../rows.js';
 
-export function* registerWorker(row: WorkerRow): Program<void> {
+export function* registerWorker(row: Omit<WorkerRow, 'drainingSince'>): Program<void> {
   yield* run('UPSERT_WORKER', { ...row });
 }
 
@@ -15,6 +15,16 @@ export function* renewWorker(workerId: string, now: number): Program<boolean> {
 /** Its row goes; while it still holds leases (a release failed) the row stays, expired, for the sweep. */
 export function* removeWorker(workerId: string): Program<void> {
   if ((yield* run('DELETE_WORKER', { id: workerId })) === 0) yield* run('EXPIRE_WORKER', { id: workerId });
+}
+
+/** false when there is no such worker. */
+export function* drainWorker(workerId: string, now: number): Program<boolean> {
+  return (yield* run('DRAIN_WORKER', { id: workerId, now })) === 1;
+}
+
+export function* getWorker(workerId: string): Program<WorkerRow | null> {
+  const row = yield* get('WORKER_BY_ID', { id: workerId });
+  return row ? toWorker(row) : null;
 }
 
 export function* liveSlots(now: number, leaseMs: number): Program<number> {

@@ -30,6 +30,21 @@ ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, slots = exc
 export const RENEW_WORKER = `UPDATE workers SET heartbeat_at = :now WHERE id = :id`;
 
 /**
+ * A worker asked to drain, or beginning to: the first time counts.
+ * @param id the worker
+ * @param now the transition's time, epoch ms
+ * @returns changed rows: 1 = marked (or already draining), 0 = no such worker
+ */
+export const DRAIN_WORKER = `UPDATE workers SET draining_since = COALESCE(draining_since, :now) WHERE id = :id`;
+
+/**
+ * One worker's row.
+ * @param id the worker
+ * @returns row or none
+ */
+export const WORKER_BY_ID = `SELECT * FROM workers WHERE id = :id`;
+
+/**
  * A worker's clean stop: its row goes, unless it still holds a lease (a release that failed).
  * @param id the worker
  * @returns changed rows: 1 = deleted, 0 = it holds a lease (EXPIRE_WORKER then), or the sweep
