@@ -18,6 +18,11 @@ export interface ErrorSpec {
    * @default false
    */
   holdsSession?: boolean;
+  /**
+   * A turn aborted with this code was stopped by its user: the turn and its messages end
+   * `interrupted`, never retried. @default false
+   */
+  interrupts?: boolean;
 }
 
 export const ERRORS = {
@@ -80,6 +85,27 @@ export const ERRORS = {
     status: 409,
     retryable: false,
     hint: 'This sandbox was replaced; it must stop. Nothing it sent was written.',
+  },
+  TURN_INTERRUPTED: {
+    status: 409,
+    retryable: false,
+    interrupts: true,
+    hint: 'The turn was interrupted (POST /v1/sessions/<id>/interrupt): its workspace changes were discarded and its messages are not retried. Send the message again to redo it.',
+  },
+  NO_RUNNING_TURN: {
+    status: 409,
+    retryable: false,
+    hint: 'Only a running turn can be interrupted; this one committed or ended, or none started. See the session: GET /v1/sessions/<id>.',
+  },
+  MESSAGE_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    hint: "List the session's messages: GET /v1/sessions/<id>/messages.",
+  },
+  MESSAGE_NOT_PENDING: {
+    status: 409,
+    retryable: false,
+    hint: 'Only a queued message (status pending) can be cancelled; a running one is stopped with berth interrupt <session>.',
   },
   TURN_ENDED: {
     status: 409,
@@ -410,17 +436,19 @@ export class BerthError extends Error {
   }
 }
 
-/** What an abort with this code does to its messages: retried (spending a try or not), held, or failed now. */
+/** What an abort with this code does to its messages: retried (spending a try or not), held, interrupted, or failed now. */
 export function abortPolicyOf(code: ErrorCode): {
   retryable: boolean;
   costsTry: boolean;
   holdsSession: boolean;
+  interrupts: boolean;
 } {
   const spec: ErrorSpec = ERRORS[code];
   return {
     retryable: spec.retryable,
     costsTry: spec.costsTry !== false,
     holdsSession: spec.holdsSession === true,
+    interrupts: spec.interrupts === true,
   };
 }
 

@@ -20,6 +20,7 @@ const QUIET: SupervisionSnapshot = {
   exit: null,
   stop: null,
   quotaExceeded: null,
+  interruptRequestedAt: null,
   lastHeartbeatAt: BASE - 1000,
   idleSince: BASE - 10_000,
   slotWanted: false,
