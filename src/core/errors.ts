@@ -102,6 +102,11 @@ export const ERRORS = {
     retryable: false,
     hint: "List the session's messages: GET /v1/sessions/<id>/messages.",
   },
+  MESSAGE_CANCELLED: {
+    status: 409,
+    retryable: false,
+    hint: 'The message was taken back (DELETE /v1/sessions/<id>/messages/<mid>) before a turn took it; it was never run. Send it again if it is wanted after all.',
+  },
   MESSAGE_NOT_PENDING: {
     status: 409,
     retryable: false,
