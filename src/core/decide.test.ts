@@ -45,6 +45,15 @@ test('decideAbortedMessage fails a terminal abort at once, whatever the tries', 
     assert.deepEqual(decideAbortedMessage(1, BASE, POLICY, code), { action: 'fail' }, code);
 });
 
+test('decideAbortedMessage interrupts an interrupted turn’s message, whatever its tries: not retried, no backoff', () => {
+  for (const tries of [1, 5, 9])
+    assert.deepEqual(
+      decideAbortedMessage(tries, BASE, POLICY, 'TURN_INTERRUPTED'),
+      { action: 'interrupt' },
+      `tries ${tries}`,
+    );
+});
+
 test('decideAbortedMessage holds a lost resident workspace’s message, its try given back, even past the last try', () => {
   for (const tries of [1, 5, 9])
     assert.deepEqual(

@@ -145,6 +145,48 @@ test('decideSupervision: each snapshot, its decision', () => {
       },
     },
     {
+      name: 'interrupt requested mid-turn: the sandbox is killed, the turn aborted with TURN_INTERRUPTED',
+      s: inTurn({ interruptRequestedAt: BASE - 100 }),
+      expected: {
+        action: 'end',
+        ending: {
+          reason: 'Interrupted',
+          message: 'the turn was interrupted by its user',
+          abort: { code: 'TURN_INTERRUPTED', error: "Turn interrupted at its user's request (interrupt)" },
+        },
+      },
+    },
+    {
+      name: 'interrupt requested, and the sandbox exited since (its kill): the interrupt, not the exit',
+      s: inTurn({ interruptRequestedAt: BASE - 100, exit: exited }),
+      expected: {
+        action: 'end',
+        ending: {
+          reason: 'Interrupted',
+          message: 'the turn was interrupted by its user',
+          abort: { code: 'TURN_INTERRUPTED', error: "Turn interrupted at its user's request (interrupt)" },
+        },
+      },
+    },
+    {
+      name: 'a commit the store took before the interrupt request is a commit',
+      s: inTurn({ interruptRequestedAt: BASE - 100, turn: { startedAt: BASE - 5000, outcome: { kind: 'committed' } } }),
+      expected: { action: 'turn-committed' },
+    },
+    {
+      name: 'the gateway aborted a commit the interrupt refused: Interrupted, nothing more to abort',
+      s: inTurn({
+        turn: {
+          startedAt: BASE - 5000,
+          outcome: { kind: 'aborted', code: 'TURN_INTERRUPTED', error: 'asked to stop' },
+        },
+      }),
+      expected: {
+        action: 'end',
+        ending: { reason: 'Interrupted', message: 'the turn was interrupted by its user', abort: null },
+      },
+    },
+    {
       name: 'over the quota mid-turn: terminal, with the watch code',
       s: inTurn({ quotaExceeded: { code: 'WORKSPACE_QUOTA_EXCEEDED', message: 'over 32 MiB' } }),
       expected: {
