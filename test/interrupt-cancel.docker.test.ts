@@ -1,5 +1,5 @@
 /**
- * Interrupt and cancel through a real host (`berth up`, one slot, a `command` agent):
+ * Interrupt and cancel through a real host (its worker on Docker, a `command` agent) and the CLI:
  * a turn running `sleep 30` is interrupted with `berth interrupt` and ends `interrupted`
  * long before its job would have, its message `interrupted`, its file discarded; a message
  * taken back with `berth send --cancel` while it waited is never run; the message queued
@@ -7,29 +7,15 @@
  * and the cancel of an answered message are refused with their codes.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
-import { readAdminToken } from '../src/api/index.js';
-import { ApiClient } from '../src/cli/index.js';
 import type { Message, Turn } from '../src/core/index.js';
-import { wipeDataDir } from './helpers/machines.js';
-import { berth, eventually, exited, freePort, spawnBerth, waitForHealthy } from './helpers/processes.js';
+import { berth, eventually } from './helpers/processes.js';
+import { startTestHost } from './helpers/test-host.js';
 
 test('a running `sleep 30` interrupted ends at once and discards its work; a cancelled message never runs; the next one is answered', async (t) => {
-  const dataDir = await mkdtemp(join(tmpdir(), 'berth-interrupt-'));
-  const port = await freePort();
-  const env = { ...process.env, BERTH_DATA: dataDir, BERTH_PORT: String(port) };
-  const up = spawnBerth(['up', '--slots', '1'], env, dataDir, 'up.log');
-  t.after(async () => {
-    if (up.exitCode === null && up.signalCode === null) up.kill('SIGTERM');
-    await exited(up);
-    await wipeDataDir(dataDir);
-  });
-  const url = `http://127.0.0.1:${port}`;
-  await waitForHealthy(url, up, join(dataDir, 'up.log'));
-  const client = new ApiClient(url, (await readAdminToken(dataDir)) ?? undefined);
+  // The host runs in this process (its worker real, against Docker); the CLI reaches it over HTTP.
+  const { host, client, dataDir } = await startTestHost(t);
+  const env = { ...process.env, BERTH_DATA: dataDir, BERTH_URL: host.url, BERTH_TOKEN: host.adminToken };
   const created = await berth(['agent', 'create', 'sh', '--provider', 'command'], env);
   assert.equal(created.code, 0, created.stderr);
 
@@ -40,8 +26,7 @@ test('a running `sleep 30` interrupted ends at once and discards its work; a can
         text,
       })
     ).message;
-  const turns = async () =>
-    (await client.request<{ turns: Turn[] }>('GET', '/v1/sessions/r1/turns')).turns;
+  const turns = async () => (await client.request<{ turns: Turn[] }>('GET', '/v1/sessions/r1/turns')).turns;
   const messages = async () =>
     (await client.request<{ messages: Message[] }>('GET', '/v1/sessions/r1/messages')).messages;
 
@@ -74,7 +59,8 @@ test('a running `sleep 30` interrupted ends at once and discards its work; a can
 
   const answered = await eventually(
     'the next message answered',
-    async () => (await messages()).find((m) => m.id === next.id && m.status !== 'pending' && m.status !== 'processing'),
+    async () =>
+      (await messages()).find((m) => m.id === next.id && m.status !== 'pending' && m.status !== 'processing'),
     60_000,
   );
   assert.equal(answered.status, 'done');

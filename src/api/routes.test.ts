@@ -188,9 +188,19 @@ test('a queued message is cancelled (409 once a turn took it); the running turn 
     const res = await call('DELETE', `/v1/sessions/c/messages/${mid}`);
     assert.deepEqual([res.status, res.body.error.code], [status, code], mid);
   }
-  await store.registerWorker({ id: 'w', host: 'h', pid: 1, slots: 1, heartbeatAt: Date.now(), startedAt: Date.now() });
+  await store.registerWorker({
+    id: 'w',
+    host: 'h',
+    pid: 1,
+    slots: 1,
+    heartbeatAt: Date.now(),
+    startedAt: Date.now(),
+  });
   const claim = await store.claimRunnableSession('w', Date.now());
-  const started = await store.startTurn({ sessionId: 'c', generation: claim!.session.generation, workerId: 'w' }, Date.now());
+  const started = await store.startTurn(
+    { sessionId: 'c', generation: claim!.session.generation, workerId: 'w' },
+    Date.now(),
+  );
   assert.ok(started.code === 'ok' && started.value);
   const running = await call('DELETE', `/v1/sessions/c/messages/${first.id}`);
   assert.deepEqual([running.status, running.body.error.code], [409, 'MESSAGE_NOT_PENDING']);

@@ -253,7 +253,7 @@ export const sessionsRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) 
       method: 'POST',
       url: '/v1/sessions/:id/interrupt',
       summary:
-        "Stop the running turn now: its workspace changes are discarded (discard=true, the only form until checkpoints), its messages end interrupted, the session goes on with its next message; 409 NO_RUNNING_TURN when none runs (or it committed first)",
+        'Stop the running turn now: its workspace changes are discarded (discard=true, the only form until checkpoints), its messages end interrupted, the session goes on with its next message; 409 NO_RUNNING_TURN when none runs (or it committed first)',
       tag,
       access: 'tenant',
       status: 202,

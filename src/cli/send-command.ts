@@ -29,9 +29,15 @@ export function sendCommand(env: NodeJS.ProcessEnv): Command {
         const berth = await connect(env);
         if (o.cancel !== undefined) {
           if (textArg !== undefined || o.wait || o.agent)
-            throw new BerthError('INVALID_INPUT', 'berth send --cancel takes a session and a message id, no text');
+            throw new BerthError(
+              'INVALID_INPUT',
+              'berth send --cancel takes a session and a message id, no text',
+            );
           if (!/^\d+$/.test(o.cancel))
-            throw new BerthError('INVALID_INPUT', `--cancel: a message id (a positive integer), not ${o.cancel}`);
+            throw new BerthError(
+              'INVALID_INPUT',
+              `--cancel: a message id (a positive integer), not ${o.cancel}`,
+            );
           const message = await berth.sessions.cancelMessage(sessionId, Number(o.cancel));
           if (o.json) return printJson(message);
           process.stdout.write(`message ${message.id} of ${sessionId} cancelled\n`);

@@ -163,7 +163,8 @@ export class Berth {
      */
     interrupt: async (id: string, options: { turn?: string } = {}) => {
       const qs = new URLSearchParams({ discard: 'true', ...(options.turn ? { turn: options.turn } : {}) });
-      return (await this.http.request<{ turn: Turn }>('POST', `/v1/sessions/${enc(id)}/interrupt?${qs}`)).turn;
+      return (await this.http.request<{ turn: Turn }>('POST', `/v1/sessions/${enc(id)}/interrupt?${qs}`))
+        .turn;
     },
     /**
      * Takes back a message no turn has taken yet (pending, also one waiting out a retry): it
@@ -303,7 +304,10 @@ export class Berth {
         );
       }
       if (e.type === 'interrupted' && d.messageId === messageId)
-        throw new BerthError('TURN_INTERRUPTED', `Message ${messageId}'s turn was interrupted: ${String(d.error)}`);
+        throw new BerthError(
+          'TURN_INTERRUPTED',
+          `Message ${messageId}'s turn was interrupted: ${String(d.error)}`,
+        );
       if (e.type === 'cancelled' && d.messageId === messageId)
         throw new BerthError('MESSAGE_CANCELLED', `Message ${messageId} was cancelled before it ran`);
       // The session is held (its messages kept, the one posted too, whether it was in the turn or waits behind it).

@@ -301,14 +301,24 @@ export interface Store {
    * messages behind it move up. Cancelling a cancelled message returns it again. Throws
    * SESSION_NOT_FOUND, MESSAGE_NOT_FOUND, MESSAGE_NOT_PENDING (it started or ended).
    */
-  cancelMessage(input: { sessionId: string; messageId: number; now: number; tenant?: string }): Promise<Message>;
+  cancelMessage(input: {
+    sessionId: string;
+    messageId: number;
+    now: number;
+    tenant?: string;
+  }): Promise<Message>;
   /**
    * Asks for the session's running turn (`turnId`, when given, must be it) to stop: recorded
    * on the turn, event `interrupting`, a hint to its lease holder. From then on its commit is
    * refused and its abort ends it and its messages `interrupted`. Asking again returns the
    * turn again. Throws SESSION_NOT_FOUND, NO_RUNNING_TURN.
    */
-  requestInterrupt(input: { sessionId: string; turnId?: string; now: number; tenant?: string }): Promise<Turn>;
+  requestInterrupt(input: {
+    sessionId: string;
+    turnId?: string;
+    now: number;
+    tenant?: string;
+  }): Promise<Turn>;
   /** Messages of the turn go back to pending with backoff, or are failed after the last try. */
   abortTurn(input: AbortInput, now: number): Promise<FenceCode>;
   /** Gives the session up: lease and sandbox cleared. */

@@ -29,7 +29,11 @@ export function runTakeBackConformance(kind: string, open: OpenStore): void {
       const store = await withAgent(open);
       const one = await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'one', now: BASE });
       await store.enqueueMessage({ sessionId: 's', text: 'two', now: BASE + 1 });
-      const cancelled = await store.cancelMessage({ sessionId: 's', messageId: one.message.id, now: BASE + 2 });
+      const cancelled = await store.cancelMessage({
+        sessionId: 's',
+        messageId: one.message.id,
+        now: BASE + 2,
+      });
       assert.equal(cancelled.status, 'cancelled');
       // Again: the same answer, nothing more written.
       const again = await store.cancelMessage({ sessionId: 's', messageId: one.message.id, now: BASE + 3 });
@@ -72,7 +76,8 @@ export function runTakeBackConformance(kind: string, open: OpenStore): void {
       const id = one.message.id;
       await assert.rejects(
         store.cancelMessage({ sessionId: 's', messageId: id, now: BASE + 1 }),
-        (e: unknown) => code('MESSAGE_NOT_PENDING')(e) && /Current state: processing/.test((e as Error).message),
+        (e: unknown) =>
+          code('MESSAGE_NOT_PENDING')(e) && /Current state: processing/.test((e as Error).message),
       );
       assert.equal(
         await store.commitTurn({ ...fence, turnId: turn.id, outputs: [{ text: 'ok' }] }, BASE + 2),
@@ -103,7 +108,13 @@ export function runTakeBackConformance(kind: string, open: OpenStore): void {
     test("another tenant's session looks absent to cancel and interrupt", async () => {
       const store = await withAgent(open);
       await store.createAgent(agentSpecSchema.parse({ name: 'acme-sh', provider: 'command' }), BASE, 'acme');
-      const m = await store.enqueueMessage({ sessionId: 's', agent: 'acme-sh', text: 'one', now: BASE, tenant: 'acme' });
+      const m = await store.enqueueMessage({
+        sessionId: 's',
+        agent: 'acme-sh',
+        text: 'one',
+        now: BASE,
+        tenant: 'acme',
+      });
       await assert.rejects(
         store.cancelMessage({ sessionId: 's', messageId: m.message.id, now: BASE + 1, tenant: 'globex' }),
         code('SESSION_NOT_FOUND'),
@@ -136,7 +147,10 @@ export function runTakeBackConformance(kind: string, open: OpenStore): void {
       assert.equal(asked.status, 'running');
       assert.equal(asked.interruptRequestedAt, BASE + 2);
       // Asking again changes nothing: the first request stands.
-      assert.equal((await store.requestInterrupt({ sessionId: 's', now: BASE + 3 })).interruptRequestedAt, BASE + 2);
+      assert.equal(
+        (await store.requestInterrupt({ sessionId: 's', now: BASE + 3 })).interruptRequestedAt,
+        BASE + 2,
+      );
       off();
       assert.deepEqual(heard, ['s@w1'], 'its lease holder is told once');
       assert.equal(
@@ -192,8 +206,10 @@ export function runTakeBackConformance(kind: string, open: OpenStore): void {
         assert.equal(claim?.session.id, sessionId);
         const fence: Fence = { sessionId, generation: claim!.session.generation, workerId: 'w1' };
         const started = await store.startTurn(fence, now);
-        const turn: Turn = started.code === 'ok' && started.value ? started.value.turn : assert.fail('no turn');
-        const commit = () => store.commitTurn({ ...fence, turnId: turn.id, outputs: [{ text: 'done' }] }, now + 1);
+        const turn: Turn =
+          started.code === 'ok' && started.value ? started.value.turn : assert.fail('no turn');
+        const commit = () =>
+          store.commitTurn({ ...fence, turnId: turn.id, outputs: [{ text: 'done' }] }, now + 1);
         const interrupt = () => store.requestInterrupt({ sessionId, now: now + 1 });
         // Both orders of issue, sent together: on PostgreSQL they contend for the session row.
         const [c, r] =
@@ -203,13 +219,21 @@ export function runTakeBackConformance(kind: string, open: OpenStore): void {
         assert.equal(c.status, 'fulfilled');
         const committed = c.status === 'fulfilled' && c.value === 'ok';
         if (committed) {
-          assert.ok(r.status === 'rejected' && code('NO_RUNNING_TURN')(r.reason), 'the interrupt found it committed');
+          assert.ok(
+            r.status === 'rejected' && code('NO_RUNNING_TURN')(r.reason),
+            'the interrupt found it committed',
+          );
           outcomes.committed += 1;
         } else {
           assert.equal(c.status === 'fulfilled' && c.value, 'interrupted');
           assert.equal(r.status, 'fulfilled', 'the interrupt was recorded first');
           // The worker's abort, as the supervisor makes it once it saw the request.
-          const abort = { ...fence, turnId: turn.id, code: 'TURN_INTERRUPTED' as const, error: 'interrupted' };
+          const abort = {
+            ...fence,
+            turnId: turn.id,
+            code: 'TURN_INTERRUPTED' as const,
+            error: 'interrupted',
+          };
           assert.equal(await store.abortTurn(abort, now + 2), 'ok');
           outcomes.interrupted += 1;
         }

@@ -334,11 +334,21 @@ export class SqlStore implements Store {
     return this.write('commitTurn', (tx) => turns.commitTurn(tx, input, now));
   }
 
-  cancelMessage(input: { sessionId: string; messageId: number; now: number; tenant?: string }): Promise<Message> {
+  cancelMessage(input: {
+    sessionId: string;
+    messageId: number;
+    now: number;
+    tenant?: string;
+  }): Promise<Message> {
     return this.write('cancelMessage', (tx) => takeBack.cancelMessage(tx, input));
   }
 
-  requestInterrupt(input: { sessionId: string; turnId?: string; now: number; tenant?: string }): Promise<Turn> {
+  requestInterrupt(input: {
+    sessionId: string;
+    turnId?: string;
+    now: number;
+    tenant?: string;
+  }): Promise<Turn> {
     return this.write('requestInterrupt', (tx) => takeBack.requestInterrupt(tx, input));
   }
 
