@@ -4,11 +4,14 @@
  * long before its job would have, its message `interrupted`, its file discarded; a message
  * taken back with `berth send --cancel` while it waited is never run; the message queued
  * behind them runs next and its reply is committed. With nothing running, the interrupt
- * and the cancel of an answered message are refused with their codes.
+ * and the cancel of an answered message are refused with their codes. With the API and the
+ * worker in two processes sharing PostgreSQL, the worker hears of the interrupt through the
+ * store.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Message, Turn } from '../src/core/index.js';
+import { startMachines } from './helpers/machines.js';
 import { berth, eventually } from './helpers/processes.js';
 import { startTestHost } from './helpers/test-host.js';
 
@@ -93,4 +96,47 @@ test('a running `sleep 30` interrupted ends at once and discards its work; a can
     client.request('DELETE', `/v1/sessions/r1/messages/${next.id}`),
     (e: { code?: string }) => e.code === 'MESSAGE_NOT_PENDING',
   );
+});
+
+test('the API and the worker in two processes on PostgreSQL: the worker hears of the interrupt through the store and the session goes on', async (t) => {
+  // A 10 s lease: the worker's polling floor for a lost hint is 2 s, so an interrupt seen
+  // sooner came by the store's notification (LISTEN/NOTIFY).
+  const { client, store, addMachine } = await startMachines(t, { leaseMs: 10_000 });
+  await client.request('POST', '/v1/agents', { name: 'sh', provider: 'command' });
+  await addMachine('a');
+  const post = async (text: string) =>
+    (await client.request<{ message: Message }>('POST', '/v1/sessions/p1/messages', { agent: 'sh', text }))
+      .message;
+  const long = await post('sleep 30');
+  const running = await eventually(
+    'the long turn running',
+    async () =>
+      (await store.listTurns('p1')).find((x) => x.status === 'running' && x.messageIds.includes(long.id)),
+    90_000,
+  );
+  const next = await post('echo next');
+  const askedAt = Date.now();
+  const asked = await client.request<{ turn: Turn }>('POST', `/v1/sessions/p1/interrupt?turn=${running.id}`);
+  assert.equal(asked.turn.interruptRequestedAt !== null, true);
+  const ended = await eventually('the long turn ended', async () => {
+    const turn = await store.getTurn(running.id);
+    return turn?.status === 'running' ? undefined : turn;
+  });
+  t.diagnostic(`interrupt → turn ended, across processes: ${Date.now() - askedAt} ms`);
+  assert.equal(ended?.status, 'interrupted');
+  const answered = await eventually(
+    'the next message answered',
+    async () => {
+      const m = (await store.listMessages('p1', next.id - 1, 1))[0];
+      return m && m.status !== 'pending' && m.status !== 'processing' ? m : undefined;
+    },
+    90_000,
+  );
+  assert.equal(answered.status, 'done');
+  const statuses = (await store.listMessages('p1', 0, 10)).map((m) => [m.direction, m.text, m.status]);
+  assert.deepEqual(statuses, [
+    ['in', 'sleep 30', 'interrupted'],
+    ['in', 'echo next', 'done'],
+    ['out', 'next\n', 'done'],
+  ]);
 });
