@@ -21,7 +21,8 @@ export function stats(samples: number[]) {
 export const round = (ms: number) => Math.round(ms * 10) / 10;
 
 /** A host in this process on a temp data dir, with a `command` agent `b`; close() removes everything. */
-export async function benchHost(env: Record<string, string>, slots: number) {
+/** `slots` undefined: the default from the machine's CPUs and memory. */
+export async function benchHost(env: Record<string, string>, slots?: number) {
   const dataDir = await mkdtemp(join(tmpdir(), 'berth-bench-'));
   const config = loadConfig({ ...process.env, ...env, BERTH_DATA: dataDir }, { apiPort: 0, slots });
   const host: Host = await startHost(config, pino({ level: 'silent' }));

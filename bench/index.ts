@@ -4,6 +4,7 @@
  * their ratios (regression-gate.ts), its warnings also on stderr.
  */
 import { blobs } from './blobs.js';
+import { burst } from './burst.js';
 import { coldStart } from './cold-start.js';
 import { detection } from './detection.js';
 import { fileBlobs } from './file-blobs.js';
@@ -30,6 +31,7 @@ const all = {
   warmStart,
   warmPath,
   detection,
+  burst,
   liveSandboxes,
   modelProxy,
   isolation,

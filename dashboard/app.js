@@ -115,9 +115,38 @@ function renderSessions(sessions) {
       cell(v.etaMs == null ? '–' : `${Math.round(v.etaMs / 1000)} s`),
       cell(v.hold ? v.hold.message : (v.currentTurn?.progress ?? '')),
       cell(v.lastReply ? v.lastReply.text.slice(0, 80) : ''),
+      interruptCell(v),
     );
     tbody.append(tr);
   }
+}
+
+/**
+ * A session with a running turn gets an Interrupt button: the turn's work is discarded, its
+ * messages end interrupted and the session goes on with its next message. The request names
+ * the turn, so a click that arrives after it committed interrupts no later turn.
+ */
+function interruptCell(v) {
+  const td = document.createElement('td');
+  const turn = v.currentTurn;
+  if (!turn || turn.status !== 'running') return td;
+  const button = document.createElement('button');
+  button.type = 'button';
+  button.className = 'interrupt';
+  button.textContent = turn.interruptRequestedAt ? 'interrupting…' : 'Interrupt';
+  button.disabled = Boolean(turn.interruptRequestedAt);
+  button.addEventListener('click', async () => {
+    button.disabled = true;
+    try {
+      const qs = new URLSearchParams({ discard: 'true', turn: turn.id });
+      await api(`/v1/sessions/${encodeURIComponent(v.id)}/interrupt?${qs}`, { method: 'POST' });
+      button.textContent = 'interrupting…';
+    } catch (err) {
+      button.textContent = err.body?.error?.code ?? err.message;
+    }
+  });
+  td.append(button);
+  return td;
 }
 
 /** Each worker with its sandboxes as chips coloured by phase; below, the sandboxes that ended lately and why. */

@@ -2,7 +2,7 @@
  * The dashboard in a real browser: Debian's chromium driven by playwright-core against a
  * real host (Docker sandboxes, SQLite, HTTP). The page sends a message through its form and
  * shows the session go queued → running → done live; a screenshot is saved as an artifact
- * (artifacts/dashboard.png).
+ * (artifacts/dashboard.png). A session's running turn is stopped with its Interrupt button.
  */
 import assert from 'node:assert/strict';
 import { mkdir } from 'node:fs/promises';
@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { chromium } from 'playwright-core';
 import type { ScriptPlan } from '../src/core/index.js';
+import { eventually } from './helpers/processes.js';
 import { startTestHost } from './helpers/test-host.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -76,4 +77,38 @@ test('dashboard: send from the page, see queued → running → done live, scree
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard.png'), fullPage: true });
   assert.deepEqual(pageErrors, []);
   assert.deepEqual(outside, [], 'the page fetches nothing from outside the host');
+});
+
+test('dashboard: the Interrupt button of a session with a running turn stops it; its message ends interrupted', async (t) => {
+  const { host, client } = await startTestHost(t, { BERTH_SLOTS: '1' });
+  await client.request('POST', '/v1/agents', { name: 'sh', provider: 'command' });
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu'],
+  });
+  t.after(() => browser.close());
+  const page = await browser.newPage();
+  const pageErrors: string[] = [];
+  page.on('pageerror', (err) => pageErrors.push(err.message));
+  await page.goto(`${host.url}/#token=${host.adminToken}`);
+  const posted = await client.request<{ message: { id: number } }>('POST', '/v1/sessions/long/messages', {
+    agent: 'sh',
+    text: 'sleep 30',
+  });
+  const row = 'tr[data-session="long"]';
+  await page.waitForSelector(`${row} td.state[data-state="running"]`, { timeout: 60_000 });
+  await page.click(`${row} button.interrupt`, { timeout: 30_000 });
+  const message = await eventually('the message interrupted', async () => {
+    const { messages } = await client.request<{ messages: { id: number; status: string }[] }>(
+      'GET',
+      '/v1/sessions/long/messages',
+    );
+    const m = messages.find((x) => x.id === posted.message.id);
+    return m && m.status !== 'processing' && m.status !== 'pending' ? m : undefined;
+  });
+  assert.equal(message.status, 'interrupted');
+  await page.waitForFunction(`!document.querySelector('${row} button.interrupt')`, undefined, {
+    timeout: 30_000,
+  });
+  assert.deepEqual(pageErrors, []);
 });

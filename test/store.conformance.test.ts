@@ -3,6 +3,7 @@ import { openPostgresStore, openSqliteStore } from '../src/store/index.js';
 import { freshDatabase } from './helpers/postgres.js';
 import { LEASE_MS, RETRY, runStoreConformance } from './store/conformance.js';
 import { runResidentHoldConformance } from './store/resident-holds.js';
+import { runTakeBackConformance } from './store/take-back.js';
 
 const sqlite = async () => openSqliteStore({ path: ':memory:', leaseMs: LEASE_MS, retry: RETRY });
 const postgres = async () =>
@@ -10,5 +11,7 @@ const postgres = async () =>
 
 runStoreConformance('sqlite', sqlite);
 runResidentHoldConformance('sqlite', sqlite);
+runTakeBackConformance('sqlite', sqlite);
 runStoreConformance('postgres', postgres);
 runResidentHoldConformance('postgres', postgres);
+runTakeBackConformance('postgres', postgres);

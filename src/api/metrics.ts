@@ -196,6 +196,10 @@ export class BerthMetrics {
         this.turnStartedAt.delete(turnId);
         this.retryingSince.delete(e.sessionId);
         break;
+      case 'interrupted':
+        this.turnStartedAt.delete(turnId);
+        this.retryingSince.delete(e.sessionId);
+        break;
       case 'archived':
         this.queuedAt.delete(e.sessionId);
         this.retryingSince.delete(e.sessionId);

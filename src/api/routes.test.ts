@@ -170,6 +170,51 @@ test('messages come a page at a time with a cursor; turns, workers, sandboxes ar
   await store.close();
 });
 
+test('a queued message is cancelled (409 once a turn took it); the running turn is interrupted (409 when none runs)', async () => {
+  const { store, call } = await setup();
+  await call('POST', '/v1/agents', { name: 'sh', provider: 'command' });
+  const first = (await call('POST', '/v1/sessions/c/messages', { text: 'one', agent: 'sh' })).body.message;
+  const second = (await call('POST', '/v1/sessions/c/messages', { text: 'two' })).body.message;
+  const none = await call('POST', '/v1/sessions/c/interrupt');
+  assert.deepEqual([none.status, none.body.error.code], [409, 'NO_RUNNING_TURN']);
+  const cancelled = await call('DELETE', `/v1/sessions/c/messages/${second.id}`);
+  assert.deepEqual([cancelled.status, cancelled.body.message.status], [200, 'cancelled']);
+  assert.equal((await call('DELETE', `/v1/sessions/c/messages/${second.id}`)).status, 200, 'again: the same');
+  for (const [mid, status, code] of [
+    ['x', 400, 'INVALID_INPUT'],
+    ['0', 400, 'INVALID_INPUT'],
+    ['999', 404, 'MESSAGE_NOT_FOUND'],
+  ] as const) {
+    const res = await call('DELETE', `/v1/sessions/c/messages/${mid}`);
+    assert.deepEqual([res.status, res.body.error.code], [status, code], mid);
+  }
+  await store.registerWorker({
+    id: 'w',
+    host: 'h',
+    pid: 1,
+    slots: 1,
+    heartbeatAt: Date.now(),
+    startedAt: Date.now(),
+  });
+  const claim = await store.claimRunnableSession('w', Date.now());
+  const started = await store.startTurn(
+    { sessionId: 'c', generation: claim!.session.generation, workerId: 'w' },
+    Date.now(),
+  );
+  assert.ok(started.code === 'ok' && started.value);
+  const running = await call('DELETE', `/v1/sessions/c/messages/${first.id}`);
+  assert.deepEqual([running.status, running.body.error.code], [409, 'MESSAGE_NOT_PENDING']);
+  assert.ok(running.body.error.hint);
+  const keep = await call('POST', '/v1/sessions/c/interrupt?discard=false');
+  assert.equal(keep.status, 400);
+  assert.match(keep.body.error.message, /discard: .*checkpoints/);
+  const asked = await call('POST', `/v1/sessions/c/interrupt?discard=true&turn=${started.value.turn.id}`);
+  assert.equal(asked.status, 202);
+  assert.equal(asked.body.turn.id, started.value.turn.id);
+  assert.equal(typeof asked.body.turn.interruptRequestedAt, 'number');
+  await store.close();
+});
+
 test('unknown routes and methods are 404 JSON from the catalogue', async () => {
   const { store, call } = await setup();
   for (const [method, url] of [
@@ -195,6 +240,8 @@ test('the OpenAPI document lists every route with the schemas the API validates 
     '/v1/sessions': ['get', 'post'],
     '/v1/sessions/{id}': ['delete', 'get'],
     '/v1/sessions/{id}/messages': ['get', 'post'],
+    '/v1/sessions/{id}/messages/{mid}': ['delete'],
+    '/v1/sessions/{id}/interrupt': ['post'],
     '/v1/sessions/{id}/turns': ['get'],
     '/v1/sessions/{id}/events': ['get'],
     '/v1/events': ['get'],

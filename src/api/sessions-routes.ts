@@ -1,6 +1,7 @@
 /**
  * /v1/sessions: create, list (filters), get (with queue ETA), delete (stop and archive);
- * messages (post, cursor pages) and turns. A tenant sees only its own sessions: another
+ * messages (post, cursor pages, cancel one still queued), turns, and interrupting the
+ * running turn. A tenant sees only its own sessions: another
  * tenant's answer 404, exactly like one that does not exist.
  */
 import type { FastifyPluginAsync } from 'fastify';
@@ -9,7 +10,9 @@ import {
   BerthError,
   createSessionSchema,
   forkSessionSchema,
+  interruptQuerySchema,
   listSessionsQuerySchema,
+  messageIdSchema,
   newId,
   pageQuerySchema,
   postMessageSchema,
@@ -17,6 +20,7 @@ import {
 } from '../core/index.js';
 import type { PluginDeps } from './deps.js';
 import { scopeOf } from './route-table.js';
+import { parseInput } from './validate.js';
 
 const tag = 'sessions';
 /** Committed turns the ETA averages over. */
@@ -216,6 +220,54 @@ export const sessionsRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) 
         tenant: scopeOf(principal),
       });
       return { message, session: view, eventId };
+    },
+  );
+
+  routes.add(
+    app,
+    {
+      method: 'DELETE',
+      url: '/v1/sessions/:id/messages/:mid',
+      summary:
+        'Take back a queued message (pending, also one waiting out a retry): it ends cancelled and is never run; 409 MESSAGE_NOT_PENDING once a turn took it',
+      tag,
+      access: 'tenant',
+      status: 200,
+      returns: '{message: Message}',
+    },
+    async ({ params, principal }) => {
+      const messageId = parseInput(messageIdSchema, params.mid, 'params');
+      const message = await store.cancelMessage({
+        sessionId: assertSessionId(params.id!),
+        messageId,
+        now: clock.now(),
+        tenant: scopeOf(principal),
+      });
+      return { message };
+    },
+  );
+
+  routes.add(
+    app,
+    {
+      method: 'POST',
+      url: '/v1/sessions/:id/interrupt',
+      summary:
+        'Stop the running turn now: its workspace changes are discarded (discard=true, the only form until checkpoints), its messages end interrupted, the session goes on with its next message; 409 NO_RUNNING_TURN when none runs (or it committed first)',
+      tag,
+      access: 'tenant',
+      status: 202,
+      returns: '{turn: Turn}',
+      query: interruptQuerySchema,
+    },
+    async ({ params, query, principal }) => {
+      const turn = await store.requestInterrupt({
+        sessionId: assertSessionId(params.id!),
+        ...(query.turn === undefined ? {} : { turnId: query.turn }),
+        now: clock.now(),
+        tenant: scopeOf(principal),
+      });
+      return { turn };
     },
   );
 

@@ -153,6 +153,12 @@ const CASES: Record<string, RouteCase> = {
     },
   ),
   'GET /v1/sessions/:id/messages': owned(id('session')),
+  // Message ids are global: B names A's first message (A's running one) and A's queued session.
+  'DELETE /v1/sessions/:id/messages/:mid': owned((t) => [
+    { params: { id: t.session, mid: '1' } },
+    { params: { id: t.queued, mid: '1' } },
+  ]),
+  'POST /v1/sessions/:id/interrupt': owned(id('session')),
   'GET /v1/sessions/:id/turns': owned(id('session')),
   'GET /v1/sessions/:id/events': owned(id('session')),
   'POST /v1/sessions/:id/schedules': owned(

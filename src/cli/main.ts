@@ -5,6 +5,7 @@ import { chaosCommand } from './chaos-command.js';
 import { demoCommand } from './demo-command.js';
 import { grantCommand, storageCommand } from './grant-command.js';
 import { imageCommandFor } from './image-wiring.js';
+import { interruptCommand } from './interrupt-command.js';
 import { logsCommand } from './logs-command.js';
 import { exitWithError } from './output.js';
 import { scheduleCommand } from './schedule-command.js';
@@ -24,6 +25,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<void
     .addCommand(workerCommand(env))
     .addCommand(agentCommand(env))
     .addCommand(sendCommand(env))
+    .addCommand(interruptCommand(env))
     .addCommand(sessionCommand(env))
     .addCommand(logsCommand(env))
     .addCommand(statusCommand(env))

@@ -1,7 +1,10 @@
-/** `berth send`: post a message to a session; with --wait, follow it to its reply. */
+/**
+ * `berth send`: post a message to a session; with --wait, follow it to its reply. With
+ * --cancel, take back a message of the session that has not started.
+ */
 import { Command } from 'commander';
 import type { StreamedEvent } from '../client/index.js';
-import type { CommandResult, LeftRunning, SessionView } from '../core/index.js';
+import { BerthError, type CommandResult, type LeftRunning, type SessionView } from '../core/index.js';
 import { connect } from './connect.js';
 import { printJson } from './output.js';
 
@@ -9,13 +12,38 @@ export function sendCommand(env: NodeJS.ProcessEnv): Command {
   return new Command('send')
     .description('Send a message to a session (created on first use with --agent)')
     .argument('<session>', 'session id')
-    .argument('<text>', "message text; '-' reads it from standard input")
+    .argument('[text]', "message text; '-' reads it from standard input")
     .option('--agent <name>', 'agent of a new session')
     .option('--wait', 'wait for the reply and print it (exit code: the job exit code for command agents)')
+    .option(
+      '--cancel <message-id>',
+      'take back a queued message instead of sending one: it is never run (refused once its turn started: use berth interrupt)',
+    )
     .option('--json', 'print JSON')
     .action(
-      async (sessionId: string, textArg: string, o: { agent?: string; wait?: boolean; json?: boolean }) => {
+      async (
+        sessionId: string,
+        textArg: string | undefined,
+        o: { agent?: string; wait?: boolean; cancel?: string; json?: boolean },
+      ) => {
         const berth = await connect(env);
+        if (o.cancel !== undefined) {
+          if (textArg !== undefined || o.wait || o.agent)
+            throw new BerthError(
+              'INVALID_INPUT',
+              'berth send --cancel takes a session and a message id, no text',
+            );
+          if (!/^\d+$/.test(o.cancel))
+            throw new BerthError(
+              'INVALID_INPUT',
+              `--cancel: a message id (a positive integer), not ${o.cancel}`,
+            );
+          const message = await berth.sessions.cancelMessage(sessionId, Number(o.cancel));
+          if (o.json) return printJson(message);
+          process.stdout.write(`message ${message.id} of ${sessionId} cancelled\n`);
+          return;
+        }
+        if (textArg === undefined) throw new BerthError('INVALID_INPUT', 'berth send needs the message text');
         const text = textArg === '-' ? await readStdin() : textArg;
         const posted = await berth.sessions.post(sessionId, { text, ...(o.agent ? { agent: o.agent } : {}) });
         if (!o.wait) {
@@ -75,6 +103,12 @@ export function describeEvent(e: StreamedEvent): string | null {
       return `session held, message ${d.messageId} kept (${String(d.code)}): ${String(d.error)}`;
     case 'archived':
       return 'archived';
+    case 'cancelled':
+      return `message ${d.messageId} cancelled, later messages go on`;
+    case 'interrupting':
+      return `interrupting turn ${String(d.turnId)}`;
+    case 'interrupted':
+      return `message ${d.messageId} interrupted, later messages go on`;
     default:
       return null;
   }

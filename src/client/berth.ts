@@ -156,6 +156,27 @@ export class Berth {
         `/v1/sessions/${enc(id)}/fork`,
         as === undefined ? {} : { id: as },
       ),
+    /**
+     * Stops the running turn now (202): its workspace changes are discarded and its messages
+     * end interrupted; the session goes on with its next message. `turn` names the turn meant.
+     * Throws NO_RUNNING_TURN when none runs (or it committed first).
+     */
+    interrupt: async (id: string, options: { turn?: string } = {}) => {
+      const qs = new URLSearchParams({ discard: 'true', ...(options.turn ? { turn: options.turn } : {}) });
+      return (await this.http.request<{ turn: Turn }>('POST', `/v1/sessions/${enc(id)}/interrupt?${qs}`))
+        .turn;
+    },
+    /**
+     * Takes back a message no turn has taken yet (pending, also one waiting out a retry): it
+     * ends cancelled and is never run. Throws MESSAGE_NOT_PENDING once it started or ended.
+     */
+    cancelMessage: async (id: string, messageId: number) =>
+      (
+        await this.http.request<{ message: Message }>(
+          'DELETE',
+          `/v1/sessions/${enc(id)}/messages/${messageId}`,
+        )
+      ).message,
     /** Posts a message and returns at once (202): the message, the session and where to follow it from. */
     post: (id: string, body: PostMessageBody) =>
       this.http.request<Posted>('POST', `/v1/sessions/${enc(id)}/messages`, body),
@@ -287,6 +308,13 @@ export class Berth {
           `Message ${messageId} failed after ${d.tries} ${d.tries === 1 ? 'try' : 'tries'}: ${String(d.error)}`,
         );
       }
+      if (e.type === 'interrupted' && d.messageId === messageId)
+        throw new BerthError(
+          'TURN_INTERRUPTED',
+          `Message ${messageId}'s turn was interrupted: ${String(d.error)}`,
+        );
+      if (e.type === 'cancelled' && d.messageId === messageId)
+        throw new BerthError('MESSAGE_CANCELLED', `Message ${messageId} was cancelled before it ran`);
       // The session is held (its messages kept, the one posted too, whether it was in the turn or waits behind it).
       if (e.type === 'held') {
         throw new BerthError(

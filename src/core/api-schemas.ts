@@ -49,6 +49,31 @@ export const SESSION_STATUSES = [
   'archived',
 ] as const satisfies readonly SessionStatus[];
 
+/**
+ * POST /v1/sessions/:id/interrupt. `discard=true` is the only form today: the turn's work
+ * is discarded (keeping it up to its last checkpoint comes with checkpoints). `turn` names
+ * the turn meant: another turn running by then is not interrupted (NO_RUNNING_TURN).
+ */
+export const interruptQuerySchema = z
+  .object({
+    discard: z
+      .literal('true', {
+        errorMap: () => ({
+          message:
+            "discard: only 'true' today (the turn's workspace changes are discarded); keeping them up to the last checkpoint comes with checkpoints",
+        }),
+      })
+      .default('true'),
+    turn: z.string().min(1).optional(),
+  })
+  .strict();
+
+/** DELETE /v1/sessions/:id/messages/:mid: an inbound message's id. */
+export const messageIdSchema = z.coerce
+  .number({ invalid_type_error: 'message id: a positive integer' })
+  .int('message id: a positive integer')
+  .positive('message id: a positive integer');
+
 /** GET /v1/sessions filters. Archived sessions are listed only when asked for. */
 export const listSessionsQuerySchema = z
   .object({
@@ -88,6 +113,9 @@ export const WEBHOOK_EVENT_TYPES = [
   'failed',
   'held',
   'archived',
+  'cancelled',
+  'interrupting',
+  'interrupted',
 ] as const;
 
 /** POST /v1/webhooks: events of one agent's sessions, or of one session, to a URL. */

@@ -64,13 +64,17 @@ test('decideAbortedMessage fails a terminal abort at once, whatever the tries', 
     assert.deepEqual(decideAbortedMessage(1, BASE, POLICY, code), { action: 'fail' }, code);
 });
 
-test('decideAbortedMessage holds a lost resident workspace’s message, its try given back, even past the last try', () => {
-  for (const tries of [1, 5, 9])
-    assert.deepEqual(
-      decideAbortedMessage(tries, BASE, POLICY, 'RESIDENT_WORKSPACE_LOST'),
-      { action: 'hold' },
-      `tries ${tries}`,
-    );
+test('decideAbortedMessage, whatever the tries: holds a lost resident workspace’s message (its try given back, never failed); interrupts an interrupted turn’s (never retried, no backoff)', () => {
+  for (const [code, action] of [
+    ['RESIDENT_WORKSPACE_LOST', 'hold'],
+    ['TURN_INTERRUPTED', 'interrupt'],
+  ] as const)
+    for (const tries of [1, 5, 9])
+      assert.deepEqual(
+        decideAbortedMessage(tries, BASE, POLICY, code),
+        { action },
+        `${code}, tries ${tries}`,
+      );
 });
 
 test('nextBatch: the oldest pending message decides; the messages right after it tried as often go with it', () => {

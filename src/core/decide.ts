@@ -16,6 +16,7 @@ export type AbortedMessageDecision =
   | { action: 'retry'; processAfter: number; delayMs: number }
   | { action: 'requeue' }
   | { action: 'hold' }
+  | { action: 'interrupt' }
   | { action: 'fail' };
 
 /**
@@ -25,9 +26,11 @@ export type AbortedMessageDecision =
  * try back. A terminal code (a sandbox limit the turn hit, which a retry would hit again)
  * fails it at once. A code that lost the sandbox (killed or crashed mid-turn) retries the
  * first time at once: backoff protects against work that keeps failing, and one lost
- * sandbox is no sign of that. A code that holds the session (its resident workspace is lost) keeps
- * the message pending, its try given back, until an operator acts: no retry can cure it,
- * and failing it would lose it.
+ * sandbox is no sign of that. A code that holds the session (its resident workspace is
+ * lost) keeps the message pending, its try given back, until an operator acts: no retry can cure it,
+ * and failing it would lose it. A code that interrupts (its user stopped the turn) ends it
+ * `interrupted` whatever its tries: the user asked for it not to run, so no try is spent
+ * on a backoff and nothing is retried.
  */
 export function decideAbortedMessage(
   tries: number,
@@ -35,7 +38,8 @@ export function decideAbortedMessage(
   policy: RetryPolicy,
   code: ErrorCode,
 ): AbortedMessageDecision {
-  const { retryable, costsTry, holdsSession, lostSandbox } = abortPolicyOf(code);
+  const { retryable, costsTry, holdsSession, lostSandbox, interrupts } = abortPolicyOf(code);
+  if (interrupts) return { action: 'interrupt' };
   // Checked first: such a code is not retryable, yet failing the message would lose it.
   if (holdsSession) return { action: 'hold' };
   if (!retryable) return { action: 'fail' };

@@ -24,6 +24,11 @@ export interface ErrorSpec {
    * @default false
    */
   lostSandbox?: boolean;
+  /**
+   * A turn aborted with this code was stopped by its user: the turn and its messages end
+   * `interrupted`, never retried. @default false
+   */
+  interrupts?: boolean;
 }
 
 export const ERRORS = {
@@ -86,6 +91,32 @@ export const ERRORS = {
     status: 409,
     retryable: false,
     hint: 'This sandbox was replaced; it must stop. Nothing it sent was written.',
+  },
+  TURN_INTERRUPTED: {
+    status: 409,
+    retryable: false,
+    interrupts: true,
+    hint: 'The turn was interrupted (POST /v1/sessions/<id>/interrupt): its workspace changes were discarded and its messages are not retried. Send the message again to redo it.',
+  },
+  NO_RUNNING_TURN: {
+    status: 409,
+    retryable: false,
+    hint: 'Only a running turn can be interrupted; this one committed or ended, or none started. See the session: GET /v1/sessions/<id>.',
+  },
+  MESSAGE_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    hint: "List the session's messages: GET /v1/sessions/<id>/messages.",
+  },
+  MESSAGE_CANCELLED: {
+    status: 409,
+    retryable: false,
+    hint: 'The message was taken back (DELETE /v1/sessions/<id>/messages/<mid>) before a turn took it; it was never run. Send it again if it is wanted after all.',
+  },
+  MESSAGE_NOT_PENDING: {
+    status: 409,
+    retryable: false,
+    hint: 'Only a queued message (status pending) can be cancelled; a running one is stopped with berth interrupt <session>.',
   },
   TURN_ENDED: {
     status: 409,
@@ -422,12 +453,13 @@ export class BerthError extends Error {
   }
 }
 
-/** What an abort with this code does to its messages: retried (spending a try or not, at once or after backoff), held, or failed now. */
+/** What an abort with this code does to its messages: retried (spending a try or not, at once or after backoff), held, interrupted, or failed now. */
 export function abortPolicyOf(code: ErrorCode): {
   retryable: boolean;
   costsTry: boolean;
   holdsSession: boolean;
   lostSandbox: boolean;
+  interrupts: boolean;
 } {
   const spec: ErrorSpec = ERRORS[code];
   return {
@@ -435,6 +467,7 @@ export function abortPolicyOf(code: ErrorCode): {
     costsTry: spec.costsTry !== false,
     holdsSession: spec.holdsSession === true,
     lostSandbox: spec.lostSandbox === true,
+    interrupts: spec.interrupts === true,
   };
 }
 

@@ -1,7 +1,14 @@
 /** decideSupervision, case by case from a fixed BASE time: when a supervision ends, why, and what its turn becomes. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { decideSupervision, type SupervisionDecision, type SupervisionSnapshot } from './supervision.js';
+import type { ErrorCode } from './errors.js';
+import {
+  decideSupervision,
+  type EndReason,
+  type SupervisionDecision,
+  type SupervisionSnapshot,
+  type TurnAbort,
+} from './supervision.js';
 
 const BASE = 1_800_000_000_000;
 const POLICY = {
@@ -21,6 +28,7 @@ const QUIET: SupervisionSnapshot = {
   stop: null,
   drainUntil: null,
   quotaExceeded: null,
+  interruptRequestedAt: null,
   lastHeartbeatAt: BASE - 1000,
   idleSince: BASE - 10_000,
   slotWanted: false,
@@ -32,16 +40,23 @@ const inTurn = (p: Partial<SupervisionSnapshot> = {}): SupervisionSnapshot => ({
   turn: { startedAt: BASE - 5000, outcome: null },
   ...p,
 });
+/** The turn's abort is in the store already (the runner's, or the gateway's for it). */
+const abortedByItsRunner = (code: ErrorCode, error: string): SupervisionSnapshot =>
+  inTurn({ turn: { startedAt: BASE - 5000, outcome: { kind: 'aborted', code, error } } });
 const exited = { exitCode: 137, oomKilled: false, at: BASE - 200 };
 
-const FENCED: SupervisionDecision = {
+const ended = (reason: EndReason, message: string, abort: TurnAbort | null): SupervisionDecision => ({
   action: 'end',
-  ending: {
-    reason: 'LeaseLost',
-    message: 'lease lost',
-    abort: { code: 'WORKER_FENCED', error: 'worker stopped: lease lost' },
-  },
-};
+  ending: { reason, message, abort },
+});
+const FENCED = ended('LeaseLost', 'lease lost', {
+  code: 'WORKER_FENCED',
+  error: 'worker stopped: lease lost',
+});
+const INTERRUPTED = ended('Interrupted', 'the turn was interrupted by its user', {
+  code: 'TURN_INTERRUPTED',
+  error: "Turn interrupted at its user's request (interrupt)",
+});
 
 test('decideSupervision: each snapshot, its decision', () => {
   const cases: {
@@ -133,15 +148,36 @@ test('decideSupervision: each snapshot, its decision', () => {
     },
     {
       name: 'the runner aborted its turn: nothing more to abort',
-      s: inTurn({
-        turn: {
-          startedAt: BASE - 5000,
-          outcome: { kind: 'aborted', code: 'TURN_FAILED', error: 'step 1 (run) failed' },
-        },
-      }),
+      s: abortedByItsRunner('TURN_FAILED', 'step 1 (run) failed'),
       expected: {
         action: 'end',
         ending: { reason: 'TurnAborted', message: 'the runner aborted the turn (TURN_FAILED)', abort: null },
+      },
+    },
+    {
+      name: 'interrupt requested mid-turn: the sandbox is killed, the turn aborted with TURN_INTERRUPTED',
+      s: inTurn({ interruptRequestedAt: BASE - 100 }),
+      expected: INTERRUPTED,
+    },
+    {
+      name: 'interrupt requested, and the sandbox exited since (its kill): the interrupt, not the exit',
+      s: inTurn({ interruptRequestedAt: BASE - 100, exit: exited }),
+      expected: INTERRUPTED,
+    },
+    {
+      name: 'a commit the store took before the interrupt request is a commit',
+      s: inTurn({
+        interruptRequestedAt: BASE - 100,
+        turn: { startedAt: BASE - 5000, outcome: { kind: 'committed' } },
+      }),
+      expected: { action: 'turn-committed' },
+    },
+    {
+      name: 'the gateway aborted a commit the interrupt refused: Interrupted, nothing more to abort',
+      s: abortedByItsRunner('TURN_INTERRUPTED', 'asked to stop'),
+      expected: {
+        action: 'end',
+        ending: { reason: 'Interrupted', message: 'the turn was interrupted by its user', abort: null },
       },
     },
     {

@@ -43,6 +43,8 @@ export type EndReason =
   | 'WorkerStopping'
   /** The worker is draining: the session is handed back between turns. */
   | 'Drained'
+  /** Its user interrupted the running turn (POST /v1/sessions/:id/interrupt): the sandbox is killed, the turn's work discarded. */
+  | 'Interrupted'
   /** The worker's lease is lapsing or its row is gone: it fences itself. */
   | 'LeaseLost'
   /** Starting, binding or mounting the sandbox failed. */
@@ -79,6 +81,8 @@ export interface SupervisionSnapshot {
   stop: StopRequest | null;
   /** The worker is draining: no turn starts, and a running one is handed back at this time (epoch ms). */
   drainUntil: number | null;
+  /** The store holds an interrupt request for the turn being served (in-turn only), since this time. */
+  interruptRequestedAt: number | null;
   /** The quota watch found the workspace over its limit (in-turn only). */
   quotaExceeded: { code: ErrorCode; message: string } | null;
   lastHeartbeatAt: number;
@@ -118,7 +122,9 @@ export function decideSupervision(
   // failure comes before its turn is served or after it was handed back: it has no outcome.)
   if (inTurn && s.turn?.outcome && !s.failure) {
     if (s.turn.outcome.kind === 'aborted')
-      return end('TurnAborted', `the runner aborted the turn (${s.turn.outcome.code})`, null);
+      return s.turn.outcome.code === 'TURN_INTERRUPTED'
+        ? end('Interrupted', 'the turn was interrupted by its user', null)
+        : end('TurnAborted', `the runner aborted the turn (${s.turn.outcome.code})`, null);
     // Self-fencing began while the commit went through: the committed layer is left to the session's next owner.
     if (s.stop === 'LeaseLost') return end('LeaseLost', 'lease lost as the turn committed', null);
     if (s.drainUntil !== null) return end('Drained', 'worker draining: the turn committed', null);
@@ -128,6 +134,13 @@ export function decideSupervision(
   }
   // Self-fencing kills the sandbox at once: an exit seen with it is the fence's own kill.
   if (s.stop === 'LeaseLost') return stopped('LeaseLost', inTurn);
+  // Asked before anything else ended the turn: the store refuses its commit from now on, so
+  // the abort below is its one outcome (an exit seen after it is the kill it asked for).
+  if (inTurn && s.interruptRequestedAt !== null)
+    return end('Interrupted', 'the turn was interrupted by its user', {
+      code: 'TURN_INTERRUPTED',
+      error: `Turn interrupted at its user's request (interrupt)`,
+    });
   if (inTurn && s.quotaExceeded)
     return end('QuotaExceeded', s.quotaExceeded.message, {
       code: s.quotaExceeded.code,

@@ -5,8 +5,13 @@ import type { TurnOutput } from './protocol.js';
 import type { ResidentRecord } from './resident-workspace.js';
 import type { TurnSchedule } from './schedule.js';
 
-export type MessageStatus = 'pending' | 'processing' | 'done' | 'failed';
-export type TurnStatus = 'running' | 'committed' | 'aborted';
+/**
+ * An inbound message's states (docs/state-machine.md): `done`, `failed`, `cancelled` (taken
+ * back while pending) and `interrupted` (its turn was interrupted) are final.
+ */
+export type MessageStatus = 'pending' | 'processing' | 'done' | 'failed' | 'cancelled' | 'interrupted';
+/** A turn's states: `committed`, `aborted` and `interrupted` (stopped by its user, nothing kept) are final. */
+export type TurnStatus = 'running' | 'committed' | 'aborted' | 'interrupted';
 export type SessionStatus =
   | 'idle'
   | 'queued'
@@ -90,6 +95,11 @@ export interface Turn {
   errorCode: ErrorCode | null;
   /** The workspace version a committed turn ran on (null before its commit). */
   baseVersion: number | null;
+  /**
+   * When its user asked for it to be interrupted (POST /v1/sessions/:id/interrupt): from then
+   * on its commit is refused and any abort of it ends it `interrupted`. null when not asked.
+   */
+  interruptRequestedAt: number | null;
   messageIds: number[];
   startedAt: number;
   endedAt: number | null;
@@ -142,7 +152,10 @@ export type SessionEventType =
   | 'retrying'
   | 'failed'
   | 'held'
-  | 'archived';
+  | 'archived'
+  | 'cancelled'
+  | 'interrupting'
+  | 'interrupted';
 
 export interface SessionEvent {
   id: number;

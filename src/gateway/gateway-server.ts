@@ -230,11 +230,12 @@ export class SandboxGateway {
           },
           now,
         );
-        if (committed === 'workspace_behind') {
-          // Nothing was written: the turn worked on an old copy. Its retry gets one brought level with the store.
-          const behind = fenceError(committed, this.fence, 'commitTurn');
-          await this.abortClosed(turn, behind.code, behind.message, now);
-          throw behind;
+        if (committed === 'workspace_behind' || committed === 'interrupted') {
+          // Nothing was written: the turn worked on an old copy (its retry gets one brought level
+          // with the store), or its user interrupted it first (its abort ends it interrupted).
+          const refused = fenceError(committed, this.fence, 'commitTurn');
+          await this.abortClosed(turn, refused.code, refused.message, now);
+          throw refused;
         }
         await this.fenced('commitTurn', committed, now);
         this.settle(turn, { kind: 'committed' });

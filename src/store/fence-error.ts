@@ -8,6 +8,11 @@ export function fenceError(code: Exclude<CommitCode, 'ok'>, fence: Fence, operat
       'WORKSPACE_BEHIND',
       `Session ${fence.sessionId}'s turn ran on a workspace that is not the store's current version (${operation})`,
     );
+  if (code === 'interrupted')
+    return new BerthError(
+      'TURN_INTERRUPTED',
+      `Session ${fence.sessionId}'s turn was asked to stop before it committed; nothing of it was written (${operation})`,
+    );
   if (code === 'stale') {
     return new BerthError(
       'STALE_GENERATION',

@@ -70,7 +70,8 @@ export interface WorkerStore
 /**
  * The HTTP API (api/): what clients ask for (agents, sessions and their messages, turns
  * and events, tokens, webhooks, schedules, storage grants) and what /v1/status and
- * /metrics show. It writes desired state only; status is the worker's.
+ * /metrics show. It writes desired state only; status is the worker's (taking back a
+ * message no worker has taken is the one status it writes, as archiving does).
  */
 export interface ApiStore
   extends Pick<
@@ -87,6 +88,8 @@ export interface ApiStore
     | 'releaseHold'
     | 'forkSession'
     | 'enqueueMessage'
+    | 'cancelMessage'
+    | 'requestInterrupt'
     | 'getSessionView'
     | 'listSessionViews'
     | 'listMessages'

@@ -39,8 +39,11 @@ import type {
 
 /** Outcome of a fenced transition. */
 export type FenceCode = 'ok' | 'stale' | 'not_found';
-/** A commit is fenced by its generation and by the workspace version it ran on. */
-export type CommitCode = FenceCode | 'workspace_behind';
+/**
+ * A commit is fenced by its generation, by the workspace version it ran on, and by its
+ * user's interrupt: a turn asked to stop never commits ('interrupted').
+ */
+export type CommitCode = FenceCode | 'workspace_behind' | 'interrupted';
 export type Fenced<T> = { code: 'ok'; value: T } | { code: 'stale' | 'not_found' };
 
 export interface Fence {
@@ -68,7 +71,9 @@ export type StoreChange =
   | { type: 'enqueued'; sessionId: string; leaseOwner: string | null }
   | { type: 'event'; event: SessionEvent }
   | { type: 'events'; sessionId: string }
-  | { type: 'released'; sessionId: string };
+  | { type: 'released'; sessionId: string }
+  /** The session's running turn was asked to stop: its lease holder aborts it. */
+  | { type: 'interrupt'; sessionId: string; leaseOwner: string | null };
 
 export interface EnqueueInput {
   sessionId: string;
@@ -294,6 +299,30 @@ export interface Store {
   getTurn(turnId: string): Promise<Turn | null>;
   /** The turn's layer is promoted: clears pendingLayer if it still names this turn. Not fenced: any later owner may finish it. */
   markLayerPromoted(sessionId: string, turnId: string): Promise<void>;
+  /**
+   * Takes back an inbound message that no turn has taken yet (pending, including one waiting
+   * out the backoff of an aborted try): it ends `cancelled`, event `cancelled`, and the
+   * messages behind it move up. Cancelling a cancelled message returns it again. Throws
+   * SESSION_NOT_FOUND, MESSAGE_NOT_FOUND, MESSAGE_NOT_PENDING (it started or ended).
+   */
+  cancelMessage(input: {
+    sessionId: string;
+    messageId: number;
+    now: number;
+    tenant?: string;
+  }): Promise<Message>;
+  /**
+   * Asks for the session's running turn (`turnId`, when given, must be it) to stop: recorded
+   * on the turn, event `interrupting`, a hint to its lease holder. From then on its commit is
+   * refused and its abort ends it and its messages `interrupted`. Asking again returns the
+   * turn again. Throws SESSION_NOT_FOUND, NO_RUNNING_TURN.
+   */
+  requestInterrupt(input: {
+    sessionId: string;
+    turnId?: string;
+    now: number;
+    tenant?: string;
+  }): Promise<Turn>;
   /** Messages of the turn go back to pending with backoff, or are failed after the last try. */
   abortTurn(input: AbortInput, now: number): Promise<FenceCode>;
   /** Gives the session up: lease and sandbox cleared. */

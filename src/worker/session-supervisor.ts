@@ -68,6 +68,8 @@ interface Observed {
   stop: StopRequest | null;
   drainUntil: number | null;
   quotaExceeded: BerthError | null;
+  /** The store's interrupt request for the turn being served, once read. */
+  interruptRequestedAt: number | null;
   refused: string | null;
   failure: SupervisionSnapshot['failure'];
   boundAt: number;
@@ -89,6 +91,7 @@ export class SessionSupervisor {
     stop: null,
     drainUntil: null,
     quotaExceeded: null,
+    interruptRequestedAt: null,
     refused: null,
     failure: null,
     boundAt: 0,
@@ -97,6 +100,10 @@ export class SessionSupervisor {
   /** The turn this supervision started whose layer is not settled yet: aborted if the ending says so, settled in finish. */
   private owedLayer: Turn | null = null;
   private quota: WorkspaceQuota | null = null;
+  /** The store hinted at an interrupt of this session's turn: read the turn's row at the next step. */
+  private interruptHint = false;
+  /** When the running turn's row is next read for an interrupt request (the hint's polling floor). */
+  private interruptReadDueAt = 0;
 
   constructor(
     private readonly deps: SupervisorDeps,
@@ -127,6 +134,12 @@ export class SessionSupervisor {
 
   /** New inbound message for this session, or new demand for slots: re-check now. */
   poke(): void {
+    this.wake.notify();
+  }
+
+  /** Its running turn was asked to stop (a store hint): the turn's row is read at once. */
+  interruptHinted(): void {
+    this.interruptHint = true;
     this.wake.notify();
   }
 
@@ -224,7 +237,10 @@ export class SessionSupervisor {
     );
     const inFlight = new TurnInFlight(turn, turnAssignmentOf(this.agent, config, turn, messages));
     this.sandbox.serve(inFlight);
+    this.seen.interruptRequestedAt = null;
+    this.interruptReadDueAt = 0;
     for (;;) {
+      await this.readInterrupt(turn);
       const decision = this.decide('in-turn');
       switch (decision.action) {
         case 'turn-committed': {
@@ -245,9 +261,33 @@ export class SessionSupervisor {
           );
           return decision.ending;
         case 'wait':
-        case 'look-for-work':
-          await this.wake.wait(decision.action === 'wait' ? decision.forMs : 0);
+        case 'look-for-work': {
+          const forMs = decision.action === 'wait' ? decision.forMs : 0;
+          await this.wake.wait(Math.min(forMs, Math.max(0, this.interruptReadDueAt - clock.now())));
+        }
       }
+    }
+  }
+
+  /**
+   * Reads the running turn's row for an interrupt request when the store hinted at one, and
+   * otherwise every leaseMs / 5 (a hint can be lost: the renew tick is the floor, as for new
+   * messages). A store that is away only delays it.
+   */
+  private async readInterrupt(turn: Turn): Promise<void> {
+    const { store, clock, config } = this.deps;
+    if (this.seen.interruptRequestedAt !== null) return;
+    if (!this.interruptHint && clock.now() < this.interruptReadDueAt) return;
+    this.interruptHint = false;
+    this.interruptReadDueAt = clock.now() + config.leaseMs / 5;
+    try {
+      const row = await store.getTurn(turn.id);
+      if (row?.interruptRequestedAt != null) {
+        this.seen.interruptRequestedAt = row.interruptRequestedAt;
+        this.log.info({ turnId: turn.id, requestedAt: row.interruptRequestedAt }, 'Turn interrupt requested');
+      }
+    } catch (err) {
+      this.log.warn({ err, turnId: turn.id }, 'Reading the turn for an interrupt failed');
     }
   }
 
@@ -258,6 +298,7 @@ export class SessionSupervisor {
     const { config, clock } = this.deps;
     const turn = stage === 'in-turn' ? this.sandbox.turn : null;
     const { exit, stop, drainUntil, quotaExceeded, refused, failure, lastHeartbeatAt, idleSince } = this.seen;
+    const interruptRequestedAt = stage === 'in-turn' ? this.seen.interruptRequestedAt : null;
     return decideSupervision(
       {
         stage,
@@ -269,6 +310,7 @@ export class SessionSupervisor {
         stop,
         drainUntil,
         quotaExceeded: quotaExceeded ? { code: quotaExceeded.code, message: quotaExceeded.message } : null,
+        interruptRequestedAt,
         lastHeartbeatAt,
         idleSince,
         ...idle,

@@ -199,6 +199,8 @@ export class Worker {
         for (const s of this.supervisors.values()) s.poke();
     } else if (change.type === 'released') {
       this.claimWake.notify();
+    } else if (change.type === 'interrupt' && change.leaseOwner === this.id) {
+      this.supervisors.get(change.sessionId)?.interruptHinted();
     }
   }
 

@@ -14,6 +14,7 @@ export function turnRow(fields: Partial<Turn>): Turn {
     error: null,
     errorCode: null,
     baseVersion: null,
+    interruptRequestedAt: null,
     messageIds: [1],
     startedAt: 1000,
     endedAt: 2000,

@@ -16,6 +16,7 @@ export const POSTGRES_STATEMENTS: DialectStatements = {
   EXPIRED_LEASES_LOCKED: `${EXPIRED_LEASES} FOR NO KEY UPDATE OF s SKIP LOCKED`,
   FENCE:
     'SELECT 1 FROM sessions WHERE id = :id AND generation = :generation AND lease_owner = :worker FOR NO KEY UPDATE',
+  SESSION_LOCKED: 'SELECT * FROM sessions WHERE id = :id FOR NO KEY UPDATE',
   INSERT_DELIVERIES_FOR_EVENT: insertDeliveriesForEvent(
     'EXISTS (SELECT 1 FROM json_array_elements_text(w.events::json) AS e(value) WHERE e.value = CAST(:type AS TEXT))',
   ),

@@ -408,6 +408,77 @@ ALTER TABLE sessions ADD COLUMN held_error TEXT;
   },
   {
     version: 20,
+    name: 'cancelled and interrupted messages, interrupted turns',
+    // A queued message can be taken back (cancelled) and a running turn interrupted by its
+    // user: new final states, and the time the interrupt was asked for on the turn (its
+    // commit refuses from then on). SQLite cannot change a CHECK: both tables are rebuilt.
+    only: 'sqlite',
+    sql: `
+CREATE TABLE messages_next (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_id TEXT NOT NULL REFERENCES sessions(id),
+  direction TEXT NOT NULL CHECK (direction IN ('in', 'out')),
+  text TEXT NOT NULL,
+  data TEXT,
+  status TEXT NOT NULL CHECK (status IN ('pending', 'processing', 'done', 'failed', 'cancelled', 'interrupted')),
+  tries INTEGER NOT NULL DEFAULT 0,
+  process_after INTEGER NOT NULL DEFAULT 0,
+  turn_id TEXT,
+  error TEXT,
+  created_at INTEGER NOT NULL,
+  error_code TEXT,
+  in_reply_to TEXT
+);
+INSERT INTO messages_next (id, session_id, direction, text, data, status, tries, process_after, turn_id, error, created_at, error_code, in_reply_to)
+SELECT id, session_id, direction, text, data, status, tries, process_after, turn_id, error, created_at, error_code, in_reply_to FROM messages;
+DROP TABLE messages;
+ALTER TABLE messages_next RENAME TO messages;
+CREATE INDEX messages_session ON messages(session_id, id);
+CREATE INDEX messages_pending ON messages(process_after, id) WHERE status = 'pending';
+CREATE INDEX messages_turn ON messages(turn_id) WHERE turn_id IS NOT NULL;
+CREATE INDEX messages_pending_of_session ON messages(session_id, id) WHERE direction = 'in' AND status = 'pending';
+CREATE TABLE turns_next (
+  id TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL REFERENCES sessions(id),
+  attempt INTEGER NOT NULL,
+  generation INTEGER NOT NULL,
+  worker_id TEXT NOT NULL,
+  sandbox TEXT,
+  status TEXT NOT NULL CHECK (status IN ('running', 'committed', 'aborted', 'interrupted')),
+  progress TEXT,
+  error TEXT,
+  message_ids TEXT NOT NULL,
+  started_at INTEGER NOT NULL,
+  ended_at INTEGER,
+  error_code TEXT,
+  base_version INTEGER,
+  interrupt_requested_at INTEGER
+);
+INSERT INTO turns_next (id, session_id, attempt, generation, worker_id, sandbox, status, progress, error, message_ids, started_at, ended_at, error_code, base_version)
+SELECT id, session_id, attempt, generation, worker_id, sandbox, status, progress, error, message_ids, started_at, ended_at, error_code, base_version FROM turns;
+DROP TABLE turns;
+ALTER TABLE turns_next RENAME TO turns;
+CREATE INDEX turns_session ON turns(session_id, started_at);
+CREATE INDEX turns_running ON turns(session_id) WHERE status = 'running';
+CREATE INDEX turns_committed ON turns(ended_at) WHERE status = 'committed';
+`,
+  },
+  {
+    version: 20,
+    name: 'cancelled and interrupted messages, interrupted turns',
+    // The same as SQLite's version 20, where a CHECK can be replaced in place.
+    only: 'postgres',
+    sql: `
+ALTER TABLE messages DROP CONSTRAINT messages_status_check;
+ALTER TABLE messages ADD CONSTRAINT messages_status_check
+  CHECK (status IN ('pending', 'processing', 'done', 'failed', 'cancelled', 'interrupted'));
+ALTER TABLE turns DROP CONSTRAINT turns_status_check;
+ALTER TABLE turns ADD CONSTRAINT turns_status_check CHECK (status IN ('running', 'committed', 'aborted', 'interrupted'));
+ALTER TABLE turns ADD COLUMN interrupt_requested_at INTEGER;
+`,
+  },
+  {
+    version: 21,
     name: 'draining workers',
     // Set once, when a worker begins to drain (its SIGTERM, or an operator's request): it
     // claims nothing more, and status shows it until its row goes at its clean stop.

@@ -99,6 +99,7 @@ export function toTurn(r: Row): Turn {
     error: (r.error as string | null) ?? null,
     errorCode: errorCodeOf(r.error_code),
     baseVersion: r.base_version == null ? null : Number(r.base_version),
+    interruptRequestedAt: r.interrupt_requested_at == null ? null : Number(r.interrupt_requested_at),
     messageIds: JSON.parse(String(r.message_ids)) as number[],
     startedAt: Number(r.started_at),
     endedAt: r.ended_at == null ? null : Number(r.ended_at),

@@ -67,6 +67,7 @@ import * as sandboxes from './programs/sandboxes.js';
 import * as schedules from './programs/schedules.js';
 import * as sessions from './programs/sessions.js';
 import * as storage from './programs/storage.js';
+import * as takeBack from './programs/take-back.js';
 import * as tokens from './programs/tokens.js';
 import * as turns from './programs/turns.js';
 import * as webhooks from './programs/webhooks.js';
@@ -339,6 +340,24 @@ export class SqlStore implements Store {
 
   commitTurn(input: CommitInput, now: number): Promise<CommitCode> {
     return this.write('commitTurn', (tx) => turns.commitTurn(tx, input, now));
+  }
+
+  cancelMessage(input: {
+    sessionId: string;
+    messageId: number;
+    now: number;
+    tenant?: string;
+  }): Promise<Message> {
+    return this.write('cancelMessage', (tx) => takeBack.cancelMessage(tx, input));
+  }
+
+  requestInterrupt(input: {
+    sessionId: string;
+    turnId?: string;
+    now: number;
+    tenant?: string;
+  }): Promise<Turn> {
+    return this.write('requestInterrupt', (tx) => takeBack.requestInterrupt(tx, input));
   }
 
   abortTurn(input: AbortInput, now: number): Promise<FenceCode> {

@@ -60,6 +60,14 @@ export interface DialectStatements {
    */
   FENCE: string;
   /**
+   * A session row, locked where the engine can, for a transition a client asks for that
+   * changes its messages or turns (cancelMessage, requestInterrupt): it then serializes with
+   * the fenced transitions of the session's worker, which lock the same row (FENCE).
+   * @param id the session
+   * @returns the row, or none
+   */
+  SESSION_LOCKED: string;
+  /**
    * One delivery per live webhook that wants this event, in the event's own transaction,
    * so an event is never written without its deliveries (`webhooks.events` is a JSON
    * array, read with each engine's JSON functions).

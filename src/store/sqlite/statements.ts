@@ -9,6 +9,7 @@ export const SQLITE_STATEMENTS: DialectStatements = {
   DEAD_HELD_QUEUE_HEAD: `${DEAD_HELD_QUEUE} LIMIT 1`,
   EXPIRED_LEASES_LOCKED: EXPIRED_LEASES,
   FENCE: 'SELECT 1 FROM sessions WHERE id = :id AND generation = :generation AND lease_owner = :worker',
+  SESSION_LOCKED: 'SELECT * FROM sessions WHERE id = :id',
   INSERT_DELIVERIES_FOR_EVENT: insertDeliveriesForEvent(
     'EXISTS (SELECT 1 FROM json_each(w.events) WHERE value = :type)',
   ),

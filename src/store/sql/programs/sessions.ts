@@ -118,7 +118,11 @@ function* insertSession(
 }
 
 /** The session `sessionId` if `tenant` may see it; otherwise SESSION_NOT_FOUND (another tenant's looks absent). */
-function* ownSessionRow(sessionId: string, tenant: string | undefined, operation: string): Program<Row> {
+export function* ownSessionRow(
+  sessionId: string,
+  tenant: string | undefined,
+  operation: string,
+): Program<Row> {
   const row = yield* get('SESSION_BY_ID', { id: sessionId });
   if (!row || !ownedBy(row, tenant))
     throw new BerthError('SESSION_NOT_FOUND', `Session ${sessionId} does not exist (${operation})`);

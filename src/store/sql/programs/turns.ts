@@ -1,8 +1,11 @@
 /**
  * Turns and the messages they take: start (runnable messages into a running turn),
  * progress, commit (messages done, state, schedules, the layer owed, replies) and abort
- * (each message retried, requeued or failed by the catalogue's policy). Every write is
- * under the running-turn fence, whose lock makes each guarded statement match its row.
+ * (each message retried, requeued, interrupted or failed by the catalogue's policy). Every
+ * write is under the running-turn fence, whose lock makes each guarded statement match its
+ * row. A turn its user asked to interrupt (requestInterrupt) never commits, and whatever
+ * aborts it ends it interrupted: the request and the commit lock the same session row, so
+ * the first of the two decides the turn's one outcome.
  */
 import {
   type AbortInput,
@@ -79,6 +82,7 @@ export function* commitTurn(tx: Tx, input: CommitInput, now: number): Program<Co
   const { sessionId, turnId } = input;
   const code = yield* checkRunningTurn(input, turnId);
   if (code !== 'ok') return code;
+  if ((yield* get('TURN_BY_ID', { id: turnId }))!.interrupt_requested_at != null) return 'interrupted';
   const version = Number((yield* get('SESSION_BY_ID', { id: sessionId }))!.workspace_version);
   // A turn that ran on another workspace than the store's must not commit: its writes were made against the wrong files.
   if (input.workspace && input.workspace.baseVersion !== version) return 'workspace_behind';
@@ -128,9 +132,11 @@ export function* abortTurn(tx: Tx, input: AbortInput, now: number, retry: RetryP
 
 /**
  * The one abort path, whoever ends the turn (its sandbox, the sweep, archiving): each of
- * its messages is retried with backoff, requeued, held or failed, as the catalogue says of
- * the code (a held message holds its session); the turn is aborted. The caller holds the
- * session row and read the turn as running.
+ * its messages is retried with backoff, requeued, held, interrupted or failed, as the
+ * catalogue says of the code (a held message holds its session); the turn is aborted, or
+ * interrupted. A turn its user asked to interrupt is interrupted whatever ended it (the
+ * kill the request caused, a sweep after its worker died). The caller holds the session
+ * row and read the turn as running.
  */
 export function* abortRunningTurn(
   tx: Tx,
@@ -138,7 +144,14 @@ export function* abortRunningTurn(
   now: number,
   retry: RetryPolicy,
 ): Program<void> {
-  const { sessionId, turnId, code, error } = input;
+  const { sessionId, turnId } = input;
+  const asked = (yield* get('TURN_BY_ID', { id: turnId }))!.interrupt_requested_at != null;
+  const code = asked ? 'TURN_INTERRUPTED' : input.code;
+  const error =
+    asked && input.code !== 'TURN_INTERRUPTED'
+      ? `Turn ${turnId} was interrupted at its user's request (abortTurn; it ended with ${input.code}: ${input.error})`
+      : input.error;
+  let interrupted = false;
   // How long the turn's death went unnoticed (sandbox exit or last heartbeat to this abort), for the metrics.
   const detected = input.detectedAfterMs === undefined ? {} : { detectedAfterMs: input.detectedAfterMs };
   let held = false;
@@ -184,6 +197,17 @@ export function* abortRunningTurn(
           now,
         );
         break;
+      case 'interrupt':
+        yield* guarded(tx, 'INTERRUPT_MESSAGE', { id: m.id, error, errorCode: code }, guard);
+        yield* insertEvent(
+          tx,
+          sessionId,
+          'interrupted',
+          { turnId, messageId: m.id, tries: m.tries, code, error },
+          now,
+        );
+        interrupted = true;
+        break;
       case 'fail':
         yield* guarded(tx, 'FAIL_MESSAGE', { id: m.id, error, errorCode: code }, guard);
         yield* insertEvent(
@@ -198,13 +222,13 @@ export function* abortRunningTurn(
   }
   if (held) yield* holdSession(tx, sessionId, { code, error }, now);
   yield* recomputeQueueKeys(tx, sessionId);
-  yield* endTurn(tx, turnId, 'aborted', { error, code }, now, null);
+  yield* endTurn(tx, turnId, interrupted || asked ? 'interrupted' : 'aborted', { error, code }, now, null);
 }
 
 function* endTurn(
   tx: Tx,
   turnId: string,
-  status: 'committed' | 'aborted',
+  status: 'committed' | 'aborted' | 'interrupted',
   why: { error: string; code: string } | null,
   now: number,
   baseVersion: number | null,

@@ -1,6 +1,6 @@
 /**
  * The statements on `messages`: inbound messages through their states (pending →
- * processing → done | failed), and replies. Written once for both engines
+ * processing → done | failed | interrupted; pending → cancelled), and replies. Written once for both engines
  * (../statements.ts says in which dialect). Each header lists the statement's parameters
  * and what it returns; a guarded one (@guard) must change exactly one row, and says why
  * nothing else can happen (statements.test.ts holds the headers to the SQL and the guards
@@ -121,6 +121,27 @@ WHERE id = :id AND status = 'processing'`;
  */
 export const FAIL_MESSAGE = `
 UPDATE messages SET status = 'failed', error = :error, error_code = :errorCode WHERE id = :id AND status = 'processing'`;
+
+/**
+ * A message of an interrupted turn ends interrupted: its user stopped it, it is not retried.
+ * @param id the message
+ * @param error why the turn ended
+ * @param errorCode its catalogue code (TURN_INTERRUPTED)
+ * @returns changed rows: 1 = interrupted
+ * @guard the abort holds the session row and read the message as processing under it
+ */
+export const INTERRUPT_MESSAGE = `
+UPDATE messages SET status = 'interrupted', turn_id = NULL, error = :error, error_code = :errorCode
+WHERE id = :id AND status = 'processing'`;
+
+/**
+ * A pending message taken back by its sender before a turn took it.
+ * @param id the message
+ * @returns changed rows: 1 = cancelled
+ * @guard cancelMessage holds the session row (SESSION_LOCKED) and read the message as pending
+ *   under it; only transitions holding that row change its messages
+ */
+export const CANCEL_MESSAGE = `UPDATE messages SET status = 'cancelled' WHERE id = :id AND status = 'pending'`;
 
 /**
  * An open message of a session being archived fails.

@@ -62,9 +62,21 @@ export const TURNS_OF_SESSION = `SELECT * FROM turns WHERE session_id = :session
 export const SET_TURN_PROGRESS = `UPDATE turns SET progress = :text WHERE id = :id AND status = 'running'`;
 
 /**
- * A running turn ends: committed or aborted, with why.
+ * Its user asks for the running turn to be interrupted: from now on its commit is refused
+ * and any abort of it ends it interrupted.
  * @param id the turn
- * @param status committed or aborted
+ * @param now the transition's time, epoch ms
+ * @returns changed rows: 1 = recorded
+ * @guard requestInterrupt holds the session row (SESSION_LOCKED) and read the turn as running
+ *   under it
+ */
+export const REQUEST_INTERRUPT = `
+UPDATE turns SET interrupt_requested_at = :now WHERE id = :id AND status = 'running'`;
+
+/**
+ * A running turn ends: committed, aborted or interrupted, with why.
+ * @param id the turn
+ * @param status committed, aborted or interrupted
  * @param error why it was aborted, or null
  * @param errorCode its catalogue code, or null
  * @param baseVersion the workspace version a committed turn ran on, or null
