@@ -202,6 +202,7 @@ const CASES: Record<string, RouteCase> = {
   'DELETE /v1/tokens/:id': { kind: 'admin' },
   'GET /metrics': { kind: 'admin' },
   'GET /v1/chaos/reports': { kind: 'admin' },
+  'POST /v1/workers/:id/drain': { kind: 'admin' },
   'GET /v1/openapi.json': { kind: 'public' },
   'GET /healthz': { kind: 'public' },
   'GET /': { kind: 'public' },
