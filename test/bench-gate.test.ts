@@ -30,6 +30,7 @@ function results(warmPathRatio: number) {
       killStartToTurnAbortedMs: p50(100 * ref('kill → turn')),
       killStartToReplyMs: p50(100 * ref('kill → reply')),
     },
+    { bench: 'burst', ratioAllStartedToRefill: ref('a burst') },
   ];
 }
 

@@ -15,14 +15,14 @@ const run = promisify(execFile);
 
 test('npm run bench -- --quick (the warm-pool and speed benchmarks): each prints its JSON with a baseline from the same run, and the gate judges their ratios', async (t) => {
   // The warm-pool and speed benchmarks (docs/performance.md) and the blob store's; modelProxy and isolation have their own runs (docs/model-agents.md, docs/isolation.md).
-  const names = ['coldStart', 'warmStart', 'warmPath', 'detection', 'liveSandboxes', 'blobs'];
+  const names = ['coldStart', 'warmStart', 'warmPath', 'detection', 'burst', 'liveSandboxes', 'blobs'];
   const { stdout } = await run(process.execPath, ['dist/bench/index.js', '--quick', ...names], {
     maxBuffer: 16 * 1024 * 1024,
     timeout: 15 * 60_000,
   });
   const results = parseJsonLines(stdout) as Record<string, unknown>[];
   const byName = new Map(results.map((r) => [r.bench, r]));
-  for (const name of ['cold-start', 'warm-start', 'warm-path', 'detection', 'live-sandboxes', 'blobs']) {
+  for (const name of ['cold-start', 'warm-start', 'warm-path', 'detection', 'burst', 'live-sandboxes', 'blobs']) {
     const r = byName.get(name);
     assert.ok(r, `${name} printed a result: ${stdout}`);
     assert.ok(
