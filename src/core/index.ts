@@ -17,6 +17,7 @@ export * from './failpoints.js';
 export * from './ids.js';
 export * from './json-lines.js';
 export * from './labels.js';
+export * from './line-diff.js';
 export * from './model-budget.js';
 export * from './packages.js';
 export * from './postgres-url.js';
