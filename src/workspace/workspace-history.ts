@@ -24,7 +24,13 @@ import { createHash, type Hash } from 'node:crypto';
 import { PassThrough, type Readable } from 'node:stream';
 import type { BlobStore } from '../blobs/index.js';
 import { BerthError, type ChainEntry, unifiedDiff, type WorkspaceChain } from '../core/index.js';
-import { type EntryTarget, type FileEntry, type FileSink, type LayerEntry, readLayerArchive } from './layer-archive.js';
+import {
+  type EntryTarget,
+  type FileEntry,
+  type FileSink,
+  type LayerEntry,
+  readLayerArchive,
+} from './layer-archive.js';
 
 export interface HistoryLimits {
   /** A file larger than this (either side) gets no text diff, only its sizes. @default 1 MiB */
@@ -131,7 +137,12 @@ export class WorkspaceHistory {
   ) {}
 
   /** A directory listed, or what a path is, at a retained version ('' = the workspace's root). */
-  async stat(chain: WorkspaceChain, version: number, path: string, resident = false): Promise<WorkspacePathInfo> {
+  async stat(
+    chain: WorkspaceChain,
+    version: number,
+    path: string,
+    resident = false,
+  ): Promise<WorkspacePathInfo> {
     assertRetained(chain, version, resident, 'read');
     const root = await this.treeAt(chain, version);
     const node = lookup(root, path);
@@ -239,8 +250,13 @@ export class WorkspaceHistory {
   }
 
   private render(version: number, before: Map<string, Node>, after: Map<string, Node>): TurnDiff {
-    const changes: { path: string; change: FileChange['change']; from?: string; a: Node | null; b: Node | null }[] =
-      [];
+    const changes: {
+      path: string;
+      change: FileChange['change'];
+      from?: string;
+      a: Node | null;
+      b: Node | null;
+    }[] = [];
     for (const [path, a] of before) {
       const b = after.get(path);
       if (!b || b.type !== a.type) changes.push({ path, change: 'deleted', a, b: null });
@@ -338,12 +354,18 @@ function assertRetained(
       `Session ${chain.sessionId} has reached workspace version ${retained.newest}; there is no version ${version}`,
     );
   if (version < retained.oldest)
-    throw notRetained(chain, version, retained, `it was compacted into the snapshot of version ${retained.oldest}`);
+    throw notRetained(
+      chain,
+      version,
+      retained,
+      `it was compacted into the snapshot of version ${retained.oldest}`,
+    );
   return retained;
 }
 
 function notRetained(chain: WorkspaceChain, version: number, r: RetainedVersions, why: string): BerthError {
-  const available = r.oldest === r.newest ? `only version ${r.newest} is` : `versions ${r.oldest}-${r.newest} are`;
+  const available =
+    r.oldest === r.newest ? `only version ${r.newest} is` : `versions ${r.oldest}-${r.newest} are`;
   return new BerthError(
     'VERSION_NOT_RETAINED',
     `Version ${version} of session ${chain.sessionId}'s workspace is no longer retained (${why}); ${available} available`,
