@@ -89,6 +89,8 @@ export interface ApiStore
     | 'listSessionViews'
     | 'listMessages'
     | 'listTurns'
+    | 'getTurnRecord'
+    | 'getWorkspaceChain'
     | 'eventsAfter'
     | 'meanTurnMs'
     | 'listWorkers'
