@@ -14,6 +14,7 @@ export * from './decide.js';
 export * from './egress.js';
 export * from './errors.js';
 export * from './failpoints.js';
+export * from './history.js';
 export * from './ids.js';
 export * from './json-lines.js';
 export * from './labels.js';

@@ -138,7 +138,7 @@ test('a diff names each added, modified, deleted, binary, renamed and re-moded f
 
 test('the tree of an older version is listed and read, the current one too', async () => {
   const { chain, history } = await setup();
-  const v1 = await history.stat(chain, 1, '');
+  const v1 = (await history.read(chain, 1, '')).info;
   assert.equal(v1.type, 'dir');
   assert.deepEqual(v1.type === 'dir' && v1.entries.map((e) => `${e.name}:${e.type}`), [
     'a.txt:file',
@@ -148,24 +148,24 @@ test('the tree of an older version is listed and read, the current one too', asy
     'run.sh:file',
   ]);
   const read = async (version: number, path: string) =>
-    (await collect((await history.readFile(chain, version, path)).body)).toString();
+    (await collect((await history.read(chain, version, path)).body!)).toString();
   assert.equal(await read(1, 'a.txt'), 'one\ntwo\nthree\n');
   assert.equal(await read(3, 'a.txt'), 'one\n2\nthree\nfour\n');
   assert.equal(await read(1, 'dir/b.txt'), 'bee\n');
   assert.deepEqual(
-    await collect((await history.readFile(chain, 2, 'img.bin')).body),
+    await collect((await history.read(chain, 2, 'img.bin')).body!),
     Buffer.concat([BINARY, BINARY]),
   );
   await assert.rejects(
-    history.stat(chain, 2, 'dir/b.txt'),
+    history.read(chain, 2, 'dir/b.txt'),
     (e) => isBerthError(e) && e.code === 'WORKSPACE_PATH_NOT_FOUND',
   );
-  await assert.rejects(
-    history.readFile(chain, 2, 'c'),
-    (e) => isBerthError(e) && e.code === 'WORKSPACE_PATH_NOT_FOUND',
-  );
-  assert.deepEqual(await history.stat(chain, 0, ''), { type: 'dir', path: '', version: 0, entries: [] });
-  await assert.rejects(history.stat(chain, 4, ''), (e) => isBerthError(e) && e.code === 'INVALID_INPUT');
+  assert.equal((await history.read(chain, 2, 'c')).info.type, 'dir');
+  assert.deepEqual(await history.read(chain, 0, ''), {
+    info: { type: 'dir', path: '', version: 0, entries: [] },
+    body: null,
+  });
+  await assert.rejects(history.read(chain, 4, ''), (e) => isBerthError(e) && e.code === 'INVALID_INPUT');
 });
 
 test('after a snapshot, older versions and the diff that made it are refused, naming what is available', async () => {
@@ -180,11 +180,11 @@ test('after a snapshot, older versions and the diff that made it are refused, na
   };
   const gone = (e: unknown) =>
     isBerthError(e) && e.code === 'VERSION_NOT_RETAINED' && /versions 2-3 are available/.test(e.message);
-  await assert.rejects(history.stat(compacted, 1, ''), gone);
+  await assert.rejects(history.read(compacted, 1, ''), gone);
   await assert.rejects(history.diff(compacted, 2), gone);
-  assert.equal((await collect((await history.readFile(compacted, 2, 'a.txt')).body)).toString(), 'snap\n');
+  assert.equal((await collect((await history.read(compacted, 2, 'a.txt')).body!)).toString(), 'snap\n');
   await assert.rejects(
-    history.stat(chain, 1, '', true),
+    history.read(chain, 1, '', true),
     (e) => isBerthError(e) && e.code === 'VERSION_NOT_RETAINED',
   );
 });

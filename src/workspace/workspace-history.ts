@@ -23,7 +23,20 @@
 import { createHash, type Hash } from 'node:crypto';
 import { PassThrough, type Readable } from 'node:stream';
 import type { BlobStore } from '../blobs/index.js';
-import { BerthError, type ChainEntry, unifiedDiff, type WorkspaceChain } from '../core/index.js';
+import {
+  BerthError,
+  type ChainEntry,
+  type FileChange,
+  type FileSide,
+  type RetainedVersions,
+  retainedVersions,
+  type TreeEntryInfo,
+  type TreeEntryType,
+  type TurnDiff,
+  unifiedDiff,
+  type WorkspaceChain,
+  type WorkspacePathInfo,
+} from '../core/index.js';
 import {
   type EntryTarget,
   type FileEntry,
@@ -44,67 +57,6 @@ export const DEFAULT_HISTORY_LIMITS: HistoryLimits = {
   maxPatchBytes: 2 * 1024 * 1024,
 };
 
-/** The versions whose tree can be read: oldest..newest, both included. */
-export interface RetainedVersions {
-  oldest: number;
-  newest: number;
-}
-
-export type TreeEntryType = 'dir' | 'file' | 'link';
-
-/** One entry of a listed directory. */
-export interface TreeEntryInfo {
-  name: string;
-  type: TreeEntryType;
-  /** Bytes of a file; 0 for a directory or a link. */
-  size: number;
-  /** Permission bits, e.g. 0o644. */
-  mode: number;
-  /** A link's target. */
-  target?: string;
-  /** File modification time, epoch ms. */
-  mtimeMs?: number;
-}
-
-export type WorkspacePathInfo =
-  | { type: 'dir'; path: string; version: number; entries: TreeEntryInfo[] }
-  | { type: 'link'; path: string; version: number; target: string }
-  | { type: 'file'; path: string; version: number; size: number; mode: number; mtimeMs: number };
-
-/** One side of a changed file. */
-export interface FileSide {
-  type: 'file' | 'link';
-  size: number;
-  mode: number;
-  /** Hex SHA-256 of a file's content. */
-  sha256?: string;
-  target?: string;
-}
-
-export interface FileChange {
-  path: string;
-  change: 'added' | 'modified' | 'deleted' | 'renamed';
-  /** A renamed file's old path. */
-  from?: string;
-  before: FileSide | null;
-  after: FileSide | null;
-  /** Content that is not UTF-8 text (or holds NUL bytes): sizes only. */
-  binary: boolean;
-  /** Unified diff hunks (`@@ … @@` and the lines), text files only; '' when only the mode changed. */
-  diff?: string;
-  /** The text diff was left out: a side is over maxTextFileBytes, or the commit's diffs passed maxPatchBytes. */
-  truncated?: boolean;
-}
-
-export interface TurnDiff {
-  /** The version the commit made; it ran on `version - 1`. */
-  version: number;
-  files: FileChange[];
-  /** Some file's text diff was left out (see each file's `truncated`). */
-  truncated: boolean;
-  counts: Record<FileChange['change'], number>;
-}
-
 /** Bytes of a file's start read to tell text from binary when its content is not kept. */
 const SNIFF_BYTES = 8000;
 
@@ -123,69 +75,40 @@ interface Node {
   content?: Buffer;
 }
 
-/** The versions whose tree the chain can still give; null when none (a resident agent's workspace is written in place, with no chain). */
-export function retainedVersions(chain: WorkspaceChain, resident = false): RetainedVersions | null {
-  if (resident) return null;
-  const snapshot = chain.entries.find((e) => e.kind === 'snapshot');
-  return { oldest: snapshot?.version ?? 0, newest: chain.version };
-}
-
 export class WorkspaceHistory {
   constructor(
     private readonly blobs: BlobStore,
     private readonly limits: HistoryLimits = DEFAULT_HISTORY_LIMITS,
   ) {}
 
-  /** A directory listed, or what a path is, at a retained version ('' = the workspace's root). */
-  async stat(
+  /**
+   * What a path is at a retained version ('' = the workspace's root): a directory with its
+   * entries, a link, or a file with its content streamed out of the object that last wrote it.
+   */
+  async read(
     chain: WorkspaceChain,
     version: number,
     path: string,
     resident = false,
-  ): Promise<WorkspacePathInfo> {
+  ): Promise<{ info: WorkspacePathInfo; body: Readable | null }> {
     assertRetained(chain, version, resident, 'read');
-    const root = await this.treeAt(chain, version);
-    const node = lookup(root, path);
+    const node = lookup(await this.treeAt(chain, version), path);
     if (!node)
       throw new BerthError(
         'WORKSPACE_PATH_NOT_FOUND',
         `Path ${path} is not in the workspace of session ${chain.sessionId} at version ${version}`,
       );
-    if (node.type === 'dir')
-      return {
-        type: 'dir',
-        path,
-        version,
-        entries: [...node.children!.entries()]
-          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-          .map(([name, n]) => ({
-            name,
-            type: n.type,
-            size: n.type === 'file' ? n.size : 0,
-            mode: n.mode,
-            ...(n.target === undefined ? {} : { target: n.target }),
-            ...(n.type === 'file' ? { mtimeMs: n.mtimeMs } : {}),
-          })),
-      };
-    if (node.type === 'link') return { type: 'link', path, version, target: node.target! };
-    return { type: 'file', path, version, size: node.size, mode: node.mode, mtimeMs: node.mtimeMs };
-  }
-
-  /** A file's content at a retained version, streamed out of the object that last wrote it. */
-  async readFile(
-    chain: WorkspaceChain,
-    version: number,
-    path: string,
-    resident = false,
-  ): Promise<{ size: number; mode: number; body: Readable }> {
-    assertRetained(chain, version, resident, 'read');
-    const node = lookup(await this.treeAt(chain, version), path);
-    if (node?.type !== 'file')
-      throw new BerthError(
-        'WORKSPACE_PATH_NOT_FOUND',
-        `Path ${path} is not a file in the workspace of session ${chain.sessionId} at version ${version}`,
-      );
-    return { size: node.size, mode: node.mode, body: this.entryContent(node.at!.key, node.at!.index) };
+    switch (node.type) {
+      case 'dir':
+        return { info: { type: 'dir', path, version, entries: listingOf(node) }, body: null };
+      case 'link':
+        return { info: { type: 'link', path, version, target: node.target! }, body: null };
+      case 'file':
+        return {
+          info: { type: 'file', path, version, size: node.size, mode: node.mode, mtimeMs: node.mtimeMs },
+          body: this.entryContent(node.at!.key, node.at!.index),
+        };
+    }
   }
 
   /** What the commit that made `version` changed, from its layer and the tree before it. */
@@ -370,6 +293,19 @@ function notRetained(chain: WorkspaceChain, version: number, r: RetainedVersions
     'VERSION_NOT_RETAINED',
     `Version ${version} of session ${chain.sessionId}'s workspace is no longer retained (${why}); ${available} available`,
   );
+}
+
+function listingOf(dir: Node): TreeEntryInfo[] {
+  return [...dir.children!.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([name, n]) => ({
+      name,
+      type: n.type,
+      size: n.type === 'file' ? n.size : 0,
+      mode: n.mode,
+      ...(n.target === undefined ? {} : { target: n.target }),
+      ...(n.type === 'file' ? { mtimeMs: n.mtimeMs } : {}),
+    }));
 }
 
 function lookup(root: Node, path: string): Node | null {
