@@ -7,6 +7,7 @@ import { coldStart } from './cold-start.js';
 import { detection } from './detection.js';
 import { fileBlobs } from './file-blobs.js';
 import { harnesses } from './harnesses.js';
+import { history } from './history.js';
 import { isolation } from './isolation.js';
 import { liveSandboxes } from './live-sandboxes.js';
 import { modelProxy } from './model-proxy.js';
@@ -37,6 +38,7 @@ const all = {
   storeFailover,
   workspaces,
   fileBlobs,
+  history,
   storeScale,
 };
 for (const [name, bench] of Object.entries(all)) {
