@@ -12,8 +12,9 @@ import type { FastifyPluginAsync } from 'fastify';
 import {
   BerthError,
   filesQuerySchema,
+  type Principal,
   type SessionView,
-  type Turn,
+  type TurnRecord,
   turnDetailOf,
   versionOfTurn,
   type WorkspaceChain,
@@ -28,8 +29,14 @@ const tag = 'sessions';
 export const historyRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) => {
   const { store, clock, routes } = deps;
 
-  /** The turn `ref` names in the session: a turn id, or the version a committed turn made. */
-  const turnOf = async (view: SessionView, ref: string): Promise<Turn> => {
+  /** The caller's session and the turn `ref` names in it (a turn id, or the version a committed turn made), with its record. */
+  const ownTurn = async (
+    params: Record<string, string>,
+    principal: Principal,
+  ): Promise<{ view: SessionView; record: TurnRecord }> => {
+    const view = await ownSessionView(store, clock, params.id!, scopeOf(principal));
+    const ref = params.turn!;
+    let turnId = ref;
     if (/^\d+$/.test(ref)) {
       const version = Number(ref);
       const turn = (await store.listTurns(view.id)).find((t) => versionOfTurn(t) === version);
@@ -38,11 +45,11 @@ export const historyRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) =
           'SESSION_TURN_NOT_FOUND',
           `No committed turn of session ${view.id} made workspace version ${version} (it is at version ${view.workspaceVersion})`,
         );
-      return turn;
+      turnId = turn.id;
     }
-    const record = await store.getTurnRecord(view.id, ref);
+    const record = await store.getTurnRecord(view.id, turnId);
     if (!record) throw new BerthError('SESSION_TURN_NOT_FOUND', `Session ${view.id} has no turn ${ref}`);
-    return record.turn;
+    return { view, record };
   };
 
   /** The reader, the chain, and whether the session's agent writes its workspace in place (no chain). */
@@ -74,14 +81,7 @@ export const historyRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) =
       status: 200,
       returns: 'TurnDetail',
     },
-    async ({ params, principal }) => {
-      const view = await ownSessionView(store, clock, params.id!, scopeOf(principal));
-      const turn = await turnOf(view, params.turn!);
-      const record = await store.getTurnRecord(view.id, turn.id);
-      if (!record)
-        throw new BerthError('SESSION_TURN_NOT_FOUND', `Session ${view.id} has no turn ${turn.id}`);
-      return turnDetailOf(record);
-    },
+    async ({ params, principal }) => turnDetailOf((await ownTurn(params, principal)).record),
   );
 
   routes.add(
@@ -97,8 +97,8 @@ export const historyRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) =
       returns: 'TurnDiff & {turnId}',
     },
     async ({ params, principal }) => {
-      const view = await ownSessionView(store, clock, params.id!, scopeOf(principal));
-      const turn = await turnOf(view, params.turn!);
+      const { view, record } = await ownTurn(params, principal);
+      const { turn } = record;
       if (turn.status !== 'committed')
         throw new BerthError(
           'TURN_NOT_COMMITTED',

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { buffer } from 'node:stream/consumers';
 import { after, test } from 'node:test';
 import { FileBlobStore } from '../blobs/index.js';
 import { type ChainEntry, isBerthError, type WorkspaceChain } from '../core/index.js';
@@ -14,21 +15,12 @@ import { packLayer, packTree } from './layer-archive.js';
 import type { PlanStep } from './promotion.js';
 import { WorkspaceHistory } from './workspace-history.js';
 
-const dirs: string[] = [];
-after(async () => {
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-});
-async function scratch(): Promise<string> {
-  const d = await mkdtemp(join(tmpdir(), 'berth-history-'));
-  dirs.push(d);
-  return d;
-}
+/** One temp dir for the whole file, removed at the end; each scratch dir is made inside it. */
+const root = await mkdtemp(join(tmpdir(), 'berth-history-'));
+after(() => rm(root, { recursive: true, force: true }));
+const scratch = () => mkdtemp(join(root, 'd-'));
 
-async function collect(stream: AsyncIterable<Uint8Array>): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(Buffer.from(c));
-  return Buffer.concat(chunks);
-}
+const collect = (stream: AsyncIterable<Uint8Array>): Promise<Buffer> => buffer(stream);
 
 const uid = process.getuid?.() ?? 0;
 

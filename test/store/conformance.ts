@@ -924,13 +924,8 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
       const store = await withAgent(open);
       const one = await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'one', now: BASE });
       const first = await claimAndStartTurn(store, BASE);
-      const abort = {
-        ...first.fence,
-        turnId: first.turn.id,
-        code: 'SANDBOX_EXITED' as const,
-        error: 'killed',
-      };
-      assert.equal(await store.abortTurn(abort, BASE + 1), 'ok');
+      const aborted = { turnId: first.turn.id, code: 'SANDBOX_EXITED' as const, error: 'killed' };
+      assert.equal(await store.abortTurn({ ...first.fence, ...aborted }, BASE + 1), 'ok');
       const due = BASE + 1 + RETRY.retryBaseMs;
       const retry = await store.startTurn(first.fence, due);
       const turn = retry.code === 'ok' && retry.value ? retry.value.turn : assert.fail('no retry');
