@@ -139,6 +139,14 @@ test('a turn by id or version: attempts, messages, replies, state, faults; its d
   assert.equal(current.headers['x-berth-version'], '2');
   assert.equal(current.body, 'v2\n');
   assert.equal((await call('/v1/sessions/s1/files?version=1&path=a.txt')).body, 'v1\n');
+
+  const paths = Object.keys((await call('/v1/openapi.json')).body.paths);
+  for (const path of [
+    '/v1/sessions/{id}/turns/{turn}',
+    '/v1/sessions/{id}/turns/{turn}/diff',
+    '/v1/sessions/{id}/files',
+  ])
+    assert.ok(paths.includes(path), `${path} in the OpenAPI document`);
 });
 
 test('refusals: unknown turn, path or version, another tenant, an uncommitted turn, a version compacted away, ..', async (t) => {
