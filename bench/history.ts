@@ -4,7 +4,8 @@
  * store — the snapshot and the layer inflated and parsed, the 100 files' old and new
  * contents hashed and diffed — against inflating and parsing the same two objects with
  * nothing kept (the floor any reader of the chain pays). Then the same diff over a
- * workspace of 100 MiB, to show what the tree before the turn costs as it grows.
+ * workspace of 100 MiB, to show what the tree before the turn costs as it grows. And a
+ * directory listed at a version: the first read builds the tree, the next ones find it kept.
  */
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -91,7 +92,18 @@ async function measure(root: string, name: string, files: number, bytes: number,
     for (const e of entries) await readLayerArchive((await blobs.get(e.key)).body, floor);
     baselineMs.push(performance.now() - t);
   }
+  const firstList = performance.now();
+  await reader.read(chain, 2, 'src');
+  const listFirstMs = performance.now() - firstList;
+  const listMs: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const t = performance.now();
+    await reader.read(chain, 2, 'src');
+    listMs.push(performance.now() - t);
+  }
   return {
+    listFirstMs: Math.round(listFirstMs * 10) / 10,
+    listKeptMs: stats(listMs),
     workspaceFiles: files,
     workspaceBytes: files * bytes,
     snapshotObjectBytes: entries[0]!.size,

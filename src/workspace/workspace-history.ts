@@ -75,7 +75,16 @@ interface Node {
   content?: Buffer;
 }
 
+/** Trees kept for reads, newest used last: browsing a version costs one build, not one per request. */
+const CACHED_TREES = 4;
+
 export class WorkspaceHistory {
+  /**
+   * Built trees by the keys of the objects that make them. Objects are immutable and their
+   * keys never reused, so a tree is never stale; only reads use these (a diff changes its tree).
+   */
+  private readonly trees = new Map<string, Promise<Node>>();
+
   constructor(
     private readonly blobs: BlobStore,
     private readonly limits: HistoryLimits = DEFAULT_HISTORY_LIMITS,
@@ -92,7 +101,7 @@ export class WorkspaceHistory {
     resident = false,
   ): Promise<{ info: WorkspacePathInfo; body: Readable | null }> {
     assertRetained(chain, version, resident, 'read');
-    const node = lookup(await this.treeAt(chain, version), path);
+    const node = lookup(await this.cachedTree(chain, version), path);
     if (!node)
       throw new BerthError(
         'WORKSPACE_PATH_NOT_FOUND',
@@ -137,6 +146,24 @@ export class WorkspaceHistory {
     const after = new Map<string, Node>();
     for (const { entry } of recorded) collectChanged(root, entry, after);
     return this.render(version, before, after);
+  }
+
+  private cachedTree(chain: WorkspaceChain, version: number): Promise<Node> {
+    const key = objectsUpTo(chain, version)
+      .map((e) => e.key)
+      .join('\n');
+    let tree = this.trees.get(key);
+    if (tree) this.trees.delete(key);
+    else {
+      tree = this.treeAt(chain, version);
+      tree.catch(() => this.trees.delete(key));
+    }
+    this.trees.set(key, tree);
+    for (const oldest of this.trees.keys()) {
+      if (this.trees.size <= CACHED_TREES) break;
+      this.trees.delete(oldest);
+    }
+    return tree;
   }
 
   /** The tree of `version`: the chain's snapshot and layers up to it, applied in memory. */
