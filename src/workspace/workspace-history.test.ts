@@ -13,7 +13,7 @@ import { FileBlobStore } from '../blobs/index.js';
 import { type ChainEntry, isBerthError, type WorkspaceChain } from '../core/index.js';
 import { packLayer, packTree } from './layer-archive.js';
 import type { PlanStep } from './promotion.js';
-import { WorkspaceHistory } from './workspace-history.js';
+import { DEFAULT_HISTORY_LIMITS, WorkspaceHistory } from './workspace-history.js';
 
 /** One temp dir for the whole file, removed at the end; each scratch dir is made inside it. */
 const root = await mkdtemp(join(tmpdir(), 'berth-history-'));
@@ -183,13 +183,27 @@ test('after a snapshot, older versions and the diff that made it are refused, na
 
 test('past the bounds a file shows its sizes and truncated, not its text', async () => {
   const { blobs, chain } = await setup();
-  const small = new WorkspaceHistory(blobs, { maxTextFileBytes: 10, maxPatchBytes: 1 << 20 });
+  const small = new WorkspaceHistory(blobs, { ...DEFAULT_HISTORY_LIMITS, maxTextFileBytes: 10 });
   const diff = await small.diff(chain, 2);
   const a = diff.files.find((f) => f.path === 'a.txt')!;
   assert.deepEqual([a.truncated, a.diff, a.before!.size, a.after!.size], [true, undefined, 14, 17]);
   assert.equal(diff.truncated, true);
-  const budget = new WorkspaceHistory(blobs, { maxTextFileBytes: 1 << 20, maxPatchBytes: 1 });
+  const budget = new WorkspaceHistory(blobs, { ...DEFAULT_HISTORY_LIMITS, maxPatchBytes: 1 });
   const cut = await budget.diff(chain, 2);
-  assert.equal(cut.files.filter((f) => f.diff !== undefined).length, 1, 'the first diff spends the budget');
+  assert.equal(cut.files.filter((f) => f.diff).length, 1, 'the first diff spends the budget');
   assert.equal(cut.truncated, true);
+  const held = new WorkspaceHistory(blobs, { ...DEFAULT_HISTORY_LIMITS, maxKeptBytes: 0 });
+  const spent = await held.diff(chain, 2);
+  assert.deepEqual(
+    spent.files.map((f) => [f.path, f.change, f.diff === undefined, f.truncated ?? false]),
+    [
+      ['a.txt', 'modified', true, true],
+      ['c/new.txt', 'added', true, true],
+      ['dir/b.txt', 'deleted', true, true],
+      ['img.bin', 'modified', true, false],
+      ['new-name.txt', 'renamed', false, false],
+      ['run.sh', 'modified', false, false],
+    ],
+    'with no content held, files show sizes (renames, mode changes and binaries still found: hashes and first bytes are kept)',
+  );
 });

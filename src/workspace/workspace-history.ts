@@ -50,11 +50,14 @@ export interface HistoryLimits {
   maxTextFileBytes: number;
   /** Text diffs of one commit, in all; the files after are listed with sizes only. @default 2 MiB */
   maxPatchBytes: number;
+  /** File contents one diff holds in memory (both sides); past it files show sizes only. @default 64 MiB */
+  maxKeptBytes: number;
 }
 
 export const DEFAULT_HISTORY_LIMITS: HistoryLimits = {
   maxTextFileBytes: 1024 * 1024,
   maxPatchBytes: 2 * 1024 * 1024,
+  maxKeptBytes: 64 * 1024 * 1024,
 };
 
 /** Bytes of a file's start read to tell text from binary when its content is not kept. */
@@ -133,12 +136,10 @@ export class WorkspaceHistory {
     const layer = chain.entries.find((e) => e.kind === 'layer' && e.version === version);
     const empty: TurnDiff = { version, files: [], truncated: false, counts: countsOf([]) };
     if (!layer) return empty; // the commit changed no file
-    const recorded = await this.recordLayer(layer);
+    const keep: KeepBudget = { fileBytes: this.limits.maxTextFileBytes, leftBytes: this.limits.maxKeptBytes };
+    const recorded = await this.recordLayer(layer, keep);
     const touched = touchedPaths(recorded);
-    const root = await this.treeAt(chain, version - 1, {
-      covers: (path) => touched.covers(path),
-      keepBytes: this.limits.maxTextFileBytes,
-    });
+    const root = await this.treeAt(chain, version - 1, { covers: (path) => touched.covers(path), keep });
     const before = new Map<string, Node>();
     for (const { entry } of recorded) collectChanged(root, entry, before);
     const replay = new TreeBuilder(root, layer.key);
@@ -170,7 +171,7 @@ export class WorkspaceHistory {
   private async treeAt(
     chain: WorkspaceChain,
     version: number,
-    capture?: { covers(path: string): boolean; keepBytes: number },
+    capture?: { covers(path: string): boolean; keep: KeepBudget },
   ): Promise<Node> {
     const root: Node = { type: 'dir', mode: 0o755, size: 0, mtimeMs: 0, children: new Map() };
     for (const entry of objectsUpTo(chain, version)) {
@@ -181,7 +182,10 @@ export class WorkspaceHistory {
   }
 
   /** Every entry of one layer, each file's content hashed and, when small, kept. */
-  private async recordLayer(layer: ChainEntry): Promise<{ entry: LayerEntry; node: Node | null }[]> {
+  private async recordLayer(
+    layer: ChainEntry,
+    keep: KeepBudget,
+  ): Promise<{ entry: LayerEntry; node: Node | null }[]> {
     const recorded: { entry: LayerEntry; node: Node | null }[] = [];
     let index = 0;
     const target: EntryTarget = {
@@ -192,7 +196,7 @@ export class WorkspaceHistory {
       startFile: async (entry) => {
         const node = fileNode(entry, { key: layer.key, index: index++ });
         recorded.push({ entry, node });
-        return capturing(node, this.limits.maxTextFileBytes);
+        return capturing(node, keep);
       },
     };
     await readLayerArchive((await this.blobs.get(layer.key)).body, target);
@@ -231,6 +235,8 @@ export class WorkspaceHistory {
         binary,
       };
       if (binary || [a, b].some((n) => n?.type === 'link')) return file;
+      // Same content (a rename, a mode change): nothing to show, whatever its size.
+      if (a?.sha256 !== undefined && a.sha256 === b?.sha256) return { ...file, diff: '' };
       const textA = a ? a.content : Buffer.alloc(0);
       const textB = b ? b.content : Buffer.alloc(0);
       if (!textA || !textB || patchBytes >= this.limits.maxPatchBytes) {
@@ -352,12 +358,19 @@ function fileNode(entry: FileEntry, at: { key: string; index: number }): Node {
   return { type: 'file', mode: entry.m, size: entry.s, mtimeMs: entry.mt, at };
 }
 
-/** A sink that hashes the content, keeps its first bytes, and keeps all of it up to `keepBytes`. */
-function capturing(node: Node, keepBytes: number): FileSink {
+/** How much content a diff may hold: per file, and left of its total. */
+interface KeepBudget {
+  fileBytes: number;
+  leftBytes: number;
+}
+
+/** A sink that hashes the content, keeps its first bytes, and keeps all of it when the budget allows. */
+function capturing(node: Node, budget: KeepBudget): FileSink {
   const hash: Hash = createHash('sha256');
   const chunks: Buffer[] = [];
   let held = 0;
-  const keep = node.size <= keepBytes;
+  const keep = node.size <= budget.fileBytes && node.size <= budget.leftBytes;
+  if (keep) budget.leftBytes -= node.size;
   return {
     write: async (bytes) => {
       hash.update(bytes);
@@ -388,8 +401,8 @@ class TreeBuilder implements EntryTarget {
   constructor(
     private readonly root: Node,
     private readonly key: string,
-    /** Files whose content a diff needs: hashed, and kept up to `keepBytes`. */
-    private readonly capture?: { covers(path: string): boolean; keepBytes: number },
+    /** Files whose content a diff needs: hashed, and kept as the budget allows. */
+    private readonly capture?: { covers(path: string): boolean; keep: KeepBudget },
   ) {}
 
   async apply(entry: Exclude<LayerEntry, { t: 'file' }>): Promise<void> {
@@ -400,7 +413,7 @@ class TreeBuilder implements EntryTarget {
   async startFile(entry: FileEntry): Promise<FileSink> {
     const node = fileNode(entry, { key: this.key, index: this.index++ });
     this.put(entry, node);
-    return this.capture?.covers(entry.p) ? capturing(node, this.capture.keepBytes) : DISCARD;
+    return this.capture?.covers(entry.p) ? capturing(node, this.capture.keep) : DISCARD;
   }
 
   /** The entry applied; for a file, `node` is the file's (built by whoever read its content). */
