@@ -9,6 +9,7 @@ import { coldStart } from './cold-start.js';
 import { detection } from './detection.js';
 import { fileBlobs } from './file-blobs.js';
 import { harnesses } from './harnesses.js';
+import { history } from './history.js';
 import { isolation } from './isolation.js';
 import { liveSandboxes } from './live-sandboxes.js';
 import { modelProxy } from './model-proxy.js';
@@ -41,6 +42,7 @@ const all = {
   storeFailover,
   workspaces,
   fileBlobs,
+  history,
   storeScale,
 };
 const results: Record<string, unknown>[] = [];

@@ -9,6 +9,7 @@ import type { ApiDeps } from './deps.js';
 import { installErrorHandler } from './error-handler.js';
 import { eventsRoutes } from './events-routes.js';
 import { grantsRoutes } from './grants-routes.js';
+import { historyRoutes } from './history-routes.js';
 import { BerthMetrics } from './metrics.js';
 import { buildOpenApi } from './openapi.js';
 import { RouteTable } from './route-table.js';
@@ -36,6 +37,7 @@ export async function buildApp(deps: ApiDeps & { log: Logger }): Promise<Fastify
   await app.register(agentsRoutes, pluginDeps);
   await app.register(grantsRoutes, pluginDeps);
   await app.register(sessionsRoutes, pluginDeps);
+  await app.register(historyRoutes, pluginDeps);
   await app.register(eventsRoutes, pluginDeps);
   await app.register(statusRoutes, pluginDeps);
   await app.register(tokensRoutes, pluginDeps);

@@ -1,6 +1,7 @@
 /** What the API needs from the host; passed to buildApp, never read from globals. */
 import type { AgentSpec, Clock, ResolvedConfig } from '../core/index.js';
 import type { ApiStore } from '../store/index.js';
+import type { WorkspaceHistory } from '../workspace/index.js';
 import type { BerthMetrics } from './metrics.js';
 import type { RouteTable } from './route-table.js';
 import type { WebhookDispatcher } from './webhook-dispatcher.js';
@@ -22,6 +23,8 @@ export interface ApiDeps {
    * Absent = not checked (the image the spec names is kept).
    */
   agentImage?: (spec: AgentSpec, stored?: AgentSpec) => Promise<string | undefined>;
+  /** Reads sessions' workspace history from the blob store (diffs, files at a version); absent = those routes answer INTERNAL. */
+  history?: WorkspaceHistory;
 }
 
 /** What each route plugin gets: the deps and the table its routes are declared in. */

@@ -19,6 +19,7 @@ import {
   type SessionView,
 } from '../core/index.js';
 import type { PluginDeps } from './deps.js';
+import { ownSessionView } from './own-session.js';
 import { scopeOf } from './route-table.js';
 import { parseInput } from './validate.js';
 
@@ -47,12 +48,7 @@ export const sessionsRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) 
           : Math.ceil(v.queuePosition / slots) * meanMs,
     }));
   };
-  const ownView = async (id: string, tenant: string | undefined): Promise<SessionView> => {
-    const sessionId = assertSessionId(id);
-    const view = await store.getSessionView(sessionId, clock.now(), tenant);
-    if (!view) throw new BerthError('SESSION_NOT_FOUND', `Session ${sessionId} does not exist`);
-    return view;
-  };
+  const ownView = (id: string, tenant: string | undefined) => ownSessionView(store, clock, id, tenant);
 
   routes.add(
     app,

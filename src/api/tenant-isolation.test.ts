@@ -21,11 +21,16 @@
  * Real SQLite, app.inject(); the event streams over real HTTP.
  */
 import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
+import { FileBlobStore } from '../blobs/index.js';
 import { loadConfig, systemClock } from '../core/index.js';
 import { openSqliteStore, type Store } from '../store/index.js';
+import { WorkspaceHistory } from '../workspace/index.js';
 import { issueToken } from './api-tokens.js';
 import { buildApp } from './app.js';
 
@@ -160,6 +165,12 @@ const CASES: Record<string, RouteCase> = {
   ]),
   'POST /v1/sessions/:id/interrupt': owned(id('session')),
   'GET /v1/sessions/:id/turns': owned(id('session')),
+  'GET /v1/sessions/:id/turns/:turn': owned((t) => [{ params: { id: t.session, turn: t.turn } }]),
+  'GET /v1/sessions/:id/turns/:turn/diff': owned((t) => [{ params: { id: t.session, turn: t.turn } }]),
+  'GET /v1/sessions/:id/files': owned((t) => [
+    { params: { id: t.session } },
+    { params: { id: t.session }, query: { version: '0', path: 'x' } },
+  ]),
   'GET /v1/sessions/:id/events': owned(id('session')),
   'POST /v1/sessions/:id/schedules': owned(
     (t) => [{ params: { id: 'globex-fresh' }, body: { cron: '0 9 * * *', message: 'x', agent: t.agent } }],
@@ -243,11 +254,14 @@ function servedRoutes(app: FastifyInstance): string[] {
 async function setup(t: { after(fn: () => Promise<void>): void }) {
   const config = loadConfig({});
   const store = openSqliteStore({ path: ':memory:', leaseMs: config.leaseMs, retry: config });
-  const app = await buildApp({ config, store, clock: systemClock, log: pino({ level: 'silent' }) });
+  const blobsDir = await mkdtemp(join(tmpdir(), 'berth-tenants-'));
+  const history = new WorkspaceHistory(new FileBlobStore(blobsDir));
+  const app = await buildApp({ config, store, clock: systemClock, log: pino({ level: 'silent' }), history });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   t.after(async () => {
     await app.close();
     await store.close();
+    await rm(blobsDir, { recursive: true, force: true });
   });
   const now = Date.now();
   const tokens = {

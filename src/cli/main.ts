@@ -20,6 +20,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<void
   const program = new Command('berth')
     .description('Crash-safe, disposable sandboxes for AI-agent sessions')
     .version('0.1.0')
+    // -V/--version only before a command: `berth session files S --version 3` is the command's own.
+    .enablePositionalOptions()
     .showHelpAfterError()
     .addCommand(upCommand(env))
     .addCommand(workerCommand(env))

@@ -1,13 +1,14 @@
-/** `berth session list|show|delete|recycle|resume|reset-workspace|fork`. */
+/** `berth session list|show|delete|recycle|resume|reset-workspace|fork|history|diff|files`. */
 import { Command } from 'commander';
 import type { ListSessionsQuery } from '../core/index.js';
 import { connect } from './connect.js';
+import { addHistoryCommands } from './history-command.js';
 import { printJson } from './output.js';
 import { renderSessions } from './status-command.js';
 
 export function sessionCommand(env: NodeJS.ProcessEnv): Command {
   const session = new Command('session').description(
-    'List, show, delete (stop and archive), recycle, resume, reset the workspace of and fork sessions',
+    'List, show, delete (stop and archive), recycle, resume, reset the workspace of and fork sessions; read their history (turns, diffs, files at a version)',
   );
   session
     .command('list')
@@ -101,5 +102,6 @@ export function sessionCommand(env: NodeJS.ProcessEnv): Command {
         `session ${view.id} forked from ${source} at workspace version ${view.workspaceVersion}\n`,
       );
     });
+  addHistoryCommands(session, env);
   return session;
 }

@@ -56,7 +56,7 @@ export function renderSessions(sessions: SessionView[]): string {
   return table(['SESSION', 'AGENT', 'STATUS', 'QUEUE', 'PENDING', 'GEN', 'SANDBOX', 'LAST REPLY'], rows);
 }
 
-function table(head: string[], rows: string[][]): string {
+export function table(head: string[], rows: string[][]): string {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) =>
     cells
@@ -66,7 +66,7 @@ function table(head: string[], rows: string[][]): string {
   return [line(head), ...rows.map(line)].join('\n');
 }
 
-function oneLine(text: string, max: number): string {
+export function oneLine(text: string, max: number): string {
   const flat = text.replace(/\s+/g, ' ').trim();
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }

@@ -20,6 +20,7 @@ import {
   type CreateSessionBody,
   type CreateTokenBody,
   type CreateWebhookBody,
+  type FilesQuery,
   isErrorCode,
   type ListSessionsQuery,
   type Message,
@@ -35,10 +36,13 @@ import {
   type StorageGrantBody,
   type StorageListing,
   type Turn,
+  type TurnDetail,
+  type TurnDiff,
   type Webhook,
   type WebhookAttempt,
   type WebhookDelivery,
   type WorkerRow,
+  type WorkspacePathInfo,
 } from '../core/index.js';
 import { ApiClient, type StreamedEvent } from './http.js';
 
@@ -50,6 +54,11 @@ export interface BerthOptions {
 }
 
 export type SessionWithEta = SessionView & { etaMs: number | null };
+
+/** What `sessions.files` answers: a directory's entries, a link, or a file with its content. */
+export type WorkspaceFile =
+  | Exclude<WorkspacePathInfo, { type: 'file' }>
+  | { type: 'file'; path: string; version: number; size: number; mode: number; content: Buffer };
 
 export interface Posted {
   message: Message;
@@ -200,6 +209,35 @@ export class Berth {
     },
     turns: async (id: string) =>
       (await this.http.request<{ turns: Turn[] }>('GET', `/v1/sessions/${enc(id)}/turns`)).turns,
+    /** One turn, by id or by the workspace version its commit made: attempts, messages, replies, state, timing, faults. */
+    turn: (id: string, turn: string | number) =>
+      this.http.request<TurnDetail>('GET', `/v1/sessions/${enc(id)}/turns/${enc(String(turn))}`),
+    /** What a committed turn changed: files added, modified, deleted, renamed; text diffs, sizes for binaries. */
+    diff: (id: string, turn: string | number) =>
+      this.http.request<TurnDiff & { turnId: string }>(
+        'GET',
+        `/v1/sessions/${enc(id)}/turns/${enc(String(turn))}/diff`,
+      ),
+    /**
+     * The workspace as of `version` (default: the current one): a directory's entries, a
+     * link, or a file with its content. VERSION_NOT_RETAINED names the versions still kept.
+     */
+    files: async (id: string, query: FilesQuery = {}): Promise<WorkspaceFile> => {
+      const qs = new URLSearchParams();
+      if (query.version !== undefined) qs.set('version', String(query.version));
+      if (query.path) qs.set('path', query.path);
+      const res = await this.http.requestBytes(`/v1/sessions/${enc(id)}/files${qs.size ? `?${qs}` : ''}`);
+      if (res.contentType.startsWith('application/json'))
+        return JSON.parse(res.bytes.toString('utf8')) as WorkspaceFile;
+      return {
+        type: 'file',
+        path: decodeURIComponent(res.headers.get('x-berth-path') ?? ''),
+        version: Number(res.headers.get('x-berth-version')),
+        size: res.bytes.length,
+        mode: Number.parseInt(res.headers.get('x-berth-mode') ?? '644', 8),
+        content: res.bytes,
+      };
+    },
   };
 
   /** Recurring messages to a session (cron in a time zone). */

@@ -33,6 +33,17 @@ export class ApiClient {
     return json as T;
   }
 
+  /** A GET whose answer may be JSON or bytes (a file): the content type, the headers, and the body as bytes. */
+  async requestBytes(path: string): Promise<{ contentType: string; headers: Headers; bytes: Buffer }> {
+    const res = await this.fetch(path, { method: 'GET' });
+    const bytes = Buffer.from(await res.arrayBuffer());
+    if (!res.ok) {
+      const text = bytes.toString('utf8');
+      throw apiError(res.status, text ? (JSON.parse(text) as unknown) : null);
+    }
+    return { contentType: res.headers.get('content-type') ?? '', headers: res.headers, bytes };
+  }
+
   /** A session's events after event id `after`, until the consumer stops or `signal` aborts. */
   events(sessionId: string, after: number, signal?: AbortSignal): AsyncGenerator<StreamedEvent> {
     return this.stream(`/v1/sessions/${encodeURIComponent(sessionId)}/events`, after, signal);

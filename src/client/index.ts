@@ -4,11 +4,18 @@ export type * from '../core/api-schemas.js';
 export type {
   Agent,
   ApiTokenRow,
+  FileChange,
+  FileSide,
   Message,
   SessionEvent,
   SessionView,
+  TreeEntryInfo,
   Turn,
+  TurnDetail,
+  TurnDiff,
+  TurnFault,
   WorkerRow,
+  WorkspacePathInfo,
 } from '../core/index.js';
 export { BerthError, isBerthError, verifyWebhookSignature, type WebhookPayload } from '../core/index.js';
 export * from './berth.js';

@@ -91,6 +91,22 @@ export const pageQuerySchema = z
   })
   .strict();
 
+/**
+ * GET /v1/sessions/:id/files: the workspace as of `version` (default: the current one);
+ * `path` is a dir to list or a file to read, relative to the workspace ('' = its root).
+ */
+export const filesQuerySchema = z
+  .object({
+    version: z.coerce.number().int().min(0).optional(),
+    path: z
+      .string()
+      .max(4096)
+      .transform((p) => p.replace(/^\/+|\/+$/g, ''))
+      .refine((p) => !p.split('/').some((s) => s === '..'), 'must not contain ".." segments')
+      .default(''),
+  })
+  .strict();
+
 /** SSE: resume after an event id (the Last-Event-ID header wins over ?after=). */
 export const eventsQuerySchema = z.object({ after: z.coerce.number().int().min(0).optional() }).strict();
 
@@ -145,6 +161,7 @@ export type CreateSessionBody = z.input<typeof createSessionSchema>;
 export type PostMessageBody = z.input<typeof postMessageSchema>;
 export type ListSessionsQuery = z.input<typeof listSessionsQuerySchema>;
 export type PageQuery = z.input<typeof pageQuerySchema>;
+export type FilesQuery = z.input<typeof filesQuerySchema>;
 export type CreateTokenBody = z.input<typeof createTokenSchema>;
 export type CreateWebhookBody = z.input<typeof createWebhookSchema>;
 export type ErrorBody = z.output<typeof errorBodySchema>;

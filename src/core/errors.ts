@@ -159,6 +159,26 @@ export const ERRORS = {
     hint: 'List the workers with berth status (or GET /v1/workers); a worker that stopped has no row.',
   },
   TURN_NOT_FOUND: { status: 404, retryable: false, hint: 'Poll GET /v1/turn for the current turn.' },
+  SESSION_TURN_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    hint: "List the session's turns and versions: berth session history <session> (GET /v1/sessions/<id>/turns).",
+  },
+  TURN_NOT_COMMITTED: {
+    status: 409,
+    retryable: false,
+    hint: 'Only a committed turn changed the workspace; an aborted one left nothing, and a running one has not committed yet. berth session history <session> shows which turns committed.',
+  },
+  VERSION_NOT_RETAINED: {
+    status: 410,
+    retryable: false,
+    hint: 'Ask for one of the versions the message names as available (berth session history <session>); older ones were compacted into a snapshot and their layers collected.',
+  },
+  WORKSPACE_PATH_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    hint: 'List the directory first: berth session files <session> [dir] --version <n> (GET /v1/sessions/<id>/files?version=<n>&path=<dir>).',
+  },
   DOCKER_UNREACHABLE: {
     status: 503,
     retryable: true,

@@ -170,6 +170,19 @@ export interface ClaimedSession {
   agent: Agent;
 }
 
+/** What the store keeps of one turn (GET /v1/sessions/:id/turns/:turn). */
+export interface TurnRecord {
+  turn: Turn;
+  /** Every turn that took any of its messages (its retries and the attempts before it), in the order they started. */
+  attempts: Turn[];
+  /** The inbound messages its attempts took, by id. */
+  messages: Message[];
+  /** What it committed as replies (none unless committed). */
+  replies: Message[];
+  /** The state keys whose committed value it wrote and still holds; a later turn's put or delete of a key replaces it. */
+  state: Record<string, unknown>;
+}
+
 export interface StartedTurn {
   turn: Turn;
   messages: Message[];

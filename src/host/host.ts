@@ -37,6 +37,7 @@ import {
 import { SecretStore } from '../secrets/index.js';
 import { openStore, type Store } from '../store/index.js';
 import { hostPaths, ScheduleRunner, Worker } from '../worker/index.js';
+import { WorkspaceHistory } from '../workspace/index.js';
 
 export interface Host {
   config: ResolvedConfig;
@@ -173,7 +174,10 @@ export async function startHost(
   // Agent images are built on, and checked against, this machine's engine; not a cluster's nodes.
   const agentImage =
     config.runtime === 'kubernetes' ? undefined : agentImageCheck(docker, paths.imageCacheDir);
-  const app = api ? await buildApp({ config, store, clock, log, webhooks, metrics, agentImage }) : null;
+  const history = new WorkspaceHistory(blobs);
+  const app = api
+    ? await buildApp({ config, store, clock, log, webhooks, metrics, agentImage, history })
+    : null;
   const address = app ? await app.listen({ host: config.apiHost, port: config.apiPort }) : '';
   log.info(
     { address, dataDir: config.dataDir, blobs: blobs.location, image, workerId: worker.id },

@@ -94,6 +94,8 @@ export interface ApiStore
     | 'listSessionViews'
     | 'listMessages'
     | 'listTurns'
+    | 'getTurnRecord'
+    | 'getWorkspaceChain'
     | 'eventsAfter'
     | 'meanTurnMs'
     | 'listWorkers'

@@ -30,6 +30,7 @@ import type {
   StorageOp,
   StoredObject,
   Turn,
+  TurnRecord,
   Webhook,
   WebhookAttempt,
   WebhookDelivery,
@@ -200,6 +201,8 @@ export interface Store {
   listSessionViews(now: number, tenant?: string): Promise<SessionView[]>;
   listMessages(sessionId: string, afterId: number, limit: number): Promise<Message[]>;
   listTurns(sessionId: string): Promise<Turn[]>;
+  /** One turn of the session and what the store keeps of it (TurnRecord); null when the session has no such turn. */
+  getTurnRecord(sessionId: string, turnId: string): Promise<TurnRecord | null>;
   /** Events after `afterId`, for one session or (null) all sessions (of `tenant`), oldest first. */
   eventsAfter(
     sessionId: string | null,

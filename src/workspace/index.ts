@@ -5,4 +5,5 @@ export { type WorkspaceLayout, workspaceLayout } from './layout.js';
 export { isMountPoint, listMounts } from './overlay-mounts.js';
 export { treeDiskBytes, WorkspaceQuota } from './quota.js';
 export { WORKSPACE_OBJECT_PREFIXES } from './workspace-cache.js';
+export { DEFAULT_HISTORY_LIMITS, type HistoryLimits, WorkspaceHistory } from './workspace-history.js';
 export { Workspaces } from './workspaces.js';

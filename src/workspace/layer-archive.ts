@@ -48,7 +48,7 @@ export type LayerEntry =
   | { t: 'file'; p: string; m: number; u: number; g: number; s: number; mt: number }
   | { t: 'link'; p: string; to: string; u: number; g: number };
 
-type FileEntry = Extract<LayerEntry, { t: 'file' }>;
+export type FileEntry = Extract<LayerEntry, { t: 'file' }>;
 
 type Header = LayerEntry | { t: 'end'; n: number };
 
@@ -137,6 +137,28 @@ export async function applyLayerArchive(
 ): Promise<number> {
   await mkdir(dir, { recursive: true });
   const target = new TreeWriter(dir);
+  try {
+    const applied = await readLayerArchive(archive, target);
+    await target.drain();
+    return applied;
+  } finally {
+    // Nothing of this apply writes after it returns or throws.
+    await target.settle();
+  }
+}
+
+/** What an archive's entries are handed to, in order: a tree on disk, or a reader of history. */
+export interface EntryTarget {
+  apply(entry: Exclude<LayerEntry, { t: 'file' }>): Promise<void>;
+  /** Where the file's content goes: exactly `entry.s` bytes are written, then it is closed. */
+  startFile(entry: FileEntry): Promise<FileSink>;
+}
+
+/** Parses an archive as it streams and hands each entry to `target`; returns the entry count. A truncated or forged archive is refused. */
+export async function readLayerArchive(
+  archive: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+  target: EntryTarget,
+): Promise<number> {
   const reader = new ArchiveReader();
   // Large chunks in and out: each is one job on the thread pool, which the file writes share.
   const gunzip = createGunzip({ chunkSize: INFLATE_CHUNK_BYTES });
@@ -145,12 +167,10 @@ export async function applyLayerArchive(
   source.pipe(gunzip);
   try {
     for await (const chunk of gunzip) await reader.push(chunk as Buffer, target);
-    const applied = reader.finish();
-    await target.drain();
-    return applied;
+    return reader.finish();
   } finally {
-    // Nothing of this apply writes after it returns or throws.
-    await target.settle();
+    source.destroy();
+    gunzip.destroy();
   }
 }
 
@@ -180,7 +200,7 @@ class ArchiveReader {
   private entries = 0;
   private ended: number | null = null;
 
-  async push(chunk: Buffer, target: TreeWriter): Promise<void> {
+  async push(chunk: Buffer, target: EntryTarget): Promise<void> {
     this.buffered = this.buffered.length ? Buffer.concat([this.buffered, chunk]) : chunk;
     for (;;) {
       if (this.open) {
@@ -265,7 +285,7 @@ const BYTES_IN_FLIGHT = 32 * 1024 * 1024;
 const WHOLE_FILE_BYTES = 4 * 1024 * 1024;
 
 /** Where a file's content goes as the archive delivers it. */
-interface FileSink {
+export interface FileSink {
   write(bytes: Buffer): Promise<void>;
   close(): Promise<void>;
 }
@@ -276,7 +296,7 @@ interface FileSink {
  * being written (a delete, a link, a large file, a path in flight or known as a dir)
  * waits for those writes first, so the tree ends as if the entries were applied in order.
  */
-class TreeWriter {
+class TreeWriter implements EntryTarget {
   /** Dirs under the root known to be real directories (not symlinks) during this apply. */
   private readonly realDirs = new Set<string>(['']);
   /** Files being written, by path; each promise settles (never rejects) once the file is placed or failed. */

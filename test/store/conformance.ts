@@ -974,6 +974,56 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
       await store.close();
     });
 
+    test('a turn record: its attempts, the messages they took, its replies and the state it still holds', async () => {
+      const store = await withAgent(open);
+      const one = await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'one', now: BASE });
+      const first = await claimAndStartTurn(store, BASE);
+      const aborted = { turnId: first.turn.id, code: 'SANDBOX_EXITED' as const, error: 'killed' };
+      assert.equal(await store.abortTurn({ ...first.fence, ...aborted }, BASE + 1), 'ok');
+      const due = BASE + 1 + RETRY.retryBaseMs;
+      const retry = await store.startTurn(first.fence, due);
+      const turn = retry.code === 'ok' && retry.value ? retry.value.turn : assert.fail('no retry');
+      const state = { kept: 1, replaced: 'a', dropped: true };
+      const outputs = [{ text: 'done' }];
+      assert.equal(
+        await store.commitTurn({ ...first.fence, turnId: turn.id, outputs, state }, due + 1),
+        'ok',
+      );
+      await store.enqueueMessage({ sessionId: 's', text: 'two', now: due + 2 });
+      const next = await store.startTurn(first.fence, due + 2);
+      const later = next.code === 'ok' && next.value ? next.value.turn : assert.fail('no next turn');
+      const overwrite = { replaced: 'b', dropped: null };
+      assert.equal(
+        await store.commitTurn({ ...first.fence, turnId: later.id, outputs: [], state: overwrite }, due + 3),
+        'ok',
+      );
+      const record = await store.getTurnRecord('s', turn.id);
+      assert.deepEqual(
+        record?.attempts.map((t) => [t.id, t.status, t.errorCode]),
+        [
+          [first.turn.id, 'aborted', 'SANDBOX_EXITED'],
+          [turn.id, 'committed', null],
+        ],
+      );
+      assert.deepEqual(
+        record?.messages.map((m) => [m.id, m.status]),
+        [[one.message.id, 'done']],
+      );
+      assert.deepEqual(
+        record?.replies.map((m) => [m.text, m.inReplyTo]),
+        [['done', [one.message.id]]],
+      );
+      assert.deepEqual(
+        record?.state,
+        { kept: 1 },
+        "keys a later turn put or deleted are not this turn's any more",
+      );
+      assert.equal((await store.getTurnRecord('s', first.turn.id))?.replies.length, 0);
+      assert.equal(await store.getTurnRecord('other', turn.id), null, "another session's turn is not found");
+      assert.equal(await store.getTurnRecord('s', 'turn_none'), null);
+      await store.close();
+    });
+
     test('notifications follow the committed transaction', async () => {
       const store = await withAgent(open);
       const seen: string[] = [];

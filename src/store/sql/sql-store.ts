@@ -31,6 +31,7 @@ import {
   type StorageOp,
   type StoredObject,
   type Turn,
+  type TurnRecord,
   type Webhook,
   type WebhookAttempt,
   type WebhookDelivery,
@@ -206,6 +207,10 @@ export class SqlStore implements Store {
 
   listTurns(sessionId: string): Promise<Turn[]> {
     return this.read(() => turns.listTurns(sessionId));
+  }
+
+  getTurnRecord(sessionId: string, turnId: string): Promise<TurnRecord | null> {
+    return this.read(() => turns.turnRecord(sessionId, turnId));
   }
 
   eventsAfter(

@@ -19,6 +19,7 @@ import {
   type RetryPolicy,
   type StartedTurn,
   type Turn,
+  type TurnRecord,
 } from '../../../core/index.js';
 import type { CommitCode, Fence, FenceCode, Fenced, ProgressInput } from '../../store.js';
 import { all, get, guarded, type Program, run, type Tx } from '../program.js';
@@ -294,6 +295,29 @@ export function* markLayerPromoted(sessionId: string, turnId: string): Program<v
 export function* getTurn(turnId: string): Program<Turn | null> {
   const row = yield* get('TURN_BY_ID', { id: turnId });
   return row ? toTurn(row) : null;
+}
+
+/** A turn of the session with its attempts, messages, replies and the state it still holds; null when the session has no such turn. */
+export function* turnRecord(sessionId: string, turnId: string): Program<TurnRecord | null> {
+  const row = yield* get('TURN_BY_ID', { id: turnId });
+  if (!row || row.session_id !== sessionId) return null;
+  const turn = toTurn(row);
+  const ids = new Set(turn.messageIds);
+  const attempts = (yield* listTurns(sessionId)).filter((t) => t.messageIds.some((id) => ids.has(id)));
+  const messageIds = [...new Set(attempts.flatMap((t) => t.messageIds))].sort((a, b) => a - b);
+  const messages: Message[] = [];
+  for (const id of messageIds) {
+    const m = yield* get('MESSAGE_BY_ID', { id });
+    if (m) messages.push(toMessage(m));
+  }
+  const replies = (yield* all('REPLIES_OF_TURN', { sessionId, turnId })).map(toMessage);
+  const state = Object.fromEntries(
+    (yield* all('STATE_OF_TURN', { sessionId, turnId })).map((r) => [
+      String(r.key),
+      JSON.parse(String(r.value)),
+    ]),
+  );
+  return { turn, attempts, messages, replies, state };
 }
 
 export function* listTurns(sessionId: string): Program<Turn[]> {

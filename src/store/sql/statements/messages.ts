@@ -40,6 +40,15 @@ VALUES (:sessionId, 'out', :text, :data, 'done', :turnId, :inReplyTo, :now) RETU
 export const MESSAGE_BY_ID = `SELECT * FROM messages WHERE id = :id`;
 
 /**
+ * A committed turn's replies, oldest first.
+ * @param sessionId the session
+ * @param turnId the turn that wrote them
+ * @returns rows
+ */
+export const REPLIES_OF_TURN = `
+SELECT * FROM messages WHERE session_id = :sessionId AND turn_id = :turnId AND direction = 'out' ORDER BY id`;
+
+/**
  * A page of a session's messages, oldest first.
  * @param sessionId the session
  * @param afterId the last id of the previous page, 0 = first page

@@ -35,6 +35,16 @@ export const DELETE_STATE = `DELETE FROM session_state WHERE session_id = :sessi
 export const STATE_OF_SESSION = `SELECT key, value FROM session_state WHERE session_id = :sessionId ORDER BY key`;
 
 /**
+ * The keys whose committed value a turn wrote and still holds (a later put or delete of a
+ * key takes it from the turn: the store keeps no older values).
+ * @param sessionId the session
+ * @param turnId the turn
+ * @returns rows (key, value), by key
+ */
+export const STATE_OF_TURN = `
+SELECT key, value FROM session_state WHERE session_id = :sessionId AND turn_id = :turnId ORDER BY key`;
+
+/**
  * A fork's state: every key the source's committed turns put, as of now.
  * @param from the source session
  * @param to the new session

@@ -1,0 +1,148 @@
+/**
+ * A session's history: one turn and what the store keeps of it, what a committed turn
+ * changed in the workspace (its diff), and the workspace as of any retained version
+ * (a directory listed, a file read). Tenant-checked like every session route: another
+ * tenant's session answers 404, exactly like one that does not exist.
+ *
+ * A turn is named by its id (`turn_…`) or by the workspace version its commit made (`3`).
+ * The workspace is read from the session's chain in the blob store (WorkspaceHistory),
+ * never from a worker's copy, so any API process reaching the store and the blobs answers.
+ */
+import type { FastifyPluginAsync } from 'fastify';
+import {
+  BerthError,
+  filesQuerySchema,
+  type Principal,
+  type SessionView,
+  type TurnRecord,
+  turnDetailOf,
+  versionOfTurn,
+  type WorkspaceChain,
+} from '../core/index.js';
+import type { WorkspaceHistory } from '../workspace/index.js';
+import type { PluginDeps } from './deps.js';
+import { ownSessionView } from './own-session.js';
+import { scopeOf } from './route-table.js';
+
+const tag = 'sessions';
+
+export const historyRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) => {
+  const { store, clock, routes } = deps;
+
+  /** The caller's session and the turn `ref` names in it (a turn id, or the version a committed turn made), with its record. */
+  const ownTurn = async (
+    params: Record<string, string>,
+    principal: Principal,
+  ): Promise<{ view: SessionView; record: TurnRecord }> => {
+    const view = await ownSessionView(store, clock, params.id!, scopeOf(principal));
+    const ref = params.turn!;
+    let turnId = ref;
+    if (/^\d+$/.test(ref)) {
+      const version = Number(ref);
+      const turn = (await store.listTurns(view.id)).find((t) => versionOfTurn(t) === version);
+      if (!turn)
+        throw new BerthError(
+          'SESSION_TURN_NOT_FOUND',
+          `No committed turn of session ${view.id} made workspace version ${version} (it is at version ${view.workspaceVersion})`,
+        );
+      turnId = turn.id;
+    }
+    const record = await store.getTurnRecord(view.id, turnId);
+    if (!record) throw new BerthError('SESSION_TURN_NOT_FOUND', `Session ${view.id} has no turn ${ref}`);
+    return { view, record };
+  };
+
+  /** The reader, the chain, and whether the session's agent writes its workspace in place (no chain). */
+  const workspaceOf = async (
+    view: SessionView,
+  ): Promise<{ history: WorkspaceHistory; chain: WorkspaceChain; resident: boolean }> => {
+    if (!deps.history)
+      throw new BerthError(
+        'INTERNAL',
+        'This API was built without a blob store: workspace history cannot be read',
+      );
+    const agent = await store.getAgent(view.agent);
+    return {
+      history: deps.history,
+      chain: await store.getWorkspaceChain(view.id),
+      resident: agent?.mode === 'resident',
+    };
+  };
+
+  routes.add(
+    app,
+    {
+      method: 'GET',
+      url: '/v1/sessions/:id/turns/:turn',
+      summary:
+        'One turn (by id, or by the workspace version its commit made): its attempts, messages, replies, state it still holds, timing and faults',
+      tag,
+      access: 'tenant',
+      status: 200,
+      returns: 'TurnDetail',
+    },
+    async ({ params, principal }) => turnDetailOf((await ownTurn(params, principal)).record),
+  );
+
+  routes.add(
+    app,
+    {
+      method: 'GET',
+      url: '/v1/sessions/:id/turns/:turn/diff',
+      summary:
+        'What a committed turn changed in the workspace: files added, modified, deleted and renamed, text diffs for text files, sizes for the rest',
+      tag,
+      access: 'tenant',
+      status: 200,
+      returns: 'TurnDiff & {turnId}',
+    },
+    async ({ params, principal }) => {
+      const { view, record } = await ownTurn(params, principal);
+      const { turn } = record;
+      if (turn.status !== 'committed')
+        throw new BerthError(
+          'TURN_NOT_COMMITTED',
+          `Turn ${turn.id} of session ${view.id} is ${turn.status}: it changed nothing (diff)`,
+        );
+      const version = versionOfTurn(turn);
+      const { history, chain, resident } = await workspaceOf(view);
+      if (version === null && !resident)
+        throw new BerthError(
+          'VERSION_NOT_RETAINED',
+          `Turn ${turn.id} of session ${view.id} committed before workspace versions were recorded; its changes are not kept`,
+        );
+      return { turnId: turn.id, ...(await history.diff(chain, version ?? 0, resident)) };
+    },
+  );
+
+  routes.add(
+    app,
+    {
+      method: 'GET',
+      url: '/v1/sessions/:id/files',
+      summary:
+        "The workspace as of a retained version (default: the current one): a directory's entries as JSON, or a file's bytes",
+      tag,
+      access: 'tenant',
+      status: 200,
+      returns:
+        'WorkspacePathInfo (a dir or a link) as JSON, or a file as application/octet-stream with x-berth-version, x-berth-mode',
+      query: filesQuerySchema,
+    },
+    async ({ params, query, principal, reply }) => {
+      const view = await ownSessionView(store, clock, params.id!, scopeOf(principal));
+      const { history, chain, resident } = await workspaceOf(view);
+      const version = query.version ?? chain.version;
+      const { info, body } = await history.read(chain, version, query.path, resident);
+      if (info.type !== 'file') return info;
+      return reply
+        .status(200)
+        .header('content-type', 'application/octet-stream')
+        .header('content-length', info.size)
+        .header('x-berth-version', version)
+        .header('x-berth-path', encodeURIComponent(query.path))
+        .header('x-berth-mode', info.mode.toString(8))
+        .send(body);
+    },
+  );
+};

@@ -1,0 +1,154 @@
+/**
+ * A session's history as the API shows it: what one turn was (its attempts, messages,
+ * replies, state, timing and faults), what it changed in the workspace (its diff), and
+ * the workspace of any retained version. The shapes the API answers and the SDK returns,
+ * and the pure rules that make them from store records. No I/O.
+ */
+import { ERRORS } from './errors.js';
+import type { Message, Turn, TurnRecord, WorkspaceChain } from './types.js';
+
+/** The versions whose tree can be read: oldest..newest, both included. */
+export interface RetainedVersions {
+  oldest: number;
+  newest: number;
+}
+
+export type TreeEntryType = 'dir' | 'file' | 'link';
+
+/** One entry of a listed directory. */
+export interface TreeEntryInfo {
+  name: string;
+  type: TreeEntryType;
+  /** Bytes of a file; 0 for a directory or a link. */
+  size: number;
+  /** Permission bits, e.g. 0o644. */
+  mode: number;
+  /** A link's target. */
+  target?: string;
+  /** File modification time, epoch ms. */
+  mtimeMs?: number;
+}
+
+export type WorkspacePathInfo =
+  | { type: 'dir'; path: string; version: number; entries: TreeEntryInfo[] }
+  | { type: 'link'; path: string; version: number; target: string }
+  | { type: 'file'; path: string; version: number; size: number; mode: number; mtimeMs: number };
+
+/** One side of a changed file. */
+export interface FileSide {
+  type: 'file' | 'link';
+  size: number;
+  mode: number;
+  /** Hex SHA-256 of a file's content. */
+  sha256?: string;
+  target?: string;
+}
+
+export interface FileChange {
+  path: string;
+  change: 'added' | 'modified' | 'deleted' | 'renamed';
+  /** A renamed file's old path. */
+  from?: string;
+  before: FileSide | null;
+  after: FileSide | null;
+  /** Content that is not UTF-8 text (or holds NUL bytes): sizes only. */
+  binary: boolean;
+  /** Unified diff hunks (`@@ … @@` and the lines), text files only; '' when only the mode changed. */
+  diff?: string;
+  /** The text diff was left out: a side is over maxTextFileBytes, or the commit's diffs passed maxPatchBytes. */
+  truncated?: boolean;
+}
+
+export interface TurnDiff {
+  /** The version the commit made; it ran on `version - 1`. */
+  version: number;
+  files: FileChange[];
+  /** Some file's text diff was left out (see each file's `truncated`). */
+  truncated: boolean;
+  counts: Record<FileChange['change'], number>;
+}
+
+/** One attempt of a turn that ended early, and why. */
+export interface TurnFault {
+  turnId: string;
+  attempt: number;
+  code: string | null;
+  error: string | null;
+  /** Whether the catalogue calls the code retryable (a later try may succeed). */
+  retryable: boolean | null;
+  /** When the attempt ended, epoch ms. */
+  at: number | null;
+  workerId: string;
+  sandbox: string | null;
+}
+
+/** GET /v1/sessions/:id/turns/:turn */
+export interface TurnDetail {
+  turn: Turn;
+  /** The workspace version this turn's commit made; null unless it committed. */
+  version: number | null;
+  attempts: Turn[];
+  messages: Message[];
+  replies: Message[];
+  /** The state keys whose committed value this turn wrote and that still hold it. */
+  state: Record<string, unknown>;
+  timing: {
+    /** When its first message was accepted. */
+    queuedAt: number | null;
+    /** When its first attempt started. */
+    firstStartedAt: number;
+    startedAt: number;
+    endedAt: number | null;
+    /** From the first message accepted to the first attempt's start. */
+    waitedMs: number | null;
+    /** This attempt's own run. */
+    runMs: number | null;
+    /** From the first message accepted to this attempt's end. */
+    totalMs: number | null;
+  };
+  /** The attempts that were aborted, oldest first. */
+  faults: TurnFault[];
+}
+
+/** The version a committed turn made: the one it ran on, plus one. */
+export function versionOfTurn(turn: Turn): number | null {
+  return turn.status === 'committed' && turn.baseVersion !== null ? turn.baseVersion + 1 : null;
+}
+
+export function turnDetailOf(record: TurnRecord): TurnDetail {
+  const { turn, attempts } = record;
+  const firstStartedAt = Math.min(turn.startedAt, ...attempts.map((t) => t.startedAt));
+  const queuedAt = record.messages.length ? Math.min(...record.messages.map((m) => m.createdAt)) : null;
+  return {
+    ...record,
+    version: versionOfTurn(turn),
+    timing: {
+      queuedAt,
+      firstStartedAt,
+      startedAt: turn.startedAt,
+      endedAt: turn.endedAt,
+      waitedMs: queuedAt === null ? null : firstStartedAt - queuedAt,
+      runMs: turn.endedAt === null ? null : turn.endedAt - turn.startedAt,
+      totalMs: turn.endedAt === null || queuedAt === null ? null : turn.endedAt - queuedAt,
+    },
+    faults: attempts
+      .filter((t) => t.status === 'aborted')
+      .map((t) => ({
+        turnId: t.id,
+        attempt: t.attempt,
+        code: t.errorCode,
+        error: t.error,
+        retryable: t.errorCode && t.errorCode in ERRORS ? ERRORS[t.errorCode].retryable : null,
+        at: t.endedAt,
+        workerId: t.workerId,
+        sandbox: t.sandbox,
+      })),
+  };
+}
+
+/** The versions whose tree the chain can still give; null when none (a resident agent's workspace is written in place, with no chain). */
+export function retainedVersions(chain: WorkspaceChain, resident = false): RetainedVersions | null {
+  if (resident) return null;
+  const snapshot = chain.entries.find((e) => e.kind === 'snapshot');
+  return { oldest: snapshot?.version ?? 0, newest: chain.version };
+}
