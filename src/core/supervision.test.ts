@@ -113,18 +113,7 @@ test('decideSupervision: each snapshot, its decision', () => {
     {
       name: 'mid-turn exit: the turn is aborted with SANDBOX_EXITED, detection from the exit',
       s: inTurn({ exit: exited }),
-      expected: {
-        action: 'end',
-        ending: {
-          reason: 'SandboxExited',
-          message: 'sandbox exited (exit code 137)',
-          abort: {
-            code: 'SANDBOX_EXITED',
-            error: 'sandbox exited mid-turn (exit code 137)',
-            diedAt: BASE - 200,
-          },
-        },
-      },
+      expected: EXITED_MID_TURN,
     },
     {
       name: 'mid-turn OOM kill: terminal SANDBOX_OUT_OF_MEMORY',
@@ -240,18 +229,7 @@ test('decideSupervision: each snapshot, its decision', () => {
     {
       name: 'draining, the sandbox died mid-turn: the exit, as without a drain',
       s: inTurn({ drainUntil: BASE + 3000, exit: exited }),
-      expected: {
-        action: 'end',
-        ending: {
-          reason: 'SandboxExited',
-          message: 'sandbox exited (exit code 137)',
-          abort: {
-            code: 'SANDBOX_EXITED',
-            error: 'sandbox exited mid-turn (exit code 137)',
-            diedAt: BASE - 200,
-          },
-        },
-      },
+      expected: EXITED_MID_TURN,
     },
     {
       name: 'the lease lapses mid-turn: the worker fences itself',
