@@ -12,7 +12,9 @@ import type { FastifyPluginAsync } from 'fastify';
 import {
   BerthError,
   filesQuerySchema,
+  objectsOfVersion,
   type Principal,
+  rewindSessionSchema,
   type SessionView,
   type TurnRecord,
   turnDetailOf,
@@ -143,6 +145,40 @@ export const historyRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) =
         .header('x-berth-path', encodeURIComponent(query.path))
         .header('x-berth-mode', info.mode.toString(8))
         .send(body);
+    },
+  );
+
+  routes.add(
+    app,
+    {
+      method: 'POST',
+      url: '/v1/sessions/:id/rewind',
+      summary:
+        "The session's workspace goes back to a retained version's, as a new version (history is kept); refused while it answers messages",
+      tag,
+      access: 'tenant',
+      status: 200,
+      returns: 'RewindResult',
+      body: rewindSessionSchema,
+    },
+    async ({ params, body, principal }) => {
+      const view = await ownSessionView(store, clock, params.id!, scopeOf(principal));
+      const { history, chain, resident } = await workspaceOf(view);
+      if (resident)
+        throw new BerthError(
+          'VERSION_NOT_RETAINED',
+          `Session ${view.id} keeps no workspace history: its resident agent writes the workspace in place, with no chain of versions (rewind)`,
+        );
+      // A version's snapshot names at least one object: an empty tree gets a tiny one of its own.
+      const objects = objectsOfVersion(chain, body.toVersion);
+      const emptyTree = objects !== null && objects.length === 0 ? await history.emptyTree() : undefined;
+      return store.rewindSession({
+        sessionId: view.id,
+        toVersion: body.toVersion,
+        now: clock.now(),
+        tenant: scopeOf(principal),
+        ...(emptyTree ? { emptyTree } : {}),
+      });
     },
   );
 };

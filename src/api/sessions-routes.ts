@@ -171,7 +171,7 @@ export const sessionsRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) 
       method: 'POST',
       url: '/v1/sessions/:id/fork',
       summary:
-        "A new session of the same agent whose workspace and state start from this one's last committed turn (its layers shared, not copied)",
+        "A new session of the same agent whose workspace starts from one of this one's retained versions (default: the current one) and whose state is this one's (its objects shared, not copied)",
       tag,
       access: 'tenant',
       status: 201,
@@ -182,6 +182,7 @@ export const sessionsRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) 
       store.forkSession({
         sourceId: assertSessionId(params.id!),
         sessionId: body.id === undefined ? newId('s') : assertSessionId(body.id),
+        ...(body.fromVersion === undefined ? {} : { fromVersion: body.fromVersion }),
         now: clock.now(),
         tenant: scopeOf(principal),
       }),

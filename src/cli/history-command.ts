@@ -96,7 +96,7 @@ function turnRef(value: string): string {
   return value;
 }
 
-function versionNumber(value: string): number {
+export function versionNumber(value: string): number {
   if (!/^\d+$/.test(value))
     throw new InvalidArgumentError('a workspace version is a whole number ≥ 0 (see berth session history)');
   return Number(value);

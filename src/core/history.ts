@@ -4,8 +4,19 @@
  * the workspace of any retained version. The shapes the API answers and the SDK returns,
  * and the pure rules that make them from store records. No I/O.
  */
-import { ERRORS } from './errors.js';
-import type { Message, Turn, TurnRecord, WorkspaceChain } from './types.js';
+import { BerthError, ERRORS } from './errors.js';
+import type { ChainEntry, Message, SessionView, Turn, TurnRecord, WorkspaceChain } from './types.js';
+
+/** POST /v1/sessions/:id/rewind */
+export interface RewindResult {
+  session: SessionView;
+  /** The version the rewind made (the one before it, plus one). */
+  version: number;
+  /** The version whose tree it holds. */
+  toVersion: number;
+  /** The objects its snapshot names (none copied). */
+  objects: number;
+}
 
 /** The versions whose tree can be read: oldest..newest, both included. */
 export interface RetainedVersions {
@@ -146,9 +157,49 @@ export function turnDetailOf(record: TurnRecord): TurnDetail {
   };
 }
 
-/** The versions whose tree the chain can still give; null when none (a resident agent's workspace is written in place, with no chain). */
+/**
+ * The versions whose tree the chain can still give; null when none (a resident agent's
+ * workspace is written in place, with no chain). Objects are dropped only below a snapshot
+ * (compaction), so every version from the oldest snapshot the store still names (or 0
+ * without one) to the current one can be built.
+ */
 export function retainedVersions(chain: WorkspaceChain, resident = false): RetainedVersions | null {
   if (resident) return null;
-  const snapshot = chain.entries.find((e) => e.kind === 'snapshot');
+  const snapshot = (chain.history ?? chain.entries).find((e) => e.kind === 'snapshot');
   return { oldest: snapshot?.version ?? 0, newest: chain.version };
+}
+
+/**
+ * The objects that build the tree of `version`, in the order they apply: the newest snapshot
+ * at or before it (all its parts), then the layers after that snapshot up to the version.
+ * Empty for an empty tree; null when the version is not retained (or not reached).
+ */
+export function objectsOfVersion(chain: WorkspaceChain, version: number): ChainEntry[] | null {
+  const retained = retainedVersions(chain);
+  if (!retained || version < retained.oldest || version > retained.newest) return null;
+  const rows = chain.history ?? chain.entries;
+  let base = 0;
+  for (const e of rows) if (e.kind === 'snapshot' && e.version <= version) base = e.version;
+  return rows.filter(
+    (e) =>
+      (e.kind === 'snapshot' && e.version === base) ||
+      (e.kind === 'layer' && e.version > base && e.version <= version),
+  );
+}
+
+/** VERSION_NOT_RETAINED for `version`, naming why and the versions still available. */
+export function notRetainedError(
+  sessionId: string,
+  version: number,
+  retained: RetainedVersions,
+  why: string,
+): BerthError {
+  const available =
+    retained.oldest === retained.newest
+      ? `only version ${retained.newest} is`
+      : `versions ${retained.oldest}-${retained.newest} are`;
+  return new BerthError(
+    'VERSION_NOT_RETAINED',
+    `Version ${version} of session ${sessionId}'s workspace is no longer retained (${why}); ${available} available`,
+  );
 }

@@ -155,7 +155,8 @@ export type SessionEventType =
   | 'archived'
   | 'cancelled'
   | 'interrupting'
-  | 'interrupted';
+  | 'interrupted'
+  | 'rewound';
 
 export interface SessionEvent {
   id: number;
@@ -208,6 +209,12 @@ export interface WorkspaceChain {
   /** The committed workspace version (commits so far); versions whose commit changed nothing have no object. */
   version: number;
   entries: ChainEntry[];
+  /**
+   * Every object the store still names for the session, older snapshots and the layers
+   * after them included (by version, a snapshot's parts in order): the versions whose tree
+   * can still be built. Absent = `entries`.
+   */
+  history?: ChainEntry[];
 }
 
 export interface CommitInput {

@@ -25,6 +25,7 @@ import {
   type Schedule,
   type ScheduleStatus,
   type SessionEvent,
+  type RewindResult,
   type SessionView,
   type StartedTurn,
   type StorageGrant,
@@ -37,6 +38,7 @@ import {
   type WebhookDelivery,
   type WorkerRow,
   type WorkspaceChain,
+  type WorkspaceObjectRef,
 } from '../../core/index.js';
 import type {
   AttemptResult,
@@ -401,10 +403,21 @@ export class SqlStore implements Store {
   forkSession(input: {
     sourceId: string;
     sessionId: string;
+    fromVersion?: number;
     now: number;
     tenant?: string;
   }): Promise<SessionView> {
     return this.write('forkSession', () => workspace.forkSession(input, this.policy.leaseMs));
+  }
+
+  rewindSession(input: {
+    sessionId: string;
+    toVersion: number;
+    now: number;
+    tenant?: string;
+    emptyTree?: WorkspaceObjectRef;
+  }): Promise<RewindResult> {
+    return this.write('rewindSession', (tx) => workspace.rewindSession(tx, input, this.policy.leaseMs));
   }
 
   // ---- schedules
