@@ -160,13 +160,14 @@ export function turnDetailOf(record: TurnRecord): TurnDetail {
 /**
  * The versions whose tree the chain can still give; null when none (a resident agent's
  * workspace is written in place, with no chain). Objects are dropped only below a snapshot
- * (compaction), so every version from the oldest snapshot the store still names (or 0
- * without one) to the current one can be built.
+ * of compaction (a rewind's drops nothing), so every version from the oldest such snapshot
+ * the store still names (or 0 without one) to the current one can be built.
  */
 export function retainedVersions(chain: WorkspaceChain, resident = false): RetainedVersions | null {
   if (resident) return null;
-  const snapshot = (chain.history ?? chain.entries).find((e) => e.kind === 'snapshot');
-  return { oldest: snapshot?.version ?? 0, newest: chain.version };
+  const rows = chain.history ?? chain.entries;
+  const compacted = rows.find((e) => e.kind === 'snapshot' && e.rewoundTo === undefined);
+  return { oldest: compacted?.version ?? 0, newest: chain.version };
 }
 
 /**

@@ -201,6 +201,12 @@ export interface ChainEntry extends WorkspaceObjectRef {
   /** layer: one commit's changes; snapshot: the whole tree of its version. */
   kind: 'layer' | 'snapshot';
   turnId: string | null;
+  /**
+   * A rewind's snapshot: the version whose tree it holds (its parts are that version's
+   * objects, named again). Absent for compaction's snapshot, the only kind that drops the
+   * rows before it.
+   */
+  rewoundTo?: number;
 }
 
 /** What materialises a session's committed workspace: its version, its newest snapshot and the layers after it. */

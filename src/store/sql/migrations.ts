@@ -492,8 +492,9 @@ ALTER TABLE workers ADD COLUMN draining_since INTEGER;
     // A rewind makes a new version whose tree is an older one's: its snapshot is the objects
     // that already make that tree (a snapshot and the layers after it), named again in order,
     // so no byte is copied. A snapshot row therefore has parts (0, 1, …) applied in order; a
-    // snapshot written by compaction has one. SQLite cannot change a primary key: the table
-    // is rebuilt with its index.
+    // snapshot written by compaction has one. rewound_to is the version a rewind's snapshot
+    // holds the tree of (NULL for compaction's, which alone drops older rows). SQLite cannot
+    // change a primary key: the table is rebuilt with its index.
     only: 'sqlite',
     sql: `
 CREATE TABLE workspace_layers_next (
@@ -501,6 +502,7 @@ CREATE TABLE workspace_layers_next (
   version INTEGER NOT NULL,
   kind TEXT NOT NULL CHECK (kind IN ('layer', 'snapshot')),
   part INTEGER NOT NULL DEFAULT 0,
+  rewound_to INTEGER,
   blob_key TEXT NOT NULL,
   size INTEGER NOT NULL,
   turn_id TEXT,
@@ -521,6 +523,7 @@ CREATE INDEX workspace_layers_blob ON workspace_layers(blob_key);
     only: 'postgres',
     sql: `
 ALTER TABLE workspace_layers ADD COLUMN part INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE workspace_layers ADD COLUMN rewound_to INTEGER;
 ALTER TABLE workspace_layers DROP CONSTRAINT workspace_layers_pkey;
 ALTER TABLE workspace_layers ADD PRIMARY KEY (session_id, version, kind, part);
 `,

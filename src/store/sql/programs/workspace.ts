@@ -41,6 +41,7 @@ export function* appendLayer(
     version: layer.version,
     kind: 'layer',
     part: 0,
+    rewoundTo: null,
     blobKey: layer.key,
     size: layer.size,
     turnId: layer.turnId,
@@ -62,6 +63,7 @@ export function* recordSnapshot(
     version: input.version,
     kind: 'snapshot',
     part: 0,
+    rewoundTo: null,
     blobKey: input.key,
     size: input.size,
     turnId: null,
@@ -159,7 +161,14 @@ export function* rewindSession(
   );
   yield* insertObjects(
     sessionId,
-    parts.map((p) => ({ version, kind: 'snapshot' as const, key: p.key, size: p.size, turnId: null })),
+    parts.map((p) => ({
+      version,
+      kind: 'snapshot' as const,
+      key: p.key,
+      size: p.size,
+      turnId: null,
+      rewoundTo: toVersion,
+    })),
     now,
   );
   yield* insertEvent(tx, sessionId, 'rewound', { fromVersion: current, toVersion, version }, now);
@@ -206,6 +215,7 @@ function* insertObjects(sessionId: string, entries: ChainEntry[], now: number): 
       version: entry.version,
       kind: entry.kind,
       part,
+      rewoundTo: entry.rewoundTo ?? null,
       blobKey: entry.key,
       size: entry.size,
       turnId: entry.turnId,
@@ -221,5 +231,6 @@ function toChainEntry(r: Row): ChainEntry {
     key: String(r.blob_key),
     size: Number(r.size),
     turnId: (r.turn_id as string | null) ?? null,
+    ...(r.rewound_to === null || r.rewound_to === undefined ? {} : { rewoundTo: Number(r.rewound_to) }),
   };
 }

@@ -12,6 +12,7 @@
  * @param version the workspace version the object brings the tree to
  * @param kind 'layer' (one commit's changes) or 'snapshot' (the whole tree)
  * @param part the object's place in its snapshot (0, 1, …: applied in order); 0 for a layer
+ * @param rewoundTo a rewind's snapshot: the version whose tree it holds; null otherwise
  * @param blobKey where the object is in the blob store
  * @param size its size in bytes
  * @param turnId the commit that made it (a layer), or null (a snapshot)
@@ -19,18 +20,18 @@
  * @returns changed rows: 1 = recorded, 0 = that version's object of this kind is recorded already
  */
 export const INSERT_WORKSPACE_OBJECT = `
-INSERT INTO workspace_layers (session_id, version, kind, part, blob_key, size, turn_id, created_at)
-VALUES (:sessionId, :version, :kind, :part, :blobKey, :size, :turnId, :now)
+INSERT INTO workspace_layers (session_id, version, kind, part, rewound_to, blob_key, size, turn_id, created_at)
+VALUES (:sessionId, :version, :kind, :part, :rewoundTo, :blobKey, :size, :turnId, :now)
 ON CONFLICT (session_id, version, kind, part) DO NOTHING`;
 
 /**
  * Every object a session's chain still names, older snapshots and their layers included: the
  * versions whose tree can still be built (history, rewind, fork).
  * @param sessionId the session
- * @returns rows (version, kind, part, blob_key, size, turn_id, created_at), by version, then part
+ * @returns rows (version, kind, part, rewound_to, blob_key, size, turn_id, created_at), by version, then part
  */
 export const WORKSPACE_ROWS = `
-SELECT version, kind, part, blob_key, size, turn_id, created_at FROM workspace_layers
+SELECT version, kind, part, rewound_to, blob_key, size, turn_id, created_at FROM workspace_layers
 WHERE session_id = :sessionId ORDER BY version, kind DESC, part`;
 
 /**
