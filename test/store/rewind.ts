@@ -39,7 +39,10 @@ export function runRewindConformance(kind: string, open: OpenStore): void {
       const store = await withAgent(open);
       for (const key of ['layers/1', 'layers/2', 'layers/3', 'layers/4']) await commit(store, 's', key);
       assert.equal(
-        await store.recordWorkspaceSnapshot({ sessionId: 's', version: 2, key: 'snapshots/2', size: 9 }, BASE),
+        await store.recordWorkspaceSnapshot(
+          { sessionId: 's', version: 2, key: 'snapshots/2', size: 9 },
+          BASE,
+        ),
         true,
       );
       const rewound = await store.rewindSession({ sessionId: 's', toVersion: 3, now: BASE + 1 });
@@ -54,7 +57,11 @@ export function runRewindConformance(kind: string, open: OpenStore): void {
         ],
         'what a worker materialises: the objects of version 3, in order, none copied',
       );
-      assert.deepEqual(await treeKeys(store, 's', 4), ['snapshots/2', 'layers/3', 'layers/4'], 'v4 is still kept');
+      assert.deepEqual(
+        await treeKeys(store, 's', 4),
+        ['snapshots/2', 'layers/3', 'layers/4'],
+        'v4 is still kept',
+      );
       // Back again to version 4, which lies behind the rewind's own snapshot.
       const again = await store.rewindSession({ sessionId: 's', toVersion: 4, now: BASE + 2 });
       assert.equal(again.version, 6);
@@ -78,11 +85,14 @@ export function runRewindConformance(kind: string, open: OpenStore): void {
         ],
       );
       // Refusals: a version compacted away (naming what is kept), one not reached, another tenant's session.
-      await assert.rejects(store.rewindSession({ sessionId: 's', toVersion: 1, now: BASE + 5 }), (e: unknown) => {
-        assert.ok(isBerthError(e, 'VERSION_NOT_RETAINED'));
-        assert.match(e.message, /versions 2-8 are available/);
-        return true;
-      });
+      await assert.rejects(
+        store.rewindSession({ sessionId: 's', toVersion: 1, now: BASE + 5 }),
+        (e: unknown) => {
+          assert.ok(isBerthError(e, 'VERSION_NOT_RETAINED'));
+          assert.match(e.message, /versions 2-8 are available/);
+          return true;
+        },
+      );
       await assert.rejects(
         store.rewindSession({ sessionId: 's', toVersion: 9, now: BASE + 5 }),
         code('INVALID_INPUT'),
@@ -97,7 +107,10 @@ export function runRewindConformance(kind: string, open: OpenStore): void {
       );
       // Compaction after the rewinds drops everything before its snapshot, the rewinds' rows too.
       assert.equal(
-        await store.recordWorkspaceSnapshot({ sessionId: 's', version: 8, key: 'snapshots/8', size: 9 }, BASE),
+        await store.recordWorkspaceSnapshot(
+          { sessionId: 's', version: 8, key: 'snapshots/8', size: 9 },
+          BASE,
+        ),
         true,
       );
       assert.equal(await store.isWorkspaceObjectNamed('layers/3'), false, 'garbage once no version needs it');
@@ -136,9 +149,16 @@ export function runRewindConformance(kind: string, open: OpenStore): void {
       const fork = await store.forkSession({ sourceId: 's', sessionId: 'f', fromVersion: 1, now: BASE + 1 });
       assert.equal(fork.workspaceVersion, 1);
       assert.deepEqual(await treeKeys(store, 'f'), ['layers/1']);
-      assert.deepEqual(await store.getState('f'), { at: 'layers/3' }, 'the state is the source’s (not versioned)');
+      assert.deepEqual(
+        await store.getState('f'),
+        { at: 'layers/3' },
+        'the state is the source’s (not versioned)',
+      );
       assert.equal(
-        await store.recordWorkspaceSnapshot({ sessionId: 's', version: 3, key: 'snapshots/3', size: 9 }, BASE),
+        await store.recordWorkspaceSnapshot(
+          { sessionId: 's', version: 3, key: 'snapshots/3', size: 9 },
+          BASE,
+        ),
         true,
       );
       assert.equal(await store.isWorkspaceObjectNamed('layers/1'), true, 'the fork still names it');
@@ -185,7 +205,10 @@ export function runRewindConformance(kind: string, open: OpenStore): void {
         (e: unknown) => isBerthError(e, 'SESSION_BUSY') && e.message.includes(`turn ${turn.id} running`),
       );
       const workspace = { baseVersion: 1, layer: { key: 'layers/2', size: 1 } };
-      assert.equal(await store.commitTurn({ ...fence, turnId: turn.id, outputs: [], workspace }, BASE + 3), 'ok');
+      assert.equal(
+        await store.commitTurn({ ...fence, turnId: turn.id, outputs: [], workspace }, BASE + 3),
+        'ok',
+      );
       // Answered: the rewind goes through, even with the worker still holding the session.
       const r = await store.rewindSession({ sessionId: 's', toVersion: 1, now: BASE + 4 });
       assert.equal(r.version, 3);
@@ -213,7 +236,10 @@ export function runRewindConformance(kind: string, open: OpenStore): void {
         assert.equal(base, rewound ? 3 : 2);
         assert.deepEqual(await treeKeys(store, 's'), rewound ? ['layers/1'] : ['layers/1', 'layers/2']);
         const workspace = { baseVersion: base, layer: null };
-        assert.equal(await store.commitTurn({ ...fence, turnId: turn.id, outputs: [], workspace }, BASE + 3), 'ok');
+        assert.equal(
+          await store.commitTurn({ ...fence, turnId: turn.id, outputs: [], workspace }, BASE + 3),
+          'ok',
+        );
         const inbound = (await store.listMessages('s', 0, 100)).filter((m) => m.direction === 'in');
         assert.deepEqual(
           inbound.map((m) => m.status),
@@ -243,12 +269,18 @@ export function runRewindConformance(kind: string, open: OpenStore): void {
         // Answer the message so the next round starts idle.
         const { fence, turn } = await claimAndStartTurn(store, BASE + i);
         const workspace = { baseVersion: after, layer: null };
-        assert.equal(await store.commitTurn({ ...fence, turnId: turn.id, outputs: [], workspace }, BASE + i), 'ok');
+        assert.equal(
+          await store.commitTurn({ ...fence, turnId: turn.id, outputs: [], workspace }, BASE + i),
+          'ok',
+        );
         await store.releaseSession(fence, BASE + i);
       }
       const inbound = (await store.listMessages('s', 0, 100)).filter((m) => m.direction === 'in');
       assert.equal(inbound.length, 10);
-      assert.ok(inbound.every((m) => m.status === 'done'), 'no message lost');
+      assert.ok(
+        inbound.every((m) => m.status === 'done'),
+        'no message lost',
+      );
       const rewound = (await store.eventsAfter('s', 0, 1000)).filter((e) => e.type === 'rewound');
       assert.equal(rewound.length, rewinds);
       await store.close();

@@ -126,7 +126,13 @@ export function* forkSession(
  */
 export function* rewindSession(
   tx: Tx,
-  input: { sessionId: string; toVersion: number; now: number; tenant?: string; emptyTree?: WorkspaceObjectRef },
+  input: {
+    sessionId: string;
+    toVersion: number;
+    now: number;
+    tenant?: string;
+    emptyTree?: WorkspaceObjectRef;
+  },
   leaseMs: number,
 ): Program<RewindResult> {
   const { sessionId, toVersion, now } = input;
@@ -172,7 +178,12 @@ export function* rewindSession(
     now,
   );
   yield* insertEvent(tx, sessionId, 'rewound', { fromVersion: current, toVersion, version }, now);
-  return { session: (yield* sessionViewOf(sessionId, now, leaseMs))!, version, toVersion, objects: objects.length };
+  return {
+    session: (yield* sessionViewOf(sessionId, now, leaseMs))!,
+    version,
+    toVersion,
+    objects: objects.length,
+  };
 }
 
 /** The session's materialising chain, with every row the store still names as its history. */
