@@ -159,15 +159,17 @@ export function turnDetailOf(record: TurnRecord): TurnDetail {
 
 /**
  * The versions whose tree the chain can still give; null when none (a resident agent's
- * workspace is written in place, with no chain). Objects are dropped only below a snapshot
- * of compaction (a rewind's drops nothing), so every version from the oldest such snapshot
- * the store still names (or 0 without one) to the current one can be built.
+ * workspace is written in place, with no chain). Compaction drops only the rows before one
+ * of its snapshots (a rewind's drops nothing), so every version from the oldest row, when
+ * it is such a snapshot (otherwise from 0), to the current one can be built.
  */
 export function retainedVersions(chain: WorkspaceChain, resident = false): RetainedVersions | null {
   if (resident) return null;
-  const rows = chain.history ?? chain.entries;
-  const compacted = rows.find((e) => e.kind === 'snapshot' && e.rewoundTo === undefined);
-  return { oldest: compacted?.version ?? 0, newest: chain.version };
+  // Compaction cuts only at one of its snapshots, which is then the oldest row; with no cut
+  // yet (or a policy that keeps all), the rows reach back to the first version.
+  const first = (chain.history ?? chain.entries)[0];
+  const cut = first?.kind === 'snapshot' && first.rewoundTo === undefined;
+  return { oldest: cut ? first.version : 0, newest: chain.version };
 }
 
 /**
@@ -203,4 +205,62 @@ export function notRetainedError(
     'VERSION_NOT_RETAINED',
     `Version ${version} of session ${sessionId}'s workspace is no longer retained (${why}); ${available} available`,
   );
+}
+
+/** An agent's retention policy (agent spec `retention`); undefined = the default. */
+export type RetentionPolicy = { versions?: number; days?: number; all?: true } | undefined;
+
+const DAY_MS = 24 * 3_600_000;
+
+/**
+ * The oldest version a session must still be able to build once compaction records a
+ * snapshot of `snapshotVersion` at `now`, under its agent's policy:
+ * - default (none): the snapshot's own version (everything before it goes);
+ * - `all`: 0 (nothing goes);
+ * - `versions: K`: the last K versions, the current one included;
+ * - `days: N`: the oldest version whose objects were recorded in the last N days (none: the snapshot's).
+ * Compaction runs only when layers pile up, so between two compactions more is kept, never less.
+ */
+export function retentionFloor(
+  policy: RetentionPolicy,
+  input: {
+    snapshotVersion: number;
+    currentVersion: number;
+    rows: { version: number; createdAt: number }[];
+    now: number;
+  },
+): number {
+  if (!policy) return input.snapshotVersion;
+  if (policy.all) return 0;
+  if (policy.versions !== undefined) return Math.max(0, input.currentVersion - policy.versions + 1);
+  if (policy.days !== undefined) {
+    const cutoff = input.now - policy.days * DAY_MS;
+    const recent = input.rows.filter((r) => r.createdAt >= cutoff).map((r) => r.version);
+    return recent.length ? Math.min(...recent) : input.snapshotVersion;
+  }
+  return input.snapshotVersion;
+}
+
+/**
+ * Where compaction may cut a chain so that `floor` stays buildable: the newest snapshot of
+ * compaction (not a rewind's: the rows before a rewind's snapshot are versions history
+ * still reads) at or before the floor; every row before it can go. null: nothing can go.
+ */
+export function compactionCut(
+  rows: { version: number; kind: ChainEntry['kind']; rewound: boolean }[],
+  floor: number,
+): number | null {
+  let cut: number | null = null;
+  for (const r of rows)
+    if (r.kind === 'snapshot' && !r.rewound && r.version <= floor) cut = Math.max(cut ?? 0, r.version);
+  return cut;
+}
+
+/** Bytes the chain's objects take in the blob store, each object once (a rewind names objects again, a fork shares them). */
+export function chainBytes(chain: WorkspaceChain): { objects: number; bytes: number } {
+  const sizes = new Map<string, number>();
+  for (const e of chain.history ?? chain.entries) sizes.set(e.key, e.size);
+  let bytes = 0;
+  for (const size of sizes.values()) bytes += size;
+  return { objects: sizes.size, bytes };
 }

@@ -7,15 +7,22 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { isBerthError, objectsOfVersion } from '../../src/core/index.js';
+import { agentSpecSchema, isBerthError, objectsOfVersion, retainedVersions } from '../../src/core/index.js';
 import type { Store } from '../../src/store/index.js';
 import { BASE, claimAndStartTurn, type OpenStore, withAgent } from './conformance.js';
 
 const code = (c: string) => (e: unknown) => isBerthError(e) && e.code === c;
 
 /** Commits one turn on session `s` writing layer `key` (null: a turn that changed no file). */
-async function commit(store: Store, sessionId: string, key: string | null, now = BASE): Promise<number> {
-  await store.enqueueMessage({ sessionId, agent: 'sh', text: key ?? 'nothing', now });
+async function commit(
+  store: Store,
+  sessionId: string,
+  key: string | null,
+  now = BASE,
+  agent = 'sh',
+): Promise<number> {
+  await store.renewWorker('w1', now);
+  await store.enqueueMessage({ sessionId, agent, text: key ?? 'nothing', now });
   const { fence, turn } = await claimAndStartTurn(store, now);
   const baseVersion = (await store.getSessionView(sessionId, now))!.workspaceVersion;
   const workspace = { baseVersion, layer: key === null ? null : { key, size: key.length } };
@@ -283,6 +290,63 @@ export function runRewindConformance(kind: string, open: OpenStore): void {
       );
       const rewound = (await store.eventsAfter('s', 0, 1000)).filter((e) => e.type === 'rewound');
       assert.equal(rewound.length, rewinds);
+      await store.close();
+    });
+
+    test('retention: compaction keeps what the agent’s policy asks for; a version it dropped is refused', async () => {
+      const store = await withAgent(open);
+      for (const [name, retention] of [
+        ['keep2', { versions: 2 }],
+        ['keepall', { all: true }],
+        ['keepday', { days: 1 }],
+      ] as const)
+        await store.createAgent(agentSpecSchema.parse({ name, provider: 'command', retention }), BASE);
+      const compact = (sessionId: string, version: number, now = BASE) =>
+        store.recordWorkspaceSnapshot(
+          { sessionId, version, key: `snapshots/${sessionId}${version}`, size: 9 },
+          now,
+        );
+      const retained = async (sessionId: string) =>
+        retainedVersions(await store.getWorkspaceChain(sessionId));
+      for (const [session, agent] of [
+        ['d', 'sh'],
+        ['k', 'keep2'],
+        ['a', 'keepall'],
+      ] as const) {
+        for (let v = 1; v <= 6; v++) await commit(store, session, `layers/${session}${v}`, BASE, agent);
+        assert.equal(await compact(session, 3), true);
+      }
+      assert.deepEqual(await retained('d'), { oldest: 3, newest: 6 }, 'default: since the snapshot');
+      // The last 2 of 6 are 5-6; the cut is at the newest compaction snapshot before them.
+      assert.deepEqual(await retained('k'), { oldest: 3, newest: 6 });
+      assert.deepEqual(await retained('a'), { oldest: 0, newest: 6 }, 'all: nothing dropped');
+      assert.equal(await store.isWorkspaceObjectNamed('layers/a1'), true);
+      assert.equal(await store.isWorkspaceObjectNamed('layers/k1'), false, 'garbage for collection');
+      await assert.rejects(store.rewindSession({ sessionId: 'k', toVersion: 2, now: BASE }), (e: unknown) => {
+        assert.ok(isBerthError(e, 'VERSION_NOT_RETAINED'));
+        assert.match(e.message, /versions 3-6 are available/);
+        return true;
+      });
+      assert.equal((await store.rewindSession({ sessionId: 'a', toVersion: 1, now: BASE })).version, 7);
+      // A later compaction past the last 2 drops what they no longer need.
+      for (let v = 7; v <= 9; v++) await commit(store, 'k', `layers/k${v}`, BASE, 'keep2');
+      assert.equal(await compact('k', 8), true);
+      assert.deepEqual(await retained('k'), { oldest: 8, newest: 9 });
+      await assert.rejects(
+        store.forkSession({ sourceId: 'k', sessionId: 'k2', fromVersion: 7, now: BASE }),
+        code('VERSION_NOT_RETAINED'),
+      );
+      // Days: what was recorded in the last day stays; older rows go at the next compaction.
+      for (let v = 1; v <= 3; v++) await commit(store, 'y', `layers/y${v}`, BASE, 'keepday');
+      for (let v = 4; v <= 6; v++) await commit(store, 'y', `layers/y${v}`, BASE + 2 * 86_400_000, 'keepday');
+      assert.equal(await compact('y', 2, BASE + 2 * 86_400_000), true);
+      assert.deepEqual(
+        await retained('y'),
+        { oldest: 2, newest: 6 },
+        'no compaction snapshot past the floor yet',
+      );
+      assert.equal(await compact('y', 5, BASE + 2 * 86_400_000), true);
+      assert.deepEqual(await retained('y'), { oldest: 2, newest: 6 }, 'v4 was recorded within the day');
       await store.close();
     });
   });

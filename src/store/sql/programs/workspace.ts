@@ -11,7 +11,10 @@ import {
   notRetainedError,
   objectsOfVersion,
   retainedVersions,
+  compactionCut,
+  type RetentionPolicy,
   type RewindResult,
+  retentionFloor,
   type SessionView,
   type WorkspaceChain,
   type WorkspaceObjectRef,
@@ -70,7 +73,28 @@ export function* recordSnapshot(
     now,
   });
   if (inserted !== 1) return false;
-  yield* run('DROP_SUPERSEDED_OBJECTS', { sessionId: input.sessionId, version: input.version });
+  // What goes is the agent's retention policy's to say: the rows before the newest snapshot
+  // of compaction at or before the oldest version it keeps.
+  const agent = yield* get('AGENT_BY_NAME', { name: session.agent });
+  const policy = agent
+    ? (JSON.parse(String(agent.spec)) as { retention?: RetentionPolicy }).retention
+    : undefined;
+  const rows = yield* all('WORKSPACE_ROWS', { sessionId: input.sessionId });
+  const floor = retentionFloor(policy, {
+    snapshotVersion: input.version,
+    currentVersion: Number(session.workspace_version),
+    rows: rows.map((r) => ({ version: Number(r.version), createdAt: Number(r.created_at) })),
+    now,
+  });
+  const cut = compactionCut(
+    rows.map((r) => ({
+      version: Number(r.version),
+      kind: r.kind as ChainEntry['kind'],
+      rewound: r.rewound_to !== null && r.rewound_to !== undefined,
+    })),
+    floor,
+  );
+  if (cut !== null) yield* run('DROP_SUPERSEDED_OBJECTS', { sessionId: input.sessionId, version: cut });
   return true;
 }
 
