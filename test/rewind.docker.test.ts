@@ -119,6 +119,12 @@ test('rewind: the next turn runs on the old tree (across a snapshot), history ke
   await assert.rejects(cli('session', 'rewind', 'r1', '--to', String(S - 1)), (e: { stderr?: string }) =>
     /VERSION_NOT_RETAINED|no longer retained/.test(String(e.stderr)),
   );
+  assert.match(
+    await cli('session', 'history', 'r1'),
+    new RegExp(
+      `workspace: version 11, versions ${S}-11 retained \\(retention: since the newest snapshot\\); \\d+ objects, .* in the blob store`,
+    ),
+  );
   await berth.sessions.post('r1', { text: 'sleep 3' });
   await assert.rejects(berth.sessions.rewind('r1', 5), (e) => isBerthError(e, 'SESSION_BUSY'));
   await assert.rejects(cli('session', 'rewind', 'r1', '--to', '5'), (e: { stderr?: string }) =>

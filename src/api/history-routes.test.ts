@@ -240,6 +240,16 @@ test('rewind and fork from a version: the old tree as a new version, history kep
   const gone = await post('/v1/sessions/s1/fork', { fromVersion: 2 });
   assert.deepEqual([gone.status, gone.body.error.code], [410, 'VERSION_NOT_RETAINED']);
   assert.match(gone.body.error.message, /only version 5 is available/);
+  const summary = (await call('/v1/sessions/s1/workspace')).body;
+  const chain = await store.getWorkspaceChain('s1');
+  const sizes = new Map((chain.history ?? []).map((e) => [e.key, e.size]));
+  assert.deepEqual(
+    [summary.version, summary.retained, summary.retention, summary.objects, summary.bytes],
+    [5, { oldest: 5, newest: 5 }, null, sizes.size, [...sizes.values()].reduce((a, b) => a + b, 0)],
+  );
+  assert.ok(summary.bytes > 0);
+  assert.deepEqual((await call('/v1/sessions/s1/workspace', globex)).status, 404);
   const paths = Object.keys((await call('/v1/openapi.json')).body.paths);
   assert.ok(paths.includes('/v1/sessions/{id}/rewind'), 'rewind in the OpenAPI document');
+  assert.ok(paths.includes('/v1/sessions/{id}/workspace'), 'the workspace summary in the OpenAPI document');
 });

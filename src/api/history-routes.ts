@@ -11,15 +11,18 @@
 import type { FastifyPluginAsync } from 'fastify';
 import {
   BerthError,
+  chainBytes,
   filesQuerySchema,
   objectsOfVersion,
   type Principal,
+  retainedVersions,
   rewindSessionSchema,
   type SessionView,
   type TurnRecord,
   turnDetailOf,
   versionOfTurn,
   type WorkspaceChain,
+  type WorkspaceSummary,
 } from '../core/index.js';
 import type { WorkspaceHistory } from '../workspace/index.js';
 import type { PluginDeps } from './deps.js';
@@ -179,6 +182,32 @@ export const historyRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) =
         tenant: scopeOf(principal),
         ...(emptyTree ? { emptyTree } : {}),
       });
+    },
+  );
+
+  routes.add(
+    app,
+    {
+      method: 'GET',
+      url: '/v1/sessions/:id/workspace',
+      summary:
+        "What the session's workspace history keeps (the retained versions, the agent's retention policy) and what it costs: objects and bytes in the blob store",
+      tag,
+      access: 'tenant',
+      status: 200,
+      returns: 'WorkspaceSummary',
+    },
+    async ({ params, principal }): Promise<WorkspaceSummary> => {
+      const view = await ownSessionView(store, clock, params.id!, scopeOf(principal));
+      const chain = await store.getWorkspaceChain(view.id);
+      const agent = await store.getAgent(view.agent);
+      return {
+        sessionId: view.id,
+        version: chain.version,
+        retained: retainedVersions(chain, agent?.mode === 'resident'),
+        retention: agent?.retention ?? null,
+        ...chainBytes(chain),
+      };
     },
   );
 };

@@ -177,6 +177,7 @@ const CASES: Record<string, RouteCase> = {
     { params: { id: t.session } },
     { params: { id: t.session }, query: { version: '0', path: 'x' } },
   ]),
+  'GET /v1/sessions/:id/workspace': owned(id('session')),
   'POST /v1/sessions/:id/rewind': owned((t) => [{ params: { id: t.session }, body: { toVersion: 0 } }]),
   'GET /v1/sessions/:id/events': owned(id('session')),
   'POST /v1/sessions/:id/schedules': owned(

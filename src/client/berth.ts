@@ -39,6 +39,7 @@ import {
   type TurnDetail,
   type TurnDiff,
   type RewindResult,
+  type WorkspaceSummary,
   type Webhook,
   type WebhookAttempt,
   type WebhookDelivery,
@@ -174,6 +175,9 @@ export class Berth {
      * kept; `.berth/` transcripts go back with the files). Throws SESSION_BUSY while it
      * answers messages, VERSION_NOT_RETAINED for a version compaction dropped.
      */
+    /** What the session's workspace history keeps (retained versions, retention policy) and costs (objects, bytes in the blob store). */
+    workspace: (id: string) =>
+      this.http.request<WorkspaceSummary>('GET', `/v1/sessions/${enc(id)}/workspace`),
     rewind: (id: string, toVersion: number) =>
       this.http.request<RewindResult>('POST', `/v1/sessions/${enc(id)}/rewind`, { toVersion }),
     /**

@@ -7,6 +7,20 @@
 import { BerthError, ERRORS } from './errors.js';
 import type { ChainEntry, Message, SessionView, Turn, TurnRecord, WorkspaceChain } from './types.js';
 
+/** GET /v1/sessions/:id/workspace: what a session's workspace history keeps and costs. */
+export interface WorkspaceSummary {
+  sessionId: string;
+  /** The current workspace version. */
+  version: number;
+  /** The versions history, rewind and fork reach; null for a resident agent (no chain). */
+  retained: RetainedVersions | null;
+  /** The agent's retention policy; null = the default (the versions since the newest snapshot). */
+  retention: RetentionPolicy | null;
+  /** Objects the session's chain names in the blob store, and their bytes, each object once (shared with forks, named again by rewinds). */
+  objects: number;
+  bytes: number;
+}
+
 /** POST /v1/sessions/:id/rewind */
 export interface RewindResult {
   session: SessionView;
