@@ -16,9 +16,9 @@ import { type BlobStore, FileBlobStore } from '../src/blobs/index.js';
 import { agentSpecSchema, type WorkspaceChain } from '../src/core/index.js';
 import { SANDBOX_USER } from '../src/runtime/index.js';
 import { openSqliteStore, type Store } from '../src/store/index.js';
+import { Workspaces } from '../src/workspace/index.js';
 import { packLayer, packTree } from '../src/workspace/layer-archive.js';
 import type { PlanStep } from '../src/workspace/promotion.js';
-import { Workspaces } from '../src/workspace/index.js';
 import { type BenchOptions, round, stats } from './harness.js';
 
 const FILES = 1000;
@@ -44,7 +44,7 @@ export async function rewind({ quick }: BenchOptions) {
     for (let r = 0; r < rounds; r++) {
       // Baseline: the current version materialised on a machine with none of it.
       const fresh = new Workspaces(join(root, `fresh-${r}`), SANDBOX_UID, blobs);
-      let t = performance.now();
+      const t = performance.now();
       await fresh.ensureCurrent(await store.getWorkspaceChain('r'));
       baselineMs.push(performance.now() - t);
       await rm(join(root, `fresh-${r}`), { recursive: true });

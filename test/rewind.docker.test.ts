@@ -47,20 +47,18 @@ test('rewind: the next turn runs on the old tree (across a snapshot), history ke
 
   // Five turns, each changing the files and appending to the transcript; the trees kept here.
   const trees: Record<string, string>[] = [{}];
-  const turns: [string, (tree: Record<string, string>) => void][] = [
-    ['echo one > a.txt', (f) => (f['a.txt'] = 'one\n')],
-    ['echo two > a.txt; echo bee > b.txt', (f) => ((f['a.txt'] = 'two\n'), (f['b.txt'] = 'bee\n'))],
-    ['rm a.txt; echo sea > c.txt', (f) => (delete f['a.txt'], (f['c.txt'] = 'sea\n'))],
-    ['echo dee > d.txt; echo bee2 > b.txt', (f) => ((f['d.txt'] = 'dee\n'), (f['b.txt'] = 'bee2\n'))],
-    [
-      'rm b.txt c.txt; echo five > a.txt',
-      (f) => (delete f['b.txt'], delete f['c.txt'], (f['a.txt'] = 'five\n')),
-    ],
+  // Each turn: its command, the files it writes, the files it removes.
+  const turns: [string, Record<string, string>, string[]][] = [
+    ['echo one > a.txt', { 'a.txt': 'one\n' }, []],
+    ['echo two > a.txt; echo bee > b.txt', { 'a.txt': 'two\n', 'b.txt': 'bee\n' }, []],
+    ['rm a.txt; echo sea > c.txt', { 'c.txt': 'sea\n' }, ['a.txt']],
+    ['echo dee > d.txt; echo bee2 > b.txt', { 'd.txt': 'dee\n', 'b.txt': 'bee2\n' }, []],
+    ['rm b.txt c.txt; echo five > a.txt', { 'a.txt': 'five\n' }, ['b.txt', 'c.txt']],
   ];
-  for (const [i, [command, change]] of turns.entries()) {
+  for (const [i, [command, written, removed]] of turns.entries()) {
     await send('r1', `mkdir -p .berth; echo t${i + 1} >> .berth/transcript; ${command}`);
-    const tree = { ...trees.at(-1)! };
-    change(tree);
+    const tree = { ...trees.at(-1)!, ...written };
+    for (const path of removed) delete tree[path];
     tree['.berth/transcript'] = `${tree['.berth/transcript'] ?? ''}t${i + 1}\n`;
     trees.push(tree);
   }

@@ -28,6 +28,7 @@ import {
   type PostMessageBody,
   parseAgentSpec,
   type ReplyScope,
+  type RewindResult,
   type SandboxRecord,
   type Schedule,
   type ScheduleBody,
@@ -38,13 +39,12 @@ import {
   type Turn,
   type TurnDetail,
   type TurnDiff,
-  type RewindResult,
-  type WorkspaceSummary,
   type Webhook,
   type WebhookAttempt,
   type WebhookDelivery,
   type WorkerRow,
   type WorkspacePathInfo,
+  type WorkspaceSummary,
 } from '../core/index.js';
 import { ApiClient, type StreamedEvent } from './http.js';
 

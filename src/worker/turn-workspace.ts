@@ -94,9 +94,7 @@ export class TurnWorkspace {
     const { chain } = this.current!;
     // A rewind's snapshot is the objects of an older tree named again: beyond its first, they
     // count like layers, so a chain a rewind made long is compacted as soon as one it grew.
-    const layers = chain.entries.filter(
-      (e, i) => e.kind === 'layer' || (e.rewoundTo !== undefined && i > 0),
-    );
+    const layers = chain.entries.filter((e, i) => e.kind === 'layer' || (e.rewoundTo !== undefined && i > 0));
     const count = layers.length + (commit.layer ? 1 : 0);
     const bytes = layers.reduce((sum, e) => sum + e.size, 0) + (commit.layer?.size ?? 0);
     const { snapshotEveryLayers, snapshotEveryBytes } = this.deps.config;

@@ -34,6 +34,14 @@ async function commit(
   return baseVersion + 1;
 }
 
+/** Compaction's snapshot of `version`, keyed `snapshots/<session><version>`; whether it was recorded. */
+function compact(store: Store, sessionId: string, version: number, now = BASE): Promise<boolean> {
+  return store.recordWorkspaceSnapshot(
+    { sessionId, version, key: `snapshots/${sessionId}${version}`, size: 9 },
+    now,
+  );
+}
+
 /** The keys that build version `version`'s tree, as history and a worker read them. */
 async function treeKeys(store: Store, sessionId: string, version?: number): Promise<string[] | null> {
   const chain = await store.getWorkspaceChain(sessionId);
@@ -45,13 +53,7 @@ export function runRewindConformance(kind: string, open: OpenStore): void {
     test('a rewind across a snapshot is a new version naming the old tree’s objects; history is kept', async () => {
       const store = await withAgent(open);
       for (const key of ['layers/1', 'layers/2', 'layers/3', 'layers/4']) await commit(store, 's', key);
-      assert.equal(
-        await store.recordWorkspaceSnapshot(
-          { sessionId: 's', version: 2, key: 'snapshots/2', size: 9 },
-          BASE,
-        ),
-        true,
-      );
+      assert.equal(await compact(store, 's', 2), true);
       const rewound = await store.rewindSession({ sessionId: 's', toVersion: 3, now: BASE + 1 });
       assert.deepEqual([rewound.version, rewound.toVersion, rewound.objects], [5, 3, 2]);
       assert.equal(rewound.session.workspaceVersion, 5);
@@ -59,27 +61,27 @@ export function runRewindConformance(kind: string, open: OpenStore): void {
       assert.deepEqual(
         chain.entries.map((e) => [e.version, e.kind, e.key]),
         [
-          [5, 'snapshot', 'snapshots/2'],
+          [5, 'snapshot', 'snapshots/s2'],
           [5, 'snapshot', 'layers/3'],
         ],
         'what a worker materialises: the objects of version 3, in order, none copied',
       );
       assert.deepEqual(
         await treeKeys(store, 's', 4),
-        ['snapshots/2', 'layers/3', 'layers/4'],
+        ['snapshots/s2', 'layers/3', 'layers/4'],
         'v4 is still kept',
       );
       // Back again to version 4, which lies behind the rewind's own snapshot.
       const again = await store.rewindSession({ sessionId: 's', toVersion: 4, now: BASE + 2 });
       assert.equal(again.version, 6);
-      assert.deepEqual(await treeKeys(store, 's'), ['snapshots/2', 'layers/3', 'layers/4']);
+      assert.deepEqual(await treeKeys(store, 's'), ['snapshots/s2', 'layers/3', 'layers/4']);
       // To the snapshot's own version: its one object.
       await store.rewindSession({ sessionId: 's', toVersion: 2, now: BASE + 3 });
-      assert.deepEqual(await treeKeys(store, 's'), ['snapshots/2']);
+      assert.deepEqual(await treeKeys(store, 's'), ['snapshots/s2']);
       // The next turn runs on the rewound version and appends to it.
       assert.equal(await commit(store, 's', 'layers/8', BASE + 4), 8);
-      assert.deepEqual(await treeKeys(store, 's'), ['snapshots/2', 'layers/8']);
-      assert.deepEqual(await treeKeys(store, 's', 6), ['snapshots/2', 'layers/3', 'layers/4']);
+      assert.deepEqual(await treeKeys(store, 's'), ['snapshots/s2', 'layers/8']);
+      assert.deepEqual(await treeKeys(store, 's', 6), ['snapshots/s2', 'layers/3', 'layers/4']);
       // The state is not versioned: the rewind left it as the last commit wrote it.
       assert.deepEqual(await store.getState('s'), { at: 'layers/8' });
       const events = (await store.eventsAfter('s', 0, 1000)).filter((e) => e.type === 'rewound');
@@ -113,13 +115,7 @@ export function runRewindConformance(kind: string, open: OpenStore): void {
         code('SESSION_NOT_FOUND'),
       );
       // Compaction after the rewinds drops everything before its snapshot, the rewinds' rows too.
-      assert.equal(
-        await store.recordWorkspaceSnapshot(
-          { sessionId: 's', version: 8, key: 'snapshots/8', size: 9 },
-          BASE,
-        ),
-        true,
-      );
+      assert.equal(await compact(store, 's', 8), true);
       assert.equal(await store.isWorkspaceObjectNamed('layers/3'), false, 'garbage once no version needs it');
       await assert.rejects(
         store.rewindSession({ sessionId: 's', toVersion: 6, now: BASE + 6 }),
@@ -161,13 +157,7 @@ export function runRewindConformance(kind: string, open: OpenStore): void {
         { at: 'layers/3' },
         'the state is the source’s (not versioned)',
       );
-      assert.equal(
-        await store.recordWorkspaceSnapshot(
-          { sessionId: 's', version: 3, key: 'snapshots/3', size: 9 },
-          BASE,
-        ),
-        true,
-      );
+      assert.equal(await compact(store, 's', 3), true);
       assert.equal(await store.isWorkspaceObjectNamed('layers/1'), true, 'the fork still names it');
       assert.equal(await store.isWorkspaceObjectNamed('layers/2'), false, 'nobody names it');
       assert.deepEqual(await treeKeys(store, 'f'), ['layers/1']);
@@ -301,11 +291,6 @@ export function runRewindConformance(kind: string, open: OpenStore): void {
         ['keepday', { days: 1 }],
       ] as const)
         await store.createAgent(agentSpecSchema.parse({ name, provider: 'command', retention }), BASE);
-      const compact = (sessionId: string, version: number, now = BASE) =>
-        store.recordWorkspaceSnapshot(
-          { sessionId, version, key: `snapshots/${sessionId}${version}`, size: 9 },
-          now,
-        );
       const retained = async (sessionId: string) =>
         retainedVersions(await store.getWorkspaceChain(sessionId));
       for (const [session, agent] of [
@@ -314,7 +299,7 @@ export function runRewindConformance(kind: string, open: OpenStore): void {
         ['a', 'keepall'],
       ] as const) {
         for (let v = 1; v <= 6; v++) await commit(store, session, `layers/${session}${v}`, BASE, agent);
-        assert.equal(await compact(session, 3), true);
+        assert.equal(await compact(store, session, 3), true);
       }
       assert.deepEqual(await retained('d'), { oldest: 3, newest: 6 }, 'default: since the snapshot');
       // The last 2 of 6 are 5-6; the cut is at the newest compaction snapshot before them.
@@ -330,7 +315,7 @@ export function runRewindConformance(kind: string, open: OpenStore): void {
       assert.equal((await store.rewindSession({ sessionId: 'a', toVersion: 1, now: BASE })).version, 7);
       // A later compaction past the last 2 drops what they no longer need.
       for (let v = 7; v <= 9; v++) await commit(store, 'k', `layers/k${v}`, BASE, 'keep2');
-      assert.equal(await compact('k', 8), true);
+      assert.equal(await compact(store, 'k', 8), true);
       assert.deepEqual(await retained('k'), { oldest: 8, newest: 9 });
       await assert.rejects(
         store.forkSession({ sourceId: 'k', sessionId: 'k2', fromVersion: 7, now: BASE }),
@@ -339,13 +324,13 @@ export function runRewindConformance(kind: string, open: OpenStore): void {
       // Days: what was recorded in the last day stays; older rows go at the next compaction.
       for (let v = 1; v <= 3; v++) await commit(store, 'y', `layers/y${v}`, BASE, 'keepday');
       for (let v = 4; v <= 6; v++) await commit(store, 'y', `layers/y${v}`, BASE + 2 * 86_400_000, 'keepday');
-      assert.equal(await compact('y', 2, BASE + 2 * 86_400_000), true);
+      assert.equal(await compact(store, 'y', 2, BASE + 2 * 86_400_000), true);
       assert.deepEqual(
         await retained('y'),
         { oldest: 2, newest: 6 },
         'no compaction snapshot past the floor yet',
       );
-      assert.equal(await compact('y', 5, BASE + 2 * 86_400_000), true);
+      assert.equal(await compact(store, 'y', 5, BASE + 2 * 86_400_000), true);
       assert.deepEqual(await retained('y'), { oldest: 2, newest: 6 }, 'v4 was recorded within the day');
       await store.close();
     });

@@ -21,11 +21,11 @@ import {
   type Message,
   type Principal,
   type RetryPolicy,
+  type RewindResult,
   type SandboxRecord,
   type Schedule,
   type ScheduleStatus,
   type SessionEvent,
-  type RewindResult,
   type SessionView,
   type StartedTurn,
   type StorageGrant,
@@ -38,7 +38,6 @@ import {
   type WebhookDelivery,
   type WorkerRow,
   type WorkspaceChain,
-  type WorkspaceObjectRef,
 } from '../../core/index.js';
 import type {
   AttemptResult,
@@ -410,13 +409,7 @@ export class SqlStore implements Store {
     return this.write('forkSession', () => workspace.forkSession(input, this.policy.leaseMs));
   }
 
-  rewindSession(input: {
-    sessionId: string;
-    toVersion: number;
-    now: number;
-    tenant?: string;
-    emptyTree?: WorkspaceObjectRef;
-  }): Promise<RewindResult> {
+  rewindSession(input: Parameters<Store['rewindSession']>[0]): Promise<RewindResult> {
     return this.write('rewindSession', (tx) => workspace.rewindSession(tx, input, this.policy.leaseMs));
   }
 
