@@ -240,6 +240,14 @@ test('rewind and fork from a version: the old tree as a new version, history kep
   const gone = await post('/v1/sessions/s1/fork', { fromVersion: 2 });
   assert.deepEqual([gone.status, gone.body.error.code], [410, 'VERSION_NOT_RETAINED']);
   assert.match(gone.body.error.message, /only version 5 is available/);
+  // A resident agent writes its workspace in place: no version to go back or fork from.
+  await store.createAgent(
+    agentSpecSchema.parse({ name: 'res', provider: 'command', mode: 'resident' }),
+    Date.now(),
+    'acme',
+  );
+  await store.enqueueMessage({ sessionId: 'r1', agent: 'res', text: 'x', now: Date.now(), tenant: 'acme' });
+  assert.deepEqual(await code('/v1/sessions/r1/fork', { fromVersion: 0 }), [410, 'VERSION_NOT_RETAINED']);
   const summary = (await call('/v1/sessions/s1/workspace')).body;
   const chain = await store.getWorkspaceChain('s1');
   const sizes = new Map((chain.history ?? []).map((e) => [e.key, e.size]));
