@@ -120,7 +120,7 @@ test('rewind: the next turn runs on the old tree (across a snapshot), history ke
   assert.match(
     await cli('session', 'history', 'r1'),
     new RegExp(
-      `workspace: version 11, versions ${S}-11 retained \\(retention: since the newest snapshot\\); \\d+ objects, .* in the blob store`,
+      `workspace: version 11, versions ${S}-11 retained \\(retention: since the newest snapshot\\); \\d+ objects, .* in the blob store\\nversion 6: rewound to version ${S}\\nversion 8: rewound to version 5\\nversion 10: rewound to version ${S + 1}\\n$`,
     ),
   );
   await berth.sessions.post('r1', { text: 'sleep 3' });

@@ -213,6 +213,10 @@ test('rewind and fork from a version: the old tree as a new version, history kep
   const empty = await post('/v1/sessions/s1/rewind', { toVersion: 0 });
   assert.deepEqual([empty.status, empty.body.version, empty.body.objects], [200, 4, 0]);
   assert.deepEqual((await call('/v1/sessions/s1/files')).body.entries, []);
+  assert.deepEqual((await call('/v1/sessions/s1/workspace')).body.rewinds, [
+    { version: 3, toVersion: 1 },
+    { version: 4, toVersion: 0 },
+  ]);
   // A fork from version 2, while the source is at 4.
   const fork = await post('/v1/sessions/s1/fork', { id: 'f1', fromVersion: 2 });
   assert.deepEqual([fork.status, fork.body.workspaceVersion], [201, 2]);
@@ -252,8 +256,8 @@ test('rewind and fork from a version: the old tree as a new version, history kep
   const chain = await store.getWorkspaceChain('s1');
   const sizes = new Map((chain.history ?? []).map((e) => [e.key, e.size]));
   assert.deepEqual(
-    [summary.version, summary.retained, summary.retention, summary.objects, summary.bytes],
-    [5, { oldest: 5, newest: 5 }, null, sizes.size, [...sizes.values()].reduce((a, b) => a + b, 0)],
+    [summary.version, summary.retained, summary.retention, summary.objects, summary.bytes, summary.rewinds],
+    [5, { oldest: 5, newest: 5 }, null, sizes.size, [...sizes.values()].reduce((a, b) => a + b, 0), []],
   );
   assert.ok(summary.bytes > 0);
   assert.deepEqual((await call('/v1/sessions/s1/workspace', globex)).status, 404);

@@ -17,6 +17,7 @@ import {
   type Principal,
   retainedVersions,
   rewindSessionSchema,
+  rewindsOf,
   type SessionView,
   type TurnRecord,
   turnDetailOf,
@@ -207,6 +208,7 @@ export const historyRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) =
         retained: retainedVersions(chain, agent?.mode === 'resident'),
         retention: agent?.retention ?? null,
         ...chainBytes(chain),
+        rewinds: rewindsOf(chain),
       };
     },
   );

@@ -122,7 +122,7 @@ test('renderHistory: the version a commit made, an aborted attempt with its code
 });
 
 test('renderWorkspaceSummary: the versions kept, the policy, the bytes in the blob store', () => {
-  const base = { sessionId: 's', version: 9, objects: 3, bytes: 3 * 1024 * 1024 + 512 };
+  const base = { sessionId: 's', version: 9, objects: 3, bytes: 3 * 1024 * 1024 + 512, rewinds: [] };
   assert.equal(
     renderWorkspaceSummary({ ...base, retained: { oldest: 4, newest: 9 }, retention: null }),
     'workspace: version 9, versions 4-9 retained (retention: since the newest snapshot); 3 objects, 3.0 MiB (3146240 bytes) in the blob store',
@@ -134,5 +134,14 @@ test('renderWorkspaceSummary: the versions kept, the policy, the bytes in the bl
   assert.match(
     renderWorkspaceSummary({ ...base, objects: 1, bytes: 10, retained: null, retention: null }),
     /no versions \(written in place\).*1 object, 10 B in/,
+  );
+  assert.match(
+    renderWorkspaceSummary({
+      ...base,
+      retained: null,
+      retention: null,
+      rewinds: [{ version: 6, toVersion: 3 }],
+    }),
+    /in the blob store\nversion 6: rewound to version 3$/,
   );
 });

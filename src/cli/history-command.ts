@@ -136,7 +136,8 @@ export function renderWorkspaceSummary(w: WorkspaceSummary): string {
       : r.versions !== undefined
         ? `the last ${r.versions}`
         : `every version of the last ${r.days} days`;
-  return `workspace: version ${w.version}, ${kept} (retention: ${policy}); ${w.objects} object${w.objects === 1 ? '' : 's'}, ${bytesOf(w.bytes)} in the blob store`;
+  const rewinds = w.rewinds.map((r) => `\nversion ${r.version}: rewound to version ${r.toVersion}`).join('');
+  return `workspace: version ${w.version}, ${kept} (retention: ${policy}); ${w.objects} object${w.objects === 1 ? '' : 's'}, ${bytesOf(w.bytes)} in the blob store${rewinds}`;
 }
 
 function bytesOf(n: number): string {

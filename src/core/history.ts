@@ -19,6 +19,16 @@ export interface WorkspaceSummary {
   /** Objects the session's chain names in the blob store, and their bytes, each object once (shared with forks, named again by rewinds). */
   objects: number;
   bytes: number;
+  /** The retained versions a rewind made (they have no turn), each with the version whose tree it holds. */
+  rewinds: { version: number; toVersion: number }[];
+}
+
+/** The rewinds among the chain's retained versions, oldest first. */
+export function rewindsOf(chain: WorkspaceChain): { version: number; toVersion: number }[] {
+  const seen = new Map<number, number>();
+  for (const e of chain.history ?? chain.entries)
+    if (e.rewoundTo !== undefined) seen.set(e.version, e.rewoundTo);
+  return [...seen].map(([version, toVersion]) => ({ version, toVersion }));
 }
 
 /** POST /v1/sessions/:id/rewind */
