@@ -293,7 +293,8 @@ export interface Store {
    * retained versions (`fromVersion`, default its current one) and whose state is the
    * source's: its chain names the source's objects up to that version (nothing is copied).
    * Throws SESSION_NOT_FOUND (the source, as `tenant` sees it), SESSION_EXISTS,
-   * SESSION_ARCHIVED, VERSION_NOT_RETAINED, INVALID_INPUT (a version not reached).
+   * SESSION_ARCHIVED, SESSION_BUSY (the source answers messages), VERSION_NOT_RETAINED,
+   * INVALID_INPUT (a version not reached).
    */
   forkSession(input: {
     sourceId: string;

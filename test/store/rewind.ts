@@ -184,7 +184,7 @@ export function runRewindConformance(kind: string, open: OpenStore): void {
       await store.close();
     });
 
-    test('a rewind waits for the session’s messages: refused while one is pending or a turn runs', async () => {
+    test('a rewind and a fork wait for the session’s messages: refused while one is pending or a turn runs', async () => {
       const store = await withAgent(open);
       await commit(store, 's', 'layers/1');
       await store.enqueueMessage({ sessionId: 's', text: 'two', now: BASE + 1 });
@@ -196,7 +196,16 @@ export function runRewindConformance(kind: string, open: OpenStore): void {
           return true;
         },
       );
+      await assert.rejects(
+        store.forkSession({ sourceId: 's', sessionId: 'f', now: BASE + 1 }),
+        code('SESSION_BUSY'),
+        'a fork waits too',
+      );
       const { fence, turn } = await claimAndStartTurn(store, BASE + 2);
+      await assert.rejects(
+        store.forkSession({ sourceId: 's', sessionId: 'f', fromVersion: 1, now: BASE + 2 }),
+        code('SESSION_BUSY'),
+      );
       await assert.rejects(
         store.rewindSession({ sessionId: 's', toVersion: 0, now: BASE + 2 }),
         (e: unknown) => isBerthError(e, 'SESSION_BUSY') && e.message.includes(`turn ${turn.id} running`),
@@ -209,6 +218,11 @@ export function runRewindConformance(kind: string, open: OpenStore): void {
       // Answered: the rewind goes through, even with the worker still holding the session.
       const r = await store.rewindSession({ sessionId: 's', toVersion: 1, now: BASE + 4 });
       assert.equal(r.version, 3);
+      assert.equal(
+        (await store.forkSession({ sourceId: 's', sessionId: 'f', fromVersion: 2, now: BASE + 4 }))
+          .workspaceVersion,
+        2,
+      );
       await store.close();
     });
 

@@ -406,7 +406,7 @@ export class SqlStore implements Store {
     now: number;
     tenant?: string;
   }): Promise<SessionView> {
-    return this.write('forkSession', () => workspace.forkSession(input, this.policy.leaseMs));
+    return this.write('forkSession', (tx) => workspace.forkSession(tx, input, this.policy.leaseMs));
   }
 
   rewindSession(input: Parameters<Store['rewindSession']>[0]): Promise<RewindResult> {

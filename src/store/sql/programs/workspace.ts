@@ -106,19 +106,21 @@ export function* isObjectNamed(key: string): Program<boolean> {
  * The fork: a session of the source's agent and tenant, at one of the source's retained
  * versions (its current one by default), with the rows of every object the source's chain
  * names up to that version (so the fork can read and rewind to them too) and the source's
- * committed state; its own messages, turns and lease. The rows are written from one read
- * of the source's rows, so a compaction committing meanwhile cannot leave the fork short.
+ * committed state; its own messages, turns and lease. Like a rewind, it holds the source's
+ * row and is refused while the source answers messages (SESSION_BUSY), so the state it
+ * copies is the one its version's commit left. The rows are written from one read of the
+ * source's rows, so a compaction committing meanwhile cannot leave the fork short.
  */
 export function* forkSession(
+  tx: Tx,
   input: { sourceId: string; sessionId: string; fromVersion?: number; now: number; tenant?: string },
   leaseMs: number,
 ): Program<SessionView> {
   const { sourceId, sessionId, now } = input;
-  const source = yield* get('SESSION_BY_ID', { id: sourceId });
-  if (!source || !ownedBy(source, input.tenant))
-    throw new BerthError('SESSION_NOT_FOUND', `Session ${sourceId} does not exist (forkSession)`);
+  const source = yield* lockOwnSession(sourceId, input.tenant, tx.operation);
   if (source.archived_at !== null && source.archived_at !== undefined)
     throw new BerthError('SESSION_ARCHIVED', `Session ${sourceId} is archived (forkSession)`);
+  yield* assertIdle(sourceId, tx.operation);
   const chain = yield* chainWithHistory(sourceId, Number(source.workspace_version));
   const version = input.fromVersion ?? chain.version;
   assertRetained(chain, version, 'forkSession');
@@ -163,16 +165,7 @@ export function* rewindSession(
   const session = yield* lockOwnSession(sessionId, input.tenant, tx.operation);
   if (session.archived_at !== null && session.archived_at !== undefined)
     throw new BerthError('SESSION_ARCHIVED', `Session ${sessionId} is archived (${tx.operation})`);
-  const open = (yield* get('SESSION_OPEN_WORK', { sessionId }))!;
-  const running = (open.running_turn as string | null) ?? null;
-  const openMessages = Number(open.open_messages);
-  if (running !== null || openMessages > 0)
-    throw new BerthError(
-      'SESSION_BUSY',
-      `Session ${sessionId} is answering its messages (${tx.operation}). Current state: ${
-        running === null ? '' : `turn ${running} running, `
-      }${openMessages} inbound message(s) pending or processing`,
-    );
+  yield* assertIdle(sessionId, tx.operation);
   const current = Number(session.workspace_version);
   const chain = yield* chainWithHistory(sessionId, current);
   const objects = assertRetained(chain, toVersion, tx.operation);
@@ -208,6 +201,23 @@ export function* rewindSession(
     toVersion,
     objects: objects.length,
   };
+}
+
+/**
+ * SESSION_BUSY while the session answers messages: a turn runs, or an inbound message is
+ * pending (also one waiting out a retry) or processing. The caller holds the session row.
+ */
+function* assertIdle(sessionId: string, operation: string): Program<void> {
+  const open = (yield* get('SESSION_OPEN_WORK', { sessionId }))!;
+  const running = (open.running_turn as string | null) ?? null;
+  const openMessages = Number(open.open_messages);
+  if (running !== null || openMessages > 0)
+    throw new BerthError(
+      'SESSION_BUSY',
+      `Session ${sessionId} is answering its messages (${operation}). Current state: ${
+        running === null ? '' : `turn ${running} running, `
+      }${openMessages} inbound message(s) pending or processing`,
+    );
 }
 
 /** The session's materialising chain, with every row the store still names as its history. */
