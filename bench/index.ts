@@ -15,6 +15,7 @@ import { liveSandboxes } from './live-sandboxes.js';
 import { modelProxy } from './model-proxy.js';
 import { podStart } from './pod-start.js';
 import { judgeRatios } from './regression-gate.js';
+import { rewind } from './rewind.js';
 import { storeFailover } from './store-failover.js';
 import { storeScale } from './store-scale.js';
 import { warmPath } from './warm-path.js';
@@ -43,6 +44,7 @@ const all = {
   workspaces,
   fileBlobs,
   history,
+  rewind,
   storeScale,
 };
 const results: Record<string, unknown>[] = [];

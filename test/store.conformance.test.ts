@@ -3,6 +3,7 @@ import { openPostgresStore, openSqliteStore } from '../src/store/index.js';
 import { freshDatabase } from './helpers/postgres.js';
 import { LEASE_MS, RETRY, runStoreConformance } from './store/conformance.js';
 import { runResidentHoldConformance } from './store/resident-holds.js';
+import { runRewindConformance } from './store/rewind.js';
 import { runTakeBackConformance } from './store/take-back.js';
 
 const sqlite = async () => openSqliteStore({ path: ':memory:', leaseMs: LEASE_MS, retry: RETRY });
@@ -12,6 +13,8 @@ const postgres = async () =>
 runStoreConformance('sqlite', sqlite);
 runResidentHoldConformance('sqlite', sqlite);
 runTakeBackConformance('sqlite', sqlite);
+runRewindConformance('sqlite', sqlite);
 runStoreConformance('postgres', postgres);
 runResidentHoldConformance('postgres', postgres);
 runTakeBackConformance('postgres', postgres);
+runRewindConformance('postgres', postgres);

@@ -85,7 +85,16 @@ async function setup(t: { after(fn: () => Promise<void>): void }) {
     const json = res.headers['content-type']?.toString().startsWith('application/json');
     return { status: res.statusCode, body: json ? res.json() : res.body, headers: res.headers };
   };
-  return { store, pack, commit, call, globex };
+  const post = async (url: string, body: unknown, token = acme) => {
+    const res = await app.inject({
+      method: 'POST',
+      url,
+      payload: body as object,
+      headers: { authorization: `Bearer ${token}` },
+    });
+    return { status: res.statusCode, body: res.json() };
+  };
+  return { store, pack, commit, call, post, globex };
 }
 
 test('a turn by id or version: attempts, messages, replies, state, faults; its diff; files at each version', async (t) => {
@@ -183,4 +192,76 @@ test('refusals: unknown turn, path or version, another tenant, an uncommitted tu
   assert.match(gone.body.error.message, /only version 2 is available/);
   assert.deepEqual(await code('/v1/sessions/s1/turns/2/diff'), [410, 'VERSION_NOT_RETAINED']);
   assert.equal((await call('/v1/sessions/s1/files?version=2&path=a.txt')).body, 'v2\n');
+});
+
+test('rewind and fork from a version: the old tree as a new version, history kept, the refusals', async (t) => {
+  const { store, pack, commit, call, post, globex } = await setup(t);
+  await commit('one', { 'a.txt': 'v1\n' });
+  await commit('two', { 'a.txt': 'v2\n', 'b.txt': 'new\n' });
+  const rewound = await post('/v1/sessions/s1/rewind', { toVersion: 1 });
+  assert.equal(rewound.status, 200);
+  assert.deepEqual([rewound.body.version, rewound.body.toVersion, rewound.body.objects], [3, 1, 1]);
+  const root = await call('/v1/sessions/s1/files');
+  assert.deepEqual(
+    root.body.entries.map((e: { name: string }) => e.name),
+    ['a.txt'],
+    'b.txt is gone with the rewind',
+  );
+  assert.equal((await call('/v1/sessions/s1/files?path=a.txt')).body, 'v1\n');
+  assert.equal((await call('/v1/sessions/s1/files?version=2&path=b.txt')).body, 'new\n', 'v2 still readable');
+  // Back to before the first turn: an empty tree, named by a small object of its own.
+  const empty = await post('/v1/sessions/s1/rewind', { toVersion: 0 });
+  assert.deepEqual([empty.status, empty.body.version, empty.body.objects], [200, 4, 0]);
+  assert.deepEqual((await call('/v1/sessions/s1/files')).body.entries, []);
+  assert.deepEqual((await call('/v1/sessions/s1/workspace')).body.rewinds, [
+    { version: 3, toVersion: 1 },
+    { version: 4, toVersion: 0 },
+  ]);
+  // A fork from version 2, while the source is at 4.
+  const fork = await post('/v1/sessions/s1/fork', { id: 'f1', fromVersion: 2 });
+  assert.deepEqual([fork.status, fork.body.workspaceVersion], [201, 2]);
+  assert.equal((await call('/v1/sessions/f1/files?path=b.txt')).body, 'new\n');
+
+  const code = async (url: string, body: unknown, token?: string) => {
+    const res = await post(url, body, token);
+    return [res.status, res.body.error?.code];
+  };
+  assert.deepEqual(await code('/v1/sessions/s1/rewind', { toVersion: 1 }, globex), [
+    404,
+    'SESSION_NOT_FOUND',
+  ]);
+  assert.deepEqual(await code('/v1/sessions/s1/rewind', { toVersion: 9 }), [400, 'INVALID_INPUT']);
+  assert.deepEqual(await code('/v1/sessions/s1/rewind', { toVersion: -1 }), [400, 'INVALID_INPUT']);
+  assert.deepEqual(await code('/v1/sessions/s1/fork', { fromVersion: 9 }), [400, 'INVALID_INPUT']);
+  await store.enqueueMessage({ sessionId: 's1', text: 'three', now: Date.now() });
+  assert.deepEqual(await code('/v1/sessions/s1/rewind', { toVersion: 1 }), [409, 'SESSION_BUSY']);
+  await commit('four', { 'c.txt': 'c\n' });
+  const snapshot = await pack('snapshots/s1-5', { 'c.txt': 'c\n' });
+  assert.equal(
+    await store.recordWorkspaceSnapshot({ sessionId: 's1', version: 5, ...snapshot }, Date.now()),
+    true,
+  );
+  const gone = await post('/v1/sessions/s1/fork', { fromVersion: 2 });
+  assert.deepEqual([gone.status, gone.body.error.code], [410, 'VERSION_NOT_RETAINED']);
+  assert.match(gone.body.error.message, /only version 5 is available/);
+  // A resident agent writes its workspace in place: no version to go back or fork from.
+  await store.createAgent(
+    agentSpecSchema.parse({ name: 'res', provider: 'command', mode: 'resident' }),
+    Date.now(),
+    'acme',
+  );
+  await store.enqueueMessage({ sessionId: 'r1', agent: 'res', text: 'x', now: Date.now(), tenant: 'acme' });
+  assert.deepEqual(await code('/v1/sessions/r1/fork', { fromVersion: 0 }), [410, 'VERSION_NOT_RETAINED']);
+  const summary = (await call('/v1/sessions/s1/workspace')).body;
+  const chain = await store.getWorkspaceChain('s1');
+  const sizes = new Map((chain.history ?? []).map((e) => [e.key, e.size]));
+  assert.deepEqual(
+    [summary.version, summary.retained, summary.retention, summary.objects, summary.bytes, summary.rewinds],
+    [5, { oldest: 5, newest: 5 }, null, sizes.size, [...sizes.values()].reduce((a, b) => a + b, 0), []],
+  );
+  assert.ok(summary.bytes > 0);
+  assert.deepEqual((await call('/v1/sessions/s1/workspace', globex)).status, 404);
+  const paths = Object.keys((await call('/v1/openapi.json')).body.paths);
+  assert.ok(paths.includes('/v1/sessions/{id}/rewind'), 'rewind in the OpenAPI document');
+  assert.ok(paths.includes('/v1/sessions/{id}/workspace'), 'the workspace summary in the OpenAPI document');
 });

@@ -11,13 +11,19 @@
 import type { FastifyPluginAsync } from 'fastify';
 import {
   BerthError,
+  chainBytes,
   filesQuerySchema,
+  objectsOfVersion,
   type Principal,
+  retainedVersions,
+  rewindSessionSchema,
+  rewindsOf,
   type SessionView,
   type TurnRecord,
   turnDetailOf,
   versionOfTurn,
   type WorkspaceChain,
+  type WorkspaceSummary,
 } from '../core/index.js';
 import type { WorkspaceHistory } from '../workspace/index.js';
 import type { PluginDeps } from './deps.js';
@@ -143,6 +149,67 @@ export const historyRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) =
         .header('x-berth-path', encodeURIComponent(query.path))
         .header('x-berth-mode', info.mode.toString(8))
         .send(body);
+    },
+  );
+
+  routes.add(
+    app,
+    {
+      method: 'POST',
+      url: '/v1/sessions/:id/rewind',
+      summary:
+        "The session's workspace goes back to a retained version's, as a new version (history is kept); refused while it answers messages",
+      tag,
+      access: 'tenant',
+      status: 200,
+      returns: 'RewindResult',
+      body: rewindSessionSchema,
+    },
+    async ({ params, body, principal }) => {
+      const view = await ownSessionView(store, clock, params.id!, scopeOf(principal));
+      const { history, chain, resident } = await workspaceOf(view);
+      if (resident)
+        throw new BerthError(
+          'VERSION_NOT_RETAINED',
+          `Session ${view.id} keeps no workspace history: its resident agent writes the workspace in place, with no chain of versions (rewind)`,
+        );
+      // A version's snapshot names at least one object: an empty tree gets a tiny one of its own.
+      const objects = objectsOfVersion(chain, body.toVersion);
+      const emptyTree = objects !== null && objects.length === 0 ? await history.emptyTree() : undefined;
+      return store.rewindSession({
+        sessionId: view.id,
+        toVersion: body.toVersion,
+        now: clock.now(),
+        tenant: scopeOf(principal),
+        ...(emptyTree ? { emptyTree } : {}),
+      });
+    },
+  );
+
+  routes.add(
+    app,
+    {
+      method: 'GET',
+      url: '/v1/sessions/:id/workspace',
+      summary:
+        "What the session's workspace history keeps (the retained versions, the agent's retention policy) and what it costs: objects and bytes in the blob store",
+      tag,
+      access: 'tenant',
+      status: 200,
+      returns: 'WorkspaceSummary',
+    },
+    async ({ params, principal }): Promise<WorkspaceSummary> => {
+      const view = await ownSessionView(store, clock, params.id!, scopeOf(principal));
+      const chain = await store.getWorkspaceChain(view.id);
+      const agent = await store.getAgent(view.agent);
+      return {
+        sessionId: view.id,
+        version: chain.version,
+        retained: retainedVersions(chain, agent?.mode === 'resident'),
+        retention: agent?.retention ?? null,
+        ...chainBytes(chain),
+        rewinds: rewindsOf(chain),
+      };
     },
   );
 };

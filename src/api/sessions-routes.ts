@@ -171,20 +171,31 @@ export const sessionsRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) 
       method: 'POST',
       url: '/v1/sessions/:id/fork',
       summary:
-        "A new session of the same agent whose workspace and state start from this one's last committed turn (its layers shared, not copied)",
+        "A new session of the same agent whose workspace starts from one of this one's retained versions (default: the current one) and whose state is this one's (its objects shared, not copied)",
       tag,
       access: 'tenant',
       status: 201,
       returns: 'SessionView',
       body: forkSessionSchema,
     },
-    async ({ params, body, principal }) =>
-      store.forkSession({
+    async ({ params, body, principal }) => {
+      if (body.fromVersion !== undefined) {
+        // A resident agent writes its workspace in place: it has no older version to start from.
+        const source = await ownSessionView(store, clock, params.id!, scopeOf(principal));
+        if ((await store.getAgent(source.agent))?.mode === 'resident')
+          throw new BerthError(
+            'VERSION_NOT_RETAINED',
+            `Session ${source.id} keeps no workspace history: its resident agent writes the workspace in place, with no chain of versions (fork from version ${body.fromVersion})`,
+          );
+      }
+      return store.forkSession({
         sourceId: assertSessionId(params.id!),
         sessionId: body.id === undefined ? newId('s') : assertSessionId(body.id),
+        ...(body.fromVersion === undefined ? {} : { fromVersion: body.fromVersion }),
         now: clock.now(),
         tenant: scopeOf(principal),
-      }),
+      });
+    },
   );
 
   routes.add(

@@ -128,12 +128,18 @@ const CASES: Record<string, RouteCase> = {
   'POST /v1/sessions/:id/recycle': owned(id('session')),
   'POST /v1/sessions/:id/resume': owned(id('session')),
   'POST /v1/sessions/:id/reset-workspace': owned(id('session')),
-  'POST /v1/sessions/:id/fork': owned((t) => [{ params: { id: t.session }, body: { id: 'globex-fork' } }], {
-    globalName: {
-      why: 'session ids are global: a fork into a taken id is SESSION_EXISTS whoever holds it',
-      probes: (t, own) => [{ params: { id: own.session }, body: { id: t.session } }],
+  'POST /v1/sessions/:id/fork': owned(
+    (t) => [
+      { params: { id: t.session }, body: { id: 'globex-fork' } },
+      { params: { id: t.session }, body: { id: 'globex-fork', fromVersion: 0 } },
+    ],
+    {
+      globalName: {
+        why: 'session ids are global: a fork into a taken id is SESSION_EXISTS whoever holds it',
+        probes: (t, own) => [{ params: { id: own.session }, body: { id: t.session } }],
+      },
     },
-  }),
+  ),
   'POST /v1/sessions/:id/messages': owned(
     (t, own) => [
       {
@@ -171,6 +177,8 @@ const CASES: Record<string, RouteCase> = {
     { params: { id: t.session } },
     { params: { id: t.session }, query: { version: '0', path: 'x' } },
   ]),
+  'GET /v1/sessions/:id/workspace': owned(id('session')),
+  'POST /v1/sessions/:id/rewind': owned((t) => [{ params: { id: t.session }, body: { toVersion: 0 } }]),
   'GET /v1/sessions/:id/events': owned(id('session')),
   'POST /v1/sessions/:id/schedules': owned(
     (t) => [{ params: { id: 'globex-fresh' }, body: { cron: '0 9 * * *', message: 'x', agent: t.agent } }],

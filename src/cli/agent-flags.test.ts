@@ -57,3 +57,11 @@ test('--egress-header and --mount refuse a malformed rule with the form to use',
   );
   assert.equal(egressOf([], []), undefined);
 });
+
+test('retention: one policy a flag, --keep-all alone; two policies are refused by the check', () => {
+  assert.deepEqual(flagsSpec(['--keep-days', '7'], 'update'), { retention: { days: 7 } });
+  assert.deepEqual(flagsSpec(['--keep-all'], 'update'), { retention: { all: true } });
+  assert.throws(() => flagsSpec(['--keep-all', '--keep-versions', '3']), /cannot be used with/);
+  const both = checkAgentSpec({ name: 'a', provider: 'command', retention: { versions: 3, days: 1 } });
+  assert.ok(!both.ok && JSON.stringify(both).includes('name one policy'), JSON.stringify(both));
+});

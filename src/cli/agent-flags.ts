@@ -115,6 +115,18 @@ const FIELD_FLAGS: FieldFlag[] = [
     what: "live schedules the agent's turns may make",
   },
   {
+    flags: '--keep-versions <n>',
+    field: 'retention.versions',
+    kind: 'integer',
+    what: "retention: keep the last N versions of each session's workspace for history, rewind and fork (default: those since the newest snapshot)",
+  },
+  {
+    flags: '--keep-days <n>',
+    field: 'retention.days',
+    kind: 'number',
+    what: "retention: keep every version of each session's workspace made in the last N days",
+  },
+  {
     flags: '--tokens-per-hour <n>',
     field: 'budget.tokensPerHour',
     kind: 'integer',
@@ -163,6 +175,12 @@ export function addAgentFlags(cmd: Command, mode: 'create' | 'update'): Command 
     ).choices(['ephemeral', 'resident']),
   );
   cmd.addOption(new Option('--resident', 'same as --mode resident').conflicts('mode'));
+  cmd.addOption(
+    new Option(
+      '--keep-all',
+      "retention: keep every version of each session's workspace (its blob-store bytes grow with every turn)",
+    ).conflicts(['keepVersions', 'keepDays']),
+  );
   cmd.option(
     '--apt <packages>',
     help("Debian packages in the agent's image (comma-separated)", 'packages.apt'),
@@ -223,6 +241,7 @@ export function specFromFlags(o: Record<string, unknown>): Record<string, unknow
     const value = o[attributeOf(f.flags)];
     if (value !== undefined) setPath(spec, f.field, value);
   }
+  if (o.keepAll) setPath(spec, 'retention.all', true);
   const apt = commaList(o.apt as string | undefined);
   const npm = commaList(o.npm as string | undefined);
   if (apt.length || npm.length)

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Turn, TurnDiff } from '../core/index.js';
-import { renderDiff, renderHistory } from './history-command.js';
+import { renderDiff, renderHistory, renderWorkspaceSummary } from './history-command.js';
 
 const file = { type: 'file' as const, mode: 0o644 };
 const DIFF: TurnDiff & { turnId: string } = {
@@ -119,4 +119,29 @@ test('renderHistory: the version a commit made, an aborted attempt with its code
     /^-\s+aborted SANDBOX_EXITED\s+#1\s+1970-01-01 00:00:00\s+5 ms\s+1\s+turn_a\s+killed$/,
   );
   assert.match(lines[2]!, /^1\s+committed\s+#1\s+1970-01-01 00:00:00\s+20 ms\s+2\s+turn_b$/);
+});
+
+test('renderWorkspaceSummary: the versions kept, the policy, the bytes in the blob store', () => {
+  const base = { sessionId: 's', version: 9, objects: 3, bytes: 3 * 1024 * 1024 + 512, rewinds: [] };
+  assert.equal(
+    renderWorkspaceSummary({ ...base, retained: { oldest: 4, newest: 9 }, retention: null }),
+    'workspace: version 9, versions 4-9 retained (retention: since the newest snapshot); 3 objects, 3.0 MiB (3146240 bytes) in the blob store',
+  );
+  assert.match(
+    renderWorkspaceSummary({ ...base, retained: { oldest: 0, newest: 9 }, retention: { versions: 5 } }),
+    /versions 0-9 retained \(retention: the last 5\)/,
+  );
+  assert.match(
+    renderWorkspaceSummary({ ...base, objects: 1, bytes: 10, retained: null, retention: null }),
+    /no versions \(written in place\).*1 object, 10 B in/,
+  );
+  assert.match(
+    renderWorkspaceSummary({
+      ...base,
+      retained: null,
+      retention: null,
+      rewinds: [{ version: 6, toVersion: 3 }],
+    }),
+    /in the blob store\nversion 6: rewound to version 3$/,
+  );
 });

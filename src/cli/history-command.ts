@@ -5,7 +5,7 @@
  * printed as it is).
  */
 import { type Command, InvalidArgumentError } from 'commander';
-import type { FileChange, Turn, TurnDiff } from '../core/index.js';
+import type { FileChange, Turn, TurnDiff, WorkspaceSummary } from '../core/index.js';
 import { connect } from './connect.js';
 import { printJson } from './output.js';
 import { oneLine, table } from './status-command.js';
@@ -22,9 +22,11 @@ export function addHistoryCommands(session: Command, env: NodeJS.ProcessEnv): vo
       '\nThen: berth session diff <id> <version|turn> for what a turn changed, berth session files <id> --version <n> for the files it left.',
     )
     .action(async (id: string, o: { json?: boolean }) => {
-      const turns = await (await connect(env)).sessions.turns(id);
+      const berth = await connect(env);
+      const [turns, workspace] = await Promise.all([berth.sessions.turns(id), berth.sessions.workspace(id)]);
       if (o.json) return printJson(turns);
       process.stdout.write(`${turns.length ? renderHistory(turns) : `session ${id} has no turns yet`}\n`);
+      process.stdout.write(`${renderWorkspaceSummary(workspace)}\n`);
     });
   session
     .command('diff')
@@ -96,7 +98,7 @@ function turnRef(value: string): string {
   return value;
 }
 
-function versionNumber(value: string): number {
+export function versionNumber(value: string): number {
   if (!/^\d+$/.test(value))
     throw new InvalidArgumentError('a workspace version is a whole number ≥ 0 (see berth session history)');
   return Number(value);
@@ -117,6 +119,37 @@ export function renderHistory(turns: Turn[]): string {
     ['VERSION', 'STATUS', 'MESSAGES', 'STARTED (UTC)', 'DURATION', 'ATTEMPT', 'TURN', 'ERROR'],
     rows,
   );
+}
+
+/** One line under the history: the versions kept, the policy, and the bytes in the blob store. */
+export function renderWorkspaceSummary(w: WorkspaceSummary): string {
+  const kept = w.retained
+    ? w.retained.oldest === w.retained.newest
+      ? `version ${w.retained.newest} retained`
+      : `versions ${w.retained.oldest}-${w.retained.newest} retained`
+    : 'no versions (written in place)';
+  const r = w.retention;
+  const policy = !r
+    ? 'since the newest snapshot'
+    : r.all
+      ? 'every version'
+      : r.versions !== undefined
+        ? `the last ${r.versions}`
+        : `every version of the last ${r.days} days`;
+  const rewinds = w.rewinds.map((r) => `\nversion ${r.version}: rewound to version ${r.toVersion}`).join('');
+  return `workspace: version ${w.version}, ${kept} (retention: ${policy}); ${w.objects} object${w.objects === 1 ? '' : 's'}, ${bytesOf(w.bytes)} in the blob store${rewinds}`;
+}
+
+function bytesOf(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n / 1024;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return `${v.toFixed(1)} ${units[u]} (${n} bytes)`;
 }
 
 const COLORS = { bold: '\x1b[1m', red: '\x1b[31m', green: '\x1b[32m', cyan: '\x1b[36m', reset: '\x1b[0m' };

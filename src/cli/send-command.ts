@@ -109,6 +109,8 @@ export function describeEvent(e: StreamedEvent): string | null {
       return `interrupting turn ${String(d.turnId)}`;
     case 'interrupted':
       return `message ${d.messageId} interrupted, later messages go on`;
+    case 'rewound':
+      return `workspace rewound to version ${d.toVersion} (now version ${d.version})`;
     default:
       return null;
   }

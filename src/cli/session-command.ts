@@ -1,14 +1,14 @@
-/** `berth session list|show|delete|recycle|resume|reset-workspace|fork|history|diff|files`. */
+/** `berth session list|show|delete|recycle|resume|reset-workspace|fork|rewind|history|diff|files`. */
 import { Command } from 'commander';
 import type { ListSessionsQuery } from '../core/index.js';
 import { connect } from './connect.js';
-import { addHistoryCommands } from './history-command.js';
+import { addHistoryCommands, versionNumber } from './history-command.js';
 import { printJson } from './output.js';
 import { renderSessions } from './status-command.js';
 
 export function sessionCommand(env: NodeJS.ProcessEnv): Command {
   const session = new Command('session').description(
-    'List, show, delete (stop and archive), recycle, resume, reset the workspace of and fork sessions; read their history (turns, diffs, files at a version)',
+    'List, show, delete (stop and archive), recycle, resume, reset the workspace of, fork and rewind sessions; read their history (turns, diffs, files at a version)',
   );
   session
     .command('list')
@@ -88,18 +88,34 @@ export function sessionCommand(env: NodeJS.ProcessEnv): Command {
   session
     .command('fork <source> [new]')
     .description(
-      "A new session of the same agent starting from <source>'s last committed turn: its workspace and state (layers shared, not copied); the two then diverge",
+      "A new session of the same agent starting from a version of <source>'s workspace (its current one by default) and <source>'s state (objects shared, not copied); the two then diverge",
     )
+    .option('--from <n>', 'the workspace version to start from (berth session history)', versionNumber)
     .option('--json', 'print JSON')
     .addHelpText(
       'after',
-      '\nExample:\n  berth session fork main try-refactor && berth send try-refactor "…" --wait',
+      '\nExamples:\n  berth session fork main try-refactor && berth send try-refactor "…" --wait\n  berth session fork main before-refactor --from 3',
     )
-    .action(async (source: string, as: string | undefined, o: { json?: boolean }) => {
-      const view = await (await connect(env)).sessions.fork(source, as);
+    .action(async (source: string, as: string | undefined, o: { from?: number; json?: boolean }) => {
+      const view = await (await connect(env)).sessions.fork(source, as, { fromVersion: o.from });
       if (o.json) return printJson(view);
       process.stdout.write(
         `session ${view.id} forked from ${source} at workspace version ${view.workspaceVersion}\n`,
+      );
+    });
+  session
+    .command('rewind <id>')
+    .description(
+      "The session's workspace goes back to an older version's, as a new version: files and harness transcripts (.berth/) go back, history is kept (rewind again to undo). Refused while the session answers messages",
+    )
+    .requiredOption('--to <n>', 'the workspace version to go back to (berth session history)', versionNumber)
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExample:\n  berth session rewind main --to 3 && berth session files main')
+    .action(async (id: string, o: { to: number; json?: boolean }) => {
+      const result = await (await connect(env)).sessions.rewind(id, o.to);
+      if (o.json) return printJson(result);
+      process.stdout.write(
+        `session ${id} rewound to version ${result.toVersion}: now at version ${result.version} (${result.objects} object${result.objects === 1 ? '' : 's'} named again, none copied)\n`,
       );
     });
   addHistoryCommands(session, env);

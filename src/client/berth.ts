@@ -28,6 +28,7 @@ import {
   type PostMessageBody,
   parseAgentSpec,
   type ReplyScope,
+  type RewindResult,
   type SandboxRecord,
   type Schedule,
   type ScheduleBody,
@@ -43,6 +44,7 @@ import {
   type WebhookDelivery,
   type WorkerRow,
   type WorkspacePathInfo,
+  type WorkspaceSummary,
 } from '../core/index.js';
 import { ApiClient, type StreamedEvent } from './http.js';
 
@@ -158,13 +160,26 @@ export class Berth {
     /** Accepts the loss of a held session's resident workspace: it goes on with an empty one. */
     resetWorkspace: (id: string) =>
       this.http.request<SessionView>('POST', `/v1/sessions/${enc(id)}/reset-workspace`),
-    /** A new session starting from `id`'s last committed turn (workspace and state); `as` names it, else an id is generated. */
-    fork: (id: string, as?: string) =>
-      this.http.request<SessionView>(
-        'POST',
-        `/v1/sessions/${enc(id)}/fork`,
-        as === undefined ? {} : { id: as },
-      ),
+    /**
+     * A new session starting from one of `id`'s retained versions (`fromVersion`, default its
+     * current one) and its state; `as` names it, else an id is generated. Throws
+     * VERSION_NOT_RETAINED for a version compaction dropped (the message names the oldest kept).
+     */
+    fork: (id: string, as?: string, options: { fromVersion?: number } = {}) =>
+      this.http.request<SessionView>('POST', `/v1/sessions/${enc(id)}/fork`, {
+        ...(as === undefined ? {} : { id: as }),
+        ...(options.fromVersion === undefined ? {} : { fromVersion: options.fromVersion }),
+      }),
+    /**
+     * The session's workspace goes back to version `toVersion`'s, as a new version (history is
+     * kept; `.berth/` transcripts go back with the files). Throws SESSION_BUSY while it
+     * answers messages, VERSION_NOT_RETAINED for a version compaction dropped.
+     */
+    /** What the session's workspace history keeps (retained versions, retention policy) and costs (objects, bytes in the blob store). */
+    workspace: (id: string) =>
+      this.http.request<WorkspaceSummary>('GET', `/v1/sessions/${enc(id)}/workspace`),
+    rewind: (id: string, toVersion: number) =>
+      this.http.request<RewindResult>('POST', `/v1/sessions/${enc(id)}/rewind`, { toVersion }),
     /**
      * Stops the running turn now (202): its workspace changes are discarded and its messages
      * end interrupted; the session goes on with its next message. `turn` names the turn meant.

@@ -157,6 +157,23 @@ export const agentSpecSchema = z
     toolTimeoutMs: z.number().int().min(100).max(3_600_000).optional(),
     /** Live schedules the agent's turns may make (schedule_message tool), over all its sessions. @default 5 */
     maxSchedules: z.number().int().min(0).max(1000).optional(),
+    /**
+     * Which versions of a session's workspace compaction keeps for history, rewind and fork
+     * (docs/storage.md, *Retention*): the last `versions`, every version made in the last
+     * `days`, or `all` of them; at most one. Unset: only the versions since the newest
+     * snapshot (compaction drops the rest).
+     */
+    retention: z
+      .object({
+        /** The last K versions, the current one included. */
+        versions: z.number().int().min(1).max(1_000_000).optional(),
+        /** Every version made in the last N days. */
+        days: z.number().positive().max(36_500).optional(),
+        /** Every version, for the session's life. */
+        all: z.literal(true).optional(),
+      })
+      .strict()
+      .optional(),
     /** Model budget over a sliding hour, enforced by the gateway; unset = unlimited. */
     budget: z
       .object({
@@ -195,6 +212,7 @@ export function agentCrossFieldIssues(spec: {
   mode?: string;
   recycle?: object;
   configDir?: string;
+  retention?: { versions?: number; days?: number; all?: true };
 }): AgentIssue[] {
   const issues: AgentIssue[] = [];
   if (spec.configDir && !isHarness(spec.provider))
@@ -215,6 +233,21 @@ export function agentCrossFieldIssues(spec: {
       message: 'only a resident agent keeps a sandbox to recycle (set "mode": "resident", or drop "recycle")',
       fix: 'set mode: resident, or drop recycle',
     });
+  if (spec.retention) {
+    const set = (['versions', 'days', 'all'] as const).filter((k) => spec.retention![k] !== undefined);
+    if (set.length !== 1)
+      issues.push({
+        path: 'retention',
+        message: `name one policy: versions (the last K), days (every version of the last N days) or all; ${set.length === 0 ? 'none was' : `${set.join(' and ')} were`} given`,
+        fix: 'keep exactly one of retention.versions, retention.days, retention.all',
+      });
+    if (spec.mode === 'resident')
+      issues.push({
+        path: 'retention',
+        message: 'a resident agent writes its workspace in place and keeps no versions',
+        fix: 'drop retention, or set mode: ephemeral',
+      });
+  }
   return issues;
 }
 

@@ -29,8 +29,16 @@ export const createSessionSchema = z
   .object({ id: sessionIdSchema.optional(), agent: z.string().min(1, 'agent must not be empty') })
   .strict();
 
-/** POST /v1/sessions/:id/fork: the new session's id, generated when left out. */
-export const forkSessionSchema = z.object({ id: sessionIdSchema.optional() }).strict();
+/** A workspace version of a session: 0 (before its first commit) or more. */
+const workspaceVersionSchema = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+/** POST /v1/sessions/:id/fork: the new session's id, generated when left out; the version it starts from, the source's current one when left out. */
+export const forkSessionSchema = z
+  .object({ id: sessionIdSchema.optional(), fromVersion: workspaceVersionSchema.optional() })
+  .strict();
+
+/** POST /v1/sessions/:id/rewind: the retained version whose workspace the session goes back to. */
+export const rewindSessionSchema = z.object({ toVersion: workspaceVersionSchema }).strict();
 
 /** POST /v1/sessions/:id/messages. `agent` is needed only when the post creates the session. */
 export const postMessageSchema = z
@@ -132,6 +140,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'cancelled',
   'interrupting',
   'interrupted',
+  'rewound',
 ] as const;
 
 /** POST /v1/webhooks: events of one agent's sessions, or of one session, to a URL. */

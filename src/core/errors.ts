@@ -174,6 +174,11 @@ export const ERRORS = {
     retryable: false,
     hint: 'Ask for one of the versions the message names as available (berth session history <session>); older ones were compacted into a snapshot and their layers collected.',
   },
+  SESSION_BUSY: {
+    status: 409,
+    retryable: true,
+    hint: 'Wait until the session has answered its messages (berth session history <session>), or take them back (berth interrupt <session>; DELETE /v1/sessions/<id>/messages/<n> for a queued one), then ask again.',
+  },
   WORKSPACE_PATH_NOT_FOUND: {
     status: 404,
     retryable: false,

@@ -155,7 +155,8 @@ export type SessionEventType =
   | 'archived'
   | 'cancelled'
   | 'interrupting'
-  | 'interrupted';
+  | 'interrupted'
+  | 'rewound';
 
 export interface SessionEvent {
   id: number;
@@ -200,6 +201,12 @@ export interface ChainEntry extends WorkspaceObjectRef {
   /** layer: one commit's changes; snapshot: the whole tree of its version. */
   kind: 'layer' | 'snapshot';
   turnId: string | null;
+  /**
+   * A rewind's snapshot: the version whose tree it holds (its parts are that version's
+   * objects, named again). Absent for compaction's snapshot, the only kind that drops the
+   * rows before it.
+   */
+  rewoundTo?: number;
 }
 
 /** What materialises a session's committed workspace: its version, its newest snapshot and the layers after it. */
@@ -208,6 +215,12 @@ export interface WorkspaceChain {
   /** The committed workspace version (commits so far); versions whose commit changed nothing have no object. */
   version: number;
   entries: ChainEntry[];
+  /**
+   * Every object the store still names for the session, older snapshots and the layers
+   * after them included (by version, a snapshot's parts in order): the versions whose tree
+   * can still be built. Absent = `entries`.
+   */
+  history?: ChainEntry[];
 }
 
 export interface CommitInput {

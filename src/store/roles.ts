@@ -87,6 +87,7 @@ export interface ApiStore
     | 'requestRecycle'
     | 'releaseHold'
     | 'forkSession'
+    | 'rewindSession'
     | 'enqueueMessage'
     | 'cancelMessage'
     | 'requestInterrupt'

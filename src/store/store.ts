@@ -18,6 +18,7 @@ import type {
   FailedStep,
   Message,
   Principal,
+  RewindResult,
   SandboxRecord,
   Schedule,
   ScheduleInput,
@@ -36,6 +37,7 @@ import type {
   WebhookDelivery,
   WorkerRow,
   WorkspaceChain,
+  WorkspaceObjectRef,
 } from '../core/index.js';
 
 /** Outcome of a fenced transition. */
@@ -287,16 +289,34 @@ export interface Store {
   /** Whether some session's chain names this blob-store object (garbage collection keeps it). */
   isWorkspaceObjectNamed(key: string): Promise<boolean>;
   /**
-   * A new session of the source's agent whose workspace and state start from the source's
-   * last committed turn: its chain shares the source's objects (nothing is copied). Throws
-   * SESSION_NOT_FOUND (the source, as `tenant` sees it), SESSION_EXISTS, SESSION_ARCHIVED.
+   * A new session of the source's agent whose workspace starts from one of the source's
+   * retained versions (`fromVersion`, default its current one) and whose state is the
+   * source's: its chain names the source's objects up to that version (nothing is copied).
+   * Throws SESSION_NOT_FOUND (the source, as `tenant` sees it), SESSION_EXISTS,
+   * SESSION_ARCHIVED, SESSION_BUSY (the source answers messages), VERSION_NOT_RETAINED,
+   * INVALID_INPUT (a version not reached).
    */
   forkSession(input: {
     sourceId: string;
     sessionId: string;
+    fromVersion?: number;
     now: number;
     tenant?: string;
   }): Promise<SessionView>;
+  /**
+   * The session's workspace goes back to the tree of `toVersion`, as a new version whose
+   * snapshot names the objects of that tree (no byte copied, no row dropped), in one
+   * transaction under the session's lock. `emptyTree` is the object used when that tree is
+   * empty. Throws SESSION_NOT_FOUND, SESSION_ARCHIVED, SESSION_BUSY (a turn runs or an
+   * inbound message is pending or processing), VERSION_NOT_RETAINED, INVALID_INPUT.
+   */
+  rewindSession(input: {
+    sessionId: string;
+    toVersion: number;
+    now: number;
+    tenant?: string;
+    emptyTree?: WorkspaceObjectRef;
+  }): Promise<RewindResult>;
   /** Committed state of a session (key → JSON value). */
   getState(sessionId: string): Promise<Record<string, unknown>>;
   getTurn(turnId: string): Promise<Turn | null>;

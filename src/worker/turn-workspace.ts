@@ -92,7 +92,9 @@ export class TurnWorkspace {
     const commit = this.committedAs(turnId);
     if (!commit) return;
     const { chain } = this.current!;
-    const layers = chain.entries.filter((e) => e.kind === 'layer');
+    // A rewind's snapshot is the objects of an older tree named again: beyond its first, they
+    // count like layers, so a chain a rewind made long is compacted as soon as one it grew.
+    const layers = chain.entries.filter((e, i) => e.kind === 'layer' || (e.rewoundTo !== undefined && i > 0));
     const count = layers.length + (commit.layer ? 1 : 0);
     const bytes = layers.reduce((sum, e) => sum + e.size, 0) + (commit.layer?.size ?? 0);
     const { snapshotEveryLayers, snapshotEveryBytes } = this.deps.config;

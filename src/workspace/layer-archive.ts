@@ -73,6 +73,11 @@ export function packTree(dir: string): Readable {
   return gzipped(() => walk(dir, ''));
 }
 
+/** A tree with nothing in it (a rewind to a version whose workspace was empty). */
+export function packEmptyTree(): Readable {
+  return gzipped(async function* () {});
+}
+
 /** An entry, and for a file where its content is read from. */
 interface Packed {
   entry: LayerEntry;

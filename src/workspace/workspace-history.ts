@@ -15,12 +15,13 @@
  * is kept only for files up to `maxTextFileBytes`, and text diffs only up to
  * `maxPatchBytes` in all; past either a file shows its sizes and `truncated`.
  *
- * Retained versions: those from the newest snapshot's (or 0 when there is none) to the
- * session's current one. A snapshot drops the objects before it, so an older tree, and the
- * diff of the commit that made the snapshot's version, can no longer be read: asking for
- * them is VERSION_NOT_RETAINED, naming the versions that are.
+ * Retained versions: those from the oldest snapshot the store still names (or 0 when there
+ * is none) to the session's current one. Compaction drops the objects before its snapshot,
+ * so an older tree, and the diff of the commit that made the snapshot's version, can no
+ * longer be read: asking for them is VERSION_NOT_RETAINED, naming the versions that are. A
+ * rewind's snapshot (the objects of an older tree, named again) drops nothing.
  */
-import { createHash, type Hash } from 'node:crypto';
+import { createHash, type Hash, randomBytes } from 'node:crypto';
 import { PassThrough, type Readable } from 'node:stream';
 import type { BlobStore } from '../blobs/index.js';
 import {
@@ -28,6 +29,8 @@ import {
   type ChainEntry,
   type FileChange,
   type FileSide,
+  notRetainedError,
+  objectsOfVersion,
   type RetainedVersions,
   retainedVersions,
   type TreeEntryInfo,
@@ -35,6 +38,7 @@ import {
   type TurnDiff,
   unifiedDiff,
   type WorkspaceChain,
+  type WorkspaceObjectRef,
   type WorkspacePathInfo,
 } from '../core/index.js';
 import {
@@ -42,6 +46,7 @@ import {
   type FileEntry,
   type FileSink,
   type LayerEntry,
+  packEmptyTree,
   readLayerArchive,
 } from './layer-archive.js';
 
@@ -133,7 +138,7 @@ export class WorkspaceHistory {
         retained,
         `its layer was compacted into the snapshot of version ${retained.oldest}`,
       );
-    const layer = chain.entries.find((e) => e.kind === 'layer' && e.version === version);
+    const layer = (chain.history ?? chain.entries).find((e) => e.kind === 'layer' && e.version === version);
     const empty: TurnDiff = { version, files: [], truncated: false, counts: countsOf([]) };
     if (!layer) return empty; // the commit changed no file
     const keep: KeepBudget = { fileBytes: this.limits.maxTextFileBytes, leftBytes: this.limits.maxKeptBytes };
@@ -147,6 +152,21 @@ export class WorkspaceHistory {
     const after = new Map<string, Node>();
     for (const { entry } of recorded) collectChanged(root, entry, after);
     return this.render(version, before, after);
+  }
+
+  /**
+   * An object holding an empty tree, for a rewind to a version whose workspace was empty (a
+   * version's snapshot names at least one object). A few dozen bytes, new on every call,
+   * like every upload: garbage collection never takes it from under the rewind about to name it.
+   */
+  async emptyTree(): Promise<WorkspaceObjectRef> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of packEmptyTree()) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks);
+    const sha256 = createHash('sha256').update(body).digest('hex');
+    const key = `snapshots/${sha256}.${randomBytes(8).toString('hex')}`;
+    await this.blobs.put(key, [body], { maxBytes: body.length, expectedSha256: sha256, ifAbsent: true });
+    return { key, size: body.length };
   }
 
   private cachedTree(chain: WorkspaceChain, version: number): Promise<Node> {
@@ -289,7 +309,7 @@ export class WorkspaceHistory {
 
 /** The chain's objects that make `version`: its snapshot (if any) and the layers after it up to `version`. */
 function objectsUpTo(chain: WorkspaceChain, version: number): ChainEntry[] {
-  return chain.entries.filter((e) => e.kind === 'snapshot' || e.version <= version);
+  return objectsOfVersion(chain, version) ?? [];
 }
 
 function assertRetained(
@@ -320,12 +340,7 @@ function assertRetained(
 }
 
 function notRetained(chain: WorkspaceChain, version: number, r: RetainedVersions, why: string): BerthError {
-  const available =
-    r.oldest === r.newest ? `only version ${r.newest} is` : `versions ${r.oldest}-${r.newest} are`;
-  return new BerthError(
-    'VERSION_NOT_RETAINED',
-    `Version ${version} of session ${chain.sessionId}'s workspace is no longer retained (${why}); ${available} available`,
-  );
+  return notRetainedError(chain.sessionId, version, r, why);
 }
 
 function listingOf(dir: Node): TreeEntryInfo[] {

@@ -100,6 +100,7 @@ export const fieldCases = (root = '/srv'): FieldCase[] => [
   { field: 'maxSteps', argv: ['--max-steps', '7'], expect: { maxSteps: 7 } },
   { field: 'toolTimeoutMs', argv: ['--tool-timeout', '3000'], expect: { toolTimeoutMs: 3000 } },
   { field: 'maxSchedules', argv: ['--max-schedules', '0'], expect: { maxSchedules: 0 } },
+  { field: 'retention', argv: ['--keep-versions', '20'], expect: { retention: { versions: 20 } } },
   {
     field: 'budget',
     argv: ['--tokens-per-hour', '10000', '--turns-per-hour', '20'],

@@ -788,18 +788,18 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
       assert.equal(behind.code, 'workspace_behind');
       assert.equal((await store.getTurn(behind.turn.id))?.status, 'running', 'nothing of the refused commit');
       assert.equal((await store.getSessionView('s', BASE))?.workspaceVersion, 2);
+      const layerA = {
+        version: 1,
+        kind: 'layer' as const,
+        key: 'layers/a',
+        size: 10,
+        turnId: (await store.listTurns('s'))[0]!.id,
+      };
       assert.deepEqual(await store.getWorkspaceChain('s'), {
         sessionId: 's',
         version: 2,
-        entries: [
-          {
-            version: 1,
-            kind: 'layer',
-            key: 'layers/a',
-            size: 10,
-            turnId: (await store.listTurns('s'))[0]!.id,
-          },
-        ],
+        entries: [layerA],
+        history: [layerA],
       });
       assert.equal(
         (await store.listTurns('s'))

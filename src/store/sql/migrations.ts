@@ -486,6 +486,48 @@ ALTER TABLE turns ADD COLUMN interrupt_requested_at INTEGER;
 ALTER TABLE workers ADD COLUMN draining_since INTEGER;
 `,
   },
+  {
+    version: 22,
+    name: 'snapshots of several objects',
+    // A rewind makes a new version whose tree is an older one's: its snapshot is the objects
+    // that already make that tree (a snapshot and the layers after it), named again in order,
+    // so no byte is copied. A snapshot row therefore has parts (0, 1, …) applied in order; a
+    // snapshot written by compaction has one. rewound_to is the version a rewind's snapshot
+    // holds the tree of (NULL for compaction's, which alone drops older rows). SQLite cannot
+    // change a primary key: the table is rebuilt with its index.
+    only: 'sqlite',
+    sql: `
+CREATE TABLE workspace_layers_next (
+  session_id TEXT NOT NULL REFERENCES sessions(id),
+  version INTEGER NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('layer', 'snapshot')),
+  part INTEGER NOT NULL DEFAULT 0,
+  rewound_to INTEGER,
+  blob_key TEXT NOT NULL,
+  size INTEGER NOT NULL,
+  turn_id TEXT,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (session_id, version, kind, part)
+);
+INSERT INTO workspace_layers_next (session_id, version, kind, part, blob_key, size, turn_id, created_at)
+SELECT session_id, version, kind, 0, blob_key, size, turn_id, created_at FROM workspace_layers;
+DROP TABLE workspace_layers;
+ALTER TABLE workspace_layers_next RENAME TO workspace_layers;
+CREATE INDEX workspace_layers_blob ON workspace_layers(blob_key);
+`,
+  },
+  {
+    version: 22,
+    name: 'snapshots of several objects',
+    // The same as SQLite's version 22, where a primary key can be replaced in place.
+    only: 'postgres',
+    sql: `
+ALTER TABLE workspace_layers ADD COLUMN part INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE workspace_layers ADD COLUMN rewound_to INTEGER;
+ALTER TABLE workspace_layers DROP CONSTRAINT workspace_layers_pkey;
+ALTER TABLE workspace_layers ADD PRIMARY KEY (session_id, version, kind, part);
+`,
+  },
 ];
 
 /** SQLite's column types in PostgreSQL's: every integer 64-bit, AUTOINCREMENT keys as BIGSERIAL. */

@@ -21,6 +21,7 @@ import {
   type Message,
   type Principal,
   type RetryPolicy,
+  type RewindResult,
   type SandboxRecord,
   type Schedule,
   type ScheduleStatus,
@@ -401,10 +402,15 @@ export class SqlStore implements Store {
   forkSession(input: {
     sourceId: string;
     sessionId: string;
+    fromVersion?: number;
     now: number;
     tenant?: string;
   }): Promise<SessionView> {
-    return this.write('forkSession', () => workspace.forkSession(input, this.policy.leaseMs));
+    return this.write('forkSession', (tx) => workspace.forkSession(tx, input, this.policy.leaseMs));
+  }
+
+  rewindSession(input: Parameters<Store['rewindSession']>[0]): Promise<RewindResult> {
+    return this.write('rewindSession', (tx) => workspace.rewindSession(tx, input, this.policy.leaseMs));
   }
 
   // ---- schedules

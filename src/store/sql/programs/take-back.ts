@@ -15,7 +15,7 @@ import { messageGuard, turnGuard } from './guards.js';
 import { recomputeQueueKeys } from './queue-keys.js';
 
 /** The session row, locked, if `tenant` may see it; otherwise SESSION_NOT_FOUND. */
-function* lockOwnSession(
+export function* lockOwnSession(
   sessionId: string,
   tenant: string | undefined,
   operation: string,
