@@ -49,6 +49,11 @@ const ended = (reason: EndReason, message: string, abort: TurnAbort | null): Sup
   action: 'end',
   ending: { reason, message, abort },
 });
+const EXITED_MID_TURN = ended('SandboxExited', 'sandbox exited (exit code 137)', {
+  code: 'SANDBOX_EXITED',
+  error: 'sandbox exited mid-turn (exit code 137)',
+  diedAt: BASE - 200,
+});
 const FENCED = ended('LeaseLost', 'lease lost', {
   code: 'WORKER_FENCED',
   error: 'worker stopped: lease lost',
