@@ -210,6 +210,27 @@ export interface WorkspaceChain {
   entries: ChainEntry[];
 }
 
+/**
+ * A checkpoint of a running turn's work (a `command` job's berth-checkpoint): the files
+ * its attempt changed since the previous one, as an object of the blob store. It belongs
+ * to the work on the turn's lead message, which a retry (a new turn of the same messages)
+ * resumes from; it is not a commit, and goes when that work commits or is given up.
+ */
+export interface TurnCheckpoint {
+  sessionId: string;
+  /** The lead (first) message of the turn that made it. */
+  messageId: number;
+  /** 1, 2, … in that work, across its retries. */
+  seq: number;
+  turnId: string;
+  generation: number;
+  /** What the job called it ('' for none). */
+  label: string;
+  key: string;
+  size: number;
+  createdAt: number;
+}
+
 export interface CommitInput {
   sessionId: string;
   turnId: string;

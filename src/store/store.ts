@@ -30,6 +30,7 @@ import type {
   StorageOp,
   StoredObject,
   Turn,
+  TurnCheckpoint,
   TurnRecord,
   Webhook,
   WebhookAttempt,
@@ -286,6 +287,25 @@ export interface Store {
   ): Promise<boolean>;
   /** Whether some session's chain names this blob-store object (garbage collection keeps it). */
   isWorkspaceObjectNamed(key: string): Promise<boolean>;
+  /**
+   * Records a checkpoint of a running turn (its object already in the blob store) as the
+   * next of the work on its lead message `messageId`, fenced: the generation, the lease and
+   * the turn still running under them ('stale' otherwise, nothing written). Moves neither
+   * the workspace version, nor replies, nor state.
+   */
+  recordCheckpoint(
+    input: Fence & { turnId: string; messageId: number; label: string; key: string; size: number },
+    now: number,
+  ): Promise<Fenced<TurnCheckpoint>>;
+  /** The checkpoints of the work on a lead message, oldest first (a retry resumes from them). */
+  listCheckpoints(sessionId: string, messageId: number): Promise<TurnCheckpoint[]>;
+  /**
+   * Deletes the checkpoints of work that ended without a commit (its lead message no longer
+   * pending or processing); returns their objects' keys. A commit deletes its own.
+   */
+  sweepCheckpoints(): Promise<string[]>;
+  /** Whether some checkpoint names this blob-store object (garbage collection keeps it). */
+  isCheckpointObjectNamed(key: string): Promise<boolean>;
   /**
    * A new session of the source's agent whose workspace and state start from the source's
    * last committed turn: its chain shares the source's objects (nothing is copied). Throws
