@@ -222,10 +222,13 @@ export interface TurnCheckpoint {
   messageId: number;
   /** 1, 2, … in that work, across its retries. */
   seq: number;
+  /** The checkpoint its object is a delta over; 0 = the committed tree. */
+  baseSeq: number;
   turnId: string;
   generation: number;
   /** What the job called it ('' for none). */
   label: string;
+  /** Its object in the blob store; '' when nothing changed since its base (no object). */
   key: string;
   size: number;
   createdAt: number;

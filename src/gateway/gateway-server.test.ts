@@ -50,7 +50,7 @@ async function setUp(
     const outcome = lifecycle.turn?.outcome;
     if (outcome && ended.at(-1) !== outcome) ended.push(outcome);
   });
-  const counters = { beats: 0, seals: 0, bootWaits: 0 };
+  const counters = { beats: 0, seals: 0, bootWaits: 0, checkpoints: [] as string[] };
   const socketPath = join(dir, 'gateway.sock');
   const log = pino({ level: 'silent' });
   const gateway = new SandboxGateway({
@@ -86,6 +86,16 @@ async function setUp(
           counters.seals++;
           if (o.sealError) throw o.sealError;
           return undefined;
+        },
+        checkpoint: async (_turnId, label) => {
+          counters.checkpoints.push(label);
+          return {
+            seq: counters.checkpoints.length,
+            count: counters.checkpoints.length,
+            label,
+            bytes: 0,
+            ms: 0,
+          };
         },
       },
     });

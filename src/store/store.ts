@@ -160,6 +160,19 @@ export interface ModelUsageTotals {
   turns: number;
 }
 
+/** A checkpoint to record (its object, if any, already in the blob store): TurnCheckpoint less what the store assigns. */
+export interface CheckpointInput {
+  turnId: string;
+  /** The turn's lead (first) message. */
+  messageId: number;
+  /** The checkpoint its object is a delta over (0: the committed tree). */
+  baseSeq: number;
+  label: string;
+  /** '' when nothing changed since the base. */
+  key: string;
+  size: number;
+}
+
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
   /**
@@ -293,10 +306,7 @@ export interface Store {
    * the turn still running under them ('stale' otherwise, nothing written). Moves neither
    * the workspace version, nor replies, nor state.
    */
-  recordCheckpoint(
-    input: Fence & { turnId: string; messageId: number; label: string; key: string; size: number },
-    now: number,
-  ): Promise<Fenced<TurnCheckpoint>>;
+  recordCheckpoint(input: Fence & CheckpointInput, now: number): Promise<Fenced<TurnCheckpoint>>;
   /** The checkpoints of the work on a lead message, oldest first (a retry resumes from them). */
   listCheckpoints(sessionId: string, messageId: number): Promise<TurnCheckpoint[]>;
   /**

@@ -56,6 +56,8 @@ export interface CacheStamp {
 
 /** Where a session's workspace objects live in the blob store. */
 export const WORKSPACE_OBJECT_PREFIXES = ['layers/', 'snapshots/'] as const;
+/** Where the checkpoints of running turns live in the blob store (named by turn_checkpoints rows). */
+export const CHECKPOINT_OBJECT_PREFIX = 'checkpoints/';
 
 export interface EnsuredWorkspace {
   version: number;
@@ -167,6 +169,28 @@ export class WorkspaceCache {
     const plan = JSON.parse(await readFile(join(layerDir, PLAN_FILE), 'utf8')) as PromotionPlan;
     if (plan.steps.length === 0) return null;
     return this.upload('layers', packLayer(plan, join(layerDir, 'upper')), join(layerDir, LAYER_ARCHIVE));
+  }
+
+  /**
+   * A checkpoint's changes (a plan over the attempt's upper dir) as one immutable object;
+   * `scratch` is where an archive too large for memory is packed. Read while the turn runs:
+   * a file that shrinks under the packer fails the checkpoint, never half-writes it.
+   */
+  async uploadCheckpoint(
+    plan: PromotionPlan,
+    upperDir: string,
+    scratch: string,
+  ): Promise<WorkspaceObjectRef> {
+    try {
+      return await this.upload(CHECKPOINT_OBJECT_PREFIX.slice(0, -1), packLayer(plan, upperDir), scratch);
+    } finally {
+      await rm(scratch, { force: true });
+    }
+  }
+
+  /** Applies a checkpoint's object onto `dir` (a turn's merged view, so deletions become whiteouts). */
+  applyCheckpoint(key: string, dir: string): Promise<void> {
+    return this.applyObject(key, dir);
   }
 
   /**

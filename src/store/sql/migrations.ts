@@ -490,7 +490,9 @@ ALTER TABLE workers ADD COLUMN draining_since INTEGER;
     version: 23,
     name: 'checkpoints of running turns',
     // A checkpoint belongs to the work of a session's lead message (the first message of the
-    // turn that made it): a retry of those messages, a new turn, resumes from it. Rows go at
+    // turn that made it): a retry of those messages, a new turn, resumes from it. Its object
+    // holds the changes since its base (0: the committed tree), so a resume follows the bases
+    // back from the newest row and never applies one whose base it skipped. Rows go at
     // the commit (in its transaction) and in the sweep once the message is no longer pending
     // or processing; no foreign key, so a deleted session's rows are swept the same way.
     sql: `
@@ -498,6 +500,7 @@ CREATE TABLE turn_checkpoints (
   session_id TEXT NOT NULL,
   message_id INTEGER NOT NULL,
   seq INTEGER NOT NULL,
+  base_seq INTEGER NOT NULL,
   turn_id TEXT NOT NULL,
   generation INTEGER NOT NULL,
   label TEXT NOT NULL,

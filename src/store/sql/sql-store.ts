@@ -42,6 +42,7 @@ import {
 import type {
   AttemptResult,
   AuditEntry,
+  CheckpointInput,
   CommitCode,
   CreateSessionInput,
   EnqueueInput,
@@ -402,10 +403,7 @@ export class SqlStore implements Store {
 
   // ---- checkpoints of running turns
 
-  recordCheckpoint(
-    input: Fence & { turnId: string; messageId: number; label: string; key: string; size: number },
-    now: number,
-  ): Promise<Fenced<TurnCheckpoint>> {
+  recordCheckpoint(input: Fence & CheckpointInput, now: number): Promise<Fenced<TurnCheckpoint>> {
     return this.write('recordCheckpoint', () => checkpoints.recordCheckpoint(input, now));
   }
 

@@ -6,12 +6,12 @@
  * takes. Rows go with the commit of that work (turns.ts) or in the sweep below.
  */
 import type { TurnCheckpoint } from '../../../core/index.js';
-import type { Fence, Fenced } from '../../store.js';
+import type { CheckpointInput, Fence, Fenced } from '../../store.js';
 import { all, get, type Program, type Row, run } from '../program.js';
 import { checkRunningTurn } from './turns.js';
 
 export function* recordCheckpoint(
-  input: Fence & { turnId: string; messageId: number; label: string; key: string; size: number },
+  input: Fence & CheckpointInput,
   now: number,
 ): Program<Fenced<TurnCheckpoint>> {
   const code = yield* checkRunningTurn(input, input.turnId);
@@ -23,6 +23,7 @@ export function* recordCheckpoint(
     sessionId,
     messageId,
     seq,
+    baseSeq: input.baseSeq,
     turnId: input.turnId,
     generation: input.generation,
     label: input.label,
@@ -58,6 +59,7 @@ function toCheckpoint(r: Row): TurnCheckpoint {
     sessionId: String(r.session_id),
     messageId: Number(r.message_id),
     seq: Number(r.seq),
+    baseSeq: Number(r.base_seq),
     turnId: String(r.turn_id),
     generation: Number(r.generation),
     label: String(r.label),

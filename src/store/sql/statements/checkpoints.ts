@@ -9,17 +9,18 @@
  * @param sessionId the session
  * @param messageId the lead (first) message of the turn that made it
  * @param seq its number in that work, from 1
+ * @param baseSeq the checkpoint its object is a delta over, 0 = the committed tree
  * @param turnId the turn that made it
  * @param generation that turn's generation
  * @param label the job's label ('' for none)
- * @param blobKey where its object is in the blob store
+ * @param blobKey where its object is in the blob store, '' when nothing changed since its base
  * @param size the object's size in bytes
  * @param now the transition's time, epoch ms
  * @returns changed rows: 1 = recorded, 0 = that number is taken (a racing writer of the same work)
  */
 export const INSERT_CHECKPOINT = `
-INSERT INTO turn_checkpoints (session_id, message_id, seq, turn_id, generation, label, blob_key, size, created_at)
-VALUES (:sessionId, :messageId, :seq, :turnId, :generation, :label, :blobKey, :size, :now)
+INSERT INTO turn_checkpoints (session_id, message_id, seq, base_seq, turn_id, generation, label, blob_key, size, created_at)
+VALUES (:sessionId, :messageId, :seq, :baseSeq, :turnId, :generation, :label, :blobKey, :size, :now)
 ON CONFLICT (session_id, message_id, seq) DO NOTHING`;
 
 /**
