@@ -5,6 +5,7 @@
  */
 import { blobs } from './blobs.js';
 import { burst } from './burst.js';
+import { checkpoints } from './checkpoints.js';
 import { coldStart } from './cold-start.js';
 import { detection } from './detection.js';
 import { fileBlobs } from './file-blobs.js';
@@ -43,6 +44,7 @@ const all = {
   workspaces,
   fileBlobs,
   history,
+  checkpoints,
   storeScale,
 };
 const results: Record<string, unknown>[] = [];

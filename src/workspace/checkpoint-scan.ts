@@ -42,10 +42,12 @@ async function scanDir(rel: string, dirs: AttemptDirs, index: CheckpointIndex): 
     listDir(join(dirs.committed, rel)),
   ]);
   for (const name of committed) if (!merged.has(name)) index.set(join(rel, name), GONE);
-  for (const entry of upperEntries) {
-    if (entry.isCharacterDevice()) continue; // a whiteout: seen above as gone from the merged view
+  // A dir's entries are lstat()ed at once: the thread pool overlaps them.
+  const entries = upperEntries.filter((e) => !e.isCharacterDevice()); // whiteouts: seen above as gone
+  const stats = await Promise.all(entries.map((e) => lstat(join(dirs.upper, rel, e.name), { bigint: true })));
+  for (const [i, entry] of entries.entries()) {
     const path = join(rel, entry.name);
-    const st = await lstat(join(dirs.upper, path), { bigint: true });
+    const st = stats[i]!;
     if (entry.isDirectory()) {
       index.set(path, `d:${st.mode}:${st.uid}:${st.gid}`);
       await scanDir(path, dirs, index);

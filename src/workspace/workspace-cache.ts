@@ -35,7 +35,7 @@ import { promisify } from 'node:util';
 import type { BlobStore } from '../blobs/index.js';
 import type { WorkspaceChain, WorkspaceObjectRef } from '../core/index.js';
 import { fsyncPath, stagingPath, writeFileAtomic } from '../durable-files/index.js';
-import { applyLayerArchive, packLayer, packTree } from './layer-archive.js';
+import { applyLayerArchive, packLayer, packLayerInMemory, packTree } from './layer-archive.js';
 import type { WorkspaceLayout } from './layout.js';
 import { PLAN_FILE, type PromotionPlan } from './promotion.js';
 
@@ -181,8 +181,11 @@ export class WorkspaceCache {
     upperDir: string,
     scratch: string,
   ): Promise<WorkspaceObjectRef> {
+    const prefix = CHECKPOINT_OBJECT_PREFIX.slice(0, -1);
+    const inMemory = await packLayerInMemory(plan, upperDir, 'fast', IN_MEMORY_BYTES);
+    if (inMemory) return this.uploadBytes(prefix, inMemory);
     try {
-      return await this.upload(CHECKPOINT_OBJECT_PREFIX.slice(0, -1), packLayer(plan, upperDir), scratch);
+      return await this.upload(prefix, packLayer(plan, upperDir, 'fast'), scratch);
     } finally {
       await rm(scratch, { force: true });
     }
@@ -244,6 +247,18 @@ export class WorkspaceCache {
       ifAbsent: true,
     });
     return { key, size };
+  }
+
+  /** An archive already in memory, put as upload() puts a streamed one. */
+  private async uploadBytes(prefix: string, archive: Buffer): Promise<WorkspaceObjectRef> {
+    const sha256 = createHash('sha256').update(archive).digest('hex');
+    const key = `${prefix}/${sha256}.${randomBytes(8).toString('hex')}`;
+    await this.blobs.put(key, [archive], {
+      maxBytes: MAX_OBJECT_BYTES,
+      expectedSha256: sha256,
+      ifAbsent: true,
+    });
+    return { key, size: archive.length };
   }
 
   /** Forgets the session's copy (its tree and stamp). */
