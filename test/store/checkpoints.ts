@@ -13,6 +13,18 @@ function input(fence: Fence, turnId: string, messageId: number, seq: { baseSeq: 
   return { ...fence, turnId, messageId, ...seq, key: `checkpoints/${seq.label}`, size: 10 };
 }
 
+/** A session's message taken by a turn that records one checkpoint, labelled `label`. */
+async function startWithCheckpoint(store: Store, sessionId: string, label: string, at: number) {
+  const { message } = await store.enqueueMessage({ sessionId, agent: 'sh', text: 'job', now: at });
+  const { fence, turn } = await claimAndStartTurn(store, at);
+  const recorded = await store.recordCheckpoint(
+    input(fence, turn.id, message.id, { baseSeq: 0, label }),
+    at + 1,
+  );
+  assert.equal(recorded.code, 'ok');
+  return { message, fence, turn };
+}
+
 async function retryAfterLoss(store: Store, at: number) {
   // w1 dies; w2 takes the session over and, after the backoff, retries the same messages.
   const later = at + LEASE_MS + 1;
@@ -92,35 +104,15 @@ export function runCheckpointConformance(kind: string, open: OpenStore): void {
 
     test('the checkpoints of work given up are swept; those of work still to retry are kept', async () => {
       const store = await withAgent(open);
-      const failing = await store.enqueueMessage({ sessionId: 'f', agent: 'sh', text: 'job', now: BASE });
-      const f = await claimAndStartTurn(store, BASE);
-      assert.equal(
-        (
-          await store.recordCheckpoint(
-            input(f.fence, f.turn.id, failing.message.id, { baseSeq: 0, label: 'a' }),
-            BASE + 1,
-          )
-        ).code,
-        'ok',
-      );
-      const kept = await store.enqueueMessage({ sessionId: 'k', agent: 'sh', text: 'job', now: BASE + 1 });
-      const k = await claimAndStartTurn(store, BASE + 1);
-      assert.equal(
-        (
-          await store.recordCheckpoint(
-            input(k.fence, k.turn.id, kept.message.id, { baseSeq: 0, label: 'b' }),
-            BASE + 2,
-          )
-        ).code,
-        'ok',
-      );
+      const failing = await startWithCheckpoint(store, 'f', 'a', BASE);
+      const kept = await startWithCheckpoint(store, 'k', 'b', BASE + 2);
       // A terminal failure: its messages end failed, and no retry will resume.
       const abort = {
-        ...f.fence,
-        turnId: f.turn.id,
-        code: 'OUTPUT_LIMIT_EXCEEDED' as const,
+        ...failing.fence,
+        turnId: failing.turn.id,
+        code: 'OUTPUT_LIMIT_EXCEEDED',
         error: 'too much',
-      };
+      } as const;
       assert.equal(await store.abortTurn(abort, BASE + 3), 'ok');
       assert.deepEqual(await store.sweepCheckpoints(), ['checkpoints/a']);
       assert.deepEqual(await store.listCheckpoints('f', failing.message.id), []);
