@@ -4,7 +4,8 @@
  * says it did. Its sandbox `docker kill`ed after step 3: the retry resumes from checkpoint
  * 3 (its files, its deletions), and the committed workspace holds each step exactly once;
  * the checkpoints are collected after the commit. A worker SIGKILLed after uploading
- * checkpoint 3 and before recording it: the retry falls back to checkpoint 2.
+ * checkpoint 3 and before recording it: the retry falls back to checkpoint 2; killed after
+ * recording it and before answering the job: the retry resumes from checkpoint 3.
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
@@ -176,32 +177,45 @@ test('a job killed after step 3 resumes from its checkpoint: steps once each, de
   );
 });
 
-test('a worker killed after uploading checkpoint 3 and before recording it: the retry falls back to checkpoint 2', {
-  timeout: 300_000,
-}, async (t) => {
-  const install = await startInstall(t);
-  const { store } = install;
-  const seeder = await install.startWorker('seed');
-  await seed(install, 'f');
-  seeder.kill('SIGTERM');
-  await exited(seeder);
-  const doomed = await install.startWorker('doomed', failpointEnv('checkpoint-after-upload@3'));
-  const { message } = await install.send('f', JOB);
-  await exited(doomed);
-  assert.equal(doomed.signalCode, 'SIGKILL', 'the worker died at the failpoint');
-  assert.deepEqual(
-    (await store.listCheckpoints('f', message.id)).map((r) => r.label),
-    ['step-1', 'step-2'],
-    'the third was uploaded, never recorded',
-  );
-  await install.startWorker('heir');
-  await install.replies('f', 2);
-  assert.equal(await install.committed('f', 'resumes.txt'), 'resumed:2:step-2\n');
-  assert.equal(
-    await install.committed('f', 'steps.txt'),
-    'step-1\nstep-2\nstep-3\nstep-4\nstep-5\nstep-6\n',
-    'each step exactly once: step 3 redone from checkpoint 2',
-  );
-  assert.equal(await install.committed('f', 'old.txt'), null);
-  assert.deepEqual(await store.listCheckpoints('f', message.id), [], 'the commit collected the rows');
-});
+/** Where the worker dies in its third checkpoint, and the checkpoint the retry must resume from. */
+const CUTS = [
+  {
+    point: 'checkpoint-after-upload',
+    resumes: 2,
+    why: 'uploaded, never recorded: the retry falls back to checkpoint 2',
+  },
+  {
+    point: 'checkpoint-after-record',
+    resumes: 3,
+    why: 'recorded, never answered: the retry resumes from checkpoint 3',
+  },
+] as const;
+
+for (const cut of CUTS)
+  test(`a worker SIGKILLed at ${cut.point} of checkpoint 3: ${cut.why}`, { timeout: 300_000 }, async (t) => {
+    const install = await startInstall(t);
+    const { store } = install;
+    const seeder = await install.startWorker('seed');
+    await seed(install, 'f');
+    seeder.kill('SIGTERM');
+    await exited(seeder);
+    const doomed = await install.startWorker('doomed', failpointEnv(`${cut.point}@3`));
+    const { message } = await install.send('f', JOB);
+    await exited(doomed);
+    assert.equal(doomed.signalCode, 'SIGKILL', 'the worker died at the failpoint');
+    const labels = ['step-1', 'step-2', 'step-3'].slice(0, cut.resumes);
+    assert.deepEqual(
+      (await store.listCheckpoints('f', message.id)).map((r) => r.label),
+      labels,
+    );
+    await install.startWorker('heir');
+    await install.replies('f', 2);
+    assert.equal(await install.committed('f', 'resumes.txt'), `resumed:${cut.resumes}:step-${cut.resumes}\n`);
+    assert.equal(
+      await install.committed('f', 'steps.txt'),
+      'step-1\nstep-2\nstep-3\nstep-4\nstep-5\nstep-6\n',
+      'each step exactly once',
+    );
+    assert.equal(await install.committed('f', 'old.txt'), null);
+    assert.deepEqual(await store.listCheckpoints('f', message.id), [], 'the commit collected the rows');
+  });
