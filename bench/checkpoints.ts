@@ -3,7 +3,9 @@
  * attempt layer scanned through a real overlay, what changed packed and put in a `file`
  * blob store (fsynced), and the fenced record in a SQLite store on disk (WAL). Two cases:
  * 1 MiB (16 files of 64 KiB, incompressible) changed since the previous checkpoint, in an
- * attempt layer of 100 files already checkpointed; and nothing changed. Baseline from the
+ * attempt layer of 100 files already checkpointed (growing by those 16 each round); and
+ * nothing changed, over the 100 files alone and over the grown attempt (the walk of the
+ * upper dir is what a checkpoint costs when nothing changed). Baseline from the
  * same run: a bare 1 MiB put in the same blob store, the floor of a durable 1 MiB
  * checkpoint. Not measured: the gateway's Unix-socket hop (well under a millisecond) and,
  * inside the sandbox, starting berth-checkpoint (a node process: tens of ms).
@@ -69,6 +71,8 @@ export async function checkpoints({ quick }: BenchOptions) {
     };
     await take(); // the base files: every later round is a delta over them
     const rounds = quick ? 10 : 40;
+    const unchangedBase: number[] = [];
+    for (let round = 0; round < rounds; round++) unchangedBase.push(await take());
     const changed: number[] = [];
     const unchanged: number[] = [];
     const floor: number[] = [];
@@ -89,6 +93,8 @@ export async function checkpoints({ quick }: BenchOptions) {
       store: 'sqlite',
       baseFiles: 100,
       changed1MiB: stats(changed),
+      // Over the 100 base files alone, then over an attempt that grows to 100 + 16 × rounds files.
+      nothingChangedBase: stats(unchangedBase),
       nothingChanged: stats(unchanged),
       baseline: { put1MiB: stats(floor) },
     };

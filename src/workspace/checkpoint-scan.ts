@@ -30,30 +30,39 @@ export interface AttemptDirs {
 
 /** The attempt layer's index, parents before children. */
 export async function scanAttempt(dirs: AttemptDirs): Promise<CheckpointIndex> {
-  const index: CheckpointIndex = new Map();
-  await scanDir('', dirs, index);
-  return index;
+  return new Map(await scanDir('', dirs));
 }
 
-async function scanDir(rel: string, dirs: AttemptDirs, index: CheckpointIndex): Promise<void> {
-  const [upperEntries, merged, committed] = await Promise.all([
+/**
+ * One dir of the upper layer, then its subdirs, each in order. Everything that does not
+ * depend on another call runs at once (the thread pool overlaps them): a dir's entries are
+ * lstat()ed together and its subdirs scanned together. A dir the committed tree does not
+ * have (made by the turn) hides nothing, so its merged view is not read.
+ */
+async function scanDir(rel: string, dirs: AttemptDirs): Promise<[string, string][]> {
+  const [upperEntries, committed] = await Promise.all([
     readdir(join(dirs.upper, rel), { withFileTypes: true }),
-    readdir(join(dirs.merged, rel)).then((names) => new Set(names)),
     listDir(join(dirs.committed, rel)),
   ]);
-  for (const name of committed) if (!merged.has(name)) index.set(join(rel, name), GONE);
-  // A dir's entries are lstat()ed at once: the thread pool overlaps them.
+  const out: [string, string][] = [];
+  if (committed.length > 0) {
+    const merged = new Set(await readdir(join(dirs.merged, rel)));
+    for (const name of committed) if (!merged.has(name)) out.push([join(rel, name), GONE]);
+  }
   const entries = upperEntries.filter((e) => !e.isCharacterDevice()); // whiteouts: seen above as gone
   const stats = await Promise.all(entries.map((e) => lstat(join(dirs.upper, rel, e.name), { bigint: true })));
+  const subdirs: string[] = [];
   for (const [i, entry] of entries.entries()) {
     const path = join(rel, entry.name);
     const st = stats[i]!;
     if (entry.isDirectory()) {
-      index.set(path, `d:${st.mode}:${st.uid}:${st.gid}`);
-      await scanDir(path, dirs, index);
+      out.push([path, `d:${st.mode}:${st.uid}:${st.gid}`]);
+      subdirs.push(path);
     } else
-      index.set(path, `f:${st.mode}:${st.uid}:${st.gid}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`);
+      out.push([path, `f:${st.mode}:${st.uid}:${st.gid}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`]);
   }
+  for (const below of await Promise.all(subdirs.map((d) => scanDir(d, dirs)))) out.push(...below);
+  return out;
 }
 
 /**
