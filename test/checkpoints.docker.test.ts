@@ -3,7 +3,9 @@
  * that checkpoints after each of its steps and skips, on a retry, what BERTH_CHECKPOINT
  * says it did. Its sandbox `docker kill`ed after step 3: the retry resumes from checkpoint
  * 3 (its files, its deletions), and the committed workspace holds each step exactly once;
- * the checkpoints are collected after the commit. A worker SIGKILLed after uploading
+ * the checkpoints are collected after the commit (on SQLite and on PostgreSQL). A chain
+ * with an object lost is not restored at all: the retry redoes everything on the committed
+ * tree. A worker SIGKILLed after uploading
  * checkpoint 3 and before recording it: the retry falls back to checkpoint 2; killed after
  * recording it and before answering the job: the retry resumes from checkpoint 3.
  */
@@ -17,6 +19,7 @@ import { agentSpecSchema } from '../src/core/index.js';
 import { connectDocker } from '../src/runtime/index.js';
 import { openStore, type Store } from '../src/store/index.js';
 import { failpointEnv } from './helpers/failpoint-preload.js';
+import { freshDatabase } from './helpers/postgres.js';
 import { eventually, exited, spawnBerth } from './helpers/processes.js';
 
 const LEASE_MS = 2000;
@@ -47,11 +50,12 @@ done
 ls
 `;
 
-async function startInstall(t: TestContext) {
+async function startInstall(t: TestContext, kind: 'sqlite' | 'postgres' = 'sqlite') {
   const dataDir = await mkdtemp(join(tmpdir(), 'berth-checkpoints-'));
-  const env = { ...process.env, BERTH_DATA: dataDir, BERTH_LEASE: `${LEASE_MS}ms`, BERTH_STORE: '' };
+  const storeUrl = kind === 'postgres' ? await freshDatabase() : '';
+  const env = { ...process.env, BERTH_DATA: dataDir, BERTH_LEASE: `${LEASE_MS}ms`, BERTH_STORE: storeUrl };
   const store: Store = await openStore({
-    store: '',
+    store: storeUrl,
     sqlitePath: join(dataDir, 'berth.db'),
     leaseMs: LEASE_MS,
     retry: { retryBaseMs: 200, retryMaxMs: 1000, maxTries: 5 },
@@ -114,67 +118,91 @@ async function seed(install: Awaited<ReturnType<typeof startInstall>>, sessionId
   await install.replies(sessionId, 1);
 }
 
-test('a job killed after step 3 resumes from its checkpoint: steps once each, deletions kept, checkpoints collected', {
+for (const kind of ['sqlite', 'postgres'] as const)
+  test(`${kind}: a job killed after step 3 resumes from its checkpoint: steps once each, deletions kept, checkpoints collected`, {
+    timeout: 300_000,
+  }, async (t) => {
+    const install = await startInstall(t, kind);
+    const { store } = install;
+    await install.startWorker('w1');
+    await seed(install, 'k');
+    const { message } = await install.send('k', `HOLD_AFTER=3; ${JOB}`);
+    const rows = await install.checkpointsOf('k', message.id, 3);
+    assert.deepEqual(
+      rows.map((r) => [r.seq, r.baseSeq, r.label]),
+      [
+        [1, 0, 'step-1'],
+        [2, 1, 'step-2'],
+        [3, 2, 'step-3'],
+      ],
+    );
+    assert.equal(
+      (await store.getSessionView('k', store.clock.now()))?.workspaceVersion,
+      1,
+      'no checkpoint is a commit',
+    );
+    assert.ok((await install.checkpointObjects()).length >= 3, 'their objects are in the blob store');
+    const sandbox = (await store.getSessionView('k', store.clock.now()))!.sandbox!;
+    await connectDocker('/var/run/docker.sock').getContainer(sandbox).kill();
+
+    const [, reply] = await install.replies('k', 2);
+    const turns = await store.listTurns('k');
+    assert.deepEqual(
+      turns.slice(1).map((x) => x.status),
+      ['aborted', 'committed'],
+    );
+    assert.equal(
+      await install.committed('k', 'resumes.txt'),
+      'resumed:3:step-3\n',
+      'the retry saw BERTH_CHECKPOINT',
+    );
+    assert.equal(
+      await install.committed('k', 'steps.txt'),
+      'step-1\nstep-2\nstep-3\nstep-4\nstep-5\nstep-6\n',
+      'each step exactly once',
+    );
+    assert.equal(
+      await install.committed('k', 'old.txt'),
+      null,
+      'a committed file deleted before a checkpoint stays deleted',
+    );
+    assert.equal(
+      await install.committed('k', 'tmp.txt'),
+      null,
+      "a file of the turn's own deleted before a checkpoint stays deleted",
+    );
+    assert.deepEqual(
+      reply!.text.trim().split('\n'),
+      ['resumes.txt', 'steps.txt'],
+      'the retry saw the restored tree',
+    );
+    assert.deepEqual(await store.listCheckpoints('k', message.id), [], 'the commit collected the rows');
+    await eventually('checkpoint objects collected', async () =>
+      (await install.checkpointObjects()).length === 0 ? true : undefined,
+    );
+  });
+
+test('a checkpoint chain that cannot be restored (an object lost) is never half-used: the retry starts from the committed tree', {
   timeout: 300_000,
 }, async (t) => {
   const install = await startInstall(t);
   const { store } = install;
   await install.startWorker('w1');
-  await seed(install, 'k');
-  const { message } = await install.send('k', `HOLD_AFTER=3; ${JOB}`);
-  const rows = await install.checkpointsOf('k', message.id, 3);
-  assert.deepEqual(
-    rows.map((r) => [r.seq, r.baseSeq, r.label]),
-    [
-      [1, 0, 'step-1'],
-      [2, 1, 'step-2'],
-      [3, 2, 'step-3'],
-    ],
-  );
-  assert.equal(
-    (await store.getSessionView('k', store.clock.now()))?.workspaceVersion,
-    1,
-    'no checkpoint is a commit',
-  );
-  assert.ok((await install.checkpointObjects()).length >= 3, 'their objects are in the blob store');
-  const sandbox = (await store.getSessionView('k', store.clock.now()))!.sandbox!;
+  await seed(install, 'l');
+  const { message } = await install.send('l', `HOLD_AFTER=3; ${JOB}`);
+  const rows = await install.checkpointsOf('l', message.id, 3);
+  await rm(join(install.dataDir, 'blobs', rows[1]!.key));
+  const sandbox = (await store.getSessionView('l', store.clock.now()))!.sandbox!;
   await connectDocker('/var/run/docker.sock').getContainer(sandbox).kill();
-
-  const [, reply] = await install.replies('k', 2);
-  const turns = await store.listTurns('k');
-  assert.deepEqual(
-    turns.slice(1).map((x) => x.status),
-    ['aborted', 'committed'],
-  );
+  await install.replies('l', 2);
+  assert.equal(await install.committed('l', 'resumes.txt'), null, 'the retry saw no BERTH_CHECKPOINT');
   assert.equal(
-    await install.committed('k', 'resumes.txt'),
-    'resumed:3:step-3\n',
-    'the retry saw BERTH_CHECKPOINT',
-  );
-  assert.equal(
-    await install.committed('k', 'steps.txt'),
+    await install.committed('l', 'steps.txt'),
     'step-1\nstep-2\nstep-3\nstep-4\nstep-5\nstep-6\n',
-    'each step exactly once',
+    'each step exactly once: all redone on the committed tree, nothing of checkpoints 1 and 3 kept',
   );
-  assert.equal(
-    await install.committed('k', 'old.txt'),
-    null,
-    'a committed file deleted before a checkpoint stays deleted',
-  );
-  assert.equal(
-    await install.committed('k', 'tmp.txt'),
-    null,
-    "a file of the turn's own deleted before a checkpoint stays deleted",
-  );
-  assert.deepEqual(
-    reply!.text.trim().split('\n'),
-    ['resumes.txt', 'steps.txt'],
-    'the retry saw the restored tree',
-  );
-  assert.deepEqual(await store.listCheckpoints('k', message.id), [], 'the commit collected the rows');
-  await eventually('checkpoint objects collected', async () =>
-    (await install.checkpointObjects()).length === 0 ? true : undefined,
-  );
+  assert.equal(await install.committed('l', 'old.txt'), null);
+  assert.deepEqual(await store.listCheckpoints('l', message.id), []);
 });
 
 /** Where the worker dies in its third checkpoint, and the checkpoint the retry must resume from. */
