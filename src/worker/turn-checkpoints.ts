@@ -126,16 +126,21 @@ export class TurnCheckpoints {
     return taken;
   }
 
-  /** After the turn's commit: its checkpoints' objects, whose rows the commit deleted. Best effort. */
-  async collect(turnId: string): Promise<void> {
+  /**
+   * After the turn's commit: its checkpoints' objects, whose rows the commit deleted, are
+   * deleted in the background (off the next turn's path; what this misses, a worker that
+   * stops for instance, the garbage pass collects).
+   */
+  collect(turnId: string): void {
     const work = this.work;
     if (work?.turnId !== turnId) return;
     this.work = null;
-    await work.queue;
-    for (const key of work.keys)
-      await this.deps.blobs.delete(key).catch((err: unknown) => {
-        this.log.warn({ err, key }, 'Checkpoint object not deleted; garbage collection will');
-      });
+    void work.queue.then(async () => {
+      for (const key of work.keys)
+        await this.deps.blobs.delete(key).catch((err: unknown) => {
+          this.log.warn({ err, key }, 'Checkpoint object not deleted; garbage collection will');
+        });
+    });
   }
 
   private async takeNow(work: Work, label: string): Promise<CheckpointTaken> {

@@ -97,7 +97,7 @@ export class TurnLayers {
     switch (this.mode.settle) {
       case 'after-commit':
         await this.settle(turn.id, 'turn-end');
-        await this.checkpoints?.collect(turn.id);
+        this.checkpoints?.collect(turn.id);
         return false;
       // Its writes are already in the committed layer: nothing to promote, only the mark to clear.
       case 'in-place':
@@ -105,7 +105,7 @@ export class TurnLayers {
         await this.deps.store.markLayerPromoted(this.session.id, turn.id);
         return false;
       case 'after-kill':
-        await this.checkpoints?.collect(turn.id);
+        this.checkpoints?.collect(turn.id);
         return true;
     }
   }
