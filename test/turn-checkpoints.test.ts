@@ -1,0 +1,120 @@
+/**
+ * TurnCheckpoints against a real overlay, a real file blob store and a real SQLite store
+ * (the one boundary faked: a blob store whose next checkpoint upload fails). A checkpoint
+ * whose upload fails is answered CHECKPOINT_FAILED and never used: the next one is a delta
+ * over the last one recorded, and a retry restores that chain (its files and deletions)
+ * into a fresh attempt, with the count and label of the newest. Needs root (overlay mounts).
+ */
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { pino } from 'pino';
+import { type BlobStore, FileBlobStore } from '../src/blobs/index.js';
+import { agentSpecSchema, BerthError, isBerthError, systemClock, type Turn } from '../src/core/index.js';
+import { openSqliteStore } from '../src/store/index.js';
+import type { SandboxDeps } from '../src/worker/deps.js';
+import { TurnCheckpoints } from '../src/worker/turn-checkpoints.js';
+import { Workspaces } from '../src/workspace/index.js';
+
+/** The file blob store, except that a put under checkpoints/ fails while `failing` is set. */
+function flakyBlobs(dir: string): BlobStore & { failing: boolean } {
+  const real = new FileBlobStore(dir);
+  return Object.assign(Object.create(real) as FileBlobStore, {
+    failing: false,
+    put(
+      this: { failing: boolean },
+      key: string,
+      ...rest: Parameters<BlobStore['put']> extends [string, ...infer R] ? R : never
+    ) {
+      if (this.failing && key.startsWith('checkpoints/'))
+        return Promise.reject(new BerthError('BLOB_WRITE_FAILED', `Blob ${key} not written (test)`));
+      return real.put(key, ...rest);
+    },
+  });
+}
+
+test('a checkpoint whose upload fails is never used: the next is a delta over the last recorded one, and a retry restores that chain', async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'berth-turn-checkpoints-'));
+  const blobs = flakyBlobs(join(dataDir, 'blobs'));
+  const workspaces = new Workspaces(dataDir, 1000, blobs);
+  const store = openSqliteStore({
+    path: join(dataDir, 'berth.db'),
+    leaseMs: 60_000,
+    retry: { retryBaseMs: 1000, retryMaxMs: 1000, maxTries: 3 },
+  });
+  await workspaces.prepare();
+  t.after(async () => {
+    for (const slot of ['first', 'retry']) await workspaces.unmountSlot(slot).catch(() => undefined);
+    await store.close();
+    await workspaces.release().catch(() => undefined);
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  const now = Date.now();
+  await store.createAgent(agentSpecSchema.parse({ name: 'b', provider: 'command' }), now);
+  await store.registerWorker({ id: 'w', host: 'h', pid: 1, slots: 1, heartbeatAt: now, startedAt: now });
+  await store.enqueueMessage({ sessionId: 's', agent: 'b', text: 'job', now });
+  const claim = (await store.claimRunnableSession('w', now))!;
+  const fence = { sessionId: 's', generation: claim.session.generation, workerId: 'w' };
+  const started = await store.startTurn(fence, now);
+  const turn = started.code === 'ok' ? started.value!.turn : assert.fail('no turn');
+  // The committed tree: one file the turn deletes.
+  await mkdir(workspaces.committedPath('s'), { recursive: true });
+  await writeFile(join(workspaces.committedPath('s'), 'old.txt'), 'old\n');
+  const deps = { store, workspaces, blobs, clock: systemClock } as unknown as SandboxDeps;
+  const log = pino({ level: 'silent' });
+  const mount = async (of: Turn, slot: string) => {
+    await workspaces.mountAttempt('s', of.id, slot);
+    const checkpoints = new TurnCheckpoints(deps, fence, slot, log);
+    const resumed = await checkpoints.resume(of, async () => {
+      throw new Error('the chain must restore');
+    });
+    return { checkpoints, resumed, merged: workspaces.slotPath(slot) };
+  };
+
+  const first = await mount(turn, 'first');
+  assert.equal(first.resumed, null, 'a first try starts from the committed tree');
+  await writeFile(join(first.merged, 'a.txt'), 'a\n');
+  await rm(join(first.merged, 'old.txt'));
+  assert.equal((await first.checkpoints.take(turn.id, 'one')).seq, 1);
+  await writeFile(join(first.merged, 'b.txt'), 'b\n');
+  blobs.failing = true;
+  await assert.rejects(first.checkpoints.take(turn.id, 'two'), (e: unknown) =>
+    isBerthError(e, 'CHECKPOINT_FAILED'),
+  );
+  blobs.failing = false;
+  await writeFile(join(first.merged, 'c.txt'), 'c\n');
+  const third = await first.checkpoints.take(turn.id, 'three: after the failed one');
+  assert.equal(third.seq, 2, 'the failed one took no number');
+  assert.equal(third.count, 2);
+  const rows = await store.listCheckpoints('s', Math.min(...turn.messageIds));
+  assert.deepEqual(
+    rows.map((r) => [r.seq, r.baseSeq, r.label]),
+    [
+      [1, 0, 'one'],
+      [2, 1, 'three: after the failed one'],
+    ],
+  );
+  const unchanged = await first.checkpoints.take(turn.id, 'four');
+  assert.equal(unchanged.bytes, 0, 'nothing changed: a row, no object');
+
+  // The retry: the turn aborted (its sandbox lost), a new turn of the same messages on a
+  // fresh attempt, restored before anyone sees it.
+  const lost = { ...fence, turnId: turn.id, code: 'SANDBOX_EXITED', error: 'killed' } as const;
+  assert.equal(await store.abortTurn(lost, now + 1), 'ok');
+  const again = await store.startTurn(fence, now + 10_000);
+  const retryTurn = again.code === 'ok' ? again.value!.turn : assert.fail('no retry');
+  assert.deepEqual(retryTurn.messageIds, turn.messageIds);
+  const retry = await mount(retryTurn, 'retry');
+  assert.deepEqual(retry.resumed, { count: 3, label: 'four' });
+  assert.deepEqual((await readdir(retry.merged)).sort(), ['a.txt', 'b.txt', 'c.txt']);
+  assert.equal(
+    await readFile(join(retry.merged, 'b.txt'), 'utf8'),
+    'b\n',
+    'what the failed one held came with the next',
+  );
+  const next = await retry.checkpoints.take(retryTurn.id, 'five');
+  assert.equal(next.seq, 4, 'numbered on');
+  assert.equal(next.bytes, 0, 'the restored files are its base, not sent again');
+});
