@@ -12,11 +12,12 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { pino } from 'pino';
 import { type BlobStore, FileBlobStore } from '../src/blobs/index.js';
-import { agentSpecSchema, BerthError, isBerthError, systemClock, type Turn } from '../src/core/index.js';
+import { BerthError, isBerthError, systemClock, type Turn } from '../src/core/index.js';
 import { openSqliteStore } from '../src/store/index.js';
 import type { SandboxDeps } from '../src/worker/deps.js';
 import { TurnCheckpoints } from '../src/worker/turn-checkpoints.js';
 import { Workspaces } from '../src/workspace/index.js';
+import { BASE, claimAndStartTurn, LEASE_MS, RETRY, withAgent } from './store/conformance.js';
 
 /** The file blob store, except that a put under checkpoints/ fails while `failing` is set. */
 function flakyBlobs(dir: string): BlobStore & { failing: boolean } {
@@ -39,11 +40,9 @@ test('a checkpoint whose upload fails is never used: the next is a delta over th
   const dataDir = await mkdtemp(join(tmpdir(), 'berth-turn-checkpoints-'));
   const blobs = flakyBlobs(join(dataDir, 'blobs'));
   const workspaces = new Workspaces(dataDir, 1000, blobs);
-  const store = openSqliteStore({
-    path: join(dataDir, 'berth.db'),
-    leaseMs: 60_000,
-    retry: { retryBaseMs: 1000, retryMaxMs: 1000, maxTries: 3 },
-  });
+  const store = await withAgent(async () =>
+    openSqliteStore({ path: join(dataDir, 'berth.db'), leaseMs: LEASE_MS, retry: RETRY }),
+  );
   await workspaces.prepare();
   t.after(async () => {
     for (const slot of ['first', 'retry']) await workspaces.unmountSlot(slot).catch(() => undefined);
@@ -51,14 +50,8 @@ test('a checkpoint whose upload fails is never used: the next is a delta over th
     await workspaces.release().catch(() => undefined);
     await rm(dataDir, { recursive: true, force: true });
   });
-  const now = Date.now();
-  await store.createAgent(agentSpecSchema.parse({ name: 'b', provider: 'command' }), now);
-  await store.registerWorker({ id: 'w', host: 'h', pid: 1, slots: 1, heartbeatAt: now, startedAt: now });
-  await store.enqueueMessage({ sessionId: 's', agent: 'b', text: 'job', now });
-  const claim = (await store.claimRunnableSession('w', now))!;
-  const fence = { sessionId: 's', generation: claim.session.generation, workerId: 'w' };
-  const started = await store.startTurn(fence, now);
-  const turn = started.code === 'ok' ? started.value!.turn : assert.fail('no turn');
+  await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'job', now: BASE });
+  const { fence, turn } = await claimAndStartTurn(store, BASE);
   // The committed tree: one file the turn deletes.
   await mkdir(workspaces.committedPath('s'), { recursive: true });
   await writeFile(join(workspaces.committedPath('s'), 'old.txt'), 'old\n');
@@ -102,8 +95,8 @@ test('a checkpoint whose upload fails is never used: the next is a delta over th
   // The retry: the turn aborted (its sandbox lost), a new turn of the same messages on a
   // fresh attempt, restored before anyone sees it.
   const lost = { ...fence, turnId: turn.id, code: 'SANDBOX_EXITED', error: 'killed' } as const;
-  assert.equal(await store.abortTurn(lost, now + 1), 'ok');
-  const again = await store.startTurn(fence, now + 10_000);
+  assert.equal(await store.abortTurn(lost, BASE + 1), 'ok');
+  const again = await store.startTurn(fence, BASE + RETRY.retryMaxMs);
   const retryTurn = again.code === 'ok' ? again.value!.turn : assert.fail('no retry');
   assert.deepEqual(retryTurn.messageIds, turn.messageIds);
   const retry = await mount(retryTurn, 'retry');
