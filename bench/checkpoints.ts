@@ -57,6 +57,7 @@ export async function checkpoints({ quick }: BenchOptions) {
           turnId: turn.id,
           messageId: message.id,
           baseSeq: seq,
+          count: seq + 1,
           label: `c${seq + 1}`,
           key: uploaded.object?.key ?? '',
           size: uploaded.object?.size ?? 0,

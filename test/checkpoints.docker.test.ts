@@ -21,6 +21,7 @@ import { openStore, type Store } from '../src/store/index.js';
 import { failpointEnv } from './helpers/failpoint-preload.js';
 import { freshDatabase } from './helpers/postgres.js';
 import { eventually, exited, spawnBerth } from './helpers/processes.js';
+import { waitPromoted } from './helpers/test-host.js';
 
 const LEASE_MS = 2000;
 
@@ -85,8 +86,9 @@ async function startInstall(t: TestContext, kind: 'sqlite' | 'postgres' = 'sqlit
   };
   const send = (sessionId: string, text: string) =>
     store.enqueueMessage({ sessionId, agent: 'job', text, now: store.clock.now() });
-  const replies = (sessionId: string, count: number) =>
-    eventually(
+  /** The session's replies once it has `count`, and the last commit promoted into the committed dir read below. */
+  const replies = async (sessionId: string, count: number) => {
+    const out = await eventually(
       `${count} replies in ${sessionId}`,
       async () => {
         const out = (await store.listMessages(sessionId, 0, 100)).filter((m) => m.direction === 'out');
@@ -94,6 +96,9 @@ async function startInstall(t: TestContext, kind: 'sqlite' | 'postgres' = 'sqlit
       },
       120_000,
     );
+    await waitPromoted({ store }, sessionId);
+    return out;
+  };
   const checkpointsOf = (sessionId: string, messageId: number, count: number) =>
     eventually(
       `${count} checkpoints in ${sessionId}`,

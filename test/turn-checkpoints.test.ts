@@ -3,13 +3,14 @@
  * (the one boundary faked: a blob store whose next checkpoint upload fails). A checkpoint
  * whose upload fails is answered CHECKPOINT_FAILED and never used: the next one is a delta
  * over the last one recorded, and a retry restores that chain (its files and deletions)
- * into a fresh attempt, with the count and label of the newest. Needs root (overlay mounts).
+ * into a fresh attempt, with the count and label of the newest. A chain at its bound
+ * restarts with a full checkpoint. Needs root (overlay mounts).
  */
 import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import { pino } from 'pino';
 import { type BlobStore, FileBlobStore } from '../src/blobs/index.js';
 import { BerthError, isBerthError, systemClock, type Turn } from '../src/core/index.js';
@@ -36,7 +37,8 @@ function flakyBlobs(dir: string): BlobStore & { failing: boolean } {
   });
 }
 
-test('a checkpoint whose upload fails is never used: the next is a delta over the last recorded one, and a retry restores that chain', async (t) => {
+/** A running turn of session s over a committed tree holding old.txt; `mount` gives an attempt its checkpoints. */
+async function setUp(t: TestContext) {
   const dataDir = await mkdtemp(join(tmpdir(), 'berth-turn-checkpoints-'));
   const blobs = flakyBlobs(join(dataDir, 'blobs'));
   const workspaces = new Workspaces(dataDir, 1000, blobs);
@@ -52,20 +54,32 @@ test('a checkpoint whose upload fails is never used: the next is a delta over th
   });
   await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'job', now: BASE });
   const { fence, turn } = await claimAndStartTurn(store, BASE);
-  // The committed tree: one file the turn deletes.
   await mkdir(workspaces.committedPath('s'), { recursive: true });
   await writeFile(join(workspaces.committedPath('s'), 'old.txt'), 'old\n');
   const deps = { store, workspaces, blobs, clock: systemClock } as unknown as SandboxDeps;
   const log = pino({ level: 'silent' });
-  const mount = async (of: Turn, slot: string) => {
+  const mount = async (of: Turn, slot: string, maxChain?: number) => {
     await workspaces.mountAttempt('s', of.id, slot);
-    const checkpoints = new TurnCheckpoints(deps, fence, slot, log);
+    const checkpoints = new TurnCheckpoints(deps, fence, slot, log, maxChain);
     const resumed = await checkpoints.resume(of, async () => {
       throw new Error('the chain must restore');
     });
     return { checkpoints, resumed, merged: workspaces.slotPath(slot) };
   };
+  /** The turn aborted (its sandbox lost), then a new turn of the same messages. */
+  const retryOf = async (cut: Turn): Promise<Turn> => {
+    const lost = { ...fence, turnId: cut.id, code: 'SANDBOX_EXITED', error: 'killed' } as const;
+    assert.equal(await store.abortTurn(lost, BASE + 1), 'ok');
+    const again = await store.startTurn(fence, BASE + RETRY.retryMaxMs);
+    const retry = again.code === 'ok' ? again.value!.turn : assert.fail('no retry');
+    assert.deepEqual(retry.messageIds, cut.messageIds);
+    return retry;
+  };
+  return { store, blobs, turn, mount, retryOf };
+}
 
+test('a checkpoint whose upload fails is never used: the next is a delta over the last recorded one, and a retry restores that chain', async (t) => {
+  const { store, blobs, turn, mount, retryOf } = await setUp(t);
   const first = await mount(turn, 'first');
   assert.equal(first.resumed, null, 'a first try starts from the committed tree');
   await writeFile(join(first.merged, 'a.txt'), 'a\n');
@@ -92,13 +106,8 @@ test('a checkpoint whose upload fails is never used: the next is a delta over th
   const unchanged = await first.checkpoints.take(turn.id, 'four');
   assert.equal(unchanged.bytes, 0, 'nothing changed: a row, no object');
 
-  // The retry: the turn aborted (its sandbox lost), a new turn of the same messages on a
-  // fresh attempt, restored before anyone sees it.
-  const lost = { ...fence, turnId: turn.id, code: 'SANDBOX_EXITED', error: 'killed' } as const;
-  assert.equal(await store.abortTurn(lost, BASE + 1), 'ok');
-  const again = await store.startTurn(fence, BASE + RETRY.retryMaxMs);
-  const retryTurn = again.code === 'ok' ? again.value!.turn : assert.fail('no retry');
-  assert.deepEqual(retryTurn.messageIds, turn.messageIds);
+  // The retry: a fresh attempt, restored before anyone sees it.
+  const retryTurn = await retryOf(turn);
   const retry = await mount(retryTurn, 'retry');
   assert.deepEqual(retry.resumed, { count: 3, label: 'four' });
   assert.deepEqual((await readdir(retry.merged)).sort(), ['a.txt', 'b.txt', 'c.txt']);
@@ -110,4 +119,29 @@ test('a checkpoint whose upload fails is never used: the next is a delta over th
   const next = await retry.checkpoints.take(retryTurn.id, 'five');
   assert.equal(next.seq, 4, 'numbered on');
   assert.equal(next.bytes, 0, 'the restored files are its base, not sent again');
+});
+
+test('a chain at its bound restarts with a full checkpoint: the retry applies the short chain and keeps the count', async (t) => {
+  const { store, turn, mount, retryOf } = await setUp(t);
+  const first = await mount(turn, 'first', 2);
+  for (let i = 1; i <= 5; i++) {
+    await writeFile(join(first.merged, `f${i}.txt`), `${i}\n`);
+    if (i === 2) await rm(join(first.merged, 'old.txt'));
+    if (i === 4) await rm(join(first.merged, 'f1.txt'));
+    assert.equal((await first.checkpoints.take(turn.id, `step-${i}`)).count, i);
+  }
+  assert.deepEqual(
+    (await store.listCheckpoints('s', Math.min(...turn.messageIds))).map((r) => [r.seq, r.baseSeq, r.count]),
+    [
+      [1, 0, 1],
+      [2, 1, 2],
+      [3, 0, 3],
+      [4, 3, 4],
+      [5, 0, 5],
+    ],
+    'every third checkpoint is a full one over the committed tree',
+  );
+  const retry = await mount(await retryOf(turn), 'retry', 2);
+  assert.deepEqual(retry.resumed, { count: 5, label: 'step-5' });
+  assert.deepEqual((await readdir(retry.merged)).sort(), ['f2.txt', 'f3.txt', 'f4.txt', 'f5.txt']);
 });

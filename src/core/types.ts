@@ -224,6 +224,8 @@ export interface TurnCheckpoint {
   seq: number;
   /** The checkpoint its object is a delta over; 0 = the committed tree. */
   baseSeq: number;
+  /** How many checkpoints of the work its files hold: its base's count + 1 (1 over the committed tree). */
+  count: number;
   turnId: string;
   generation: number;
   /** What the job called it ('' for none). */

@@ -167,6 +167,8 @@ export interface CheckpointInput {
   messageId: number;
   /** The checkpoint its object is a delta over (0: the committed tree). */
   baseSeq: number;
+  /** How many checkpoints of the work its files hold (its base's count + 1). */
+  count: number;
   label: string;
   /** '' when nothing changed since the base. */
   key: string;

@@ -16,6 +16,8 @@
  * - A resume that cannot restore its chain (an object lost, a blob store that stays away)
  *   starts again from the committed tree with base 0: redone work, never a mixed tree.
  * - One checkpoint at a time per turn: calls queue behind each other.
+ * - A resume applies at most MAX_CHAIN objects: past it, a checkpoint is a full one over
+ *   the committed tree (base 0), which starts a new chain.
  * - Not a commit: replies, state and the workspace version move only at the turn's commit,
  *   whose transaction deletes the rows; the objects go right after it here (best effort)
  *   and otherwise with the worker's garbage collection.
@@ -35,15 +37,23 @@ import { fenceError } from '../store/index.js';
 import type { CheckpointIndex } from '../workspace/index.js';
 import type { SandboxDeps } from './deps.js';
 
+/**
+ * A resume applies one object per checkpoint of its chain; a full checkpoint every
+ * MAX_CHAIN bounds that, at the price of uploading the whole attempt layer once in so many
+ * (a turn that checkpoints 200 times uploads it about 200 / 16 times, each change otherwise once).
+ */
+const MAX_CHAIN = 16;
+
 interface Work {
   turnId: string;
   /** The lead message: checkpoints belong to the work on it, across tries. */
   messageId: number;
   /** The attempt layer as of the newest checkpoint this turn recorded or resumed from. */
   index: CheckpointIndex;
-  /** That checkpoint's number (0: none, the committed tree) and how many checkpoints its files hold. */
+  /** That checkpoint's number (0: none, the committed tree), how many checkpoints its files hold, and its chain's length. */
   seq: number;
   count: number;
+  chain: number;
   /** The objects of this work this worker knows of, to delete once it commits. */
   keys: Set<string>;
   /** The checkpoint being taken, which the next one waits for. */
@@ -58,6 +68,8 @@ export class TurnCheckpoints {
     private readonly fence: Fence,
     private readonly sandboxName: string,
     private readonly log: Logger,
+    /** The longest chain a resume applies: past it, the next checkpoint is a full one (base 0). */
+    private readonly maxChain = MAX_CHAIN,
   ) {}
 
   /**
@@ -77,12 +89,13 @@ export class TurnCheckpoints {
       try {
         await workspaces.restoreCheckpoints(this.sandboxName, chain.map((c) => c.key).filter(Boolean));
         const newest = chain.at(-1)!;
-        resumed = { seq: newest.seq, count: chain.length, label: newest.label };
+        resumed = { seq: newest.seq, count: newest.count, label: newest.label };
         this.log.info(
           {
             turnId: turn.id,
             seq: newest.seq,
-            count: chain.length,
+            count: newest.count,
+            chain: chain.length,
             objects: chain.filter((c) => c.key).length,
             ms: Math.round(performance.now() - startedAt),
           },
@@ -107,6 +120,7 @@ export class TurnCheckpoints {
       index,
       seq: resumed?.seq ?? 0,
       count: resumed?.count ?? 0,
+      chain: resumed ? (chain?.length ?? 0) : 0,
       keys,
       queue: Promise.resolve(),
     };
@@ -146,13 +160,16 @@ export class TurnCheckpoints {
   private async takeNow(work: Work, label: string): Promise<CheckpointTaken> {
     const { store, workspaces, clock } = this.deps;
     const startedAt = performance.now();
+    // A chain at its bound restarts: this one holds every change over the committed tree.
+    const full = work.chain >= this.maxChain;
+    const base = full ? { index: new Map<string, string>(), seq: 0, chain: 0 } : work;
     let uploaded: Awaited<ReturnType<typeof workspaces.uploadCheckpoint>>;
     try {
       uploaded = await workspaces.uploadCheckpoint(
         this.fence.sessionId,
         work.turnId,
         this.sandboxName,
-        work.index,
+        base.index,
       );
     } catch (err) {
       throw failed(`its upload failed: ${(err as Error).message}`, err);
@@ -165,7 +182,8 @@ export class TurnCheckpoints {
           ...this.fence,
           turnId: work.turnId,
           messageId: work.messageId,
-          baseSeq: work.seq,
+          baseSeq: base.seq,
+          count: work.count + 1,
           label,
           key: uploaded.object?.key ?? '',
           size: uploaded.object?.size ?? 0,
@@ -180,10 +198,20 @@ export class TurnCheckpoints {
     work.index = uploaded.index;
     work.seq = recorded.value.seq;
     work.count += 1;
+    work.chain = base.chain + 1;
     const ms = Math.round((performance.now() - startedAt) * 100) / 100;
     const bytes = uploaded.object?.size ?? 0;
     this.log.info(
-      { turnId: work.turnId, seq: work.seq, count: work.count, label, steps: uploaded.steps, bytes, ms },
+      {
+        turnId: work.turnId,
+        seq: work.seq,
+        count: work.count,
+        full,
+        label,
+        steps: uploaded.steps,
+        bytes,
+        ms,
+      },
       'Checkpoint recorded',
     );
     return { seq: work.seq, count: work.count, label, bytes, ms };

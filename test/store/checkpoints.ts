@@ -10,7 +10,15 @@ import type { Fence, Store } from '../../src/store/index.js';
 import { BASE, claimAndStartTurn, LEASE_MS, type OpenStore, RETRY, withAgent } from './conformance.js';
 
 function input(fence: Fence, turnId: string, messageId: number, seq: { baseSeq: number; label: string }) {
-  return { ...fence, turnId, messageId, ...seq, key: `checkpoints/${seq.label}`, size: 10 };
+  return {
+    ...fence,
+    turnId,
+    messageId,
+    ...seq,
+    count: seq.baseSeq + 1,
+    key: `checkpoints/${seq.label}`,
+    size: 10,
+  };
 }
 
 /** A session's message taken by a turn that records one checkpoint, labelled `label`. */

@@ -501,6 +501,7 @@ CREATE TABLE turn_checkpoints (
   message_id INTEGER NOT NULL,
   seq INTEGER NOT NULL,
   base_seq INTEGER NOT NULL,
+  count INTEGER NOT NULL,
   turn_id TEXT NOT NULL,
   generation INTEGER NOT NULL,
   label TEXT NOT NULL,

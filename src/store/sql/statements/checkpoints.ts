@@ -10,6 +10,7 @@
  * @param messageId the lead (first) message of the turn that made it
  * @param seq its number in that work, from 1
  * @param baseSeq the checkpoint its object is a delta over, 0 = the committed tree
+ * @param count how many checkpoints of the work its files hold (BERTH_CHECKPOINT's count)
  * @param turnId the turn that made it
  * @param generation that turn's generation
  * @param label the job's label ('' for none)
@@ -19,8 +20,8 @@
  * @returns changed rows: 1 = recorded, 0 = that number is taken (a racing writer of the same work)
  */
 export const INSERT_CHECKPOINT = `
-INSERT INTO turn_checkpoints (session_id, message_id, seq, base_seq, turn_id, generation, label, blob_key, size, created_at)
-VALUES (:sessionId, :messageId, :seq, :baseSeq, :turnId, :generation, :label, :blobKey, :size, :now)
+INSERT INTO turn_checkpoints (session_id, message_id, seq, base_seq, count, turn_id, generation, label, blob_key, size, created_at)
+VALUES (:sessionId, :messageId, :seq, :baseSeq, :count, :turnId, :generation, :label, :blobKey, :size, :now)
 ON CONFLICT (session_id, message_id, seq) DO NOTHING`;
 
 /**
