@@ -5,7 +5,8 @@
  * 1 MiB (16 files of 64 KiB, incompressible) changed since the previous checkpoint, in an
  * attempt layer of 100 files already checkpointed (growing by those 16 each round); and
  * nothing changed, over the 100 files alone and over the grown attempt (the walk of the
- * upper dir is what a checkpoint costs when nothing changed). Baseline from the
+ * upper dir is what a checkpoint costs when nothing changed). One take in 16 is a full
+ * checkpoint (the chain's bound), as in a real turn. Baseline from the
  * same run: a bare 1 MiB put in the same blob store, the floor of a durable 1 MiB
  * checkpoint. Not measured: the gateway's Unix-socket hop (well under a millisecond) and,
  * inside the sandbox, starting berth-checkpoint (a node process: tens of ms).
