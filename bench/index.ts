@@ -5,6 +5,7 @@
  */
 import { blobs } from './blobs.js';
 import { burst } from './burst.js';
+import { checkpoints } from './checkpoints.js';
 import { coldStart } from './cold-start.js';
 import { detection } from './detection.js';
 import { fileBlobs } from './file-blobs.js';
@@ -45,6 +46,7 @@ const all = {
   fileBlobs,
   history,
   rewind,
+  checkpoints,
   storeScale,
 };
 const results: Record<string, unknown>[] = [];

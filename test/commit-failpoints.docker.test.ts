@@ -17,13 +17,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
-import {
-  agentSpecSchema,
-  FAILPOINTS,
-  type FailpointName,
-  type ScriptPlan,
-  type ScriptStep,
-} from '../src/core/index.js';
+import { agentSpecSchema, FAILPOINTS, type ScriptPlan, type ScriptStep } from '../src/core/index.js';
 import { connectDocker } from '../src/runtime/index.js';
 import { openStore, type Store } from '../src/store/index.js';
 import { failpointEnv } from './helpers/failpoint-preload.js';
@@ -162,7 +156,7 @@ function afterSecond(attempt: number): ScriptStep[] {
 }
 
 /** Whether the failpoint comes before the store commit: the cut turn is then aborted and tried again. */
-const BEFORE_COMMIT: Record<FailpointName, boolean> = {
+const BEFORE_COMMIT: Record<(typeof FAILPOINTS)[number], boolean> = {
   'after-seal': true,
   'after-upload': true,
   'before-promote': false,

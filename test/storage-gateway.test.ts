@@ -73,7 +73,11 @@ async function startStorage(t: TestContext, grants: { prefix: string; ops: Stora
     fence,
     assignment: { sessionId: 's', generation: fence.generation, token, heartbeatIntervalMs: 2000 },
     log,
-    hooks: { onHeartbeat: () => {}, beforeCommit: async () => undefined },
+    hooks: {
+      onHeartbeat: () => {},
+      beforeCommit: async () => undefined,
+      checkpoint: () => Promise.reject(new Error('no checkpoints in this test')),
+    },
     storage: new StorageRoutes({ ...routes, agent: 'a', binding: fence }),
   });
   t.after(async () => {

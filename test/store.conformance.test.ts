@@ -1,6 +1,7 @@
 /** The one Store conformance suite, run unchanged against SQLite and a real PostgreSQL. */
 import { openPostgresStore, openSqliteStore } from '../src/store/index.js';
 import { freshDatabase } from './helpers/postgres.js';
+import { runCheckpointConformance } from './store/checkpoints.js';
 import { LEASE_MS, RETRY, runStoreConformance } from './store/conformance.js';
 import { runResidentHoldConformance } from './store/resident-holds.js';
 import { runRewindConformance } from './store/rewind.js';
@@ -14,7 +15,9 @@ runStoreConformance('sqlite', sqlite);
 runResidentHoldConformance('sqlite', sqlite);
 runTakeBackConformance('sqlite', sqlite);
 runRewindConformance('sqlite', sqlite);
+runCheckpointConformance('sqlite', sqlite);
 runStoreConformance('postgres', postgres);
 runResidentHoldConformance('postgres', postgres);
 runTakeBackConformance('postgres', postgres);
 runRewindConformance('postgres', postgres);
+runCheckpointConformance('postgres', postgres);

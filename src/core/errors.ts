@@ -422,6 +422,16 @@ export const ERRORS = {
     retryable: true,
     hint: 'Check --blobs / BERTH_BLOBS (file:///dir or s3://bucket/prefix), AWS_ENDPOINT_URL_S3, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION, that the service runs and that the bucket exists (docs/config.md).',
   },
+  CHECKPOINT_FAILED: {
+    status: 503,
+    retryable: true,
+    hint: 'The checkpoint was not made (its upload or its record failed; nothing of it is used): the job may go on, and a retry resumes from the previous checkpoint. Check the blob store and the store if this repeats.',
+  },
+  CHECKPOINT_UNSUPPORTED: {
+    status: 409,
+    retryable: false,
+    hint: "Checkpoints are for turns with an attempt layer; a resident agent's sandbox writes its workspace in place, and its turn's commit is what keeps its work. Commit (end the turn) instead.",
+  },
   BLOB_WRITE_FAILED: {
     status: 503,
     retryable: true,

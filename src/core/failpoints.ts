@@ -15,7 +15,9 @@ export const FAILPOINTS = [
   'mid-promotion',
   'before-mark-promoted',
 ] as const;
-export type FailpointName = (typeof FAILPOINTS)[number];
+/** A checkpoint's (worker/turn-checkpoints.ts): its object uploaded and not recorded; recorded and not yet answered. */
+export const CHECKPOINT_FAILPOINTS = ['checkpoint-after-upload', 'checkpoint-after-record'] as const;
+export type FailpointName = (typeof FAILPOINTS)[number] | (typeof CHECKPOINT_FAILPOINTS)[number];
 
 const armed = new Map<FailpointName, () => void>();
 

@@ -64,6 +64,43 @@ export interface TurnAssignment {
   model?: ModelSettings;
   /** For harness turns (claude-code, codex, opencode). */
   harness?: HarnessSettings;
+  /**
+   * A retry that resumes from a checkpoint: the workspace already holds its files, and a
+   * `command` job sees it as BERTH_CHECKPOINT (checkpointEnvOf). Absent: the turn starts
+   * from the committed tree.
+   */
+  checkpoint?: ResumedCheckpoint;
+}
+
+/** The checkpoint a turn resumed from: how many checkpoints its files hold, and the newest one's label. */
+export interface ResumedCheckpoint {
+  count: number;
+  label: string;
+}
+
+/** POST <CHECKPOINT_PATH> {label?}: answered once the checkpoint is durable (uploaded and recorded). */
+export const CHECKPOINT_PATH = '/v1/checkpoint';
+/** The environment variable a job resumed from a checkpoint sees. */
+export const CHECKPOINT_ENV = 'BERTH_CHECKPOINT';
+/** A label is printable text (a colon too: the count comes first in BERTH_CHECKPOINT), at most this long. */
+export const CHECKPOINT_LABEL_MAX_CHARS = 200;
+
+/** The answer to POST /v1/checkpoint. */
+export interface CheckpointTaken {
+  /** Its number in the work on these messages, across tries. */
+  seq: number;
+  /** How many checkpoints a retry resuming from it holds: what BERTH_CHECKPOINT would say. */
+  count: number;
+  label: string;
+  /** Bytes of its object (0: nothing changed since the previous one). */
+  bytes: number;
+  /** Request to durable, on the host. */
+  ms: number;
+}
+
+/** `<count>:<label>`: the count first, so a label may hold any character, a colon too. */
+export function checkpointEnvOf(resumed: ResumedCheckpoint): string {
+  return `${resumed.count}:${resumed.label}`;
 }
 
 export type HarnessProvider = 'claude-code' | 'codex' | 'opencode';

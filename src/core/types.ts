@@ -223,6 +223,32 @@ export interface WorkspaceChain {
   history?: ChainEntry[];
 }
 
+/**
+ * A checkpoint of a running turn's work (a `command` job's berth-checkpoint): the files
+ * its attempt changed since the previous one, as an object of the blob store. It belongs
+ * to the work on the turn's lead message, which a retry (a new turn of the same messages)
+ * resumes from; it is not a commit, and goes when that work commits or is given up.
+ */
+export interface TurnCheckpoint {
+  sessionId: string;
+  /** The lead (first) message of the turn that made it. */
+  messageId: number;
+  /** 1, 2, … in that work, across its retries. */
+  seq: number;
+  /** The checkpoint its object is a delta over; 0 = the committed tree. */
+  baseSeq: number;
+  /** How many checkpoints of the work its files hold: its base's count + 1 (1 over the committed tree). */
+  count: number;
+  turnId: string;
+  generation: number;
+  /** What the job called it ('' for none). */
+  label: string;
+  /** Its object in the blob store; '' when nothing changed since its base (no object). */
+  key: string;
+  size: number;
+  createdAt: number;
+}
+
 export interface CommitInput {
   sessionId: string;
   turnId: string;

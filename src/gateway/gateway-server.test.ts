@@ -18,6 +18,7 @@ const SECRET = Buffer.from('k'.repeat(32));
 interface GatewayReply {
   turnId?: string;
   value?: unknown;
+  label?: string;
   error?: { code: string; message: string };
 }
 
@@ -50,7 +51,7 @@ async function setUp(
     const outcome = lifecycle.turn?.outcome;
     if (outcome && ended.at(-1) !== outcome) ended.push(outcome);
   });
-  const counters = { beats: 0, seals: 0, bootWaits: 0 };
+  const counters = { beats: 0, seals: 0, bootWaits: 0, checkpoints: [] as string[] };
   const socketPath = join(dir, 'gateway.sock');
   const log = pino({ level: 'silent' });
   const gateway = new SandboxGateway({
@@ -86,6 +87,16 @@ async function setUp(
           counters.seals++;
           if (o.sealError) throw o.sealError;
           return undefined;
+        },
+        checkpoint: async (_turnId, label) => {
+          counters.checkpoints.push(label);
+          return {
+            seq: counters.checkpoints.length,
+            count: counters.checkpoints.length,
+            label,
+            bytes: 0,
+            ms: 0,
+          };
         },
       },
     });
@@ -282,4 +293,24 @@ test('gateway: an aborted turn leaves none of its schedules', async (t) => {
   assert.equal((await call('POST', '/v1/abort', { turnId, error: 'killed' })).status, 200);
   assert.deepEqual(await store.listSchedules('s'), []);
   assert.equal(await store.countAgentMadeSchedules('sh'), 0);
+});
+
+test('gateway: POST /v1/checkpoint reaches the hook with its label, only in an open turn and for the current generation', async (t) => {
+  const { binding, turnId, counters, tokenFor, call, offer } = await setUp(t);
+  const before = await call('POST', '/v1/checkpoint', { label: 'early' });
+  assert.equal(before.status, 404, 'no turn, nothing to checkpoint');
+  assert.equal(before.body.error?.code, 'TURN_NOT_FOUND');
+  offer();
+  assert.equal((await call('GET', '/v1/turn')).body.turnId, turnId);
+  const taken = await call('POST', '/v1/checkpoint', { label: 'step-1: a colon too' });
+  assert.equal(taken.status, 200);
+  assert.deepEqual(taken.body, { seq: 1, count: 1, label: 'step-1: a colon too', bytes: 0, ms: 0 });
+  assert.equal((await call('POST', '/v1/checkpoint', {})).body.label, '', 'the label is optional');
+  const stale = await call('POST', '/v1/checkpoint', { label: 'late' }, tokenFor(binding.generation - 1));
+  assert.equal(stale.status, 409);
+  assert.equal(stale.body.error?.code, 'STALE_GENERATION');
+  const bad = await call('POST', '/v1/checkpoint', { label: 'a\nb' });
+  assert.equal(bad.status, 400, 'a label travels in an environment variable: no control characters');
+  assert.equal((await call('POST', '/v1/checkpoint', { label: 'x'.repeat(201) })).status, 400);
+  assert.deepEqual(counters.checkpoints, ['step-1: a colon too', '']);
 });

@@ -21,6 +21,8 @@ import type { z } from 'zod';
 import {
   BerthError,
   type BindAssignment,
+  CHECKPOINT_PATH,
+  type CheckpointTaken,
   type Clock,
   type CommitInput,
   type ErrorCode,
@@ -38,7 +40,15 @@ import { readJson, sendJson } from './http-json.js';
 import { LongPoll } from './long-poll.js';
 import type { ModelProxy } from './model-proxy.js';
 import { SandboxAudit } from './sandbox-audit.js';
-import { abortBody, commitBody, heartbeatBody, progressBody, STATE_KEY, stateBody } from './schemas.js';
+import {
+  abortBody,
+  checkpointBody,
+  commitBody,
+  heartbeatBody,
+  progressBody,
+  STATE_KEY,
+  stateBody,
+} from './schemas.js';
 import type { StorageRoutes } from './storage-routes.js';
 import { verifySandboxToken } from './token.js';
 import { planTurnSchedule, type SchedulePolicy, turnScheduleBody } from './turn-schedules.js';
@@ -50,6 +60,11 @@ export interface GatewayHooks {
    * committing it. Returns what the commit must carry of the workspace.
    */
   beforeCommit(turnId: string): Promise<CommitInput['workspace']>;
+  /**
+   * Records a checkpoint of the turn's work (its files so far) and returns once it is
+   * durable; CHECKPOINT_FAILED when it is not (nothing of it is used). The turn goes on.
+   */
+  checkpoint(turnId: string, label: string): Promise<CheckpointTaken>;
 }
 
 export interface GatewayOptions {
@@ -240,6 +255,11 @@ export class SandboxGateway {
         await this.fenced('commitTurn', committed, now);
         this.settle(turn, { kind: 'committed' });
         return this.send(res, 200, { ok: true });
+      }
+      case `POST ${CHECKPOINT_PATH}`: {
+        const { label } = await this.body(req, checkpointBody);
+        const turn = this.openTurn('a checkpoint');
+        return this.send(res, 200, await this.hooks.checkpoint(turn.id, label));
       }
       case 'POST /v1/schedules': {
         const turn = this.openTurn('a schedule');

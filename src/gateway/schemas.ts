@@ -1,6 +1,6 @@
 /** zod schemas of every gateway request body (the runner is untrusted input). */
 import { z } from 'zod';
-import { ASSERTION_MAX_CHARS, RUNNER_ABORT_CODES } from '../core/index.js';
+import { ASSERTION_MAX_CHARS, CHECKPOINT_LABEL_MAX_CHARS, RUNNER_ABORT_CODES } from '../core/index.js';
 
 /** Turn ids are berth's own (newId('turn')): nothing else may reach a path. */
 const turnId = z.string().regex(/^turn_[a-z0-9]{1,64}$/, 'not a turn id');
@@ -50,3 +50,12 @@ export const heartbeatBody = z.object({
 export const STATE_KEY = /^[A-Za-z0-9_.:-]{1,128}$/;
 /** null deletes the key at commit. */
 export const stateBody = z.object({ value: z.unknown().refine((v) => v !== undefined, 'value is required') });
+/** A job's checkpoint: its label, printable text (no control characters: it travels in an environment variable). */
+export const checkpointBody = z.object({
+  label: z
+    .string()
+    .max(CHECKPOINT_LABEL_MAX_CHARS)
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
+    .regex(/^[^\u0000-\u001f\u007f]*$/, 'a label holds no control characters')
+    .default(''),
+});

@@ -8,7 +8,8 @@
  * or revoked: it exits at once. Node built-ins only; ships into the sandbox.
  */
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import {
   type BindAssignment,
   GATEWAY_SOCKET_NAME,
@@ -18,6 +19,7 @@ import {
   type TurnAssignment,
 } from '../core/protocol.js';
 import { retryUntil } from '../core/retry.js';
+import { GATEWAY_TOKEN_ENV } from './checkpoint-command-env.js';
 import { GatewayClient, GatewayError, isRevoked } from './gateway-client.js';
 import { HarnessError } from './harness-process.js';
 import { LimitExceeded, LimitWatch } from './limits.js';
@@ -42,7 +44,12 @@ async function main(): Promise<void> {
   const socketPath = join(runDir, GATEWAY_SOCKET_NAME);
   const binding = await waitForBinding(socketPath);
   const gateway = new GatewayClient(socketPath, binding.token);
-  // Every tool the runner starts inherits its environment (processes.ts).
+  // Every tool the runner starts inherits its environment (processes.ts): berth-checkpoint
+  // (bin/ beside the runner's code) on its PATH, with the session token it calls the gateway
+  // with. The token is no secret from the sandbox's own processes: the runner runs as the
+  // same user, and a harness holds it already as its model "API key".
+  process.env.PATH = `${join(dirname(fileURLToPath(import.meta.url)), '..', 'bin')}:${process.env.PATH ?? ''}`;
+  process.env[GATEWAY_TOKEN_ENV] = binding.token;
   if (binding.egressCaPem)
     Object.assign(process.env, await installTrustBundle(binding.egressCaPem, TRUST_DIR));
   await startEgressProxy(socketPath, binding.token);

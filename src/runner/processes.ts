@@ -49,7 +49,14 @@ export interface ShellResult {
  */
 export function runShell(
   command: string,
-  opts: { cwd: string; maxOutputBytes: number; attempt: number; timeoutMs?: number },
+  opts: {
+    cwd: string;
+    maxOutputBytes: number;
+    attempt: number;
+    timeoutMs?: number;
+    /** Set for the job on top of the runner's own environment. */
+    env?: Record<string, string>;
+  },
 ): Promise<ShellResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(PERL, confinedShellArgs(command), {
@@ -57,7 +64,12 @@ export function runShell(
       detached: true,
       // stdout, stderr, and the wrapper's report of where they lead (OUTPUT_REPORT_FD).
       stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
-      env: { ...process.env, BERTH_RUNNER_PID: String(process.pid), BERTH_ATTEMPT: String(opts.attempt) },
+      env: {
+        ...process.env,
+        BERTH_RUNNER_PID: String(process.pid),
+        BERTH_ATTEMPT: String(opts.attempt),
+        ...opts.env,
+      },
     });
     const stdio = child.stdio as unknown as (Readable | null)[];
     const report = stdio[OUTPUT_REPORT_FD];

@@ -17,7 +17,9 @@ import { dirname, resolve, sep } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import {
   ASSERTION_MAX_CHARS,
+  CHECKPOINT_ENV,
   type CommandResult,
+  checkpointEnvOf,
   type FailedStep,
   type ScriptPlan,
   type ScriptStep,
@@ -36,11 +38,16 @@ export type Provider = (turn: TurnAssignment, ctx: TurnContext) => Promise<TurnO
 export const PROVIDERS: Record<TurnAssignment['provider'], Provider> = {
   async command(turn, ctx) {
     const outputs: TurnOutput[] = [];
+    // A retry resumed from a checkpoint: the job may skip what it did (docs: "Checkpoints for jobs").
+    const env: Record<string, string> = turn.checkpoint
+      ? { [CHECKPOINT_ENV]: checkpointEnvOf(turn.checkpoint) }
+      : {};
     for (const message of turn.messages) {
       const { stdout, leftRunning, ...result } = await runShell(message.text, {
         cwd: ctx.workspace,
         maxOutputBytes: turn.limits.maxOutputBytes,
         attempt: turn.attempt,
+        env,
       });
       const left = leftRunningOf(leftRunning, ctx.resident);
       const data: CommandResult = { ...result, ...(left ? { leftRunning: left } : {}) };

@@ -1,5 +1,6 @@
 /**
- * Stages the compiled runner for mounting into sandboxes: runner/*.js, the core modules
+ * Stages the compiled runner for mounting into sandboxes: runner/*.js, bin/ (the commands
+ * a job finds on its PATH, e.g. berth-checkpoint), the core modules
  * it imports (core/protocol.js, core/retry.js and theirs: no others), a package.json
  * marking them ESM, and node_modules/ with the packages the runner imports (the model
  * SDKs) and their dependencies, copied from the host's node_modules in the same layout
@@ -11,7 +12,7 @@
  * and two workers staging at once both end with the same complete directory.
  */
 import { createHash } from 'node:crypto';
-import { copyFile, cp, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, cp, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, posix, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { moveIntoPlace, stagingPath } from '../durable-files/index.js';
@@ -23,6 +24,18 @@ export const RUNNER_ENTRY = 'runner/main.js';
 
 const PACKAGE_JSON = '{"type":"module"}\n';
 
+/**
+ * Commands a job finds on its PATH (the runner puts bin/ first): each a shell script
+ * running its runner module with the sandbox's node, found from the script's own place.
+ */
+const COMMANDS: Record<string, string> = {
+  'berth-checkpoint': 'runner/checkpoint-command.js',
+};
+
+function commandScript(module: string): string {
+  return `#!/bin/sh\nexec node "$(dirname "$0")/../${module}" "$@"\n`;
+}
+
 /** Returns the staged directory for the current runner code under `baseDir`. */
 export async function stageRunner(baseDir: string): Promise<string> {
   const runnerFiles = (await readdir(join(COMPILED_SRC, 'runner')))
@@ -32,6 +45,7 @@ export async function stageRunner(baseDir: string): Promise<string> {
   const files = await withCoreImports(runnerFiles);
   const packages = await runnerPackages(files);
   const hash = createHash('sha256').update(PACKAGE_JSON).update(PACKAGE_FILTER_VERSION);
+  for (const [name, module] of Object.entries(COMMANDS)) hash.update(name).update(commandScript(module));
   for (const file of files) hash.update(file).update(await readFile(join(COMPILED_SRC, file)));
   // A published package version never changes: name, place and version stand for its files.
   for (const p of packages) hash.update(`${p.staged}@${p.version}`);
@@ -49,6 +63,11 @@ export async function stageRunner(baseDir: string): Promise<string> {
   await mkdir(join(tmp, 'core'), { recursive: true, mode: 0o755 });
   for (const file of files) await copyFile(join(COMPILED_SRC, file), join(tmp, file));
   await writeFile(join(tmp, 'package.json'), PACKAGE_JSON, { mode: 0o644 });
+  await mkdir(join(tmp, 'bin'), { mode: 0o755 });
+  for (const [name, module] of Object.entries(COMMANDS)) {
+    await writeFile(join(tmp, 'bin', name), commandScript(module));
+    await chmod(join(tmp, 'bin', name), 0o755);
+  }
   for (const p of packages) {
     await cp(p.hostDir, join(tmp, p.staged), {
       recursive: true,

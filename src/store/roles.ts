@@ -29,6 +29,7 @@ export interface GatewayStore
     | 'listStorageObjects'
     | 'getStorageObject'
     | 'putStorageObject'
+    | 'recordCheckpoint'
     | 'deleteStorageObject'
     | 'audit'
   > {}
@@ -65,6 +66,9 @@ export interface WorkerStore
       | 'releaseSession'
       | 'getSessionView'
       | 'isStorageBlobNamed'
+      | 'listCheckpoints'
+      | 'sweepCheckpoints'
+      | 'isCheckpointObjectNamed'
     > {}
 
 /**

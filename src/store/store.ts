@@ -31,6 +31,7 @@ import type {
   StorageOp,
   StoredObject,
   Turn,
+  TurnCheckpoint,
   TurnRecord,
   Webhook,
   WebhookAttempt,
@@ -161,6 +162,21 @@ export interface ModelUsageTotals {
   turns: number;
 }
 
+/** A checkpoint to record (its object, if any, already in the blob store): TurnCheckpoint less what the store assigns. */
+export interface CheckpointInput {
+  turnId: string;
+  /** The turn's lead (first) message. */
+  messageId: number;
+  /** The checkpoint its object is a delta over (0: the committed tree). */
+  baseSeq: number;
+  /** How many checkpoints of the work its files hold (its base's count + 1). */
+  count: number;
+  label: string;
+  /** '' when nothing changed since the base. */
+  key: string;
+  size: number;
+}
+
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
   /**
@@ -288,6 +304,22 @@ export interface Store {
   ): Promise<boolean>;
   /** Whether some session's chain names this blob-store object (garbage collection keeps it). */
   isWorkspaceObjectNamed(key: string): Promise<boolean>;
+  /**
+   * Records a checkpoint of a running turn (its object already in the blob store) as the
+   * next of the work on its lead message `messageId`, fenced: the generation, the lease and
+   * the turn still running under them ('stale' otherwise, nothing written). Moves neither
+   * the workspace version, nor replies, nor state.
+   */
+  recordCheckpoint(input: Fence & CheckpointInput, now: number): Promise<Fenced<TurnCheckpoint>>;
+  /** The checkpoints of the work on a lead message, oldest first (a retry resumes from them). */
+  listCheckpoints(sessionId: string, messageId: number): Promise<TurnCheckpoint[]>;
+  /**
+   * Deletes the checkpoints of work that ended without a commit (its lead message no longer
+   * pending or processing); returns their objects' keys. A commit deletes its own.
+   */
+  sweepCheckpoints(): Promise<string[]>;
+  /** Whether some checkpoint names this blob-store object (garbage collection keeps it). */
+  isCheckpointObjectNamed(key: string): Promise<boolean>;
   /**
    * A new session of the source's agent whose workspace starts from one of the source's
    * retained versions (`fromVersion`, default its current one) and whose state is the

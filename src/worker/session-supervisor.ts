@@ -235,7 +235,10 @@ export class SessionSupervisor {
       },
       'Turn started',
     );
-    const inFlight = new TurnInFlight(turn, turnAssignmentOf(this.agent, config, turn, messages));
+    const inFlight = new TurnInFlight(
+      turn,
+      turnAssignmentOf(this.agent, config, turn, messages, this.layers.resumedFrom(turn)),
+    );
     this.sandbox.serve(inFlight);
     this.seen.interruptRequestedAt = null;
     this.interruptReadDueAt = 0;
@@ -374,6 +377,7 @@ export class SessionSupervisor {
           await this.quota?.check();
           return this.layers.seal(turnId);
         },
+        checkpoint: (turnId, label) => this.layers.checkpoint(turnId, label),
       },
     });
     await this.sandbox.bind(binding, {

@@ -4,6 +4,7 @@ import {
   isHarness,
   MODEL_DEFAULTS,
   type ResolvedConfig,
+  type ResumedCheckpoint,
   type Turn,
   type TurnAssignment,
 } from '../core/index.js';
@@ -14,6 +15,8 @@ export function turnAssignmentOf(
   config: Pick<ResolvedConfig, 'maxOutputBytes' | 'heartbeatIntervalMs'>,
   turn: Turn,
   messages: { id: number; text: string }[],
+  /** The checkpoint the turn's workspace was restored from, if any. */
+  resumed: ResumedCheckpoint | null = null,
 ): TurnAssignment {
   return {
     turnId: turn.id,
@@ -24,6 +27,7 @@ export function turnAssignmentOf(
     messages: messages.map((m) => ({ id: m.id, text: m.text })),
     limits: { maxOutputBytes: config.maxOutputBytes, heartbeatIntervalMs: config.heartbeatIntervalMs },
     ...harnessSettings(agent),
+    ...(resumed ? { checkpoint: resumed } : {}),
     ...(agent.model && !isHarness(agent.provider)
       ? {
           model: {

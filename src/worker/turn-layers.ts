@@ -5,16 +5,29 @@
  * data; this is the one place that acts on it.
  */
 import type { Logger } from 'pino';
-import { type CommitInput, failpoint, type Session, type Turn } from '../core/index.js';
+import {
+  BerthError,
+  type CheckpointTaken,
+  type CommitInput,
+  failpoint,
+  type ResumedCheckpoint,
+  type Session,
+  type Turn,
+} from '../core/index.js';
 import type { Fence } from '../store/index.js';
 import { claimResidentWorkspace } from './claim-resident-workspace.js';
 import type { SandboxDeps } from './deps.js';
 import type { SandboxMode } from './sandbox-modes.js';
+import { TurnCheckpoints } from './turn-checkpoints.js';
 import { TurnWorkspace } from './turn-workspace.js';
 
 export class TurnLayers {
   /** The chain's side of a layered mode's turns; none for a sandbox that writes in place. */
   private readonly workspace: TurnWorkspace | null;
+  /** The checkpoints of a layered mode's turns; none for a sandbox that writes in place. */
+  private readonly checkpoints: TurnCheckpoints | null;
+  /** The checkpoint the current turn resumed from, for its assignment. */
+  private resumed: { turnId: string; from: ResumedCheckpoint | null } | null = null;
 
   /** A resident session's workspace version: the claim's, one more after each commit of this supervision. */
   private residentVersion: number;
@@ -30,6 +43,7 @@ export class TurnLayers {
   ) {
     this.residentVersion = session.workspaceVersion;
     this.workspace = mode.settle === 'in-place' ? null : new TurnWorkspace(deps, session.id, log);
+    this.checkpoints = mode.settle === 'in-place' ? null : new TurnCheckpoints(deps, fence, sandboxName, log);
   }
 
   /** Mounts the turn's workspace, binding the sandbox (`bind`) at the point the mode needs it bound. */
@@ -51,6 +65,21 @@ export class TurnLayers {
     }
   }
 
+  /** The checkpoint `turn` resumed from (its workspace holds its files); null when it starts from the committed tree. */
+  resumedFrom(turn: Turn): ResumedCheckpoint | null {
+    return this.resumed?.turnId === turn.id ? this.resumed.from : null;
+  }
+
+  /** POST /v1/checkpoint of the turn: durable when it returns. */
+  checkpoint(turnId: string, label: string): Promise<CheckpointTaken> {
+    if (!this.checkpoints)
+      throw new BerthError(
+        'CHECKPOINT_UNSUPPORTED',
+        `Session ${this.session.id} writes its workspace in place (resident): its turn ${turnId} has no attempt layer to checkpoint`,
+      );
+    return this.checkpoints.take(turnId, label);
+  }
+
   /** The layer the quota watch measures with the committed one; null = the committed layer itself. */
   quotaLayerOf(turn: Turn): string | null {
     return this.workspace ? turn.id : null;
@@ -68,6 +97,7 @@ export class TurnLayers {
     switch (this.mode.settle) {
       case 'after-commit':
         await this.settle(turn.id, 'turn-end');
+        this.checkpoints?.collect(turn.id);
         return false;
       // Its writes are already in the committed layer: nothing to promote, only the mark to clear.
       case 'in-place':
@@ -75,6 +105,7 @@ export class TurnLayers {
         await this.deps.store.markLayerPromoted(this.session.id, turn.id);
         return false;
       case 'after-kill':
+        this.checkpoints?.collect(turn.id);
         return true;
     }
   }
@@ -104,7 +135,15 @@ export class TurnLayers {
   }
 
   private async mountAttempt(turn: Turn): Promise<void> {
+    const { workspaces } = this.deps;
     await this.workspace!.bringCurrent(turn);
-    await this.deps.workspaces.mountAttempt(this.session.id, turn.id, this.sandboxName);
+    await workspaces.mountAttempt(this.session.id, turn.id, this.sandboxName);
+    // A retry of checkpointed messages starts where their last checkpoint left them.
+    const from = await this.checkpoints!.resume(turn, async () => {
+      await workspaces.unmountSlot(this.sandboxName);
+      await workspaces.discard(this.session.id, turn.id);
+      await workspaces.mountAttempt(this.session.id, turn.id, this.sandboxName);
+    });
+    this.resumed = { turnId: turn.id, from };
   }
 }

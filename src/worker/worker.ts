@@ -17,7 +17,7 @@ import { collectGarbage, StorageBlobs } from '../blobs/index.js';
 import { agentSpecSchema, BerthError, decideOwnLease, newId, sleep, WakeSignal } from '../core/index.js';
 import { stageRunner } from '../runtime/index.js';
 import type { StoreChange } from '../store/index.js';
-import { WORKSPACE_OBJECT_PREFIXES, Workspaces } from '../workspace/index.js';
+import { CHECKPOINT_OBJECT_PREFIX, WORKSPACE_OBJECT_PREFIXES, Workspaces } from '../workspace/index.js';
 import { type DataDirIdentity, dataDirIdentity } from './data-dir-identity.js';
 import { joinDataDir, leaveDataDir } from './data-dir-users.js';
 import type { SandboxDeps, WorkerDeps } from './deps.js';
@@ -418,12 +418,31 @@ export class Worker {
             isNamed: (key) => store.isWorkspaceObjectNamed(key),
             now: clock.now(),
           });
-        if (storage + workspace > 0) this.log.info({ storage, workspace }, 'Collected blob-store garbage');
+        const checkpoints = await this.sweepCheckpoints();
+        if (storage + workspace + checkpoints > 0)
+          this.log.info({ storage, workspace, checkpoints }, 'Collected blob-store garbage');
       } catch (err) {
         this.log.warn({ err }, 'Blob-store garbage collection failed');
       }
       await sleep(BLOB_GC_INTERVAL_MS, this.abort.signal);
     }
+  }
+
+  /**
+   * Checkpoints of work that ended without a commit (failed, cancelled, interrupted): their
+   * rows, then their objects (each named by one upload alone, so deleting them at once is
+   * safe). Then objects no row names, past the grace period: uploads whose record never came.
+   */
+  private async sweepCheckpoints(): Promise<number> {
+    const { store, clock, blobs } = this.deps;
+    const swept = await store.sweepCheckpoints();
+    for (const key of swept.filter(Boolean)) await blobs.delete(key);
+    const unnamed = await collectGarbage(blobs, {
+      prefix: CHECKPOINT_OBJECT_PREFIX,
+      isNamed: (key) => store.isCheckpointObjectNamed(key),
+      now: clock.now(),
+    });
+    return swept.length + unnamed;
   }
 
   /**

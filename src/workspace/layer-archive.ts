@@ -34,13 +34,15 @@ import {
 } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
-import { createGunzip, createGzip } from 'node:zlib';
+import { promisify } from 'node:util';
+import { createGunzip, createGzip, gzip, type ZlibOptions, constants as zlibConstants } from 'node:zlib';
 import { BerthError } from '../core/index.js';
 import type { PromotionPlan } from './promotion.js';
 
 const MAGIC = 'berth-layer 1';
 const MAX_HEADER_BYTES = 64 * 1024;
 const INFLATE_CHUNK_BYTES = 1 << 20;
+const gzipAsync = promisify(gzip) as (buffer: Buffer, options: ZlibOptions) => Promise<Buffer>;
 
 export type LayerEntry =
   | { t: 'delete'; p: string }
@@ -52,9 +54,23 @@ export type FileEntry = Extract<LayerEntry, { t: 'file' }>;
 
 type Header = LayerEntry | { t: 'end'; n: number };
 
+/**
+ * How an archive is compressed: `dense` (deflate level 1) for what the chain keeps, layers
+ * and snapshots; `fast` (Huffman coding only, no matching) for what is short-lived and on a
+ * turn's critical path, checkpoints: about 4 ms per MiB whatever the content, where level 1
+ * takes 20-30 ms on a MiB that does not compress (random, already compressed) and text still
+ * halves. Both are gzip: a reader takes either.
+ */
+export type Packing = 'dense' | 'fast';
+
+const GZIP_OPTIONS: Record<Packing, ZlibOptions> = {
+  dense: { level: 1 },
+  fast: { level: 1, strategy: zlibConstants.Z_HUFFMAN_ONLY },
+};
+
 /** The sealed layer's plan, packed with the content of what it moves in from the upper dir. */
-export function packLayer(plan: PromotionPlan, upperDir: string): Readable {
-  return gzipped(async function* () {
+export function packLayer(plan: PromotionPlan, upperDir: string, packing: Packing = 'dense'): Readable {
+  return gzipped(packing, async function* () {
     for (const step of plan.steps) {
       if (step.op === 'delete') yield { entry: { t: 'delete', p: step.path } };
       else if (step.op === 'mkdir')
@@ -68,14 +84,77 @@ export function packLayer(plan: PromotionPlan, upperDir: string): Readable {
   });
 }
 
+/**
+ * The same archive as packLayer, built in memory in one go when the plan's files hold at
+ * most `maxBytes` (null otherwise: stream it): their metadata and contents read at once,
+ * then one gzip call. For small, latency-bound archives (checkpoints): a stream pays a
+ * thread-pool round trip per chunk and per file, which a loaded machine makes tens of ms.
+ */
+export async function packLayerInMemory(
+  plan: PromotionPlan,
+  upperDir: string,
+  packing: Packing,
+  maxBytes: number,
+): Promise<Buffer | null> {
+  const moved = plan.steps.filter((s) => s.op === 'move');
+  const entries = await Promise.all(moved.map((s) => entryOf(join(upperDir, s.from), s.path)));
+  const total = entries.reduce((sum, e) => sum + (e?.t === 'file' ? e.s : 0), 0);
+  if (total > maxBytes) return null;
+  const contents = await Promise.all(
+    moved.map((s, i) => {
+      const e = entries[i];
+      return e?.t === 'file' && e.s > 0 ? readExactly(join(upperDir, s.from), e) : null;
+    }),
+  );
+  const parts: Buffer[] = [Buffer.from(`${MAGIC}\n`)];
+  let n = 0;
+  let at = 0;
+  for (const step of plan.steps) {
+    let entry: LayerEntry | null;
+    let content: Buffer | null = null;
+    if (step.op === 'delete') entry = { t: 'delete', p: step.path };
+    else if (step.op === 'mkdir') entry = { t: 'dir', p: step.path, m: step.mode, u: step.uid, g: step.gid };
+    else {
+      entry = entries[at] ?? null;
+      content = contents[at] ?? null;
+      at++;
+    }
+    if (!entry) continue;
+    n++;
+    parts.push(Buffer.from(`${JSON.stringify(entry)}\n`));
+    if (content) parts.push(content);
+  }
+  parts.push(Buffer.from(`${JSON.stringify({ t: 'end', n })}\n`));
+  return gzipAsync(Buffer.concat(parts), GZIP_OPTIONS[packing]);
+}
+
+/** Exactly the size its entry announced, as fileBytes streams it: a file that shrank is an error. */
+async function readExactly(source: string, entry: FileEntry): Promise<Buffer> {
+  const handle = await open(source, 'r');
+  try {
+    const buffer = Buffer.allocUnsafe(entry.s);
+    let read = 0;
+    while (read < entry.s) {
+      const { bytesRead } = await handle.read(buffer, read, entry.s - read, read);
+      if (bytesRead === 0) break;
+      read += bytesRead;
+    }
+    if (read !== entry.s)
+      throw new BerthError('WORKSPACE_FAILED', `File ${entry.p} changed size while its layer was packed`);
+    return buffer;
+  } finally {
+    await handle.close();
+  }
+}
+
 /** A whole tree (a snapshot of a committed workspace), parents before children. */
 export function packTree(dir: string): Readable {
-  return gzipped(() => walk(dir, ''));
+  return gzipped('dense', () => walk(dir, ''));
 }
 
 /** A tree with nothing in it (a rewind to a version whose workspace was empty). */
 export function packEmptyTree(): Readable {
-  return gzipped(async function* () {});
+  return gzipped('dense', async function* () {});
 }
 
 /** An entry, and for a file where its content is read from. */
@@ -109,7 +188,7 @@ async function entryOf(source: string, path: string): Promise<LayerEntry | null>
 }
 
 /** The entries as archive bytes: header lines, each file's content streamed after its header. */
-function gzipped(entries: () => AsyncGenerator<Packed>): Readable {
+function gzipped(packing: Packing, entries: () => AsyncGenerator<Packed>): Readable {
   async function* bytes(): AsyncGenerator<Buffer> {
     yield Buffer.from(`${MAGIC}\n`);
     let n = 0;
@@ -120,7 +199,7 @@ function gzipped(entries: () => AsyncGenerator<Packed>): Readable {
     }
     yield Buffer.from(`${JSON.stringify({ t: 'end', n })}\n`);
   }
-  return Readable.from(bytes()).pipe(createGzip({ level: 1 }));
+  return Readable.from(bytes()).pipe(createGzip(GZIP_OPTIONS[packing]));
 }
 
 /** Exactly the size the header announced: a file that changed under the packer is an error, not a corrupt archive. */

@@ -35,7 +35,7 @@ import { promisify } from 'node:util';
 import type { BlobStore } from '../blobs/index.js';
 import type { WorkspaceChain, WorkspaceObjectRef } from '../core/index.js';
 import { fsyncPath, stagingPath, writeFileAtomic } from '../durable-files/index.js';
-import { applyLayerArchive, packLayer, packTree } from './layer-archive.js';
+import { applyLayerArchive, packLayer, packLayerInMemory, packTree } from './layer-archive.js';
 import type { WorkspaceLayout } from './layout.js';
 import { PLAN_FILE, type PromotionPlan } from './promotion.js';
 
@@ -56,6 +56,8 @@ export interface CacheStamp {
 
 /** Where a session's workspace objects live in the blob store. */
 export const WORKSPACE_OBJECT_PREFIXES = ['layers/', 'snapshots/'] as const;
+/** Where the checkpoints of running turns live in the blob store (named by turn_checkpoints rows). */
+export const CHECKPOINT_OBJECT_PREFIX = 'checkpoints/';
 
 export interface EnsuredWorkspace {
   version: number;
@@ -170,6 +172,31 @@ export class WorkspaceCache {
   }
 
   /**
+   * A checkpoint's changes (a plan over the attempt's upper dir) as one immutable object;
+   * `scratch` is where an archive too large for memory is packed. Read while the turn runs:
+   * a file that shrinks under the packer fails the checkpoint, never half-writes it.
+   */
+  async uploadCheckpoint(
+    plan: PromotionPlan,
+    upperDir: string,
+    scratch: string,
+  ): Promise<WorkspaceObjectRef> {
+    const prefix = CHECKPOINT_OBJECT_PREFIX.slice(0, -1);
+    const inMemory = await packLayerInMemory(plan, upperDir, 'fast', IN_MEMORY_BYTES);
+    if (inMemory) return this.uploadBytes(prefix, inMemory);
+    try {
+      return await this.upload(prefix, packLayer(plan, upperDir, 'fast'), scratch);
+    } finally {
+      await rm(scratch, { force: true });
+    }
+  }
+
+  /** Applies a checkpoint's object onto `dir` (a turn's merged view, so deletions become whiteouts). */
+  applyCheckpoint(key: string, dir: string): Promise<void> {
+    return this.applyObject(key, dir);
+  }
+
+  /**
    * After a promotion applied a committed layer to committed/: the stamp moves on to that
    * commit's version when it held the version before it; otherwise it stays, and the next
    * ensureCurrent brings the tree level with the chain.
@@ -220,6 +247,18 @@ export class WorkspaceCache {
       ifAbsent: true,
     });
     return { key, size };
+  }
+
+  /** An archive already in memory, put as upload() puts a streamed one. */
+  private async uploadBytes(prefix: string, archive: Buffer): Promise<WorkspaceObjectRef> {
+    const sha256 = createHash('sha256').update(archive).digest('hex');
+    const key = `${prefix}/${sha256}.${randomBytes(8).toString('hex')}`;
+    await this.blobs.put(key, [archive], {
+      maxBytes: MAX_OBJECT_BYTES,
+      expectedSha256: sha256,
+      ifAbsent: true,
+    });
+    return { key, size: archive.length };
   }
 
   /** Forgets the session's copy (its tree and stamp). */

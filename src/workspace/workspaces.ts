@@ -23,6 +23,7 @@ import {
   type WorkspaceChain,
   type WorkspaceObjectRef,
 } from '../core/index.js';
+import { type CheckpointIndex, checkpointDelta, scanAttempt } from './checkpoint-scan.js';
 import { type WorkspaceLayout, workspaceLayout } from './layout.js';
 import { makeSharedMountRoot, mountOverlay, unmountAll } from './overlay-mounts.js';
 import { applyPlan, PLAN_FILE, sealLayer } from './promotion.js';
@@ -214,6 +215,52 @@ export class Workspaces {
         },
       );
     }
+  }
+
+  /**
+   * The turn's attempt layer as a checkpoint index (checkpoint-scan.ts), read through the
+   * overlay on the sandbox's slot; call while it is mounted.
+   */
+  async scanCheckpoint(sessionId: string, turnId: string, sandboxName: string): Promise<CheckpointIndex> {
+    const slot = this.slotPath(sandboxName);
+    await assertMounted(slot);
+    return scanAttempt({
+      upper: join(this.layerPath(sessionId, turnId), 'upper'),
+      merged: slot,
+      committed: this.committedPath(sessionId),
+    });
+  }
+
+  /**
+   * What changed in the turn's attempt layer since `before` (an index of the previous
+   * checkpoint), uploaded as a checkpoint object; null (nothing uploaded) when nothing did.
+   * Returns the index now, the base of the next checkpoint.
+   */
+  async uploadCheckpoint(
+    sessionId: string,
+    turnId: string,
+    sandboxName: string,
+    before: CheckpointIndex,
+  ): Promise<{ index: CheckpointIndex; object: WorkspaceObjectRef | null; steps: number }> {
+    const index = await this.scanCheckpoint(sessionId, turnId, sandboxName);
+    const plan = checkpointDelta(before, index);
+    if (plan.steps.length === 0) return { index, object: null, steps: 0 };
+    const layer = this.layerPath(sessionId, turnId);
+    const scratch = join(layer, `checkpoint-${randomBytes(4).toString('hex')}.tgz`);
+    const object = await this.cache.uploadCheckpoint(plan, join(layer, 'upper'), scratch);
+    return { index, object, steps: plan.steps.length };
+  }
+
+  /**
+   * Restores checkpoints (their objects, oldest first) into a freshly mounted attempt: each
+   * is applied through the overlay on the slot, so its files land in the upper dir and its
+   * deletions become whiteouts over the committed layer. Call before the sandbox is handed
+   * the turn.
+   */
+  async restoreCheckpoints(sandboxName: string, keys: string[]): Promise<void> {
+    const slot = this.slotPath(sandboxName);
+    await assertMounted(slot);
+    for (const key of keys) await this.cache.applyCheckpoint(key, slot);
   }
 
   /** Takes the turn's overlay off the slot (the next turn mounts a fresh one). */

@@ -79,7 +79,11 @@ export async function startModelGateway(
     fence: binding,
     assignment: { sessionId: 's', generation: binding.generation, token: token(), heartbeatIntervalMs: 1000 },
     log,
-    hooks: { onHeartbeat: () => {}, beforeCommit: async () => undefined },
+    hooks: {
+      onHeartbeat: () => {},
+      beforeCommit: async () => undefined,
+      checkpoint: () => Promise.reject(new Error('no checkpoints in this test')),
+    },
     modelProxy: new ModelProxy({ ...shared, agent: created, secrets, upstreams }),
   });
   lifecycle.bind({ sessionId: 's', generation: binding.generation });

@@ -528,6 +528,33 @@ ALTER TABLE workspace_layers DROP CONSTRAINT workspace_layers_pkey;
 ALTER TABLE workspace_layers ADD PRIMARY KEY (session_id, version, kind, part);
 `,
   },
+  {
+    version: 23,
+    name: 'checkpoints of running turns',
+    // A checkpoint belongs to the work of a session's lead message (the first message of the
+    // turn that made it): a retry of those messages, a new turn, resumes from it. Its object
+    // holds the changes since its base (0: the committed tree), so a resume follows the bases
+    // back from the newest row and never applies one whose base it skipped. Rows go at
+    // the commit (in its transaction) and in the sweep once the message is no longer pending
+    // or processing; no foreign key, so a deleted session's rows are swept the same way.
+    sql: `
+CREATE TABLE turn_checkpoints (
+  session_id TEXT NOT NULL,
+  message_id INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  base_seq INTEGER NOT NULL,
+  count INTEGER NOT NULL,
+  turn_id TEXT NOT NULL,
+  generation INTEGER NOT NULL,
+  label TEXT NOT NULL,
+  blob_key TEXT NOT NULL,
+  size INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (session_id, message_id, seq)
+);
+CREATE INDEX turn_checkpoints_blob ON turn_checkpoints(blob_key);
+`,
+  },
 ];
 
 /** SQLite's column types in PostgreSQL's: every integer 64-bit, AUTOINCREMENT keys as BIGSERIAL. */

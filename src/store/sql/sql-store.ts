@@ -32,6 +32,7 @@ import {
   type StorageOp,
   type StoredObject,
   type Turn,
+  type TurnCheckpoint,
   type TurnRecord,
   type Webhook,
   type WebhookAttempt,
@@ -42,6 +43,7 @@ import {
 import type {
   AttemptResult,
   AuditEntry,
+  CheckpointInput,
   CommitCode,
   CreateSessionInput,
   EnqueueInput,
@@ -61,6 +63,7 @@ import type {
 import type { Program, Tx } from './program.js';
 import * as agents from './programs/agents.js';
 import * as audits from './programs/audit.js';
+import * as checkpoints from './programs/checkpoints.js';
 import * as events from './programs/events.js';
 import * as holds from './programs/holds.js';
 import * as leases from './programs/leases.js';
@@ -397,6 +400,24 @@ export class SqlStore implements Store {
 
   isWorkspaceObjectNamed(key: string): Promise<boolean> {
     return this.read(() => workspace.isObjectNamed(key));
+  }
+
+  // ---- checkpoints of running turns
+
+  recordCheckpoint(input: Fence & CheckpointInput, now: number): Promise<Fenced<TurnCheckpoint>> {
+    return this.write('recordCheckpoint', () => checkpoints.recordCheckpoint(input, now));
+  }
+
+  listCheckpoints(sessionId: string, messageId: number): Promise<TurnCheckpoint[]> {
+    return this.read(() => checkpoints.listCheckpoints(sessionId, messageId));
+  }
+
+  sweepCheckpoints(): Promise<string[]> {
+    return this.write('sweepCheckpoints', () => checkpoints.sweepCheckpoints(), 'relaxed');
+  }
+
+  isCheckpointObjectNamed(key: string): Promise<boolean> {
+    return this.read(() => checkpoints.isCheckpointObjectNamed(key));
   }
 
   forkSession(input: {

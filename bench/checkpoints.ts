@@ -1,0 +1,109 @@
+/**
+ * A job's checkpoint pause, from the worker's side of POST /v1/checkpoint to durable: the
+ * attempt layer scanned through a real overlay, what changed packed and put in a `file`
+ * blob store (fsynced), and the fenced record in a SQLite store on disk (WAL). Two cases:
+ * 1 MiB (16 files of 64 KiB, incompressible) changed since the previous checkpoint, in an
+ * attempt layer of 100 files already checkpointed (growing by those 16 each round); and
+ * nothing changed, over the 100 files alone and over the grown attempt (the walk of the
+ * upper dir is what a checkpoint costs when nothing changed). One take in 16 is a full
+ * checkpoint (the chain's bound), as in a real turn. Baseline from the
+ * same run: a bare 1 MiB put in the same blob store, the floor of a durable 1 MiB
+ * checkpoint. Not measured: the gateway's Unix-socket hop (well under a millisecond) and,
+ * inside the sandbox, starting berth-checkpoint (a node process: tens of ms).
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FileBlobStore } from '../src/blobs/index.js';
+import { agentSpecSchema } from '../src/core/index.js';
+import { openSqliteStore } from '../src/store/index.js';
+import { Workspaces } from '../src/workspace/index.js';
+import { type BenchOptions, stats } from './harness.js';
+
+const SLOT = 'bench-checkpoints';
+
+export async function checkpoints({ quick }: BenchOptions) {
+  const dataDir = await mkdtemp(join(tmpdir(), 'berth-bench-checkpoints-'));
+  const blobs = new FileBlobStore(join(dataDir, 'blobs'));
+  const workspaces = new Workspaces(dataDir, process.getuid?.() ?? 0, blobs);
+  const store = openSqliteStore({
+    path: join(dataDir, 'berth.db'),
+    leaseMs: 60_000,
+    retry: { retryBaseMs: 1000, retryMaxMs: 1000, maxTries: 3 },
+  });
+  try {
+    await workspaces.prepare();
+    const now = Date.now();
+    await store.createAgent(agentSpecSchema.parse({ name: 'b', provider: 'command' }), now);
+    await store.registerWorker({ id: 'w', host: 'h', pid: 1, slots: 1, heartbeatAt: now, startedAt: now });
+    const { message } = await store.enqueueMessage({ sessionId: 's', agent: 'b', text: 'job', now });
+    const claim = (await store.claimRunnableSession('w', now))!;
+    const fence = { sessionId: 's', generation: claim.session.generation, workerId: 'w' };
+    const started = await store.startTurn(fence, now);
+    const turn = started.code === 'ok' ? started.value!.turn : null;
+    if (!turn) throw new Error('bench: no turn started');
+    await workspaces.mountAttempt('s', turn.id, SLOT);
+    const merged = workspaces.slotPath(SLOT);
+    await mkdir(join(merged, 'base'));
+    for (let i = 0; i < 100; i++) await writeFile(join(merged, 'base', `f${i}`), randomBytes(10 * 1024));
+    let index = await workspaces.scanCheckpoint('s', turn.id, SLOT);
+    let seq = 0;
+    const take = async (): Promise<number> => {
+      const t0 = performance.now();
+      const uploaded = await workspaces.uploadCheckpoint('s', turn.id, SLOT, index);
+      const recorded = await store.recordCheckpoint(
+        {
+          ...fence,
+          turnId: turn.id,
+          messageId: message.id,
+          baseSeq: seq,
+          count: seq + 1,
+          label: `c${seq + 1}`,
+          key: uploaded.object?.key ?? '',
+          size: uploaded.object?.size ?? 0,
+        },
+        Date.now(),
+      );
+      const ms = performance.now() - t0;
+      if (recorded.code !== 'ok') throw new Error(`bench: checkpoint refused: ${recorded.code}`);
+      index = uploaded.index;
+      seq = recorded.value.seq;
+      return ms;
+    };
+    await take(); // the base files: every later round is a delta over them
+    const rounds = quick ? 10 : 40;
+    const unchangedBase: number[] = [];
+    for (let round = 0; round < rounds; round++) unchangedBase.push(await take());
+    const changed: number[] = [];
+    const unchanged: number[] = [];
+    const floor: number[] = [];
+    for (let round = 0; round < rounds; round++) {
+      await mkdir(join(merged, `r${round}`));
+      for (let i = 0; i < 16; i++)
+        await writeFile(join(merged, `r${round}`, `f${i}`), randomBytes(64 * 1024));
+      changed.push(await take());
+      unchanged.push(await take());
+      const body = randomBytes(1024 * 1024);
+      const t0 = performance.now();
+      await blobs.put(`bench/${round}`, [body], { maxBytes: 2 * 1024 * 1024 });
+      floor.push(performance.now() - t0);
+    }
+    return {
+      bench: 'checkpoints',
+      blobs: 'file',
+      store: 'sqlite',
+      baseFiles: 100,
+      changed1MiB: stats(changed),
+      // Over the 100 base files alone, then over an attempt that grows to 100 + 16 × rounds files.
+      nothingChangedBase: stats(unchangedBase),
+      nothingChanged: stats(unchanged),
+      baseline: { put1MiB: stats(floor) },
+    };
+  } finally {
+    await workspaces.unmountSlot(SLOT).catch(() => undefined);
+    await store.close();
+    await workspaces.release().catch(() => undefined);
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,254 @@
+/**
+ * Checkpoints for jobs, against real sandboxes and real worker processes: a `command` job
+ * that checkpoints after each of its steps and skips, on a retry, what BERTH_CHECKPOINT
+ * says it did. Its sandbox `docker kill`ed after step 3: the retry resumes from checkpoint
+ * 3 (its files, its deletions), and the committed workspace holds each step exactly once;
+ * the checkpoints are collected after the commit (on SQLite and on PostgreSQL). A chain
+ * with an object lost is not restored at all: the retry redoes everything on the committed
+ * tree. A worker SIGKILLed after uploading
+ * checkpoint 3 and before recording it: the retry falls back to checkpoint 2; killed after
+ * recording it and before answering the job: the retry resumes from checkpoint 3.
+ */
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type TestContext, test } from 'node:test';
+import { agentSpecSchema } from '../src/core/index.js';
+import { connectDocker } from '../src/runtime/index.js';
+import { openStore, type Store } from '../src/store/index.js';
+import { failpointEnv } from './helpers/failpoint-preload.js';
+import { freshDatabase } from './helpers/postgres.js';
+import { eventually, exited, spawnBerth } from './helpers/processes.js';
+import { waitPromoted } from './helpers/test-host.js';
+
+const LEASE_MS = 2000;
+
+/**
+ * Six steps, each appended to steps.txt and checkpointed; a retry skips the steps its
+ * checkpoint's label names as done. The first try removes old.txt (committed) and makes
+ * then removes tmp.txt: deletions both of a committed file and of one of its own. With
+ * HOLD_AFTER set, the first try waits after that step's checkpoint, to be killed there.
+ */
+const JOB = `
+set -e
+done=0
+if [ -n "$BERTH_CHECKPOINT" ]; then
+  echo "resumed:$BERTH_CHECKPOINT" >> resumes.txt
+  label="\${BERTH_CHECKPOINT#*:}"
+  done="\${label#step-}"
+fi
+for i in 1 2 3 4 5 6; do
+  [ "$i" -le "$done" ] && continue
+  [ "$i" = 1 ] && rm old.txt && echo scratch > tmp.txt
+  [ "$i" = 2 ] && rm tmp.txt
+  echo "step-$i" >> steps.txt
+  berth-checkpoint "step-$i"
+  [ "$BERTH_ATTEMPT" = 1 ] && [ "$i" = "\${HOLD_AFTER:-0}" ] && sleep 600
+  sleep 0.2
+done
+ls
+`;
+
+async function startInstall(t: TestContext, kind: 'sqlite' | 'postgres' = 'sqlite') {
+  const dataDir = await mkdtemp(join(tmpdir(), 'berth-checkpoints-'));
+  const storeUrl = kind === 'postgres' ? await freshDatabase() : '';
+  const env = { ...process.env, BERTH_DATA: dataDir, BERTH_LEASE: `${LEASE_MS}ms`, BERTH_STORE: storeUrl };
+  const store: Store = await openStore({
+    store: storeUrl,
+    sqlitePath: join(dataDir, 'berth.db'),
+    leaseMs: LEASE_MS,
+    retry: { retryBaseMs: 200, retryMaxMs: 1000, maxTries: 5 },
+  });
+  await store.createAgent(agentSpecSchema.parse({ name: 'job', provider: 'command' }), store.clock.now());
+  const children: ChildProcess[] = [];
+  t.after(async () => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGTERM');
+    await Promise.all(children.map(exited));
+    await store.close();
+    if (process.env.BERTH_KEEP_TEST_DATA) console.log(`kept ${dataDir}`);
+    else await rm(dataDir, { recursive: true, force: true });
+  });
+  const startWorker = async (name: string, extraEnv: NodeJS.ProcessEnv = {}) => {
+    const child = spawnBerth(['worker', '--slots', '1'], { ...env, ...extraEnv }, dataDir, `${name}.log`);
+    children.push(child);
+    await eventually(
+      `worker ${name} registered`,
+      async () => {
+        if (child.exitCode !== null || child.signalCode !== null)
+          assert.fail(`worker ${name} exited: ${await readFile(join(dataDir, `${name}.log`), 'utf8')}`);
+        return (await store.listWorkers()).some((w) => w.pid === child.pid) || undefined;
+      },
+      60_000,
+    );
+    return child;
+  };
+  const send = (sessionId: string, text: string) =>
+    store.enqueueMessage({ sessionId, agent: 'job', text, now: store.clock.now() });
+  /** The session's replies once it has `count`, and the last commit promoted into the committed dir read below. */
+  const replies = async (sessionId: string, count: number) => {
+    const out = await eventually(
+      `${count} replies in ${sessionId}`,
+      async () => {
+        const out = (await store.listMessages(sessionId, 0, 100)).filter((m) => m.direction === 'out');
+        return out.length >= count ? out : undefined;
+      },
+      120_000,
+    );
+    await waitPromoted({ store }, sessionId);
+    return out;
+  };
+  const checkpointsOf = (sessionId: string, messageId: number, count: number) =>
+    eventually(
+      `${count} checkpoints in ${sessionId}`,
+      async () => {
+        const rows = await store.listCheckpoints(sessionId, messageId);
+        return rows.length >= count ? rows : undefined;
+      },
+      60_000,
+    );
+  const committed = (sessionId: string, path: string) =>
+    readFile(join(dataDir, 'workspaces', sessionId, 'committed', path), 'utf8').catch(() => null);
+  const checkpointObjects = async () =>
+    (await readdir(join(dataDir, 'blobs', 'checkpoints')).catch(() => [] as string[])).filter(
+      (f) => !f.startsWith('.'),
+    );
+  return { dataDir, store, startWorker, send, replies, checkpointsOf, committed, checkpointObjects };
+}
+
+/** The committed tree's old.txt, which the job's first step deletes. */
+async function seed(install: Awaited<ReturnType<typeof startInstall>>, sessionId: string): Promise<void> {
+  await install.send(sessionId, 'echo old > old.txt');
+  await install.replies(sessionId, 1);
+}
+
+for (const kind of ['sqlite', 'postgres'] as const)
+  test(`${kind}: a job killed after step 3 resumes from its checkpoint: steps once each, deletions kept, checkpoints collected`, {
+    timeout: 300_000,
+  }, async (t) => {
+    const install = await startInstall(t, kind);
+    const { store } = install;
+    await install.startWorker('w1');
+    await seed(install, 'k');
+    const { message } = await install.send('k', `HOLD_AFTER=3; ${JOB}`);
+    const rows = await install.checkpointsOf('k', message.id, 3);
+    assert.deepEqual(
+      rows.map((r) => [r.seq, r.baseSeq, r.label]),
+      [
+        [1, 0, 'step-1'],
+        [2, 1, 'step-2'],
+        [3, 2, 'step-3'],
+      ],
+    );
+    assert.equal(
+      (await store.getSessionView('k', store.clock.now()))?.workspaceVersion,
+      1,
+      'no checkpoint is a commit',
+    );
+    assert.ok((await install.checkpointObjects()).length >= 3, 'their objects are in the blob store');
+    const sandbox = (await store.getSessionView('k', store.clock.now()))!.sandbox!;
+    await connectDocker('/var/run/docker.sock').getContainer(sandbox).kill();
+
+    const [, reply] = await install.replies('k', 2);
+    const turns = await store.listTurns('k');
+    assert.deepEqual(
+      turns.slice(1).map((x) => x.status),
+      ['aborted', 'committed'],
+    );
+    assert.equal(
+      await install.committed('k', 'resumes.txt'),
+      'resumed:3:step-3\n',
+      'the retry saw BERTH_CHECKPOINT',
+    );
+    assert.equal(
+      await install.committed('k', 'steps.txt'),
+      'step-1\nstep-2\nstep-3\nstep-4\nstep-5\nstep-6\n',
+      'each step exactly once',
+    );
+    assert.equal(
+      await install.committed('k', 'old.txt'),
+      null,
+      'a committed file deleted before a checkpoint stays deleted',
+    );
+    assert.equal(
+      await install.committed('k', 'tmp.txt'),
+      null,
+      "a file of the turn's own deleted before a checkpoint stays deleted",
+    );
+    assert.deepEqual(
+      reply!.text.trim().split('\n'),
+      ['resumes.txt', 'steps.txt'],
+      'the retry saw the restored tree',
+    );
+    assert.deepEqual(await store.listCheckpoints('k', message.id), [], 'the commit collected the rows');
+    await eventually('checkpoint objects collected', async () =>
+      (await install.checkpointObjects()).length === 0 ? true : undefined,
+    );
+  });
+
+test('a checkpoint chain that cannot be restored (an object lost) is never half-used: the retry starts from the committed tree', {
+  timeout: 300_000,
+}, async (t) => {
+  const install = await startInstall(t);
+  const { store } = install;
+  await install.startWorker('w1');
+  await seed(install, 'l');
+  const { message } = await install.send('l', `HOLD_AFTER=3; ${JOB}`);
+  const rows = await install.checkpointsOf('l', message.id, 3);
+  await rm(join(install.dataDir, 'blobs', rows[1]!.key));
+  const sandbox = (await store.getSessionView('l', store.clock.now()))!.sandbox!;
+  await connectDocker('/var/run/docker.sock').getContainer(sandbox).kill();
+  await install.replies('l', 2);
+  assert.equal(await install.committed('l', 'resumes.txt'), null, 'the retry saw no BERTH_CHECKPOINT');
+  assert.equal(
+    await install.committed('l', 'steps.txt'),
+    'step-1\nstep-2\nstep-3\nstep-4\nstep-5\nstep-6\n',
+    'each step exactly once: all redone on the committed tree, nothing of checkpoints 1 and 3 kept',
+  );
+  assert.equal(await install.committed('l', 'old.txt'), null);
+  assert.deepEqual(await store.listCheckpoints('l', message.id), []);
+});
+
+/** Where the worker dies in its third checkpoint, and the checkpoint the retry must resume from. */
+const CUTS = [
+  {
+    point: 'checkpoint-after-upload',
+    resumes: 2,
+    why: 'uploaded, never recorded: the retry falls back to checkpoint 2',
+  },
+  {
+    point: 'checkpoint-after-record',
+    resumes: 3,
+    why: 'recorded, never answered: the retry resumes from checkpoint 3',
+  },
+] as const;
+
+for (const cut of CUTS)
+  test(`a worker SIGKILLed at ${cut.point} of checkpoint 3: ${cut.why}`, { timeout: 300_000 }, async (t) => {
+    const install = await startInstall(t);
+    const { store } = install;
+    const seeder = await install.startWorker('seed');
+    await seed(install, 'f');
+    seeder.kill('SIGTERM');
+    await exited(seeder);
+    const doomed = await install.startWorker('doomed', failpointEnv(`${cut.point}@3`));
+    const { message } = await install.send('f', JOB);
+    await exited(doomed);
+    assert.equal(doomed.signalCode, 'SIGKILL', 'the worker died at the failpoint');
+    const labels = ['step-1', 'step-2', 'step-3'].slice(0, cut.resumes);
+    assert.deepEqual(
+      (await store.listCheckpoints('f', message.id)).map((r) => r.label),
+      labels,
+    );
+    await install.startWorker('heir');
+    await install.replies('f', 2);
+    assert.equal(await install.committed('f', 'resumes.txt'), `resumed:${cut.resumes}:step-${cut.resumes}\n`);
+    assert.equal(
+      await install.committed('f', 'steps.txt'),
+      'step-1\nstep-2\nstep-3\nstep-4\nstep-5\nstep-6\n',
+      'each step exactly once',
+    );
+    assert.equal(await install.committed('f', 'old.txt'), null);
+    assert.deepEqual(await store.listCheckpoints('f', message.id), [], 'the commit collected the rows');
+  });
