@@ -19,8 +19,8 @@ import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import {
   agentSpecSchema,
-  FAILPOINTS,
-  type FailpointName,
+  COMMIT_FAILPOINTS,
+  type CommitFailpointName,
   type ScriptPlan,
   type ScriptStep,
 } from '../src/core/index.js';
@@ -162,7 +162,7 @@ function afterSecond(attempt: number): ScriptStep[] {
 }
 
 /** Whether the failpoint comes before the store commit: the cut turn is then aborted and tried again. */
-const BEFORE_COMMIT: Record<FailpointName, boolean> = {
+const BEFORE_COMMIT: Record<CommitFailpointName, boolean> = {
   'after-seal': true,
   'after-upload': true,
   'before-promote': false,
@@ -171,7 +171,7 @@ const BEFORE_COMMIT: Record<FailpointName, boolean> = {
 };
 
 for (const kind of ['sqlite', 'postgres'] as const)
-  for (const point of FAILPOINTS)
+  for (const point of COMMIT_FAILPOINTS)
     test(`${kind}: a worker SIGKILLed at ${point}: the next owner promotes once, no committed file is missing, nothing of the cut turn shows, one reply`, {
       timeout: 240_000,
     }, async (t) => {

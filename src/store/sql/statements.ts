@@ -9,6 +9,7 @@
 
 export * from './statements/agents.js';
 export * from './statements/audit.js';
+export * from './statements/channels.js';
 export * from './statements/events.js';
 export * from './statements/messages.js';
 export * from './statements/model-usage.js';
