@@ -200,7 +200,17 @@ export async function startHost(
     config.runtime === 'kubernetes' ? undefined : agentImageCheck(docker, paths.imageCacheDir);
   const history = new WorkspaceHistory(blobs);
   const app = api
-    ? await buildApp({ config, store, clock, log, webhooks, metrics, agentImage, history })
+    ? await buildApp({
+        config,
+        store,
+        clock,
+        log,
+        webhooks,
+        metrics,
+        agentImage,
+        history,
+        secretNames: () => secrets.list(),
+      })
     : null;
   const address = app ? await app.listen({ host: config.apiHost, port: config.apiPort }) : '';
   log.info(
