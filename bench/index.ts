@@ -5,6 +5,7 @@
  */
 import { blobs } from './blobs.js';
 import { burst } from './burst.js';
+import { channelLatency } from './channel-latency.js';
 import { coldStart } from './cold-start.js';
 import { detection } from './detection.js';
 import { fileBlobs } from './file-blobs.js';
@@ -44,6 +45,7 @@ const all = {
   fileBlobs,
   history,
   storeScale,
+  channelLatency,
 };
 const results: Record<string, unknown>[] = [];
 for (const [name, bench] of Object.entries(all)) {
