@@ -15,7 +15,9 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
-import type { FailpointName } from '../src/core/index.js';
+import { readAdminToken } from '../src/api/index.js';
+import { Berth } from '../src/client/index.js';
+import { type FailpointName, isBerthError } from '../src/core/index.js';
 import { SecretStore } from '../src/secrets/index.js';
 import { openStore, type Store } from '../src/store/index.js';
 import { hostPaths } from '../src/worker/index.js';
@@ -37,6 +39,7 @@ async function startInstall(t: TestContext) {
     ...process.env,
     BERTH_DATA: dataDir,
     BERTH_PORT: String(port),
+    BERTH_URL: `http://127.0.0.1:${port}`,
     BERTH_TELEGRAM_API_URL: telegram.url,
     BERTH_CHANNEL_POLL_TIMEOUT: '2s',
     BERTH_LEASE: '2s',
@@ -81,7 +84,10 @@ async function startInstall(t: TestContext) {
     for (let i = 1; i <= ups; i++) text += await readFile(join(dataDir, `up-${i}.log`), 'utf8');
     return text;
   };
-  return { dataDir, telegram, env, up, cli, logs, store: () => store! };
+  /** `berth channel add telegram --name tg1` for agent sh and token secret tg, plus `extra`. */
+  const addChannel = (...extra: string[]) =>
+    cli('channel', 'add', 'telegram', '--name', 'tg1', '--agent', 'sh', '--token-secret', 'tg', ...extra);
+  return { dataDir, telegram, env, up, cli, addChannel, logs, store: () => store! };
 }
 
 /** The messages the fake sent to a chat. */
@@ -96,21 +102,7 @@ test('telegram: a reply per message in its chat, in reply to it; a stranger refu
   const { telegram } = install;
   await install.up();
   await install.cli('agent', 'create', 'sh', '--provider', 'command');
-  const added = await install.cli(
-    'channel',
-    'add',
-    'telegram',
-    '--name',
-    'tg1',
-    '--agent',
-    'sh',
-    '--token-secret',
-    'tg',
-    '--map',
-    'per-chat',
-    '--allow',
-    '@alice,8',
-  );
+  const added = await install.addChannel('--map', 'per-chat', '--allow', '@alice,8');
   assert.match(added, /tg1/);
 
   const first = telegram.userMessage({ ...ALICE, text: 'echo hello' });
@@ -193,19 +185,7 @@ test('telegram: berth SIGKILLed before an update commits, before a reply is sent
   const { telegram } = install;
   const firstUp = await install.up();
   await install.cli('agent', 'create', 'sh', '--provider', 'command');
-  await install.cli(
-    'channel',
-    'add',
-    'telegram',
-    '--name',
-    'tg1',
-    '--agent',
-    'sh',
-    '--token-secret',
-    'tg',
-    '--allow',
-    '@alice',
-  );
+  await install.addChannel('--allow', '@alice');
   const first = telegram.userMessage({ ...ALICE, text: 'echo one' });
   await eventually('the first reply', async () => sentTo(telegram, ALICE.chatId)[0], 60_000);
   const store = install.store();
@@ -283,4 +263,71 @@ test('telegram: berth SIGKILLed before an update commits, before a reply is sent
     [first.messageId, two.messageId, three.messageId, four.messageId, four.messageId],
   );
   assert.equal(telegram.pendingUpdates, 0, 'every update acknowledged');
+});
+
+test('telegram: the CLI names the fix for a missing token; list, pause (messages wait at the platform), resume, remove', {
+  timeout: 180_000,
+}, async (t) => {
+  const install = await startInstall(t);
+  const { telegram } = install;
+  await install.up();
+  await install.cli('agent', 'create', 'sh', '--provider', 'command');
+  const missing = await berth(
+    ['channel', 'add', 'telegram', '--agent', 'sh', '--token-secret', 'nope', '--allow', '@alice'],
+    install.env,
+  );
+  assert.notEqual(missing.code, 0);
+  assert.match(missing.stderr, /Fix: .*berth secret set/, 'the error says how to fix it');
+  // The codes, through the SDK (the CLI prints the message and the fix).
+  const sdk = new Berth({ url: install.env.BERTH_URL, token: (await readAdminToken(install.dataDir)) ?? '' });
+  const body = { platform: 'telegram' as const, agent: 'sh', tokenSecret: 'nope' };
+  await assert.rejects(sdk.channels.create(body), (e: unknown) => isBerthError(e, 'CHANNEL_TOKEN_MISSING'));
+  await assert.rejects(sdk.channels.create({ ...body, agent: 'ghost', tokenSecret: 'tg' }), (e: unknown) =>
+    isBerthError(e, 'AGENT_NOT_FOUND'),
+  );
+  await assert.rejects(
+    sdk.channels.create({ ...body, tokenSecret: 'tg', allowUsers: ['alice'] }),
+    (e: unknown) => isBerthError(e, 'INVALID_INPUT'),
+  );
+  const help = await berth(['channel', 'add', '--help'], install.env);
+  assert.match(help.stdout, /--token-secret <name>/);
+  assert.match(help.stdout, /berth secret set/);
+
+  await install.addChannel('--allow', '@alice', '--map', 'per-user');
+  const listed = await eventually('the channel running', async () => {
+    const out = await install.cli('channel', 'list');
+    return /\trunning\t/.test(out) ? out : undefined;
+  });
+  assert.match(
+    listed,
+    /^tg1\ttelegram\tagent sh\tper-user\trunning\tcursor 0\tallow @alice\ttoken-secret tg\n$/,
+  );
+
+  assert.match(await install.cli('channel', 'pause', 'tg1'), /\tpaused\t/);
+  await eventually('the lease given up', async () =>
+    (await install.store().getChannel('tg1'))!.leaseOwner === null ? true : undefined,
+  );
+  const held = telegram.userMessage({ ...ALICE, text: 'echo held' });
+  await new Promise((r) => setTimeout(r, 2500));
+  assert.equal(telegram.sent.length, 0, 'nothing read or sent while paused');
+  assert.equal(telegram.pendingUpdates, 1, 'the message waits at the platform');
+  await install.cli('channel', 'resume', 'tg1');
+  const reply = await eventually(
+    'the held message answered',
+    async () => sentTo(telegram, ALICE.chatId)[0],
+    60_000,
+  );
+  assert.deepEqual([reply.text, reply.replyTo], ['held\n', held.messageId]);
+  assert.equal((await install.store().listMessages('tg-tg1-100-u7', 0, 10)).length, 2, 'per-user session');
+  const outbox = await install.cli('channel', 'outbox', 'tg1');
+  assert.match(
+    outbox,
+    new RegExp(`\\treply\\tchat 100\\tsent\\tattempts 1\\tparts 1\\tids ${reply.messageId}\\n`),
+  );
+
+  assert.match(await install.cli('channel', 'remove', 'tg1'), /channel tg1 removed/);
+  assert.equal(await install.cli('channel', 'list'), '');
+  const gone = await berth(['channel', 'pause', 'tg1'], install.env);
+  assert.match(gone.stderr, /Fix: List channels with: berth channel list/);
+  await assert.rejects(sdk.channels.pause('tg1'), (e: unknown) => isBerthError(e, 'CHANNEL_NOT_FOUND'));
 });

@@ -24,13 +24,14 @@ import {
   type Clock,
   failpoint,
   newId,
+  type RetryPolicy,
   sleep,
   splitChannelText,
   WakeSignal,
 } from '../core/index.js';
 import type { ChannelRunnerStore } from '../store/index.js';
 import { type PlatformClient, type PlatformClientFactory, platformFailureOf } from './channel.js';
-import { type ChannelSendPolicy, decideChannelSendFailure } from './decide-send.js';
+import { decideChannelSendFailure } from './decide-send.js';
 
 /** How long a send may take before the outbox lets it be taken again. */
 const SEND_LEASE_MS = 60_000;
@@ -47,7 +48,8 @@ export interface ChannelRunnerDeps {
   clients: Partial<Record<ChannelPlatform, PlatformClientFactory>>;
   /** A channel's lease; renewed every leaseMs / 5. */
   leaseMs: number;
-  sendPolicy: ChannelSendPolicy;
+  /** A send's retries: backoff from retryBaseMs to retryMaxMs, dead after maxTries attempts. */
+  sendPolicy: RetryPolicy;
 }
 
 export class ChannelRunner {
@@ -113,6 +115,8 @@ export class ChannelRunner {
         else {
           this.running.delete(channel.id);
           await mine.stop();
+          // Paused: give the lease up at once, so status shows nobody driving it.
+          await store.releaseChannelLease(channel.id, this.ownerId);
           log.info({ channelId: channel.id, paused: channel.paused }, 'Channel stopped: lease not renewed');
         }
         continue;
@@ -203,6 +207,11 @@ class ChannelLoop {
     let cursor = this.channel.cursor;
     let failures = 0;
     while (!signal.aborted) {
+      if (!this.active) {
+        // The lease lapsed: read nothing until the runner renews it or stops this loop.
+        await sleep(this.deps.leaseMs / 5, signal).catch(() => {});
+        continue;
+      }
       try {
         const updates = await this.client.receive(cursor, signal);
         for (const inbound of updates) {
@@ -288,32 +297,28 @@ class ChannelLoop {
         const now = clock.now();
         const decision = decideChannelSendFailure(failure, item.attempts, now, sendPolicy);
         const fields = { outboxId: item.id, attempt: item.attempts, part, failure };
+        const error = err instanceof Error ? err.message : String(err);
         switch (decision.action) {
           case 'wait':
             this.log.info({ ...fields, delayMs: decision.delayMs }, 'Channel send rate limited; waiting');
-            await store.endChannelSendAttempt(
-              item,
-              decision.nextAttemptAt,
-              String((err as Error).message),
-              now,
-            );
-            return decision.delayMs;
+            break;
           case 'retry':
             this.log.warn({ ...fields, delayMs: decision.delayMs }, 'Channel send failed; retrying');
-            await store.endChannelSendAttempt(
-              item,
-              decision.nextAttemptAt,
-              String((err as Error).message),
-              now,
-            );
-            await this.noteError(String((err as Error).message));
-            return 0;
+            break;
           case 'dead':
             this.log.warn(fields, 'Channel send dead-lettered');
-            await store.endChannelSendAttempt(item, null, String((err as Error).message), now);
-            await this.noteError(String((err as Error).message));
-            return 0;
+            break;
         }
+        await store.endChannelSendAttempt(
+          item,
+          decision.action === 'dead' ? null : decision.nextAttemptAt,
+          error,
+          now,
+        );
+        // A rate limit is the platform's pacing, not an error of the channel: the whole channel waits it out.
+        if (decision.action === 'wait') return decision.delayMs;
+        await this.noteError(error);
+        return 0;
       }
       failpoint('channel-after-send');
       const done = part === parts.length - 1;

@@ -4,7 +4,7 @@ import type { PlatformFailure } from './channel.js';
 import { type ChannelSendDecision, decideChannelSendFailure } from './decide-send.js';
 
 const BASE = 1_700_000_000_000;
-const POLICY = { retryBaseMs: 1000, retryMaxMs: 60_000, maxAttempts: 5 };
+const POLICY = { retryBaseMs: 1000, retryMaxMs: 60_000, maxTries: 5 };
 
 test('decideChannelSendFailure: a rate limit waits what was asked, a transient failure backs off, a refusal is dead', () => {
   const cases: { name: string; failure: PlatformFailure; attempts: number; want: ChannelSendDecision }[] = [

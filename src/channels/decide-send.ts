@@ -1,18 +1,12 @@
 /**
  * What a failed send does next, decided from the failure alone: a rate limit waits
  * exactly what the platform asked and never counts against the send (so a burst of 429s
- * loses nothing); a transient failure retries with the one backoff until `maxAttempts`;
+ * loses nothing); a transient failure retries with the one backoff until `maxTries` attempts;
  * a refusal (a chat that blocked the bot, a bad chat id) is a dead letter at once, kept
  * in the outbox with its error.
  */
-import { backoffMs } from '../core/index.js';
+import { backoffMs, type RetryPolicy } from '../core/index.js';
 import type { PlatformFailure } from './channel.js';
-
-export interface ChannelSendPolicy {
-  retryBaseMs: number;
-  retryMaxMs: number;
-  maxAttempts: number;
-}
 
 export type ChannelSendDecision =
   | { action: 'wait'; nextAttemptAt: number; delayMs: number }
@@ -24,7 +18,7 @@ export function decideChannelSendFailure(
   failure: PlatformFailure,
   attempts: number,
   now: number,
-  policy: ChannelSendPolicy,
+  policy: RetryPolicy,
 ): ChannelSendDecision {
   switch (failure.kind) {
     case 'rate-limited':
@@ -32,7 +26,7 @@ export function decideChannelSendFailure(
     case 'refused':
       return { action: 'dead' };
     case 'transient': {
-      if (attempts >= policy.maxAttempts) return { action: 'dead' };
+      if (attempts >= policy.maxTries) return { action: 'dead' };
       const delayMs = backoffMs(attempts, { firstMs: policy.retryBaseMs, maxMs: policy.retryMaxMs });
       return { action: 'retry', nextAttemptAt: now + delayMs, delayMs };
     }

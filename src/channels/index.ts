@@ -12,7 +12,7 @@ export {
   platformFailureOf,
 } from './channel.js';
 export { ChannelRunner, type ChannelRunnerDeps } from './channel-runner.js';
-export { type ChannelSendDecision, type ChannelSendPolicy, decideChannelSendFailure } from './decide-send.js';
+export { type ChannelSendDecision, decideChannelSendFailure } from './decide-send.js';
 export {
   TELEGRAM_MAX_TEXT,
   TelegramClient,

@@ -190,7 +190,7 @@ export async function startHost(
         sendPolicy: {
           retryBaseMs: config.webhookRetryBaseMs,
           retryMaxMs: config.webhookRetryMaxMs,
-          maxAttempts: config.webhookMaxAttempts,
+          maxTries: config.webhookMaxAttempts,
         },
       })
     : undefined;

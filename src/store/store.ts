@@ -13,9 +13,7 @@ import type {
   ApiTokenRow,
   Channel,
   ChannelInbound,
-  ChannelMapping,
   ChannelOutboxItem,
-  ChannelPlatform,
   ClaimedSession,
   Clock,
   CommitInput,
@@ -139,16 +137,10 @@ export interface NewApiToken {
 }
 
 /** A channel to create: validated input and its owner. */
-export interface NewChannel {
-  id: string;
-  tenant: string;
-  platform: ChannelPlatform;
-  agent: string;
-  mapping: ChannelMapping;
-  allowUsers: string[];
-  allowChats: string[];
-  tokenSecret: string;
-}
+export type NewChannel = Pick<
+  Channel,
+  'id' | 'tenant' | 'platform' | 'agent' | 'mapping' | 'allowUsers' | 'allowChats' | 'tokenSecret'
+>;
 
 /** A schedule to create: validated input, its session, its first due time, the caller's tenant. */
 export type NewSchedule = Omit<ScheduleInput, 'agent'> & {
