@@ -95,7 +95,7 @@ function sentTo(telegram: FakeTelegram, chatId: number) {
   return telegram.sent.filter((m) => m.chatId === String(chatId));
 }
 
-test('telegram: a reply per message in its chat, in reply to it; a stranger refused once; a 429 waited out; a long reply cut', {
+test('telegram: a reply per message in its chat, in reply to it; a stranger refused once; a 429 waited out; a long reply cut; a failed turn told', {
   timeout: 180_000,
 }, async (t) => {
   const install = await startInstall(t);
@@ -170,12 +170,25 @@ test('telegram: a reply per message in its chat, in reply to it; a stranger refu
     parts.map((p) => String(p.messageId)),
   );
 
+  // A failed turn (an endless writer: OUTPUT_LIMIT_EXCEEDED, not retried): one short message with the code.
+  const failing = telegram.userMessage({ ...ALICE, text: 'yes' });
+  const notice = await eventually(
+    'the failure notice',
+    async () => sentTo(telegram, ALICE.chatId).find((m) => m.replyTo === failing.messageId),
+    60_000,
+  );
+  assert.equal(notice.text, 'Sorry, that failed (OUTPUT_LIMIT_EXCEEDED).');
+
   // Exactly once over the whole run.
   await new Promise((r) => setTimeout(r, 1500));
-  assert.equal(sentTo(telegram, ALICE.chatId).length, 4, 'hello, second, and the two parts of the long one');
+  assert.equal(
+    sentTo(telegram, ALICE.chatId).length,
+    5,
+    'hello, second, the two parts of the long one, the failure notice',
+  );
   assert.equal(sentTo(telegram, BOB.chatId).length, 1);
   const inbound = (await store.listMessages('tg-tg1-100', 0, 100)).filter((m) => m.direction === 'in');
-  assert.equal(inbound.length, 3);
+  assert.equal(inbound.length, 4);
 });
 
 test('telegram: berth SIGKILLed before an update commits, before a reply is sent, and after it is sent: nothing lost, nothing doubled but the documented window', {

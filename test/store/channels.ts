@@ -139,6 +139,20 @@ export function runChannelConformance(kind: string, open: OpenStore): void {
       await store.close();
     });
 
+    test('channels: a message its session refuses (archived) moves the cursor and owes the chat the code', async () => {
+      const store = await withChannel(open);
+      await store.commitChannelInbound('tg1', 'p1', update(1), BASE);
+      await store.archiveSession('tg-tg1-100', BASE + 1);
+      assert.equal(await store.commitChannelInbound('tg1', 'p1', update(2), BASE + 2), 'refuse');
+      assert.equal((await store.getChannel('tg1'))?.cursor, 3, 'the update does not block the ones after it');
+      const notices = (await store.listChannelOutbox('tg1')).filter((o) => o.replyTo === '1002');
+      assert.deepEqual(
+        notices.map((o) => [o.kind, o.text]),
+        [['failure', 'Sorry, that failed (SESSION_ARCHIVED).']],
+      );
+      await store.close();
+    });
+
     test('channels: per-user mapping gives each user of a chat a session', async () => {
       const store = await withAgent(open);
       await store.createChannel({ ...CHANNEL, mapping: 'per-user', allowChats: ['-300'] }, BASE);
