@@ -55,6 +55,19 @@ test('telegram client: receive from a cursor, acknowledge by asking past it, sen
     client.send({ chatId: '5', text: 'x'.repeat(5000), replyTo: null }, signal),
     (e: unknown) => e instanceof PlatformError && e.failure.kind === 'refused' && e.failure.status === 400,
   );
+  // Two bot instances polling at once: Telegram ends the earlier poll with 409, which passes (transient).
+  fake.userMessage({ chatId: 5, userId: 7, text: 'drain' });
+  const cursor = (await client.receive(0, signal)).at(-1)!.updateId + 1;
+  const slow = new TelegramClient({ apiUrl: fake.url, token: TOKEN, pollTimeoutMs: 3000 });
+  const earlier = slow.receive(cursor, signal);
+  await new Promise((r) => setTimeout(r, 200));
+  const later = slow.receive(cursor, signal);
+  await assert.rejects(
+    earlier,
+    (e: unknown) =>
+      e instanceof PlatformError && e.failure.kind === 'transient' && /Conflict/.test(e.message),
+  );
+  assert.deepEqual(await later, []);
   const wrong = new TelegramClient({ apiUrl: fake.url, token: '1:wrong', pollTimeoutMs: 0 });
   await assert.rejects(wrong.receive(0, signal), (e: unknown) => {
     assert.ok(e instanceof PlatformError && e.failure.kind === 'refused' && e.failure.status === 401);

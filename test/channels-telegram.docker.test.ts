@@ -55,17 +55,18 @@ async function startInstall(t: TestContext) {
     await wipeDataDir(dataDir);
   });
   let ups = 0;
-  /** `berth up`, healthy; `failpoints` armed to SIGKILL it there. */
-  const up = async (...failpoints: FailpointName[]) => {
+  /** `berth up` on `port` with `slots`, healthy; `failpoints` armed to SIGKILL it there. */
+  const upWith = async (o: { failpoints?: FailpointName[]; port?: number; slots?: number }) => {
     const log = `up-${++ups}.log`;
+    const at = o.port ?? port;
     const child = spawnBerth(
-      ['up', '--slots', '2'],
-      { ...env, ...(failpoints.length ? failpointEnv(...failpoints) : {}) },
+      ['up', '--slots', String(o.slots ?? 2)],
+      { ...env, BERTH_PORT: String(at), ...(o.failpoints?.length ? failpointEnv(...o.failpoints) : {}) },
       dataDir,
       log,
     );
     children.push(child);
-    await waitForHealthy(`http://127.0.0.1:${port}`, child, join(dataDir, log));
+    await waitForHealthy(`http://127.0.0.1:${at}`, child, join(dataDir, log));
     store ??= await openStore({
       store: '',
       sqlitePath: join(dataDir, 'berth.db'),
@@ -74,6 +75,7 @@ async function startInstall(t: TestContext) {
     });
     return child;
   };
+  const up = (...failpoints: FailpointName[]) => upWith({ failpoints });
   const cli = async (...args: string[]) => {
     const r = await berth(args, env);
     assert.equal(r.code, 0, `berth ${args.join(' ')}: ${r.stderr}`);
@@ -87,7 +89,7 @@ async function startInstall(t: TestContext) {
   /** `berth channel add telegram --name tg1` for agent sh and token secret tg, plus `extra`. */
   const addChannel = (...extra: string[]) =>
     cli('channel', 'add', 'telegram', '--name', 'tg1', '--agent', 'sh', '--token-secret', 'tg', ...extra);
-  return { dataDir, telegram, env, up, cli, addChannel, logs, store: () => store! };
+  return { dataDir, telegram, env, up, upWith, cli, addChannel, logs, store: () => store! };
 }
 
 /** The messages the fake sent to a chat. */
@@ -343,4 +345,51 @@ test('telegram: the CLI names the fix for a missing token; list, pause (messages
   const gone = await berth(['channel', 'pause', 'tg1'], install.env);
   assert.match(gone.stderr, /Fix: List channels with: berth channel list/);
   await assert.rejects(sdk.channels.pause('tg1'), (e: unknown) => isBerthError(e, 'CHANNEL_NOT_FOUND'));
+});
+
+test('telegram: two berth processes on one store: one polls at a time (no 409 Conflict), the other takes over when it is SIGKILLed', {
+  timeout: 180_000,
+}, async (t) => {
+  const install = await startInstall(t);
+  const { telegram } = install;
+  const first = await install.up();
+  await install.cli('agent', 'create', 'sh', '--provider', 'command');
+  await install.addChannel('--allow', '@alice', '--allow-chats', String(BOB.chatId));
+  const second = await install.upWith({ port: await freePort(), slots: 1 });
+  const store = install.store();
+  const sendBatch = async (from: number) => {
+    const sent = [];
+    for (let i = from; i < from + 5; i++) {
+      const who = i % 2 ? BOB : ALICE;
+      sent.push({ who, ...telegram.userMessage({ ...who, text: `echo m${i}` }) });
+    }
+    for (const m of sent)
+      await eventually(
+        `the reply to m${sent.indexOf(m) + from}`,
+        async () => telegram.sent.find((r) => r.chatId === String(m.who.chatId) && r.replyTo === m.messageId),
+        60_000,
+      );
+  };
+  await sendBatch(0);
+  const holder = (await store.getChannel('tg1'))!.leaseOwner!;
+  const pid = Number(holder.split('_')[1]);
+  const victim =
+    [first, second].find((c) => c.pid === pid) ?? assert.fail(`no child holds the lease ${holder}`);
+  victim.kill('SIGKILL');
+  await exited(victim);
+  await sendBatch(5);
+  assert.notEqual((await store.getChannel('tg1'))!.leaseOwner, holder, 'the survivor took the channel over');
+
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.equal(
+    telegram.callsOf('getUpdates').filter((c) => c.status === 409).length,
+    0,
+    'never two polls at once',
+  );
+  assert.equal(telegram.sent.length, 10, 'one reply per message');
+  const inbound = [
+    ...(await store.listMessages('tg-tg1-100', 0, 100)),
+    ...(await store.listMessages('tg-tg1-101', 0, 100)),
+  ].filter((m) => m.direction === 'in');
+  assert.equal(inbound.length, 10, 'each enqueued once');
 });

@@ -17,13 +17,13 @@
  *
  * Status is data: a channel's last error is written on the channel row (berth channel list).
  */
+import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import {
   type Channel,
   type ChannelPlatform,
   type Clock,
   failpoint,
-  newId,
   type RetryPolicy,
   sleep,
   splitChannelText,
@@ -53,8 +53,8 @@ export interface ChannelRunnerDeps {
 }
 
 export class ChannelRunner {
-  /** This process, as channel leases name it. */
-  readonly ownerId = newId('chr');
+  /** This process, as channel leases name it: its pid, for an operator looking for it. */
+  readonly ownerId = `chr_${process.pid}_${randomBytes(4).toString('hex')}`;
   private readonly running = new Map<string, ChannelLoop>();
   private readonly wakeSignal = new WakeSignal();
   private stopped = false;

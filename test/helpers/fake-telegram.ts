@@ -8,6 +8,8 @@
  *   `timeout` seconds when there are none.
  * - sendMessage, sendChatAction: recorded and answered like Telegram (message ids count up
  *   per chat).
+ * - Two getUpdates at once: the earlier one is answered 409 Conflict ("terminated by other
+ *   getUpdates request"), as Telegram does when two bot instances poll.
  * Every call is recorded (method, body, status, time) so a test can count; a test can
  * make the next N calls of a method answer 429 with a retry_after.
  */
@@ -50,6 +52,8 @@ export class FakeTelegram {
   private readonly nextMessageId = new Map<string, number>();
   private readonly failures = new Map<string, { count: number; retryAfter: number }>();
   private waiters: (() => void)[] = [];
+  /** The getUpdates waiting now, if any: a second one ends it with 409. */
+  private polling: { res: ServerResponse; end: () => void } | null = null;
   /** Each update's arrival time, by update_id (tests measure latency from it). */
   readonly arrivedAt = new Map<number, number>();
   private server = createServer((req, res) => void this.handle(req, res));
@@ -166,15 +170,43 @@ export class FakeTelegram {
         // An offset acknowledges every update below it: Telegram forgets them.
         if (offset > 0) this.updates = this.updates.filter((u) => u.update_id >= offset);
         const deadline = Date.now() + timeoutS * 1000;
-        while (this.updates.length === 0 && Date.now() < deadline && !res.destroyed) {
+        if (this.polling && !this.polling.res.destroyed) this.polling.end();
+        let conflict = false;
+        let wakeMe = () => {};
+        const me = {
+          res,
+          end: () => {
+            conflict = true;
+            wakeMe();
+          },
+        };
+        this.polling = me;
+        res.on('close', () => {
+          if (this.polling === me) this.polling = null;
+        });
+        while (this.updates.length === 0 && Date.now() < deadline && !res.destroyed && !conflict) {
           await new Promise<void>((resolve) => {
             const timer = setTimeout(resolve, deadline - Date.now());
-            this.waiters.push(() => {
+            wakeMe = () => {
               clearTimeout(timer);
               resolve();
-            });
+            };
+            this.waiters.push(wakeMe);
           });
         }
+        if (this.polling === me) this.polling = null;
+        if (conflict)
+          return reply(
+            409,
+            {
+              ok: false,
+              error_code: 409,
+              description:
+                'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running',
+            },
+            method,
+            body,
+          );
         return reply(200, { ok: true, result: this.updates.slice(0, limit) }, method, body);
       }
       case 'sendMessage': {
