@@ -110,7 +110,9 @@ test('telegram: a reply per message in its chat, in reply to it; a stranger refu
   const first = telegram.userMessage({ ...ALICE, text: 'echo hello' });
   const reply = await eventually('the reply to alice', async () => sentTo(telegram, ALICE.chatId)[0], 60_000);
   assert.deepEqual([reply.text, reply.replyTo], ['hello\n', first.messageId]);
-  assert.ok(telegram.callsOf('sendChatAction').length >= 1, 'the typing indicator was shown');
+  await eventually('the typing indicator shown', async () =>
+    telegram.callsOf('sendChatAction').length >= 1 ? true : undefined,
+  );
 
   // A stranger, twice: one refusal, nothing reaches the agent.
   const m1 = telegram.userMessage({ ...MALLORY, text: 'echo pwned' });
@@ -186,7 +188,7 @@ test('telegram: a reply per message in its chat, in reply to it; a stranger refu
   assert.equal(
     sentTo(telegram, ALICE.chatId).length,
     5,
-    'hello, second, the two parts of the long one, the failure notice',
+    `hello, second, the two parts of the long one, the failure notice: ${JSON.stringify(sentTo(telegram, ALICE.chatId).map((m) => [m.replyTo, m.text.slice(0, 40)]))}`,
   );
   assert.equal(sentTo(telegram, BOB.chatId).length, 1);
   const inbound = (await store.listMessages('tg-tg1-100', 0, 100)).filter((m) => m.direction === 'in');

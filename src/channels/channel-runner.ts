@@ -212,8 +212,14 @@ class ChannelLoop {
         await sleep(this.deps.leaseMs / 5, signal).catch(() => {});
         continue;
       }
+      // A poll never outlasts this process's lease: another process may take the channel
+      // then, and two polls at once are what Telegram answers 409 Conflict.
+      const pollSignal = AbortSignal.any([
+        signal,
+        AbortSignal.timeout(Math.max(1, this.leaseUntil - clock.now())),
+      ]);
       try {
-        const updates = await this.client.receive(cursor, signal);
+        const updates = await this.client.receive(cursor, pollSignal);
         for (const inbound of updates) {
           if (!this.active) break;
           if (inbound.updateId < cursor) continue;
@@ -238,6 +244,7 @@ class ChannelLoop {
         await this.noteError(null);
       } catch (err) {
         if (signal.aborted) break;
+        if (pollSignal.aborted) continue; // the lease's end cut the poll: renewed, or given up
         const failure = platformFailureOf(err);
         failures += 1;
         const delayMs =
