@@ -92,18 +92,36 @@ async function startInstall(t: TestContext) {
   return { dataDir, telegram, env, up, upWith, cli, addChannel, logs, store: () => store! };
 }
 
+/** An install with `berth up` running and the `command` agent sh; `first` is that berth up. */
+async function startWithAgent(t: TestContext) {
+  const install = await startInstall(t);
+  const first = await install.up();
+  await install.cli('agent', 'create', 'sh', '--provider', 'command');
+  return { ...install, first };
+}
+
 /** The messages the fake sent to a chat. */
 function sentTo(telegram: FakeTelegram, chatId: number) {
   return telegram.sent.filter((m) => m.chatId === String(chatId));
 }
 
+/** The messages sent to a chat in reply to one message, once there are `count` of them. */
+function repliesTo(telegram: FakeTelegram, chatId: number, messageId: number, count = 1) {
+  return eventually(
+    `${count} replies to message ${messageId} in chat ${chatId}`,
+    async () => {
+      const all = sentTo(telegram, chatId).filter((m) => m.replyTo === messageId);
+      return all.length >= count ? all : undefined;
+    },
+    60_000,
+  );
+}
+
 test('telegram: a reply per message in its chat, in reply to it; a stranger refused once; a 429 waited out; a long reply cut; a failed turn told', {
   timeout: 180_000,
 }, async (t) => {
-  const install = await startInstall(t);
+  const install = await startWithAgent(t);
   const { telegram } = install;
-  await install.up();
-  await install.cli('agent', 'create', 'sh', '--provider', 'command');
   const added = await install.addChannel('--map', 'per-chat', '--allow', '@alice,8');
   assert.match(added, /tg1/);
 
@@ -138,12 +156,8 @@ test('telegram: a reply per message in its chat, in reply to it; a stranger refu
   // A 429 on the next two sends: waited out (retry_after 1 s), nothing lost, nothing doubled.
   telegram.rateLimitNext('sendMessage', 2, 1);
   const second = telegram.userMessage({ ...ALICE, text: 'echo second' });
-  const again = await eventually(
-    'the reply after the 429s',
-    async () => sentTo(telegram, ALICE.chatId)[1],
-    60_000,
-  );
-  assert.deepEqual([again.text, again.replyTo], ['second\n', second.messageId]);
+  const [again] = await repliesTo(telegram, ALICE.chatId, second.messageId);
+  assert.equal(again!.text, 'second\n');
   const sends = telegram.callsOf('sendMessage');
   const limited = sends.filter((c) => c.status === 429);
   assert.equal(limited.length, 2);
@@ -156,14 +170,7 @@ test('telegram: a reply per message in its chat, in reply to it; a stranger refu
 
   // 5000 characters: two messages, 4096 + 904, both in reply to the message.
   const long = telegram.userMessage({ ...ALICE, text: "head -c 5000 /dev/zero | tr '\\0' a" });
-  const parts = await eventually(
-    'the long reply',
-    async () => {
-      const all = sentTo(telegram, ALICE.chatId).filter((m) => m.replyTo === long.messageId);
-      return all.length >= 2 ? all : undefined;
-    },
-    60_000,
-  );
+  const parts = await repliesTo(telegram, ALICE.chatId, long.messageId, 2);
   assert.deepEqual(
     parts.map((p) => p.text.length),
     [4096, 904],
@@ -176,12 +183,8 @@ test('telegram: a reply per message in its chat, in reply to it; a stranger refu
 
   // A failed turn (an endless writer: OUTPUT_LIMIT_EXCEEDED, not retried): one short message with the code.
   const failing = telegram.userMessage({ ...ALICE, text: 'yes' });
-  const notice = await eventually(
-    'the failure notice',
-    async () => sentTo(telegram, ALICE.chatId).find((m) => m.replyTo === failing.messageId),
-    60_000,
-  );
-  assert.equal(notice.text, 'Sorry, that failed (OUTPUT_LIMIT_EXCEEDED).');
+  const [notice] = await repliesTo(telegram, ALICE.chatId, failing.messageId);
+  assert.equal(notice!.text, 'Sorry, that failed (OUTPUT_LIMIT_EXCEEDED).');
 
   // Exactly once over the whole run.
   await new Promise((r) => setTimeout(r, 1500));
@@ -198,72 +201,52 @@ test('telegram: a reply per message in its chat, in reply to it; a stranger refu
 test('telegram: berth SIGKILLed before an update commits, before a reply is sent, and after it is sent: nothing lost, nothing doubled but the documented window', {
   timeout: 300_000,
 }, async (t) => {
-  const install = await startInstall(t);
+  const install = await startWithAgent(t);
   const { telegram } = install;
-  const firstUp = await install.up();
-  await install.cli('agent', 'create', 'sh', '--provider', 'command');
   await install.addChannel('--allow', '@alice');
   const first = telegram.userMessage({ ...ALICE, text: 'echo one' });
   await eventually('the first reply', async () => sentTo(telegram, ALICE.chatId)[0], 60_000);
   const store = install.store();
   const inbound = async () =>
     (await store.listMessages('tg-tg1-100', 0, 100)).filter((m) => m.direction === 'in').map((m) => m.text);
+  /** berth up with `point` armed, and a message from alice that makes it die there. */
+  const killedAt = async (point: FailpointName, text: string) => {
+    const doomed = await install.up(point);
+    const message = telegram.userMessage({ ...ALICE, text });
+    await exited(doomed);
+    assert.equal(doomed.signalCode, 'SIGKILL', `died at ${point}`);
+    return message;
+  };
   const stop = async (child: ChildProcess) => {
     child.kill('SIGTERM');
     await exited(child);
   };
-  await stop(firstUp);
+  await stop(install.first);
 
   // 1. Killed between the update's arrival and its commit.
-  let doomed = await install.up('channel-before-commit');
-  const two = telegram.userMessage({ ...ALICE, text: 'echo two' });
-  await exited(doomed);
-  assert.equal(doomed.signalCode, 'SIGKILL', 'died at channel-before-commit');
+  const two = await killedAt('channel-before-commit', 'echo two');
   assert.deepEqual(await inbound(), ['echo one'], 'nothing enqueued');
   assert.equal(telegram.pendingUpdates, 1, 'the update is not acknowledged');
   let healthy = await install.up();
-  const replyTwo = await eventually(
-    'the reply to two',
-    async () => sentTo(telegram, ALICE.chatId)[1],
-    60_000,
-  );
-  assert.deepEqual([replyTwo.text, replyTwo.replyTo], ['two\n', two.messageId]);
+  assert.equal((await repliesTo(telegram, ALICE.chatId, two.messageId))[0]!.text, 'two\n');
   assert.deepEqual(await inbound(), ['echo one', 'echo two'], 'enqueued once');
   await stop(healthy);
 
   // 2. Killed between the reply's commit and its send.
-  doomed = await install.up('channel-before-send');
-  const three = telegram.userMessage({ ...ALICE, text: 'echo three' });
-  await exited(doomed);
-  assert.equal(doomed.signalCode, 'SIGKILL', 'died at channel-before-send');
+  const three = await killedAt('channel-before-send', 'echo three');
   assert.equal(sentTo(telegram, ALICE.chatId).length, 2, 'not sent');
   const owed = (await store.listChannelOutbox('tg1')).at(-1)!;
   assert.deepEqual([owed.status, owed.text, owed.replyTo], ['pending', 'three\n', String(three.messageId)]);
   healthy = await install.up();
-  const replyThree = await eventually(
-    'the reply to three',
-    async () => sentTo(telegram, ALICE.chatId)[2],
-    60_000,
-  );
-  assert.deepEqual([replyThree.text, replyThree.replyTo], ['three\n', three.messageId]);
+  assert.equal((await repliesTo(telegram, ALICE.chatId, three.messageId))[0]!.text, 'three\n');
   await stop(healthy);
 
   // 3. Killed between the send and its record: the reply goes out again after the restart
   // (at-least-once: Telegram has no idempotency key, and a bot cannot read its chat back).
-  doomed = await install.up('channel-after-send');
-  const four = telegram.userMessage({ ...ALICE, text: 'echo four' });
-  await exited(doomed);
-  assert.equal(doomed.signalCode, 'SIGKILL', 'died at channel-after-send');
+  const four = await killedAt('channel-after-send', 'echo four');
   assert.equal(sentTo(telegram, ALICE.chatId).length, 4, 'sent before the kill');
   healthy = await install.up();
-  const fours = await eventually(
-    'the reply to four, again',
-    async () => {
-      const all = sentTo(telegram, ALICE.chatId).filter((m) => m.replyTo === four.messageId);
-      return all.length >= 2 ? all : undefined;
-    },
-    60_000,
-  );
+  const fours = await repliesTo(telegram, ALICE.chatId, four.messageId, 2);
   assert.deepEqual(
     fours.map((m) => m.text),
     ['four\n', 'four\n'],
@@ -285,10 +268,8 @@ test('telegram: berth SIGKILLed before an update commits, before a reply is sent
 test('telegram: the CLI names the fix for a missing token; list, pause (messages wait at the platform), resume, remove', {
   timeout: 180_000,
 }, async (t) => {
-  const install = await startInstall(t);
+  const install = await startWithAgent(t);
   const { telegram } = install;
-  await install.up();
-  await install.cli('agent', 'create', 'sh', '--provider', 'command');
   const missing = await berth(
     ['channel', 'add', 'telegram', '--agent', 'sh', '--token-secret', 'nope', '--allow', '@alice'],
     install.env,
@@ -329,17 +310,13 @@ test('telegram: the CLI names the fix for a missing token; list, pause (messages
   assert.equal(telegram.sent.length, 0, 'nothing read or sent while paused');
   assert.equal(telegram.pendingUpdates, 1, 'the message waits at the platform');
   await install.cli('channel', 'resume', 'tg1');
-  const reply = await eventually(
-    'the held message answered',
-    async () => sentTo(telegram, ALICE.chatId)[0],
-    60_000,
-  );
-  assert.deepEqual([reply.text, reply.replyTo], ['held\n', held.messageId]);
+  const [reply] = await repliesTo(telegram, ALICE.chatId, held.messageId);
+  assert.equal(reply!.text, 'held\n');
   assert.equal((await install.store().listMessages('tg-tg1-100-u7', 0, 10)).length, 2, 'per-user session');
   const outbox = await install.cli('channel', 'outbox', 'tg1');
   assert.match(
     outbox,
-    new RegExp(`\\treply\\tchat 100\\tsent\\tattempts 1\\tparts 1\\tids ${reply.messageId}\\n`),
+    new RegExp(`\\treply\\tchat 100\\tsent\\tattempts 1\\tparts 1\\tids ${reply!.messageId}\\n`),
   );
 
   assert.match(await install.cli('channel', 'remove', 'tg1'), /channel tg1 removed/);
@@ -352,10 +329,8 @@ test('telegram: the CLI names the fix for a missing token; list, pause (messages
 test('telegram: two berth processes on one store: one polls at a time (no 409 Conflict), the other takes over when it is SIGKILLed', {
   timeout: 180_000,
 }, async (t) => {
-  const install = await startInstall(t);
+  const install = await startWithAgent(t);
   const { telegram } = install;
-  const first = await install.up();
-  await install.cli('agent', 'create', 'sh', '--provider', 'command');
   await install.addChannel('--allow', '@alice', '--allow-chats', String(BOB.chatId));
   const second = await install.upWith({ port: await freePort(), slots: 1 });
   const store = install.store();
@@ -365,18 +340,13 @@ test('telegram: two berth processes on one store: one polls at a time (no 409 Co
       const who = i % 2 ? BOB : ALICE;
       sent.push({ who, ...telegram.userMessage({ ...who, text: `echo m${i}` }) });
     }
-    for (const m of sent)
-      await eventually(
-        `the reply to m${sent.indexOf(m) + from}`,
-        async () => telegram.sent.find((r) => r.chatId === String(m.who.chatId) && r.replyTo === m.messageId),
-        60_000,
-      );
+    for (const m of sent) await repliesTo(telegram, m.who.chatId, m.messageId);
   };
   await sendBatch(0);
   const holder = (await store.getChannel('tg1'))!.leaseOwner!;
   const pid = Number(holder.split('_')[1]);
   const victim =
-    [first, second].find((c) => c.pid === pid) ?? assert.fail(`no child holds the lease ${holder}`);
+    [install.first, second].find((c) => c.pid === pid) ?? assert.fail(`no child holds the lease ${holder}`);
   victim.kill('SIGKILL');
   await exited(victim);
   await sendBatch(5);
