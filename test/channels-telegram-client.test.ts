@@ -13,13 +13,13 @@ const TOKEN = '1:abc';
 test('telegram client: receive from a cursor, acknowledge by asking past it, send in reply, typed failures', async (t) => {
   const fake = await new FakeTelegram(TOKEN).start();
   t.after(() => fake.close());
-  const client = new TelegramClient({ apiUrl: fake.url, token: TOKEN, pollTimeoutMs: 1000 });
+  const client = new TelegramClient({ apiUrl: fake.url, token: TOKEN });
   const signal = new AbortController().signal;
 
-  assert.deepEqual(await client.receive(0, signal), [], 'a long poll with nothing: empty');
+  assert.deepEqual(await client.receive(0, 1000, signal), [], 'a long poll with nothing: empty');
   const a = fake.userMessage({ chatId: 5, userId: 7, username: 'alice', text: 'one' });
   fake.userMessage({ chatId: 5, userId: 7, text: 'two' });
-  const first = await client.receive(0, signal);
+  const first = await client.receive(0, 1000, signal);
   assert.deepEqual(first[0], {
     updateId: a.updateId,
     chatId: '5',
@@ -30,8 +30,12 @@ test('telegram client: receive from a cursor, acknowledge by asking past it, sen
     text: 'one',
   });
   assert.equal(first[1]!.username, null);
-  assert.equal((await client.receive(0, signal)).length, 2, 'read again: nothing acknowledged yet');
-  assert.equal((await client.receive(a.updateId + 1, signal)).length, 1, 'asking past one acknowledges it');
+  assert.equal((await client.receive(0, 1000, signal)).length, 2, 'read again: nothing acknowledged yet');
+  assert.equal(
+    (await client.receive(a.updateId + 1, 1000, signal)).length,
+    1,
+    'asking past one acknowledges it',
+  );
   assert.equal(fake.pendingUpdates, 1);
 
   const id = await client.send({ chatId: '5', text: 'hi', replyTo: String(a.messageId) }, signal);
@@ -57,24 +61,24 @@ test('telegram client: receive from a cursor, acknowledge by asking past it, sen
   );
   // Two bot instances polling at once: Telegram ends the earlier poll with 409, which passes (transient).
   fake.userMessage({ chatId: 5, userId: 7, text: 'drain' });
-  const cursor = (await client.receive(0, signal)).at(-1)!.updateId + 1;
-  const slow = new TelegramClient({ apiUrl: fake.url, token: TOKEN, pollTimeoutMs: 3000 });
-  const earlier = slow.receive(cursor, signal);
+  const cursor = (await client.receive(0, 1000, signal)).at(-1)!.updateId + 1;
+  const slow = new TelegramClient({ apiUrl: fake.url, token: TOKEN });
+  const earlier = slow.receive(cursor, 3000, signal);
   await new Promise((r) => setTimeout(r, 200));
-  const later = slow.receive(cursor, signal);
+  const later = slow.receive(cursor, 3000, signal);
   await assert.rejects(
     earlier,
     (e: unknown) =>
       e instanceof PlatformError && e.failure.kind === 'transient' && /Conflict/.test(e.message),
   );
   assert.deepEqual(await later, []);
-  const wrong = new TelegramClient({ apiUrl: fake.url, token: '1:wrong', pollTimeoutMs: 0 });
-  await assert.rejects(wrong.receive(0, signal), (e: unknown) => {
+  const wrong = new TelegramClient({ apiUrl: fake.url, token: '1:wrong' });
+  await assert.rejects(wrong.receive(0, 0, signal), (e: unknown) => {
     assert.ok(e instanceof PlatformError && e.failure.kind === 'refused' && e.failure.status === 401);
     assert.doesNotMatch(e.message, /wrong/, 'the token is never in a message');
     return true;
   });
-  const gone = new TelegramClient({ apiUrl: 'http://127.0.0.1:1', token: TOKEN, pollTimeoutMs: 0 });
+  const gone = new TelegramClient({ apiUrl: 'http://127.0.0.1:1', token: TOKEN });
   await assert.rejects(
     gone.send({ chatId: '5', text: 'x', replyTo: null }, signal),
     (e: unknown) =>

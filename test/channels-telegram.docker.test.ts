@@ -168,6 +168,18 @@ test('telegram: a reply per message in its chat, in reply to it; a stranger refu
   );
   assert.ok(limited[1]!.at - limited[0]!.at >= 950, 'the first retry_after too');
 
+  // A 429 on getUpdates: the poll waits it out too, and reads the message after.
+  telegram.rateLimitNext('getUpdates', 1, 1);
+  await eventually('a poll rate limited', async () =>
+    telegram.callsOf('getUpdates').some((c) => c.status === 429) ? true : undefined,
+  );
+  const polled = telegram.userMessage({ ...ALICE, text: 'echo polled' });
+  assert.equal((await repliesTo(telegram, ALICE.chatId, polled.messageId))[0]!.text, 'polled\n');
+  const polls = telegram.callsOf('getUpdates').sort((a, b) => a.at - b.at);
+  const limitedPoll = polls.findIndex((c) => c.status === 429);
+  const next = polls[limitedPoll + 1]!;
+  assert.ok(next.at - polls[limitedPoll]!.at >= 950, 'the next poll came retry_after later');
+
   // 5000 characters: two messages, 4096 + 904, both in reply to the message.
   const long = telegram.userMessage({ ...ALICE, text: "head -c 5000 /dev/zero | tr '\\0' a" });
   const parts = await repliesTo(telegram, ALICE.chatId, long.messageId, 2);
@@ -190,12 +202,12 @@ test('telegram: a reply per message in its chat, in reply to it; a stranger refu
   await new Promise((r) => setTimeout(r, 1500));
   assert.equal(
     sentTo(telegram, ALICE.chatId).length,
-    5,
-    `hello, second, the two parts of the long one, the failure notice: ${JSON.stringify(sentTo(telegram, ALICE.chatId).map((m) => [m.replyTo, m.text.slice(0, 40)]))}`,
+    6,
+    `hello, second, polled, the two parts of the long one, the failure notice: ${JSON.stringify(sentTo(telegram, ALICE.chatId).map((m) => [m.replyTo, m.text.slice(0, 40)]))}`,
   );
   assert.equal(sentTo(telegram, BOB.chatId).length, 1);
   const inbound = (await store.listMessages('tg-tg1-100', 0, 100)).filter((m) => m.direction === 'in');
-  assert.equal(inbound.length, 4);
+  assert.equal(inbound.length, 5);
 });
 
 test('telegram: berth SIGKILLed before an update commits, before a reply is sent, and after it is sent: nothing lost, nothing doubled but the documented window', {
@@ -364,4 +376,55 @@ test('telegram: two berth processes on one store: one polls at a time (no 409 Co
     ...(await store.listMessages('tg-tg1-101', 0, 100)),
   ].filter((m) => m.direction === 'in');
   assert.equal(inbound.length, 10, 'each enqueued once');
+});
+
+test('telegram: 40 messages while berth is SIGKILLed every 3 s: none lost, none enqueued twice, at most one extra send per kill', {
+  timeout: 300_000,
+}, async (t) => {
+  const install = await startWithAgent(t);
+  const { telegram } = install;
+  await install.addChannel('--allow', '@alice', '--map', 'per-chat');
+  const store = install.store();
+  const chats = [100, 102, 103];
+  const sent: { chatId: number; messageId: number; text: string }[] = [];
+  let child = install.first;
+  let kills = 0;
+  const killer = (async () => {
+    for (let k = 0; k < 3; k++) {
+      await new Promise((r) => setTimeout(r, 3000));
+      child.kill('SIGKILL');
+      await exited(child);
+      kills++;
+      child = await install.up();
+    }
+  })();
+  for (let i = 0; i < 40; i++) {
+    const chatId = chats[i % chats.length]!;
+    const text = `echo m${i}`;
+    sent.push({ chatId, text, ...telegram.userMessage({ ...ALICE, chatId, text }) });
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  await killer;
+  for (const m of sent) await repliesTo(telegram, m.chatId, m.messageId);
+  await new Promise((r) => setTimeout(r, 2000));
+  for (const chatId of chats) {
+    const inbound = (await store.listMessages(`tg-tg1-${chatId}`, 0, 200))
+      .filter((m) => m.direction === 'in')
+      .map((m) => m.text);
+    assert.deepEqual(
+      inbound,
+      sent.filter((m) => m.chatId === chatId).map((m) => m.text),
+      `chat ${chatId}: each message enqueued once, in order`,
+    );
+  }
+  const extra = telegram.sent.length - sent.length;
+  assert.ok(extra >= 0 && extra <= kills, `${extra} extra sends for ${kills} kills`);
+  for (const m of sent) {
+    const replies = sentTo(telegram, m.chatId).filter((r) => r.replyTo === m.messageId);
+    assert.ok(
+      replies.every((r) => r.text === `${m.text.slice(5)}\n`),
+      `the reply to ${m.text}`,
+    );
+  }
+  assert.equal(telegram.pendingUpdates, 0, 'every update acknowledged');
 });

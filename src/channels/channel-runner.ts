@@ -48,6 +48,8 @@ export interface ChannelRunnerDeps {
   clients: Partial<Record<ChannelPlatform, PlatformClientFactory>>;
   /** A channel's lease; renewed every leaseMs / 5. */
   leaseMs: number;
+  /** The longest wait of one long poll (it also ends a second before the lease does). */
+  pollTimeoutMs: number;
   /** A send's retries: backoff from retryBaseMs to retryMaxMs, dead after maxTries attempts. */
   sendPolicy: RetryPolicy;
 }
@@ -213,13 +215,14 @@ class ChannelLoop {
         continue;
       }
       // A poll never outlasts this process's lease: another process may take the channel
-      // then, and two polls at once are what Telegram answers 409 Conflict.
-      const pollSignal = AbortSignal.any([
-        signal,
-        AbortSignal.timeout(Math.max(1, this.leaseUntil - clock.now())),
-      ]);
+      // then, and two polls at once are what Telegram answers 409 Conflict. The platform's
+      // wait ends a second before the lease (at least 1 s: a shorter one would spin), and
+      // the request is cut at the lease's end should it run over.
+      const leaseLeftMs = this.leaseUntil - clock.now();
+      const waitMs = Math.max(1_000, Math.min(this.deps.pollTimeoutMs, leaseLeftMs - 1_000));
+      const pollSignal = AbortSignal.any([signal, AbortSignal.timeout(Math.max(1, leaseLeftMs))]);
       try {
-        const updates = await this.client.receive(cursor, pollSignal);
+        const updates = await this.client.receive(cursor, waitMs, pollSignal);
         for (const inbound of updates) {
           if (!this.active) break;
           if (inbound.updateId < cursor) continue;

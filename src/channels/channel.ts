@@ -19,12 +19,12 @@ export interface PlatformClient {
   /** The longest text one send may carry (longer replies are cut into parts). */
   readonly maxTextLength: number;
   /**
-   * The updates from `cursor` on, in order, waiting up to the poll timeout for one;
-   * [] when none came. Reading does not acknowledge: a platform forgets an update only
+   * The updates from `cursor` on, in order, waiting up to `waitMs` (whole seconds) for
+   * one; [] when none came. Reading does not acknowledge: a platform forgets an update only
    * when asked for a later cursor (Telegram: getUpdates with offset = update_id + 1).
    * Updates that carry no text come back with text '' (they move the cursor only).
    */
-  receive(cursor: number, signal: AbortSignal): Promise<ChannelInbound[]>;
+  receive(cursor: number, waitMs: number, signal: AbortSignal): Promise<ChannelInbound[]>;
   /** Sends; resolves to the platform's id of the message it created. */
   send(message: ChannelSend, signal: AbortSignal): Promise<string>;
   /** Best effort: the platform's typing indicator in the chat. */

@@ -39,12 +39,13 @@ interface TelegramAnswer<T> {
   parameters?: { retry_after?: number };
 }
 
+/** A request not answered in this time (beyond a long poll's wait) failed. */
+const ANSWER_TIMEOUT_MS = 15_000;
+
 export interface TelegramOptions {
   /** e.g. https://api.telegram.org */
   apiUrl: string;
   token: string;
-  /** getUpdates' long-poll wait. */
-  pollTimeoutMs: number;
 }
 
 export class TelegramClient implements PlatformClient {
@@ -53,15 +54,12 @@ export class TelegramClient implements PlatformClient {
 
   constructor(private readonly options: TelegramOptions) {}
 
-  async receive(cursor: number, signal: AbortSignal): Promise<ChannelInbound[]> {
+  async receive(cursor: number, waitMs: number, signal: AbortSignal): Promise<ChannelInbound[]> {
     const updates = await this.call<TelegramUpdate[]>(
       'getUpdates',
-      {
-        offset: cursor,
-        timeout: Math.floor(this.options.pollTimeoutMs / 1000),
-        allowed_updates: ['message'],
-      },
+      { offset: cursor, timeout: Math.floor(waitMs / 1000), allowed_updates: ['message'] },
       signal,
+      waitMs,
     );
     return updates.map(toInbound);
   }
@@ -79,7 +77,13 @@ export class TelegramClient implements PlatformClient {
     await this.call<boolean>('sendChatAction', { chat_id: chatId, action: 'typing' }, signal);
   }
 
-  private async call<T>(method: string, body: Record<string, unknown>, signal: AbortSignal): Promise<T> {
+  /** @param waitMs how long the platform may hold the request (a long poll), beyond the usual answer time. */
+  private async call<T>(
+    method: string,
+    body: Record<string, unknown>,
+    signal: AbortSignal,
+    waitMs = 0,
+  ): Promise<T> {
     const url = `${this.options.apiUrl.replace(/\/$/, '')}/bot${this.options.token}/${method}`;
     let res: Response;
     try {
@@ -87,7 +91,7 @@ export class TelegramClient implements PlatformClient {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify(body),
-        signal: AbortSignal.any([signal, AbortSignal.timeout(this.options.pollTimeoutMs + 15_000)]),
+        signal: AbortSignal.any([signal, AbortSignal.timeout(waitMs + ANSWER_TIMEOUT_MS)]),
       });
     } catch (err) {
       // The URL holds the token: say the method, never the URL.

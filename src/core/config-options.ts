@@ -340,7 +340,7 @@ export const CONFIG_OPTIONS = {
     schema: durationMs.pipe(z.number().min(0)),
     default: '25s',
     unit: 'duration (whole seconds are sent)',
-    doc: "How long one long poll of a channel's platform waits for an update (Telegram's getUpdates `timeout`).",
+    doc: "How long one long poll of a channel's platform waits for an update at most (Telegram's getUpdates `timeout`); a poll also ends a second before the process's lease on the channel does (`BERTH_LEASE`), and waits at least 1 s.",
   }),
   maxMessageBytes: option({
     env: 'BERTH_MAX_MESSAGE_BYTES',

@@ -181,12 +181,10 @@ export async function startHost(
         log: log.child({ component: 'channels' }),
         secrets,
         clients: {
-          telegram: telegramClientFactory({
-            apiUrl: config.telegramApiUrl,
-            pollTimeoutMs: config.channelPollTimeoutMs,
-          }),
+          telegram: telegramClientFactory({ apiUrl: config.telegramApiUrl }),
         },
         leaseMs: config.leaseMs,
+        pollTimeoutMs: config.channelPollTimeoutMs,
         sendPolicy: {
           retryBaseMs: config.webhookRetryBaseMs,
           retryMaxMs: config.webhookRetryMaxMs,

@@ -21,7 +21,11 @@ export interface FakeTelegramCall {
   method: string;
   body: Record<string, unknown>;
   status: number;
+  /** When the request arrived (performance.now()). */
   at: number;
+  /** When it was answered; a long poll its client gave up on is answered to nobody. */
+  answeredAt: number;
+  abandoned: boolean;
 }
 
 export interface FakeUpdate {
@@ -120,6 +124,7 @@ export class FakeTelegram {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const arrivedAt = performance.now();
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const match = /^\/bot([^/]+)\/(\w+)$/.exec(req.url ?? '');
@@ -129,7 +134,14 @@ export class FakeTelegram {
       method = match?.[2] ?? '?',
       parsed: Record<string, unknown> = {},
     ) => {
-      this.calls.push({ method, body: parsed, status, at: performance.now() });
+      this.calls.push({
+        method,
+        body: parsed,
+        status,
+        at: arrivedAt,
+        answeredAt: performance.now(),
+        abandoned: res.destroyed,
+      });
       if (res.destroyed) return;
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(body));
