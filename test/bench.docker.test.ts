@@ -22,15 +22,7 @@ test('npm run bench -- --quick (the warm-pool and speed benchmarks): each prints
   });
   const results = parseJsonLines(stdout) as Record<string, unknown>[];
   const byName = new Map(results.map((r) => [r.bench, r]));
-  for (const name of [
-    'cold-start',
-    'warm-start',
-    'warm-path',
-    'detection',
-    'burst',
-    'live-sandboxes',
-    'blobs',
-  ]) {
+  for (const name of ['cold-start', 'warm-start', 'warm-path', 'detection', 'burst', 'live-sandboxes', 'blobs']) {
     const r = byName.get(name);
     assert.ok(r, `${name} printed a result: ${stdout}`);
     assert.ok(

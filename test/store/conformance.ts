@@ -300,10 +300,13 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
         startedAt: BASE,
       });
       assert.equal((await store.getWorker('w1'))?.drainingSince, BASE + 5);
-      assert.deepEqual((await store.listWorkers()).map((w) => [w.id, w.drainingSince]).sort(), [
-        ['w1', BASE + 5],
-        ['w2', null],
-      ]);
+      assert.deepEqual(
+        (await store.listWorkers()).map((w) => [w.id, w.drainingSince]).sort(),
+        [
+          ['w1', BASE + 5],
+          ['w2', null],
+        ],
+      );
       assert.equal(await store.drainWorker('nobody', BASE), false);
       assert.equal(await store.getWorker('nobody'), null);
       await store.close();

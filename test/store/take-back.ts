@@ -57,12 +57,7 @@ export function runTakeBackConformance(kind: string, open: OpenStore): void {
       await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'one', now: BASE });
       const { fence, turn } = await claimAndStartTurn(store, BASE);
       const two = await store.enqueueMessage({ sessionId: 's', text: 'two', now: BASE + 1 });
-      const abort = {
-        ...fence,
-        turnId: turn.id,
-        code: 'TURN_FAILED' as const,
-        error: 'the agent failed the turn',
-      };
+      const abort = { ...fence, turnId: turn.id, code: 'TURN_FAILED' as const, error: 'the agent failed the turn' };
       assert.equal(await store.abortTurn(abort, BASE + 2), 'ok');
       assert.equal(await store.releaseSession(fence, BASE + 3), 'ok');
       assert.equal((await store.getSessionView('s', BASE + 3))?.status, 'backoff', 'one holds two');
