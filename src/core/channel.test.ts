@@ -12,6 +12,7 @@ import {
 const BASE = 1_700_000_000_000;
 const CHANNEL = {
   id: 'tg1',
+  platform: 'telegram' as const,
   mapping: 'per-chat' as const,
   allowUsers: ['@Alice', '42'],
   allowChats: ['-300'],
@@ -99,7 +100,7 @@ test('channelSessionId: per chat, or per user in each chat; always a valid sessi
   );
   assert.match(
     channelSessionId(
-      { id: 'abcdefghijklmnopqrstuvwx', mapping: 'per-user' },
+      { id: 'abcdefghijklmnopqrstuvwx', platform: 'telegram', mapping: 'per-user' },
       '-1001234567890',
       '12345678901',
     ),

@@ -8,6 +8,9 @@
 export const CHANNEL_PLATFORMS = ['telegram'] as const;
 export type ChannelPlatform = (typeof CHANNEL_PLATFORMS)[number];
 
+/** How a platform's sessions are named: `<prefix>-<channel>-<chat>`. */
+const SESSION_PREFIX: Record<ChannelPlatform, string> = { telegram: 'tg' };
+
 /** per-chat: one session per chat (a group shares one); per-user: one per user in each chat. */
 export const CHANNEL_MAPPINGS = ['per-chat', 'per-user'] as const;
 export type ChannelMapping = (typeof CHANNEL_MAPPINGS)[number];
@@ -85,12 +88,12 @@ export type InboundDecision =
 
 /** The session a chat message goes to: stable, so every message of a chat (or user) finds it. */
 export function channelSessionId(
-  channel: Pick<Channel, 'id' | 'mapping'>,
+  channel: Pick<Channel, 'id' | 'mapping' | 'platform'>,
   chatId: string,
   userId: string,
 ): string {
   const chat = chatId.replace(/[^0-9A-Za-z_-]/g, '_');
-  const prefix = `tg-${channel.id}-${chat}`;
+  const prefix = `${SESSION_PREFIX[channel.platform]}-${channel.id}-${chat}`;
   return channel.mapping === 'per-user' ? `${prefix}-u${userId.replace(/[^0-9A-Za-z_-]/g, '_')}` : prefix;
 }
 
@@ -113,7 +116,7 @@ export function isChannelSenderAllowed(
  * one per CHANNEL_REFUSAL_INTERVAL_MS), or nothing. Every outcome moves the cursor past it.
  */
 export function decideChannelInbound(
-  channel: Pick<Channel, 'id' | 'mapping' | 'allowUsers' | 'allowChats' | 'paused'>,
+  channel: Pick<Channel, 'id' | 'platform' | 'mapping' | 'allowUsers' | 'allowChats' | 'paused'>,
   inbound: ChannelInbound,
   lastRefusalAt: number | null,
   now: number,
