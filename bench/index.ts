@@ -5,6 +5,7 @@
  */
 import { blobs } from './blobs.js';
 import { burst } from './burst.js';
+import { channelLatency } from './channel-latency.js';
 import { checkpoints } from './checkpoints.js';
 import { coldStart } from './cold-start.js';
 import { detection } from './detection.js';
@@ -48,6 +49,7 @@ const all = {
   rewind,
   checkpoints,
   storeScale,
+  channelLatency,
 };
 const results: Record<string, unknown>[] = [];
 for (const [name, bench] of Object.entries(all)) {

@@ -17,7 +17,13 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
-import { agentSpecSchema, FAILPOINTS, type ScriptPlan, type ScriptStep } from '../src/core/index.js';
+import {
+  agentSpecSchema,
+  COMMIT_FAILPOINTS,
+  type CommitFailpointName,
+  type ScriptPlan,
+  type ScriptStep,
+} from '../src/core/index.js';
 import { connectDocker } from '../src/runtime/index.js';
 import { openStore, type Store } from '../src/store/index.js';
 import { failpointEnv } from './helpers/failpoint-preload.js';
@@ -156,7 +162,7 @@ function afterSecond(attempt: number): ScriptStep[] {
 }
 
 /** Whether the failpoint comes before the store commit: the cut turn is then aborted and tried again. */
-const BEFORE_COMMIT: Record<(typeof FAILPOINTS)[number], boolean> = {
+const BEFORE_COMMIT: Record<CommitFailpointName, boolean> = {
   'after-seal': true,
   'after-upload': true,
   'before-promote': false,
@@ -165,7 +171,7 @@ const BEFORE_COMMIT: Record<(typeof FAILPOINTS)[number], boolean> = {
 };
 
 for (const kind of ['sqlite', 'postgres'] as const)
-  for (const point of FAILPOINTS)
+  for (const point of COMMIT_FAILPOINTS)
     test(`${kind}: a worker SIGKILLed at ${point}: the next owner promotes once, no committed file is missing, nothing of the cut turn shows, one reply`, {
       timeout: 240_000,
     }, async (t) => {

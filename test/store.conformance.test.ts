@@ -1,6 +1,7 @@
 /** The one Store conformance suite, run unchanged against SQLite and a real PostgreSQL. */
 import { openPostgresStore, openSqliteStore } from '../src/store/index.js';
 import { freshDatabase } from './helpers/postgres.js';
+import { runChannelConformance } from './store/channels.js';
 import { runCheckpointConformance } from './store/checkpoints.js';
 import { LEASE_MS, RETRY, runStoreConformance } from './store/conformance.js';
 import { runResidentHoldConformance } from './store/resident-holds.js';
@@ -21,3 +22,8 @@ runResidentHoldConformance('postgres', postgres);
 runTakeBackConformance('postgres', postgres);
 runRewindConformance('postgres', postgres);
 runCheckpointConformance('postgres', postgres);
+runChannelConformance('sqlite', sqlite);
+runStoreConformance('postgres', postgres);
+runResidentHoldConformance('postgres', postgres);
+runTakeBackConformance('postgres', postgres);
+runChannelConformance('postgres', postgres);

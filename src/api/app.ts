@@ -3,6 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import type { Logger } from 'pino';
 import { agentsRoutes } from './agents-routes.js';
 import { installAuth } from './auth.js';
+import { channelsRoutes } from './channels-routes.js';
 import { chaosRoutes } from './chaos-routes.js';
 import { dashboardRoutes } from './dashboard-routes.js';
 import type { ApiDeps } from './deps.js';
@@ -43,6 +44,7 @@ export async function buildApp(deps: ApiDeps & { log: Logger }): Promise<Fastify
   await app.register(tokensRoutes, pluginDeps);
   await app.register(schedulesRoutes, pluginDeps);
   await app.register(webhooksRoutes, pluginDeps);
+  await app.register(channelsRoutes, pluginDeps);
   await app.register(chaosRoutes, pluginDeps);
   await app.register(dashboardRoutes);
   const metrics = deps.metrics ?? new BerthMetrics(deps);

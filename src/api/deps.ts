@@ -25,6 +25,8 @@ export interface ApiDeps {
   agentImage?: (spec: AgentSpec, stored?: AgentSpec) => Promise<string | undefined>;
   /** Reads sessions' workspace history from the blob store (diffs, files at a version); absent = those routes answer INTERNAL. */
   history?: WorkspaceHistory;
+  /** The names in the host's secret store (a channel's bot token must be one); absent = not checked. */
+  secretNames?: () => Promise<string[]>;
 }
 
 /** What each route plugin gets: the deps and the table its routes are declared in. */

@@ -163,6 +163,7 @@ async function stream(
     }
   };
   const unsubscribe = store.onChange((change) => {
+    if (change.type === 'channel-outbox') return;
     const changed = change.type === 'event' ? change.event.sessionId : change.sessionId;
     if (source.sessionId === undefined || changed === source.sessionId) void flush();
   });

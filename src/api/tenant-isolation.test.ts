@@ -222,6 +222,13 @@ const CASES: Record<string, RouteCase> = {
   'GET /metrics': { kind: 'admin' },
   'GET /v1/chaos/reports': { kind: 'admin' },
   'POST /v1/workers/:id/drain': { kind: 'admin' },
+  // A channel names a secret of the host's store as its bot token: the operator's alone.
+  'POST /v1/channels': { kind: 'admin' },
+  'GET /v1/channels': { kind: 'admin' },
+  'POST /v1/channels/:id/pause': { kind: 'admin' },
+  'POST /v1/channels/:id/resume': { kind: 'admin' },
+  'DELETE /v1/channels/:id': { kind: 'admin' },
+  'GET /v1/channels/:id/outbox': { kind: 'admin' },
   'GET /v1/openapi.json': { kind: 'public' },
   'GET /healthz': { kind: 'public' },
   'GET /': { kind: 'public' },

@@ -1,6 +1,7 @@
 /** The `berth` command. Reads process.env once, through loadConfig, inside each command. */
 import { Command } from 'commander';
 import { agentCommand } from './agent-command.js';
+import { channelCommand } from './channel-command.js';
 import { chaosCommand } from './chaos-command.js';
 import { demoCommand } from './demo-command.js';
 import { grantCommand, storageCommand } from './grant-command.js';
@@ -37,6 +38,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<void
     .addCommand(chaosCommand(env))
     .addCommand(secretCommand(env))
     .addCommand(scheduleCommand(env))
+    .addCommand(channelCommand(env))
     .addCommand(grantCommand(env))
     .addCommand(storageCommand(env))
     .addHelpText(

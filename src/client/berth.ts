@@ -17,6 +17,9 @@ import {
   type AppliedAgent,
   agentSpecOf,
   BerthError,
+  type Channel,
+  type ChannelOutboxItem,
+  type CreateChannelBody,
   type CreateSessionBody,
   type CreateTokenBody,
   type CreateWebhookBody,
@@ -311,6 +314,18 @@ export class Berth {
     /** Sends a dead letter again from its first attempt. */
     retry: (id: string, deliveryId: number) =>
       this.http.request<{ retried: true }>('POST', `/v1/webhooks/${enc(id)}/deliveries/${deliveryId}/retry`),
+  };
+
+  /** Chat platforms in front of agents (admin token only: a channel names a host secret). */
+  readonly channels = {
+    create: (body: CreateChannelBody) => this.http.request<Channel>('POST', '/v1/channels', body),
+    list: async () => (await this.http.request<{ channels: Channel[] }>('GET', '/v1/channels')).channels,
+    pause: (id: string) => this.http.request<Channel>('POST', `/v1/channels/${enc(id)}/pause`),
+    resume: (id: string) => this.http.request<Channel>('POST', `/v1/channels/${enc(id)}/resume`),
+    delete: (id: string) => this.http.request<null>('DELETE', `/v1/channels/${enc(id)}`),
+    outbox: async (id: string) =>
+      (await this.http.request<{ outbox: ChannelOutboxItem[] }>('GET', `/v1/channels/${enc(id)}/outbox`))
+        .outbox,
   };
 
   status(): Promise<Status> {

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { agentSpecSchema, NAME_PATTERN } from './agent.js';
 import type { AgentChange } from './agent-diff.js';
+import { CHANNEL_MAPPINGS, CHANNEL_PLATFORMS } from './channel.js';
 import type { Agent, SessionStatus } from './types.js';
 
 export { agentSpecSchema };
@@ -173,4 +174,34 @@ export type PageQuery = z.input<typeof pageQuerySchema>;
 export type FilesQuery = z.input<typeof filesQuerySchema>;
 export type CreateTokenBody = z.input<typeof createTokenSchema>;
 export type CreateWebhookBody = z.input<typeof createWebhookSchema>;
+
+/** One allowlist entry: `@username` (Telegram's 5-32 of A-Z a-z 0-9 _) or a numeric id. */
+const channelUserSchema = z
+  .string()
+  .regex(/^(@[A-Za-z0-9_]{1,64}|-?[0-9]{1,20})$/, 'allow: each entry is @username or a numeric user id');
+
+export const createChannelSchema = z
+  .object({
+    platform: z.enum(CHANNEL_PLATFORMS),
+    /** The channel's id (it names its sessions: tg-<id>-<chat>); generated when omitted. */
+    name: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9_]{0,23}$/, 'name: 1-24 of a-z 0-9 _ starting with a letter or digit')
+      .optional(),
+    agent: z.string().min(1),
+    /** The name of the bot token in the host's secret store (berth secret set <name>). */
+    tokenSecret: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'tokenSecret: a secret name'),
+    /** @default 'per-chat' */
+    mapping: z.enum(CHANNEL_MAPPINGS).default('per-chat'),
+    /** @default [] */
+    allowUsers: z.array(channelUserSchema).max(1000).default([]),
+    /** @default [] */
+    allowChats: z
+      .array(z.string().regex(/^-?[0-9]{1,20}$/, 'allowChats: numeric chat ids'))
+      .max(1000)
+      .default([]),
+  })
+  .strict();
+
+export type CreateChannelBody = z.input<typeof createChannelSchema>;
 export type ErrorBody = z.output<typeof errorBodySchema>;

@@ -328,6 +328,20 @@ export const CONFIG_OPTIONS = {
     unit: 'duration, ≥ 100 ms',
     doc: 'A receiver that has not answered by then: failed attempt.',
   }),
+  telegramApiUrl: option({
+    env: 'BERTH_TELEGRAM_API_URL',
+    schema: z.string().url(),
+    default: 'https://api.telegram.org',
+    unit: 'URL',
+    doc: "Where Telegram channels reach the Bot API (`<url>/bot<token>/<method>`): Telegram's own, a self-hosted Bot API server, or a test's fake (docs/channels.md).",
+  }),
+  channelPollTimeoutMs: option({
+    env: 'BERTH_CHANNEL_POLL_TIMEOUT',
+    schema: durationMs.pipe(z.number().min(0)),
+    default: '25s',
+    unit: 'duration (whole seconds are sent)',
+    doc: "How long one long poll of a channel's platform waits for an update at most (Telegram's getUpdates `timeout`); a poll also ends a second before the process's lease on the channel does (`BERTH_LEASE`), and waits at least 1 s.",
+  }),
   maxMessageBytes: option({
     env: 'BERTH_MAX_MESSAGE_BYTES',
     schema: positiveInt,

@@ -462,6 +462,26 @@ export const ERRORS = {
     retryable: false,
     hint: "List the agent's grants with: berth grant <agent> --list",
   },
+  CHANNEL_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    hint: 'List channels with: berth channel list',
+  },
+  CHANNEL_EXISTS: {
+    status: 409,
+    retryable: false,
+    hint: 'Pick another --name, or remove the old channel first with: berth channel remove <id>',
+  },
+  CHANNEL_TOKEN_MISSING: {
+    status: 400,
+    retryable: false,
+    hint: 'Store the bot token on the host first: berth secret set <name> (the value from @BotFather), then name it with --token-secret <name>.',
+  },
+  CHANNEL_PLATFORM_FAILED: {
+    status: 502,
+    retryable: true,
+    hint: "The chat platform refused or did not answer; the channel retries with backoff. See the channel's last error in: berth channel list",
+  },
   NOT_FOUND: { status: 404, retryable: false, hint: 'See /v1 routes in docs/architecture.md.' },
   INTERNAL: { status: 500, retryable: true, hint: 'This is a bug in berth; the logs have the details.' },
 } as const satisfies Record<string, ErrorSpec>;

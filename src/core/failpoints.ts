@@ -6,18 +6,32 @@
  *
  * In the order a commit passes them: the layer sealed; uploaded; the store commit made and
  * the promotion not begun; half of the promotion's plan applied; the promotion done and
- * not yet marked in the store.
+ * not yet marked in the store. Then a checkpoint's points, and the channel runner's (src/channels/).
  */
-export const FAILPOINTS = [
+export const COMMIT_FAILPOINTS = [
   'after-seal',
   'after-upload',
   'before-promote',
   'mid-promotion',
   'before-mark-promoted',
 ] as const;
+export type CommitFailpointName = (typeof COMMIT_FAILPOINTS)[number];
+
 /** A checkpoint's (worker/turn-checkpoints.ts): its object uploaded and not recorded; recorded and not yet answered. */
 export const CHECKPOINT_FAILPOINTS = ['checkpoint-after-upload', 'checkpoint-after-record'] as const;
-export type FailpointName = (typeof FAILPOINTS)[number] | (typeof CHECKPOINT_FAILPOINTS)[number];
+
+/**
+ * A channel's (src/channels/): an update read from the platform and not yet committed; a
+ * send taken from the outbox and not yet sent; sent and not yet recorded.
+ */
+export const CHANNEL_FAILPOINTS = [
+  'channel-before-commit',
+  'channel-before-send',
+  'channel-after-send',
+] as const;
+
+export const FAILPOINTS = [...COMMIT_FAILPOINTS, ...CHECKPOINT_FAILPOINTS, ...CHANNEL_FAILPOINTS] as const;
+export type FailpointName = (typeof FAILPOINTS)[number];
 
 const armed = new Map<FailpointName, () => void>();
 

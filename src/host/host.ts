@@ -17,6 +17,7 @@ import {
   WebhookDispatcher,
 } from '../api/index.js';
 import { type BlobStore, openBlobStore } from '../blobs/index.js';
+import { ChannelRunner, telegramClientFactory } from '../channels/index.js';
 import { blobsConfigOf, type Clock, type ResolvedConfig, systemClock } from '../core/index.js';
 import { EgressInterceptor } from '../gateway/index.js';
 import {
@@ -171,12 +172,43 @@ export async function startHost(
   // Webhooks go out from the API process(es); a worker-only host sends none.
   const webhooks = api ? new WebhookDispatcher({ store, clock, config, log }) : undefined;
   webhooks?.start();
+  // Channels run beside the webhooks, in the API process(es); a lease in the store lets one
+  // process at a time drive each channel.
+  const channels = api
+    ? new ChannelRunner({
+        store,
+        clock,
+        log: log.child({ component: 'channels' }),
+        secrets,
+        clients: {
+          telegram: telegramClientFactory({ apiUrl: config.telegramApiUrl }),
+        },
+        leaseMs: config.leaseMs,
+        pollTimeoutMs: config.channelPollTimeoutMs,
+        sendPolicy: {
+          retryBaseMs: config.webhookRetryBaseMs,
+          retryMaxMs: config.webhookRetryMaxMs,
+          maxTries: config.webhookMaxAttempts,
+        },
+      })
+    : undefined;
+  channels?.start();
   // Agent images are built on, and checked against, this machine's engine; not a cluster's nodes.
   const agentImage =
     config.runtime === 'kubernetes' ? undefined : agentImageCheck(docker, paths.imageCacheDir);
   const history = new WorkspaceHistory(blobs);
   const app = api
-    ? await buildApp({ config, store, clock, log, webhooks, metrics, agentImage, history })
+    ? await buildApp({
+        config,
+        store,
+        clock,
+        log,
+        webhooks,
+        metrics,
+        agentImage,
+        history,
+        secretNames: () => secrets.list(),
+      })
     : null;
   const address = app ? await app.listen({ host: config.apiHost, port: config.apiPort }) : '';
   log.info(
@@ -198,6 +230,7 @@ export async function startHost(
       closing ??= (async () => {
         await app?.close();
         await webhooks?.stop();
+        await channels?.stop();
         await schedules.stop();
         await worker.stop();
         await store.close();

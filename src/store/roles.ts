@@ -112,6 +112,12 @@ export interface ApiStore
     | 'principalOfTokenHash'
     | 'listApiTokens'
     | 'revokeApiToken'
+    | 'createChannel'
+    | 'listChannels'
+    | 'getChannel'
+    | 'pauseChannel'
+    | 'deleteChannel'
+    | 'listChannelOutbox'
     | 'createWebhook'
     | 'listWebhooks'
     | 'getWebhook'
@@ -135,11 +141,32 @@ export interface ScheduleRunnerStore extends Pick<Store, 'runDueSchedules'> {}
 export interface WebhookDispatcherStore
   extends Pick<Store, 'onChange' | 'takeWebhookDelivery' | 'recordWebhookAttempt'> {}
 
+/** The channel runner (channels/channel-runner.ts, in every API host process): leases, inbound commits, the outbox. */
+export interface ChannelRunnerStore
+  extends Pick<
+    Store,
+    | 'onChange'
+    | 'listChannels'
+    | 'takeChannelLease'
+    | 'releaseChannelLease'
+    | 'recordChannelError'
+    | 'commitChannelInbound'
+    | 'takeChannelSend'
+    | 'nextChannelSendAt'
+    | 'recordChannelPartSent'
+    | 'endChannelSendAttempt'
+  > {}
+
 /**
  * What only the full Store offers, no role: opening and closing it, its engine and
  * clock (the host reads them), and the audit listing tests read.
  */
 export type FullStoreOnly = Exclude<
   keyof Store,
-  keyof (GatewayStore & WorkerStore & ApiStore & ScheduleRunnerStore & WebhookDispatcherStore)
+  keyof (GatewayStore &
+    WorkerStore &
+    ApiStore &
+    ScheduleRunnerStore &
+    WebhookDispatcherStore &
+    ChannelRunnerStore)
 >;

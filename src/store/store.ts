@@ -11,6 +11,9 @@ import type {
   Agent,
   AgentSpec,
   ApiTokenRow,
+  Channel,
+  ChannelInbound,
+  ChannelOutboxItem,
   ClaimedSession,
   Clock,
   CommitInput,
@@ -77,7 +80,9 @@ export type StoreChange =
   | { type: 'events'; sessionId: string }
   | { type: 'released'; sessionId: string }
   /** The session's running turn was asked to stop: its lease holder aborts it. */
-  | { type: 'interrupt'; sessionId: string; leaseOwner: string | null };
+  | { type: 'interrupt'; sessionId: string; leaseOwner: string | null }
+  /** A channel has a new send owed (channel_outbox): its poller sends it. */
+  | { type: 'channel-outbox'; channelId: string };
 
 export interface EnqueueInput {
   sessionId: string;
@@ -133,6 +138,12 @@ export interface NewApiToken {
   hash: string;
   label: string;
 }
+
+/** A channel to create: validated input and its owner. */
+export type NewChannel = Pick<
+  Channel,
+  'id' | 'tenant' | 'platform' | 'agent' | 'mapping' | 'allowUsers' | 'allowChats' | 'tokenSecret'
+>;
 
 /** A schedule to create: validated input, its session, its first due time, the caller's tenant. */
 export type NewSchedule = Omit<ScheduleInput, 'agent'> & {
@@ -410,6 +421,54 @@ export interface Store {
   retryWebhookDelivery(deliveryId: number, now: number, tenant?: string): Promise<boolean>;
   /** Deliveries per status, for metrics. */
   webhookDeliveryCounts(): Promise<Record<'pending' | 'delivered' | 'dead', number>>;
+  /** Throws AGENT_NOT_FOUND (of the tenant), CHANNEL_EXISTS. */
+  createChannel(channel: NewChannel, now: number): Promise<Channel>;
+  listChannels(tenant?: string): Promise<Channel[]>;
+  getChannel(id: string, tenant?: string): Promise<Channel | null>;
+  /** Pause (nothing polled or sent; updates wait at the platform) or resume. Throws CHANNEL_NOT_FOUND. */
+  pauseChannel(id: string, paused: boolean, tenant?: string): Promise<Channel>;
+  /** false when there is no such live channel (of the tenant). Its sessions stay. */
+  deleteChannel(id: string, now: number, tenant?: string): Promise<boolean>;
+  /** The caller (a host process) holds the channel's lease until now + leaseMs; false when another does, or it is paused or gone. */
+  takeChannelLease(id: string, owner: string, now: number, leaseMs: number): Promise<boolean>;
+  releaseChannelLease(id: string, owner: string): Promise<void>;
+  /** The last polling or sending error, shown by list; null clears it. */
+  recordChannelError(id: string, error: string | null): Promise<void>;
+  /**
+   * One platform update applied in one transaction, fenced by the lease and the cursor:
+   * the cursor moved past it and its message enqueued (session created and bound to the
+   * chat on first use), or a refusal owed, or nothing. 'stale' = nothing written (the
+   * lease is lost, or the update was applied already).
+   */
+  commitChannelInbound(
+    channelId: string,
+    owner: string,
+    inbound: ChannelInbound,
+    now: number,
+  ): Promise<'enqueue' | 'refuse' | 'ignore' | 'stale'>;
+  /** The channel's next due send, taken for one attempt (at-least-once: it is due again after leaseMs). */
+  takeChannelSend(
+    channelId: string,
+    owner: string,
+    now: number,
+    leaseMs: number,
+  ): Promise<ChannelOutboxItem | null>;
+  nextChannelSendAt(channelId: string): Promise<number | null>;
+  /** One part of a taken send recorded with the platform's message id; false when the attempt is stale. */
+  recordChannelPartSent(
+    item: Pick<ChannelOutboxItem, 'id' | 'attempts' | 'partsSent' | 'platformMessageIds'>,
+    platformMessageId: string,
+    done: boolean,
+    now: number,
+  ): Promise<boolean>;
+  /** An attempt that sent nothing more: due again at nextAttemptAt, or dead (null). */
+  endChannelSendAttempt(
+    item: Pick<ChannelOutboxItem, 'id' | 'attempts'>,
+    nextAttemptAt: number | null,
+    error: string,
+    now: number,
+  ): Promise<void>;
+  listChannelOutbox(channelId: string): Promise<ChannelOutboxItem[]>;
   /** Checks the session and agent as enqueueMessage does (same errors); the schedule takes the session's tenant. */
   createSchedule(input: NewSchedule, now: number): Promise<Schedule>;
   /** One session's schedules, or (null) all. */

@@ -4,9 +4,9 @@
  * each named point to SIGKILL the process there (at its n-th pass, the first by default),
  * the way a machine dies. Production berth never loads it, so its failpoints stay inert.
  */
-import { armFailpoint, CHECKPOINT_FAILPOINTS, FAILPOINTS, type FailpointName } from '../../src/core/index.js';
+import { armFailpoint, FAILPOINTS, type FailpointName } from '../../src/core/index.js';
 
-const KNOWN: readonly string[] = [...FAILPOINTS, ...CHECKPOINT_FAILPOINTS];
+const KNOWN: readonly string[] = FAILPOINTS;
 
 for (const armed of (process.env.BERTH_TEST_FAILPOINTS ?? '').split(',').filter(Boolean)) {
   const [name = '', nth = '1'] = armed.split('@');

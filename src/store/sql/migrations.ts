@@ -555,6 +555,73 @@ CREATE TABLE turn_checkpoints (
 CREATE INDEX turn_checkpoints_blob ON turn_checkpoints(blob_key);
 `,
   },
+  {
+    version: 24,
+    name: 'channels',
+    // A channel (Telegram, …) polled by one host process at a time (lease_owner/lease_until);
+    // `cursor` is the next platform offset, moved in the transaction that enqueues the
+    // update's message. channel_sessions names where a session's replies go,
+    // channel_messages the platform's id of each inbound message (replies answer it), and
+    // channel_outbox holds each send, written in the transaction of its event (or of the
+    // refused update), with the platform's message ids once sent.
+    sql: `
+CREATE TABLE channels (
+  id TEXT PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  platform TEXT NOT NULL,
+  agent TEXT NOT NULL,
+  mapping TEXT NOT NULL CHECK (mapping IN ('per-chat', 'per-user')),
+  allow_users TEXT NOT NULL,
+  allow_chats TEXT NOT NULL,
+  token_secret TEXT NOT NULL,
+  paused INTEGER NOT NULL DEFAULT 0,
+  cursor INTEGER NOT NULL DEFAULT 0,
+  lease_owner TEXT,
+  lease_until INTEGER NOT NULL DEFAULT 0,
+  last_error TEXT,
+  created_at INTEGER NOT NULL,
+  deleted_at INTEGER
+);
+CREATE TABLE channel_sessions (
+  session_id TEXT PRIMARY KEY,
+  channel_id TEXT NOT NULL REFERENCES channels(id),
+  chat_id TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE TABLE channel_messages (
+  message_id INTEGER PRIMARY KEY,
+  channel_id TEXT NOT NULL REFERENCES channels(id),
+  chat_id TEXT NOT NULL,
+  platform_message_id TEXT NOT NULL,
+  update_id INTEGER NOT NULL
+);
+CREATE TABLE channel_refusals (
+  channel_id TEXT NOT NULL REFERENCES channels(id),
+  chat_id TEXT NOT NULL,
+  last_at INTEGER NOT NULL,
+  PRIMARY KEY (channel_id, chat_id)
+);
+CREATE TABLE channel_outbox (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  channel_id TEXT NOT NULL REFERENCES channels(id),
+  chat_id TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('reply', 'failure', 'refusal')),
+  event_id INTEGER,
+  text TEXT NOT NULL,
+  reply_to TEXT,
+  status TEXT NOT NULL CHECK (status IN ('pending', 'sent', 'dead')),
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at INTEGER NOT NULL,
+  taken_by TEXT,
+  parts_sent INTEGER NOT NULL DEFAULT 0,
+  platform_message_ids TEXT NOT NULL DEFAULT '[]',
+  last_error TEXT,
+  created_at INTEGER NOT NULL,
+  sent_at INTEGER
+);
+CREATE INDEX channel_outbox_pending ON channel_outbox(channel_id, id) WHERE status = 'pending';
+`,
+  },
 ];
 
 /** SQLite's column types in PostgreSQL's: every integer 64-bit, AUTOINCREMENT keys as BIGSERIAL. */

@@ -12,6 +12,9 @@ import {
   type Agent,
   type AgentSpec,
   type ApiTokenRow,
+  type Channel,
+  type ChannelInbound,
+  type ChannelOutboxItem,
   type ClaimedSession,
   type Clock,
   type CommitInput,
@@ -53,6 +56,7 @@ import type {
   ModelUsageEntry,
   ModelUsageTotals,
   NewApiToken,
+  NewChannel,
   NewSchedule,
   NewWebhook,
   ProgressInput,
@@ -63,6 +67,7 @@ import type {
 import type { Program, Tx } from './program.js';
 import * as agents from './programs/agents.js';
 import * as audits from './programs/audit.js';
+import * as channels from './programs/channels.js';
 import * as checkpoints from './programs/checkpoints.js';
 import * as events from './programs/events.js';
 import * as holds from './programs/holds.js';
@@ -496,6 +501,90 @@ export class SqlStore implements Store {
   }
 
   // ---- webhooks
+
+  // ---- channels
+
+  createChannel(channel: NewChannel, now: number): Promise<Channel> {
+    return this.write('createChannel', () => channels.createChannel(channel, now));
+  }
+
+  listChannels(tenant?: string): Promise<Channel[]> {
+    return this.read(() => channels.listChannels(tenant));
+  }
+
+  getChannel(id: string, tenant?: string): Promise<Channel | null> {
+    return this.read(() => channels.getChannel(id, tenant));
+  }
+
+  pauseChannel(id: string, paused: boolean, tenant?: string): Promise<Channel> {
+    return this.write('pauseChannel', () => channels.pauseChannel(id, paused, tenant));
+  }
+
+  deleteChannel(id: string, now: number, tenant?: string): Promise<boolean> {
+    return this.write('deleteChannel', () => channels.deleteChannel(id, now, tenant));
+  }
+
+  takeChannelLease(id: string, owner: string, now: number, leaseMs: number): Promise<boolean> {
+    return this.write('takeChannelLease', () => channels.takeChannelLease(id, owner, now, leaseMs));
+  }
+
+  releaseChannelLease(id: string, owner: string): Promise<void> {
+    return this.write('releaseChannelLease', () => channels.releaseChannelLease(id, owner));
+  }
+
+  recordChannelError(id: string, error: string | null): Promise<void> {
+    return this.write('recordChannelError', () => channels.recordChannelError(id, error));
+  }
+
+  commitChannelInbound(
+    channelId: string,
+    owner: string,
+    inbound: ChannelInbound,
+    now: number,
+  ): Promise<'enqueue' | 'refuse' | 'ignore' | 'stale'> {
+    return this.write('commitChannelInbound', (tx) =>
+      channels.commitChannelInbound(tx, channelId, owner, inbound, now, this.policy.leaseMs),
+    );
+  }
+
+  takeChannelSend(
+    channelId: string,
+    owner: string,
+    now: number,
+    leaseMs: number,
+  ): Promise<ChannelOutboxItem | null> {
+    return this.write('takeChannelSend', () => channels.takeChannelSend(channelId, owner, now, leaseMs));
+  }
+
+  nextChannelSendAt(channelId: string): Promise<number | null> {
+    return this.read(() => channels.nextChannelSendAt(channelId));
+  }
+
+  recordChannelPartSent(
+    item: Pick<ChannelOutboxItem, 'id' | 'attempts' | 'partsSent' | 'platformMessageIds'>,
+    platformMessageId: string,
+    done: boolean,
+    now: number,
+  ): Promise<boolean> {
+    return this.write('recordChannelPartSent', () =>
+      channels.recordChannelPartSent(item, platformMessageId, done, now),
+    );
+  }
+
+  endChannelSendAttempt(
+    item: Pick<ChannelOutboxItem, 'id' | 'attempts'>,
+    nextAttemptAt: number | null,
+    error: string,
+    now: number,
+  ): Promise<void> {
+    return this.write('endChannelSendAttempt', () =>
+      channels.endChannelSendAttempt(item, nextAttemptAt, error, now),
+    );
+  }
+
+  listChannelOutbox(channelId: string): Promise<ChannelOutboxItem[]> {
+    return this.read(() => channels.listChannelOutbox(channelId));
+  }
 
   createWebhook(webhook: NewWebhook, now: number): Promise<Webhook> {
     return this.write('createWebhook', () => webhooks.createWebhook(webhook, now));

@@ -9,6 +9,7 @@
 
 export * from './statements/agents.js';
 export * from './statements/audit.js';
+export * from './statements/channels.js';
 export * from './statements/checkpoints.js';
 export * from './statements/events.js';
 export * from './statements/messages.js';

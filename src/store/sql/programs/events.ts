@@ -2,6 +2,7 @@
 import type { SessionEvent, SessionEventType } from '../../../core/index.js';
 import { all, get, type Program, run, type Tx } from '../program.js';
 import { toEvent } from '../rows.js';
+import { queueChannelSend } from './channels.js';
 
 /** The event's id; it reaches listeners once the transaction committed. */
 export function* insertEvent(
@@ -14,6 +15,7 @@ export function* insertEvent(
   const row = (yield* get('INSERT_EVENT', { sessionId, type, data: JSON.stringify(data), now }))!;
   const id = Number(row.id);
   yield* run('INSERT_DELIVERIES_FOR_EVENT', { eventId: id, sessionId, type, now });
+  yield* queueChannelSend(tx, id, sessionId, type, data, now);
   tx.changes.push({ type: 'event', event: { id, sessionId, type, data, createdAt: now } });
   return id;
 }

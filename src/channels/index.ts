@@ -1,0 +1,21 @@
+/**
+ * channels: chat platforms in front of agents. A channel (a bot bound to one agent, its
+ * row in the store) is polled by the ChannelRunner of exactly one host process; each
+ * platform is one PlatformClient (channel.ts). Depends on core and store only.
+ */
+export {
+  type ChannelSend,
+  type PlatformClient,
+  type PlatformClientFactory,
+  PlatformError,
+  type PlatformFailure,
+  platformFailureOf,
+} from './channel.js';
+export { ChannelRunner, type ChannelRunnerDeps } from './channel-runner.js';
+export { type ChannelSendDecision, decideChannelSendFailure } from './decide-send.js';
+export {
+  TELEGRAM_MAX_TEXT,
+  TelegramClient,
+  type TelegramOptions,
+  telegramClientFactory,
+} from './telegram.js';

@@ -1,0 +1,141 @@
+/**
+ * Telegram over its Bot API, spoken directly with fetch (no SDK): `POST <api>/bot<token>/
+ * <method>` with a JSON body, answered `{ok, result}` or `{ok: false, error_code,
+ * description, parameters: {retry_after}}`. Long polling with getUpdates: an update is
+ * forgotten by Telegram only when a later getUpdates asks for offset = its update_id + 1,
+ * which the runner does only after the update's commit. Plain text is sent (no parse_mode):
+ * an agent's free text is not valid MarkdownV2, and a parse error would refuse the reply.
+ *
+ * The token appears in request URLs only; it is never logged (errors name the method).
+ */
+import type { Channel, ChannelInbound } from '../core/index.js';
+import { type ChannelSend, type PlatformClient, PlatformError } from './channel.js';
+
+/** Telegram's limit of one message's text, in UTF-16 units. */
+export const TELEGRAM_MAX_TEXT = 4096;
+
+interface TelegramUser {
+  id: number;
+  username?: string;
+}
+
+interface TelegramMessage {
+  message_id: number;
+  chat: { id: number; type: string };
+  from?: TelegramUser;
+  text?: string;
+}
+
+interface TelegramUpdate {
+  update_id: number;
+  message?: TelegramMessage;
+}
+
+interface TelegramAnswer<T> {
+  ok: boolean;
+  result?: T;
+  error_code?: number;
+  description?: string;
+  parameters?: { retry_after?: number };
+}
+
+/** A request not answered in this time (beyond a long poll's wait) failed. */
+const ANSWER_TIMEOUT_MS = 15_000;
+
+export interface TelegramOptions {
+  /** e.g. https://api.telegram.org */
+  apiUrl: string;
+  token: string;
+}
+
+export class TelegramClient implements PlatformClient {
+  readonly platform = 'telegram' as const;
+  readonly maxTextLength = TELEGRAM_MAX_TEXT;
+
+  constructor(private readonly options: TelegramOptions) {}
+
+  async receive(cursor: number, waitMs: number, signal: AbortSignal): Promise<ChannelInbound[]> {
+    const updates = await this.call<TelegramUpdate[]>(
+      'getUpdates',
+      { offset: cursor, timeout: Math.floor(waitMs / 1000), allowed_updates: ['message'] },
+      signal,
+      waitMs,
+    );
+    return updates.map(toInbound);
+  }
+
+  async send(message: ChannelSend, signal: AbortSignal): Promise<string> {
+    const body: Record<string, unknown> = { chat_id: message.chatId, text: message.text };
+    // A reply whose message was deleted meanwhile is still sent, just not as a reply.
+    if (message.replyTo !== null)
+      body.reply_parameters = { message_id: Number(message.replyTo), allow_sending_without_reply: true };
+    const sent = await this.call<TelegramMessage>('sendMessage', body, signal);
+    return String(sent.message_id);
+  }
+
+  async showTyping(chatId: string, signal: AbortSignal): Promise<void> {
+    await this.call<boolean>('sendChatAction', { chat_id: chatId, action: 'typing' }, signal);
+  }
+
+  /** @param waitMs how long the platform may hold the request (a long poll), beyond the usual answer time. */
+  private async call<T>(
+    method: string,
+    body: Record<string, unknown>,
+    signal: AbortSignal,
+    waitMs = 0,
+  ): Promise<T> {
+    const url = `${this.options.apiUrl.replace(/\/$/, '')}/bot${this.options.token}/${method}`;
+    let res: Response;
+    try {
+      res = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+        signal: AbortSignal.any([signal, AbortSignal.timeout(waitMs + ANSWER_TIMEOUT_MS)]),
+      });
+    } catch (err) {
+      // The URL holds the token: say the method, never the URL.
+      throw new PlatformError(
+        { kind: 'transient', description: `Telegram ${method}: no answer` },
+        { cause: err },
+      );
+    }
+    let answer: TelegramAnswer<T>;
+    try {
+      answer = (await res.json()) as TelegramAnswer<T>;
+    } catch (err) {
+      throw new PlatformError(
+        { kind: 'transient', description: `Telegram ${method}: answered ${res.status} without JSON` },
+        { cause: err },
+      );
+    }
+    if (answer.ok && answer.result !== undefined) return answer.result;
+    const status = answer.error_code ?? res.status;
+    const description = `Telegram ${method}: ${answer.description ?? `error ${status}`}`;
+    if (status === 429)
+      throw new PlatformError({
+        kind: 'rate-limited',
+        retryAfterMs: Math.max(1, answer.parameters?.retry_after ?? 1) * 1000,
+      });
+    // 409: another getUpdates (or a webhook) holds the bot; 5xx: Telegram's trouble. Both pass.
+    if (status === 409 || status >= 500) throw new PlatformError({ kind: 'transient', description });
+    throw new PlatformError({ kind: 'refused', status, description });
+  }
+}
+
+function toInbound(update: TelegramUpdate): ChannelInbound {
+  const m = update.message;
+  return {
+    updateId: update.update_id,
+    chatId: m ? String(m.chat.id) : '',
+    chatType: m?.chat.type ?? '',
+    userId: m?.from ? String(m.from.id) : '',
+    username: m?.from?.username ?? null,
+    messageId: m ? String(m.message_id) : '',
+    text: m?.text ?? '',
+  };
+}
+
+export function telegramClientFactory(options: Omit<TelegramOptions, 'token'>) {
+  return (_channel: Channel, token: string): PlatformClient => new TelegramClient({ ...options, token });
+}

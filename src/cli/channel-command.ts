@@ -1,0 +1,129 @@
+/**
+ * `berth channel add telegram --agent A --token-secret tg --map per-chat --allow @alice,@bob`,
+ * `berth channel list`, `pause`, `resume`, `remove`, `outbox`: chat platforms in front of
+ * agents, through the API (admin token). The bot token itself is set on the host with
+ * `berth secret set`; the channel only names it.
+ */
+import { Command, Option } from 'commander';
+import { CHANNEL_MAPPINGS, CHANNEL_PLATFORMS, type Channel, type ChannelOutboxItem } from '../core/index.js';
+import { commaList } from './comma-list.js';
+import { connect } from './connect.js';
+import { printJson } from './output.js';
+
+export function channelCommand(env: NodeJS.ProcessEnv): Command {
+  const channel = new Command('channel').description(
+    'Talk to an agent from a chat platform (Telegram): each chat (or user) gets its own session',
+  );
+  channel
+    .command('add')
+    .argument('<platform>', `the platform: ${CHANNEL_PLATFORMS.join(', ')}`)
+    .description(
+      'Put a bot in front of an agent. First store its token on the host: berth secret set tg (the token from @BotFather on stdin)',
+    )
+    .requiredOption('--agent <name>', 'the agent that answers')
+    .requiredOption(
+      '--token-secret <name>',
+      'the name of the bot token in the host secret store (berth secret set <name>)',
+    )
+    .addOption(
+      new Option('--map <mapping>', 'one session per chat (a group shares it), or per user in each chat')
+        .choices(CHANNEL_MAPPINGS)
+        .default('per-chat'),
+    )
+    .option(
+      '--allow <users>',
+      'users who may talk to the agent: @username or numeric user id, comma-separated',
+    )
+    .option(
+      '--allow-chats <ids>',
+      'chats whose every member may talk to the agent: numeric chat ids, comma-separated',
+    )
+    .option('--name <id>', "the channel's id (names its sessions tg-<id>-<chat>); generated when omitted")
+    .option('--json', 'print the channel as JSON')
+    .action(
+      async (
+        platform: string,
+        o: {
+          agent: string;
+          tokenSecret: string;
+          map: 'per-chat' | 'per-user';
+          allow?: string;
+          allowChats?: string;
+          name?: string;
+          json?: boolean;
+        },
+      ) => {
+        if (!(CHANNEL_PLATFORMS as readonly string[]).includes(platform)) {
+          process.stderr.write(
+            `Platform ${platform} is not supported; choose one of: ${CHANNEL_PLATFORMS.join(', ')}\n`,
+          );
+          process.exitCode = 2;
+          return;
+        }
+        const allowUsers = commaList(o.allow);
+        const allowChats = commaList(o.allowChats);
+        if (allowUsers.length === 0 && allowChats.length === 0)
+          process.stderr.write(
+            'Warning: no --allow or --allow-chats: the bot refuses everyone until you add some (remove and add the channel again).\n',
+          );
+        const created = await (await connect(env)).channels.create({
+          platform: platform as Channel['platform'],
+          agent: o.agent,
+          tokenSecret: o.tokenSecret,
+          mapping: o.map,
+          allowUsers,
+          allowChats,
+          ...(o.name ? { name: o.name } : {}),
+        });
+        if (o.json) printJson(created);
+        else process.stdout.write(`${line(created)}\n`);
+      },
+    );
+  channel
+    .command('list')
+    .description('List channels: id, platform, agent, mapping, state, cursor, allowlist, last error')
+    .option('--json', 'print JSON')
+    .action(async (o: { json?: boolean }) => {
+      const channels = await (await connect(env)).channels.list();
+      if (o.json) printJson(channels);
+      else for (const c of channels) process.stdout.write(`${line(c)}\n`);
+    });
+  for (const move of ['pause', 'resume'] as const)
+    channel
+      .command(`${move} <id>`)
+      .description(
+        move === 'pause'
+          ? 'Pause a channel: nothing is read or sent; messages wait at the platform until resume'
+          : 'Resume a paused channel',
+      )
+      .action(async (id: string) => {
+        process.stdout.write(`${line(await (await connect(env)).channels[move](id))}\n`);
+      });
+  channel
+    .command('remove <id>')
+    .description('Remove a channel (its sessions stay; sends still owed are dropped)')
+    .action(async (id: string) => {
+      await (await connect(env)).channels.delete(id);
+      process.stdout.write(`channel ${id} removed\n`);
+    });
+  channel
+    .command('outbox <id>')
+    .description("A channel's sends: replies, failure notices, refusals, with the platform's message ids")
+    .option('--json', 'print JSON')
+    .action(async (id: string, o: { json?: boolean }) => {
+      const outbox = await (await connect(env)).channels.outbox(id);
+      if (o.json) printJson(outbox);
+      else for (const item of outbox) process.stdout.write(`${outboxLine(item)}\n`);
+    });
+  return channel;
+}
+
+function line(c: Channel): string {
+  const allow = [...c.allowUsers, ...c.allowChats.map((id) => `chat:${id}`)].join(',') || '-';
+  const state = c.paused ? 'paused' : c.leaseOwner ? 'running' : 'idle';
+  return `${c.id}\t${c.platform}\tagent ${c.agent}\t${c.mapping}\t${state}\tcursor ${c.cursor}\tallow ${allow}\ttoken-secret ${c.tokenSecret}${c.lastError ? `\terror: ${c.lastError}` : ''}`;
+}
+
+function outboxLine(o: ChannelOutboxItem): string {
+  return `${o.id}\t${o.kind}\tchat ${o.chatId}\t${o.status}\tattempts ${o.attempts}\tparts ${o.partsSent}\tids ${o.platformMessageIds.join(',') || '-'}${o.lastError ? `\terror: ${o.lastError}` : ''}`;
+}

@@ -1,0 +1,161 @@
+/**
+ * Channels as the store and the API see them: a chat platform's bot bound to one agent.
+ * Pure types and the rules every platform shares (which session a chat message goes to,
+ * who may talk to the agent, how a long reply is cut); the platforms themselves live in
+ * src/channels/.
+ */
+
+export const CHANNEL_PLATFORMS = ['telegram'] as const;
+export type ChannelPlatform = (typeof CHANNEL_PLATFORMS)[number];
+
+/** How a platform's sessions are named: `<prefix>-<channel>-<chat>`. */
+const SESSION_PREFIX: Record<ChannelPlatform, string> = { telegram: 'tg' };
+
+/** per-chat: one session per chat (a group shares one); per-user: one per user in each chat. */
+export const CHANNEL_MAPPINGS = ['per-chat', 'per-user'] as const;
+export type ChannelMapping = (typeof CHANNEL_MAPPINGS)[number];
+
+export interface Channel {
+  id: string;
+  tenant: string;
+  platform: ChannelPlatform;
+  agent: string;
+  mapping: ChannelMapping;
+  /** Users allowed: `@username` or a numeric user id. Empty = nobody (unless the chat is allowed). */
+  allowUsers: string[];
+  /** Chats allowed (numeric ids): every member of such a chat may talk. */
+  allowChats: string[];
+  /** The name, in the host's secret store, of the bot token. The value never leaves the host. */
+  tokenSecret: string;
+  paused: boolean;
+  /** The next platform offset to ask for (Telegram: the last committed update_id + 1). */
+  cursor: number;
+  /** The host process polling it now, while its lease lasts. */
+  leaseOwner: string | null;
+  leaseUntil: number;
+  lastError: string | null;
+  createdAt: number;
+}
+
+export type ChannelOutboxKind = 'reply' | 'failure' | 'refusal';
+export type ChannelOutboxStatus = 'pending' | 'sent' | 'dead';
+
+/** One send owed to a chat: a reply (maybe in several parts), a failure notice or a refusal. */
+export interface ChannelOutboxItem {
+  id: number;
+  channelId: string;
+  chatId: string;
+  kind: ChannelOutboxKind;
+  eventId: number | null;
+  text: string;
+  /** The platform's id of the message this answers, or null. */
+  replyTo: string | null;
+  status: ChannelOutboxStatus;
+  attempts: number;
+  nextAttemptAt: number;
+  /** Parts already sent and recorded (a long reply is cut into several). */
+  partsSent: number;
+  platformMessageIds: string[];
+  lastError: string | null;
+  createdAt: number;
+  sentAt: number | null;
+}
+
+/** An inbound chat message as every platform reports it. */
+export interface ChannelInbound {
+  /** The platform's cursor of this update (Telegram's update_id). */
+  updateId: number;
+  chatId: string;
+  /** private, group, … as the platform names it. */
+  chatType: string;
+  userId: string;
+  username: string | null;
+  /** The platform's id of the message (the reply answers it). */
+  messageId: string;
+  text: string;
+}
+
+/** A refusal to the same chat at most once in this time. */
+export const CHANNEL_REFUSAL_INTERVAL_MS = 10 * 60_000;
+
+export const CHANNEL_REFUSAL_TEXT =
+  'Sorry, this bot only talks to people its owner allowed. Your message was not passed on.';
+
+export type InboundDecision =
+  | { action: 'enqueue'; sessionId: string }
+  | { action: 'refuse'; reason: 'not-allowed' }
+  | { action: 'ignore'; reason: 'not-allowed-refused-lately' | 'empty' };
+
+/** The session a chat message goes to: stable, so every message of a chat (or user) finds it. */
+export function channelSessionId(
+  channel: Pick<Channel, 'id' | 'mapping' | 'platform'>,
+  chatId: string,
+  userId: string,
+): string {
+  const chat = chatId.replace(/[^0-9A-Za-z_-]/g, '_');
+  const prefix = `${SESSION_PREFIX[channel.platform]}-${channel.id}-${chat}`;
+  return channel.mapping === 'per-user' ? `${prefix}-u${userId.replace(/[^0-9A-Za-z_-]/g, '_')}` : prefix;
+}
+
+export function isChannelSenderAllowed(
+  channel: Pick<Channel, 'allowUsers' | 'allowChats'>,
+  inbound: Pick<ChannelInbound, 'chatId' | 'userId' | 'username'>,
+): boolean {
+  if (channel.allowChats.includes(inbound.chatId)) return true;
+  for (const entry of channel.allowUsers) {
+    if (entry.startsWith('@')) {
+      if (inbound.username !== null && entry.slice(1).toLowerCase() === inbound.username.toLowerCase())
+        return true;
+    } else if (entry === inbound.userId) return true;
+  }
+  return false;
+}
+
+/**
+ * What one inbound update does: goes to its session, earns its chat one refusal (at most
+ * one per CHANNEL_REFUSAL_INTERVAL_MS), or nothing. Every outcome moves the cursor past it.
+ */
+export function decideChannelInbound(
+  channel: Pick<Channel, 'id' | 'platform' | 'mapping' | 'allowUsers' | 'allowChats' | 'paused'>,
+  inbound: ChannelInbound,
+  lastRefusalAt: number | null,
+  now: number,
+): InboundDecision {
+  // Updates that carry no text (joins, edits, stickers) move the cursor and nothing else.
+  if (inbound.text.trim() === '') return { action: 'ignore', reason: 'empty' };
+  if (!isChannelSenderAllowed(channel, inbound)) {
+    if (lastRefusalAt !== null && now - lastRefusalAt < CHANNEL_REFUSAL_INTERVAL_MS)
+      return { action: 'ignore', reason: 'not-allowed-refused-lately' };
+    return { action: 'refuse', reason: 'not-allowed' };
+  }
+  return { action: 'enqueue', sessionId: channelSessionId(channel, inbound.chatId, inbound.userId) };
+}
+
+/** The text a failed turn sends its chat: short, with the code. */
+export function channelFailureText(code: string): string {
+  return `Sorry, that failed (${code}).`;
+}
+
+/**
+ * A text cut into parts of at most `limit` UTF-16 units (Telegram counts its 4096 so),
+ * at the last newline or space in the second half of a part when there is one, never
+ * through a surrogate pair. An empty text is one empty part.
+ */
+export function splitChannelText(text: string, limit: number): string[] {
+  const parts: string[] = [];
+  let rest = text;
+  while (rest.length > limit) {
+    let cut = limit;
+    const window = rest.slice(0, limit);
+    const soft = Math.max(window.lastIndexOf('\n'), window.lastIndexOf(' '));
+    if (soft >= limit / 2) cut = soft + 1;
+    else {
+      const code = rest.charCodeAt(cut - 1);
+      if (code >= 0xd800 && code <= 0xdbff) cut -= 1;
+    }
+    parts.push(rest.slice(0, cut));
+    rest = rest.slice(cut);
+  }
+  parts.push(rest);
+  return parts;
+}

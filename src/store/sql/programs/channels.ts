@@ -1,0 +1,315 @@
+/**
+ * Channels: their configuration, the lease of the one host process that polls each, the
+ * inbound commit (cursor + enqueued message, or a refusal, in one transaction, fenced by
+ * the lease and the cursor) and the outbox (written with the event it comes from; each
+ * part of a send recorded with the platform's message id, fenced by the attempt).
+ *
+ * Invariants: an update is applied at most once (the cursor only moves forward, inside
+ * the transaction that applies it); a reply or failure event of a chat-bound session has
+ * exactly one outbox row, written in the event's own transaction.
+ */
+import {
+  BerthError,
+  CHANNEL_REFUSAL_TEXT,
+  type Channel,
+  type ChannelInbound,
+  type ChannelOutboxItem,
+  channelFailureText,
+  decideChannelInbound,
+  type InboundDecision,
+  type SessionEventType,
+} from '../../../core/index.js';
+import type { NewChannel } from '../../store.js';
+import { all, get, type Program, type Row, run, type Tx } from '../program.js';
+import { ownAgentRow, ownedBy } from './agents.js';
+import { checkEnqueue, enqueueMessage } from './sessions.js';
+
+export function toChannel(r: Row): Channel {
+  return {
+    id: String(r.id),
+    tenant: String(r.tenant),
+    platform: String(r.platform) as Channel['platform'],
+    agent: String(r.agent),
+    mapping: String(r.mapping) as Channel['mapping'],
+    allowUsers: JSON.parse(String(r.allow_users)) as string[],
+    allowChats: JSON.parse(String(r.allow_chats)) as string[],
+    tokenSecret: String(r.token_secret),
+    paused: Number(r.paused) === 1,
+    cursor: Number(r.cursor),
+    leaseOwner: (r.lease_owner as string | null) ?? null,
+    leaseUntil: Number(r.lease_until),
+    lastError: (r.last_error as string | null) ?? null,
+    createdAt: Number(r.created_at),
+  };
+}
+
+export function toOutboxItem(r: Row): ChannelOutboxItem {
+  return {
+    id: Number(r.id),
+    channelId: String(r.channel_id),
+    chatId: String(r.chat_id),
+    kind: String(r.kind) as ChannelOutboxItem['kind'],
+    eventId: r.event_id == null ? null : Number(r.event_id),
+    text: String(r.text),
+    replyTo: (r.reply_to as string | null) ?? null,
+    status: String(r.status) as ChannelOutboxItem['status'],
+    attempts: Number(r.attempts),
+    nextAttemptAt: Number(r.next_attempt_at),
+    partsSent: Number(r.parts_sent),
+    platformMessageIds: JSON.parse(String(r.platform_message_ids)) as string[],
+    lastError: (r.last_error as string | null) ?? null,
+    createdAt: Number(r.created_at),
+    sentAt: r.sent_at == null ? null : Number(r.sent_at),
+  };
+}
+
+function channelNotFound(id: string, operation: string): BerthError {
+  return new BerthError('CHANNEL_NOT_FOUND', `Channel ${id} does not exist (${operation})`);
+}
+
+export function* createChannel(channel: NewChannel, now: number): Program<Channel> {
+  yield* ownAgentRow(channel.agent, channel.tenant, 'createChannel');
+  if (yield* get('CHANNEL_BY_ID', { id: channel.id }))
+    throw new BerthError('CHANNEL_EXISTS', `Channel ${channel.id} already exists (createChannel)`);
+  yield* run('INSERT_CHANNEL', {
+    ...channel,
+    allowUsers: JSON.stringify(channel.allowUsers),
+    allowChats: JSON.stringify(channel.allowChats),
+    now,
+  });
+  return toChannel((yield* get('CHANNEL_BY_ID', { id: channel.id }))!);
+}
+
+export function* listChannels(tenant: string | undefined): Program<Channel[]> {
+  return (yield* all('ALL_CHANNELS', { tenant: tenant ?? null })).map(toChannel);
+}
+
+export function* getChannel(id: string, tenant: string | undefined): Program<Channel | null> {
+  const row = yield* get('CHANNEL_BY_ID', { id });
+  return row && ownedBy(row, tenant) ? toChannel(row) : null;
+}
+
+export function* pauseChannel(id: string, paused: boolean, tenant: string | undefined): Program<Channel> {
+  const row = yield* get('CHANNEL_BY_ID', { id });
+  if (!row || !ownedBy(row, tenant)) throw channelNotFound(id, 'pauseChannel');
+  yield* run('SET_CHANNEL_PAUSED', { id, paused: paused ? 1 : 0 });
+  return toChannel((yield* get('CHANNEL_BY_ID', { id }))!);
+}
+
+export function* deleteChannel(id: string, now: number, tenant: string | undefined): Program<boolean> {
+  const row = yield* get('CHANNEL_BY_ID', { id });
+  if (!row || !ownedBy(row, tenant)) return false;
+  return (yield* run('DELETE_CHANNEL', { id, now })) === 1;
+}
+
+/** The caller holds the channel's lease until `now + leaseMs`; false when another does (or it is paused or gone). */
+export function* takeChannelLease(id: string, owner: string, now: number, leaseMs: number): Program<boolean> {
+  return (yield* run('TAKE_CHANNEL_LEASE', { id, owner, now, leaseUntil: now + leaseMs })) === 1;
+}
+
+export function* releaseChannelLease(id: string, owner: string): Program<void> {
+  yield* run('RELEASE_CHANNEL_LEASE', { id, owner });
+}
+
+export function* recordChannelError(id: string, error: string | null): Program<void> {
+  yield* run('SET_CHANNEL_ERROR', { id, error });
+}
+
+export type InboundOutcome = InboundDecision['action'] | 'stale';
+
+/**
+ * One update applied: the cursor moved past it and, in the same transaction, its message
+ * enqueued (the session created and bound to the chat on first use), its refusal written
+ * to the outbox, or nothing. 'stale' (nothing written) when the caller lost the lease or
+ * the update is behind the cursor: applied already.
+ */
+export function* commitChannelInbound(
+  tx: Tx,
+  channelId: string,
+  owner: string,
+  inbound: ChannelInbound,
+  now: number,
+  leaseMs: number,
+): Program<InboundOutcome> {
+  const row = yield* get('CHANNEL_FENCE', { id: channelId, owner, now, updateId: inbound.updateId });
+  if (!row) return 'stale';
+  const channel = toChannel(row);
+  const refusal = yield* get('CHANNEL_REFUSAL', { channelId, chatId: inbound.chatId });
+  const decision = decideChannelInbound(channel, inbound, refusal ? Number(refusal.last_at) : null, now);
+  if ((yield* run('ADVANCE_CHANNEL_CURSOR', { id: channelId, cursor: inbound.updateId + 1 })) !== 1)
+    return 'stale';
+  switch (decision.action) {
+    case 'enqueue': {
+      const input = {
+        sessionId: decision.sessionId,
+        agent: channel.agent,
+        tenant: channel.tenant,
+        text: inbound.text,
+        now,
+      };
+      // A message its session refuses (archived, agent gone) still moves the cursor: the
+      // chat is told the code once, instead of the update blocking every later one.
+      const failure = yield* checkEnqueue(input, tx.operation);
+      if (failure) {
+        yield* insertOutbox(
+          tx,
+          channelId,
+          inbound.chatId,
+          'failure',
+          null,
+          channelFailureText(failure.code),
+          inbound.messageId,
+          now,
+        );
+        return 'refuse';
+      }
+      const { message } = yield* enqueueMessage(tx, input, leaseMs);
+      yield* run('BIND_CHANNEL_SESSION', {
+        sessionId: decision.sessionId,
+        channelId,
+        chatId: inbound.chatId,
+        now,
+      });
+      yield* run('INSERT_CHANNEL_MESSAGE', {
+        messageId: message.id,
+        channelId,
+        chatId: inbound.chatId,
+        platformMessageId: inbound.messageId,
+        updateId: inbound.updateId,
+      });
+      break;
+    }
+    case 'refuse':
+      yield* run('UPSERT_CHANNEL_REFUSAL', { channelId, chatId: inbound.chatId, now });
+      yield* insertOutbox(
+        tx,
+        channelId,
+        inbound.chatId,
+        'refusal',
+        null,
+        CHANNEL_REFUSAL_TEXT,
+        inbound.messageId,
+        now,
+      );
+      break;
+    case 'ignore':
+      break;
+  }
+  return decision.action;
+}
+
+function* insertOutbox(
+  tx: Tx,
+  channelId: string,
+  chatId: string,
+  kind: ChannelOutboxItem['kind'],
+  eventId: number | null,
+  text: string,
+  replyTo: string | null,
+  now: number,
+): Program<void> {
+  yield* run('INSERT_CHANNEL_OUTBOX', { channelId, chatId, kind, eventId, text, replyTo, now });
+  tx.changes.push({ type: 'channel-outbox', channelId });
+}
+
+/**
+ * Called by insertEvent for every event: a reply or failure of a session bound to a chat
+ * becomes one outbox row, in the event's transaction. Other events write nothing.
+ */
+export function* queueChannelSend(
+  tx: Tx,
+  eventId: number,
+  sessionId: string,
+  type: SessionEventType,
+  data: Record<string, unknown>,
+  now: number,
+): Program<void> {
+  if (type !== 'reply' && type !== 'failed') return;
+  const bound = yield* get('CHANNEL_SESSION', { sessionId });
+  if (!bound) return;
+  const channelId = String(bound.channel_id);
+  const chatId = String(bound.chat_id);
+  // The reply answers the last message it names (the newest one the user sent).
+  const answered =
+    type === 'reply'
+      ? ((data.inReplyTo as number[] | undefined) ?? []).at(-1)
+      : (data.messageId as number | undefined);
+  const platform =
+    answered === undefined ? undefined : yield* get('CHANNEL_MESSAGE', { messageId: answered });
+  const replyTo = platform ? String(platform.platform_message_id) : null;
+  if (type === 'reply')
+    yield* insertOutbox(tx, channelId, chatId, 'reply', eventId, String(data.text ?? ''), replyTo, now);
+  else
+    yield* insertOutbox(
+      tx,
+      channelId,
+      chatId,
+      'failure',
+      eventId,
+      channelFailureText(String(data.code ?? 'INTERNAL')),
+      replyTo,
+      now,
+    );
+}
+
+/**
+ * The channel's oldest pending send, taken for one attempt until `now + leaseMs`; null when
+ * there is none or it is not due yet (nothing passes it: nextChannelSendAt says when).
+ */
+export function* takeChannelSend(
+  channelId: string,
+  owner: string,
+  now: number,
+  leaseMs: number,
+): Program<ChannelOutboxItem | null> {
+  const head = yield* get('HEAD_CHANNEL_OUTBOX', { channelId });
+  if (!head) return null;
+  if ((yield* run('TAKE_CHANNEL_OUTBOX', { id: head.id, owner, now, leaseUntil: now + leaseMs })) !== 1)
+    return null;
+  return toOutboxItem((yield* get('CHANNEL_OUTBOX_BY_ID', { id: head.id }))!);
+}
+
+/** When the channel's oldest pending send is due (it may be taken by this process at once), or null. */
+export function* nextChannelSendAt(channelId: string): Program<number | null> {
+  const head = yield* get('HEAD_CHANNEL_OUTBOX', { channelId });
+  return head ? Number(head.next_attempt_at) : null;
+}
+
+/** One part recorded with the platform's id; false when the attempt is stale (nothing written). */
+export function* recordChannelPartSent(
+  item: Pick<ChannelOutboxItem, 'id' | 'attempts' | 'partsSent' | 'platformMessageIds'>,
+  platformMessageId: string,
+  done: boolean,
+  now: number,
+): Program<boolean> {
+  return (
+    (yield* run('RECORD_CHANNEL_PART_SENT', {
+      id: item.id,
+      attempt: item.attempts,
+      part: item.partsSent,
+      platformMessageIds: JSON.stringify([...item.platformMessageIds, platformMessageId]),
+      done: done ? 1 : 0,
+      now,
+    })) === 1
+  );
+}
+
+/** An attempt that sent nothing more: due again at `nextAttemptAt`, or dead (null). */
+export function* endChannelSendAttempt(
+  item: Pick<ChannelOutboxItem, 'id' | 'attempts'>,
+  nextAttemptAt: number | null,
+  error: string,
+  now: number,
+): Program<void> {
+  yield* run('END_CHANNEL_OUTBOX_ATTEMPT', {
+    id: item.id,
+    attempt: item.attempts,
+    status: nextAttemptAt === null ? 'dead' : 'pending',
+    nextAttemptAt: nextAttemptAt ?? now,
+    error,
+  });
+}
+
+export function* listChannelOutbox(channelId: string): Program<ChannelOutboxItem[]> {
+  return (yield* all('CHANNEL_OUTBOX_OF_CHANNEL', { channelId })).map(toOutboxItem);
+}

@@ -1,0 +1,87 @@
+/**
+ * The Telegram client against the fake Bot API (its real wire protocol): updates read from
+ * a cursor and forgotten only when a later cursor is asked for, sends in reply to a
+ * message, and each kind of failure typed as the runner acts on it.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { PlatformError, TelegramClient } from '../src/channels/index.js';
+import { FakeTelegram } from './helpers/fake-telegram.js';
+
+const TOKEN = '1:abc';
+
+test('telegram client: receive from a cursor, acknowledge by asking past it, send in reply, typed failures', async (t) => {
+  const fake = await new FakeTelegram(TOKEN).start();
+  t.after(() => fake.close());
+  const client = new TelegramClient({ apiUrl: fake.url, token: TOKEN });
+  const signal = new AbortController().signal;
+
+  assert.deepEqual(await client.receive(0, 1000, signal), [], 'a long poll with nothing: empty');
+  const a = fake.userMessage({ chatId: 5, userId: 7, username: 'alice', text: 'one' });
+  fake.userMessage({ chatId: 5, userId: 7, text: 'two' });
+  const first = await client.receive(0, 1000, signal);
+  assert.deepEqual(first[0], {
+    updateId: a.updateId,
+    chatId: '5',
+    chatType: 'private',
+    userId: '7',
+    username: 'alice',
+    messageId: String(a.messageId),
+    text: 'one',
+  });
+  assert.equal(first[1]!.username, null);
+  assert.equal((await client.receive(0, 1000, signal)).length, 2, 'read again: nothing acknowledged yet');
+  assert.equal(
+    (await client.receive(a.updateId + 1, 1000, signal)).length,
+    1,
+    'asking past one acknowledges it',
+  );
+  assert.equal(fake.pendingUpdates, 1);
+
+  const id = await client.send({ chatId: '5', text: 'hi', replyTo: String(a.messageId) }, signal);
+  assert.deepEqual(fake.sent.at(-1), {
+    ...fake.sent.at(-1)!,
+    chatId: '5',
+    text: 'hi',
+    replyTo: a.messageId,
+    messageId: Number(id),
+  });
+  await client.showTyping('5', signal);
+  assert.equal(fake.callsOf('sendChatAction').length, 1);
+
+  fake.rateLimitNext('sendMessage', 1, 3);
+  await assert.rejects(client.send({ chatId: '5', text: 'x', replyTo: null }, signal), (e: unknown) => {
+    assert.ok(e instanceof PlatformError);
+    assert.deepEqual(e.failure, { kind: 'rate-limited', retryAfterMs: 3000 });
+    return true;
+  });
+  await assert.rejects(
+    client.send({ chatId: '5', text: 'x'.repeat(5000), replyTo: null }, signal),
+    (e: unknown) => e instanceof PlatformError && e.failure.kind === 'refused' && e.failure.status === 400,
+  );
+  // Two bot instances polling at once: Telegram ends the earlier poll with 409, which passes (transient).
+  fake.userMessage({ chatId: 5, userId: 7, text: 'drain' });
+  const cursor = (await client.receive(0, 1000, signal)).at(-1)!.updateId + 1;
+  const slow = new TelegramClient({ apiUrl: fake.url, token: TOKEN });
+  const earlier = slow.receive(cursor, 3000, signal);
+  await new Promise((r) => setTimeout(r, 200));
+  const later = slow.receive(cursor, 3000, signal);
+  await assert.rejects(
+    earlier,
+    (e: unknown) =>
+      e instanceof PlatformError && e.failure.kind === 'transient' && /Conflict/.test(e.message),
+  );
+  assert.deepEqual(await later, []);
+  const wrong = new TelegramClient({ apiUrl: fake.url, token: '1:wrong' });
+  await assert.rejects(wrong.receive(0, 0, signal), (e: unknown) => {
+    assert.ok(e instanceof PlatformError && e.failure.kind === 'refused' && e.failure.status === 401);
+    assert.doesNotMatch(e.message, /wrong/, 'the token is never in a message');
+    return true;
+  });
+  const gone = new TelegramClient({ apiUrl: 'http://127.0.0.1:1', token: TOKEN });
+  await assert.rejects(
+    gone.send({ chatId: '5', text: 'x', replyTo: null }, signal),
+    (e: unknown) =>
+      e instanceof PlatformError && e.failure.kind === 'transient' && !e.message.includes(TOKEN),
+  );
+});

@@ -1,0 +1,271 @@
+/**
+ * A local Telegram Bot API server speaking the real wire protocol, for tests driven by the
+ * real client: `POST /bot<token>/<method>` with a JSON body, answered `{ok: true, result}`
+ * or `{ok: false, error_code, description, parameters?: {retry_after}}`.
+ *
+ * - getUpdates(offset, timeout, limit): forgets every update below `offset` (as Telegram
+ *   does: that is the acknowledgement), returns the rest in order, and long-polls up to
+ *   `timeout` seconds when there are none.
+ * - sendMessage, sendChatAction: recorded and answered like Telegram (message ids count up
+ *   per chat).
+ * - Two getUpdates at once: the earlier one is answered 409 Conflict ("terminated by other
+ *   getUpdates request"), as Telegram does when two bot instances poll.
+ * Every call is recorded (method, body, status, time) so a test can count; a test can
+ * make the next N calls of a method answer 429 with a retry_after.
+ */
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface FakeTelegramCall {
+  method: string;
+  body: Record<string, unknown>;
+  status: number;
+  /** When the request arrived (performance.now()). */
+  at: number;
+  /** When it was answered; a long poll its client gave up on is answered to nobody. */
+  answeredAt: number;
+  abandoned: boolean;
+}
+
+export interface FakeUpdate {
+  update_id: number;
+  message: {
+    message_id: number;
+    date: number;
+    chat: { id: number; type: string };
+    from: { id: number; is_bot: false; first_name: string; username?: string };
+    text: string;
+  };
+}
+
+export interface SentMessage {
+  chatId: string;
+  messageId: number;
+  text: string;
+  replyTo: number | null;
+  at: number;
+}
+
+export class FakeTelegram {
+  readonly calls: FakeTelegramCall[] = [];
+  readonly sent: SentMessage[] = [];
+  /** Updates Telegram still keeps (not yet acknowledged by a later offset). */
+  private updates: FakeUpdate[] = [];
+  private nextUpdateId = 1000;
+  private readonly nextMessageId = new Map<string, number>();
+  private readonly failures = new Map<string, { count: number; retryAfter: number }>();
+  private waiters: (() => void)[] = [];
+  /** The getUpdates waiting now, if any: a second one ends it with 409. */
+  private polling: { res: ServerResponse; end: () => void } | null = null;
+  /** Each update's arrival time, by update_id (tests measure latency from it). */
+  readonly arrivedAt = new Map<number, number>();
+  private server = createServer((req, res) => void this.handle(req, res));
+  url = '';
+
+  constructor(readonly token: string) {}
+
+  async start(): Promise<this> {
+    this.server.listen(0, '127.0.0.1');
+    await once(this.server, 'listening');
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  async close(): Promise<void> {
+    for (const w of this.waiters.splice(0)) w();
+    this.server.closeAllConnections();
+    this.server.close();
+  }
+
+  /** A user writes to the bot; returns the update's and the message's ids. */
+  userMessage(input: { chatId: number; userId: number; username?: string; text: string; chatType?: string }) {
+    const chat = String(input.chatId);
+    const messageId = this.takeMessageId(chat);
+    const update: FakeUpdate = {
+      update_id: this.nextUpdateId++,
+      message: {
+        message_id: messageId,
+        date: Math.floor(Date.now() / 1000),
+        chat: { id: input.chatId, type: input.chatType ?? 'private' },
+        from: {
+          id: input.userId,
+          is_bot: false,
+          first_name: input.username ?? 'user',
+          ...(input.username ? { username: input.username } : {}),
+        },
+        text: input.text,
+      },
+    };
+    this.updates.push(update);
+    this.arrivedAt.set(update.update_id, performance.now());
+    for (const w of this.waiters.splice(0)) w();
+    return { updateId: update.update_id, messageId };
+  }
+
+  /** The next `count` calls of `method` answer 429 with this retry_after (seconds). */
+  rateLimitNext(method: string, count: number, retryAfterSeconds: number): void {
+    this.failures.set(method, { count, retryAfter: retryAfterSeconds });
+  }
+
+  /** Updates not yet acknowledged. */
+  get pendingUpdates(): number {
+    return this.updates.length;
+  }
+
+  callsOf(method: string): FakeTelegramCall[] {
+    return this.calls.filter((c) => c.method === method);
+  }
+
+  private takeMessageId(chat: string): number {
+    const id = this.nextMessageId.get(chat) ?? 1;
+    this.nextMessageId.set(chat, id + 1);
+    return id;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const arrivedAt = performance.now();
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const match = /^\/bot([^/]+)\/(\w+)$/.exec(req.url ?? '');
+    const reply = (
+      status: number,
+      body: unknown,
+      method = match?.[2] ?? '?',
+      parsed: Record<string, unknown> = {},
+    ) => {
+      this.calls.push({
+        method,
+        body: parsed,
+        status,
+        at: arrivedAt,
+        answeredAt: performance.now(),
+        abandoned: res.destroyed,
+      });
+      if (res.destroyed) return;
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    };
+    if (req.method !== 'POST' || !match)
+      return reply(404, { ok: false, error_code: 404, description: 'Not Found' });
+    const [, token, method = ''] = match;
+    let body: Record<string, unknown>;
+    try {
+      body = chunks.length
+        ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>)
+        : {};
+    } catch {
+      return reply(400, { ok: false, error_code: 400, description: 'Bad Request: invalid JSON' }, method);
+    }
+    if (token !== this.token)
+      return reply(401, { ok: false, error_code: 401, description: 'Unauthorized' }, method, body);
+    const failure = this.failures.get(method);
+    if (failure && failure.count > 0) {
+      failure.count -= 1;
+      return reply(
+        429,
+        {
+          ok: false,
+          error_code: 429,
+          description: `Too Many Requests: retry after ${failure.retryAfter}`,
+          parameters: { retry_after: failure.retryAfter },
+        },
+        method,
+        body,
+      );
+    }
+    switch (method) {
+      case 'getUpdates': {
+        const offset = Number(body.offset ?? 0);
+        const limit = Number(body.limit ?? 100);
+        const timeoutS = Number(body.timeout ?? 0);
+        // An offset acknowledges every update below it: Telegram forgets them.
+        if (offset > 0) this.updates = this.updates.filter((u) => u.update_id >= offset);
+        const deadline = Date.now() + timeoutS * 1000;
+        if (this.polling && !this.polling.res.destroyed) this.polling.end();
+        let conflict = false;
+        let wakeMe = () => {};
+        const me = {
+          res,
+          end: () => {
+            conflict = true;
+            wakeMe();
+          },
+        };
+        this.polling = me;
+        res.on('close', () => {
+          if (this.polling === me) this.polling = null;
+        });
+        while (this.updates.length === 0 && Date.now() < deadline && !res.destroyed && !conflict) {
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, deadline - Date.now());
+            wakeMe = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+            this.waiters.push(wakeMe);
+          });
+        }
+        if (this.polling === me) this.polling = null;
+        if (conflict)
+          return reply(
+            409,
+            {
+              ok: false,
+              error_code: 409,
+              description:
+                'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running',
+            },
+            method,
+            body,
+          );
+        return reply(200, { ok: true, result: this.updates.slice(0, limit) }, method, body);
+      }
+      case 'sendMessage': {
+        const chatId = String(body.chat_id);
+        const text = String(body.text ?? '');
+        if (text.length === 0 || text.length > 4096)
+          return reply(
+            400,
+            {
+              ok: false,
+              error_code: 400,
+              description: text.length
+                ? 'Bad Request: message is too long'
+                : 'Bad Request: message text is empty',
+            },
+            method,
+            body,
+          );
+        const replyParameters = body.reply_parameters as { message_id?: number } | undefined;
+        const replyTo =
+          replyParameters?.message_id ?? (body.reply_to_message_id as number | undefined) ?? null;
+        const messageId = this.takeMessageId(chatId);
+        this.sent.push({ chatId, messageId, text, replyTo, at: performance.now() });
+        return reply(
+          200,
+          {
+            ok: true,
+            result: {
+              message_id: messageId,
+              date: Math.floor(Date.now() / 1000),
+              chat: { id: Number(chatId), type: 'private' },
+              text,
+            },
+          },
+          method,
+          body,
+        );
+      }
+      case 'sendChatAction':
+        return reply(200, { ok: true, result: true }, method, body);
+      default:
+        return reply(
+          404,
+          { ok: false, error_code: 404, description: 'Not Found: method not found' },
+          method,
+          body,
+        );
+    }
+  }
+}

@@ -1,0 +1,302 @@
+/**
+ * Channels in the store, for every engine: configuration scoped by tenant, the lease that
+ * lets one process drive a channel, the inbound commit (cursor + message in one
+ * transaction, applied at most once, fenced by the lease), refusals rate-limited per chat,
+ * and the outbox written with its reply or failure event and recorded part by part.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import {
+  CHANNEL_REFUSAL_INTERVAL_MS,
+  type ChannelInbound,
+  DEFAULT_TENANT,
+  isBerthError,
+} from '../../src/core/index.js';
+import type { NewChannel, Store } from '../../src/store/index.js';
+import { BASE, claimAndStartTurn, LEASE_MS, type OpenStore, withAgent } from './conformance.js';
+
+const CHANNEL: NewChannel = {
+  id: 'tg1',
+  tenant: DEFAULT_TENANT,
+  platform: 'telegram',
+  agent: 'sh',
+  mapping: 'per-chat',
+  allowUsers: ['@alice', '42'],
+  allowChats: [],
+  tokenSecret: 'tg',
+};
+
+function update(updateId: number, over: Partial<ChannelInbound> = {}): ChannelInbound {
+  return {
+    updateId,
+    chatId: '100',
+    chatType: 'private',
+    userId: '7',
+    username: 'alice',
+    messageId: String(1000 + updateId),
+    text: `hello ${updateId}`,
+    ...over,
+  };
+}
+
+async function withChannel(open: OpenStore): Promise<Store> {
+  const store = await withAgent(open);
+  await store.createChannel(CHANNEL, BASE);
+  assert.equal(await store.takeChannelLease('tg1', 'p1', BASE, LEASE_MS), true);
+  return store;
+}
+
+export function runChannelConformance(kind: string, open: OpenStore): void {
+  describe(`Store conformance: channels: ${kind}`, () => {
+    test('channels: created for an existing agent, listed per tenant, paused, removed', async () => {
+      const store = await withAgent(open);
+      await assert.rejects(store.createChannel({ ...CHANNEL, agent: 'ghost' }, BASE), (e: unknown) =>
+        isBerthError(e, 'AGENT_NOT_FOUND'),
+      );
+      const created = await store.createChannel(CHANNEL, BASE);
+      assert.deepEqual(
+        { ...created, createdAt: 0 },
+        {
+          ...CHANNEL,
+          paused: false,
+          cursor: 0,
+          leaseOwner: null,
+          leaseUntil: 0,
+          lastError: null,
+          createdAt: 0,
+        },
+      );
+      await assert.rejects(store.createChannel(CHANNEL, BASE), (e: unknown) =>
+        isBerthError(e, 'CHANNEL_EXISTS'),
+      );
+      assert.deepEqual(
+        (await store.listChannels()).map((c) => c.id),
+        ['tg1'],
+      );
+      assert.deepEqual(await store.listChannels('other'), []);
+      assert.equal(await store.getChannel('tg1', 'other'), null);
+      await assert.rejects(store.pauseChannel('tg1', true, 'other'), (e: unknown) =>
+        isBerthError(e, 'CHANNEL_NOT_FOUND'),
+      );
+      assert.equal((await store.pauseChannel('tg1', true)).paused, true);
+      assert.equal(
+        await store.takeChannelLease('tg1', 'p1', BASE, LEASE_MS),
+        false,
+        'a paused channel is not driven',
+      );
+      assert.equal((await store.pauseChannel('tg1', false)).paused, false);
+      assert.equal(await store.deleteChannel('tg1', BASE, 'other'), false);
+      assert.equal(await store.deleteChannel('tg1', BASE), true);
+      assert.equal(await store.deleteChannel('tg1', BASE), false);
+      assert.deepEqual(await store.listChannels(), []);
+      await store.close();
+    });
+
+    test('channels: one process holds the lease until it expires', async () => {
+      const store = await withChannel(open);
+      assert.equal(await store.takeChannelLease('tg1', 'p2', BASE + 1, LEASE_MS), false);
+      assert.equal(await store.takeChannelLease('tg1', 'p1', BASE + 2, LEASE_MS), true, 'renewed');
+      assert.equal(await store.takeChannelLease('tg1', 'p2', BASE + 2 + LEASE_MS + 1, LEASE_MS), true);
+      assert.equal(
+        await store.commitChannelInbound('tg1', 'p1', update(1), BASE + 2 + LEASE_MS + 2),
+        'stale',
+        'the old holder commits nothing',
+      );
+      await store.releaseChannelLease('tg1', 'p2');
+      assert.equal((await store.getChannel('tg1'))?.leaseOwner, null);
+      await store.close();
+    });
+
+    test('channels: an update and its message commit together, once; the cursor moves past every update', async () => {
+      const store = await withChannel(open);
+      assert.equal(await store.commitChannelInbound('tg1', 'p1', update(5), BASE + 1), 'enqueue');
+      assert.equal(
+        await store.commitChannelInbound('tg1', 'p1', update(5), BASE + 2),
+        'stale',
+        'applied once',
+      );
+      assert.equal(
+        await store.commitChannelInbound('tg1', 'p1', update(4), BASE + 2),
+        'stale',
+        'behind the cursor',
+      );
+      assert.equal(
+        await store.commitChannelInbound('tg1', 'p1', update(6, { text: '' }), BASE + 3),
+        'ignore',
+        'no text',
+      );
+      assert.equal(
+        await store.commitChannelInbound('tg1', 'p1', update(7, { username: null, userId: '42' }), BASE + 4),
+        'enqueue',
+      );
+      assert.equal((await store.getChannel('tg1'))?.cursor, 8);
+      const messages = await store.listMessages('tg-tg1-100', 0, 10);
+      assert.deepEqual(
+        messages.map((m) => m.text),
+        ['hello 5', 'hello 7'],
+      );
+      assert.equal((await store.getSessionView('tg-tg1-100', BASE + 5))?.agent, 'sh');
+      await store.close();
+    });
+
+    test('channels: a message its session refuses (archived) moves the cursor and owes the chat the code', async () => {
+      const store = await withChannel(open);
+      await store.commitChannelInbound('tg1', 'p1', update(1), BASE);
+      await store.archiveSession('tg-tg1-100', BASE + 1);
+      assert.equal(await store.commitChannelInbound('tg1', 'p1', update(2), BASE + 2), 'refuse');
+      assert.equal((await store.getChannel('tg1'))?.cursor, 3, 'the update does not block the ones after it');
+      const notices = (await store.listChannelOutbox('tg1')).filter((o) => o.replyTo === '1002');
+      assert.deepEqual(
+        notices.map((o) => [o.kind, o.text]),
+        [['failure', 'Sorry, that failed (SESSION_ARCHIVED).']],
+      );
+      await store.close();
+    });
+
+    test('channels: per-user mapping gives each user of a chat a session', async () => {
+      const store = await withAgent(open);
+      await store.createChannel({ ...CHANNEL, mapping: 'per-user', allowChats: ['-300'] }, BASE);
+      await store.takeChannelLease('tg1', 'p1', BASE, LEASE_MS);
+      await store.commitChannelInbound(
+        'tg1',
+        'p1',
+        update(1, { chatId: '-300', userId: '8', username: null }),
+        BASE,
+      );
+      await store.commitChannelInbound(
+        'tg1',
+        'p1',
+        update(2, { chatId: '-300', userId: '9', username: null }),
+        BASE,
+      );
+      assert.equal((await store.listMessages('tg-tg1--300-u8', 0, 10)).length, 1);
+      assert.equal((await store.listMessages('tg-tg1--300-u9', 0, 10)).length, 1);
+      await store.close();
+    });
+
+    test('channels: a stranger gets one refusal per chat and interval, and no session', async () => {
+      const store = await withChannel(open);
+      const stranger = { username: 'mallory', userId: '666', chatId: '200' };
+      assert.equal(await store.commitChannelInbound('tg1', 'p1', update(1, stranger), BASE), 'refuse');
+      assert.equal(await store.commitChannelInbound('tg1', 'p1', update(2, stranger), BASE + 1000), 'ignore');
+      await store.takeChannelLease('tg1', 'p1', BASE + CHANNEL_REFUSAL_INTERVAL_MS, LEASE_MS);
+      assert.equal(
+        await store.commitChannelInbound(
+          'tg1',
+          'p1',
+          update(3, stranger),
+          BASE + CHANNEL_REFUSAL_INTERVAL_MS + 1,
+        ),
+        'refuse',
+      );
+      assert.equal(await store.getSessionView('tg-tg1-200', BASE), null);
+      const outbox = await store.listChannelOutbox('tg1');
+      assert.deepEqual(
+        outbox.map((o) => [o.kind, o.chatId, o.replyTo]),
+        [
+          ['refusal', '200', '1001'],
+          ['refusal', '200', '1003'],
+        ],
+      );
+      await store.close();
+    });
+
+    test('channels: a reply is owed to its chat in the commit, answering the last message; parts are recorded once', async () => {
+      const store = await withChannel(open);
+      await store.commitChannelInbound('tg1', 'p1', update(1), BASE);
+      const { fence, turn } = await claimAndStartTurn(store, BASE + 1);
+      assert.equal(
+        await store.takeChannelSend('tg1', 'p1', BASE + 1, 60_000),
+        null,
+        'nothing owed before the commit',
+      );
+      await store.commitTurn({ ...fence, turnId: turn.id, outputs: [{ text: 'hi back' }] }, BASE + 2);
+      const item = await store.takeChannelSend('tg1', 'p1', BASE + 3, 60_000);
+      assert.ok(item);
+      assert.deepEqual(
+        [item.kind, item.chatId, item.text, item.replyTo, item.attempts],
+        ['reply', '100', 'hi back', '1001', 1],
+      );
+      assert.equal(
+        await store.takeChannelSend('tg1', 'p1', BASE + 4, 60_000),
+        null,
+        'taken: not due again yet',
+      );
+      assert.equal(await store.recordChannelPartSent(item, '555', false, BASE + 5), true);
+      assert.equal(
+        await store.recordChannelPartSent(item, '555', false, BASE + 5),
+        false,
+        'the same part twice: stale',
+      );
+      assert.equal(
+        await store.recordChannelPartSent(
+          { ...item, partsSent: 1, platformMessageIds: ['555'] },
+          '556',
+          true,
+          BASE + 6,
+        ),
+        true,
+      );
+      const [sent] = await store.listChannelOutbox('tg1');
+      assert.deepEqual(
+        [sent?.status, sent?.platformMessageIds, sent?.partsSent],
+        ['sent', ['555', '556'], 2],
+      );
+      await store.close();
+    });
+
+    test('channels: a send another process took is taken again at once; a rate limit waits; a refusal is dead', async () => {
+      const store = await withChannel(open);
+      await store.commitChannelInbound('tg1', 'p1', update(1, { username: 'x', userId: '1' }), BASE);
+      await store.commitChannelInbound(
+        'tg1',
+        'p1',
+        update(2, { username: 'x', userId: '1', chatId: '300' }),
+        BASE,
+      );
+      const first = await store.takeChannelSend('tg1', 'p1', BASE, 60_000);
+      assert.ok(first);
+      const again = await store.takeChannelSend('tg1', 'p2', BASE + 1, 60_000);
+      assert.equal(again?.id, first.id, 'the new holder takes it over');
+      assert.equal(
+        await store.recordChannelPartSent(first, '1', true, BASE + 2),
+        false,
+        "the old attempt's record is stale",
+      );
+      await store.endChannelSendAttempt(again, BASE + 5000, 'rate limited', BASE + 2);
+      assert.equal(
+        await store.takeChannelSend('tg1', 'p2', BASE + 3, 60_000),
+        null,
+        'the head waits; nothing passes it',
+      );
+      assert.equal(await store.nextChannelSendAt('tg1'), BASE + 5000);
+      const retried = await store.takeChannelSend('tg1', 'p2', BASE + 5000, 60_000);
+      assert.equal(retried?.id, first.id);
+      await store.endChannelSendAttempt(retried!, null, 'blocked', BASE + 5001);
+      const next = await store.takeChannelSend('tg1', 'p2', BASE + 5002, 60_000);
+      assert.equal(next?.chatId, '300');
+      assert.deepEqual(
+        (await store.listChannelOutbox('tg1')).map((o) => o.status),
+        ['dead', 'pending'],
+      );
+      await store.close();
+    });
+
+    test('channels: a failed turn owes its chat one short message with the code', async () => {
+      const store = await withChannel(open);
+      await store.commitChannelInbound('tg1', 'p1', update(1), BASE);
+      const { fence, turn } = await claimAndStartTurn(store, BASE + 1);
+      // A terminal code: the message fails at once (a retryable one would be tried again first).
+      await store.abortTurn(
+        { ...fence, turnId: turn.id, code: 'OUTPUT_LIMIT_EXCEEDED', error: 'boom' },
+        BASE + 2,
+      );
+      const outbox = await store.listChannelOutbox('tg1');
+      assert.deepEqual(
+        outbox.map((o) => [o.kind, o.text, o.replyTo]),
+        [['failure', 'Sorry, that failed (OUTPUT_LIMIT_EXCEEDED).', '1001']],
+      );
+      await store.close();
+    });
+  });
+}
