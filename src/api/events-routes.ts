@@ -162,7 +162,8 @@ async function stream(
   const overflow = () => {
     write('overflow', { ...(sessionId ? { sessionId } : {}), lastEventId: lastId, at: ctx.now() });
     finish();
-    res.end();
+    // The connection goes too (after what is buffered): a reconnect opens a fresh one.
+    res.end(() => res.socket?.end());
     setTimeout(() => res.destroy(), OVERFLOW_LINGER_MS).unref();
   };
   const live = () => {
