@@ -15,6 +15,7 @@ import { liveSandboxes } from './live-sandboxes.js';
 import { modelProxy } from './model-proxy.js';
 import { podStart } from './pod-start.js';
 import { judgeRatios } from './regression-gate.js';
+import { sseStreams } from './sse-streams.js';
 import { storeFailover } from './store-failover.js';
 import { storeScale } from './store-scale.js';
 import { warmPath } from './warm-path.js';
@@ -44,6 +45,7 @@ const all = {
   fileBlobs,
   history,
   storeScale,
+  sseStreams,
 };
 const results: Record<string, unknown>[] = [];
 for (const [name, bench] of Object.entries(all)) {
