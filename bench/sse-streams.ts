@@ -18,12 +18,12 @@ import { issueToken } from '../src/api/api-tokens.js';
 import { buildApp } from '../src/api/index.js';
 import { ApiClient, type StreamedEvent } from '../src/client/index.js';
 import { agentSpecSchema, loadConfig, type SessionEvent, systemClock } from '../src/core/index.js';
-import { type ApiStore, openSqliteStore, type Store } from '../src/store/index.js';
+import { type ApiStore, openSqliteStore } from '../src/store/index.js';
+import { countingStreamReads } from '../test/helpers/counting-store.js';
 import { type BenchOptions, round, stats } from './harness.js';
 
 const SESSIONS = 50;
 const WRITE_EVERY_MS = 10;
-const READS = ['eventsAfter', 'eventLog', 'lastEventId', 'queuePositions', 'getSessionView'] as const;
 
 export async function sseStreams({ quick }: BenchOptions) {
   const streams = quick ? 200 : 2_000;
@@ -51,17 +51,7 @@ async function measure(dir: string, mode: 'feed' | 'baseline', n: number, second
   const open = () => openSqliteStore({ path, leaseMs: config.leaseMs, retry: config });
   const api = open();
   const writer = open();
-  let reads = 0;
-  const counted = Object.create(api) as Store;
-  for (const name of READS) {
-    const original = (api[name] as (...args: unknown[]) => unknown).bind(api);
-    Object.assign(counted, {
-      [name]: (...args: unknown[]) => {
-        reads++;
-        return original(...args);
-      },
-    });
-  }
+  const { store: counted, reads } = countingStreamReads(api);
   const log = pino({ level: 'silent' });
   const tenant = `bench-${mode}`;
   const token = (await issueToken(api, tenant, '', Date.now())).token;
@@ -108,7 +98,7 @@ async function measure(dir: string, mode: 'feed' | 'baseline', n: number, second
   while (connected < n && Date.now() < openDeadline) await new Promise((r) => setTimeout(r, 50));
 
   measuring = true;
-  const before = reads;
+  const before = reads();
   const t0 = Date.now();
   let written = 0;
   while (Date.now() - t0 < seconds * 1000) {
@@ -123,7 +113,7 @@ async function measure(dir: string, mode: 'feed' | 'baseline', n: number, second
   }
   await new Promise((r) => setTimeout(r, 1_500));
   const elapsedS = (Date.now() - t0) / 1000;
-  const readsPerSecond = round((reads - before) / elapsedS);
+  const readsPerSecond = round((reads() - before) / elapsedS);
   measuring = false;
   cut.abort();
   await Promise.all(pumps);

@@ -12,32 +12,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { pino } from 'pino';
+import { countingStreamReads } from '../../test/helpers/counting-store.js';
 import { ApiClient, parseSseBlock, type StreamedEvent } from '../client/index.js';
 import { loadConfig, sleep, systemClock } from '../core/index.js';
-import { openSqliteStore, type Store } from '../store/index.js';
+import { openSqliteStore } from '../store/index.js';
 import { issueToken } from './api-tokens.js';
 import { buildApp } from './app.js';
 import type { ApiDeps } from './deps.js';
 
 type TestContext = { after(fn: () => Promise<void>): void };
-
-/** The store calls an SSE stream could make, counted. */
-const READS = ['eventsAfter', 'eventLog', 'lastEventId', 'queuePositions', 'getSessionView'] as const;
-
-function counting(store: Store): { store: Store; reads: () => number } {
-  let reads = 0;
-  const wrapped = Object.create(store) as Store;
-  for (const name of READS) {
-    const original = (store[name] as (...args: unknown[]) => unknown).bind(store);
-    Object.assign(wrapped, {
-      [name]: (...args: unknown[]) => {
-        reads++;
-        return original(...args);
-      },
-    });
-  }
-  return { store: wrapped, reads: () => reads };
-}
 
 /** An API on a SQLite file (its own store connection) and a writer on a second connection to the same file. */
 async function serve(t: TestContext, streams?: ApiDeps['streams']) {
@@ -46,7 +29,7 @@ async function serve(t: TestContext, streams?: ApiDeps['streams']) {
   const open = () => openSqliteStore({ path: join(dir, 'berth.db'), leaseMs: config.leaseMs, retry: config });
   const api = open();
   const writer = open();
-  const count = counting(api);
+  const count = countingStreamReads(api);
   const app = await buildApp({
     config,
     store: count.store,
