@@ -3,7 +3,9 @@
  * in another order: an event whose transaction commits after one holding a higher id is
  * still delivered (the tenant stream in id order, held behind the gap; the other session's
  * stream at once), and an id whose transaction rolled back holds nothing for longer than
- * the feed's gap wait. Built with two plain pg connections, each its own transaction.
+ * the feed's gap wait. Built with two plain pg connections, each its own transaction. And
+ * streams that reconnect during a burst that two other stores write concurrently (other
+ * processes, as far as the API's store can tell) get every event once, in order.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -15,6 +17,7 @@ import { ApiClient, type StreamedEvent } from '../src/client/index.js';
 import { loadConfig, sleep, systemClock } from '../src/core/index.js';
 import { openPostgresStore } from '../src/store/index.js';
 import { freshDatabase } from './helpers/postgres.js';
+import { followWithReconnects } from './helpers/sse-follow.js';
 import { LEASE_MS, RETRY } from './store/conformance.js';
 
 const GAP_WAIT_MS = 1_500;
@@ -116,4 +119,65 @@ test('postgres: an event committed after a higher id is delivered; a rolled-back
   assert.ok(!ids.includes(lost));
   const s2ids = s2.map((e) => e.id!);
   assert.deepEqual(s2ids, [...new Set(s2ids)], "s2's events once");
+});
+
+test('postgres: streams that reconnect during a concurrent burst from two other stores get every event once, in order', async (t) => {
+  const url = await freshDatabase();
+  const open = () => openPostgresStore({ url, leaseMs: LEASE_MS, retry: RETRY });
+  const [store, w1, w2] = [await open(), await open(), await open()];
+  const app = await buildApp({
+    config: loadConfig({}),
+    store,
+    clock: systemClock,
+    log: pino({ level: 'silent' }),
+    streams: { feed: { tickMs: 200 } },
+  });
+  const base = await app.listen({ host: '127.0.0.1', port: 0 });
+  t.after(async () => {
+    await app.close();
+    await Promise.all([store.close(), w1.close(), w2.close()]);
+  });
+  const client = new ApiClient(base, (await issueToken(store, 'acme', '', Date.now())).token);
+  await client.request('POST', '/v1/agents', { name: 'a', provider: 'command' });
+  const SESSIONS = 6;
+  const MESSAGES = 240;
+  // Eight writers at once on two stores: their transactions commit in any order.
+  const burst = Promise.all(
+    Array.from({ length: 8 }, async (_, writer) => {
+      for (let i = writer; i < MESSAGES; i += 8)
+        await (writer % 2 ? w1 : w2).enqueueMessage({
+          sessionId: `s${i % SESSIONS}`,
+          agent: 'a',
+          text: `m${i}`,
+          now: Date.now(),
+          tenant: 'acme',
+        });
+    }),
+  );
+  const [tenant, session] = await Promise.all([
+    followWithReconnects(
+      (after, signal) => client.stream('/v1/events', after, signal),
+      23,
+      (got) => got.length >= MESSAGES,
+    ),
+    followWithReconnects(
+      (after, signal) => client.events('s0', after, signal),
+      5,
+      (got) => got.length >= MESSAGES / SESSIONS,
+    ),
+    burst,
+  ]);
+  const stored = await store.eventsAfter(null, 0, 10_000, 'acme');
+  assert.equal(stored.length, MESSAGES);
+  assert.deepEqual(
+    tenant.got.map((e) => e.id),
+    stored.map((e) => e.id),
+    'the tenant stream: every event once, in id order',
+  );
+  assert.deepEqual(
+    session.got.map((e) => e.id),
+    stored.filter((e) => e.sessionId === 's0').map((e) => e.id),
+    'the session stream: its events once, in order',
+  );
+  t.diagnostic(`${tenant.reconnects} and ${session.reconnects} reconnects`);
 });

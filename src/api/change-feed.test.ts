@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { pino } from 'pino';
 import { countingStreamReads } from '../../test/helpers/counting-store.js';
+import { followWithReconnects } from '../../test/helpers/sse-follow.js';
 import { ApiClient, parseSseBlock, type StreamedEvent } from '../client/index.js';
 import { loadConfig, sleep, systemClock } from '../core/index.js';
 import { openSqliteStore } from '../store/index.js';
@@ -48,29 +49,6 @@ async function serve(t: TestContext, streams?: ApiDeps['streams']) {
   const client = new ApiClient(url, token);
   await client.request('POST', '/v1/agents', { name: 'a', provider: 'command' });
   return { url, token, client, writer, api, reads: count.reads };
-}
-
-/** Follows a stream, reconnecting after every `every` events from the last id it got, until `until` says it has all. */
-async function followWithReconnects(
-  open: (after: number, signal: AbortSignal) => AsyncGenerator<StreamedEvent>,
-  every: number,
-  until: (got: StreamedEvent[]) => boolean,
-): Promise<{ got: StreamedEvent[]; reconnects: number }> {
-  const got: StreamedEvent[] = [];
-  let reconnects = 0;
-  const deadline = AbortSignal.timeout(60_000);
-  while (!until(got)) {
-    let inThisConnection = 0;
-    const after = got.at(-1)?.id ?? 0;
-    for await (const e of open(after, deadline)) {
-      if (e.id === null) continue;
-      got.push(e);
-      if (until(got)) break;
-      if (++inThisConnection === every) break;
-    }
-    reconnects++;
-  }
-  return { got, reconnects };
 }
 
 test('a stream that reconnects during a burst from another store connection gets every event once, in order', async (t) => {
