@@ -1,5 +1,7 @@
 /** Following an SSE route the way a client that keeps reconnecting does (the change feed's tests). */
+import assert from 'node:assert/strict';
 import type { StreamedEvent } from '../../src/client/index.js';
+import type { SessionEvent } from '../../src/core/index.js';
 
 /** Follows a stream, reconnecting after every `every` events from the last id it got, until `until` says it has all. */
 export async function followWithReconnects(
@@ -22,4 +24,22 @@ export async function followWithReconnects(
     reconnects++;
   }
   return { got, reconnects };
+}
+
+/** What a tenant stream and one session's stream got, against the stored events: each once, in order. */
+export function assertEveryEventOnce(
+  stored: SessionEvent[],
+  tenant: StreamedEvent[],
+  session: { id: string; got: StreamedEvent[] },
+): void {
+  assert.deepEqual(
+    tenant.map((e) => e.id),
+    stored.map((e) => e.id),
+    'the tenant stream: every event once, in id order',
+  );
+  assert.deepEqual(
+    session.got.map((e) => e.id),
+    stored.filter((e) => e.sessionId === session.id).map((e) => e.id),
+    'the session stream: every event of its session once, in order',
+  );
 }
