@@ -141,6 +141,8 @@ test('postgres: streams that reconnect during a concurrent burst from two other 
   await client.request('POST', '/v1/agents', { name: 'a', provider: 'command' });
   const SESSIONS = 6;
   const MESSAGES = 240;
+  for (let i = 0; i < SESSIONS; i++)
+    await client.request('POST', '/v1/sessions', { id: `s${i}`, agent: 'a' });
   // Eight writers at once on two stores: their transactions commit in any order.
   const burst = Promise.all(
     Array.from({ length: 8 }, async (_, writer) => {

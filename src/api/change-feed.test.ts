@@ -55,6 +55,8 @@ test('a stream that reconnects during a burst from another store connection gets
   const { client, writer, api } = await serve(t, { feed: { tickMs: 200 } });
   const SESSIONS = 5;
   const MESSAGES = 300;
+  for (let i = 0; i < SESSIONS; i++)
+    await client.request('POST', '/v1/sessions', { id: `s${i}`, agent: 'a' });
   let written = 0;
   const burst = (async () => {
     for (let i = 0; i < MESSAGES; i++) {
