@@ -43,7 +43,8 @@ async function until(what: string, ok: () => boolean, ms = 10_000): Promise<void
   }
 }
 
-test('postgres: an event committed after a higher id is delivered; a rolled-back id holds nothing for long', async (t) => {
+/** The API on a fresh database with sessions s1 and s2 (one event each), and two plain connections that insert events. */
+async function setup(t: { after(fn: () => Promise<void>): void }) {
   const url = await freshDatabase();
   const store = await openPostgresStore({ url, leaseMs: LEASE_MS, retry: RETRY });
   const config = loadConfig({});
@@ -69,10 +70,6 @@ test('postgres: an event committed after a higher id is delivered; a rolled-back
   await client.request('POST', '/v1/agents', { name: 'a', provider: 'command' });
   await client.request('POST', '/v1/sessions/s1/messages', { text: 'x', agent: 'a' });
   await client.request('POST', '/v1/sessions/s2/messages', { text: 'x', agent: 'a' });
-  const tenant = collect(client.stream('/v1/events', 0, cut.signal));
-  const s2 = collect(client.events('s2', 0, cut.signal));
-  await until('the streams to catch up', () => tenant.length === 2 && s2.length === 1);
-
   const insert = async (c: pg.Client, sessionId: string, text: string) =>
     Number(
       (
@@ -82,6 +79,15 @@ test('postgres: an event committed after a higher id is delivered; a rolled-back
         )
       ).rows[0].id,
     );
+  return { client, c1, c2, cut, insert };
+}
+
+test('postgres: an event committed after a higher id is delivered; a rolled-back id holds nothing for long', async (t) => {
+  const { client, c1, c2, cut, insert } = await setup(t);
+  const tenant = collect(client.stream('/v1/events', 0, cut.signal));
+  const s2 = collect(client.events('s2', 0, cut.signal));
+  await until('the streams to catch up', () => tenant.length === 2 && s2.length === 1);
+
   // Id `low` allocated first, committed last.
   await c1.query('BEGIN');
   const low = await insert(c1, 's1', 'low');
@@ -119,6 +125,27 @@ test('postgres: an event committed after a higher id is delivered; a rolled-back
   assert.ok(!ids.includes(lost));
   const s2ids = s2.map((e) => e.id!);
   assert.deepEqual(s2ids, [...new Set(s2ids)], "s2's events once");
+});
+
+test('postgres: a transaction in flight when the feed starts, below the newest id, is delivered', async (t) => {
+  const { client, c1, c2, cut, insert } = await setup(t);
+  await c1.query('BEGIN');
+  const low = await insert(c1, 's1', 'in flight');
+  const high = await insert(c2, 's2', 'committed');
+  // The first streams start the feed now: the newest committed id is `high`.
+  const tenant = collect(client.stream('/v1/events', 0, cut.signal));
+  const s1 = collect(client.events('s1', 0, cut.signal));
+  await until('the streams to catch up', () => tenant.length === 2 && s1.length === 1);
+  await sleep(600);
+  await c1.query('COMMIT');
+  await until(
+    'the late event on both streams',
+    () => s1.some((e) => e.id === low) && tenant.some((e) => e.id === high),
+  );
+  assert.deepEqual(
+    tenant.slice(-2).map((e) => e.id),
+    [low, high],
+  );
 });
 
 test('postgres: streams that reconnect during a concurrent burst from two other stores get every event once, in order', async (t) => {

@@ -22,8 +22,9 @@
  *   to it (tenant) or past it (session), and the feed gives it everything after.
  * - Queue positions are read once per tick for every watched session (one read, whatever
  *   the number of streams), and only while a session stream is open.
- * - Nothing runs while nobody listens: the first subscriber starts the feed at the log's
- *   newest id, the last one to leave stops it (its store listener and timer go with it).
+ * - Nothing runs while nobody listens: the first subscriber starts the feed a little below
+ *   the log's newest id (START_LOOKBACK_IDS), the last one to leave stops it (its store
+ *   listener and timer go with it).
  */
 import type { Clock, LoggedEvent } from '../core/index.js';
 import type { ApiStore } from '../store/index.js';
@@ -45,6 +46,14 @@ export interface FeedOptions {
  * by id; PostgreSQL's own jumps (a crash loses at most 32 cached values) are.
  */
 const MAX_GAP_IDS = 1_000;
+
+/**
+ * How far below the log's newest id a feed starts. A transaction that allocated an id
+ * before the newest committed one and commits after the feed started is found as a gap,
+ * if it lies within this distance. The cost: a rolled-back id that old makes the first
+ * tenant stream wait `gapWaitMs` once, at the start.
+ */
+const START_LOOKBACK_IDS = 256;
 
 export const DEFAULT_FEED_OPTIONS: FeedOptions = { tickMs: 1_000, gapWaitMs: 5_000, batch: 500 };
 
@@ -156,13 +165,16 @@ export class ChangeFeed {
     const epoch = ++this.epoch;
     const newest = await this.store.lastEventId();
     if (epoch !== this.epoch) return;
-    this.settled = newest;
-    this.newest = newest;
+    // The newest committed id may sit above ids still being committed: start below it, so
+    // the first read finds those as gaps instead of stepping over them.
+    this.settled = Math.max(0, newest - START_LOOKBACK_IDS);
+    this.newest = this.settled;
     this.offChange = this.store.onChange(() => this.wake());
     this.tick = setInterval(() => {
       this.wake();
       void this.readPositions();
     }, this.options.tickMs);
+    this.wake();
   }
 
   private wake(): void {
