@@ -96,6 +96,7 @@ export class ChangeFeed {
   /** Ids missing above `settled` and below `newest`: when each was first missed. */
   private readonly gaps = new Map<number, number>();
   private reading = false;
+  private scheduled = false;
   private again = false;
   private readingPositions = false;
   private offChange: (() => void) | null = null;
@@ -182,7 +183,14 @@ export class ChangeFeed {
       this.again = true;
       return;
     }
-    void this.pump();
+    // A commit notifies once per change, synchronously: one read for all of them.
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      if (this.reading) this.again = true;
+      else void this.pump();
+    });
   }
 
   private async pump(): Promise<void> {
