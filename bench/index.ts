@@ -18,6 +18,7 @@ import { modelProxy } from './model-proxy.js';
 import { podStart } from './pod-start.js';
 import { judgeRatios } from './regression-gate.js';
 import { rewind } from './rewind.js';
+import { sseStreams } from './sse-streams.js';
 import { storeFailover } from './store-failover.js';
 import { storeScale } from './store-scale.js';
 import { warmPath } from './warm-path.js';
@@ -50,6 +51,7 @@ const all = {
   checkpoints,
   storeScale,
   channelLatency,
+  sseStreams,
 };
 const results: Record<string, unknown>[] = [];
 for (const [name, bench] of Object.entries(all)) {

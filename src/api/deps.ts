@@ -2,6 +2,7 @@
 import type { AgentSpec, Clock, ResolvedConfig } from '../core/index.js';
 import type { ApiStore } from '../store/index.js';
 import type { WorkspaceHistory } from '../workspace/index.js';
+import type { FeedOptions } from './change-feed.js';
 import type { BerthMetrics } from './metrics.js';
 import type { RouteTable } from './route-table.js';
 import type { WebhookDispatcher } from './webhook-dispatcher.js';
@@ -23,6 +24,12 @@ export interface ApiDeps {
    * Absent = not checked (the image the spec names is kept).
    */
   agentImage?: (spec: AgentSpec, stored?: AgentSpec) => Promise<string | undefined>;
+  /**
+   * Limits of the SSE streams: `bufferBytes`, the unsent bytes past which a live stream is
+   * cut off with an `overflow` event (@default 1 MiB); `feed`, the change feed's timings
+   * (change-feed.ts). Absent = the defaults; tests shorten them.
+   */
+  streams?: { bufferBytes?: number; feed?: Partial<FeedOptions> };
   /** Reads sessions' workspace history from the blob store (diffs, files at a version); absent = those routes answer INTERNAL. */
   history?: WorkspaceHistory;
   /** The names in the host's secret store (a channel's bot token must be one); absent = not checked. */

@@ -361,40 +361,50 @@ export class Berth {
    */
   async waitForReply(id: string, posted: Posted, options: SendOptions = {}): Promise<Reply> {
     const messageId = posted.message.id;
-    for await (const e of this.sessions.events(id, { after: posted.eventId, signal: options.signal })) {
-      options.onEvent?.(e);
-      const d = e.data;
-      const inReplyTo = e.type === 'reply' ? (d.inReplyTo as number[]) : [];
-      if (inReplyTo.includes(messageId)) {
-        const scope = d.scope === 'message' ? 'message' : 'turn';
-        return { text: String(d.text), data: d.data, messageId: Number(d.messageId), inReplyTo, scope };
-      }
-      if (e.type === 'failed' && d.messageId === messageId) {
-        // The failure's own code, so its hint says what happened (a limit the turn hit is not retried).
-        throw new BerthError(
-          isErrorCode(d.code) ? d.code : 'SANDBOX_FAILED',
-          `Message ${messageId} failed after ${d.tries} ${d.tries === 1 ? 'try' : 'tries'}: ${String(d.error)}`,
-        );
-      }
-      if (e.type === 'interrupted' && d.messageId === messageId)
-        throw new BerthError(
-          'TURN_INTERRUPTED',
-          `Message ${messageId}'s turn was interrupted: ${String(d.error)}`,
-        );
-      if (e.type === 'cancelled' && d.messageId === messageId)
-        throw new BerthError('MESSAGE_CANCELLED', `Message ${messageId} was cancelled before it ran`);
-      // The session is held (its messages kept, the one posted too, whether it was in the turn or waits behind it).
-      if (e.type === 'held') {
-        throw new BerthError(
-          isErrorCode(d.code) ? d.code : 'SANDBOX_FAILED',
-          `Session ${id} is held; message ${messageId} is kept until an operator acts: ${String(d.error)}`,
-        );
-      }
-      if (e.type === 'archived') {
-        throw new BerthError(
-          'SESSION_ARCHIVED',
-          `Session ${id} was archived before message ${messageId} was answered`,
-        );
+    let from: number | null = posted.eventId;
+    while (from !== null) {
+      const stream = this.sessions.events(id, { after: from, signal: options.signal });
+      from = null;
+      for await (const e of stream) {
+        // The server cut a stream this process did not read fast enough: resume where it says.
+        if (e.type === 'overflow') {
+          from = Number(e.data.lastEventId);
+          break;
+        }
+        options.onEvent?.(e);
+        const d = e.data;
+        const inReplyTo = e.type === 'reply' ? (d.inReplyTo as number[]) : [];
+        if (inReplyTo.includes(messageId)) {
+          const scope = d.scope === 'message' ? 'message' : 'turn';
+          return { text: String(d.text), data: d.data, messageId: Number(d.messageId), inReplyTo, scope };
+        }
+        if (e.type === 'failed' && d.messageId === messageId) {
+          // The failure's own code, so its hint says what happened (a limit the turn hit is not retried).
+          throw new BerthError(
+            isErrorCode(d.code) ? d.code : 'SANDBOX_FAILED',
+            `Message ${messageId} failed after ${d.tries} ${d.tries === 1 ? 'try' : 'tries'}: ${String(d.error)}`,
+          );
+        }
+        if (e.type === 'interrupted' && d.messageId === messageId)
+          throw new BerthError(
+            'TURN_INTERRUPTED',
+            `Message ${messageId}'s turn was interrupted: ${String(d.error)}`,
+          );
+        if (e.type === 'cancelled' && d.messageId === messageId)
+          throw new BerthError('MESSAGE_CANCELLED', `Message ${messageId} was cancelled before it ran`);
+        // The session is held (its messages kept, the one posted too, whether it was in the turn or waits behind it).
+        if (e.type === 'held') {
+          throw new BerthError(
+            isErrorCode(d.code) ? d.code : 'SANDBOX_FAILED',
+            `Session ${id} is held; message ${messageId} is kept until an operator acts: ${String(d.error)}`,
+          );
+        }
+        if (e.type === 'archived') {
+          throw new BerthError(
+            'SESSION_ARCHIVED',
+            `Session ${id} was archived before message ${messageId} was answered`,
+          );
+        }
       }
     }
     throw new BerthError('HOST_UNREACHABLE', `Event stream of session ${id} ended before the reply`);

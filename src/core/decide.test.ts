@@ -4,7 +4,6 @@ import {
   decideAbortedMessage,
   decideLeftoverLayer,
   decideOwnLease,
-  decidePositionRead,
   decideResidentRecycle,
   decideSandboxHealth,
   decideWarmPoolTarget,
@@ -164,50 +163,6 @@ test('decideWarmPoolTarget follows recent demand between min (in use) and max', 
     { recentTakes: 5, inUse: true, min: 1, max: 0, expected: 0 },
   ];
   for (const { expected, ...c } of cases) assert.equal(decideWarmPoolTarget(c), expected, JSON.stringify(c));
-});
-
-test('decidePositionRead: a deep queue position is read less often, a changed session at once', () => {
-  const cases = [
-    { name: 'not queued: every time', position: null, sinceMs: 0, sessionChanged: false, expected: true },
-    { name: 'at the head: every time', position: 1, sinceMs: 0, sessionChanged: false, expected: true },
-    {
-      name: '1000 ahead, read 999 ms ago',
-      position: 1001,
-      sinceMs: 999,
-      sessionChanged: false,
-      expected: false,
-    },
-    {
-      name: '1000 ahead, read 1 s ago',
-      position: 1001,
-      sinceMs: 1000,
-      sessionChanged: false,
-      expected: true,
-    },
-    {
-      name: 'deep, read 29 s ago',
-      position: 500_000,
-      sinceMs: 29_999,
-      sessionChanged: false,
-      expected: false,
-    },
-    {
-      name: 'deep, read 30 s ago (the cap)',
-      position: 500_000,
-      sinceMs: 30_000,
-      sessionChanged: false,
-      expected: true,
-    },
-    {
-      name: 'deep, its session had events',
-      position: 500_000,
-      sinceMs: 0,
-      sessionChanged: true,
-      expected: true,
-    },
-  ];
-  for (const { name, sinceMs, expected, ...c } of cases)
-    assert.equal(decidePositionRead({ ...c, lastReadAt: BASE, now: BASE + sinceMs }), expected, name);
 });
 
 test('decideLeftoverLayer: a layer whose turn may still commit is kept, even when its worker looks dead', () => {

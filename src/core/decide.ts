@@ -124,28 +124,6 @@ export function decideOwnLease(heartbeatAt: number, now: number, leaseMs: number
   return 'ok';
 }
 
-/** A stream re-reads a queue position at most this often per session ahead of it, ms. */
-const POSITION_REFRESH_MS_PER_AHEAD = 1;
-const POSITION_REFRESH_MAX_MS = 30_000;
-
-/**
- * Whether a live stream re-reads its session's queue position now. Reading it counts the
- * sessions ahead, so a deep position is read less often (about one second per thousand
- * ahead, at most every 30 s): each open stream then costs about the same, however deep its
- * session waits. A stream whose session had events (claimed, say) reads at once, as does
- * one that has no position yet.
- */
-export function decidePositionRead(p: {
-  position: number | null;
-  lastReadAt: number;
-  sessionChanged: boolean;
-  now: number;
-}): boolean {
-  if (p.sessionChanged || p.position === null) return true;
-  const everyMs = Math.min(POSITION_REFRESH_MAX_MS, (p.position - 1) * POSITION_REFRESH_MS_PER_AHEAD);
-  return p.now - p.lastReadAt >= everyMs;
-}
-
 /**
  * How many warm sandboxes to keep for one profile: as many as were taken (or wanted) in
  * the last minute, at least `min` while the profile is in use, never more than `max`.

@@ -166,6 +166,11 @@ export interface SessionEvent {
   createdAt: number;
 }
 
+/** An event as the event log holds it for a change feed: with its session's tenant (null: no such session). */
+export interface LoggedEvent extends SessionEvent {
+  tenant: string | null;
+}
+
 export interface ClaimedSession {
   session: Session;
   agent: Agent;

@@ -19,6 +19,7 @@ import type {
   CommitInput,
   DeliveryDecision,
   FailedStep,
+  LoggedEvent,
   Message,
   Principal,
   RewindResult,
@@ -239,6 +240,15 @@ export interface Store {
     limit: number,
     tenant?: string,
   ): Promise<SessionEvent[]>;
+  /**
+   * Every session's events with ids in (afterId, upToId], oldest first, each with its
+   * session's tenant: the read of the API's change feed (api/change-feed.ts).
+   */
+  eventLog(afterId: number, upToId: number, limit: number): Promise<LoggedEvent[]>;
+  /** The newest event id (0: none yet): where a change feed starts. */
+  lastEventId(): Promise<number>;
+  /** The 1-based claim-queue position of every queued session, in one read (what views show as queuePosition). */
+  queuePositions(now: number): Promise<Map<string, number>>;
   /** Mean run time of the last `limit` committed turns in ms; null before the first. */
   meanTurnMs(limit: number): Promise<number | null>;
   listWorkers(): Promise<WorkerRow[]>;

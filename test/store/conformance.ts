@@ -49,6 +49,50 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
       await store.close();
     });
 
+    test("the change feed's reads: the event log in an id range with tenants, its newest id, every queue position", async () => {
+      const store = await withAgent(open);
+      assert.equal(await store.lastEventId(), 0);
+      const a = await store.enqueueMessage({ sessionId: 'a', agent: 'sh', text: 'one', now: BASE });
+      const b = await store.enqueueMessage({ sessionId: 'b', agent: 'sh', text: 'two', now: BASE + 1 });
+      const c = await store.enqueueMessage({ sessionId: 'c', agent: 'sh', text: 'three', now: BASE + 2 });
+      assert.equal(await store.lastEventId(), c.eventId);
+      const log = await store.eventLog(a.eventId, c.eventId, 10);
+      assert.deepEqual(
+        log.map((e) => [e.id, e.sessionId, e.type, e.tenant]),
+        [
+          [b.eventId, 'b', 'queued', 'default'],
+          [c.eventId, 'c', 'queued', 'default'],
+        ],
+      );
+      assert.deepEqual(
+        (await store.eventLog(0, b.eventId, 1)).map((e) => e.id),
+        [a.eventId],
+        'a page of `limit` rows',
+      );
+      assert.deepEqual(
+        [...(await store.queuePositions(BASE + 3))],
+        [
+          ['a', 1],
+          ['b', 2],
+          ['c', 3],
+        ],
+      );
+      await store.claimRunnableSession('w1', BASE + 3);
+      assert.deepEqual(
+        [...(await store.queuePositions(BASE + 3))],
+        [
+          ['b', 1],
+          ['c', 2],
+        ],
+      );
+      assert.equal(
+        (await store.getSessionView('c', BASE + 3))?.queuePosition,
+        (await store.queuePositions(BASE + 3)).get('c'),
+        'the position a view shows',
+      );
+      await store.close();
+    });
+
     test('bad enqueues store nothing', async () => {
       const store = await withAgent(open);
       const cases = [

@@ -76,7 +76,7 @@ export function* listSessionViews(now: number, leaseMs: number, tenant?: string)
 }
 
 /** 1-based place of each queued session in claim order: the free queue and the dead holders' sessions, merged. */
-function* queuePositions(now: number, leaseMs: number): Program<Map<string, number>> {
+export function* queuePositions(now: number, leaseMs: number): Program<Map<string, number>> {
   const free = yield* all('FREE_QUEUE', { now });
   const deadHeld = yield* all('DEAD_HELD_QUEUE', { now, staleBefore: now - leaseMs });
   const order = [...free, ...deadHeld].sort((a, b) => Number(a.first_id) - Number(b.first_id));

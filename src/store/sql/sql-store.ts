@@ -21,6 +21,7 @@ import {
   DEFAULT_TENANT,
   decideScheduleRun,
   isBerthError,
+  type LoggedEvent,
   type Message,
   type Principal,
   type RetryPolicy,
@@ -83,7 +84,7 @@ import * as turns from './programs/turns.js';
 import * as webhooks from './programs/webhooks.js';
 import * as workers from './programs/workers.js';
 import * as workspace from './programs/workspace.js';
-import { listSessionViews, queueDepth } from './session-views.js';
+import { listSessionViews, queueDepth, queuePositions } from './session-views.js';
 
 /** Expired leases one sweep transaction takes over. */
 const SWEEP_BATCH = 100;
@@ -229,6 +230,18 @@ export class SqlStore implements Store {
     tenant?: string,
   ): Promise<SessionEvent[]> {
     return this.read(() => events.eventsAfter(sessionId, afterId, limit, tenant));
+  }
+
+  eventLog(afterId: number, upToId: number, limit: number): Promise<LoggedEvent[]> {
+    return this.read(() => events.eventLog(afterId, upToId, limit));
+  }
+
+  lastEventId(): Promise<number> {
+    return this.read(() => events.lastEventId());
+  }
+
+  queuePositions(now: number): Promise<Map<string, number>> {
+    return this.read(() => queuePositions(now, this.policy.leaseMs));
   }
 
   meanTurnMs(limit: number): Promise<number | null> {

@@ -1,5 +1,5 @@
 /** Session events: written inside the transition that causes them, with their webhook deliveries; read for SSE. */
-import type { SessionEvent, SessionEventType } from '../../../core/index.js';
+import type { LoggedEvent, SessionEvent, SessionEventType } from '../../../core/index.js';
 import { all, get, type Program, run, type Tx } from '../program.js';
 import { toEvent } from '../rows.js';
 import { queueChannelSend } from './channels.js';
@@ -32,4 +32,16 @@ export function* eventsAfter(
       ? yield* all('EVENTS_AFTER', { afterId, limit, tenant: tenant ?? null })
       : yield* all('EVENTS_AFTER_OF_SESSION', { sessionId, afterId, limit });
   return rows.map(toEvent);
+}
+
+/** Every session's events with ids in (afterId, upToId], oldest first, each with its session's tenant. */
+export function* eventLog(afterId: number, upToId: number, limit: number): Program<LoggedEvent[]> {
+  const rows = yield* all('EVENT_LOG', { afterId, upToId, limit });
+  return rows.map((r) => ({ ...toEvent(r), tenant: r.tenant == null ? null : String(r.tenant) }));
+}
+
+/** The newest event id, 0 when there is none. */
+export function* lastEventId(): Program<number> {
+  const row = yield* get('LAST_EVENT_ID', {});
+  return Number(row?.id ?? 0);
 }

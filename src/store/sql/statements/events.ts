@@ -44,3 +44,22 @@ export const EVENTS_AFTER = `
 SELECT e.* FROM events e
 WHERE e.id > :afterId AND (CAST(:tenant AS TEXT) IS NULL OR e.session_id IN (SELECT id FROM sessions WHERE tenant = :tenant))
 ORDER BY e.id LIMIT :limit`;
+
+/**
+ * The event log as the API's change feed reads it: every session's events in an id range,
+ * oldest first, each with its session's tenant (null when no such session).
+ * @param afterId the range starts after this id
+ * @param upToId the range ends at this id, inclusive
+ * @param limit page size
+ * @returns rows (the event's columns and tenant)
+ */
+export const EVENT_LOG = `
+SELECT e.*, s.tenant AS tenant FROM events e LEFT JOIN sessions s ON s.id = e.session_id
+WHERE e.id > :afterId AND e.id <= :upToId
+ORDER BY e.id LIMIT :limit`;
+
+/**
+ * The newest event id (allocated and committed): where a change feed starts.
+ * @returns one row (id), null when there is no event
+ */
+export const LAST_EVENT_ID = `SELECT MAX(id) AS id FROM events`;
