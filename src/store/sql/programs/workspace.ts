@@ -21,7 +21,6 @@ import {
 } from '../../../core/index.js';
 import { all, get, guarded, type Program, type Row, run, type Tx } from '../program.js';
 import { sessionViewOf } from '../session-views.js';
-import { ownedBy } from './agents.js';
 import { insertEvent } from './events.js';
 import { sessionGuard } from './guards.js';
 import { lockOwnSession } from './take-back.js';
