@@ -3,7 +3,8 @@
  * processes sharing PostgreSQL and S3: its running turn finishes and commits where it runs,
  * with no try spent and nothing redone, a message posted meanwhile is answered by another
  * worker after it, and the worker exits by itself. A turn that outlives the drain's grace goes
- * back to the queue without spending a try and is answered elsewhere.
+ * back to the queue without spending a try and is answered elsewhere: a job that took a
+ * checkpoint resumes from it on the next machine.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -83,13 +84,23 @@ test('a worker’s SIGTERM drains it: the running turn commits where it runs, no
   );
 });
 
-test('a turn that outlives the drain’s grace goes back to the queue without spending a try, and is answered by the next worker', async (t) => {
+test('a job that outlives the drain’s grace goes back to the queue without spending a try, and the next worker resumes it from its last checkpoint', async (t) => {
   const cluster = await startMachines(t);
   await cluster.client.request('POST', '/v1/agents', { name: 'sh', provider: 'command' });
   const a = await cluster.addMachine('a', { BERTH_DRAIN_GRACE: '1s' });
-  const message = await post(cluster, 'd2', 'sleep 8; echo done');
+  const message = await post(
+    cluster,
+    'd2',
+    'if [ -n "$BERTH_CHECKPOINT" ]; then echo "resumed at $BERTH_CHECKPOINT: $(cat part1.txt)"; exit 0; fi; ' +
+      'echo one > part1.txt; berth-checkpoint part-1; sleep 30; echo not resumed',
+  );
   const turn = await runningTurn(cluster, 'd2');
   assert.equal(turn.workerId, await a.workerId());
+  await eventually(
+    'the job’s checkpoint recorded',
+    async () => (await cluster.store.listCheckpoints('d2', message.id)).length > 0 || undefined,
+    60_000,
+  );
 
   a.child.kill('SIGTERM');
   assert.equal(await exited(a.child), 0, 'the worker exited by itself once the grace ran out');
@@ -105,7 +116,11 @@ test('a turn that outlives the drain’s grace goes back to the queue without sp
   await cluster.addMachine('b');
   const done = await settled(cluster, 'd2', message);
   assert.deepEqual([done.status, done.tries], ['done', 1]);
-  assert.equal(await replyTo(cluster, 'd2', message), 'done\n');
+  assert.equal(
+    await replyTo(cluster, 'd2', message),
+    'resumed at 1:part-1: one\n',
+    'the retry on the next machine started from the checkpoint the drained job took',
+  );
 });
 
 test('berth worker drain: the worker shows as draining, finishes its turn, and stops; an unknown worker is refused with the fix', async (t) => {
