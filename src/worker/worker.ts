@@ -54,8 +54,8 @@ export class Worker {
    * successful renewal wrote, by which every other worker judges its lease.
    */
   private heartbeatAt = 0;
-  /** When drain() began: from then on nothing is claimed. */
-  private drainingSince: number | null = null;
+  /** Set by drain(): nothing is claimed from then on, and a running turn is handed back at this time (epoch ms). */
+  private drainUntil: number | null = null;
   private drainAsked: () => void = () => undefined;
   /** Resolves once the store says this worker was asked to drain (berth worker drain): its process should then drain and stop, as on SIGTERM. */
   readonly drainRequested = new Promise<void>((resolve) => {
@@ -157,18 +157,19 @@ export class Worker {
    */
   async drain(graceMs: number): Promise<void> {
     const { clock, store } = this.deps;
-    this.drainingSince ??= clock.now();
-    const until = this.drainingSince + graceMs;
-    // For status: a drain that cannot be recorded (the store is away) goes on all the same.
-    await store.drainWorker(this.id, this.drainingSince).catch((err: unknown) => {
+    const since = clock.now();
+    this.drainUntil ??= since + graceMs;
+    this.claimWake.notify();
+    this.log.info({ graceMs, sessions: this.supervisors.size }, 'Worker draining');
+    // A supervisor that a claim already under way adds later is told in supervise().
+    for (const s of this.supervisors.values()) s.drain(this.drainUntil);
+    // For status only, so after the supervisors were told: a drain the store cannot record
+    // (it is away) goes on all the same.
+    await store.drainWorker(this.id, since).catch((err: unknown) => {
       this.log.warn({ err }, 'Could not record the drain in the store');
     });
-    this.claimWake.notify();
-    const running = [...this.supervisors.values()];
-    this.log.info({ graceMs, sessions: running.length }, 'Worker draining');
-    for (const s of running) s.drain(until);
-    await Promise.allSettled(this.running);
-    this.log.info({ drainedMs: clock.now() - this.drainingSince }, 'Worker drained');
+    while (this.running.size > 0) await Promise.allSettled(this.running);
+    this.log.info({ drainedMs: clock.now() - since }, 'Worker drained');
   }
 
   /** Stops claiming, ends every supervision (running turns are aborted and retried elsewhere), removes the worker row. */
@@ -209,7 +210,7 @@ export class Worker {
     while (!this.abort.signal.aborted) {
       let claimed = false;
       const mayClaim =
-        this.drainingSince === null &&
+        this.drainUntil === null &&
         this.supervisors.size < config.slots &&
         decideOwnLease(this.heartbeatAt, clock.now(), config.leaseMs) === 'ok';
       if (mayClaim) {
@@ -305,6 +306,7 @@ export class Worker {
 
   private supervise(supervisor: SessionSupervisor): void {
     this.supervisors.set(supervisor.session.id, supervisor);
+    if (this.drainUntil !== null) supervisor.drain(this.drainUntil);
     const run = supervisor
       .run()
       .catch((err: unknown) =>
@@ -362,7 +364,7 @@ export class Worker {
       await sleep(config.leaseMs / 5, this.abort.signal);
       if (this.abort.signal.aborted) return;
       try {
-        if (this.drainingSince === null && (await store.getWorker(this.id))?.drainingSince != null)
+        if (this.drainUntil === null && (await store.getWorker(this.id))?.drainingSince != null)
           this.drainAsked();
         await this.settleLayersOfLostMachines(await store.reclaimExpiredLeases(clock.now()));
       } catch (err) {
