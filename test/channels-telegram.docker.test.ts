@@ -355,6 +355,11 @@ test('telegram: two berth processes on one store: one polls at a time (no 409 Co
     for (const m of sent) await repliesTo(telegram, m.who.chatId, m.messageId);
   };
   await sendBatch(0);
+  // A kill between a send and its record sends that part again (the documented window);
+  // this test is about the takeover, so it kills once every reply is recorded.
+  await eventually('every reply recorded', async () =>
+    (await store.listChannelOutbox('tg1')).every((o) => o.status === 'sent') ? true : undefined,
+  );
   const holder = (await store.getChannel('tg1'))!.leaseOwner!;
   const pid = Number(holder.split('_')[1]);
   const victim =
