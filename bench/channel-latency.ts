@@ -5,8 +5,8 @@
  *    → the reply's sendMessage reaching it, one message after the other in one chat
  *    (the session stays bound: warm), with a real long poll (25 s) waiting between them.
  */
+import { hostPaths } from '../src/core/index.js';
 import { SecretStore } from '../src/secrets/index.js';
-import { hostPaths } from '../src/worker/index.js';
 import { FakeTelegram } from '../test/helpers/fake-telegram.js';
 import { type BenchOptions, benchHost, round, stats, timedMessage } from './harness.js';
 

@@ -26,6 +26,8 @@ import {
   agentSpecSchema,
   type CommitInput,
   type ErrorCode,
+  hostPaths,
+  installIdOf,
   LABELS,
   loadConfig,
   type TurnOutput,
@@ -33,7 +35,6 @@ import {
 import { resolveImage } from '../src/host/index.js';
 import { connectDocker } from '../src/runtime/index.js';
 import { openSqliteStore, type Store } from '../src/store/index.js';
-import { hostPaths, installIdOf } from '../src/worker/index.js';
 import { packTree, workspaceLayout } from '../src/workspace/index.js';
 import { CHAOS_INVARIANTS } from './helpers/chaos-report.js';
 

@@ -16,8 +16,8 @@ import { KubeConfig, KubernetesObjectApi, type V1Secret } from '@kubernetes/clie
 import { FileBlobStore } from '../src/blobs/index.js';
 import { readdirIfPresent } from '../src/chaos/index.js';
 import type { ScriptPlan } from '../src/core/index.js';
+import { installIdOf } from '../src/core/index.js';
 import { type KubernetesRuntime, podName, stageRunner } from '../src/runtime/index.js';
-import { installIdOf } from '../src/worker/index.js';
 import { Workspaces } from '../src/workspace/index.js';
 import {
   patchNode,

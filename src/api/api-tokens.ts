@@ -5,13 +5,12 @@
  * `berth up`: that file is how the local CLI authenticates, by being able to read it.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
-import { join } from 'node:path';
-import { type ApiTokenRow, BerthError, newId, type Principal } from '../core/index.js';
+import { type ApiTokenRow, BerthError, hostPaths, newId, type Principal } from '../core/index.js';
+import { readAdminToken } from '../secrets/index.js';
 import type { ApiStore } from '../store/index.js';
 
-export const ADMIN_TOKEN_FILE = 'admin-token';
 const TOKEN_PREFIX = 'berth_';
 
 export function hashToken(secret: string): string {
@@ -44,7 +43,7 @@ export async function authenticate(store: ApiStore, header: string): Promise<Pri
  * exclusive create so two hosts starting together agree on one) with its hash stored.
  */
 export async function ensureAdminToken(store: ApiStore, dataDir: string, now: number): Promise<string> {
-  const path = join(dataDir, ADMIN_TOKEN_FILE);
+  const path = hostPaths(dataDir).adminTokenFile;
   const existing = await readAdminToken(dataDir);
   if (existing !== null) {
     // The file outlived its store (a store reset): register it again.
@@ -63,15 +62,6 @@ export async function ensureAdminToken(store: ApiStore, dataDir: string, now: nu
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     return ensureAdminToken(store, dataDir, now);
-  }
-}
-
-/** The admin token in `dataDir`, or null when there is none (or it cannot be read). */
-export async function readAdminToken(dataDir: string): Promise<string | null> {
-  try {
-    return (await readFile(join(dataDir, ADMIN_TOKEN_FILE), 'utf8')).trim() || null;
-  } catch {
-    return null;
   }
 }
 

@@ -5,11 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { pino } from 'pino';
-import { loadConfig, systemClock } from '../core/index.js';
+import { hostPaths, loadConfig, systemClock } from '../core/index.js';
 import { openSqliteStore } from '../store/index.js';
 import { issueToken } from './api-tokens.js';
 import { buildApp } from './app.js';
-import { CHAOS_REPORTS_DIR } from './chaos-routes.js';
 
 test('chaos reports are listed newest first with their faults and timing', async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'berth-chaos-reports-'));
@@ -23,7 +22,7 @@ test('chaos reports are listed newest first with their faults and timing', async
     app.inject({ method: 'GET', url: '/v1/chaos/reports', headers: { authorization: `Bearer ${token}` } });
   assert.deepEqual((await get(admin)).json().reports, [], 'no directory yet: none');
 
-  const dir = join(dataDir, CHAOS_REPORTS_DIR);
+  const dir = hostPaths(dataDir).chaosReportsDir;
   await mkdir(dir);
   for (const [file, startedAt] of [
     ['2026-01-01T00-00-00-000Z.json', 1],

@@ -5,9 +5,9 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyPluginAsync } from 'fastify';
+import { hostPaths } from '../core/index.js';
 import type { PluginDeps } from './deps.js';
 
-export const CHAOS_REPORTS_DIR = 'chaos';
 const MAX_REPORTS = 10;
 
 interface SavedReport {
@@ -32,7 +32,7 @@ export const chaosRoutes: FastifyPluginAsync<PluginDeps> = async (app, { config,
       returns: '{reports: {file, startedAt, wallMs, passed, faults, timing, requests}[]}',
     },
     async () => {
-      const dir = join(config.dataDir, CHAOS_REPORTS_DIR);
+      const dir = hostPaths(config.dataDir).chaosReportsDir;
       const files = await readdir(dir).catch(() => [] as string[]);
       const newest = files
         .filter((f) => f.endsWith('.json'))

@@ -6,8 +6,9 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { pino } from 'pino';
 import { loadConfig, systemClock } from '../core/index.js';
+import { readAdminToken } from '../secrets/index.js';
 import { openSqliteStore } from '../store/index.js';
-import { assertListenAllowed, ensureAdminToken, issueToken, readAdminToken } from './api-tokens.js';
+import { assertListenAllowed, ensureAdminToken, issueToken } from './api-tokens.js';
 import { buildApp } from './app.js';
 
 async function setup() {

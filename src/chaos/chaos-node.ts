@@ -22,7 +22,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type Dockerode from 'dockerode';
-import { installIdOf } from '../worker/index.js';
+import { installIdOf } from '../core/index.js';
 import { listMounts } from '../workspace/index.js';
 import { BerthProcess } from './children.js';
 import { NodeCgroup } from './node-cgroup.js';

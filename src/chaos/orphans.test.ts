@@ -9,9 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import type Dockerode from 'dockerode';
-import { LABELS } from '../core/index.js';
+import { hostPaths, LABELS } from '../core/index.js';
 import { connectDocker } from '../runtime/index.js';
-import { hostPaths } from '../worker/index.js';
 import { workspaceLayout } from '../workspace/index.js';
 import { decideProcessOwner, type Machine, orphans, type ProcessOwner } from './orphans.js';
 

@@ -28,8 +28,7 @@
  */
 import { readdir } from 'node:fs/promises';
 import type Dockerode from 'dockerode';
-import { LABELS } from '../core/index.js';
-import { hostPaths } from '../worker/index.js';
+import { hostPaths, LABELS } from '../core/index.js';
 import { listMounts, workspaceLayout } from '../workspace/index.js';
 import { type InvariantResult, result } from './invariant-result.js';
 import { ownRunId } from './netns.js';

@@ -34,14 +34,20 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type Dockerode from 'dockerode';
-import { readAdminToken } from '../api/index.js';
 import { openBlobStore } from '../blobs/index.js';
 import { ApiClient } from '../client/index.js';
-import { blobsConfigOf, isBerthError, loadConfig, parseDurationMs, redactUrl } from '../core/index.js';
+import {
+  blobsConfigOf,
+  installIdOf,
+  isBerthError,
+  loadConfig,
+  parseDurationMs,
+  redactUrl,
+} from '../core/index.js';
 import { baseImageRecipe, baseImageTag } from '../image/index.js';
 import { connectDocker } from '../runtime/index.js';
+import { readAdminToken } from '../secrets/index.js';
 import type { Store } from '../store/index.js';
-import { installIdOf } from '../worker/index.js';
 import { buildReport, type ChaosReport, type ChaosSettings } from './build-report.js';
 import type { ChaosOptions, ChaosProgress } from './chaos-options.js';
 import { readChildLogs } from './child-logs.js';

@@ -14,24 +14,16 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Command } from 'commander';
-import { CHAOS_REPORTS_DIR } from '../api/index.js';
-import {
-  type ChaosOptions,
-  type ChaosProgress,
-  type ChaosReport,
-  type PatroniCluster,
-  type PostgresCluster,
-  type PrimaryDeath,
-  renderReport,
-  requireNetworkNamespaces,
-  requirePatroni,
-  runChaos,
-  type S3Service,
-  startPatroniCluster,
-  startPostgresCluster,
-  startS3Service,
+import type {
+  ChaosOptions,
+  ChaosProgress,
+  ChaosReport,
+  PatroniCluster,
+  PostgresCluster,
+  PrimaryDeath,
+  S3Service,
 } from '../chaos/index.js';
-import { BerthError, loadConfig, parseDurationMs } from '../core/index.js';
+import { BerthError, hostPaths, loadConfig, parseDurationMs } from '../core/index.js';
 import { formatElapsed } from './progress.js';
 
 interface ChaosFlags {
@@ -141,6 +133,16 @@ Examples:
   berth chaos --nodes 4 --kill-nodes 30% --kill-blobs --sessions 200 --turns 3 --slots 3`,
     )
     .action(async (flags: ChaosFlags) => {
+      // Loaded here, not at the top: every other command starts without the chaos suite's modules.
+      const {
+        renderReport,
+        requireNetworkNamespaces,
+        requirePatroni,
+        runChaos,
+        startPatroniCluster,
+        startPostgresCluster,
+        startS3Service,
+      } = await import('../chaos/index.js');
       const nodes = flags.nodes === undefined ? null : positiveInt('--nodes', flags.nodes);
       const workers = nodes ?? positiveInt('--workers', flags.workers);
       if (flags.killNodes !== undefined && nodes === null)
@@ -380,7 +382,7 @@ function liveProgress(stream: NodeJS.WriteStream): { update(p: ChaosProgress): v
 /** Into <data>/chaos/, where the host's dashboard (GET /v1/chaos/reports) finds it. */
 async function saveChaosReport(dataDir: string, report: ChaosReport): Promise<string> {
   const startedAt = Date.now() - report.wallMs;
-  const dir = join(dataDir, CHAOS_REPORTS_DIR);
+  const dir = hostPaths(dataDir).chaosReportsDir;
   await mkdir(dir, { recursive: true });
   const file = join(dir, `${new Date(startedAt).toISOString().replace(/[:.]/g, '-')}.json`);
   await writeFile(file, JSON.stringify({ startedAt, ...report }));

@@ -13,11 +13,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { destination, pino } from 'pino';
-import { FaultInjector, runningTurnsIn, sandboxKillHits } from '../chaos/index.js';
+import type { FaultInjector } from '../chaos/index.js';
 import { Berth, type Posted } from '../client/index.js';
-import { loadConfig, type ScriptPlan } from '../core/index.js';
-import { startHost } from '../host/index.js';
-import { installIdOf } from '../worker/index.js';
+import { installIdOf, loadConfig, type ScriptPlan } from '../core/index.js';
 import { createProgress, formatElapsed } from './progress.js';
 
 const TASKS = 20;
@@ -77,6 +75,11 @@ export function demoCommand(env: NodeJS.ProcessEnv): Command {
       // The host's log goes to a file: warnings the faults cause (a warm sandbox killed in the pool) would tear the live table.
       const logFile = join(tmpdir(), `berth-demo-${process.pid}.log`);
       const log = pino({ level: 'info' }, destination({ dest: logFile, sync: true }));
+      // Loaded here, not at the top: every other command starts without the host's modules.
+      const [{ startHost }, { FaultInjector, runningTurnsIn }] = await Promise.all([
+        import('../host/index.js'),
+        import('../chaos/index.js'),
+      ]);
       const host = await startHost(config, log, {
         buildReporter: createProgress('Building sandbox base image'),
       });
@@ -251,6 +254,7 @@ function createRenderer(rows: Row[]): () => void {
 async function storedOutcomes(berth: Berth, rows: Row[], injector: FaultInjector): Promise<StoredOutcomes> {
   const outcome: StoredOutcomes = { answered: 0, lost: 0, duplicated: 0, hitByKill: new Set() };
   const turns = (await Promise.all(rows.map((r) => berth.sessions.turns(r.session)))).flat();
+  const { sandboxKillHits } = await import('../chaos/index.js');
   for (const kill of injector.faults.filter((f) => f.kind === 'sandbox-kill'))
     for (const t of sandboxKillHits(kill, turns)) outcome.hitByKill.add(t.sessionId);
   for (const r of rows) {

@@ -24,7 +24,7 @@ import { commaList } from './comma-list.js';
 import { createProgress } from './progress.js';
 
 export interface ImageCommandDeps {
-  docker(): Dockerode;
+  docker(): Promise<Dockerode>;
   cacheDir(): string;
   /** An agent of the running host (for --agent): what its image is built from. */
   agent(name: string): Promise<{ provider: string; packages?: { apt?: string[]; npm?: string[] } }>;
@@ -100,8 +100,8 @@ Examples:
         try {
           const onProgress = (p: Parameters<typeof progress.update>[0]) => progress.update(p);
           result = wants
-            ? await ensureAgentImage(deps.docker(), { cacheDir: deps.cacheDir(), ...wants, onProgress })
-            : await ensureBaseImage(deps.docker(), {
+            ? await ensureAgentImage(await deps.docker(), { cacheDir: deps.cacheDir(), ...wants, onProgress })
+            : await ensureBaseImage(await deps.docker(), {
                 cacheDir: deps.cacheDir(),
                 from: opts.from,
                 onProgress,

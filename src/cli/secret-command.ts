@@ -4,9 +4,8 @@
  * socket). A value read from stdin stays out of the shell history and the process list.
  */
 import { Command } from 'commander';
-import { loadConfig } from '../core/index.js';
+import { hostPaths, loadConfig } from '../core/index.js';
 import { SecretStore } from '../secrets/index.js';
-import { hostPaths } from '../worker/index.js';
 import { printJson } from './output.js';
 
 export function secretCommand(env: NodeJS.ProcessEnv): Command {

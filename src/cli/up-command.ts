@@ -2,7 +2,7 @@
 import { Command } from 'commander';
 import { destination, pino } from 'pino';
 import { loadConfig } from '../core/index.js';
-import { startHost } from '../host/index.js';
+import type { Host } from '../host/index.js';
 import { connect } from './connect.js';
 import { printJson } from './output.js';
 import { createProgress } from './progress.js';
@@ -88,7 +88,7 @@ async function serveInForeground(env: NodeJS.ProcessEnv, flags: HostFlags, api: 
   // second one quits at once (an image build can take minutes).
   // The first stop once started drains the worker (its running turns may end by themselves
   // for drainGraceMs); a second one stops at once, handing running turns back.
-  let host: Awaited<ReturnType<typeof startHost>> | null = null;
+  let host: Host | null = null;
   let stopAsked: string | null = null;
   let phase: 'serving' | 'draining' | 'closing' = 'serving';
   const close = (h: NonNullable<typeof host>) => {
@@ -132,6 +132,8 @@ async function serveInForeground(env: NodeJS.ProcessEnv, flags: HostFlags, api: 
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
+  // Loaded here, not at the top: every other command starts without the server's modules.
+  const { startHost } = await import('../host/index.js');
   host = await startHost(config, log, {
     api,
     buildReporter: createProgress('Building sandbox base image'),

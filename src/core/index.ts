@@ -16,6 +16,7 @@ export * from './egress.js';
 export * from './errors.js';
 export * from './failpoints.js';
 export * from './history.js';
+export * from './host-paths.js';
 export * from './ids.js';
 export * from './json-lines.js';
 export * from './labels.js';

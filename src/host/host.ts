@@ -18,7 +18,7 @@ import {
 } from '../api/index.js';
 import { type BlobStore, openBlobStore } from '../blobs/index.js';
 import { ChannelRunner, telegramClientFactory } from '../channels/index.js';
-import { blobsConfigOf, type Clock, type ResolvedConfig, systemClock } from '../core/index.js';
+import { blobsConfigOf, type Clock, hostPaths, type ResolvedConfig, systemClock } from '../core/index.js';
 import { EgressInterceptor } from '../gateway/index.js';
 import {
   agentImageCheck,
@@ -37,7 +37,7 @@ import {
 } from '../runtime/index.js';
 import { SecretStore } from '../secrets/index.js';
 import { openStore, type Store } from '../store/index.js';
-import { hostPaths, ScheduleRunner, Worker } from '../worker/index.js';
+import { ScheduleRunner, Worker } from '../worker/index.js';
 import { WorkspaceHistory } from '../workspace/index.js';
 
 export interface Host {

@@ -1,2 +1,3 @@
-/** secrets: the host-side secret store (provider keys, per-agent secrets). Never reaches a sandbox. */
+/** secrets: the host-side secret files (provider keys, per-agent secrets, the admin token). Never reach a sandbox. */
+export { readAdminToken } from './admin-token.js';
 export { SecretStore, type SecretStoreOptions } from './secret-store.js';

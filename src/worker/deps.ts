@@ -1,13 +1,12 @@
 /** What a worker and each of its session supervisors are given by the host. */
 import type { Logger } from 'pino';
 import type { BlobStore } from '../blobs/index.js';
-import type { Clock, ResolvedConfig } from '../core/index.js';
+import type { Clock, HostPaths, ResolvedConfig } from '../core/index.js';
 import type { EgressInterceptor, SecretSource } from '../gateway/index.js';
 import type { SandboxRuntime } from '../runtime/index.js';
 import type { WorkerStore } from '../store/index.js';
 import type { Workspaces } from '../workspace/index.js';
 import type { DataDirIdentity } from './data-dir-identity.js';
-import type { HostPaths } from './paths.js';
 import type { SandboxReports } from './sandbox-reports.js';
 
 export interface WorkerDeps {

@@ -1,44 +1,5 @@
-/** Where a host keeps its files under the data dir; one function per kind of path. */
-import { createHash } from 'node:crypto';
-import { join } from 'node:path';
-
-export interface HostPaths {
-  dataDir: string;
-  storeFile: string;
-  /** Holds the staged runner, one content-addressed dir per version of its code. */
-  runnerDir: string;
-  imageCacheDir: string;
-  /** The secret store's file (mode 0600). */
-  secretsFile: string;
-  /** The per-install egress CA (key 0600, certificate), made on first start. */
-  egressCaDir: string;
-  /** Where mediated storage kept its blobs before the blob store; moved in at worker start (storage-blobs.ts). */
-  storageDir: string;
-  /** Holds one dir per sandbox (its gateway socket and boot token); absent until the first sandbox. */
-  runDir: string;
-  sandboxRunDir(sandboxName: string): string;
-}
-
-export function hostPaths(dataDir: string): HostPaths {
-  return {
-    dataDir,
-    storeFile: join(dataDir, 'berth.db'),
-    runnerDir: join(dataDir, 'runner'),
-    imageCacheDir: join(dataDir, 'cache'),
-    secretsFile: join(dataDir, 'secrets.json'),
-    egressCaDir: join(dataDir, 'egress-ca'),
-    storageDir: join(dataDir, 'storage'),
-    runDir: join(dataDir, 'run'),
-    sandboxRunDir: (name) => join(dataDir, 'run', name),
-  };
-}
-
-/** An install is one data dir; its id scopes every label berth puts on sandboxes. */
-export function installIdOf(dataDir: string): string {
-  return createHash('sha256').update(dataDir).digest('hex').slice(0, 10);
-}
-
-/** Deterministic, so a reconcile pass can tell which sandbox belongs to which binding. */
+/** The names berth gives sandboxes: deterministic, so a reconcile pass can read them back. */
+/** One per binding, so a reconcile pass can tell which sandbox belongs to which binding. */
 export function sandboxName(installId: string, sessionId: string, generation: number): string {
   return `berth-${installId}-${sessionId}-g${generation}`;
 }

@@ -14,7 +14,15 @@ import { hostname } from 'node:os';
 import { type ELDHistogram, monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { collectGarbage, StorageBlobs } from '../blobs/index.js';
-import { agentSpecSchema, BerthError, decideOwnLease, newId, sleep, WakeSignal } from '../core/index.js';
+import {
+  agentSpecSchema,
+  BerthError,
+  decideOwnLease,
+  installIdOf,
+  newId,
+  sleep,
+  WakeSignal,
+} from '../core/index.js';
 import { stageRunner } from '../runtime/index.js';
 import type { StoreChange } from '../store/index.js';
 import { CHECKPOINT_OBJECT_PREFIX, WORKSPACE_OBJECT_PREFIXES, Workspaces } from '../workspace/index.js';
@@ -22,7 +30,7 @@ import { type DataDirIdentity, dataDirIdentity } from './data-dir-identity.js';
 import { joinDataDir, leaveDataDir } from './data-dir-users.js';
 import type { SandboxDeps, WorkerDeps } from './deps.js';
 import { cleanUpLocalLeftovers } from './local-cleanup.js';
-import { installIdOf, poolSandboxName } from './paths.js';
+import { poolSandboxName } from './paths.js';
 import { launchSandbox, newSandboxLifecycle, profileOf, removeSandboxFiles } from './sandbox-launch.js';
 import { sandboxModeOf } from './sandbox-modes.js';
 import { SandboxReports } from './sandbox-reports.js';
