@@ -93,6 +93,7 @@ if [[ $target == test ]]; then
   # The real S3 service of the blob store tests: radosgw on a one-node Ceph each test starts.
   step "Ceph daemons (radosgw, the test S3 service)" "see the message above" scripts/ensure-ceph.sh
   step "network namespaces (iproute2)" "see the message above" scripts/ensure-iproute2.sh
+  step "HAProxy (the load balancer of the API-replicas test)" "see the message above" scripts/ensure-haproxy.sh
   step "Patroni and etcd (replicated PostgreSQL, without upgrading PostgreSQL)" "see the message above" \
     scripts/ensure-patroni.sh
   # A real cluster for test/kubernetes.docker.test.ts, built once per machine from Debian's

@@ -71,3 +71,31 @@ test('agents.apply checks the spec before sending: every wrong field in one INVA
     isBerthError(err, 'HOST_UNREACHABLE'),
   );
 });
+
+test('waitForReply: a stream that breaks (its API process died behind a balancer) is followed again from the last event seen', async (t) => {
+  const asked: string[] = [];
+  const server = createServer((req, res) => {
+    asked.push(new URL(req.url ?? '/', 'http://x').searchParams.get('after') ?? '');
+    if (asked.length === 2) {
+      // What a balancer answers while it has no healthy host.
+      res.writeHead(503, { 'content-type': 'text/html' }).end('<html>No server is available</html>');
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    if (asked.length === 1) {
+      res.write(`id: 5\nevent: started\ndata: ${JSON.stringify({ turnId: 't', attempt: 1 })}\n\n`);
+      // The process dies: the connection breaks mid-stream.
+      setTimeout(() => res.socket?.destroy(), 50);
+      return;
+    }
+    res.end(
+      `id: 6\nevent: reply\ndata: ${JSON.stringify({ messageId: 9, inReplyTo: [2], scope: 'message', text: 'ok', data: {} })}\n\n`,
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => server.close());
+  const berth = new Berth({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+  const reply = await berth.waitForReply('r1', posted(2));
+  assert.equal(reply.text, 'ok');
+  assert.deepEqual(asked, ['1', '5', '5'], 'from the post, then from the last event seen, twice');
+});

@@ -28,9 +28,8 @@ export class ApiClient {
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await res.text();
-    const json = text ? (JSON.parse(text) as unknown) : null;
-    if (!res.ok) throw apiError(res.status, json);
-    return json as T;
+    if (!res.ok) throw apiError(res.status, errorBody(text));
+    return (text ? JSON.parse(text) : null) as T;
   }
 
   /** A GET whose answer may be JSON or bytes (a file): the content type, the headers, and the body as bytes. */
@@ -38,8 +37,7 @@ export class ApiClient {
     const res = await this.fetch(path, { method: 'GET' });
     const bytes = Buffer.from(await res.arrayBuffer());
     if (!res.ok) {
-      const text = bytes.toString('utf8');
-      throw apiError(res.status, text ? (JSON.parse(text) as unknown) : null);
+      throw apiError(res.status, errorBody(bytes.toString('utf8')));
     }
     return { contentType: res.headers.get('content-type') ?? '', headers: res.headers, bytes };
   }
@@ -59,7 +57,7 @@ export class ApiClient {
     const decoder = new TextDecoder();
     let buffer = '';
     try {
-      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      for await (const chunk of readBody(res.body, this.baseUrl)) {
         buffer += decoder.decode(chunk, { stream: true });
         let end = buffer.indexOf('\n\n');
         while (end >= 0) {
@@ -87,6 +85,16 @@ export class ApiClient {
   }
 }
 
+/** A response body whose connection breaks mid-way throws HOST_UNREACHABLE, like a request that finds no host. */
+async function* readBody(body: ReadableStream<Uint8Array>, baseUrl: string): AsyncGenerator<Uint8Array> {
+  try {
+    yield* body as unknown as AsyncIterable<Uint8Array>;
+  } catch (err) {
+    if ((err as Error).name === 'AbortError' || (err as Error).name === 'TimeoutError') throw err;
+    throw new BerthError('HOST_UNREACHABLE', `The connection to ${baseUrl} broke mid-stream`, { cause: err });
+  }
+}
+
 export function parseSseBlock(block: string): StreamedEvent | null {
   let id: number | null = null;
   let type = 'message';
@@ -104,8 +112,23 @@ export function parseSseBlock(block: string): StreamedEvent | null {
   return { id, type, data: JSON.parse(data.join('\n')) as Record<string, unknown> };
 }
 
+/** An error answer's JSON; null for none, or for a page a proxy in front of berth wrote. */
+function errorBody(text: string): unknown {
+  try {
+    return text ? JSON.parse(text) : null;
+  } catch {
+    return null;
+  }
+}
+
 function apiError(status: number, json: unknown): BerthError {
   const e = (json as { error?: { code?: string; message?: string; hint?: string } } | null)?.error;
+  // A balancer in front of berth answers 502–504 itself when no host behind it answers.
+  if (!e?.code && status >= 502 && status <= 504)
+    return new BerthError(
+      'HOST_UNREACHABLE',
+      `No berth host answers behind the load balancer (HTTP ${status})`,
+    );
   const code = (e?.code && e.code in ERRORS ? e.code : 'INTERNAL') as ErrorCode;
   return new BerthError(code, e?.message ?? `API answered ${status}`, e?.hint ? { hint: e.hint } : undefined);
 }
