@@ -2,7 +2,7 @@
 // timing, messages, replies and state, and what it changed: the diff), and the workspace
 // browsed at any retained version (a directory listed, a file opened).
 
-import { $, api, button, el, errorText, exitCodeOf, formatBytes, formatMs, time } from './lib.js';
+import { $, api, button, el, errorText, exitCodeOf, formatBytes, formatMs, statusOf, time } from './lib.js';
 
 const path = (id, rest) => `/v1/sessions/${encodeURIComponent(id)}${rest}`;
 
@@ -38,12 +38,12 @@ function renderDetail(d) {
     const tr = el('tr', a.status === 'committed' ? null : 'bad');
     tr.append(
       el('td', null, a.attempt),
-      el('td', `status status-${a.status}`, a.status),
+      el('td', null, null, statusOf(a.status)),
       el('td', null, a.workerId),
       el('td', 'mono', a.sandbox ?? '–'),
       el('td', null, time(a.startedAt)),
       el('td', null, time(a.endedAt)),
-      el('td', 'fault', a.errorCode ? `${a.errorCode}: ${a.error ?? ''}` : a.status === 'committed' ? 'committed' : a.status),
+      el('td', a.errorCode ? 'fault' : null, a.errorCode ? `${a.errorCode}: ${a.error ?? ''}` : a.status),
     );
     attempts.append(tr);
   }
@@ -51,7 +51,8 @@ function renderDetail(d) {
   parts.push(el('h3', null, 'Messages and replies'));
   for (const m of [...d.messages, ...d.replies]) {
     const code = exitCodeOf(m);
-    const line = el('div', `msg ${m.direction}${code ? ' bad' : ''}`, `#${m.id} ${m.direction === 'in' ? '→' : '←'} ${m.status}`);
+    const line = el('div', `msg ${m.direction}${code ? ' bad' : ''}`, `#${m.id} ${m.direction === 'in' ? '→' : '←'} `);
+    line.append(statusOf(m.status, code));
     if (code !== null) line.append(el('span', code === 0 ? 'exit' : 'exit nonzero', ` exit ${code}`));
     line.append(el('pre', 'text', m.text));
     parts.push(line);

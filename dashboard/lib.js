@@ -52,6 +52,11 @@ export function exitCodeOf(reply) {
   return typeof code === 'number' ? code : null;
 }
 
+/** A turn's or message's status; a job that exited non-zero is not shown as a success. */
+export function statusOf(status, exitCode = null) {
+  return el('span', exitCode ? 'status' : `status status-${status}`, status);
+}
+
 export function formatBytes(n) {
   if (n < 1024) return `${n} B`;
   const units = ['KiB', 'MiB', 'GiB', 'TiB'];

@@ -3,7 +3,7 @@
 // its exit codes and why it ended) and its conversation. A turn row opens the turn (history.js).
 
 import { openTurn, showFiles } from './history.js';
-import { $, api, el, errorText, exitCodeOf, formatBytes, formatMs, time } from './lib.js';
+import { $, api, el, errorText, exitCodeOf, formatBytes, formatMs, statusOf, time } from './lib.js';
 
 /** The session shown, or null on the overview. */
 let current = null;
@@ -18,6 +18,9 @@ export async function showSession(id) {
   current = { id, view: null, retained: null };
   $('#s-title').textContent = `Session ${id}`;
   resetResult();
+  // Another session's versions: its choices do not carry over.
+  $('#s-version').replaceChildren();
+  $('#s-files-version').replaceChildren();
   $('#s-turn-section').hidden = true;
   await refreshSession();
   if (current?.id === id) await showFiles(id, current.retained?.newest ?? null, '');
@@ -118,7 +121,7 @@ function renderTurns(turns, messages) {
       el('td', 'mono', t.id),
       el('td', null, version),
       el('td', null, t.attempt),
-      el('td', `status status-${t.status}`, t.status),
+      el('td', null, null, statusOf(t.status, nonZero ? codes.find((c) => c !== 0) : null)),
       exitCell,
       el('td', null, time(t.startedAt)),
       el('td', null, formatMs(t.endedAt === null ? null : t.endedAt - t.startedAt)),
@@ -138,7 +141,7 @@ function renderConversation(messages) {
     const li = el('li', `msg ${m.direction}${bad ? ' bad' : ''}`);
     li.dataset.message = String(m.id);
     const who = m.direction === 'in' ? `#${m.id} →` : `#${m.id} ← reply to ${(m.inReplyTo ?? []).map((i) => `#${i}`).join(' ')}`;
-    li.append(el('span', 'who', `${time(m.createdAt)} ${who} `), el('span', `status status-${m.status}`, m.status));
+    li.append(el('span', 'who', `${time(m.createdAt)} ${who} `), statusOf(m.status, code));
     if (code !== null) li.append(el('span', code === 0 ? 'exit' : 'exit nonzero', ` exit ${code}`));
     if (m.errorCode) li.append(el('span', 'fault', ` ${m.errorCode}: ${m.error ?? ''}`));
     li.append(el('pre', 'text', m.text || (m.direction === 'out' ? '(no output)' : '')));
