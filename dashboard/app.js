@@ -175,7 +175,6 @@ async function refresh() {
       const [status, list] = await Promise.all([api('/v1/status'), api('/v1/sessions')]);
       renderSessions(list.sessions);
       renderWorkers(status);
-      if (sessionShown()) await refreshSession();
       const alive = status.workers.filter((w) => w.alive);
       $('#summary').textContent = `${list.sessions.length} sessions · ${status.queue.length} queued · ${status.sandboxes.length} sandboxes · ${alive.length} workers`;
     } catch (err) {
@@ -233,6 +232,11 @@ function onEvent(e) {
   while (list.children.length > 100) list.lastChild.remove();
   clearTimeout(onEvent.timer);
   onEvent.timer = setTimeout(refresh, 100);
+  // The session page reads the whole conversation: only when its session moved.
+  if (d.sessionId === sessionShown()) {
+    clearTimeout(onEvent.sessionTimer);
+    onEvent.sessionTimer = setTimeout(refreshSession, 100);
+  }
 }
 
 // ---- warm pool (from /metrics, admin token only) and chaos reports
@@ -319,5 +323,6 @@ else {
   setInterval(refresh, 2000);
   setInterval(refreshPool, 5000);
   setInterval(refreshChaos, 10000);
+  setInterval(refreshSession, 10000);
   follow('/v1/events', onEvent);
 }
