@@ -1,77 +1,10 @@
-// berth dashboard: plain ES module, no framework, no CDN. Reads the API with the token
-// from the URL fragment (#token=…, never sent to the server) or typed in, kept in
-// sessionStorage. Live data: the tenant event stream (/v1/events, read with fetch so the
-// token travels in a header) plus /v1/status after each burst of events.
+// berth dashboard: plain ES modules, no framework, no CDN. Two views, chosen by the URL
+// fragment so each can be linked and reloaded: the overview (#/) and a session's page
+// (#/sessions/ID, session.js). Live data: the tenant event stream (/v1/events, read with
+// fetch so the token travels in a header) plus /v1/status after each burst of events.
 
-const $ = (sel) => document.querySelector(sel);
-const fromHash = new URLSearchParams(location.hash.slice(1)).get('token');
-if (fromHash) {
-  sessionStorage.setItem('berth-token', fromHash);
-  history.replaceState(null, '', location.pathname);
-}
-let token = sessionStorage.getItem('berth-token') ?? '';
-
-async function api(path, init = {}) {
-  const res = await fetch(path, {
-    ...init,
-    headers: { ...(init.body ? { 'content-type': 'application/json' } : {}), authorization: `Bearer ${token}`, ...init.headers },
-  });
-  const text = await res.text();
-  const body = text && res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text;
-  if (!res.ok) throw Object.assign(new Error(body?.error?.message ?? `HTTP ${res.status}`), { status: res.status, body });
-  return body;
-}
-
-/** Server-Sent Events over fetch (EventSource cannot send a header); reconnects after the last id. */
-async function follow(path, onEvent) {
-  let lastId = 0;
-  for (;;) {
-    try {
-      const res = await fetch(`${path}?after=${lastId}`, { headers: { authorization: `Bearer ${token}` } });
-      if (res.status === 401) return showTokenForm();
-      const reader = res.body.getReader();
-      const decoder = new TextDecoder();
-      let buffer = '';
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        buffer += decoder.decode(value, { stream: true });
-        let end;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const event = { id: null, type: 'message', data: '' };
-          for (const line of block.split('\n')) {
-            const i = line.indexOf(':');
-            if (i <= 0) continue;
-            const field = line.slice(0, i);
-            const v = line.slice(i + 1).replace(/^ /, '');
-            if (field === 'id') event.id = Number(v);
-            else if (field === 'event') event.type = v;
-            else if (field === 'data') event.data += v;
-          }
-          if (!event.data) continue;
-          if (event.id !== null) lastId = event.id;
-          onEvent({ ...event, data: JSON.parse(event.data) });
-        }
-      }
-    } catch {
-      // Host restarting: try again below.
-    }
-    await new Promise((r) => setTimeout(r, 1000));
-  }
-}
-
-function showTokenForm() {
-  $('#token-form').hidden = false;
-  $('#summary').textContent = 'needs a token';
-}
-$('#token-form').addEventListener('submit', (e) => {
-  e.preventDefault();
-  token = $('#token-input').value.trim();
-  sessionStorage.setItem('berth-token', token);
-  location.reload();
-});
+import { $, api, el, exitCodeOf, follow, showTokenForm, token } from './lib.js';
+import { hideSession, refreshSession, sessionShown, showSession } from './session.js';
 
 // ---- sessions
 
@@ -82,7 +15,11 @@ function displayState(v) {
   if (v.status === 'running' || v.status === 'starting') return 'running';
   if (v.status === 'queued' || v.status === 'backoff') return 'queued';
   if (v.status === 'failed' || v.status === 'archived' || v.status === 'held') return v.status;
-  return v.lastReply && v.pending === 0 ? 'done' : 'idle';
+  if (v.lastReply && v.pending === 0) {
+    const code = exitCodeOf(v.lastReply);
+    return code !== null && code !== 0 ? 'nonzero' : 'done';
+  }
+  return 'idle';
 }
 
 function cell(text, cls) {
@@ -102,11 +39,12 @@ function renderSessions(sessions) {
     seen.set(v.id, history);
     const tr = document.createElement('tr');
     tr.dataset.session = v.id;
-    const stateCell = cell(state, 'state');
+    const code = exitCodeOf(v.lastReply);
+    const stateCell = cell(state === 'nonzero' ? `exit ${code}` : state, 'state');
     stateCell.dataset.state = state;
     tr.dataset.seen = history.join(' ');
     tr.append(
-      cell(v.id),
+      linkCell(v.id),
       cell(v.agent),
       stateCell,
       // A held session waits for an operator: its code says why. A message in backoff holds the
@@ -114,11 +52,28 @@ function renderSessions(sessions) {
       cell(v.hold ? v.hold.code : v.heldBy ? `behind #${v.heldBy.messageId}` : (v.queuePosition ?? '–'), v.hold ? 'hold' : undefined),
       cell(v.etaMs == null ? '–' : `${Math.round(v.etaMs / 1000)} s`),
       cell(v.hold ? v.hold.message : (v.currentTurn?.progress ?? '')),
-      cell(v.lastReply ? v.lastReply.text.slice(0, 80) : ''),
+      cell(v.lastReply ? lastReplyText(v.lastReply, code) : ''),
       interruptCell(v),
     );
+    tr.addEventListener('click', (e) => {
+      if (!e.target.closest('button, a')) location.hash = sessionHash(v.id);
+    });
     tbody.append(tr);
   }
+}
+
+const sessionHash = (id) => `#/sessions/${encodeURIComponent(id)}`;
+
+function linkCell(id) {
+  const a = el('a', null, id);
+  a.href = sessionHash(id);
+  return el('td', null, null, a);
+}
+
+/** A job's reply may have no output: then its exit code and error output say what happened. */
+function lastReplyText(reply, code) {
+  const text = reply.text || reply.data?.stderr || '';
+  return `${code !== null && code !== 0 ? `exit ${code}: ` : ''}${text.slice(0, 80)}`;
 }
 
 /**
@@ -171,13 +126,44 @@ function renderWorkers(status) {
     }
     box.append(div);
   }
-  const ended = $('#ended');
-  ended.replaceChildren();
-  for (const s of status.sandboxes.filter((x) => x.phase === 'gone').slice(0, 12)) {
-    const li = document.createElement('li');
-    const at = new Date(s.endedAt).toLocaleTimeString();
-    li.textContent = `${at} ${s.sessionId ?? '(warm)'} ${s.endReason}: ${s.endMessage ?? ''}`;
-    ended.append(li);
+  renderSandboxes(status.sandboxes);
+}
+
+/**
+ * The ends berth chose (idle, a slot wanted, a drain…); any other reason, a new one
+ * included, is a failure and stands out.
+ */
+const PLANNED_ENDS = new Set([
+  'Idle',
+  'NothingRunnable',
+  'SandboxPerTurn',
+  'SlotWanted',
+  'Recycled',
+  'WorkerStopping',
+  'Drained',
+  'Interrupted',
+  'PoolShrinking',
+]);
+
+/** Every sandbox listed (live, and ended in the last 10 minutes), newest first: its phase and why it ended. */
+function renderSandboxes(sandboxes) {
+  const tbody = $('#sandboxes tbody');
+  tbody.replaceChildren();
+  for (const s of sandboxes) {
+    const failed = s.endReason !== null && !PLANNED_ENDS.has(s.endReason);
+    const tr = el('tr', failed ? 'bad' : null);
+    tr.dataset.session = s.sessionId ?? '';
+    tr.dataset.phase = s.phase;
+    const phase = el('td', `phase phase-${s.phase}`, s.phase);
+    tr.append(
+      el('td', 'mono', s.name),
+      el('td', null, s.sessionId ? `${s.sessionId} g${s.generation}` : '(warm)'),
+      el('td', null, s.workerId),
+      phase,
+      el('td', null, new Date(s.endedAt ?? s.updatedAt).toLocaleTimeString()),
+      el('td', failed ? 'reason fault' : 'reason', s.endReason ? `${s.endReason}: ${s.endMessage ?? ''}` : ''),
+    );
+    tbody.append(tr);
   }
 }
 
@@ -246,6 +232,11 @@ function onEvent(e) {
   while (list.children.length > 100) list.lastChild.remove();
   clearTimeout(onEvent.timer);
   onEvent.timer = setTimeout(refresh, 100);
+  // The session page reads the whole conversation: only when its session moved.
+  if (d.sessionId === sessionShown()) {
+    clearTimeout(onEvent.sessionTimer);
+    onEvent.sessionTimer = setTimeout(refreshSession, 100);
+  }
 }
 
 // ---- warm pool (from /metrics, admin token only) and chaos reports
@@ -312,13 +303,26 @@ $('#send-form').addEventListener('submit', async (e) => {
   }
 });
 
+// ---- views: #/sessions/ID is a session's page, anything else the overview
+
+function route() {
+  const m = /^#\/sessions\/([^/]+)$/.exec(location.hash);
+  $('#overview').hidden = Boolean(m);
+  $('#session-page').hidden = !m;
+  if (m) showSession(decodeURIComponent(m[1]));
+  else hideSession();
+}
+window.addEventListener('hashchange', route);
+
 if (!token) showTokenForm();
 else {
+  route();
   refresh();
   refreshPool();
   refreshChaos();
   setInterval(refresh, 2000);
   setInterval(refreshPool, 5000);
   setInterval(refreshChaos, 10000);
+  setInterval(refreshSession, 10000);
   follow('/v1/events', onEvent);
 }

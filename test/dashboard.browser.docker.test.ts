@@ -3,6 +3,9 @@
  * real host (Docker sandboxes, SQLite, HTTP). The page sends a message through its form and
  * shows the session go queued → running → done live; a screenshot is saved as an artifact
  * (artifacts/dashboard.png). A session's running turn is stopped with its Interrupt button.
+ * A session's page (#/sessions/ID) shows its turns (a job that exited 7 in red), a turn's
+ * diff and its files at an older version, refuses a rewind while a turn runs with the API's
+ * code, and rewinds the session, which the next turn sees (artifacts/dashboard-session.png).
  */
 import assert from 'node:assert/strict';
 import { mkdir } from 'node:fs/promises';
@@ -66,12 +69,12 @@ test('dashboard: send from the page, see queued → running → done live, scree
   assert.match((await page.textContent('#events')) ?? '', /web1 reply/);
   assert.match((await page.textContent('#workers')) ?? '', /alive, \d\/1 slots/);
   // The busy session gave its one slot up to web1: its sandbox is listed as ended, and why.
-  await page.waitForFunction(
-    "/busy SlotWanted/.test(document.querySelector('#ended').textContent)",
-    undefined,
-    {
-      timeout: 30_000,
-    },
+  await page.waitForSelector('#sandboxes tr[data-session="busy"][data-phase="gone"] td.reason', {
+    timeout: 30_000,
+  });
+  assert.match(
+    (await page.textContent('#sandboxes tr[data-session="busy"][data-phase="gone"] td.reason')) ?? '',
+    /^SlotWanted: /,
   );
   await mkdir(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard.png'), fullPage: true });
@@ -79,17 +82,19 @@ test('dashboard: send from the page, see queued → running → done live, scree
   assert.deepEqual(outside, [], 'the page fetches nothing from outside the host');
 });
 
-test('dashboard: the Interrupt button of a session with a running turn stops it; its message ends interrupted', async (t) => {
-  const { host, client } = await startTestHost(t, { BERTH_SLOTS: '1' });
+test('dashboard: a session page shows turns, a diff and older files; rewind is refused while a turn runs, then done from the page', async (t) => {
+  const { host, client, sendAndCollect } = await startTestHost(t, { BERTH_SLOTS: '1' });
   await client.request('POST', '/v1/agents', { name: 'sh', provider: 'command' });
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: ['--headless', '--no-sandbox', '--disable-gpu'],
   });
   t.after(() => browser.close());
-  const page = await browser.newPage();
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const pageErrors: string[] = [];
   page.on('pageerror', (err) => pageErrors.push(err.message));
+  // Rewind and delete ask first: this operator says yes.
+  page.on('dialog', (d) => void d.accept());
   await page.goto(`${host.url}/#token=${host.adminToken}`);
   const posted = await client.request<{ message: { id: number } }>('POST', '/v1/sessions/long/messages', {
     agent: 'sh',
@@ -97,6 +102,15 @@ test('dashboard: the Interrupt button of a session with a running turn stops it;
   });
   const row = 'tr[data-session="long"]';
   await page.waitForSelector(`${row} td.state[data-state="running"]`, { timeout: 60_000 });
+
+  // Its page, opened from its row: a rewind while the turn runs shows the API's code.
+  await page.click(`${row} a`);
+  await page.waitForSelector('#s-version option[value="0"]', { state: 'attached' });
+  await page.click('#s-rewind');
+  await page.waitForSelector('#s-result.error[data-code="SESSION_BUSY"]');
+  assert.match((await page.textContent('#s-result')) ?? '', /^SESSION_BUSY: /);
+
+  await page.click('a[href="#/"]');
   await page.click(`${row} button.interrupt`, { timeout: 30_000 });
   const message = await eventually('the message interrupted', async () => {
     const { messages } = await client.request<{ messages: { id: number; status: string }[] }>(
@@ -110,5 +124,58 @@ test('dashboard: the Interrupt button of a session with a running turn stops it;
   await page.waitForFunction(`!document.querySelector('${row} button.interrupt')`, undefined, {
     timeout: 30_000,
   });
+
+  // Three turns, one a turn each: v1, v2 (a text change and a binary file), v3 (exits 7).
+  const reply = (e: { type: string }) => e.type === 'reply';
+  for (const text of [
+    'mkdir -p src && echo one > src/a.txt',
+    "echo two > src/a.txt && printf 'x\\000y' > bin.dat",
+    'echo three >> src/a.txt; echo oops >&2; exit 7',
+  ])
+    await sendAndCollect('hist', { agent: 'sh', text }, reply);
+  const hist = 'tr[data-session="hist"]';
+  await page.waitForSelector(`${hist} td.state[data-state="nonzero"]`);
+  assert.equal(await page.textContent(`${hist} td.state`), 'exit 7');
+
+  await page.click(`${hist} a`);
+  await page.waitForSelector('#s-turns tr[data-version="v3"] td.exit.nonzero');
+  assert.equal(await page.textContent('#s-turns tr[data-version="v3"] td.exit'), '7');
+  assert.equal(await page.textContent('#s-turns tr[data-version="v1"] td.exit'), '0');
+  assert.match((await page.textContent('#s-facts')) ?? '', /storage\d+(\.\d)? \w*B/);
+
+  // A turn opened: its diff, text lines coloured, the binary file by size.
+  await page.click('#s-turns tr[data-version="v2"]');
+  const file = (path: string) => `#s-turn .file[data-path="${path}"]`;
+  await page.waitForSelector(`${file('src/a.txt')} pre.patch .add`);
+  assert.equal(await page.textContent(`${file('src/a.txt')} .add`), '+two\n');
+  assert.equal(await page.textContent(`${file('src/a.txt')} .del`), '-one\n');
+  assert.match((await page.textContent(file('bin.dat'))) ?? '', /added bin\.dat[\s\S]*binary: – → 3 B/);
+
+  // The files of v1: src/a.txt as it was, and no bin.dat yet.
+  await page.selectOption('#s-files-version', '1');
+  await page.click('#s-files[data-version="1"] tr[data-name="src"] button');
+  await page.click('#s-files[data-path="src"] tr[data-name="a.txt"] button');
+  await page.waitForFunction("document.querySelector('#s-file').textContent === 'one\\n'");
+  await page.click('#s-files[data-path="src"] tr[data-name=".."] button');
+  await page.waitForSelector('#s-files[data-version="1"][data-path=""] tr[data-name="src"]');
+  assert.equal(await page.$('#s-files tr[data-name="bin.dat"]'), null);
+
+  await mkdir(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-session.png'), fullPage: true });
+
+  // Rewind to v1 from the page: a new version v4 holds v1's files, and the next turn runs on them.
+  await page.selectOption('#s-version', '1');
+  await page.click('#s-rewind');
+  await page.waitForFunction(
+    "/^Rewound: version 4 holds version 1/.test(document.querySelector('#s-result').textContent)",
+  );
+  const workspace = await client.request<{ version: number; rewinds: unknown[] }>(
+    'GET',
+    '/v1/sessions/hist/workspace',
+  );
+  assert.equal(workspace.version, 4);
+  assert.deepEqual(workspace.rewinds, [{ version: 4, toVersion: 1 }]);
+  const after = await sendAndCollect('hist', { text: 'cat src/a.txt; ls' }, reply);
+  assert.equal(after.find(reply)?.data.text, 'one\nsrc\n');
   assert.deepEqual(pageErrors, []);
 });

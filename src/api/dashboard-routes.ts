@@ -1,5 +1,5 @@
 /**
- * The dashboard at `/`: three static files from <package>/dashboard/ (no framework, no
+ * The dashboard at `/`: static files from <package>/dashboard/ (no framework, no
  * CDN: nothing outside the host is fetched), read once at start. The page itself holds
  * no data; it calls the API with the token the operator gives it.
  */
@@ -9,6 +9,9 @@ import type { FastifyPluginAsync } from 'fastify';
 const ASSETS = {
   '/': { file: 'index.html', type: 'text/html; charset=utf-8' },
   '/dashboard/app.js': { file: 'app.js', type: 'text/javascript; charset=utf-8' },
+  '/dashboard/lib.js': { file: 'lib.js', type: 'text/javascript; charset=utf-8' },
+  '/dashboard/session.js': { file: 'session.js', type: 'text/javascript; charset=utf-8' },
+  '/dashboard/history.js': { file: 'history.js', type: 'text/javascript; charset=utf-8' },
   '/dashboard/style.css': { file: 'style.css', type: 'text/css; charset=utf-8' },
 } as const;
 

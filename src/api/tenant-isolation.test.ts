@@ -233,6 +233,9 @@ const CASES: Record<string, RouteCase> = {
   'GET /healthz': { kind: 'public' },
   'GET /': { kind: 'public' },
   'GET /dashboard/app.js': { kind: 'public' },
+  'GET /dashboard/lib.js': { kind: 'public' },
+  'GET /dashboard/session.js': { kind: 'public' },
+  'GET /dashboard/history.js': { kind: 'public' },
   'GET /dashboard/style.css': { kind: 'public' },
 };
 

@@ -1,0 +1,216 @@
+// The session page (#/sessions/ID): the session's facts and storage cost, its actions
+// (fork and rewind at a chosen version, interrupt, delete), its turns (every attempt, with
+// its exit codes and why it ended) and its conversation. A turn row opens the turn (history.js).
+
+import { openTurn, showFiles } from './history.js';
+import { $, api, el, errorText, exitCodeOf, formatBytes, formatMs, statusOf, time } from './lib.js';
+
+/** The session shown, or null on the overview. */
+let current = null;
+
+const path = (id, rest = '') => `/v1/sessions/${encodeURIComponent(id)}${rest}`;
+
+export function sessionShown() {
+  return current?.id ?? null;
+}
+
+export async function showSession(id) {
+  current = { id, view: null, retained: null };
+  $('#s-title').textContent = `Session ${id}`;
+  resetResult();
+  // Another session's versions: its choices do not carry over.
+  $('#s-version').replaceChildren();
+  $('#s-files-version').replaceChildren();
+  $('#s-turn-section').hidden = true;
+  await refreshSession();
+  if (current?.id === id) await showFiles(id, current.retained?.newest ?? null, '');
+}
+
+export function hideSession() {
+  current = null;
+}
+
+/** Re-reads what may change while the page is open; the opened turn and the file browser stay. */
+export async function refreshSession() {
+  if (!current) return;
+  const { id } = current;
+  let view;
+  let workspace;
+  let turns;
+  let messages;
+  try {
+    [view, workspace, { turns }, messages] = await Promise.all([
+      api(path(id)),
+      api(path(id, '/workspace')),
+      api(path(id, '/turns')),
+      allMessages(id),
+    ]);
+  } catch (err) {
+    if (current?.id === id) $('#s-facts').replaceChildren(el('p', 'error', errorText(err)));
+    return;
+  }
+  if (current?.id !== id) return;
+  current.view = view;
+  current.retained = workspace.retained;
+  renderFacts(view, workspace);
+  renderVersions($('#s-version'), workspace.retained);
+  renderVersions($('#s-files-version'), workspace.retained);
+  $('#s-interrupt').disabled = view.currentTurn?.status !== 'running';
+  $('#s-rewind').disabled = $('#s-fork').disabled = !workspace.retained;
+  renderTurns(turns, messages);
+  renderConversation(messages);
+}
+
+async function allMessages(id) {
+  const all = [];
+  let after = 0;
+  // A page at a time; a very long session shows its first 2000 messages.
+  while (all.length < 2000) {
+    const { messages, next } = await api(`${path(id, '/messages')}?after=${after}&limit=500`);
+    all.push(...messages);
+    if (next === null) break;
+    after = next;
+  }
+  return all;
+}
+
+function renderFacts(view, workspace) {
+  const facts = [
+    ['agent', view.agent],
+    ['status', view.status],
+    ['workspace version', workspace.version],
+    ['versions kept', workspace.retained ? `${workspace.retained.oldest} … ${workspace.retained.newest}` : 'none (resident agent: written in place)'],
+    ['storage', `${formatBytes(workspace.bytes)} in ${workspace.objects} objects of the blob store`],
+    ['rewinds', workspace.rewinds.map((r) => `v${r.version} ← v${r.toVersion}`).join(', ') || '–'],
+  ];
+  const dl = $('#s-facts');
+  dl.replaceChildren();
+  for (const [k, v] of facts) dl.append(el('dt', null, k), el('dd', k === 'storage' ? 'storage' : null, v));
+  dl.dataset.version = String(workspace.version);
+  dl.dataset.bytes = String(workspace.bytes);
+}
+
+/** Keeps the chosen version when the range only grew. */
+function renderVersions(select, retained) {
+  const keep = select.value;
+  select.replaceChildren();
+  if (!retained) return;
+  for (let v = retained.newest; v >= retained.oldest; v--) select.append(new Option(`v${v}`, String(v)));
+  if (keep && Number(keep) >= retained.oldest && Number(keep) <= retained.newest) select.value = keep;
+}
+
+/** Each attempt of each turn, newest first; a committed turn whose job exited non-zero is marked as failed. */
+function renderTurns(turns, messages) {
+  const exits = new Map();
+  for (const m of messages) {
+    const code = m.direction === 'out' ? exitCodeOf(m) : null;
+    if (code !== null) exits.set(m.turnId, [...(exits.get(m.turnId) ?? []), code]);
+  }
+  const tbody = $('#s-turns tbody');
+  tbody.replaceChildren();
+  for (const t of [...turns].reverse()) {
+    const codes = exits.get(t.id) ?? [];
+    const nonZero = codes.some((c) => c !== 0);
+    const tr = el('tr', `turn${nonZero || t.status === 'aborted' ? ' bad' : ''}`);
+    tr.dataset.turn = t.id;
+    tr.dataset.status = t.status;
+    const version = t.status === 'committed' && t.baseVersion !== null ? `v${t.baseVersion + 1}` : '–';
+    tr.dataset.version = version;
+    const exitCell = el('td', nonZero ? 'exit nonzero' : 'exit', codes.length ? codes.join(' ') : '–');
+    tr.append(
+      el('td', 'mono', t.id),
+      el('td', null, version),
+      el('td', null, t.attempt),
+      el('td', null, null, statusOf(t.status, nonZero ? codes.find((c) => c !== 0) : null)),
+      exitCell,
+      el('td', null, time(t.startedAt)),
+      el('td', null, formatMs(t.endedAt === null ? null : t.endedAt - t.startedAt)),
+      el('td', 'fault', t.errorCode ? `${t.errorCode}: ${t.error ?? ''}` : ''),
+    );
+    tr.addEventListener('click', () => openTurn(current.id, t.id));
+    tbody.append(tr);
+  }
+}
+
+function renderConversation(messages) {
+  const list = $('#s-conversation');
+  list.replaceChildren();
+  for (const m of messages) {
+    const code = exitCodeOf(m);
+    const bad = m.status === 'failed' || (code !== null && code !== 0);
+    const li = el('li', `msg ${m.direction}${bad ? ' bad' : ''}`);
+    li.dataset.message = String(m.id);
+    const who = m.direction === 'in' ? `#${m.id} →` : `#${m.id} ← reply to ${(m.inReplyTo ?? []).map((i) => `#${i}`).join(' ')}`;
+    li.append(el('span', 'who', `${time(m.createdAt)} ${who} `), statusOf(m.status, code));
+    if (code !== null) li.append(el('span', code === 0 ? 'exit' : 'exit nonzero', ` exit ${code}`));
+    if (m.errorCode) li.append(el('span', 'fault', ` ${m.errorCode}: ${m.error ?? ''}`));
+    li.append(el('pre', 'text', m.text || (m.direction === 'out' ? '(no output)' : '')));
+    if (m.data?.stderr) li.append(el('pre', 'stderr', m.data.stderr));
+    list.append(li);
+  }
+}
+
+// ---- actions: each shows the API's answer, or its error code and message
+
+function resetResult() {
+  const out = $('#s-result');
+  out.className = '';
+  delete out.dataset.code;
+  out.replaceChildren();
+  return out;
+}
+
+async function act(run) {
+  const out = resetResult();
+  out.textContent = '…';
+  try {
+    const done = await run();
+    if (done === undefined) out.textContent = '';
+    else out.replaceChildren(...[done].flat());
+  } catch (err) {
+    out.className = 'error';
+    out.dataset.code = err.body?.error?.code ?? '';
+    out.textContent = errorText(err);
+  }
+  await refreshSession();
+}
+
+const chosenVersion = () => Number($('#s-version').value);
+
+$('#s-fork').addEventListener('click', () =>
+  act(async () => {
+    const from = chosenVersion();
+    const fork = await api(path(current.id, '/fork'), { method: 'POST', body: JSON.stringify({ fromVersion: from }) });
+    const link = el('a', null, fork.id);
+    link.href = `#/sessions/${encodeURIComponent(fork.id)}`;
+    return [`Forked from v${from} into `, link];
+  }),
+);
+
+$('#s-rewind').addEventListener('click', () =>
+  act(async () => {
+    const to = chosenVersion();
+    if (!confirm(`Rewind session ${current.id} to version ${to}? Its workspace goes back to v${to}'s files as a new version; history is kept.`)) return undefined;
+    const r = await api(path(current.id, '/rewind'), { method: 'POST', body: JSON.stringify({ toVersion: to }) });
+    return `Rewound: version ${r.version} holds version ${r.toVersion}'s files (${r.objects} objects named, none copied)`;
+  }),
+);
+
+$('#s-interrupt').addEventListener('click', () =>
+  act(async () => {
+    const turn = current.view?.currentTurn;
+    const qs = new URLSearchParams({ discard: 'true', ...(turn ? { turn: turn.id } : {}) });
+    const r = await api(`${path(current.id, '/interrupt')}?${qs}`, { method: 'POST' });
+    return `Interrupting turn ${r.turn.id}`;
+  }),
+);
+
+$('#s-delete').addEventListener('click', () =>
+  act(async () => {
+    if (!confirm(`Delete session ${current.id}? Its open messages fail and it is archived.`)) return undefined;
+    const view = await api(path(current.id), { method: 'DELETE' });
+    return `Deleted: the session is ${view.status}`;
+  }),
+);
+
+$('#s-files-version').addEventListener('change', (e) => showFiles(current.id, Number(e.target.value), ''));
