@@ -129,28 +129,12 @@ function renderWorkers(status) {
   renderSandboxes(status.sandboxes);
 }
 
-/**
- * The ends berth chose (idle, a slot wanted, a drain…); any other reason, a new one
- * included, is a failure and stands out.
- */
-const PLANNED_ENDS = new Set([
-  'Idle',
-  'NothingRunnable',
-  'SandboxPerTurn',
-  'SlotWanted',
-  'Recycled',
-  'WorkerStopping',
-  'Drained',
-  'Interrupted',
-  'PoolShrinking',
-]);
-
 /** Every sandbox listed (live, and ended in the last 10 minutes), newest first: its phase and why it ended. */
 function renderSandboxes(sandboxes) {
   const tbody = $('#sandboxes tbody');
   tbody.replaceChildren();
   for (const s of sandboxes) {
-    const failed = s.endReason !== null && !PLANNED_ENDS.has(s.endReason);
+    const failed = s.endPlanned === false;
     const tr = el('tr', failed ? 'bad' : null);
     tr.dataset.session = s.sessionId ?? '';
     tr.dataset.phase = s.phase;

@@ -6,7 +6,7 @@
  * every one not gone, and those gone in the last RECENTLY_ENDED_MS with why they ended.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import { BerthError, isLeaseFresh, type SessionView } from '../core/index.js';
+import { BerthError, isLeaseFresh, isPlannedEnd, type SessionView } from '../core/index.js';
 import type { PluginDeps } from './deps.js';
 import { scopeOf } from './route-table.js';
 
@@ -28,8 +28,11 @@ export const statusRoutes: FastifyPluginAsync<PluginDeps> = async (app, { store,
       .filter((s) => s.queuePosition !== null)
       .sort((a, b) => a.queuePosition! - b.queuePosition!)
       .map((s) => ({ sessionId: s.id, position: s.queuePosition!, pending: s.pending }));
-  const sandboxes = (tenant: string | undefined) =>
-    store.listSandboxes(clock.now() - RECENTLY_ENDED_MS, MAX_SANDBOXES, tenant);
+  const sandboxes = async (tenant: string | undefined) =>
+    (await store.listSandboxes(clock.now() - RECENTLY_ENDED_MS, MAX_SANDBOXES, tenant)).map((s) => ({
+      ...s,
+      endPlanned: s.endReason === null ? null : isPlannedEnd(s.endReason),
+    }));
   const sessions = (tenant: string | undefined) => store.listSessionViews(clock.now(), tenant);
 
   app.get('/healthz', async () => ({ ok: true }));
@@ -79,7 +82,7 @@ export const statusRoutes: FastifyPluginAsync<PluginDeps> = async (app, { store,
       access: 'tenant',
       status: 200,
       returns:
-        '{sandboxes: {name, workerId, phase, pooled, sessionId, generation, turnId, endReason, endMessage, createdAt, updatedAt, endedAt}[]}',
+        '{sandboxes: {name, workerId, phase, pooled, sessionId, generation, turnId, endReason, endPlanned (false: a fault), endMessage, createdAt, updatedAt, endedAt}[]}',
     },
     async ({ principal }) => ({ sandboxes: await sandboxes(scopeOf(principal)) }),
   );

@@ -56,6 +56,26 @@ export type PoolEndReason =
  */
 export type SandboxEndReason = EndReason | PoolEndReason | 'WorkerLost';
 
+/**
+ * The ends berth chooses in the normal course (idle, a slot wanted, a drain, a recycle…).
+ * Any other reason, one added later included, is a fault: what an operator should look at.
+ */
+const PLANNED_ENDS: ReadonlySet<SandboxEndReason> = new Set<SandboxEndReason>([
+  'Idle',
+  'NothingRunnable',
+  'SandboxPerTurn',
+  'SlotWanted',
+  'Recycled',
+  'WorkerStopping',
+  'Drained',
+  'Interrupted',
+  'PoolShrinking',
+]);
+
+export function isPlannedEnd(reason: SandboxEndReason): boolean {
+  return PLANNED_ENDS.has(reason);
+}
+
 export interface SandboxEnd {
   reason: SandboxEndReason;
   message: string;
