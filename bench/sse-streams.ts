@@ -6,8 +6,10 @@
  * streams (90 % session streams over 50 sessions, 10 % tenant streams) over the same
  * workload, written through a second store connection (another process's writes, heard
  * through the SQLite relay or the tick), one after the other, so neither competes with
- * the other for the CPU. Figures: the API's store reads per second, and each event's
- * delivery delay (its commit → a stream got it) p50/p99 over every stream that wants it.
+ * the other for the CPU. Figures: the API's store reads per second, each event's delivery
+ * delay (its commit → a stream got it) p50/p99 over every stream that wants it, and what a
+ * user's POST (→ 202) and GET /v1/status take meanwhile, against the same with no stream
+ * open (baselineNoStreams). The streams' clients run in this process, beside the API.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -24,14 +26,17 @@ import { type BenchOptions, round, stats } from './harness.js';
 
 const SESSIONS = 50;
 const WRITE_EVERY_MS = 10;
+const PROBE_EVERY_MS = 50;
 
 export async function sseStreams({ quick }: BenchOptions) {
-  const streams = quick ? 200 : 2_000;
+  const streams = quick ? 200 : 5_000;
   const seconds = quick ? 8 : 20;
   const dir = await mkdtemp(join(tmpdir(), 'berth-bench-sse-'));
   try {
     const baseline = await measure(dir, 'baseline', streams, seconds);
     const feed = await measure(dir, 'feed', streams, seconds);
+    // The same writes and probes with no stream open: what the streams cost a POST and /v1/status.
+    const baselineNoStreams = await measure(dir, 'feed', 0, seconds, 'no-streams');
     return {
       bench: 'sse-streams',
       streams,
@@ -39,13 +44,20 @@ export async function sseStreams({ quick }: BenchOptions) {
       eventsPerSecond: 1000 / WRITE_EVERY_MS,
       feed,
       baseline,
+      baselineNoStreams,
     };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }
 
-async function measure(dir: string, mode: 'feed' | 'baseline', n: number, seconds: number) {
+async function measure(
+  dir: string,
+  mode: 'feed' | 'baseline',
+  n: number,
+  seconds: number,
+  name: string = mode,
+) {
   const config = loadConfig({});
   const path = join(dir, 'berth.db');
   const open = () => openSqliteStore({ path, leaseMs: config.leaseMs, retry: config });
@@ -53,7 +65,7 @@ async function measure(dir: string, mode: 'feed' | 'baseline', n: number, second
   const writer = open();
   const { store: counted, reads } = countingStreamReads(api);
   const log = pino({ level: 'silent' });
-  const tenant = `bench-${mode}`;
+  const tenant = `bench-${name}`;
   const token = (await issueToken(api, tenant, '', Date.now())).token;
   const app =
     mode === 'feed'
@@ -61,9 +73,9 @@ async function measure(dir: string, mode: 'feed' | 'baseline', n: number, second
       : await legacyApp(counted, token, tenant);
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   const client = new ApiClient(url, token);
-  const agent = `sse-${mode}`;
+  const agent = `sse-${name}`;
   await api.createAgent(agentSpecSchema.parse({ name: agent, provider: 'command' }), Date.now(), tenant);
-  const session = (i: number) => `${mode}-s${i}`;
+  const session = (i: number) => `${name}-s${i}`;
   for (let i = 0; i < SESSIONS; i++)
     await writer.enqueueMessage({ sessionId: session(i), agent, text: 'first', now: Date.now(), tenant });
   const after = await api.lastEventId();
@@ -100,6 +112,21 @@ async function measure(dir: string, mode: 'feed' | 'baseline', n: number, second
   measuring = true;
   const before = reads();
   const t0 = Date.now();
+  // A user's requests while the streams are open: a POST (→ 202) and /v1/status, every PROBE_EVERY_MS.
+  const postMs: number[] = [];
+  const statusMs: number[] = [];
+  const probes = (async () => {
+    if (mode !== 'feed') return; // the baseline's routes are the streams' only
+    for (let k = 0; Date.now() - t0 < seconds * 1000; k++) {
+      const p0 = performance.now();
+      await client.request('POST', `/v1/sessions/${name}-probe${k}/messages`, { text: 'probe', agent });
+      const p1 = performance.now();
+      await client.request('GET', '/v1/status');
+      statusMs.push(performance.now() - p1);
+      postMs.push(p1 - p0);
+      await new Promise((r) => setTimeout(r, PROBE_EVERY_MS));
+    }
+  })();
   let written = 0;
   while (Date.now() - t0 < seconds * 1000) {
     await writer.enqueueMessage({
@@ -111,6 +138,7 @@ async function measure(dir: string, mode: 'feed' | 'baseline', n: number, second
     written++;
     await new Promise((r) => setTimeout(r, WRITE_EVERY_MS));
   }
+  await probes;
   await new Promise((r) => setTimeout(r, 1_500));
   const elapsedS = (Date.now() - t0) / 1000;
   const readsPerSecond = round((reads() - before) / elapsedS);
@@ -126,6 +154,8 @@ async function measure(dir: string, mode: 'feed' | 'baseline', n: number, second
     readsPerSecond,
     deliveries: delays.length,
     deliveryDelayMs: delays.length > 0 ? stats(delays) : null,
+    postAcceptedMs: postMs.length > 0 ? stats(postMs) : null,
+    statusMs: statusMs.length > 0 ? stats(statusMs) : null,
   };
 }
 
