@@ -6,6 +6,7 @@
 import { blobs } from './blobs.js';
 import { burst } from './burst.js';
 import { channelLatency } from './channel-latency.js';
+import { channelRestarts } from './channel-restarts.js';
 import { checkpoints } from './checkpoints.js';
 import { coldStart } from './cold-start.js';
 import { detection } from './detection.js';
@@ -51,6 +52,7 @@ const all = {
   checkpoints,
   storeScale,
   channelLatency,
+  channelRestarts,
   sseStreams,
 };
 const results: Record<string, unknown>[] = [];
