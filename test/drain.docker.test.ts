@@ -128,7 +128,8 @@ test('berth worker drain: the worker shows as draining, finishes its turn, and s
   await cluster.client.request('POST', '/v1/agents', { name: 'sh', provider: 'command' });
   const a = await cluster.addMachine('a');
   const id = await a.workerId();
-  const message = await post(cluster, 'd3', 'sleep 4; echo drained');
+  // Long enough that the drain and `berth status` (two CLI runs, slow on a loaded machine) land while it runs.
+  const message = await post(cluster, 'd3', 'sleep 10; echo drained');
   await runningTurn(cluster, 'd3');
 
   const drained = await berthCli(cluster, ['worker', 'drain', id]);
