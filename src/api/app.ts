@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { agentsRoutes } from './agents-routes.js';
 import { installAuth } from './auth.js';
 import { channelsRoutes } from './channels-routes.js';
+import { slackEventsRoutes } from './slack-events-routes.js';
 import { chaosRoutes } from './chaos-routes.js';
 import { dashboardRoutes } from './dashboard-routes.js';
 import type { ApiDeps } from './deps.js';
@@ -45,6 +46,7 @@ export async function buildApp(deps: ApiDeps & { log: Logger }): Promise<Fastify
   await app.register(schedulesRoutes, pluginDeps);
   await app.register(webhooksRoutes, pluginDeps);
   await app.register(channelsRoutes, pluginDeps);
+  await app.register(slackEventsRoutes, pluginDeps);
   await app.register(chaosRoutes, pluginDeps);
   await app.register(dashboardRoutes);
   const metrics = deps.metrics ?? new BerthMetrics(deps);

@@ -25,6 +25,7 @@ const INBOUND: ChannelInbound = {
   userId: '7',
   username: 'alice',
   messageId: '5',
+  threadId: null,
   text: 'hi',
 };
 
