@@ -27,6 +27,7 @@ test('telegram client: receive from a cursor, acknowledge by asking past it, sen
     userId: '7',
     username: 'alice',
     messageId: String(a.messageId),
+    threadId: null,
     text: 'one',
   });
   assert.equal(first[1]!.username, null);
