@@ -8,18 +8,10 @@
  * reads the thread back, finds the reply by its key, and records it without posting again.
  */
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
-import { SecretStore } from '../src/secrets/index.js';
-import { openStore, type Store } from '../src/store/index.js';
-import { hostPaths } from '../src/worker/index.js';
-import { failpointEnv } from './helpers/failpoint-preload.js';
+import { channelInstall } from './helpers/channel-install.js';
 import { FakeSlack } from './helpers/fake-slack.js';
-import { wipeDataDir } from './helpers/machines.js';
-import { berth, eventually, exited, freePort, spawnBerth, waitForHealthy } from './helpers/processes.js';
+import { berth, eventually, exited } from './helpers/processes.js';
 
 const TOKEN = 'xoxb-1-test';
 const SIGNING = 'slack-signing-secret-test';
@@ -27,50 +19,19 @@ const SIGNING = 'slack-signing-secret-test';
 test('slack: signed events enqueued once by event_id, replies in their thread, 401 for forgeries, 429 waited out, a SIGKILL between send and record reconciled without a second post', {
   timeout: 180_000,
 }, async (t) => {
-  const dataDir = await mkdtemp(join(tmpdir(), 'berth-slack-'));
   const slack = await new FakeSlack(TOKEN, SIGNING).start();
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const env = {
-    ...process.env,
-    BERTH_DATA: dataDir,
-    BERTH_PORT: String(port),
-    BERTH_URL: url,
-    BERTH_SLACK_API_URL: slack.url,
-    BERTH_LEASE: '2s',
-  };
-  const secrets = new SecretStore({ path: hostPaths(dataDir).secretsFile, key: '' });
-  await secrets.set('slack-bot', TOKEN);
-  await secrets.set('slack-sign', SIGNING);
-  const children: ChildProcess[] = [];
-  let store: Store | undefined;
-  t.after(async () => {
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGTERM');
-    await Promise.all(children.map(exited));
-    await store?.close();
-    await slack.close();
-    await wipeDataDir(dataDir);
+  const {
+    env,
+    up,
+    cli,
+    store: storeOf,
+  } = await channelInstall(t, {
+    env: { BERTH_SLACK_API_URL: slack.url },
+    secrets: { 'slack-bot': TOKEN, 'slack-sign': SIGNING },
+    closePlatform: () => slack.close(),
   });
-  let ups = 0;
-  const up = async (failpoint?: 'channel-after-send') => {
-    const log = `up-${++ups}.log`;
-    const child = spawnBerth(['up', '--slots', '2'], { ...env, ...(failpoint ? failpointEnv(failpoint) : {}) }, dataDir, log);
-    children.push(child);
-    await waitForHealthy(url, child, join(dataDir, log));
-    return child;
-  };
-  const cli = async (...args: string[]) => {
-    const r = await berth(args, env);
-    assert.equal(r.code, 0, `berth ${args.join(' ')}: ${r.stderr}`);
-    return r.stdout;
-  };
   const first = await up();
-  store = await openStore({
-    store: '',
-    sqlitePath: join(dataDir, 'berth.db'),
-    leaseMs: 2000,
-    retry: { retryBaseMs: 500, retryMaxMs: 5000, maxTries: 5 },
-  });
+  const store = storeOf();
   await cli('agent', 'create', 'sh', '--provider', 'command');
   const missing = await berth(
     ['channel', 'add', 'slack', '--name', 'sl1', '--agent', 'sh', '--token-secret', 'slack-bot'],
@@ -80,17 +41,32 @@ test('slack: signed events enqueued once by event_id, replies in their thread, 4
   assert.match(missing.stderr, /--signing-secret/, 'the fix is named');
   assert.match(
     await cli(
-      'channel', 'add', 'slack', '--name', 'sl1', '--agent', 'sh', '--token-secret', 'slack-bot',
-      '--signing-secret', 'slack-sign', '--map', 'per-thread', '--allow', 'U07ALICE',
+      'channel',
+      'add',
+      'slack',
+      '--name',
+      'sl1',
+      '--agent',
+      'sh',
+      '--token-secret',
+      'slack-bot',
+      '--signing-secret',
+      'slack-sign',
+      '--map',
+      'per-thread',
+      '--allow',
+      'U07ALICE',
     ),
     /sl1\tslack\tagent sh\tper-thread.*signing-secret slack-sign\trespond all/,
   );
-  const endpoint = `${url}/v1/channels/sl1/slack/events`;
+  const endpoint = `${env.BERTH_URL}/v1/channels/sl1/slack/events`;
   const inbound = async () => {
-    const ids = (await store!.listSessionViews(Date.now())).map((s) => s.id).filter((id) => id.startsWith('sl-'));
+    const ids = (await store.listSessionViews(Date.now()))
+      .map((s) => s.id)
+      .filter((id) => id.startsWith('sl-'));
     const texts: string[] = [];
     for (const id of ids)
-      for (const m of await store!.listMessages(id, 0, 100)) if (m.direction === 'in') texts.push(m.text);
+      for (const m of await store.listMessages(id, 0, 100)) if (m.direction === 'in') texts.push(m.text);
     return texts.sort();
   };
   const repliesIn = (thread: string, count = 1) =>
@@ -104,14 +80,20 @@ test('slack: signed events enqueued once by event_id, replies in their thread, 4
     );
 
   // The Request URL check.
-  const challenge = await slack.deliver(endpoint, JSON.stringify({ type: 'url_verification', challenge: 'c-123' }));
+  const challenge = await slack.deliver(
+    endpoint,
+    JSON.stringify({ type: 'url_verification', challenge: 'c-123' }),
+  );
   assert.deepEqual([challenge.status, JSON.parse(challenge.body)], [200, { challenge: 'c-123' }]);
 
   // A message: one reply, in its thread, carrying berth's key.
   const hello = slack.messageEvent({ channel: 'C1', user: 'U07ALICE', text: 'echo hello' });
   assert.equal((await slack.deliver(endpoint, hello.body)).status, 200);
   const [reply] = await repliesIn(hello.ts);
-  assert.deepEqual([reply!.channel, reply!.text, reply!.metadata?.event_type], ['C1', 'hello\n', 'berth_channel_send']);
+  assert.deepEqual(
+    [reply!.channel, reply!.text, reply!.metadata?.event_type],
+    ['C1', 'hello\n', 'berth_channel_send'],
+  );
 
   // Slack retries the same event (its ack "timed out"): acknowledged, enqueued once.
   assert.equal((await slack.deliver(endpoint, hello.body, { retryNum: 1 })).status, 200);
@@ -121,7 +103,9 @@ test('slack: signed events enqueued once by event_id, replies in their thread, 4
   const refused = await slack.deliver(endpoint, forged.body, { secret: 'not-the-secret' });
   assert.equal(refused.status, 401);
   assert.equal(JSON.parse(refused.body).error.code, 'CHANNEL_SIGNATURE_INVALID');
-  const stale = await slack.deliver(endpoint, forged.body, { timestamp: Math.floor(Date.now() / 1000) - 360 });
+  const stale = await slack.deliver(endpoint, forged.body, {
+    timestamp: Math.floor(Date.now() / 1000) - 360,
+  });
   assert.equal(stale.status, 401);
 
   // A stranger: one polite refusal in the thread, nothing reaches the agent.
@@ -131,7 +115,12 @@ test('slack: signed events enqueued once by event_id, replies in their thread, 4
 
   // A 429 on the next post: Retry-After (1 s) obeyed, the reply still arrives once.
   slack.rateLimitNext('chat.postMessage', 1, 1);
-  const second = slack.messageEvent({ channel: 'C1', user: 'U07ALICE', text: 'echo second', threadTs: hello.ts });
+  const second = slack.messageEvent({
+    channel: 'C1',
+    user: 'U07ALICE',
+    text: 'echo second',
+    threadTs: hello.ts,
+  });
   assert.equal((await slack.deliver(endpoint, second.body)).status, 200);
   const inThread = await repliesIn(hello.ts, 2);
   assert.equal(inThread[1]!.text, 'second\n');
@@ -139,7 +128,11 @@ test('slack: signed events enqueued once by event_id, replies in their thread, 4
   const limited = posts.findIndex((c) => c.status === 429);
   assert.ok(limited >= 0);
   assert.ok(posts[limited + 1]!.at - posts[limited]!.at >= 950, 'the retry came Retry-After later');
-  assert.deepEqual(await inbound(), ['echo hello', 'echo second'], 'each event once; no forgery; no stranger');
+  assert.deepEqual(
+    await inbound(),
+    ['echo hello', 'echo second'],
+    'each event once; no forgery; no stranger',
+  );
 
   // SIGKILL between a reply's send and its record: the restart finds it in the thread.
   first.kill('SIGTERM');
@@ -154,7 +147,8 @@ test('slack: signed events enqueued once by event_id, replies in their thread, 4
   await up();
   const recorded = await eventually(
     'the reply recorded',
-    async () => (await store!.listChannelOutbox('sl1')).find((o) => o.replyTo === third.ts && o.status === 'sent'),
+    async () =>
+      (await store.listChannelOutbox('sl1')).find((o) => o.replyTo === third.ts && o.status === 'sent'),
     60_000,
   );
   const posted = slack.posted.filter((p) => p.threadTs === third.ts);

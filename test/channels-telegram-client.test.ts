@@ -51,11 +51,14 @@ test('telegram client: receive from a cursor, acknowledge by asking past it, sen
   assert.equal(fake.callsOf('sendChatAction').length, 1);
 
   fake.rateLimitNext('sendMessage', 1, 3);
-  await assert.rejects(client.send({ chatId: '5', text: 'x', replyTo: null, key: '1.0' }, signal), (e: unknown) => {
-    assert.ok(e instanceof PlatformError);
-    assert.deepEqual(e.failure, { kind: 'rate-limited', retryAfterMs: 3000 });
-    return true;
-  });
+  await assert.rejects(
+    client.send({ chatId: '5', text: 'x', replyTo: null, key: '1.0' }, signal),
+    (e: unknown) => {
+      assert.ok(e instanceof PlatformError);
+      assert.deepEqual(e.failure, { kind: 'rate-limited', retryAfterMs: 3000 });
+      return true;
+    },
+  );
   await assert.rejects(
     client.send({ chatId: '5', text: 'x'.repeat(5000), replyTo: null, key: '1.0' }, signal),
     (e: unknown) => e instanceof PlatformError && e.failure.kind === 'refused' && e.failure.status === 400,

@@ -25,7 +25,8 @@ export const slackEventsRoutes: FastifyPluginAsync<PluginDeps> = async (app, dep
     {
       method: 'POST',
       url: '/v1/channels/:id/slack/events',
-      summary: "A Slack channel's Events API endpoint: signed by Slack, each event enqueued once by its event_id",
+      summary:
+        "A Slack channel's Events API endpoint: signed by Slack, each event enqueued once by its event_id",
       tag: 'channels',
       access: 'public',
       status: 200,
@@ -34,7 +35,7 @@ export const slackEventsRoutes: FastifyPluginAsync<PluginDeps> = async (app, dep
     async ({ params, request }) => {
       const id = params.id!;
       const channel = await store.getChannel(id);
-      if (!channel || channel.platform !== 'slack' || channel.signingSecret === null)
+      if (channel?.platform !== 'slack' || channel.signingSecret === null)
         throw new BerthError('CHANNEL_NOT_FOUND', `No Slack channel ${id} (slackEvents)`);
       const secret = await deps.secrets?.get(channel.signingSecret);
       if (secret === undefined)
@@ -67,7 +68,8 @@ export const slackEventsRoutes: FastifyPluginAsync<PluginDeps> = async (app, dep
         throw new BerthError('INVALID_INPUT', 'body: not JSON (slackEvents)');
       }
       const push = parseSlackPush(channel, body);
-      if (push.kind === 'malformed') throw new BerthError('INVALID_INPUT', `body: ${push.reason} (slackEvents)`);
+      if (push.kind === 'malformed')
+        throw new BerthError('INVALID_INPUT', `body: ${push.reason} (slackEvents)`);
       if (push.kind === 'challenge') return { challenge: push.challenge };
       const outcome = await store.commitChannelEvent(id, push.eventId, push.inbound, clock.now());
       request.log.debug({ channelId: id, eventId: push.eventId, outcome }, 'Slack event committed');

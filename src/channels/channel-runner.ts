@@ -301,11 +301,18 @@ class ChannelLoop {
       failpoint('channel-before-send');
       let platformId: string;
       // Every part answers the user's message, so each reads in context.
-      const message = { chatId: item.chatId, text: parts[part]!, replyTo: item.replyTo, key: `${item.id}.${part}` };
+      const message = {
+        chatId: item.chatId,
+        text: parts[part]!,
+        replyTo: item.replyTo,
+        key: `${item.id}.${part}`,
+      };
       try {
         // Taken before: a crash may have come between this part's send and its record.
-        const landed = item.attempts > 1 && this.client.findSent ? await this.client.findSent(message, signal) : null;
-        if (landed !== null) this.log.info({ outboxId: item.id, part }, 'Channel send found already sent; not resent');
+        const landed =
+          item.attempts > 1 && this.client.findSent ? await this.client.findSent(message, signal) : null;
+        if (landed !== null)
+          this.log.info({ outboxId: item.id, part }, 'Channel send found already sent; not resent');
         platformId = landed ?? (await this.client.send(message, signal));
       } catch (err) {
         if (signal.aborted) return 0;

@@ -72,7 +72,8 @@ export class SlackClient implements PlatformClient {
       if (cursor) query.set('cursor', cursor);
       const answer = await this.call('conversations.replies', { query }, signal);
       const found = answer.messages?.find(
-        (m) => m.metadata?.event_type === SLACK_SEND_EVENT_TYPE && m.metadata.event_payload?.key === message.key,
+        (m) =>
+          m.metadata?.event_type === SLACK_SEND_EVENT_TYPE && m.metadata.event_payload?.key === message.key,
       );
       if (found) return found.ts;
       cursor = answer.has_more ? (answer.response_metadata?.next_cursor ?? '') : '';
@@ -94,12 +95,16 @@ export class SlackClient implements PlatformClient {
     try {
       res = await fetch('json' in request ? base : `${base}?${request.query}`, {
         method: 'json' in request ? 'POST' : 'GET',
-        headers: 'json' in request ? { ...headers, 'content-type': 'application/json; charset=utf-8' } : headers,
+        headers:
+          'json' in request ? { ...headers, 'content-type': 'application/json; charset=utf-8' } : headers,
         ...('json' in request ? { body: JSON.stringify(request.json) } : {}),
         signal: AbortSignal.any([signal, AbortSignal.timeout(ANSWER_TIMEOUT_MS)]),
       });
     } catch (err) {
-      throw new PlatformError({ kind: 'transient', description: `Slack ${method}: no answer` }, { cause: err });
+      throw new PlatformError(
+        { kind: 'transient', description: `Slack ${method}: no answer` },
+        { cause: err },
+      );
     }
     if (res.status === 429) {
       await res.body?.cancel();
@@ -183,7 +188,10 @@ export function parseSlackPush(channel: Pick<Channel, 'respondTo'>, body: unknow
   if (b.type === 'url_verification' && typeof b.challenge === 'string')
     return { kind: 'challenge', challenge: b.challenge };
   if (b.type !== 'event_callback' || typeof b.event_id !== 'string' || typeof b.event !== 'object')
-    return { kind: 'malformed', reason: 'neither url_verification nor an event_callback with event_id and event' };
+    return {
+      kind: 'malformed',
+      reason: 'neither url_verification nor an event_callback with event_id and event',
+    };
   const e = b.event;
   const wanted =
     e.type === 'message'
@@ -222,7 +230,10 @@ export function toMrkdwn(markdown: string): string {
       if (i % 2 === 1) return escaped;
       return escaped
         .replace(/\[([^\]\n]+)\]\((https?:\/\/[^)\s]+)\)/g, '<$2|$1>')
-        .replace(/\*\*([^*\n]+)\*\*|__([^_\n]+)__/g, (_m, a: string | undefined, b: string | undefined) => `*${a ?? b}*`)
+        .replace(
+          /\*\*([^*\n]+)\*\*|__([^_\n]+)__/g,
+          (_m, a: string | undefined, b: string | undefined) => `*${a ?? b}*`,
+        )
         .replace(/~~([^~\n]+)~~/g, '~$1~')
         .replace(/^#{1,6}\s+(.+)$/gm, '*$1*');
     })

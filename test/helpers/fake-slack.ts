@@ -122,7 +122,9 @@ export class FakeSlack {
         'content-type': 'application/json',
         'x-slack-request-timestamp': timestamp,
         'x-slack-signature': signature,
-        ...(options.retryNum ? { 'x-slack-retry-num': String(options.retryNum), 'x-slack-retry-reason': 'http_timeout' } : {}),
+        ...(options.retryNum
+          ? { 'x-slack-retry-num': String(options.retryNum), 'x-slack-retry-reason': 'http_timeout' }
+          : {}),
       },
       body,
     });
@@ -142,7 +144,8 @@ export class FakeSlack {
       res.writeHead(status, { 'content-type': 'application/json', ...headers });
       res.end(JSON.stringify(body));
     };
-    if (req.headers.authorization !== `Bearer ${this.token}`) return answer(200, { ok: false, error: 'invalid_auth' });
+    if (req.headers.authorization !== `Bearer ${this.token}`)
+      return answer(200, { ok: false, error: 'invalid_auth' });
     const failure = this.failures.get(method);
     if (failure && failure.count > 0) {
       failure.count -= 1;
@@ -150,7 +153,10 @@ export class FakeSlack {
     }
     switch (method) {
       case 'chat.postMessage': {
-        if (typeof params.channel !== 'string' || !params.channel.startsWith('C') && !params.channel.startsWith('D'))
+        if (
+          typeof params.channel !== 'string' ||
+          (!params.channel.startsWith('C') && !params.channel.startsWith('D'))
+        )
           return answer(200, { ok: false, error: 'channel_not_found' });
         const posted: SlackPosted = {
           channel: params.channel,
@@ -161,7 +167,12 @@ export class FakeSlack {
           at: performance.now(),
         };
         this.posted.push(posted);
-        return answer(200, { ok: true, channel: posted.channel, ts: posted.ts, message: { text: posted.text } });
+        return answer(200, {
+          ok: true,
+          channel: posted.channel,
+          ts: posted.ts,
+          message: { text: posted.text },
+        });
       }
       case 'conversations.replies': {
         const thread = String(params.ts ?? '');

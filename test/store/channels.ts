@@ -145,7 +145,14 @@ export function runChannelConformance(kind: string, open: OpenStore): void {
     test('channels: a pushed event commits with its message once by its id; per-thread sessions; a paused channel takes none', async () => {
       const store = await withAgent(open);
       await store.createChannel(
-        { ...CHANNEL, id: 'sl1', platform: 'slack', signingSecret: 'sign', mapping: 'per-thread', allowUsers: ['U7'] },
+        {
+          ...CHANNEL,
+          id: 'sl1',
+          platform: 'slack',
+          signingSecret: 'sign',
+          mapping: 'per-thread',
+          allowUsers: ['U7'],
+        },
         BASE,
       );
       assert.deepEqual(
@@ -153,14 +160,24 @@ export function runChannelConformance(kind: string, open: OpenStore): void {
         ['per-thread', 'sign'],
       );
       const push = (thread: string, over: Partial<ChannelInbound> = {}) =>
-        update(0, { chatId: 'C1', userId: 'U7', username: null, messageId: thread, threadId: thread, ...over });
+        update(0, {
+          chatId: 'C1',
+          userId: 'U7',
+          username: null,
+          messageId: thread,
+          threadId: thread,
+          ...over,
+        });
       assert.equal(await store.commitChannelEvent('sl1', 'Ev1', push('1.1'), BASE + 1), 'enqueue');
       assert.equal(
         await store.commitChannelEvent('sl1', 'Ev1', push('1.1'), BASE + 2),
         'duplicate',
         'a retried delivery writes nothing',
       );
-      assert.equal(await store.commitChannelEvent('sl1', 'Ev2', push('1.1', { text: 'again' }), BASE + 3), 'enqueue');
+      assert.equal(
+        await store.commitChannelEvent('sl1', 'Ev2', push('1.1', { text: 'again' }), BASE + 3),
+        'enqueue',
+      );
       assert.equal(await store.commitChannelEvent('sl1', 'Ev3', push('2.2'), BASE + 4), 'enqueue');
       assert.equal(await store.commitChannelEvent('sl1', 'Ev4', null, BASE + 5), 'ignore', 'no message');
       assert.equal(await store.commitChannelEvent('sl1', 'Ev4', null, BASE + 5), 'duplicate');
@@ -181,7 +198,11 @@ export function runChannelConformance(kind: string, open: OpenStore): void {
       await store.pauseChannel('sl1', true);
       assert.equal(await store.commitChannelEvent('sl1', 'Ev6', push('4.4'), BASE + 7), 'stale', 'paused');
       await store.pauseChannel('sl1', false);
-      assert.equal(await store.commitChannelEvent('sl1', 'Ev6', push('4.4'), BASE + 8), 'enqueue', 'delivered again later');
+      assert.equal(
+        await store.commitChannelEvent('sl1', 'Ev6', push('4.4'), BASE + 8),
+        'enqueue',
+        'delivered again later',
+      );
       await store.close();
     });
 
