@@ -109,6 +109,19 @@ test('channelSessionId: per chat, or per user in each chat; always a valid sessi
   );
 });
 
+test('channelSessionId: per thread on Slack (a valid id at the longest names); per chat where there is no thread', () => {
+  const slack = { id: 'sl1', platform: 'slack', mapping: 'per-thread' } as const;
+  assert.equal(
+    channelSessionId(slack, 'C0123ABCD', 'U1', '1700000000.000100'),
+    'sl-sl1-C0123ABCD-t1700000000_000100',
+  );
+  assert.equal(channelSessionId(slack, 'C0123ABCD', 'U1', null), 'sl-sl1-C0123ABCD');
+  assert.match(
+    channelSessionId({ ...slack, id: 'abcdefghijklmnopqrstuvwx' }, 'C0123ABCDEFG', 'U1', '1700000000.000100'),
+    /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/,
+  );
+});
+
 test('splitChannelText: parts of at most the limit, at a newline or space when one is near, never through a surrogate pair', () => {
   assert.deepEqual(splitChannelText('', 10), ['']);
   assert.deepEqual(splitChannelText('abc', 10), ['abc']);
