@@ -89,6 +89,9 @@ export interface ChannelInbound {
   text: string;
 }
 
+/** How long a pushed event's id is kept to spot a retried delivery: Slack retries for about an hour at most. */
+export const CHANNEL_EVENT_KEEP_MS = 24 * 60 * 60_000;
+
 /** A refusal to the same chat at most once in this time. */
 export const CHANNEL_REFUSAL_INTERVAL_MS = 10 * 60_000;
 

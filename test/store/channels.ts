@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
+  CHANNEL_EVENT_KEEP_MS,
   CHANNEL_REFUSAL_INTERVAL_MS,
   type ChannelInbound,
   DEFAULT_TENANT,

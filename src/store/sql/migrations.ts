@@ -628,7 +628,7 @@ CREATE INDEX channel_outbox_pending ON channel_outbox(channel_id, id) WHERE stat
     // A platform that pushes its events (Slack's Events API) is acknowledged once its
     // event is committed: channel_events holds each event id applied, inserted in the
     // transaction that enqueues its message, so a retried delivery finds it and writes
-    // nothing. per_thread stands for the mapping 'per-thread' (stored as 'per-chat' plus
+    // nothing; ids are forgotten a day on, long after Slack's last retry. per_thread stands for the mapping 'per-thread' (stored as 'per-chat' plus
     // this flag: SQLite cannot change the CHECK of a table others reference).
     sql: `
 ALTER TABLE channels ADD COLUMN signing_secret TEXT;
@@ -640,6 +640,7 @@ CREATE TABLE channel_events (
   created_at INTEGER NOT NULL,
   PRIMARY KEY (channel_id, event_id)
 );
+CREATE INDEX channel_events_age ON channel_events(channel_id, created_at);
 `,
   },
 ];

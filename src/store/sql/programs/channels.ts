@@ -10,6 +10,7 @@
  */
 import {
   BerthError,
+  CHANNEL_EVENT_KEEP_MS,
   CHANNEL_REFUSAL_TEXT,
   type Channel,
   type ChannelInbound,
@@ -146,7 +147,8 @@ export function* commitChannelInbound(
  * One pushed event (Slack's Events API) applied in one transaction: its id marked applied
  * and, with it, what commitChannelInbound does for an update (or nothing, when `inbound`
  * is null: an event that carries no message). 'duplicate' when the id was applied before
- * (a retried delivery), 'stale' when the channel is gone or paused: nothing written.
+ * (a retried delivery, within CHANNEL_EVENT_KEEP_MS), 'stale' when the channel is gone or
+ * paused: nothing written.
  */
 export function* commitChannelEvent(
   tx: Tx,
@@ -158,6 +160,7 @@ export function* commitChannelEvent(
 ): Program<InboundOutcome | 'duplicate'> {
   const row = yield* get('CHANNEL_ACCEPTING', { id: channelId });
   if (!row) return 'stale';
+  yield* run('PRUNE_CHANNEL_EVENTS', { channelId, before: now - CHANNEL_EVENT_KEEP_MS });
   if ((yield* run('INSERT_CHANNEL_EVENT', { channelId, eventId, now })) !== 1) return 'duplicate';
   if (inbound === null) return 'ignore';
   return yield* applyChannelInbound(tx, toChannel(row), inbound, now, leaseMs);

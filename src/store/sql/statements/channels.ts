@@ -109,6 +109,15 @@ INSERT INTO channel_events (channel_id, event_id, created_at) VALUES (:channelId
 ON CONFLICT (channel_id, event_id) DO NOTHING`;
 
 /**
+ * A channel's pushed event ids applied before `before` forgotten: the platform retries no
+ * delivery that old.
+ * @param channelId the channel
+ * @param before epoch ms
+ * @returns changed rows: how many were forgotten
+ */
+export const PRUNE_CHANNEL_EVENTS = `DELETE FROM channel_events WHERE channel_id = :channelId AND created_at < :before`;
+
+/**
  * The cursor moved past an update.
  * @param id the channel
  * @param cursor the update's id + 1
