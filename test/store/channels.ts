@@ -204,6 +204,16 @@ export function runChannelConformance(kind: string, open: OpenStore): void {
         'enqueue',
         'delivered again later',
       );
+      assert.equal(
+        await store.commitChannelEvent('sl1', 'Ev1', null, BASE + 1 + CHANNEL_EVENT_KEEP_MS - 1),
+        'duplicate',
+        'kept for as long as Slack may retry',
+      );
+      assert.equal(
+        await store.commitChannelEvent('sl1', 'Ev1', null, BASE + 2 + CHANNEL_EVENT_KEEP_MS),
+        'ignore',
+        'forgotten after that',
+      );
       await store.close();
     });
 
