@@ -27,6 +27,7 @@ test('telegram client: receive from a cursor, acknowledge by asking past it, sen
     userId: '7',
     username: 'alice',
     messageId: String(a.messageId),
+    threadId: null,
     text: 'one',
   });
   assert.equal(first[1]!.username, null);
@@ -38,7 +39,7 @@ test('telegram client: receive from a cursor, acknowledge by asking past it, sen
   );
   assert.equal(fake.pendingUpdates, 1);
 
-  const id = await client.send({ chatId: '5', text: 'hi', replyTo: String(a.messageId) }, signal);
+  const id = await client.send({ chatId: '5', text: 'hi', replyTo: String(a.messageId), key: '1.0' }, signal);
   assert.deepEqual(fake.sent.at(-1), {
     ...fake.sent.at(-1)!,
     chatId: '5',
@@ -50,13 +51,16 @@ test('telegram client: receive from a cursor, acknowledge by asking past it, sen
   assert.equal(fake.callsOf('sendChatAction').length, 1);
 
   fake.rateLimitNext('sendMessage', 1, 3);
-  await assert.rejects(client.send({ chatId: '5', text: 'x', replyTo: null }, signal), (e: unknown) => {
-    assert.ok(e instanceof PlatformError);
-    assert.deepEqual(e.failure, { kind: 'rate-limited', retryAfterMs: 3000 });
-    return true;
-  });
   await assert.rejects(
-    client.send({ chatId: '5', text: 'x'.repeat(5000), replyTo: null }, signal),
+    client.send({ chatId: '5', text: 'x', replyTo: null, key: '1.0' }, signal),
+    (e: unknown) => {
+      assert.ok(e instanceof PlatformError);
+      assert.deepEqual(e.failure, { kind: 'rate-limited', retryAfterMs: 3000 });
+      return true;
+    },
+  );
+  await assert.rejects(
+    client.send({ chatId: '5', text: 'x'.repeat(5000), replyTo: null, key: '1.0' }, signal),
     (e: unknown) => e instanceof PlatformError && e.failure.kind === 'refused' && e.failure.status === 400,
   );
   // Two bot instances polling at once: Telegram ends the earlier poll with 409, which passes (transient).
@@ -80,7 +84,7 @@ test('telegram client: receive from a cursor, acknowledge by asking past it, sen
   });
   const gone = new TelegramClient({ apiUrl: 'http://127.0.0.1:1', token: TOKEN });
   await assert.rejects(
-    gone.send({ chatId: '5', text: 'x', replyTo: null }, signal),
+    gone.send({ chatId: '5', text: 'x', replyTo: null, key: '1.0' }, signal),
     (e: unknown) =>
       e instanceof PlatformError && e.failure.kind === 'transient' && !e.message.includes(TOKEN),
   );

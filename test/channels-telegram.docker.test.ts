@@ -11,18 +11,13 @@
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { Berth } from '../src/client/index.js';
-import { type FailpointName, hostPaths, isBerthError } from '../src/core/index.js';
-import { readAdminToken, SecretStore } from '../src/secrets/index.js';
-import { openStore, type Store } from '../src/store/index.js';
-import { failpointEnv } from './helpers/failpoint-preload.js';
+import { type FailpointName, isBerthError } from '../src/core/index.js';
+import { readAdminToken } from '../src/secrets/index.js';
+import { channelInstall } from './helpers/channel-install.js';
 import { FakeTelegram } from './helpers/fake-telegram.js';
-import { wipeDataDir } from './helpers/machines.js';
-import { berth, eventually, exited, freePort, spawnBerth, waitForHealthy } from './helpers/processes.js';
+import { berth, eventually, exited, freePort } from './helpers/processes.js';
 
 const TOKEN = '123456:TEST-token';
 const ALICE = { chatId: 100, userId: 7, username: 'alice' };
@@ -30,64 +25,27 @@ const BOB = { chatId: 101, userId: 8, username: 'bob' };
 const MALLORY = { chatId: 200, userId: 666, username: 'mallory' };
 
 async function startInstall(t: TestContext) {
-  const dataDir = await mkdtemp(join(tmpdir(), 'berth-channels-'));
   const telegram = await new FakeTelegram(TOKEN).start();
-  const port = await freePort();
-  const env = {
-    ...process.env,
-    BERTH_DATA: dataDir,
-    BERTH_PORT: String(port),
-    BERTH_URL: `http://127.0.0.1:${port}`,
-    BERTH_TELEGRAM_API_URL: telegram.url,
-    BERTH_CHANNEL_POLL_TIMEOUT: '2s',
-    BERTH_LEASE: '2s',
-  };
-  await new SecretStore({ path: hostPaths(dataDir).secretsFile, key: '' }).set('tg', TOKEN);
-  const children: ChildProcess[] = [];
-  let store: Store | undefined;
-  t.after(async () => {
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGTERM');
-    await Promise.all(children.map(exited));
-    await store?.close();
-    await telegram.close();
-    await wipeDataDir(dataDir);
+  const install = await channelInstall(t, {
+    env: { BERTH_TELEGRAM_API_URL: telegram.url, BERTH_CHANNEL_POLL_TIMEOUT: '2s' },
+    secrets: { tg: TOKEN },
+    closePlatform: () => telegram.close(),
   });
-  let ups = 0;
-  /** `berth up` on `port` with `slots`, healthy; `failpoints` armed to SIGKILL it there. */
-  const upWith = async (o: { failpoints?: FailpointName[]; port?: number; slots?: number }) => {
-    const log = `up-${++ups}.log`;
-    const at = o.port ?? port;
-    const child = spawnBerth(
-      ['up', '--slots', String(o.slots ?? 2)],
-      { ...env, BERTH_PORT: String(at), ...(o.failpoints?.length ? failpointEnv(...o.failpoints) : {}) },
-      dataDir,
-      log,
-    );
-    children.push(child);
-    await waitForHealthy(`http://127.0.0.1:${at}`, child, join(dataDir, log));
-    store ??= await openStore({
-      store: '',
-      sqlitePath: join(dataDir, 'berth.db'),
-      leaseMs: 2000,
-      retry: { retryBaseMs: 500, retryMaxMs: 5000, maxTries: 5 },
-    });
-    return child;
-  };
-  const up = (...failpoints: FailpointName[]) => upWith({ failpoints });
-  const cli = async (...args: string[]) => {
-    const r = await berth(args, env);
-    assert.equal(r.code, 0, `berth ${args.join(' ')}: ${r.stderr}`);
-    return r.stdout;
-  };
-  const logs = async () => {
-    let text = '';
-    for (let i = 1; i <= ups; i++) text += await readFile(join(dataDir, `up-${i}.log`), 'utf8');
-    return text;
-  };
   /** `berth channel add telegram --name tg1` for agent sh and token secret tg, plus `extra`. */
   const addChannel = (...extra: string[]) =>
-    cli('channel', 'add', 'telegram', '--name', 'tg1', '--agent', 'sh', '--token-secret', 'tg', ...extra);
-  return { dataDir, telegram, env, up, upWith, cli, addChannel, logs, store: () => store! };
+    install.cli(
+      'channel',
+      'add',
+      'telegram',
+      '--name',
+      'tg1',
+      '--agent',
+      'sh',
+      '--token-secret',
+      'tg',
+      ...extra,
+    );
+  return { ...install, telegram, addChannel };
 }
 
 /** An install with `berth up` running and the `command` agent sh; `first` is that berth up. */

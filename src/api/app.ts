@@ -16,6 +16,7 @@ import { buildOpenApi } from './openapi.js';
 import { RouteTable } from './route-table.js';
 import { schedulesRoutes } from './schedules-routes.js';
 import { sessionsRoutes } from './sessions-routes.js';
+import { slackEventsRoutes } from './slack-events-routes.js';
 import { statusRoutes } from './status-routes.js';
 import { tokensRoutes } from './tokens-routes.js';
 import { webhooksRoutes } from './webhooks-routes.js';
@@ -45,6 +46,7 @@ export async function buildApp(deps: ApiDeps & { log: Logger }): Promise<Fastify
   await app.register(schedulesRoutes, pluginDeps);
   await app.register(webhooksRoutes, pluginDeps);
   await app.register(channelsRoutes, pluginDeps);
+  await app.register(slackEventsRoutes, pluginDeps);
   await app.register(chaosRoutes, pluginDeps);
   await app.register(dashboardRoutes);
   const metrics = deps.metrics ?? new BerthMetrics(deps);

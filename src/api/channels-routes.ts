@@ -29,11 +29,20 @@ export const channelsRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) 
       const agent = await store.getAgent(body.agent);
       if (!agent)
         throw new BerthError('AGENT_NOT_FOUND', `Agent ${body.agent} does not exist (createChannel)`);
-      if (deps.secretNames && !(await deps.secretNames()).includes(body.tokenSecret))
+      if ((body.platform === 'slack') !== (body.signingSecret !== undefined))
         throw new BerthError(
-          'CHANNEL_TOKEN_MISSING',
-          `Secret ${body.tokenSecret} is not in the host's secret store (createChannel)`,
+          'INVALID_INPUT',
+          body.platform === 'slack'
+            ? 'signingSecret: a Slack channel needs the name of its signing secret (berth secret set <name>, then --signing-secret <name>) (createChannel)'
+            : `signingSecret: only Slack signs its requests; drop it for ${body.platform} (createChannel)`,
         );
+      const names = deps.secretNames ? await deps.secretNames() : null;
+      for (const secret of [body.tokenSecret, body.signingSecret])
+        if (names && secret !== undefined && !names.includes(secret))
+          throw new BerthError(
+            'CHANNEL_TOKEN_MISSING',
+            `Secret ${secret} is not in the host's secret store (createChannel)`,
+          );
       return store.createChannel(
         {
           id: body.name ?? newId('ch').replace('_', ''),
@@ -44,6 +53,8 @@ export const channelsRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) 
           allowUsers: body.allowUsers,
           allowChats: body.allowChats,
           tokenSecret: body.tokenSecret,
+          signingSecret: body.signingSecret ?? null,
+          respondTo: body.respondTo,
         },
         clock.now(),
       );

@@ -34,6 +34,8 @@ export interface ApiDeps {
   history?: WorkspaceHistory;
   /** The names in the host's secret store (a channel's bot token must be one); absent = not checked. */
   secretNames?: () => Promise<string[]>;
+  /** The host's secret store, read for a channel's signing secret (Slack's signed events); absent = pushed events are refused. */
+  secrets?: { get(name: string): Promise<string | undefined> };
 }
 
 /** What each route plugin gets: the deps and the table its routes are declared in. */

@@ -69,7 +69,9 @@ type RouteCase =
     }
   /** B makes something of its own: it works, and answers nothing of A. */
   | { kind: 'create'; probes: (own: Ids) => Probe[]; globalName?: GlobalName }
-  | { kind: 'list' | 'shared' | 'admin' | 'public' };
+  | { kind: 'list' | 'shared' | 'admin' | 'public' }
+  /** No token, but a platform's signature: unsigned, it is refused (or the channel looks absent) and shows nothing. */
+  | { kind: 'signed' };
 interface GlobalName {
   why: string;
   probes: Probes;
@@ -229,6 +231,8 @@ const CASES: Record<string, RouteCase> = {
   'POST /v1/channels/:id/resume': { kind: 'admin' },
   'DELETE /v1/channels/:id': { kind: 'admin' },
   'GET /v1/channels/:id/outbox': { kind: 'admin' },
+  // Slack sends no berth token: the request's signature, with the channel's signing secret, is its check.
+  'POST /v1/channels/:id/slack/events': { kind: 'signed' },
   'GET /v1/openapi.json': { kind: 'public' },
   'GET /healthz': { kind: 'public' },
   'GET /': { kind: 'public' },
@@ -527,7 +531,13 @@ test('tenant B reaches nothing of tenant A through any route the API serves', as
   const ownerChecks: { route: string; probe: Probe; seenByB: Answer }[] = [];
   for (const route of served) {
     const c = CASES[route]!;
-    if (c.kind !== 'public') {
+    if (c.kind === 'signed') {
+      const unsigned = await call(null, route, {});
+      if (unsigned.status !== 401 && unsigned.status !== 404)
+        problems.push(`${route} unsigned: ${unsigned.status} ${unsigned.body.slice(0, 200)}`);
+      if (leaked(unsigned, {}).length > 0)
+        problems.push(`${route}: the unsigned see ${leaked(unsigned, {}).join(', ')}`);
+    } else if (c.kind !== 'public') {
       const anonymous = await call(null, route, {});
       if (anonymous.status !== 401 || code(anonymous) !== 'API_TOKEN_INVALID')
         problems.push(`${route} without a token: ${anonymous.status} ${anonymous.body.slice(0, 200)}`);

@@ -11,9 +11,12 @@
  *   crash before the commit re-reads the update; after it, the cursor skips it.
  * - **send**: take the outbox's oldest pending send (written with its reply or failure
  *   event), send it part by part, record each part's platform message id. A crash between
- *   a part's send and its record sends that part again (at-least-once: Telegram has no
- *   idempotency key and a bot cannot read its chat back). 429s wait what the platform
- *   asked and lose nothing.
+ *   a part's send and its record: where the platform can be read back (Slack), the next
+ *   attempt finds the part by its key and records it without sending; elsewhere the part
+ *   is sent again (at-least-once: Telegram has no idempotency key and a bot cannot read
+ *   its chat back). 429s wait what the platform asked and lose nothing.
+ *
+ * A platform that pushes its updates (Slack) has no receive loop: berth's API commits them.
  *
  * Status is data: a channel's last error is written on the channel row (berth channel list).
  */
@@ -180,7 +183,9 @@ class ChannelLoop {
   }
 
   start(): void {
-    this.loops = [this.receiveLoop(), this.sendLoop()];
+    this.loops = [this.sendLoop()];
+    // A platform that pushes (Slack) has its updates committed by the API route instead.
+    if (this.client.receive) this.loops.push(this.receiveLoop(this.client.receive.bind(this.client)));
   }
 
   wakeSender(): void {
@@ -203,7 +208,7 @@ class ChannelLoop {
     await this.deps.store.recordChannelError(this.channel.id, error).catch(() => {});
   }
 
-  private async receiveLoop(): Promise<void> {
+  private async receiveLoop(receive: NonNullable<PlatformClient['receive']>): Promise<void> {
     const { store, clock } = this.deps;
     const signal = this.abort.signal;
     let cursor = this.channel.cursor;
@@ -222,7 +227,7 @@ class ChannelLoop {
       const waitMs = Math.max(1_000, Math.min(this.deps.pollTimeoutMs, leaseLeftMs - 1_000));
       const pollSignal = AbortSignal.any([signal, AbortSignal.timeout(Math.max(1, leaseLeftMs))]);
       try {
-        const updates = await this.client.receive(cursor, waitMs, pollSignal);
+        const updates = await receive(cursor, waitMs, pollSignal);
         for (const inbound of updates) {
           if (!this.active) break;
           if (inbound.updateId < cursor) continue;
@@ -295,12 +300,20 @@ class ChannelLoop {
       if (!this.active) return SEND_POLL_MS;
       failpoint('channel-before-send');
       let platformId: string;
+      // Every part answers the user's message, so each reads in context.
+      const message = {
+        chatId: item.chatId,
+        text: parts[part]!,
+        replyTo: item.replyTo,
+        key: `${item.id}.${part}`,
+      };
       try {
-        platformId = await this.client.send(
-          // Every part answers the user's message, so each reads in context.
-          { chatId: item.chatId, text: parts[part]!, replyTo: item.replyTo },
-          signal,
-        );
+        // Taken before: a crash may have come between this part's send and its record.
+        const landed =
+          item.attempts > 1 && this.client.findSent ? await this.client.findSent(message, signal) : null;
+        if (landed !== null)
+          this.log.info({ outboxId: item.id, part }, 'Channel send found already sent; not resent');
+        platformId = landed ?? (await this.client.send(message, signal));
       } catch (err) {
         if (signal.aborted) return 0;
         const failure = platformFailureOf(err);

@@ -1,17 +1,20 @@
 /**
- * The one interface every chat platform implements: read updates from a cursor, send a
- * text to a chat in reply to one of its messages, show that the agent is working. A
- * platform knows nothing of the store: the runner (channel-runner.ts) commits what it
- * reads and records what it sends. Adding a platform is one file implementing this, plus
- * its tests against a fake of the platform's wire protocol.
+ * The one interface every chat platform implements: read updates from a cursor (or have
+ * them pushed to berth's API instead), send a text to a chat in reply to one of its
+ * messages, find a send that landed before a crash where the platform can be read back,
+ * show that the agent is working. A platform knows nothing of the store: the runner
+ * (channel-runner.ts) commits what it reads and records what it sends. Adding a platform
+ * is one file implementing this, plus its tests against a fake of its wire protocol.
  */
 import type { Channel, ChannelInbound, ChannelPlatform } from '../core/index.js';
 
 export interface ChannelSend {
   chatId: string;
   text: string;
-  /** The platform's id of the message answered, or null. */
+  /** The platform's id of the message answered (Slack: the thread it is in), or null. */
   replyTo: string | null;
+  /** berth's id of this send (outbox row and part): carried where the platform keeps it, so findSent can find it. */
+  key: string;
 }
 
 export interface PlatformClient {
@@ -23,10 +26,18 @@ export interface PlatformClient {
    * one; [] when none came. Reading does not acknowledge: a platform forgets an update only
    * when asked for a later cursor (Telegram: getUpdates with offset = update_id + 1).
    * Updates that carry no text come back with text '' (they move the cursor only).
+   * Absent on a platform that pushes its updates to berth's API instead (Slack).
    */
-  receive(cursor: number, waitMs: number, signal: AbortSignal): Promise<ChannelInbound[]>;
+  receive?(cursor: number, waitMs: number, signal: AbortSignal): Promise<ChannelInbound[]>;
   /** Sends; resolves to the platform's id of the message it created. */
   send(message: ChannelSend, signal: AbortSignal): Promise<string>;
+  /**
+   * The platform's id of the message an earlier attempt of this send (same key) created,
+   * or null when none landed. Asked before a send that was taken before (a crash may have
+   * come between its send and its record). Absent where a bot cannot read its chat back
+   * (Telegram): such a send is repeated (at-least-once).
+   */
+  findSent?(message: ChannelSend, signal: AbortSignal): Promise<string | null>;
   /** Best effort: the platform's typing indicator in the chat. */
   showTyping(chatId: string, signal: AbortSignal): Promise<void>;
 }

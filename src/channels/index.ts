@@ -1,7 +1,8 @@
 /**
  * channels: chat platforms in front of agents. A channel (a bot bound to one agent, its
- * row in the store) is polled by the ChannelRunner of exactly one host process; each
- * platform is one PlatformClient (channel.ts). Depends on core and store only.
+ * row in the store) is polled by the ChannelRunner of exactly one host process (or, for a
+ * platform that pushes, has its events committed by the API); each platform is one
+ * PlatformClient (channel.ts). Depends on core and store only.
  */
 export {
   type ChannelSend,
@@ -13,6 +14,17 @@ export {
 } from './channel.js';
 export { ChannelRunner, type ChannelRunnerDeps } from './channel-runner.js';
 export { type ChannelSendDecision, decideChannelSendFailure } from './decide-send.js';
+export {
+  parseSlackPush,
+  SLACK_MAX_TEXT,
+  SlackClient,
+  type SlackOptions,
+  type SlackPush,
+  slackClientFactory,
+  slackSignature,
+  toMrkdwn,
+  verifySlackSignature,
+} from './slack.js';
 export {
   TELEGRAM_MAX_TEXT,
   TelegramClient,

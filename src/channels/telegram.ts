@@ -132,6 +132,7 @@ function toInbound(update: TelegramUpdate): ChannelInbound {
     userId: m?.from ? String(m.from.id) : '',
     username: m?.from?.username ?? null,
     messageId: m ? String(m.message_id) : '',
+    threadId: null,
     text: m?.text ?? '',
   };
 }

@@ -1,44 +1,69 @@
 /**
  * `berth channel add telegram --agent A --token-secret tg --map per-chat --allow @alice,@bob`,
+ * `berth channel add slack --agent A --token-secret slack-bot --signing-secret slack-sign`,
  * `berth channel list`, `pause`, `resume`, `remove`, `outbox`: chat platforms in front of
  * agents, through the API (admin token). The bot token itself is set on the host with
  * `berth secret set`; the channel only names it.
  */
 import { Command, Option } from 'commander';
-import { CHANNEL_MAPPINGS, CHANNEL_PLATFORMS, type Channel, type ChannelOutboxItem } from '../core/index.js';
+import {
+  CHANNEL_MAPPINGS,
+  CHANNEL_PLATFORMS,
+  CHANNEL_RESPOND,
+  type Channel,
+  type ChannelOutboxItem,
+} from '../core/index.js';
 import { commaList } from './comma-list.js';
 import { connect } from './connect.js';
 import { printJson } from './output.js';
 
 export function channelCommand(env: NodeJS.ProcessEnv): Command {
   const channel = new Command('channel').description(
-    'Talk to an agent from a chat platform (Telegram): each chat (or user) gets its own session',
+    'Talk to an agent from a chat platform (Telegram, Slack): each chat (or user, or thread) gets its own session',
   );
   channel
     .command('add')
     .argument('<platform>', `the platform: ${CHANNEL_PLATFORMS.join(', ')}`)
     .description(
-      'Put a bot in front of an agent. First store its token on the host: berth secret set tg (the token from @BotFather on stdin)',
+      "Put a bot in front of an agent. First store its token on the host: berth secret set tg (the token from @BotFather on stdin; for Slack the app's Bot User OAuth Token, and its Signing Secret under a second name)",
     )
     .requiredOption('--agent <name>', 'the agent that answers')
     .requiredOption(
       '--token-secret <name>',
       'the name of the bot token in the host secret store (berth secret set <name>)',
     )
+    .option(
+      '--signing-secret <name>',
+      "Slack: the name of the app's Signing Secret in the host secret store (berth secret set <name>); events to /v1/channels/<id>/slack/events must carry its signature",
+    )
     .addOption(
-      new Option('--map <mapping>', 'one session per chat (a group shares it), or per user in each chat')
+      new Option(
+        '--map <mapping>',
+        'one session per chat (a group shares it), per user in each chat, or per thread (Slack)',
+      )
         .choices(CHANNEL_MAPPINGS)
         .default('per-chat'),
     )
+    .addOption(
+      new Option(
+        '--respond <which>',
+        'Slack: every channel message reaches the agent, or only those that mention the bot (direct messages always do)',
+      )
+        .choices(CHANNEL_RESPOND)
+        .default('all'),
+    )
     .option(
       '--allow <users>',
-      'users who may talk to the agent: @username or numeric user id, comma-separated',
+      'users who may talk to the agent: @username or numeric user id (Telegram), member id U… (Slack), comma-separated',
     )
     .option(
       '--allow-chats <ids>',
-      'chats whose every member may talk to the agent: numeric chat ids, comma-separated',
+      'chats whose every member may talk to the agent: numeric chat ids (Telegram), conversation ids C… (Slack), comma-separated',
     )
-    .option('--name <id>', "the channel's id (names its sessions tg-<id>-<chat>); generated when omitted")
+    .option(
+      '--name <id>',
+      "the channel's id (names its sessions tg-<id>-<chat>, sl-<id>-<chat>); generated when omitted",
+    )
     .option('--json', 'print the channel as JSON')
     .action(
       async (
@@ -46,7 +71,9 @@ export function channelCommand(env: NodeJS.ProcessEnv): Command {
         o: {
           agent: string;
           tokenSecret: string;
-          map: 'per-chat' | 'per-user';
+          signingSecret?: string;
+          map: Channel['mapping'];
+          respond: Channel['respondTo'];
           allow?: string;
           allowChats?: string;
           name?: string;
@@ -70,7 +97,9 @@ export function channelCommand(env: NodeJS.ProcessEnv): Command {
           platform: platform as Channel['platform'],
           agent: o.agent,
           tokenSecret: o.tokenSecret,
+          ...(o.signingSecret ? { signingSecret: o.signingSecret } : {}),
           mapping: o.map,
+          respondTo: o.respond,
           allowUsers,
           allowChats,
           ...(o.name ? { name: o.name } : {}),
@@ -121,7 +150,7 @@ export function channelCommand(env: NodeJS.ProcessEnv): Command {
 function line(c: Channel): string {
   const allow = [...c.allowUsers, ...c.allowChats.map((id) => `chat:${id}`)].join(',') || '-';
   const state = c.paused ? 'paused' : c.leaseOwner ? 'running' : 'idle';
-  return `${c.id}\t${c.platform}\tagent ${c.agent}\t${c.mapping}\t${state}\tcursor ${c.cursor}\tallow ${allow}\ttoken-secret ${c.tokenSecret}${c.lastError ? `\terror: ${c.lastError}` : ''}`;
+  return `${c.id}\t${c.platform}\tagent ${c.agent}\t${c.mapping}\t${state}\tcursor ${c.cursor}\tallow ${allow}\ttoken-secret ${c.tokenSecret}${c.signingSecret ? `\tsigning-secret ${c.signingSecret}\trespond ${c.respondTo}` : ''}${c.lastError ? `\terror: ${c.lastError}` : ''}`;
 }
 
 function outboxLine(o: ChannelOutboxItem): string {

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { agentSpecSchema, NAME_PATTERN } from './agent.js';
 import type { AgentChange } from './agent-diff.js';
-import { CHANNEL_MAPPINGS, CHANNEL_PLATFORMS } from './channel.js';
+import { CHANNEL_MAPPINGS, CHANNEL_PLATFORMS, CHANNEL_RESPOND } from './channel.js';
 import type { Agent, SessionStatus } from './types.js';
 
 export { agentSpecSchema };
@@ -175,10 +175,14 @@ export type FilesQuery = z.input<typeof filesQuerySchema>;
 export type CreateTokenBody = z.input<typeof createTokenSchema>;
 export type CreateWebhookBody = z.input<typeof createWebhookSchema>;
 
-/** One allowlist entry: `@username` (Telegram's 5-32 of A-Z a-z 0-9 _) or a numeric id. */
+/** One allowlist entry: `@username` (Telegram's 5-32 of A-Z a-z 0-9 _), a numeric id (Telegram) or a member id (Slack's U…/W…). */
 const channelUserSchema = z
   .string()
-  .regex(/^(@[A-Za-z0-9_]{1,64}|-?[0-9]{1,20})$/, 'allow: each entry is @username or a numeric user id');
+  .regex(
+    /^(@[A-Za-z0-9_]{1,64}|-?[0-9]{1,20}|[UW][A-Z0-9]{2,20})$/,
+    'allow: each entry is @username, a numeric user id (Telegram) or a member id like U012AB3CD (Slack)',
+  );
+const secretNameSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'a secret name');
 
 export const createChannelSchema = z
   .object({
@@ -190,14 +194,25 @@ export const createChannelSchema = z
       .optional(),
     agent: z.string().min(1),
     /** The name of the bot token in the host's secret store (berth secret set <name>). */
-    tokenSecret: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'tokenSecret: a secret name'),
+    tokenSecret: secretNameSchema,
+    /** Slack: the name of its signing secret in the host's secret store (required for Slack). */
+    signingSecret: secretNameSchema.optional(),
     /** @default 'per-chat' */
     mapping: z.enum(CHANNEL_MAPPINGS).default('per-chat'),
+    /** Slack: which channel messages reach the agent (direct messages always do). @default 'all' */
+    respondTo: z.enum(CHANNEL_RESPOND).default('all'),
     /** @default [] */
     allowUsers: z.array(channelUserSchema).max(1000).default([]),
     /** @default [] */
     allowChats: z
-      .array(z.string().regex(/^-?[0-9]{1,20}$/, 'allowChats: numeric chat ids'))
+      .array(
+        z
+          .string()
+          .regex(
+            /^(-?[0-9]{1,20}|[CDG][A-Z0-9]{2,20})$/,
+            'allowChats: numeric chat ids (Telegram) or conversation ids like C012AB3CD (Slack)',
+          ),
+      )
       .max(1000)
       .default([]),
   })

@@ -25,6 +25,7 @@ const INBOUND: ChannelInbound = {
   userId: '7',
   username: 'alice',
   messageId: '5',
+  threadId: null,
   text: 'hi',
 };
 
@@ -104,6 +105,19 @@ test('channelSessionId: per chat, or per user in each chat; always a valid sessi
       '-1001234567890',
       '12345678901',
     ),
+    /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/,
+  );
+});
+
+test('channelSessionId: per thread on Slack (a valid id at the longest names); per chat where there is no thread', () => {
+  const slack = { id: 'sl1', platform: 'slack', mapping: 'per-thread' } as const;
+  assert.equal(
+    channelSessionId(slack, 'C0123ABCD', 'U1', '1700000000.000100'),
+    'sl-sl1-C0123ABCD-t1700000000_000100',
+  );
+  assert.equal(channelSessionId(slack, 'C0123ABCD', 'U1', null), 'sl-sl1-C0123ABCD');
+  assert.match(
+    channelSessionId({ ...slack, id: 'abcdefghijklmnopqrstuvwx' }, 'C0123ABCDEFG', 'U1', '1700000000.000100'),
     /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/,
   );
 });

@@ -5,15 +5,23 @@
  * src/channels/.
  */
 
-export const CHANNEL_PLATFORMS = ['telegram'] as const;
+export const CHANNEL_PLATFORMS = ['telegram', 'slack'] as const;
 export type ChannelPlatform = (typeof CHANNEL_PLATFORMS)[number];
 
 /** How a platform's sessions are named: `<prefix>-<channel>-<chat>`. */
-const SESSION_PREFIX: Record<ChannelPlatform, string> = { telegram: 'tg' };
+const SESSION_PREFIX: Record<ChannelPlatform, string> = { telegram: 'tg', slack: 'sl' };
 
-/** per-chat: one session per chat (a group shares one); per-user: one per user in each chat. */
-export const CHANNEL_MAPPINGS = ['per-chat', 'per-user'] as const;
+/**
+ * per-chat: one session per chat (a group shares one); per-user: one per user in each
+ * chat; per-thread: one per thread (a message outside a thread starts one), on platforms
+ * with threads (Slack); elsewhere the same as per-chat.
+ */
+export const CHANNEL_MAPPINGS = ['per-chat', 'per-user', 'per-thread'] as const;
 export type ChannelMapping = (typeof CHANNEL_MAPPINGS)[number];
+
+/** all: every message in a chat the bot is in reaches the agent; mention: in group chats, only messages naming the bot. */
+export const CHANNEL_RESPOND = ['all', 'mention'] as const;
+export type ChannelRespond = (typeof CHANNEL_RESPOND)[number];
 
 export interface Channel {
   id: string;
@@ -27,6 +35,10 @@ export interface Channel {
   allowChats: string[];
   /** The name, in the host's secret store, of the bot token. The value never leaves the host. */
   tokenSecret: string;
+  /** The name, in the host's secret store, of the secret that signs the platform's pushed requests (Slack's signing secret); null for a platform polled instead. */
+  signingSecret: string | null;
+  /** Which group messages reach the agent (Slack; Telegram answers every message). */
+  respondTo: ChannelRespond;
   paused: boolean;
   /** The next platform offset to ask for (Telegram: the last committed update_id + 1). */
   cursor: number;
@@ -63,7 +75,7 @@ export interface ChannelOutboxItem {
 
 /** An inbound chat message as every platform reports it. */
 export interface ChannelInbound {
-  /** The platform's cursor of this update (Telegram's update_id). */
+  /** The platform's cursor of this update (Telegram's update_id); 0 on a platform that pushes (Slack: events are keyed by their id instead). */
   updateId: number;
   chatId: string;
   /** private, group, … as the platform names it. */
@@ -72,8 +84,13 @@ export interface ChannelInbound {
   username: string | null;
   /** The platform's id of the message (the reply answers it). */
   messageId: string;
+  /** The thread the message is in (Slack: its root's ts; a message outside a thread roots one); null without threads. */
+  threadId: string | null;
   text: string;
 }
+
+/** How long a pushed event's id is kept to spot a retried delivery: Slack retries for about an hour at most. */
+export const CHANNEL_EVENT_KEEP_MS = 24 * 60 * 60_000;
 
 /** A refusal to the same chat at most once in this time. */
 export const CHANNEL_REFUSAL_INTERVAL_MS = 10 * 60_000;
@@ -91,10 +108,13 @@ export function channelSessionId(
   channel: Pick<Channel, 'id' | 'mapping' | 'platform'>,
   chatId: string,
   userId: string,
+  threadId: string | null = null,
 ): string {
-  const chat = chatId.replace(/[^0-9A-Za-z_-]/g, '_');
-  const prefix = `${SESSION_PREFIX[channel.platform]}-${channel.id}-${chat}`;
-  return channel.mapping === 'per-user' ? `${prefix}-u${userId.replace(/[^0-9A-Za-z_-]/g, '_')}` : prefix;
+  const safe = (id: string) => id.replace(/[^0-9A-Za-z_-]/g, '_');
+  const prefix = `${SESSION_PREFIX[channel.platform]}-${channel.id}-${safe(chatId)}`;
+  if (channel.mapping === 'per-user') return `${prefix}-u${safe(userId)}`;
+  if (channel.mapping === 'per-thread' && threadId !== null) return `${prefix}-t${safe(threadId)}`;
+  return prefix;
 }
 
 export function isChannelSenderAllowed(
@@ -128,7 +148,10 @@ export function decideChannelInbound(
       return { action: 'ignore', reason: 'not-allowed-refused-lately' };
     return { action: 'refuse', reason: 'not-allowed' };
   }
-  return { action: 'enqueue', sessionId: channelSessionId(channel, inbound.chatId, inbound.userId) };
+  return {
+    action: 'enqueue',
+    sessionId: channelSessionId(channel, inbound.chatId, inbound.userId, inbound.threadId),
+  };
 }
 
 /** The text a failed turn sends its chat: short, with the code. */

@@ -335,6 +335,13 @@ export const CONFIG_OPTIONS = {
     unit: 'URL',
     doc: "Where Telegram channels reach the Bot API (`<url>/bot<token>/<method>`): Telegram's own, a self-hosted Bot API server, or a test's fake (docs/channels.md).",
   }),
+  slackApiUrl: option({
+    env: 'BERTH_SLACK_API_URL',
+    schema: z.string().url(),
+    default: 'https://slack.com/api',
+    unit: 'URL',
+    doc: "Where Slack channels reach the Web API (`<url>/<method>`, e.g. chat.postMessage): Slack's own, or a test's fake (docs/channels.md).",
+  }),
   channelPollTimeoutMs: option({
     env: 'BERTH_CHANNEL_POLL_TIMEOUT',
     schema: durationMs.pipe(z.number().min(0)),

@@ -475,7 +475,17 @@ export const ERRORS = {
   CHANNEL_TOKEN_MISSING: {
     status: 400,
     retryable: false,
-    hint: 'Store the bot token on the host first: berth secret set <name> (the value from @BotFather), then name it with --token-secret <name>.',
+    hint: "Store the bot token (and Slack's signing secret) on the host first: berth secret set <name> (the value from @BotFather, or the Slack app's Bot User OAuth Token and Signing Secret), then name it with --token-secret <name> (--signing-secret <name>).",
+  },
+  CHANNEL_SIGNATURE_INVALID: {
+    status: 401,
+    retryable: false,
+    hint: "The request is not signed by the platform with the channel's signing secret, or is older than 5 minutes. Check that the secret named by the channel (berth channel list) holds the app's Signing Secret: berth secret set <name>.",
+  },
+  CHANNEL_NOT_ACCEPTING: {
+    status: 503,
+    retryable: true,
+    hint: 'The channel is paused, or its signing secret is not in the host secret store; the platform retries the delivery later. Resume it with: berth channel resume <id>, or store the secret with: berth secret set <name>.',
   },
   CHANNEL_PLATFORM_FAILED: {
     status: 502,

@@ -17,7 +17,7 @@ import {
   WebhookDispatcher,
 } from '../api/index.js';
 import { type BlobStore, openBlobStore } from '../blobs/index.js';
-import { ChannelRunner, telegramClientFactory } from '../channels/index.js';
+import { ChannelRunner, slackClientFactory, telegramClientFactory } from '../channels/index.js';
 import { blobsConfigOf, type Clock, hostPaths, type ResolvedConfig, systemClock } from '../core/index.js';
 import { EgressInterceptor } from '../gateway/index.js';
 import {
@@ -182,6 +182,7 @@ export async function startHost(
         secrets,
         clients: {
           telegram: telegramClientFactory({ apiUrl: config.telegramApiUrl }),
+          slack: slackClientFactory({ apiUrl: config.slackApiUrl }),
         },
         leaseMs: config.leaseMs,
         pollTimeoutMs: config.channelPollTimeoutMs,
@@ -208,6 +209,7 @@ export async function startHost(
         agentImage,
         history,
         secretNames: () => secrets.list(),
+        secrets,
       })
     : null;
   const address = app ? await app.listen({ host: config.apiHost, port: config.apiPort }) : '';

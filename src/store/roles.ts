@@ -121,6 +121,7 @@ export interface ApiStore
     | 'pauseChannel'
     | 'deleteChannel'
     | 'listChannelOutbox'
+    | 'commitChannelEvent'
     | 'createWebhook'
     | 'listWebhooks'
     | 'getWebhook'

@@ -143,7 +143,16 @@ export interface NewApiToken {
 /** A channel to create: validated input and its owner. */
 export type NewChannel = Pick<
   Channel,
-  'id' | 'tenant' | 'platform' | 'agent' | 'mapping' | 'allowUsers' | 'allowChats' | 'tokenSecret'
+  | 'id'
+  | 'tenant'
+  | 'platform'
+  | 'agent'
+  | 'mapping'
+  | 'allowUsers'
+  | 'allowChats'
+  | 'tokenSecret'
+  | 'signingSecret'
+  | 'respondTo'
 >;
 
 /** A schedule to create: validated input, its session, its first due time, the caller's tenant. */
@@ -456,6 +465,19 @@ export interface Store {
     inbound: ChannelInbound,
     now: number,
   ): Promise<'enqueue' | 'refuse' | 'ignore' | 'stale'>;
+  /**
+   * One event a platform pushed (Slack's Events API), applied in one transaction keyed by
+   * its id: the id marked applied and its message enqueued, or a refusal owed, or nothing
+   * (`inbound` null: an event without a message). No lease: any API process may take a
+   * push. 'duplicate' = the id was applied before (a retried delivery), 'stale' = the
+   * channel is gone or paused; nothing written in either.
+   */
+  commitChannelEvent(
+    channelId: string,
+    eventId: string,
+    inbound: ChannelInbound | null,
+    now: number,
+  ): Promise<'enqueue' | 'refuse' | 'ignore' | 'stale' | 'duplicate'>;
   /** The channel's next due send, taken for one attempt (at-least-once: it is due again after leaseMs). */
   takeChannelSend(
     channelId: string,

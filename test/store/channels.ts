@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
+  CHANNEL_EVENT_KEEP_MS,
   CHANNEL_REFUSAL_INTERVAL_MS,
   type ChannelInbound,
   DEFAULT_TENANT,
@@ -24,6 +25,8 @@ const CHANNEL: NewChannel = {
   allowUsers: ['@alice', '42'],
   allowChats: [],
   tokenSecret: 'tg',
+  signingSecret: null,
+  respondTo: 'all',
 };
 
 function update(updateId: number, over: Partial<ChannelInbound> = {}): ChannelInbound {
@@ -34,6 +37,7 @@ function update(updateId: number, over: Partial<ChannelInbound> = {}): ChannelIn
     userId: '7',
     username: 'alice',
     messageId: String(1000 + updateId),
+    threadId: null,
     text: `hello ${updateId}`,
     ...over,
   };
@@ -136,6 +140,80 @@ export function runChannelConformance(kind: string, open: OpenStore): void {
         ['hello 5', 'hello 7'],
       );
       assert.equal((await store.getSessionView('tg-tg1-100', BASE + 5))?.agent, 'sh');
+      await store.close();
+    });
+
+    test('channels: a pushed event commits with its message once by its id; per-thread sessions; a paused channel takes none', async () => {
+      const store = await withAgent(open);
+      await store.createChannel(
+        {
+          ...CHANNEL,
+          id: 'sl1',
+          platform: 'slack',
+          signingSecret: 'sign',
+          mapping: 'per-thread',
+          allowUsers: ['U7'],
+        },
+        BASE,
+      );
+      assert.deepEqual(
+        [(await store.getChannel('sl1'))?.mapping, (await store.getChannel('sl1'))?.signingSecret],
+        ['per-thread', 'sign'],
+      );
+      const push = (thread: string, over: Partial<ChannelInbound> = {}) =>
+        update(0, {
+          chatId: 'C1',
+          userId: 'U7',
+          username: null,
+          messageId: thread,
+          threadId: thread,
+          ...over,
+        });
+      assert.equal(await store.commitChannelEvent('sl1', 'Ev1', push('1.1'), BASE + 1), 'enqueue');
+      assert.equal(
+        await store.commitChannelEvent('sl1', 'Ev1', push('1.1'), BASE + 2),
+        'duplicate',
+        'a retried delivery writes nothing',
+      );
+      assert.equal(
+        await store.commitChannelEvent('sl1', 'Ev2', push('1.1', { text: 'again' }), BASE + 3),
+        'enqueue',
+      );
+      assert.equal(await store.commitChannelEvent('sl1', 'Ev3', push('2.2'), BASE + 4), 'enqueue');
+      assert.equal(await store.commitChannelEvent('sl1', 'Ev4', null, BASE + 5), 'ignore', 'no message');
+      assert.equal(await store.commitChannelEvent('sl1', 'Ev4', null, BASE + 5), 'duplicate');
+      assert.equal(
+        await store.commitChannelEvent('sl1', 'Ev5', push('3.3', { userId: 'U9' }), BASE + 6),
+        'refuse',
+        'a stranger',
+      );
+      assert.deepEqual(
+        (await store.listMessages('sl-sl1-C1-t1_1', 0, 10)).map((m) => m.text),
+        ['hello 0', 'again'],
+      );
+      assert.equal((await store.listMessages('sl-sl1-C1-t2_2', 0, 10)).length, 1);
+      assert.deepEqual(
+        (await store.listChannelOutbox('sl1')).map((o) => [o.kind, o.replyTo]),
+        [['refusal', '3.3']],
+      );
+      await store.pauseChannel('sl1', true);
+      assert.equal(await store.commitChannelEvent('sl1', 'Ev6', push('4.4'), BASE + 7), 'stale', 'paused');
+      await store.pauseChannel('sl1', false);
+      assert.equal(
+        await store.commitChannelEvent('sl1', 'Ev6', push('4.4'), BASE + 8),
+        'enqueue',
+        'delivered again later',
+      );
+      assert.equal(
+        await store.commitChannelEvent('sl1', 'Ev1', null, BASE + 1 + CHANNEL_EVENT_KEEP_MS - 1),
+        'duplicate',
+        'kept for as long as Slack may retry',
+      );
+      assert.equal(
+        await store.commitChannelEvent('sl1', 'Ev1', null, BASE + 2 + CHANNEL_EVENT_KEEP_MS),
+        'ignore',
+        'forgotten after that',
+      );
       await store.close();
     });
 

@@ -622,6 +622,27 @@ CREATE TABLE channel_outbox (
 CREATE INDEX channel_outbox_pending ON channel_outbox(channel_id, id) WHERE status = 'pending';
 `,
   },
+  {
+    version: 28,
+    name: 'pushed channel events (Slack)',
+    // A platform that pushes its events (Slack's Events API) is acknowledged once its
+    // event is committed: channel_events holds each event id applied, inserted in the
+    // transaction that enqueues its message, so a retried delivery finds it and writes
+    // nothing; ids are forgotten a day on, long after Slack's last retry. per_thread stands for the mapping 'per-thread' (stored as 'per-chat' plus
+    // this flag: SQLite cannot change the CHECK of a table others reference).
+    sql: `
+ALTER TABLE channels ADD COLUMN signing_secret TEXT;
+ALTER TABLE channels ADD COLUMN respond_to TEXT NOT NULL DEFAULT 'all';
+ALTER TABLE channels ADD COLUMN per_thread INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE channel_events (
+  channel_id TEXT NOT NULL REFERENCES channels(id),
+  event_id TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (channel_id, event_id)
+);
+CREATE INDEX channel_events_age ON channel_events(channel_id, created_at);
+`,
+  },
 ];
 
 /** SQLite's column types in PostgreSQL's: every integer 64-bit, AUTOINCREMENT keys as BIGSERIAL. */

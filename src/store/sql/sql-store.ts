@@ -560,6 +560,17 @@ export class SqlStore implements Store {
     );
   }
 
+  commitChannelEvent(
+    channelId: string,
+    eventId: string,
+    inbound: ChannelInbound | null,
+    now: number,
+  ): Promise<'enqueue' | 'refuse' | 'ignore' | 'stale' | 'duplicate'> {
+    return this.write('commitChannelEvent', (tx) =>
+      channels.commitChannelEvent(tx, channelId, eventId, inbound, now, this.policy.leaseMs),
+    );
+  }
+
   takeChannelSend(
     channelId: string,
     owner: string,

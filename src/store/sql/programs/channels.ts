@@ -10,6 +10,7 @@
  */
 import {
   BerthError,
+  CHANNEL_EVENT_KEEP_MS,
   CHANNEL_REFUSAL_TEXT,
   type Channel,
   type ChannelInbound,
@@ -30,10 +31,12 @@ export function toChannel(r: Row): Channel {
     tenant: String(r.tenant),
     platform: String(r.platform) as Channel['platform'],
     agent: String(r.agent),
-    mapping: String(r.mapping) as Channel['mapping'],
+    mapping: Number(r.per_thread) === 1 ? 'per-thread' : (String(r.mapping) as Channel['mapping']),
     allowUsers: JSON.parse(String(r.allow_users)) as string[],
     allowChats: JSON.parse(String(r.allow_chats)) as string[],
     tokenSecret: String(r.token_secret),
+    signingSecret: (r.signing_secret as string | null) ?? null,
+    respondTo: String(r.respond_to) as Channel['respondTo'],
     paused: Number(r.paused) === 1,
     cursor: Number(r.cursor),
     leaseOwner: (r.lease_owner as string | null) ?? null,
@@ -75,6 +78,8 @@ export function* createChannel(channel: NewChannel, now: number): Program<Channe
     ...channel,
     allowUsers: JSON.stringify(channel.allowUsers),
     allowChats: JSON.stringify(channel.allowChats),
+    mapping: channel.mapping === 'per-thread' ? 'per-chat' : channel.mapping,
+    perThread: channel.mapping === 'per-thread' ? 1 : 0,
     now,
   });
   return toChannel((yield* get('CHANNEL_BY_ID', { id: channel.id }))!);
@@ -133,11 +138,45 @@ export function* commitChannelInbound(
 ): Program<InboundOutcome> {
   const row = yield* get('CHANNEL_FENCE', { id: channelId, owner, now, updateId: inbound.updateId });
   if (!row) return 'stale';
-  const channel = toChannel(row);
-  const refusal = yield* get('CHANNEL_REFUSAL', { channelId, chatId: inbound.chatId });
-  const decision = decideChannelInbound(channel, inbound, refusal ? Number(refusal.last_at) : null, now);
   if ((yield* run('ADVANCE_CHANNEL_CURSOR', { id: channelId, cursor: inbound.updateId + 1 })) !== 1)
     return 'stale';
+  return yield* applyChannelInbound(tx, toChannel(row), inbound, now, leaseMs);
+}
+
+/**
+ * One pushed event (Slack's Events API) applied in one transaction: its id marked applied
+ * and, with it, what commitChannelInbound does for an update (or nothing, when `inbound`
+ * is null: an event that carries no message). 'duplicate' when the id was applied before
+ * (a retried delivery, within CHANNEL_EVENT_KEEP_MS), 'stale' when the channel is gone or
+ * paused: nothing written.
+ */
+export function* commitChannelEvent(
+  tx: Tx,
+  channelId: string,
+  eventId: string,
+  inbound: ChannelInbound | null,
+  now: number,
+  leaseMs: number,
+): Program<InboundOutcome | 'duplicate'> {
+  const row = yield* get('CHANNEL_ACCEPTING', { id: channelId });
+  if (!row) return 'stale';
+  yield* run('PRUNE_CHANNEL_EVENTS', { channelId, before: now - CHANNEL_EVENT_KEEP_MS });
+  if ((yield* run('INSERT_CHANNEL_EVENT', { channelId, eventId, now })) !== 1) return 'duplicate';
+  if (inbound === null) return 'ignore';
+  return yield* applyChannelInbound(tx, toChannel(row), inbound, now, leaseMs);
+}
+
+/** An inbound message's effect, once its cursor or event id is fenced: enqueued, refused, or nothing. */
+function* applyChannelInbound(
+  tx: Tx,
+  channel: Channel,
+  inbound: ChannelInbound,
+  now: number,
+  leaseMs: number,
+): Program<InboundDecision['action']> {
+  const channelId = channel.id;
+  const refusal = yield* get('CHANNEL_REFUSAL', { channelId, chatId: inbound.chatId });
+  const decision = decideChannelInbound(channel, inbound, refusal ? Number(refusal.last_at) : null, now);
   switch (decision.action) {
     case 'enqueue': {
       const input = {

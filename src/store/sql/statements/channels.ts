@@ -14,12 +14,15 @@
  * @param allowUsers JSON array
  * @param allowChats JSON array
  * @param tokenSecret the secret's name
+ * @param signingSecret the signing secret's name, or null
+ * @param respondTo all or mention
+ * @param perThread 1 = mapping per-thread (stored with mapping per-chat)
  * @param now the transition's time, epoch ms
  * @returns changed rows: 1
  */
 export const INSERT_CHANNEL = `
-INSERT INTO channels (id, tenant, platform, agent, mapping, allow_users, allow_chats, token_secret, created_at)
-VALUES (:id, :tenant, :platform, :agent, :mapping, :allowUsers, :allowChats, :tokenSecret, :now)`;
+INSERT INTO channels (id, tenant, platform, agent, mapping, allow_users, allow_chats, token_secret, signing_secret, respond_to, per_thread, created_at)
+VALUES (:id, :tenant, :platform, :agent, :mapping, :allowUsers, :allowChats, :tokenSecret, :signingSecret, :respondTo, :perThread, :now)`;
 
 /**
  * A live channel.
@@ -85,6 +88,34 @@ UPDATE channels SET lease_owner = NULL, lease_until = 0 WHERE id = :id AND lease
  */
 export const CHANNEL_FENCE = `
 SELECT * FROM channels WHERE id = :id AND lease_owner = :owner AND lease_until >= :now AND cursor <= :updateId AND deleted_at IS NULL`;
+
+/**
+ * The fence of a pushed event's commit: the channel is live and not paused (no lease: any
+ * process may take a push, the event's id keeps it once).
+ * @param id the channel
+ * @returns the row, or none
+ */
+export const CHANNEL_ACCEPTING = `SELECT * FROM channels WHERE id = :id AND paused = 0 AND deleted_at IS NULL`;
+
+/**
+ * A pushed event marked applied; a second insert of the same id changes nothing.
+ * @param channelId the channel
+ * @param eventId the platform's event id
+ * @param now the transition's time, epoch ms
+ * @returns changed rows: 1 = new, 0 = applied already
+ */
+export const INSERT_CHANNEL_EVENT = `
+INSERT INTO channel_events (channel_id, event_id, created_at) VALUES (:channelId, :eventId, :now)
+ON CONFLICT (channel_id, event_id) DO NOTHING`;
+
+/**
+ * A channel's pushed event ids applied before `before` forgotten: the platform retries no
+ * delivery that old.
+ * @param channelId the channel
+ * @param before epoch ms
+ * @returns changed rows: how many were forgotten
+ */
+export const PRUNE_CHANNEL_EVENTS = `DELETE FROM channel_events WHERE channel_id = :channelId AND created_at < :before`;
 
 /**
  * The cursor moved past an update.

@@ -1,0 +1,196 @@
+/**
+ * A local Slack for tests: the Web API methods berth calls, speaking the real wire protocol
+ * (`<url>/<method>`, `Authorization: Bearer <token>`, JSON or query parameters, answered
+ * `{ok: true, …}` or `{ok: false, error}`; a 429 with `Retry-After` on demand), and a
+ * sender of Events API requests signed as Slack signs them (`X-Slack-Signature`: v0
+ * HMAC-SHA256 of `v0:<timestamp>:<body>` with the signing secret).
+ *
+ * - chat.postMessage: recorded and stored in its thread with its metadata; ts counts up.
+ * - conversations.replies: a thread's messages (the root's and its replies), with metadata
+ *   when include_all_metadata is set.
+ * Every call is recorded (method, parameters, status) so a test can count.
+ */
+import { createHmac } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface FakeSlackCall {
+  method: string;
+  params: Record<string, unknown>;
+  status: number;
+  at: number;
+}
+
+export interface SlackPosted {
+  channel: string;
+  ts: string;
+  threadTs: string | null;
+  text: string;
+  metadata: { event_type: string; event_payload: Record<string, unknown> } | null;
+  at: number;
+}
+
+export class FakeSlack {
+  readonly calls: FakeSlackCall[] = [];
+  readonly posted: SlackPosted[] = [];
+  private seq = 0;
+  private eventSeq = 0;
+  private readonly failures = new Map<string, { count: number; retryAfter: number }>();
+  private server = createServer((req, res) => void this.handle(req, res));
+  url = '';
+
+  constructor(
+    readonly token: string,
+    readonly signingSecret: string,
+  ) {}
+
+  async start(): Promise<this> {
+    this.server.listen(0, '127.0.0.1');
+    await once(this.server, 'listening');
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/api`;
+    return this;
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    this.server.close();
+  }
+
+  /** The next `count` calls of `method` answer 429 with Retry-After. */
+  rateLimitNext(method: string, count: number, retryAfterSeconds: number): void {
+    this.failures.set(method, { count, retryAfter: retryAfterSeconds });
+  }
+
+  callsOf(method: string): FakeSlackCall[] {
+    return this.calls.filter((c) => c.method === method);
+  }
+
+  /** A fresh ts, as Slack makes them (seconds.micro), increasing. */
+  nextTs(): string {
+    this.seq += 1;
+    return `1700000000.${String(this.seq).padStart(6, '0')}`;
+  }
+
+  /** An Events API body for a user's message (`message` or `app_mention`). */
+  messageEvent(input: {
+    channel: string;
+    user: string;
+    text: string;
+    type?: 'message' | 'app_mention';
+    channelType?: string;
+    threadTs?: string;
+    eventId?: string;
+  }): { body: string; eventId: string; ts: string } {
+    this.eventSeq += 1;
+    const ts = this.nextTs();
+    const eventId = input.eventId ?? `Ev${String(this.eventSeq).padStart(8, '0')}`;
+    const body = JSON.stringify({
+      token: 'deprecated-verification-token',
+      team_id: 'T0001',
+      api_app_id: 'A0001',
+      type: 'event_callback',
+      event_id: eventId,
+      event_time: Math.floor(Date.now() / 1000),
+      event: {
+        type: input.type ?? 'message',
+        channel: input.channel,
+        channel_type: input.channelType ?? 'channel',
+        user: input.user,
+        text: input.text,
+        ts,
+        event_ts: ts,
+        ...(input.threadTs ? { thread_ts: input.threadTs } : {}),
+      },
+    });
+    return { body, eventId, ts };
+  }
+
+  /** Posts a body to berth's Events endpoint as Slack does; `sign: false` or a wrong secret forges it. */
+  async deliver(
+    endpoint: string,
+    body: string,
+    options: { secret?: string; timestamp?: number; retryNum?: number } = {},
+  ): Promise<{ status: number; body: string }> {
+    const timestamp = String(options.timestamp ?? Math.floor(Date.now() / 1000));
+    const signature = `v0=${createHmac('sha256', options.secret ?? this.signingSecret)
+      .update(`v0:${timestamp}:${body}`)
+      .digest('hex')}`;
+    const res = await fetch(endpoint, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-slack-request-timestamp': timestamp,
+        'x-slack-signature': signature,
+        ...(options.retryNum
+          ? { 'x-slack-retry-num': String(options.retryNum), 'x-slack-retry-reason': 'http_timeout' }
+          : {}),
+      },
+      body,
+    });
+    return { status: res.status, body: await res.text() };
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://x');
+    const method = url.pathname.replace(/^\/api\//, '');
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const raw = Buffer.concat(chunks).toString('utf8');
+    const params: Record<string, unknown> = raw ? (JSON.parse(raw) as Record<string, unknown>) : {};
+    for (const [k, v] of url.searchParams) params[k] = v;
+    const answer = (status: number, body: Record<string, unknown>, headers: Record<string, string> = {}) => {
+      this.calls.push({ method, params, status, at: performance.now() });
+      res.writeHead(status, { 'content-type': 'application/json', ...headers });
+      res.end(JSON.stringify(body));
+    };
+    if (req.headers.authorization !== `Bearer ${this.token}`)
+      return answer(200, { ok: false, error: 'invalid_auth' });
+    const failure = this.failures.get(method);
+    if (failure && failure.count > 0) {
+      failure.count -= 1;
+      return answer(429, { ok: false, error: 'ratelimited' }, { 'retry-after': String(failure.retryAfter) });
+    }
+    switch (method) {
+      case 'chat.postMessage': {
+        if (
+          typeof params.channel !== 'string' ||
+          (!params.channel.startsWith('C') && !params.channel.startsWith('D'))
+        )
+          return answer(200, { ok: false, error: 'channel_not_found' });
+        const posted: SlackPosted = {
+          channel: params.channel,
+          ts: this.nextTs(),
+          threadTs: (params.thread_ts as string | undefined) ?? null,
+          text: String(params.text ?? ''),
+          metadata: (params.metadata as SlackPosted['metadata']) ?? null,
+          at: performance.now(),
+        };
+        this.posted.push(posted);
+        return answer(200, {
+          ok: true,
+          channel: posted.channel,
+          ts: posted.ts,
+          message: { text: posted.text },
+        });
+      }
+      case 'conversations.replies': {
+        const thread = String(params.ts ?? '');
+        const withMetadata = params.include_all_metadata === 'true';
+        const messages = this.posted
+          .filter((p) => p.channel === params.channel && (p.threadTs === thread || p.ts === thread))
+          .map((p) => ({
+            type: 'message',
+            ts: p.ts,
+            thread_ts: p.threadTs ?? undefined,
+            bot_id: 'B0001',
+            text: p.text,
+            ...(withMetadata && p.metadata ? { metadata: p.metadata } : {}),
+          }));
+        return answer(200, { ok: true, messages, has_more: false });
+      }
+      default:
+        return answer(200, { ok: false, error: 'unknown_method' });
+    }
+  }
+}
