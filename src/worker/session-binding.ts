@@ -57,6 +57,7 @@ export function sessionBinding(
             store: deps.store,
             clock,
             log,
+            checkpoint: (turnId) => o.hooks.checkpointModelCall(turnId),
           }),
         }
       : {}),
