@@ -19,21 +19,24 @@ export async function runAnthropic(
     system,
     tools: tctx,
     history,
+    resumedAt,
   } = await modelTurn.beginModelTurn<Anthropic.MessageParam>(turn, ctx);
   const client = new Anthropic({
     ...modelTurn.sdkOptions(ctx, 'anthropic'),
     authToken: ctx.gateway.token,
   });
   const tools = TOOLS.map((t) => ({ name: t.name, description: t.description, input_schema: t.schema }));
-  history.push({
-    role: 'user',
-    content: turn.messages.map((m) => ({ type: 'text' as const, text: m.text })),
-  });
+  if (resumedAt === null)
+    history.push({
+      role: 'user',
+      content: turn.messages.map((m) => ({ type: 'text' as const, text: m.text })),
+    });
 
   let reply = '';
   let stopReason: string | null = null;
-  for (let step = 0; ; step++) {
+  for (let step = resumedAt ?? 0; ; step++) {
     if (step >= settings.maxSteps) throw modelTurn.stepLimitError('anthropic', settings.maxSteps);
+    await modelTurn.beforeModelCall(turn, ctx, step, history);
     let message: Anthropic.Message;
     try {
       message = await client.messages
@@ -70,6 +73,7 @@ export async function runAnthropic(
     }
     history.push({ role: 'user', content: results });
   }
+  await modelTurn.endModelTurn(ctx);
   // An exchange starts at a user message the user wrote (text), not at one carrying tool results.
   await modelTurn.saveConversation(ctx, 'anthropic', history, (m) => {
     const content = m.content;

@@ -22,7 +22,13 @@ export async function runOpenAI(
   turn: TurnAssignment,
   ctx: modelTurn.ModelTurnContext,
 ): Promise<TurnOutput[]> {
-  const { settings, system, tools: tctx, history } = await modelTurn.beginModelTurn<Message>(turn, ctx);
+  const {
+    settings,
+    system,
+    tools: tctx,
+    history,
+    resumedAt,
+  } = await modelTurn.beginModelTurn<Message>(turn, ctx);
   const client = new OpenAI({
     ...modelTurn.sdkOptions(ctx, 'openai'),
     apiKey: ctx.gateway.token,
@@ -31,12 +37,14 @@ export async function runOpenAI(
     type: 'function' as const,
     function: { name: t.name, description: t.description, parameters: t.schema },
   }));
-  history.push({ role: 'user', content: turn.messages.map((m) => m.text).join('\n\n') });
+  if (resumedAt === null)
+    history.push({ role: 'user', content: turn.messages.map((m) => m.text).join('\n\n') });
 
   let reply = '';
   let finishReason: string | null = null;
-  for (let step = 0; ; step++) {
+  for (let step = resumedAt ?? 0; ; step++) {
     if (step >= settings.maxSteps) throw modelTurn.stepLimitError('openai', settings.maxSteps);
+    await modelTurn.beforeModelCall(turn, ctx, step, history);
     const messages: Message[] = system ? [{ role: 'system', content: system }, ...history] : history;
     let content = '';
     const calls: ToolCall[] = [];
@@ -90,6 +98,7 @@ export async function runOpenAI(
       history.push({ role: 'tool', tool_call_id: call.id, content: result.output });
     }
   }
+  await modelTurn.endModelTurn(ctx);
   await modelTurn.saveConversation(ctx, 'openai', history, (m) => m.role === 'user');
   return [{ text: reply, data: { provider: 'openai', model: settings.model, finishReason } }];
 }
