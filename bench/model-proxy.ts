@@ -2,7 +2,8 @@
  * The gateway's model proxy, against a baseline taken in the same run: the Anthropic SDK
  * calling a local fake provider directly over TCP (baseline) and the same SDK calling it
  * through the gateway over the Unix socket (token and turn checks, secret lookup, header
- * rebuild, streaming pass-through, usage metering and its store write). Streamed
+ * rebuild, the journal lookup, streaming pass-through, usage metering and the journal and
+ * usage store writes). Streamed
  * messages with a short tool_use reply, alternated so both see the same machine load.
  */
 import Anthropic from '@anthropic-ai/sdk';
@@ -23,9 +24,15 @@ export async function modelProxy({ quick }: BenchOptions) {
       fetch: socketFetch(g.socketPath),
       maxRetries: 0,
     });
-    const request = { model: 'm', max_tokens: 100, messages: [{ role: 'user' as const, content: 'hi' }] };
+    let sent = 0;
     const time = async (client: Anthropic) => {
       g.fake.script.push(step);
+      // Each request differs: a repeated one would be answered from the gateway's journal.
+      const request = {
+        model: 'm',
+        max_tokens: 100,
+        messages: [{ role: 'user' as const, content: `hi ${sent++}` }],
+      };
       const t0 = performance.now();
       await client.messages.stream(request).finalMessage();
       return performance.now() - t0;

@@ -16,9 +16,10 @@
  *   aborts included.
  * - The agent's hourly budget is checked before every call (MODEL_BUDGET_EXCEEDED, 429,
  *   audited). A stale generation never reaches this module: the gateway refuses it first.
- * - A generation request is a model-call boundary (the loop or harness waits; its tools
- *   have returned): the turn is checkpointed there, durable before anything goes upstream.
- *   A checkpoint that fails is skipped (the request still goes); a stale one stops it.
+ * - A generation request is a model-call boundary (the loop waits; its tools have
+ *   returned): where the binding gives a checkpoint (berth's own loops), the turn is
+ *   checkpointed there, durable before anything goes upstream or is answered. A checkpoint
+ *   that fails is skipped (the request still goes); a stale one stops it.
  * - Each completed answer (status < 400, its body whole) is journalled for the turn's work,
  *   keyed by a hash of the call and its request body. A retry that repeats the request is
  *   answered from the journal, the same bytes, without an upstream call, usage or budget:

@@ -6,7 +6,7 @@
  * time, so a warm sandbox serves any session without a restart.
  */
 import type { Logger } from 'pino';
-import { type Agent, egressRules, modelApiOf, type Session } from '../core/index.js';
+import { type Agent, egressRules, isHarness, modelApiOf, type Session } from '../core/index.js';
 import {
   type GatewayBinding,
   type GatewayHooks,
@@ -57,7 +57,11 @@ export function sessionBinding(
             store: deps.store,
             clock,
             log,
-            checkpoint: (turnId) => o.hooks.checkpointModelCall(turnId),
+            // Only berth's own loops resume from one yet: a harness restored mid-turn would be
+            // handed its prompt again on top of its transcript, so its retry restarts as before.
+            ...(isHarness(agent.provider)
+              ? {}
+              : { checkpoint: (turnId: string) => o.hooks.checkpointModelCall(turnId) }),
           }),
         }
       : {}),

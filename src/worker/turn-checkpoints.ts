@@ -1,6 +1,6 @@
 /**
  * Checkpoints of a layered turn (a `command` job's berth-checkpoint, POST /v1/checkpoint;
- * every model call of a model or harness turn, from the gateway's model proxy):
+ * every model call of an anthropic or openai loop, from the gateway's model proxy):
  * the files its attempt layer changed since the previous checkpoint go to the blob store as
  * one object, then one fenced store transaction records it as the next checkpoint of the
  * work on the turn's lead message, and only then is the job answered. A retry of those
