@@ -24,14 +24,13 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Anthropic from '@anthropic-ai/sdk';
 import { FileBlobStore } from '../src/blobs/index.js';
 import { agentSpecSchema } from '../src/core/index.js';
-import { socketFetch } from '../src/runner/socket-fetch.js';
 import { openSqliteStore } from '../src/store/index.js';
 import { Workspaces } from '../src/workspace/index.js';
 import { startModelGateway } from '../test/helpers/model-gateway.js';
 import { type BenchOptions, round, stats } from './harness.js';
+import { proxiedAnthropic } from './model-proxy.js';
 
 const SLOT = 'bench-checkpoints';
 
@@ -139,12 +138,7 @@ async function modelCallPause(
     if (pauses) pauses.push(await take());
   });
   try {
-    const client = new Anthropic({
-      authToken: g.token(),
-      baseURL: 'http://berth-gateway/v1/model/anthropic',
-      fetch: socketFetch(g.socketPath),
-      maxRetries: 0,
-    });
+    const client = proxiedAnthropic(g);
     let sent = 0;
     const call = async (with_: number[] | null) => {
       pauses = with_;

@@ -9,8 +9,18 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { socketFetch } from '../src/runner/socket-fetch.js';
 import type { ScriptStep } from '../test/helpers/fake-models.js';
-import { startModelGateway } from '../test/helpers/model-gateway.js';
+import { type ModelGateway, startModelGateway } from '../test/helpers/model-gateway.js';
 import { type BenchOptions, round, stats } from './harness.js';
+
+/** The Anthropic SDK as a sandbox holds it: the gateway's model proxy over its socket, no retries. */
+export function proxiedAnthropic(g: ModelGateway): Anthropic {
+  return new Anthropic({
+    authToken: g.token(),
+    baseURL: 'http://berth-gateway/v1/model/anthropic',
+    fetch: socketFetch(g.socketPath),
+    maxRetries: 0,
+  });
+}
 
 export async function modelProxy({ quick }: BenchOptions) {
   const calls = quick ? 50 : 500;
@@ -18,12 +28,7 @@ export async function modelProxy({ quick }: BenchOptions) {
   const g = await startModelGateway({ provider: 'anthropic', model: 'm' }, []);
   try {
     const direct = new Anthropic({ apiKey: 'k', baseURL: g.fake.url, maxRetries: 0 });
-    const proxied = new Anthropic({
-      authToken: g.token(),
-      baseURL: 'http://berth-gateway/v1/model/anthropic',
-      fetch: socketFetch(g.socketPath),
-      maxRetries: 0,
-    });
+    const proxied = proxiedAnthropic(g);
     let sent = 0;
     const time = async (client: Anthropic) => {
       g.fake.script.push(step);

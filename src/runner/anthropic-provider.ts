@@ -14,27 +14,20 @@ export async function runAnthropic(
   turn: TurnAssignment,
   ctx: modelTurn.ModelTurnContext,
 ): Promise<TurnOutput[]> {
-  const {
-    settings,
-    system,
-    tools: tctx,
-    history,
-    resumedAt,
-  } = await modelTurn.beginModelTurn<Anthropic.MessageParam>(turn, ctx);
+  const begun = await modelTurn.beginModelTurn<Anthropic.MessageParam>(turn, ctx, (messages) => ({
+    role: 'user',
+    content: messages.map((m) => ({ type: 'text' as const, text: m.text })),
+  }));
+  const { settings, system, history, tools: tctx } = begun;
   const client = new Anthropic({
     ...modelTurn.sdkOptions(ctx, 'anthropic'),
     authToken: ctx.gateway.token,
   });
   const tools = TOOLS.map((t) => ({ name: t.name, description: t.description, input_schema: t.schema }));
-  if (resumedAt === null)
-    history.push({
-      role: 'user',
-      content: turn.messages.map((m) => ({ type: 'text' as const, text: m.text })),
-    });
 
   let reply = '';
   let stopReason: string | null = null;
-  for (let step = resumedAt ?? 0; ; step++) {
+  for (let step = begun.firstStep; ; step++) {
     if (step >= settings.maxSteps) throw modelTurn.stepLimitError('anthropic', settings.maxSteps);
     await modelTurn.beforeModelCall(turn, ctx, step, history);
     let message: Anthropic.Message;

@@ -45,24 +45,34 @@ interface ModelCall<M> {
   messages: M[];
 }
 
+/** What a loop starts from (beginModelTurn). */
+interface ModelTurnStart<M> {
+  settings: ModelSettings;
+  system: string;
+  tools: ToolContext;
+  /** The conversation so far, the turn's prompt at its end. */
+  history: M[];
+  firstStep: number;
+}
+
 /**
- * What a loop starts from: its settings, system prompt, tool context and the conversation
- * so far; `resumedAt` is the step of the checkpointed model call it resumes from (its
- * messages are `history`, the turn's prompt already in), null for a loop from the start.
+ * What a loop starts from: its settings, system prompt, tool context, the conversation so
+ * far with the turn's `prompt` at its end, and its first step. A turn resumed from the
+ * checkpoint of a model call starts at that call's step with its messages (the prompt
+ * already in them); any other at step 0 from the committed conversation.
  */
 export async function beginModelTurn<M>(
   turn: TurnAssignment,
   ctx: ModelTurnContext,
-): Promise<{
-  settings: ModelSettings;
-  system: string;
-  tools: ToolContext;
-  history: M[];
-  resumedAt: number | null;
-}> {
+  prompt: (messages: TurnAssignment['messages']) => M,
+): Promise<ModelTurnStart<M>> {
   const settings = turn.model;
   if (!settings) throw new Error(`turn ${turn.turnId} of a ${turn.provider} agent carries no model settings`);
   const resumed = turn.checkpoint ? await checkpointedCall<M>(turn, ctx.workspace) : null;
+  const history = resumed?.messages ?? [
+    ...(await loadConversation<M>(ctx, turn.provider)),
+    prompt(turn.messages),
+  ];
   return {
     settings,
     system: await systemPrompt(settings, ctx.workspace),
@@ -76,8 +86,8 @@ export async function beginModelTurn<M>(
       gateway: ctx.gateway,
       resident: ctx.resident,
     },
-    history: resumed?.messages ?? (await loadConversation<M>(ctx, turn.provider)),
-    resumedAt: resumed?.step ?? null,
+    history,
+    firstStep: resumed?.step ?? 0,
   };
 }
 

@@ -22,13 +22,11 @@ export async function runOpenAI(
   turn: TurnAssignment,
   ctx: modelTurn.ModelTurnContext,
 ): Promise<TurnOutput[]> {
-  const {
-    settings,
-    system,
-    tools: tctx,
-    history,
-    resumedAt,
-  } = await modelTurn.beginModelTurn<Message>(turn, ctx);
+  const begun = await modelTurn.beginModelTurn<Message>(turn, ctx, (messages) => ({
+    role: 'user',
+    content: messages.map((m) => m.text).join('\n\n'),
+  }));
+  const { settings, system, history, tools: tctx } = begun;
   const client = new OpenAI({
     ...modelTurn.sdkOptions(ctx, 'openai'),
     apiKey: ctx.gateway.token,
@@ -37,12 +35,10 @@ export async function runOpenAI(
     type: 'function' as const,
     function: { name: t.name, description: t.description, parameters: t.schema },
   }));
-  if (resumedAt === null)
-    history.push({ role: 'user', content: turn.messages.map((m) => m.text).join('\n\n') });
 
   let reply = '';
   let finishReason: string | null = null;
-  for (let step = resumedAt ?? 0; ; step++) {
+  for (let step = begun.firstStep; ; step++) {
     if (step >= settings.maxSteps) throw modelTurn.stepLimitError('openai', settings.maxSteps);
     await modelTurn.beforeModelCall(turn, ctx, step, history);
     const messages: Message[] = system ? [{ role: 'system', content: system }, ...history] : history;
