@@ -20,6 +20,10 @@ import type { SandboxDeps } from './deps.js';
 
 const TOKEN_TTL_MS = 7 * 24 * 3600 * 1000;
 
+function checkpointsModelCalls(provider: string): boolean {
+  return !isHarness(provider) || provider === 'claude-code';
+}
+
 export function sessionBinding(
   deps: SandboxDeps,
   o: { agent: Agent; session: Session; fence: Fence; log: Logger; hooks: GatewayHooks },
@@ -57,11 +61,11 @@ export function sessionBinding(
             store: deps.store,
             clock,
             log,
-            // Only berth's own loops resume from one yet: a harness restored mid-turn would be
-            // handed its prompt again on top of its transcript, so its retry restarts as before.
-            ...(isHarness(agent.provider)
-              ? {}
-              : { checkpoint: (turnId: string) => o.hooks.checkpointModelCall(turnId) }),
+            // berth's own loops and Claude Code resume mid-turn; Codex and opencode restored
+            // mid-turn would be handed the turn's prompt again on top of their transcript.
+            ...(checkpointsModelCalls(agent.provider)
+              ? { checkpoint: (turnId: string) => o.hooks.checkpointModelCall(turnId) }
+              : {}),
           }),
         }
       : {}),
