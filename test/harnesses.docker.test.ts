@@ -6,8 +6,9 @@
  * For each harness: it writes a file and runs a command, and the file is committed; the
  * upstream sees the host's key and the sandbox holds it nowhere, nor, after the turn, its
  * committed workspace, its layers or the blob store's objects on the host; the next turn continues
- * the conversation; a `docker kill` mid-turn leaves no trace, and the retry continues the
- * conversation of the last committed turn. A harness past its timeout, exiting non-zero
+ * the conversation; a `docker kill` mid-turn leaves no trace of the killed try's tool, and
+ * the retry continues the conversation of the last committed turn (Codex, opencode) or
+ * Claude Code's transcript as of its last model call, with the continuation prompt. A harness past its timeout, exiting non-zero
  * or killed by a signal fails the turn with its catalogue code and what it said, and the
  * retry policy applies. An agent whose image lacks its harness is refused at create.
  * Skipped, saying why, when the agent image is not built.
