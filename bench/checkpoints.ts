@@ -10,6 +10,15 @@
  * same run: a bare 1 MiB put in the same blob store, the floor of a durable 1 MiB
  * checkpoint. Not measured: the gateway's Unix-socket hop (well under a millisecond) and,
  * inside the sandbox, starting berth-checkpoint (a node process: tens of ms).
+ *
+ * Then the model-call checkpoint: streamed Anthropic calls through the gateway's model proxy
+ * (over its socket, to a fake provider), whose checkpoint hook takes the same checkpoint of
+ * the same attempt before the call is forwarded (nothing changed: no record). Three kinds of
+ * call, alternated so they see the same load: a plain proxied call (no checkpoint, the
+ * baseline), one after 1 MiB changed, one with nothing changed. `pause` is the hook's time
+ * (request held → forwarded); `overhead` the call's time over the baseline's. The attempt
+ * is the one above, grown on (740 files at the first call, 1,380 at the last): the walk of
+ * its upper dir is what a call with nothing changed waits for.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -19,7 +28,9 @@ import { FileBlobStore } from '../src/blobs/index.js';
 import { agentSpecSchema } from '../src/core/index.js';
 import { openSqliteStore } from '../src/store/index.js';
 import { Workspaces } from '../src/workspace/index.js';
-import { type BenchOptions, stats } from './harness.js';
+import { startModelGateway } from '../test/helpers/model-gateway.js';
+import { type BenchOptions, round, stats } from './harness.js';
+import { proxiedAnthropic } from './model-proxy.js';
 
 const SLOT = 'bench-checkpoints';
 
@@ -49,9 +60,11 @@ export async function checkpoints({ quick }: BenchOptions) {
     for (let i = 0; i < 100; i++) await writeFile(join(merged, 'base', `f${i}`), randomBytes(10 * 1024));
     let index = await workspaces.scanCheckpoint('s', turn.id, SLOT);
     let seq = 0;
-    const take = async (): Promise<number> => {
+    /** One checkpoint; at a model call (`skipUnchanged`) nothing is recorded when nothing changed. */
+    const take = async (skipUnchanged = false): Promise<number> => {
       const t0 = performance.now();
       const uploaded = await workspaces.uploadCheckpoint('s', turn.id, SLOT, index);
+      if (skipUnchanged && !uploaded.object) return performance.now() - t0;
       const recorded = await store.recordCheckpoint(
         {
           ...fence,
@@ -89,6 +102,11 @@ export async function checkpoints({ quick }: BenchOptions) {
       await blobs.put(`bench/${round}`, [body], { maxBytes: 2 * 1024 * 1024 });
       floor.push(performance.now() - t0);
     }
+    const changeFiles = async (round: number) => {
+      await mkdir(join(merged, `m${round}`));
+      for (let i = 0; i < 16; i++)
+        await writeFile(join(merged, `m${round}`, `f${i}`), randomBytes(64 * 1024));
+    };
     return {
       bench: 'checkpoints',
       blobs: 'file',
@@ -99,11 +117,70 @@ export async function checkpoints({ quick }: BenchOptions) {
       nothingChangedBase: stats(unchangedBase),
       nothingChanged: stats(unchanged),
       baseline: { put1MiB: stats(floor) },
+      modelCall: await modelCallPause(rounds, () => take(true), changeFiles),
     };
   } finally {
     await workspaces.unmountSlot(SLOT).catch(() => undefined);
     await store.close();
     await workspaces.release().catch(() => undefined);
     await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** The model-call checkpoint's pause and the call's overhead over a plain proxied call. */
+async function modelCallPause(
+  rounds: number,
+  take: () => Promise<number>,
+  changeFiles: (round: number) => Promise<void>,
+) {
+  let pauses: number[] | null = null;
+  const g = await startModelGateway({ provider: 'anthropic', model: 'm' }, [], async () => {
+    if (pauses) pauses.push(await take());
+  });
+  try {
+    const client = proxiedAnthropic(g);
+    let sent = 0;
+    const call = async (with_: number[] | null) => {
+      pauses = with_;
+      g.fake.script.push({ tool: { name: 'bash', input: { command: 'ls' } } });
+      // Each request differs: a repeated one would be answered from the journal.
+      const messages = [{ role: 'user' as const, content: `step ${sent++}` }];
+      const t0 = performance.now();
+      await client.messages.stream({ model: 'm', max_tokens: 100, messages }).finalMessage();
+      return performance.now() - t0;
+    };
+    for (let i = 0; i < 5; i++) await call(null); // warm the path
+    const plain: number[] = [];
+    const changed: number[] = [];
+    const unchanged: number[] = [];
+    const pauseChanged: number[] = [];
+    const pauseUnchanged: number[] = [];
+    for (let round = 0; round < rounds; round++) {
+      plain.push(await call(null));
+      await changeFiles(round);
+      changed.push(await call(pauseChanged));
+      unchanged.push(await call(pauseUnchanged));
+    }
+    const base = stats(plain);
+    const withChange = stats(changed);
+    const withNone = stats(unchanged);
+    return {
+      calls: rounds * 3,
+      plainCallMs: base,
+      changed1MiB: {
+        pauseMs: stats(pauseChanged),
+        callMs: withChange,
+        overheadP50Ms: round(withChange.p50 - base.p50),
+        overheadP99Ms: round(withChange.p99 - base.p99),
+      },
+      nothingChanged: {
+        pauseMs: stats(pauseUnchanged),
+        callMs: withNone,
+        overheadP50Ms: round(withNone.p50 - base.p50),
+        overheadP99Ms: round(withNone.p99 - base.p99),
+      },
+    };
+  } finally {
+    await g.close();
   }
 }

@@ -7,7 +7,10 @@
  * with an object lost is not restored at all: the retry redoes everything on the committed
  * tree. A worker SIGKILLed after uploading
  * checkpoint 3 and before recording it: the retry falls back to checkpoint 2; killed after
- * recording it and before answering the job: the retry resumes from checkpoint 3.
+ * recording it and before answering the job: the retry resumes from checkpoint 3. The same
+ * cuts in a model-call checkpoint of berth's own anthropic loop (and one after it is recorded,
+ * before the call is forwarded): the heir resumes the loop, each tool's write lands once and
+ * no model call is paid twice.
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
@@ -15,10 +18,12 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
-import { agentSpecSchema } from '../src/core/index.js';
+import { agentSpecSchema, type FailpointName } from '../src/core/index.js';
 import { connectDocker } from '../src/runtime/index.js';
+import { SecretStore } from '../src/secrets/index.js';
 import { openStore, type Store } from '../src/store/index.js';
 import { failpointEnv } from './helpers/failpoint-preload.js';
+import { startFakeAnthropic } from './helpers/fake-models.js';
 import { freshDatabase } from './helpers/postgres.js';
 import { eventually, exited, spawnBerth } from './helpers/processes.js';
 import { waitPromoted } from './helpers/test-host.js';
@@ -252,3 +257,69 @@ for (const cut of CUTS)
     assert.equal(await install.committed('f', 'old.txt'), null);
     assert.deepEqual(await store.listCheckpoints('f', message.id), [], 'the commit collected the rows');
   });
+
+/**
+ * Where a worker dies in the model-call checkpoint of its loop's 4th call, and the checkpoints
+ * recorded then: the heir's loop resumes at call 3 (journalled, replayed) or 4 (never sent).
+ */
+const MODEL_CUTS: { point: FailpointName; recorded: number }[] = [
+  { point: 'checkpoint-after-upload', recorded: 3 },
+  { point: 'checkpoint-after-record', recorded: 4 },
+  { point: 'model-before-forward', recorded: 4 },
+];
+
+test('a worker SIGKILLed at each step of a model-call checkpoint: the heir resumes the loop, each write once, no call paid twice', {
+  timeout: 300_000,
+}, async (t) => {
+  const STEPS = 6;
+  const install = await startInstall(t);
+  const { store, dataDir } = install;
+  await new SecretStore({ path: join(dataDir, 'secrets.json'), key: '' }).set('anthropic', 'sk-cuts');
+  await store.createAgent(
+    agentSpecSchema.parse({ name: 'm', provider: 'anthropic', model: 'model-x' }),
+    store.clock.now(),
+  );
+  for (const [i, cut] of MODEL_CUTS.entries()) {
+    const fake = await startFakeAnthropic([
+      ...Array.from({ length: STEPS }, (_, k) => ({
+        tool: { name: 'bash', input: { command: `echo step-${k} >> steps.txt` } },
+      })),
+      { text: 'done' },
+    ]);
+    t.after(() => fake.close());
+    const env = { ANTHROPIC_BASE_URL: fake.url };
+    const sessionId = `m${i}`;
+    const doomed = await install.startWorker(`doomed-${i}`, { ...env, ...failpointEnv(`${cut.point}@4`) });
+    const { message } = await store.enqueueMessage({
+      sessionId,
+      agent: 'm',
+      text: 'go',
+      now: store.clock.now(),
+    });
+    await exited(doomed);
+    assert.equal(doomed.signalCode, 'SIGKILL', `${cut.point}: the worker died at the failpoint`);
+    assert.equal(
+      (await store.listCheckpoints(sessionId, message.id)).length,
+      cut.recorded,
+      `${cut.point}: the checkpoints recorded`,
+    );
+    const heir = await install.startWorker(`heir-${i}`, env);
+    await install.replies(sessionId, 1);
+    heir.kill('SIGTERM');
+    await exited(heir);
+    assert.equal(
+      await install.committed(sessionId, 'steps.txt'),
+      Array.from({ length: STEPS }, (_, k) => `step-${k}\n`).join(''),
+      `${cut.point}: each step exactly once`,
+    );
+    // Each of the STEPS + 1 calls once upstream: the heir's first call, a repeat of a
+    // journalled one or never forwarded, is not paid again.
+    assert.equal(fake.scripted().length, STEPS + 1, `${cut.point}: upstream calls`);
+    const [, retry] = await store.listTurns(sessionId);
+    assert.equal(
+      (await store.sumModelUsage({ turnId: retry!.id })).calls,
+      STEPS + 1 - 3,
+      'the heir paid calls 4 on',
+    );
+  }
+});

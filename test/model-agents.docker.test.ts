@@ -3,8 +3,8 @@
  * OpenAI SDKs through the gateway's model proxy to fake providers on loopback (the real
  * wire protocols, streaming). The agent writes a file with bash, reads it back and
  * replies; the key reaches the provider and is nowhere in the sandbox; the conversation
- * carries over to the next turn; a turn whose sandbox is killed mid tool-call is retried
- * from the committed conversation and workspace.
+ * carries over to the next turn; a turn whose sandbox is docker-killed mid tool-call
+ * resumes from its last model-call checkpoint, its killed call answered from the journal.
  */
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
@@ -107,14 +107,16 @@ for (const provider of ['anthropic', 'openai'] as const) {
   });
 }
 
-test('anthropic: a turn killed mid tool-call is retried from the committed conversation and workspace', async (t) => {
-  const killOnFirstTry =
-    'echo partial >> partial.txt; if [ "$BERTH_ATTEMPT" = 1 ]; then kill -KILL $BERTH_RUNNER_PID; sleep 5; fi; echo survived';
+test('anthropic: a turn docker-killed mid tool-call resumes from its last model-call checkpoint: each write once, no call paid twice', async (t) => {
+  const STEPS = 8;
+  const KILLED_AT = 5;
+  // Step i appends its line; step KILLED_AT then waits on the first try, for the kill.
+  const step = (i: number) =>
+    `echo step-${i} >> steps.txt${i === KILLED_AT ? '; [ "$BERTH_ATTEMPT" = 1 ] && sleep 30; true' : ''}`;
   const fake = await startFakeAnthropic([
     { text: 'First answer.' },
-    { tool: { name: 'bash', input: { command: killOnFirstTry } } },
-    { tool: { name: 'bash', input: { command: killOnFirstTry } } },
-    { text: 'Done after the retry.' },
+    ...Array.from({ length: STEPS }, (_, i) => ({ tool: { name: 'bash', input: { command: step(i) } } })),
+    { text: 'All steps done.' },
   ]);
   t.after(() => fake.close());
   const { host, client, dataDir, sendAndCollect } = await startTestHost(t, { ANTHROPIC_BASE_URL: fake.url });
@@ -122,30 +124,48 @@ test('anthropic: a turn killed mid tool-call is retried from the committed conve
   await client.request('POST', '/v1/agents', { name: 'm', provider: 'anthropic', model: 'model-x' });
 
   await sendAndCollect('k1', { agent: 'm', text: 'one' }, reply);
-  const events = await sendAndCollect('k1', { agent: 'm', text: 'two' }, reply, 90_000);
+  let started = 0;
+  let killed: Promise<void> | undefined;
+  const events = await sendAndCollect(
+    'k1',
+    { agent: 'm', text: 'run the steps' },
+    (e) => {
+      if (e.type === 'progress' && e.data.text === 'tool bash started' && ++started === KILLED_AT + 1)
+        killed = host.store.getSessionView('k1', Date.now()).then(async (v) => {
+          await host.docker.getContainer(v!.sandbox!).kill();
+        });
+      return reply(e);
+    },
+    90_000,
+  );
+  await killed;
   assert.equal(events.at(-1)!.type, 'reply', JSON.stringify(events));
-  assert.equal(events.at(-1)!.data.text, 'Done after the retry.');
-  assert.equal(events.filter((e) => e.type === 'started').length, 2);
-
+  assert.equal(events.at(-1)!.data.text, 'All steps done.');
   const turns = await host.store.listTurns('k1');
   assert.deepEqual(
     turns.map((x) => x.status),
     ['committed', 'aborted', 'committed'],
   );
   await waitPromoted(host, 'k1');
-  // Appended on each try: a second line would be the killed try's write, leaked into the commit.
+  const committed = join(dataDir, 'workspaces', 'k1', 'committed');
   assert.equal(
-    await readFile(join(dataDir, 'workspaces', 'k1', 'committed', 'partial.txt'), 'utf8'),
-    'partial\n',
+    await readFile(join(committed, 'steps.txt'), 'utf8'),
+    Array.from({ length: STEPS }, (_, i) => `step-${i}\n`).join(''),
+    'each step wrote its line once: the retry started from the checkpoint, not from the first prompt',
   );
-  // Try 2 started from what turn 1 committed: one exchange, then "two" — nothing of try 1.
-  const retried = fake.requests[2]!.body.messages as { role: string; content: unknown }[];
-  assert.deepEqual(
-    retried.map((m) => m.role),
-    ['user', 'assistant', 'user'],
+  await assert.rejects(
+    readFile(join(committed, '.berth', 'model-call.json')),
+    'the loop file is not committed',
   );
-  assert.deepEqual(fake.requests[1]!.body.messages, retried, 'both tries sent the same conversation');
-  assert.equal(toolResults(fake, 3).at(-1), 'exit code 0\nstdout:\nsurvived\n\nstderr:\n');
+  // One call for turn 1, then each of the STEPS + 1 calls of turn 2 once, but for at most
+  // one paid again (an answer the kill beat to the journal).
+  const calls = fake.scripted().length;
+  assert.ok(calls <= STEPS + 3, `upstream calls: ${calls}`);
+  // The whole conversation carries on: turn 1's exchange, then every step's call and result.
+  const last = fake.requests.at(-1)!.body.messages as { role: string }[];
+  assert.equal(last.length, 3 + 2 * STEPS);
+  const usage = await host.store.sumModelUsage({ turnId: turns[2]!.id });
+  assert.ok(usage.calls <= STEPS + 1 - KILLED_AT, `the retry paid ${usage.calls} calls`);
 });
 
 test('anthropic: a bash call that starts background processes returns when its shell exits, naming them', async (t) => {

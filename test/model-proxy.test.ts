@@ -15,8 +15,13 @@ import { socketFetch } from '../src/runner/socket-fetch.js';
 import type { ScriptStep } from './helpers/fake-models.js';
 import { UPSTREAM_KEY as KEY, startModelGateway } from './helpers/model-gateway.js';
 
-async function setUp(t: TestContext, agent: Omit<AgentSpecInput, 'name'>, script: ScriptStep[]) {
-  const { store, fake, turn, socketPath, token, close } = await startModelGateway(agent, script);
+async function setUp(
+  t: TestContext,
+  agent: Omit<AgentSpecInput, 'name'>,
+  script: ScriptStep[],
+  checkpoint?: (turnId: string) => Promise<unknown>,
+) {
+  const { store, fake, turn, socketPath, token, close } = await startModelGateway(agent, script, checkpoint);
   t.after(close);
   const sdk = {
     anthropic: (generation?: number) =>
@@ -34,10 +39,12 @@ async function setUp(t: TestContext, agent: Omit<AgentSpecInput, 'name'>, script
         maxRetries: 2,
       }),
   };
-  return { store, fake, turn, sdk, token };
+  return { store, fake, turn, sdk, token, socketPath };
 }
 
 const ask = { max_tokens: 100, messages: [{ role: 'user' as const, content: 'hello' }] };
+/** Another request: the same one again in a turn is answered from the journal. */
+const askAgain = { max_tokens: 100, messages: [{ role: 'user' as const, content: 'hello again' }] };
 
 test('anthropic: streamed and plain calls get the key upstream, never the sandbox token; usage recorded', async (t) => {
   const { store, fake, turn, sdk, token } = await setUp(t, { provider: 'anthropic', model: 'claude-x' }, [
@@ -69,6 +76,44 @@ test('anthropic: streamed and plain calls get the key upstream, never the sandbo
   assert.equal(usage.calls, 2);
   assert.equal(usage.inputTokens + usage.outputTokens, reported);
   assert.ok(reported > 0);
+});
+
+test('each call is checkpointed before it goes upstream (a failed checkpoint skipped); a repeated request is answered from the journal, the same bytes, unpaid', async (t) => {
+  const upstreamAtCheckpoint: number[] = [];
+  let fail = false;
+  const { store, fake, turn, socketPath, token } = await setUp(
+    t,
+    { provider: 'anthropic', model: 'claude-x' },
+    [{ text: 'first answer' }, { text: 'second answer' }],
+    async () => {
+      upstreamAtCheckpoint.push(fake.requests.length);
+      if (fail) throw new Error('blob store away');
+    },
+  );
+  const call = async (content: string) => {
+    const res = await socketFetch(socketPath)('http://berth-gateway/v1/model/anthropic/v1/messages', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token()}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'claude-x',
+        max_tokens: 100,
+        stream: true,
+        messages: [{ role: 'user', content }],
+      }),
+    });
+    return { status: res.status, type: res.headers.get('content-type'), text: await res.text() };
+  };
+  const first = await call('one');
+  assert.equal(first.status, 200);
+  assert.match(first.text, /"text":"first "/);
+  const again = await call('one');
+  assert.deepEqual(again, first, 'the journalled answer, byte for byte');
+  assert.equal(fake.scripted().length, 1, 'the repeat never reached the provider');
+  fail = true;
+  const second = await call('two');
+  assert.match(second.text, /"text":"second "/, 'a failed checkpoint is skipped, the call goes on');
+  assert.deepEqual(upstreamAtCheckpoint, [0, 1, 1], 'each checkpoint is taken before its call is forwarded');
+  assert.equal((await store.sumModelUsage({ turnId: turn.id })).calls, 2, 'each call counted once');
 });
 
 test('codex (Responses API): streamed and plain responses pass with the key, usage read from response.completed; chat completions too', async (t) => {
@@ -126,8 +171,8 @@ test('anthropic: 429 and 529 are retried by the SDK, a lasting 500 ends in an er
     return true;
   });
   assert.equal(fake.requests.length, 6, 'two retries of the 500');
-  await assert.rejects(client.messages.create({ model: 'claude-x', ...ask }));
-  await assert.rejects(client.messages.stream({ model: 'claude-x', ...ask }).finalMessage());
+  await assert.rejects(client.messages.create({ model: 'claude-x', ...askAgain }));
+  await assert.rejects(client.messages.stream({ model: 'claude-x', ...askAgain }).finalMessage());
 });
 
 test('refused before the provider: another model, a stale generation (audited), a missing key', async (t) => {
@@ -167,7 +212,7 @@ test('budget: tokens per hour are enforced with a clear 429 the SDK does not ret
   );
   const client = sdk.anthropic();
   await client.messages.create({ model: 'claude-x', ...ask });
-  await assert.rejects(client.messages.create({ model: 'claude-x', ...ask }), (err: Error) => {
+  await assert.rejects(client.messages.create({ model: 'claude-x', ...askAgain }), (err: Error) => {
     assert.equal((err as { status?: number }).status, 429);
     assert.match(err.message, /MODEL_BUDGET_EXCEEDED/);
     assert.match(err.message, /Agent a used \d+ of its 10 tokens in the last hour/);

@@ -77,6 +77,7 @@ async function startStorage(t: TestContext, grants: { prefix: string; ops: Stora
       onHeartbeat: () => {},
       beforeCommit: async () => undefined,
       checkpoint: () => Promise.reject(new Error('no checkpoints in this test')),
+      checkpointModelCall: async () => null,
     },
     storage: new StorageRoutes({ ...routes, agent: 'a', binding: fence }),
   });

@@ -4,7 +4,8 @@
  * whose upload fails is answered CHECKPOINT_FAILED and never used: the next one is a delta
  * over the last one recorded, and a retry restores that chain (its files and deletions)
  * into a fresh attempt, with the count and label of the newest. A chain at its bound
- * restarts with a full checkpoint. Needs root (overlay mounts).
+ * restarts with a full checkpoint. At a model call, a turn that changed nothing records
+ * nothing. Needs root (overlay mounts).
  */
 import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -16,7 +17,7 @@ import { type BlobStore, FileBlobStore } from '../src/blobs/index.js';
 import { BerthError, isBerthError, systemClock, type Turn } from '../src/core/index.js';
 import { openSqliteStore } from '../src/store/index.js';
 import type { SandboxDeps } from '../src/worker/deps.js';
-import { TurnCheckpoints } from '../src/worker/turn-checkpoints.js';
+import { MODEL_CALL_LABEL, TurnCheckpoints } from '../src/worker/turn-checkpoints.js';
 import { Workspaces } from '../src/workspace/index.js';
 import { BASE, claimAndStartTurn, LEASE_MS, RETRY, withAgent } from './store/conformance.js';
 
@@ -144,4 +145,22 @@ test('a chain at its bound restarts with a full checkpoint: the retry applies th
   const retry = await mount(await retryOf(turn), 'retry', 2);
   assert.deepEqual(retry.resumed, { count: 5, label: 'step-5' });
   assert.deepEqual((await readdir(retry.merged)).sort(), ['f2.txt', 'f3.txt', 'f4.txt', 'f5.txt']);
+});
+
+test('at a model call, a turn that changed nothing records nothing; one that changed records a model-call checkpoint', async (t) => {
+  const { store, turn, mount } = await setUp(t);
+  const first = await mount(turn, 'first');
+  await writeFile(join(first.merged, 'a.txt'), 'a\n');
+  const taken = await first.checkpoints.takeAtModelCall(turn.id);
+  assert.deepEqual([taken?.seq, taken?.label], [1, MODEL_CALL_LABEL]);
+  assert.equal(await first.checkpoints.takeAtModelCall(turn.id), null, 'nothing changed: nothing recorded');
+  await writeFile(join(first.merged, 'a.txt'), 'a again\n');
+  assert.equal((await first.checkpoints.takeAtModelCall(turn.id))?.seq, 2);
+  assert.deepEqual(
+    (await store.listCheckpoints('s', Math.min(...turn.messageIds))).map((r) => [r.seq, r.baseSeq]),
+    [
+      [1, 0],
+      [2, 1],
+    ],
+  );
 });

@@ -17,8 +17,16 @@ export const COMMIT_FAILPOINTS = [
 ] as const;
 export type CommitFailpointName = (typeof COMMIT_FAILPOINTS)[number];
 
-/** A checkpoint's (worker/turn-checkpoints.ts): its object uploaded and not recorded; recorded and not yet answered. */
-export const CHECKPOINT_FAILPOINTS = ['checkpoint-after-upload', 'checkpoint-after-record'] as const;
+/**
+ * A checkpoint's (worker/turn-checkpoints.ts): its object uploaded and not recorded; recorded
+ * and not yet answered. At a model call (gateway/model-proxy.ts), then: recorded and the
+ * request not yet forwarded upstream.
+ */
+export const CHECKPOINT_FAILPOINTS = [
+  'checkpoint-after-upload',
+  'checkpoint-after-record',
+  'model-before-forward',
+] as const;
 
 /**
  * A channel's (src/channels/): an update read from the platform and not yet committed; a

@@ -254,6 +254,17 @@ export interface TurnCheckpoint {
   createdAt: number;
 }
 
+/**
+ * A completed upstream answer to a model call a turn made, journalled for the work on the
+ * turn's lead message: a retry that sends the same request gets it back, unpaid.
+ */
+export interface JournalledResponse {
+  status: number;
+  contentType: string;
+  /** The body as received (SSE stream bytes or JSON). */
+  body: Buffer;
+}
+
 export interface CommitInput {
   sessionId: string;
   turnId: string;

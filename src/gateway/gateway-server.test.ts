@@ -98,6 +98,7 @@ async function setUp(
             ms: 0,
           };
         },
+        checkpointModelCall: async () => null,
       },
     });
     lifecycle.bind({ sessionId: 's', generation: binding.generation });

@@ -65,6 +65,8 @@ export interface GatewayHooks {
    * durable; CHECKPOINT_FAILED when it is not (nothing of it is used). The turn goes on.
    */
   checkpoint(turnId: string, label: string): Promise<CheckpointTaken>;
+  /** The same at a model call, before the model proxy forwards it: null when nothing was recorded. */
+  checkpointModelCall(turnId: string): Promise<CheckpointTaken | null>;
 }
 
 export interface GatewayOptions {
@@ -195,7 +197,7 @@ export class SandboxGateway {
     const path = (req.url ?? '').split('?')[0]!;
     const modelProxy = this.binding?.modelProxy;
     if (path.startsWith(`${MODEL_PROXY_PATH}/`) && modelProxy) {
-      const open = this.turn?.open ? this.turn.id : null;
+      const open = this.turn?.open ? this.turn.row : null;
       return modelProxy.handle(req, res, req.url ?? '', open);
     }
     const storage = this.binding?.storage;

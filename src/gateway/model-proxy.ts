@@ -16,7 +16,17 @@
  *   aborts included.
  * - The agent's hourly budget is checked before every call (MODEL_BUDGET_EXCEEDED, 429,
  *   audited). A stale generation never reaches this module: the gateway refuses it first.
+ * - A generation request is a model-call boundary (the loop waits; its tools have
+ *   returned): where the binding gives a checkpoint (berth's own loops), the turn is
+ *   checkpointed there, durable before anything goes upstream or is answered. A checkpoint
+ *   that fails is skipped (the request still goes); a stale one stops it.
+ * - Each completed answer (status < 400, its body whole) is journalled for the turn's work,
+ *   keyed by a hash of the call and its request body. A retry that repeats the request is
+ *   answered from the journal, the same bytes, without an upstream call, usage or budget:
+ *   each call is paid and counted once. An answer the journal misses (a kill between its
+ *   last byte and its record) is paid again: at most one call per fault.
  */
+import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { request } from 'undici';
@@ -26,9 +36,13 @@ import {
   BUDGET_WINDOW_MS,
   type Clock,
   decideModelBudget,
+  failpoint,
+  isBerthError,
+  type JournalledResponse,
   MODEL_PROXY_PATH,
   type ModelProviderName,
   modelApiOf,
+  type Turn,
 } from '../core/index.js';
 import type { Fence, GatewayStore } from '../store/index.js';
 import { readJson } from './http-json.js';
@@ -45,6 +59,8 @@ const REQUEST_HEADERS = ['accept', 'anthropic-version', 'anthropic-beta', 'opena
 const RESPONSE_HEADER =
   /^(content-type|retry-after|retry-after-ms|x-should-retry|request-id|x-request-id|anthropic-ratelimit-.*|x-ratelimit-.*)$/;
 const MAX_REQUEST_BYTES = 32 * 1024 * 1024;
+/** A larger answer is not journalled (a retry pays it again): the journal lives in store rows. */
+const MAX_JOURNAL_BYTES = 8 * 1024 * 1024;
 
 export interface SecretSource {
   get(name: string): Promise<string | undefined>;
@@ -59,13 +75,18 @@ export interface ModelProxyOptions {
   store: GatewayStore;
   clock: Clock;
   log: Logger;
+  /**
+   * Checkpoints the turn at a model call, durable when it resolves (nothing changed since
+   * the previous one: nothing recorded). Absent: no checkpoints (a sandbox writing in place).
+   */
+  checkpoint?: (turnId: string) => Promise<unknown>;
 }
 
 export class ModelProxy {
   constructor(private readonly o: ModelProxyOptions) {}
 
-  /** `url` is the request's path and query; `turnId` the open turn, null when none is. */
-  async handle(req: IncomingMessage, res: ServerResponse, url: string, turnId: string | null): Promise<void> {
+  /** `url` is the request's path and query; `turn` the open turn, null when none is. */
+  async handle(req: IncomingMessage, res: ServerResponse, url: string, turn: Turn | null): Promise<void> {
     const { agent, binding } = this.o;
     const [path = '', query = ''] = url.split('?', 2) as [string, string?];
     const [, provider = '', ...rest] = path.slice(MODEL_PROXY_PATH.length).split('/');
@@ -83,12 +104,25 @@ export class ModelProxy {
       );
     }
     const name = provider as ModelProviderName;
-    if (!turnId)
+    if (!turn)
       throw new BerthError(
         'TURN_NOT_FOUND',
         `Session ${binding.sessionId} has no open turn to call the model in`,
       );
+    const turnId = turn.id;
     const body = await this.requestBody(req, call);
+    await this.checkpoint(turnId);
+    const journal = {
+      messageId: Math.min(...turn.messageIds),
+      requestHash: createHash('sha256').update(`${call}\n${query}\n${body}`).digest('hex'),
+    };
+    const journalled = await this.o.store
+      .findModelResponse(binding.sessionId, journal.messageId, journal.requestHash)
+      .catch((err: unknown) => {
+        this.o.log.warn({ err, turnId }, 'Model journal not read; the call goes upstream');
+        return null;
+      });
+    if (journalled) return this.replay(res, turnId, journalled);
     const now = this.o.clock.now();
     await this.checkBudget(turnId, now);
     const secretName = agent.secret ?? name;
@@ -113,6 +147,7 @@ export class ModelProxy {
     const abort = new AbortController();
     res.on('close', () => abort.abort()); // the sandbox went away: stop paying for the answer
     const startedAt = performance.now();
+    failpoint('model-before-forward');
     let up: Awaited<ReturnType<typeof request>>;
     try {
       up = await request(upstream, { method: 'POST', headers, body, signal: abort.signal });
@@ -129,9 +164,15 @@ export class ModelProxy {
       if (RESPONSE_HEADER.test(h) && v !== undefined) passed[h] = Array.isArray(v) ? v.join(', ') : v;
     res.writeHead(up.statusCode, passed);
     const meter = new UsageMeter(name, contentType);
+    // The answer as received, for the journal; null once it is too large or cut.
+    let received: Buffer[] | null = up.statusCode < 400 ? [] : null;
+    let receivedBytes = 0;
     try {
       for await (const chunk of up.body as AsyncIterable<Buffer>) {
         meter.add(chunk);
+        receivedBytes += chunk.length;
+        if (receivedBytes > MAX_JOURNAL_BYTES) received = null;
+        received?.push(chunk);
         if (!res.write(chunk)) await new Promise((r) => res.once('drain', r));
       }
       res.end();
@@ -139,7 +180,14 @@ export class ModelProxy {
       // Headers are out: the only honest signal left is a cut connection.
       this.o.log.warn({ err, turnId }, 'Model response cut');
       res.destroy(err as Error);
+      received = null;
     }
+    if (received)
+      await this.journal(turnId, journal, {
+        status: up.statusCode,
+        contentType,
+        body: Buffer.concat(received),
+      });
     const usage = meter.finish();
     this.o.log.info(
       {
@@ -165,6 +213,40 @@ export class ModelProxy {
         this.o.clock.now(),
       );
     }
+  }
+
+  /** The model-call checkpoint: skipped when it fails (logged), never half-used; a lost lease stops the call. */
+  private async checkpoint(turnId: string): Promise<void> {
+    if (!this.o.checkpoint) return;
+    try {
+      await this.o.checkpoint(turnId);
+    } catch (err) {
+      if (isBerthError(err, 'STALE_GENERATION')) throw err;
+      this.o.log.warn({ err, turnId }, 'Model-call checkpoint skipped; the call goes on');
+    }
+  }
+
+  /** A journalled answer, the same status, type and bytes: no upstream call, no usage. */
+  private replay(res: ServerResponse, turnId: string, answer: JournalledResponse): void {
+    res.writeHead(answer.status, { 'content-type': answer.contentType });
+    res.end(answer.body);
+    this.o.log.info(
+      { turnId, status: answer.status, bytes: answer.body.length },
+      'Model call answered from the journal',
+    );
+  }
+
+  /** A completed answer journalled for the turn's work; a failure only costs a retry the call again. */
+  private async journal(
+    turnId: string,
+    key: { messageId: number; requestHash: string },
+    answer: JournalledResponse,
+  ): Promise<void> {
+    const recorded = await this.o.store
+      .journalModelResponse({ ...this.o.binding, turnId, ...key, ...answer }, this.o.clock.now())
+      .catch((err: unknown) => ({ code: (err as Error).message }));
+    if (recorded.code !== 'ok')
+      this.o.log.warn({ turnId, code: recorded.code }, 'Model answer not journalled');
   }
 
   /** The JSON body, with the agent's model enforced; chat-completion streams are asked to report usage. */

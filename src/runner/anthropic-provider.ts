@@ -14,26 +14,22 @@ export async function runAnthropic(
   turn: TurnAssignment,
   ctx: modelTurn.ModelTurnContext,
 ): Promise<TurnOutput[]> {
-  const {
-    settings,
-    system,
-    tools: tctx,
-    history,
-  } = await modelTurn.beginModelTurn<Anthropic.MessageParam>(turn, ctx);
+  const begun = await modelTurn.beginModelTurn<Anthropic.MessageParam>(turn, ctx, (messages) => ({
+    role: 'user',
+    content: messages.map((m) => ({ type: 'text' as const, text: m.text })),
+  }));
+  const { settings, system, history, tools: tctx } = begun;
   const client = new Anthropic({
     ...modelTurn.sdkOptions(ctx, 'anthropic'),
     authToken: ctx.gateway.token,
   });
   const tools = TOOLS.map((t) => ({ name: t.name, description: t.description, input_schema: t.schema }));
-  history.push({
-    role: 'user',
-    content: turn.messages.map((m) => ({ type: 'text' as const, text: m.text })),
-  });
 
   let reply = '';
   let stopReason: string | null = null;
-  for (let step = 0; ; step++) {
+  for (let step = begun.firstStep; ; step++) {
     if (step >= settings.maxSteps) throw modelTurn.stepLimitError('anthropic', settings.maxSteps);
+    await modelTurn.beforeModelCall(turn, ctx, step, history);
     let message: Anthropic.Message;
     try {
       message = await client.messages
@@ -70,6 +66,7 @@ export async function runAnthropic(
     }
     history.push({ role: 'user', content: results });
   }
+  await modelTurn.endModelTurn(ctx);
   // An exchange starts at a user message the user wrote (text), not at one carrying tool results.
   await modelTurn.saveConversation(ctx, 'anthropic', history, (m) => {
     const content = m.content;

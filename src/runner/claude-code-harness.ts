@@ -4,7 +4,9 @@
  * endpoint. Its config dir (CLAUDE_CONFIG_DIR: transcripts, settings, the composed CLAUDE.md
  * and skills) is /workspace/.berth/claude-code. The session's transcript has an id derived
  * from berth's session id, so the first turn starts it (`--session-id`) and every later
- * turn, or the retry of a killed one, resumes it (`--resume`) from what was committed.
+ * turn, or the retry of a killed one, resumes it (`--resume`) from what was committed. A
+ * retry resumed from a model-call checkpoint finds the transcript as of that call, the
+ * turn's prompt already in it: it resumes with CONTINUATION instead of the prompt again.
  *
  * Mapped: assistant text and tool calls as progress, the result as the reply, its usage,
  * an error result as HARNESS_FAILED. Permission prompts are skipped
@@ -18,6 +20,9 @@ import { HarnessError } from './harness-process.js';
 import { type HarnessAdapter, PLACEHOLDER_KEY, textOf } from './harness-provider.js';
 
 export const CLAUDE_BIN = '/usr/local/bin/claude';
+/** What a retry resumed mid-turn tells Claude Code: its transcript holds the task already. */
+export const CONTINUATION =
+  'Your run of this task was interrupted and has been restarted. Your files are as they were at your last model call. Continue the task from where you left off.';
 
 interface ContentBlock {
   type: string;
@@ -46,7 +51,7 @@ export const claudeCode: HarnessAdapter = {
     let result: Record<string, unknown> | null = null;
     return {
       // -p with no prompt argument reads it from stdin.
-      stdin: input.prompt,
+      stdin: resume && input.resumedMidTurn ? CONTINUATION : input.prompt,
       argv: [
         CLAUDE_BIN,
         '-p',

@@ -9,7 +9,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
-import { claudeCode, transcriptId } from './claude-code-harness.js';
+import { CONTINUATION, claudeCode, transcriptId } from './claude-code-harness.js';
 import { codex, codexConfig } from './codex-harness.js';
 import { HarnessError } from './harness-process.js';
 import type { HarnessAdapter, HarnessInput } from './harness-provider.js';
@@ -28,6 +28,7 @@ async function input(t: TestContext, adapter: HarnessAdapter): Promise<HarnessIn
     workspace,
     stateDir,
     endpoint: modelEndpointUrl,
+    resumedMidTurn: false,
   };
 }
 
@@ -82,6 +83,10 @@ test('claude-code: a transcript id per session, started then resumed; events, re
   await writeFile(join(projects, `${id}.jsonl`), '{}\n');
   const second = await claudeCode.begin(i);
   assert.deepEqual(second.argv.slice(-2), ['--resume', id]);
+  assert.equal(second.stdin, 'do it');
+  // A retry resumed from a model-call checkpoint: the transcript has the prompt already.
+  const midTurn = await claudeCode.begin({ ...i, resumedMidTurn: true });
+  assert.deepEqual([midTurn.argv.slice(-2), midTurn.stdin], [['--resume', id], CONTINUATION]);
   await second.onEvent({ type: 'result', subtype: 'error_max_turns', is_error: true, result: 'too many' });
   assert.throws(
     () => second.finish(),

@@ -48,6 +48,11 @@ export interface HarnessInput {
   stateDir: string;
   /** Base URL of the model endpoint for an API: modelEndpointUrl. */
   endpoint: (api: 'anthropic' | 'openai') => string;
+  /**
+   * The retry of a turn resumed from a checkpoint at one of its model calls: the workspace,
+   * the harness's state dir included, is as of that call, the turn's prompt already in it.
+   */
+  resumedMidTurn: boolean;
 }
 
 /** One run's start and reading: the argv, env and standard input, then each event, then the result. */
@@ -96,6 +101,7 @@ export async function runHarnessTurn(
     workspace: ctx.workspace,
     stateDir,
     endpoint: modelEndpointUrl,
+    resumedMidTurn: turn.checkpoint !== undefined,
   });
   const run = runHarness(adapter.name, {
     argv: session.argv,

@@ -7,9 +7,17 @@
  * conversation as the last committed turn left it, with the same workspace files, and
  * runs its messages once more from there: the history never holds half a turn. It is
  * trimmed from the oldest whole exchange to stay within the state a turn may put.
+ *
+ * Within a turn, before each model call, the loop writes its message list (the request's
+ * conversation: every tool result so far) to MODEL_CALL_FILE in the workspace. The gateway
+ * checkpoints the turn at that call, so the checkpoint's layer holds the list as of the
+ * request; a retry resumed from it (turn.checkpoint) continues the loop from that list and
+ * step instead of the turn's first prompt, and its first request is the checkpointed one,
+ * which the gateway answers from its journal when the answer had come. The file is removed
+ * before the commit: it never enters the committed tree.
  */
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { MODEL_PROXY_PATH, type ModelSettings, type TurnAssignment } from '../core/protocol.js';
 import { socketFetch } from './socket-fetch.js';
 import { runTool, type ToolContext, type ToolResult } from './tools.js';
@@ -24,16 +32,47 @@ const PROGRESS_CHARS = 2000;
 /** The SDKs retry 429, 5xx (and 529) this many times, with their own backoff. */
 const SDK_MAX_RETRIES = 4;
 
+/** The loop's message list at its latest model call, in the workspace: checkpointed with the call. */
+export const MODEL_CALL_FILE = '.berth/model-call.json';
+
 /** The runner's turn context: the model loops reach the model proxy through its gateway client. */
 export type ModelTurnContext = TurnContext;
 
-/** What a loop starts from: its settings, system prompt, tool context and the conversation so far. */
+interface ModelCall<M> {
+  provider: string;
+  messageIds: number[];
+  step: number;
+  messages: M[];
+}
+
+/** What a loop starts from (beginModelTurn). */
+interface ModelTurnStart<M> {
+  settings: ModelSettings;
+  system: string;
+  tools: ToolContext;
+  /** The conversation so far, the turn's prompt at its end. */
+  history: M[];
+  firstStep: number;
+}
+
+/**
+ * What a loop starts from: its settings, system prompt, tool context, the conversation so
+ * far with the turn's `prompt` at its end, and its first step. A turn resumed from the
+ * checkpoint of a model call starts at that call's step with its messages (the prompt
+ * already in them); any other at step 0 from the committed conversation.
+ */
 export async function beginModelTurn<M>(
   turn: TurnAssignment,
   ctx: ModelTurnContext,
-): Promise<{ settings: ModelSettings; system: string; tools: ToolContext; history: M[] }> {
+  prompt: (messages: TurnAssignment['messages']) => M,
+): Promise<ModelTurnStart<M>> {
   const settings = turn.model;
   if (!settings) throw new Error(`turn ${turn.turnId} of a ${turn.provider} agent carries no model settings`);
+  const resumed = turn.checkpoint ? await checkpointedCall<M>(turn, ctx.workspace) : null;
+  const history = resumed?.messages ?? [
+    ...(await loadConversation<M>(ctx, turn.provider)),
+    prompt(turn.messages),
+  ];
   return {
     settings,
     system: await systemPrompt(settings, ctx.workspace),
@@ -47,8 +86,48 @@ export async function beginModelTurn<M>(
       gateway: ctx.gateway,
       resident: ctx.resident,
     },
-    history: await loadConversation<M>(ctx, turn.provider),
+    history,
+    firstStep: resumed?.step ?? 0,
   };
+}
+
+/** Before each model call: the message list it sends, for the checkpoint the gateway takes at it. */
+export async function beforeModelCall<M>(
+  turn: TurnAssignment,
+  ctx: ModelTurnContext,
+  step: number,
+  messages: M[],
+): Promise<void> {
+  // A resident sandbox writes in place and takes no checkpoints at model calls.
+  if (ctx.resident) return;
+  const file = join(ctx.workspace, MODEL_CALL_FILE);
+  await mkdir(dirname(file), { recursive: true });
+  const call: ModelCall<M> = {
+    provider: turn.provider,
+    messageIds: turn.messages.map((m) => m.id),
+    step,
+    messages,
+  };
+  await writeFile(file, JSON.stringify(call));
+}
+
+/** The loop is done: its checkpoint file goes, before the commit. */
+export async function endModelTurn(ctx: ModelTurnContext): Promise<void> {
+  await rm(join(ctx.workspace, MODEL_CALL_FILE), { force: true });
+}
+
+/**
+ * The checkpointed model call of a resumed turn: only of this provider and these very
+ * messages (a retry that later messages joined starts its loop from the committed
+ * conversation, over the checkpointed files).
+ */
+async function checkpointedCall<M>(turn: TurnAssignment, workspace: string): Promise<ModelCall<M> | null> {
+  const text = await readFile(join(workspace, MODEL_CALL_FILE), 'utf8').catch(() => null);
+  if (text === null) return null;
+  const call = JSON.parse(text) as ModelCall<M>;
+  const ids = turn.messages.map((m) => m.id);
+  const same = call.messageIds.length === ids.length && call.messageIds.every((id, i) => id === ids[i]);
+  return call.provider === turn.provider && same && Array.isArray(call.messages) ? call : null;
 }
 
 /**

@@ -22,7 +22,11 @@ export async function runOpenAI(
   turn: TurnAssignment,
   ctx: modelTurn.ModelTurnContext,
 ): Promise<TurnOutput[]> {
-  const { settings, system, tools: tctx, history } = await modelTurn.beginModelTurn<Message>(turn, ctx);
+  const begun = await modelTurn.beginModelTurn<Message>(turn, ctx, (messages) => ({
+    role: 'user',
+    content: messages.map((m) => m.text).join('\n\n'),
+  }));
+  const { settings, system, history, tools: tctx } = begun;
   const client = new OpenAI({
     ...modelTurn.sdkOptions(ctx, 'openai'),
     apiKey: ctx.gateway.token,
@@ -31,12 +35,12 @@ export async function runOpenAI(
     type: 'function' as const,
     function: { name: t.name, description: t.description, parameters: t.schema },
   }));
-  history.push({ role: 'user', content: turn.messages.map((m) => m.text).join('\n\n') });
 
   let reply = '';
   let finishReason: string | null = null;
-  for (let step = 0; ; step++) {
+  for (let step = begun.firstStep; ; step++) {
     if (step >= settings.maxSteps) throw modelTurn.stepLimitError('openai', settings.maxSteps);
+    await modelTurn.beforeModelCall(turn, ctx, step, history);
     const messages: Message[] = system ? [{ role: 'system', content: system }, ...history] : history;
     let content = '';
     const calls: ToolCall[] = [];
@@ -90,6 +94,7 @@ export async function runOpenAI(
       history.push({ role: 'tool', tool_call_id: call.id, content: result.output });
     }
   }
+  await modelTurn.endModelTurn(ctx);
   await modelTurn.saveConversation(ctx, 'openai', history, (m) => m.role === 'user');
   return [{ text: reply, data: { provider: 'openai', model: settings.model, finishReason } }];
 }

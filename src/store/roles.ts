@@ -30,6 +30,8 @@ export interface GatewayStore
     | 'getStorageObject'
     | 'putStorageObject'
     | 'recordCheckpoint'
+    | 'journalModelResponse'
+    | 'findModelResponse'
     | 'deleteStorageObject'
     | 'audit'
   > {}

@@ -19,6 +19,7 @@ import type {
   CommitInput,
   DeliveryDecision,
   FailedStep,
+  JournalledResponse,
   LoggedEvent,
   Message,
   Principal,
@@ -198,6 +199,15 @@ export interface CheckpointInput {
   size: number;
 }
 
+/** A model answer to journal: JournalledResponse, with the work and request it answers. */
+export interface ModelResponseInput extends JournalledResponse {
+  turnId: string;
+  /** The turn's lead (first) message. */
+  messageId: number;
+  /** sha-256 of the call and its request body, hex. */
+  requestHash: string;
+}
+
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
   /**
@@ -344,12 +354,25 @@ export interface Store {
   /** The checkpoints of the work on a lead message, oldest first (a retry resumes from them). */
   listCheckpoints(sessionId: string, messageId: number): Promise<TurnCheckpoint[]>;
   /**
-   * Deletes the checkpoints of work that ended without a commit (its lead message no longer
-   * pending or processing); returns their objects' keys. A commit deletes its own.
+   * Deletes the checkpoints (and journalled model answers) of work that ended without a
+   * commit (its lead message no longer pending or processing); returns the checkpoints'
+   * objects' keys. A commit deletes its own.
    */
   sweepCheckpoints(): Promise<string[]>;
   /** Whether some checkpoint names this blob-store object (garbage collection keeps it). */
   isCheckpointObjectNamed(key: string): Promise<boolean>;
+  /**
+   * Journals a completed model answer of a running turn, fenced as recordCheckpoint ('stale'
+   * otherwise, nothing written). The first answer to a request stays: a repeat is 'ok' and
+   * writes nothing. Rows go with the work's checkpoints (its commit, sweepCheckpoints).
+   */
+  journalModelResponse(input: Fence & ModelResponseInput, now: number): Promise<Fenced<void>>;
+  /** The journalled answer to a request of the work on a lead message; null when none. */
+  findModelResponse(
+    sessionId: string,
+    messageId: number,
+    requestHash: string,
+  ): Promise<JournalledResponse | null>;
   /**
    * A new session of the source's agent whose workspace starts from one of the source's
    * retained versions (`fromVersion`, default its current one) and whose state is the

@@ -378,6 +378,7 @@ export class SessionSupervisor {
           return this.layers.seal(turnId);
         },
         checkpoint: (turnId, label) => this.layers.checkpoint(turnId, label),
+        checkpointModelCall: (turnId) => this.layers.checkpointModelCall(turnId),
       },
     });
     await this.sandbox.bind(binding, {

@@ -1,5 +1,6 @@
 /**
- * Checkpoints of a layered turn (a `command` job's berth-checkpoint, POST /v1/checkpoint):
+ * Checkpoints of a layered turn (a `command` job's berth-checkpoint, POST /v1/checkpoint;
+ * every model call of an anthropic or openai loop, from the gateway's model proxy):
  * the files its attempt layer changed since the previous checkpoint go to the blob store as
  * one object, then one fenced store transaction records it as the next checkpoint of the
  * work on the turn's lead message, and only then is the job answered. A retry of those
@@ -43,6 +44,8 @@ import type { SandboxDeps } from './deps.js';
  * (a turn that checkpoints 200 times uploads it about 200 / 16 times, each change otherwise once).
  */
 const MAX_CHAIN = 16;
+/** The label of a checkpoint taken at a model call (a job's own are the job's). */
+export const MODEL_CALL_LABEL = 'model-call';
 
 interface Work {
   turnId: string;
@@ -129,15 +132,16 @@ export class TurnCheckpoints {
 
   /** POST /v1/checkpoint: answered once the checkpoint is durable; CHECKPOINT_FAILED (nothing of it used) otherwise. */
   take(turnId: string, label: string): Promise<CheckpointTaken> {
-    const work = this.work;
-    if (work?.turnId !== turnId)
-      throw new BerthError(
-        'TURN_NOT_FOUND',
-        `Turn ${turnId} of session ${this.fence.sessionId} has no attempt layer here (checkpoint)`,
-      );
-    const taken = work.queue.then(() => this.takeNow(work, label));
-    work.queue = taken.catch(() => undefined);
-    return taken;
+    return this.enqueue(turnId, label, false) as Promise<CheckpointTaken>;
+  }
+
+  /**
+   * At a model call (the gateway's model proxy, before it forwards the request): as `take`,
+   * but a turn that changed nothing since its last checkpoint records nothing (null), so
+   * the call waits only for the scan.
+   */
+  takeAtModelCall(turnId: string): Promise<CheckpointTaken | null> {
+    return this.enqueue(turnId, MODEL_CALL_LABEL, true);
   }
 
   /**
@@ -157,7 +161,19 @@ export class TurnCheckpoints {
     });
   }
 
-  private async takeNow(work: Work, label: string): Promise<CheckpointTaken> {
+  private enqueue(turnId: string, label: string, skipUnchanged: boolean): Promise<CheckpointTaken | null> {
+    const work = this.work;
+    if (work?.turnId !== turnId)
+      throw new BerthError(
+        'TURN_NOT_FOUND',
+        `Turn ${turnId} of session ${this.fence.sessionId} has no attempt layer here (checkpoint)`,
+      );
+    const taken = work.queue.then(() => this.takeNow(work, label, skipUnchanged));
+    work.queue = taken.catch(() => undefined);
+    return taken;
+  }
+
+  private async takeNow(work: Work, label: string, skipUnchanged: boolean): Promise<CheckpointTaken | null> {
     const { store, workspaces, clock } = this.deps;
     const startedAt = performance.now();
     // A chain at its bound restarts: this one holds every change over the committed tree.
@@ -175,6 +191,7 @@ export class TurnCheckpoints {
       throw failed(`its upload failed: ${(err as Error).message}`, err);
     }
     if (uploaded.object) work.keys.add(uploaded.object.key);
+    else if (skipUnchanged) return null;
     failpoint('checkpoint-after-upload');
     const recorded = await store
       .recordCheckpoint(

@@ -80,6 +80,11 @@ export class TurnLayers {
     return this.checkpoints.take(turnId, label);
   }
 
+  /** A model call's checkpoint (null: nothing changed, or a sandbox writing in place has none). */
+  async checkpointModelCall(turnId: string): Promise<CheckpointTaken | null> {
+    return this.checkpoints ? this.checkpoints.takeAtModelCall(turnId) : null;
+  }
+
   /** The layer the quota watch measures with the committed one; null = the committed layer itself. */
   quotaLayerOf(turn: Turn): string | null {
     return this.workspace ? turn.id : null;

@@ -38,6 +38,8 @@ export interface ModelGateway {
 export async function startModelGateway(
   agent: Omit<AgentSpecInput, 'name'>,
   script: ScriptStep[],
+  /** The model-call checkpoint the proxy takes before it forwards. @default none */
+  checkpoint?: (turnId: string) => Promise<unknown>,
 ): Promise<ModelGateway> {
   const dir = await mkdtemp(join(tmpdir(), 'berth-proxy-'));
   const provider = modelApiOf(agent.provider)!;
@@ -83,8 +85,15 @@ export async function startModelGateway(
       onHeartbeat: () => {},
       beforeCommit: async () => undefined,
       checkpoint: () => Promise.reject(new Error('no checkpoints in this test')),
+      checkpointModelCall: async () => null,
     },
-    modelProxy: new ModelProxy({ ...shared, agent: created, secrets, upstreams }),
+    modelProxy: new ModelProxy({
+      ...shared,
+      agent: created,
+      secrets,
+      upstreams,
+      ...(checkpoint ? { checkpoint } : {}),
+    }),
   });
   lifecycle.bind({ sessionId: 's', generation: binding.generation });
   lifecycle.serve(

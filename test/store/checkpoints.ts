@@ -2,7 +2,8 @@
  * Checkpoints of running turns, on every store: recorded fenced (a stale generation, a
  * stale lease holder or a turn that no longer runs writes nothing), numbered on across
  * the retries of the same messages, never a commit (version, replies and state do not
- * move), deleted by the commit of their work and swept once their work is given up.
+ * move), deleted by the commit of their work and swept once their work is given up. The
+ * model-call journal, fenced the same way, is read by a retry and goes with them.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -107,6 +108,65 @@ export function runCheckpointConformance(kind: string, open: OpenStore): void {
         'the commit collects its checkpoints',
       );
       assert.equal(await store.isCheckpointObjectNamed('checkpoints/step-3'), false);
+      await store.close();
+    });
+
+    test('a model answer is journalled fenced, read by the retry, kept first-wins, and gone with the commit', async () => {
+      const store = await withAgent(open);
+      const { message } = await store.enqueueMessage({ sessionId: 's', agent: 'sh', text: 'job', now: BASE });
+      const { fence, turn } = await claimAndStartTurn(store, BASE);
+      const answer = {
+        status: 200,
+        contentType: 'text/event-stream',
+        body: Buffer.from('event: a\n\n\u00e9\u0000'),
+      };
+      const entry = { turnId: turn.id, messageId: message.id, requestHash: 'h1', ...answer };
+      assert.equal((await store.journalModelResponse({ ...fence, ...entry }, BASE + 1)).code, 'ok');
+      const again = { ...entry, body: Buffer.from('other') };
+      assert.equal((await store.journalModelResponse({ ...fence, ...again }, BASE + 2)).code, 'ok');
+      assert.deepEqual(
+        await store.findModelResponse('s', message.id, 'h1'),
+        answer,
+        'the first answer stays',
+      );
+      assert.equal(await store.findModelResponse('s', message.id, 'h2'), null);
+
+      const retry = await retryAfterLoss(store, BASE + 2);
+      const stale = await store.journalModelResponse({ ...fence, ...entry, requestHash: 'h2' }, retry.due);
+      assert.equal(stale.code, 'stale', 'the lost generation journals nothing');
+      assert.equal(await store.findModelResponse('s', message.id, 'h2'), null);
+      assert.deepEqual(await store.findModelResponse('s', message.id, 'h1'), answer, 'the retry reads it');
+      const outputs = [{ text: 'done' }];
+      assert.equal(
+        await store.commitTurn({ ...retry.fence, turnId: retry.turn.id, outputs }, retry.due + 1),
+        'ok',
+      );
+      assert.equal(await store.findModelResponse('s', message.id, 'h1'), null, 'the commit collects it');
+      await store.close();
+    });
+
+    test('the journal of work given up is swept with its checkpoints', async () => {
+      const store = await withAgent(open);
+      const failing = await startWithCheckpoint(store, 'f', 'a', BASE);
+      const entry = { turnId: failing.turn.id, messageId: failing.message.id, requestHash: 'h', status: 200 };
+      const answer = { ...entry, contentType: 'application/json', body: Buffer.from('{}') };
+      assert.equal((await store.journalModelResponse({ ...failing.fence, ...answer }, BASE + 1)).code, 'ok');
+      assert.notEqual(await store.findModelResponse('f', failing.message.id, 'h'), null);
+      await store.sweepCheckpoints();
+      assert.notEqual(
+        await store.findModelResponse('f', failing.message.id, 'h'),
+        null,
+        'running work keeps it',
+      );
+      const abort = {
+        ...failing.fence,
+        turnId: failing.turn.id,
+        code: 'OUTPUT_LIMIT_EXCEEDED',
+        error: 'x',
+      } as const;
+      assert.equal(await store.abortTurn(abort, BASE + 3), 'ok');
+      await store.sweepCheckpoints();
+      assert.equal(await store.findModelResponse('f', failing.message.id, 'h'), null);
       await store.close();
     });
 

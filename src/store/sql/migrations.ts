@@ -623,6 +623,28 @@ CREATE INDEX channel_outbox_pending ON channel_outbox(channel_id, id) WHERE stat
 `,
   },
   {
+    version: 27,
+    name: 'model-call journal',
+    // Each completed upstream answer of a model call made inside a turn, keyed by a hash of
+    // its request, for the work on the turn's lead message (as turn_checkpoints): a retry
+    // that repeats the request is answered from here, without paying the call again. Rows
+    // go with that work's checkpoints: at the commit (in its transaction) and in the sweep.
+    sql: `
+CREATE TABLE model_journal (
+  session_id TEXT NOT NULL,
+  message_id INTEGER NOT NULL,
+  request_hash TEXT NOT NULL,
+  turn_id TEXT NOT NULL,
+  generation INTEGER NOT NULL,
+  status INTEGER NOT NULL,
+  content_type TEXT NOT NULL,
+  body TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (session_id, message_id, request_hash)
+);
+`,
+  },
+  {
     version: 28,
     name: 'pushed channel events (Slack)',
     // A platform that pushes its events (Slack's Events API) is acknowledged once its

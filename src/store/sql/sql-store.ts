@@ -21,6 +21,7 @@ import {
   DEFAULT_TENANT,
   decideScheduleRun,
   isBerthError,
+  type JournalledResponse,
   type LoggedEvent,
   type Message,
   type Principal,
@@ -54,6 +55,7 @@ import type {
   Fence,
   FenceCode,
   Fenced,
+  ModelResponseInput,
   ModelUsageEntry,
   ModelUsageTotals,
   NewApiToken,
@@ -436,6 +438,18 @@ export class SqlStore implements Store {
 
   isCheckpointObjectNamed(key: string): Promise<boolean> {
     return this.read(() => checkpoints.isCheckpointObjectNamed(key));
+  }
+
+  journalModelResponse(input: Fence & ModelResponseInput, now: number): Promise<Fenced<void>> {
+    return this.write('journalModelResponse', () => checkpoints.journalModelResponse(input, now));
+  }
+
+  findModelResponse(
+    sessionId: string,
+    messageId: number,
+    requestHash: string,
+  ): Promise<JournalledResponse | null> {
+    return this.read(() => checkpoints.findModelResponse(sessionId, messageId, requestHash));
   }
 
   forkSession(input: {

@@ -3,10 +3,11 @@
  * generation and lease, and the turn still running under them): a stale worker's
  * checkpoint is refused and its object stays unnamed (garbage). Its number follows the
  * last one of the same work (a retry numbers on), read under the session lock the fence
- * takes. Rows go with the commit of that work (turns.ts) or in the sweep below.
+ * takes. The model-call journal is fenced the same way and belongs to the same work. Rows
+ * go with the commit of that work (turns.ts) or in the sweep below.
  */
-import type { TurnCheckpoint } from '../../../core/index.js';
-import type { CheckpointInput, Fence, Fenced } from '../../store.js';
+import type { JournalledResponse, TurnCheckpoint } from '../../../core/index.js';
+import type { CheckpointInput, Fence, Fenced, ModelResponseInput } from '../../store.js';
 import { all, get, type Program, type Row, run } from '../program.js';
 import { checkRunningTurn } from './turns.js';
 
@@ -46,8 +47,40 @@ export function* listCheckpoints(sessionId: string, messageId: number): Program<
   return (yield* all('CHECKPOINTS_OF_MESSAGE', { sessionId, messageId })).map(toCheckpoint);
 }
 
-/** Deletes the checkpoints no retry will resume; returns their objects' keys. */
+export function* journalModelResponse(input: Fence & ModelResponseInput, now: number): Program<Fenced<void>> {
+  const code = yield* checkRunningTurn(input, input.turnId);
+  if (code !== 'ok') return { code };
+  yield* run('INSERT_MODEL_RESPONSE', {
+    sessionId: input.sessionId,
+    messageId: input.messageId,
+    requestHash: input.requestHash,
+    turnId: input.turnId,
+    generation: input.generation,
+    status: input.status,
+    contentType: input.contentType,
+    body: input.body.toString('base64'),
+    now,
+  });
+  return { code: 'ok', value: undefined };
+}
+
+export function* findModelResponse(
+  sessionId: string,
+  messageId: number,
+  requestHash: string,
+): Program<JournalledResponse | null> {
+  const r = yield* get('MODEL_RESPONSE_OF_REQUEST', { sessionId, messageId, requestHash });
+  if (!r) return null;
+  return {
+    status: Number(r.status),
+    contentType: String(r.content_type),
+    body: Buffer.from(String(r.body), 'base64'),
+  };
+}
+
+/** Deletes the checkpoints (and journalled answers) no retry will resume; returns the checkpoints' objects' keys. */
 export function* sweepCheckpoints(): Program<string[]> {
+  yield* run('SWEEP_JOURNAL', {});
   return (yield* all('SWEEP_CHECKPOINTS', {})).map((r) => String(r.blob_key));
 }
 

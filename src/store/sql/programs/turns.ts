@@ -102,6 +102,7 @@ export function* commitTurn(tx: Tx, input: CommitInput, now: number): Program<Co
   yield* endTurn(tx, turnId, 'committed', null, now, input.workspace?.baseVersion ?? null);
   // The work is committed: its checkpoints are no longer a start for anything (their objects are garbage).
   yield* run('DELETE_CHECKPOINTS_OF_SESSION', { sessionId });
+  yield* run('DELETE_JOURNAL_OF_SESSION', { sessionId });
   for (const output of input.outputs) {
     const data = output.data === undefined ? null : JSON.stringify(output.data);
     // An output that names no message answers the whole turn (a model's one reply to all it was sent).

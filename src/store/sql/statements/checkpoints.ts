@@ -50,6 +50,51 @@ SELECT MAX(seq) AS seq FROM turn_checkpoints WHERE session_id = :sessionId AND m
 export const DELETE_CHECKPOINTS_OF_SESSION = `DELETE FROM turn_checkpoints WHERE session_id = :sessionId`;
 
 /**
+ * One completed model answer of the work on a session's lead message (the first wins: a
+ * repeat of the same request is answered from it, so it never has a second).
+ * @param sessionId the session
+ * @param messageId the lead message of the turn that made the call
+ * @param requestHash sha-256 of the call and its request body, hex
+ * @param turnId the turn that made it
+ * @param generation that turn's generation
+ * @param status the upstream's HTTP status
+ * @param contentType its content type (SSE or JSON)
+ * @param body its body as received, base64
+ * @param now the transition's time, epoch ms
+ * @returns changed rows: 1 = journalled, 0 = that request already was
+ */
+export const INSERT_MODEL_RESPONSE = `
+INSERT INTO model_journal (session_id, message_id, request_hash, turn_id, generation, status, content_type, body, created_at)
+VALUES (:sessionId, :messageId, :requestHash, :turnId, :generation, :status, :contentType, :body, :now)
+ON CONFLICT (session_id, message_id, request_hash) DO NOTHING`;
+
+/**
+ * The journalled answer to a request of the work on a lead message.
+ * @param sessionId the session
+ * @param messageId the lead message
+ * @param requestHash as INSERT_MODEL_RESPONSE's
+ * @returns one row, or none
+ */
+export const MODEL_RESPONSE_OF_REQUEST = `
+SELECT * FROM model_journal
+WHERE session_id = :sessionId AND message_id = :messageId AND request_hash = :requestHash`;
+
+/**
+ * A commit's collection of the journal, with its checkpoints.
+ * @param sessionId the session
+ * @returns changed rows: any number
+ */
+export const DELETE_JOURNAL_OF_SESSION = `DELETE FROM model_journal WHERE session_id = :sessionId`;
+
+/**
+ * The sweep of the journal, as SWEEP_CHECKPOINTS: answers of work no retry will resume.
+ * @returns changed rows: any number
+ */
+export const SWEEP_JOURNAL = `
+DELETE FROM model_journal WHERE NOT EXISTS (
+  SELECT 1 FROM messages m WHERE m.id = model_journal.message_id AND m.status IN ('pending', 'processing'))`;
+
+/**
  * The sweep: checkpoints of work that ended otherwise (its lead message failed, cancelled,
  * interrupted, taken back or gone with its session), which no retry will resume.
  * @returns rows (blob_key) of the checkpoints deleted
