@@ -1,0 +1,52 @@
+/**
+ * The fair share of claims between tenants, as start-time fair queuing: every tenant has a
+ * pass (the virtual time its next claim starts at) and a weight; a claim goes to the
+ * tenant with runnable work whose key, max(pass, virtual time), is smallest (ties to the
+ * older head message), starts there, and moves its pass on by FAIR_SHARE_STRIDE / weight.
+ * The virtual time is the latest claim's start, so a tenant back from idle joins at the
+ * current time instead of spending credit it saved while away. Within a tenant the order
+ * stays FIFO by oldest pending message. The claim (FAIR_QUEUE) takes one step of this;
+ * fairClaimOrder plays every step at once for queue positions, and both must agree.
+ */
+
+/** Pass moved per claim of a weight-1 tenant (CHARGE_TENANT_SHARE holds the same number). */
+export const FAIR_SHARE_STRIDE = 1_000_000;
+
+export interface TenantShare {
+  weight: number;
+  pass: number;
+}
+
+export interface Shares {
+  byTenant: Map<string, TenantShare>;
+  virtualTime: number;
+}
+
+export interface QueuedSession {
+  sessionId: string;
+  /** Its oldest pending inbound message (queued_id). */
+  firstId: number;
+  tenant: string;
+}
+
+/**
+ * The queued sessions in the order claims take them, when no new work arrives. A tenant
+ * without a share row comes after every other (FAIR_QUEUE does not see it; the FIFO
+ * fallback takes it when nothing else is queued).
+ */
+export function fairClaimOrder<T extends QueuedSession>(queued: readonly T[], shares: Shares): T[] {
+  const byTenant = new Map<string, T[]>();
+  for (const q of queued) byTenant.set(q.tenant, [...(byTenant.get(q.tenant) ?? []), q]);
+  const keyed: { entry: T; key: number }[] = [];
+  for (const [tenant, entries] of byTenant) {
+    const share = shares.byTenant.get(tenant);
+    const base = share ? Math.max(share.pass, shares.virtualTime) : Number.POSITIVE_INFINITY;
+    const stride = Math.floor(FAIR_SHARE_STRIDE / (share?.weight ?? 1));
+    entries.sort((a, b) => a.firstId - b.firstId);
+    entries.forEach((entry, k) => {
+      keyed.push({ entry, key: base + k * stride });
+    });
+  }
+  keyed.sort((a, b) => a.key - b.key || a.entry.firstId - b.entry.firstId);
+  return keyed.map((k) => k.entry);
+}
