@@ -2,8 +2,8 @@
  * Conformance of the fair share of claims between tenants, run against SQLite and
  * PostgreSQL by store.conformance.test.ts: tenant A has many runnable sessions, tenant B
  * adds one at a time; claims alternate by weight (1:1, 3:1), a tenant back from idle does
- * not take every claim until it catches up, and the queue positions shown are the order
- * the claims then take.
+ * not take every claim until it catches up, a tenant alone banks nothing against the next,
+ * and the queue positions shown are the order the claims then take.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -33,7 +33,7 @@ async function twoTenants(open: OpenStore, weightA?: number): Promise<Store> {
 async function enqueue(store: Store, sessionId: string, now: number): Promise<void> {
   await store.enqueueMessage({
     sessionId,
-    agent: sessionId.startsWith('a') ? 'agent-a' : 'agent-b',
+    agent: `agent-${sessionId[0]}`,
     text: 'go',
     now,
   });
@@ -113,12 +113,28 @@ export function runFairShareConformance(kind: string, open: OpenStore): void {
 
     test('a tenant back from idle joins at the current turn, not with the claims it missed', async () => {
       const store = await twoTenants(open);
-      for (let i = 1; i <= 8; i++) await enqueue(store, `a${i}`, BASE + i);
-      for (let i = 1; i <= 5; i++) assert.equal(await claim(store, BASE + 10 + i), `a${i}`);
-      for (let i = 1; i <= 3; i++) await enqueue(store, `b${i}`, BASE + 20 + i);
+      await store.createAgent(agentSpecSchema.parse({ name: 'agent-c', provider: 'command' }), BASE, 'C');
+      for (let i = 1; i <= 4; i++) {
+        await enqueue(store, `a${i}`, BASE + 2 * i);
+        await enqueue(store, `c${i}`, BASE + 2 * i + 1);
+      }
+      // A and C share the claims while B is away.
       const order: string[] = [];
-      for (let i = 0; i < 6; i++) order.push(await claim(store, BASE + 30 + i));
-      assert.deepEqual(order, ['b1', 'a6', 'b2', 'a7', 'b3', 'a8']);
+      for (let i = 0; i < 6; i++) order.push(await claim(store, BASE + 10 + i));
+      for (let i = 1; i <= 3; i++) await enqueue(store, `b${i}`, BASE + 20 + i);
+      for (let i = 0; i < 5; i++) order.push(await claim(store, BASE + 30 + i));
+      assert.deepEqual(order, ['a1', 'c1', 'a2', 'c2', 'a3', 'c3', 'b1', 'a4', 'c4', 'b2', 'b3']);
+      await store.close();
+    });
+
+    test('a tenant alone in the queue is not charged: the next tenant to come shares from the start', async () => {
+      const store = await twoTenants(open);
+      for (let i = 1; i <= 6; i++) await enqueue(store, `a${i}`, BASE + i);
+      for (let i = 1; i <= 3; i++) assert.equal(await claim(store, BASE + 10 + i), `a${i}`);
+      for (let i = 1; i <= 2; i++) await enqueue(store, `b${i}`, BASE + 20 + i);
+      const order: string[] = [];
+      for (let i = 0; i < 5; i++) order.push(await claim(store, BASE + 30 + i));
+      assert.deepEqual(order, ['a4', 'b1', 'a5', 'b2', 'a6']);
       await store.close();
     });
 

@@ -35,8 +35,8 @@ export interface DialectStatements {
    * The first session of the fair queue (FAIR_QUEUE), its row locked (rows other claims hold
    * skipped) where the engine can.
    * @param now as FAIR_QUEUE's
-   * @returns one row (session_id, first_id, lease_owner, tenant, share_key, virtual_time), or
-   *   none (nothing queued, or every session of the chosen tenant is being claimed)
+   * @returns one row (session_id, first_id, lease_owner, tenant, share_key, virtual_time,
+   *   contenders), or none (nothing queued, or every session of the chosen tenant is being claimed)
    */
   FAIR_QUEUE_HEAD: string;
   /**

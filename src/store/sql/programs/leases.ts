@@ -40,9 +40,11 @@ export function* claimRunnableSession(
   const free = fair ?? (yield* get('QUEUE_HEAD', { now }));
   const dead = yield* get('DEAD_HELD_QUEUE_HEAD', { now, staleBefore });
   const pick =
-    fair && !dead ? { head: fair, virtualTime: Number(fair.virtual_time) } : yield* firstOf(free, dead);
+    fair && !dead
+      ? { head: fair, virtualTime: Number(fair.virtual_time), shared: Number(fair.contenders) > 1 }
+      : yield* firstOf(free, dead);
   if (!pick) return null;
-  const { head, virtualTime } = pick;
+  const { head, virtualTime, shared } = pick;
   const id = String(head.session_id);
   const lease = (yield* get('SESSION_LEASE', { id, staleBefore }))!;
   // Taken by a live worker since the queue was read (PostgreSQL): not ours to take.
@@ -58,17 +60,23 @@ export function* claimRunnableSession(
     { id, generation, worker: workerId, now },
     sessionGuard(id, `at generation ${generation}`),
   );
-  yield* run('CHARGE_TENANT_SHARE', { tenant: String(row.tenant), virtualTime });
   const session = toSession((yield* get('SESSION_BY_ID', { id }))!);
   const agent = toAgent((yield* get('AGENT_BY_NAME', { name: session.agent }))!);
+  // Last, as it locks the tenant's row until the commit (PostgreSQL): the tenant's other claims
+  // wait for it. A tenant alone in the queue is not charged: nobody's share is at stake, and
+  // its claims then run side by side as before.
+  if (shared) yield* run('CHARGE_TENANT_SHARE', { tenant: session.tenant, virtualTime });
   return { session, agent };
 }
 
-/** The one of two queue heads that claims take first, in the fair share, with the virtual time it was read at. */
+/**
+ * The one of two queue heads that claims take first, in the fair share, with the virtual time
+ * it was read at (rare: a dead holder's session is queued, or the fair pick was all taken).
+ */
 function* firstOf(
   free: Row | undefined,
   dead: Row | undefined,
-): Program<{ head: Row; virtualTime: number } | null> {
+): Program<{ head: Row; virtualTime: number; shared: boolean } | null> {
   const heads = [free, dead].filter((r): r is Row => r !== undefined);
   if (heads.length === 0) return null;
   const shares = toShares(yield* all('TENANT_SHARES', {}));
@@ -76,6 +84,7 @@ function* firstOf(
   return {
     head: heads.find((r) => String(r.session_id) === first!.sessionId)!,
     virtualTime: shares.virtualTime,
+    shared: true,
   };
 }
 

@@ -24,12 +24,13 @@ ORDER BY queued_id`;
  * is smallest, ties to the older head; its sessions FIFO. One indexed lookup per tenant
  * (sessions_tenant_queue) picks the tenant, then its part of the queue is read in order.
  * @param now runnable = runnable_at <= now
- * @returns rows (session_id, first_id, lease_owner, tenant, share_key, virtual_time), queue order
+ * @returns rows (session_id, first_id, lease_owner, tenant, share_key, virtual_time,
+ *   contenders: how many tenants have runnable free sessions), queue order
  */
 export const FAIR_QUEUE = `
-SELECT s.id AS session_id, s.queued_id AS first_id, s.lease_owner, s.tenant, f.share_key, f.virtual_time
+SELECT s.id AS session_id, s.queued_id AS first_id, s.lease_owner, s.tenant, f.share_key, f.virtual_time, f.contenders
 FROM (
-  SELECT tenant, share_key, virtual_time FROM (
+  SELECT tenant, share_key, virtual_time, COUNT(*) OVER () AS contenders FROM (
     SELECT t.tenant, v.virtual_time,
       CASE WHEN t.pass > v.virtual_time THEN t.pass ELSE v.virtual_time END AS share_key,
       (SELECT q.queued_id FROM sessions q
