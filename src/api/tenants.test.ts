@@ -130,7 +130,10 @@ test("a token sets its tenant's weight in the fair share of claims; a bad weight
     [acme, 'acme-agent'],
     [initech, 'initech-agent'],
   ] as const) {
-    assert.equal((await call(token, 'POST', '/v1/agents', { name: agent, provider: 'command' })).statusCode, 201);
+    assert.equal(
+      (await call(token, 'POST', '/v1/agents', { name: agent, provider: 'command' })).statusCode,
+      201,
+    );
   }
   const send = (token: string, agent: string, id: string) =>
     call(token, 'POST', `/v1/sessions/${id}/messages`, { agent, text: 'go' });
