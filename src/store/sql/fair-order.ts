@@ -6,7 +6,8 @@
  * The virtual time is the latest claim's start, so a tenant back from idle joins at the
  * current time instead of spending credit it saved while away. Within a tenant the order
  * stays FIFO by oldest pending message. The claim (FAIR_QUEUE) takes one step of this;
- * fairClaimOrder plays every step at once for queue positions, and both must agree.
+ * fairClaimOrder plays every step at once for queue positions, fairPosition counts one
+ * session's place from per-tenant counts, and all three must agree.
  */
 
 /** Pass moved per claim of a weight-1 tenant (CHARGE_TENANT_SHARE holds the same number). */
@@ -49,4 +50,44 @@ export function fairClaimOrder<T extends QueuedSession>(queued: readonly T[], sh
   }
   keyed.sort((a, b) => a.key - b.key || a.entry.firstId - b.entry.firstId);
   return keyed.map((k) => k.entry);
+}
+
+/** One tenant's part of the queue: its queued sessions, and how many of them come before a given session's first message. */
+export interface TenantCount {
+  n: number;
+  ahead: number;
+}
+
+/**
+ * The 1-based place of one queued session (its tenant, its firstId) in fairClaimOrder, from
+ * per-tenant counts alone: the k-th session (0-based) of tenant U has key base_U + k·stride_U,
+ * so the sessions of U before a key K are those with a smaller key, and at an equal key the
+ * one before it in FIFO order (the session's k is U's count ahead of it).
+ */
+export function fairPosition(counts: Map<string, TenantCount>, shares: Shares, tenant: string): number {
+  const keyOf = (t: string) => {
+    const share = shares.byTenant.get(t);
+    if (!share) return null;
+    return {
+      base: Math.max(share.pass, shares.virtualTime),
+      stride: Math.floor(FAIR_SHARE_STRIDE / share.weight),
+    };
+  };
+  const own = keyOf(tenant);
+  const key = own ? own.base + (counts.get(tenant)?.ahead ?? 0) * own.stride : null;
+  let ahead = 0;
+  for (const [t, { n, ahead: before }] of counts) {
+    const k = keyOf(t);
+    // Tenants without a share row come after every other, FIFO among themselves.
+    if (key === null) ahead += k ? n : before;
+    else if (k) ahead += Math.min(n, countBelow(key - k.base, k.stride, before));
+  }
+  return ahead + 1;
+}
+
+/** How many keys base + j·stride (j ≥ 0) sort before a key `diff` above base, ties going to the `before` oldest. */
+function countBelow(diff: number, stride: number, before: number): number {
+  if (diff < 0) return 0;
+  const q = Math.floor(diff / stride);
+  return diff % stride > 0 ? q + 1 : q + (before > q ? 1 : 0);
 }

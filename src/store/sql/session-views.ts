@@ -1,13 +1,13 @@
 /**
  * What a client sees of sessions (status, queue position, last reply), read from either SQL
- * store. One session's view costs a few index lookups and, while it is queued, a read of the
- * queue (its place in the fair share depends on every tenant's part); a listing reads each
- * kind of fact for all its sessions at once (a constant number of statements, not a few per
- * session).
+ * store. One session's view costs a few index lookups and, while it is queued, a count of
+ * each tenant's part of the queue (its place in the fair share depends on all of them); a
+ * listing reads each kind of fact for all its sessions at once (a constant number of
+ * statements, not a few per session).
  */
 import type { SessionView } from '../../core/index.js';
 import { deriveSessionStatus } from '../session-status.js';
-import { fairClaimOrder } from './fair-order.js';
+import { fairClaimOrder, fairPosition } from './fair-order.js';
 import { all, get, type Program, type Row } from './program.js';
 import { toMessage, toQueuedSession, toSession, toShares, toTurn } from './rows.js';
 
@@ -30,13 +30,17 @@ export function* queueDepth(now: number, leaseMs: number): Program<number> {
   );
 }
 
-/**
- * 1-based place of the session in claim order; null when it is not queued (nothing runnable,
- * or a live holder). Its place depends on every tenant's queue, so the whole queue is read.
- */
+/** 1-based place of the session in claim order; null when it is not queued (nothing runnable, or a live holder). */
 function* queuePositionOf(row: Row, now: number, leaseMs: number): Program<number | null> {
   if (row.queued_id == null || Number(row.runnable_at) > now) return null;
-  return (yield* queuePositions(now, leaseMs)).get(String(row.id)) ?? null;
+  const staleBefore = now - leaseMs;
+  if (row.lease_owner != null) {
+    const lease = yield* get('SESSION_LEASE', { id: row.id, staleBefore });
+    if (Number(lease?.holder_alive) === 1) return null;
+  }
+  const counts = yield* all('QUEUE_COUNTS', { before: Number(row.queued_id), now, staleBefore });
+  const byTenant = new Map(counts.map((c) => [String(c.tenant), { n: Number(c.n), ahead: Number(c.ahead) }]));
+  return fairPosition(byTenant, toShares(yield* all('TENANT_SHARES', {})), String(row.tenant));
 }
 
 export function* sessionViewOf(sessionId: string, now: number, leaseMs: number): Program<SessionView | null> {

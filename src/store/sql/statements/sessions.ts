@@ -72,6 +72,24 @@ SELECT
      WHERE w.heartbeat_at <= :staleBefore AND s.queued_id < :before AND s.runnable_at <= :now) AS n`;
 
 /**
+ * Each tenant's part of the claim queue (FREE_QUEUE and DEAD_HELD_QUEUE) counted, whole and
+ * before a queue key: what a session's place in the fair share needs (fairPosition), read
+ * from sessions_tenant_queue without listing the queue.
+ * @param before a queue key (the session's queued_id)
+ * @param now runnable = runnable_at <= now
+ * @param staleBefore now - leaseMs
+ * @returns rows (tenant, n, ahead), one per tenant with queued sessions
+ */
+export const QUEUE_COUNTS = `
+SELECT tenant, COUNT(*) AS n, COUNT(*) FILTER (WHERE first_id < :before) AS ahead FROM (
+  SELECT tenant, queued_id AS first_id FROM sessions
+  WHERE lease_owner IS NULL AND queued_id IS NOT NULL AND runnable_at <= :now
+  UNION ALL
+  SELECT s.tenant, s.queued_id FROM workers w JOIN sessions s ON s.lease_owner = w.id
+  WHERE w.heartbeat_at <= :staleBefore AND s.queued_id IS NOT NULL AND s.runnable_at <= :now
+) q GROUP BY tenant`;
+
+/**
  * A new pending inbound message puts its session in the queue, or keeps the earlier place it
  * has: the keys move only when it is the oldest pending message (then it is due now);
  * behind an older pending one, that one's due time stays the session's (a message in backoff
