@@ -132,8 +132,8 @@ export async function fairShare({ quick }: BenchOptions): Promise<Record<string,
   const builds = { current, ...(base ? { base } : {}) };
   const rates: Record<string, Record<string, number>> = {};
   try {
-    for (const [build, modules] of Object.entries(builds)) {
-      for (const tenants of [1, 2]) {
+    for (const tenants of [1, 2]) {
+      for (const [build, modules] of Object.entries(builds)) {
         const sqlite = modules.openSqliteStore({
           path: join(dir, `${build}-${tenants}.db`),
           leaseMs: LEASE_MS,
