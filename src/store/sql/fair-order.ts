@@ -4,7 +4,8 @@
  * tenant with runnable work whose key, max(pass, virtual time), is smallest (ties to the
  * older head message), starts there, and moves its pass on by FAIR_SHARE_STRIDE / weight.
  * The virtual time is the latest claim's start, so a tenant back from idle joins at the
- * current time instead of spending credit it saved while away. Within a tenant the order
+ * current time instead of spending credit it saved while away. A tenant alone in the queue
+ * is not charged (nothing is at stake, and the order is the same). Within a tenant the order
  * stays FIFO by oldest pending message. The claim (FAIR_QUEUE) takes one step of this;
  * fairClaimOrder plays every step at once for queue positions, fairPosition counts one
  * session's place from per-tenant counts, and all three must agree.
@@ -37,7 +38,11 @@ export interface QueuedSession {
  */
 export function fairClaimOrder<T extends QueuedSession>(queued: readonly T[], shares: Shares): T[] {
   const byTenant = new Map<string, T[]>();
-  for (const q of queued) byTenant.set(q.tenant, [...(byTenant.get(q.tenant) ?? []), q]);
+  for (const q of queued) {
+    const entries = byTenant.get(q.tenant);
+    if (entries) entries.push(q);
+    else byTenant.set(q.tenant, [q]);
+  }
   const keyed: { entry: T; key: number }[] = [];
   for (const [tenant, entries] of byTenant) {
     const share = shares.byTenant.get(tenant);

@@ -1,9 +1,9 @@
 /**
  * Leases: the claim (compare-and-set of the queue's first session to a new generation, its
- * tenant charged for it in the fair share in the same transaction),
- * the sweep of dead holders' leases, the sandbox record and the release. Every program
- * locks the session row first (QUEUE_HEAD, DEAD_HELD_QUEUE_HEAD, EXPIRED_LEASES_LOCKED,
- * FENCE) and re-reads what it decides on under that lock, so PostgreSQL's concurrent
+ * tenant charged for it in the fair share in the same transaction), the sweep of dead
+ * holders' leases, the sandbox record and the release. Every program locks the session row
+ * first (FAIR_QUEUE_HEAD or QUEUE_HEAD, DEAD_HELD_QUEUE_HEAD, EXPIRED_LEASES_LOCKED, FENCE)
+ * and re-reads what it decides on under that lock, so PostgreSQL's concurrent
  * transactions decide as SQLite's serial ones do, and each guarded statement matches the
  * row it read. Every lease holder has a worker row (a worker claims only while its row is
  * fresh, and its clean stop leaves the row expired while it still holds leases), so dead
