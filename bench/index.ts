@@ -10,6 +10,7 @@ import { channelRestarts } from './channel-restarts.js';
 import { checkpoints } from './checkpoints.js';
 import { coldStart } from './cold-start.js';
 import { detection } from './detection.js';
+import { fairShare } from './fair-share.js';
 import { fileBlobs } from './file-blobs.js';
 import { harnesses } from './harnesses.js';
 import { history } from './history.js';
@@ -54,6 +55,7 @@ const all = {
   channelLatency,
   channelRestarts,
   sseStreams,
+  fairShare,
 };
 const results: Record<string, unknown>[] = [];
 for (const [name, bench] of Object.entries(all)) {

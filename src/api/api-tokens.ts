@@ -17,15 +17,19 @@ export function hashToken(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
 }
 
-/** Stores a new token's hash (one transaction) and returns the secret, which is never stored. */
+/** Stores a new token's hash (and the tenant's weight, if given; one transaction) and returns the secret, which is never stored. */
 export async function issueToken(
   store: ApiStore,
   tenant: string | null,
   label: string,
   now: number,
+  weight?: number,
 ): Promise<{ token: string; row: ApiTokenRow }> {
   const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
-  const row = await store.insertApiToken({ id: newId('tok'), tenant, hash: hashToken(token), label }, now);
+  const row = await store.insertApiToken(
+    { id: newId('tok'), tenant, hash: hashToken(token), label, ...(weight === undefined ? {} : { weight }) },
+    now,
+  );
   return { token, row };
 }
 

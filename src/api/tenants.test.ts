@@ -119,6 +119,37 @@ test('tokens are admin-only, hashed at rest, and shown once', async () => {
   await store.close();
 });
 
+test("a token sets its tenant's weight in the fair share of claims; a bad weight is refused naming the fix", async () => {
+  const { store, call, acme, admin } = await setup();
+  const bad = await call(admin, 'POST', '/v1/tokens', { tenant: 'initech', weight: 0 });
+  assert.equal(bad.statusCode, 400);
+  assert.match(bad.json().error.message, /weight: at least 1/);
+  const issued = await call(admin, 'POST', '/v1/tokens', { tenant: 'initech', weight: 3 });
+  assert.equal(issued.statusCode, 201);
+  const initech = issued.json().token;
+  for (const [token, agent] of [
+    [acme, 'acme-agent'],
+    [initech, 'initech-agent'],
+  ] as const) {
+    assert.equal(
+      (await call(token, 'POST', '/v1/agents', { name: agent, provider: 'command' })).statusCode,
+      201,
+    );
+  }
+  const send = (token: string, agent: string, id: string) =>
+    call(token, 'POST', `/v1/sessions/${id}/messages`, { agent, text: 'go' });
+  for (const id of ['acme-1', 'acme-2']) assert.equal((await send(acme, 'acme-agent', id)).statusCode, 202);
+  for (const id of ['i-1', 'i-2', 'i-3', 'i-4'])
+    assert.equal((await send(initech, 'initech-agent', id)).statusCode, 202);
+  // Weight 3: initech's four turns come before acme's second (at 1:1 they would alternate).
+  const positions = await store.queuePositions(Date.now());
+  assert.deepEqual(
+    [...positions].sort((a, b) => a[1] - b[1]).map(([id]) => id),
+    ['acme-1', 'i-1', 'i-2', 'i-3', 'i-4', 'acme-2'],
+  );
+  await store.close();
+});
+
 test('the admin token file is 0600, stable across starts, and listening beyond loopback needs a tenant token', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'berth-auth-'));
   t.after(() => rm(dir, { recursive: true, force: true }));

@@ -12,7 +12,8 @@ export const tokensRoutes: FastifyPluginAsync<PluginDeps> = async (app, { store,
     {
       method: 'POST',
       url: '/v1/tokens',
-      summary: 'Issue a token for a tenant; the secret is in this answer only',
+      summary:
+        'Issue a token for a tenant (optionally setting its fair-share weight); the secret is in this answer only',
       tag,
       access: 'admin',
       status: 201,
@@ -20,7 +21,7 @@ export const tokensRoutes: FastifyPluginAsync<PluginDeps> = async (app, { store,
       body: createTokenSchema,
     },
     async ({ body }) => {
-      const { token, row } = await issueToken(store, body.tenant, body.label, clock.now());
+      const { token, row } = await issueToken(store, body.tenant, body.label, clock.now(), body.weight);
       return { token, id: row.tokenId, tenant: row.tenant, label: row.label, createdAt: row.createdAt };
     },
   );

@@ -119,6 +119,9 @@ export const filesQuerySchema = z
 /** SSE: resume after an event id (the Last-Event-ID header wins over ?after=). */
 export const eventsQuerySchema = z.object({ after: z.coerce.number().int().min(0).optional() }).strict();
 
+/** The largest tenant weight in the fair share of claims: keeps every tenant's stride a whole number. */
+export const FAIR_SHARE_MAX_WEIGHT = 1000;
+
 /** POST /v1/tokens (admin). */
 export const createTokenSchema = z
   .object({
@@ -126,6 +129,13 @@ export const createTokenSchema = z
       .string()
       .regex(NAME_PATTERN, 'tenant: 1-64 of A-Z a-z 0-9 _ - . starting with a letter or digit'),
     label: z.string().max(200).default(''),
+    /** The tenant's weight in the fair share of claims (it gets `weight` turns to a weight-1 tenant's one); absent = unchanged. */
+    weight: z
+      .number()
+      .int('weight: a whole number')
+      .min(1, 'weight: at least 1')
+      .max(FAIR_SHARE_MAX_WEIGHT, `weight: at most ${FAIR_SHARE_MAX_WEIGHT}`)
+      .optional(),
   })
   .strict();
 

@@ -139,6 +139,8 @@ export interface NewApiToken {
   /** SHA-256 (hex) of the secret; the secret itself is never stored. */
   hash: string;
   label: string;
+  /** The tenant's weight in the fair share of claims, set with the token; undefined = unchanged. */
+  weight?: number;
 }
 
 /** A channel to create: validated input and its owner. */

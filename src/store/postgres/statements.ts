@@ -8,9 +8,10 @@
 
 import { insertDeliveriesForEvent } from '../sql/deliveries-for-event.js';
 import type { DialectStatements } from '../sql/statements.js';
-import { DEAD_HELD_QUEUE, EXPIRED_LEASES, FREE_QUEUE } from '../sql/statements.js';
+import { DEAD_HELD_QUEUE, EXPIRED_LEASES, FAIR_QUEUE, FREE_QUEUE } from '../sql/statements.js';
 
 export const POSTGRES_STATEMENTS: DialectStatements = {
+  FAIR_QUEUE_HEAD: `${FAIR_QUEUE} LIMIT 1 FOR NO KEY UPDATE OF s SKIP LOCKED`,
   QUEUE_HEAD: `${FREE_QUEUE} LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED`,
   DEAD_HELD_QUEUE_HEAD: `${DEAD_HELD_QUEUE} LIMIT 1 FOR NO KEY UPDATE OF s SKIP LOCKED`,
   EXPIRED_LEASES_LOCKED: `${EXPIRED_LEASES} FOR NO KEY UPDATE OF s SKIP LOCKED`,

@@ -623,6 +623,26 @@ CREATE INDEX channel_outbox_pending ON channel_outbox(channel_id, id) WHERE stat
 `,
   },
   {
+    version: 26,
+    name: 'tenant fair share',
+    // Claims are shared between tenants by start-time fair queuing: each tenant's `pass` is
+    // the virtual time at which its next claim starts, moved by 1,000,000 / weight per claim
+    // (integers in both engines); `last_start` is where its last claim started, and the
+    // largest of them is the queue's virtual time, so a tenant back from idle starts there
+    // rather than cashing in the time it was away. sessions_tenant_queue is each tenant's
+    // part of the claim queue, in the order of sessions_queue.
+    sql: `
+CREATE TABLE tenant_shares (
+  tenant TEXT PRIMARY KEY,
+  weight INTEGER NOT NULL DEFAULT 1 CHECK (weight >= 1),
+  pass INTEGER NOT NULL DEFAULT 0,
+  last_start INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO tenant_shares (tenant) SELECT tenant FROM agents UNION SELECT tenant FROM sessions;
+CREATE INDEX sessions_tenant_queue ON sessions(tenant, queued_id, runnable_at) WHERE lease_owner IS NULL AND queued_id IS NOT NULL;
+`,
+  },
+  {
     version: 27,
     name: 'model-call journal',
     // Each completed upstream answer of a model call made inside a turn, keyed by a hash of

@@ -23,6 +23,7 @@ import {
   type WorkerRow,
 } from '../../core/index.js';
 
+import type { QueuedSession, Shares } from './fair-order.js';
 import type { Row } from './program.js';
 
 function parseJson(value: unknown): unknown {
@@ -238,4 +239,19 @@ export function toSandboxRecord(r: Row): SandboxRecord {
     updatedAt: Number(r.updated_at),
     endedAt: orNull(r.ended_at),
   };
+}
+
+/** TENANT_SHARES rows (virtual_time is null while there are none). */
+export function toShares(rows: Row[]): Shares {
+  return {
+    byTenant: new Map(
+      rows.map((r) => [String(r.tenant), { weight: Number(r.weight), pass: Number(r.pass) }]),
+    ),
+    virtualTime: Number(rows[0]?.virtual_time ?? 0),
+  };
+}
+
+/** A FREE_QUEUE or DEAD_HELD_QUEUE row. */
+export function toQueuedSession(row: Row): QueuedSession {
+  return { sessionId: String(row.session_id), firstId: Number(row.first_id), tenant: String(row.tenant) };
 }

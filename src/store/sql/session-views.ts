@@ -1,13 +1,15 @@
 /**
  * What a client sees of sessions (status, queue position, last reply), read from either SQL
- * store. One session's view costs a few index lookups and one count of the queue entries
- * ahead of it; a listing reads each kind of fact for all its sessions at once (a constant
- * number of statements, not a few per session).
+ * store. One session's view costs a few index lookups and, while it is queued, a count of
+ * each tenant's part of the queue (its place in the fair share depends on all of them); a
+ * listing reads each kind of fact for all its sessions at once (a constant number of
+ * statements, not a few per session).
  */
 import type { SessionView } from '../../core/index.js';
 import { deriveSessionStatus } from '../session-status.js';
+import { fairClaimOrder, fairPosition } from './fair-order.js';
 import { all, get, type Program, type Row } from './program.js';
-import { toMessage, toSession, toTurn } from './rows.js';
+import { toMessage, toQueuedSession, toSession, toShares, toTurn } from './rows.js';
 
 /** What a view adds to the session row. */
 interface ViewFacts {
@@ -36,8 +38,9 @@ function* queuePositionOf(row: Row, now: number, leaseMs: number): Program<numbe
     const lease = yield* get('SESSION_LEASE', { id: row.id, staleBefore });
     if (Number(lease?.holder_alive) === 1) return null;
   }
-  const ahead = yield* get('QUEUED_BEFORE', { before: Number(row.queued_id), now, staleBefore });
-  return Number(ahead!.n) + 1;
+  const counts = yield* all('QUEUE_COUNTS', { before: Number(row.queued_id), now, staleBefore });
+  const byTenant = new Map(counts.map((c) => [String(c.tenant), { n: Number(c.n), ahead: Number(c.ahead) }]));
+  return fairPosition(byTenant, toShares(yield* all('TENANT_SHARES', {})), String(row.tenant));
 }
 
 export function* sessionViewOf(sessionId: string, now: number, leaseMs: number): Program<SessionView | null> {
@@ -75,12 +78,16 @@ export function* listSessionViews(now: number, leaseMs: number, tenant?: string)
   });
 }
 
-/** 1-based place of each queued session in claim order: the free queue and the dead holders' sessions, merged. */
+/**
+ * 1-based place of each queued session in claim order: the free queue and the dead holders'
+ * sessions, in the fair share between tenants (fairClaimOrder, as claims take them).
+ */
 export function* queuePositions(now: number, leaseMs: number): Program<Map<string, number>> {
   const free = yield* all('FREE_QUEUE', { now });
   const deadHeld = yield* all('DEAD_HELD_QUEUE', { now, staleBefore: now - leaseMs });
-  const order = [...free, ...deadHeld].sort((a, b) => Number(a.first_id) - Number(b.first_id));
-  return new Map(order.map((r, i) => [String(r.session_id), i + 1]));
+  const shares = toShares(yield* all('TENANT_SHARES', {}));
+  const order = fairClaimOrder([...free, ...deadHeld].map(toQueuedSession), shares);
+  return new Map(order.map((q, i) => [q.sessionId, i + 1]));
 }
 
 function toSessionView(row: Row, now: number, facts: ViewFacts): SessionView {

@@ -19,6 +19,7 @@ export * from './statements/schedules.js';
 export * from './statements/sessions.js';
 export * from './statements/state.js';
 export * from './statements/storage.js';
+export * from './statements/tenant-shares.js';
 export * from './statements/tokens.js';
 export * from './statements/turns.js';
 export * from './statements/webhooks.js';
@@ -30,6 +31,14 @@ export * from './statements/workspace.js';
  * (one writer at a time) needs none, and each engine reads JSON with its own functions.
  */
 export interface DialectStatements {
+  /**
+   * The first session of the fair queue (FAIR_QUEUE), its row locked (rows other claims hold
+   * skipped) where the engine can.
+   * @param now as FAIR_QUEUE's
+   * @returns one row (session_id, first_id, lease_owner, tenant, share_key, virtual_time,
+   *   contenders), or none (nothing queued, or every session of the chosen tenant is being claimed)
+   */
+  FAIR_QUEUE_HEAD: string;
   /**
    * The first session of the free queue (FREE_QUEUE), its row locked (rows other claims hold
    * skipped) where the engine can.

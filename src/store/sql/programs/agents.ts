@@ -8,6 +8,8 @@ export function* createAgent(spec: AgentSpec, now: number, tenant: string): Prog
   // Names are global; another tenant's agent is not revealed beyond "taken".
   if ((yield* run('INSERT_AGENT', params)) !== 1)
     throw new BerthError('AGENT_EXISTS', `Agent ${spec.name} already exists (createAgent)`);
+  // Its sessions' claims are shared with other tenants' from now on (FAIR_QUEUE reads this row).
+  yield* run('ENSURE_TENANT_SHARE', { tenant });
   return { ...spec, tenant, createdAt: now };
 }
 

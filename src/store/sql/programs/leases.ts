@@ -1,8 +1,9 @@
 /**
- * Leases: the claim (compare-and-set of the queue's first session to a new generation),
- * the sweep of dead holders' leases, the sandbox record and the release. Every program
- * locks the session row first (QUEUE_HEAD, DEAD_HELD_QUEUE_HEAD, EXPIRED_LEASES_LOCKED,
- * FENCE) and re-reads what it decides on under that lock, so PostgreSQL's concurrent
+ * Leases: the claim (compare-and-set of the queue's first session to a new generation, its
+ * tenant charged for it in the fair share in the same transaction), the sweep of dead
+ * holders' leases, the sandbox record and the release. Every program locks the session row
+ * first (FAIR_QUEUE_HEAD or QUEUE_HEAD, DEAD_HELD_QUEUE_HEAD, EXPIRED_LEASES_LOCKED, FENCE)
+ * and re-reads what it decides on under that lock, so PostgreSQL's concurrent
  * transactions decide as SQLite's serial ones do, and each guarded statement matches the
  * row it read. Every lease holder has a worker row (a worker claims only while its row is
  * fresh, and its clean stop leaves the row expired while it still holds leases), so dead
@@ -10,8 +11,9 @@
  */
 import type { ClaimedSession, RetryPolicy } from '../../../core/index.js';
 import type { Fence, FenceCode } from '../../store.js';
-import { all, get, guarded, type Program, run, type Tx } from '../program.js';
-import { toAgent, toSession } from '../rows.js';
+import { fairClaimOrder } from '../fair-order.js';
+import { all, get, guarded, type Program, type Row, run, type Tx } from '../program.js';
+import { toAgent, toQueuedSession, toSession, toShares } from '../rows.js';
 import { checkFence, fenceParams } from './fence.js';
 import { sessionGuard } from './guards.js';
 import { abortRunningTurn } from './turns.js';
@@ -31,12 +33,18 @@ export function* claimRunnableSession(
 ): Program<ClaimedSession | null> {
   const staleBefore = now - policy.leaseMs;
   if (!(yield* get('FRESH_WORKER', { id: workerId, staleBefore }))) return null;
-  // The queue's head is the first of two heads: the free sessions' and the dead holders'
-  // (rare, found from their stale rows). Both stay locked until this transaction ends.
-  const free = yield* get('QUEUE_HEAD', { now });
+  // The queue's head is the first of two heads: the free sessions' (the fair share's pick;
+  // FIFO when every session of the picked tenant is being claimed by others) and the dead
+  // holders' (rare, found from their stale rows). Both stay locked until this transaction ends.
+  const fair = yield* get('FAIR_QUEUE_HEAD', { now });
+  const free = fair ?? (yield* get('QUEUE_HEAD', { now }));
   const dead = yield* get('DEAD_HELD_QUEUE_HEAD', { now, staleBefore });
-  const head = free && (!dead || Number(free.first_id) < Number(dead.first_id)) ? free : dead;
-  if (!head) return null;
+  const pick =
+    fair && !dead
+      ? { head: fair, virtualTime: Number(fair.virtual_time), shared: Number(fair.contenders) > 1 }
+      : yield* firstOf(free, dead);
+  if (!pick) return null;
+  const { head, virtualTime, shared } = pick;
   const id = String(head.session_id);
   const lease = (yield* get('SESSION_LEASE', { id, staleBefore }))!;
   // Taken by a live worker since the queue was read (PostgreSQL): not ours to take.
@@ -54,7 +62,30 @@ export function* claimRunnableSession(
   );
   const session = toSession((yield* get('SESSION_BY_ID', { id }))!);
   const agent = toAgent((yield* get('AGENT_BY_NAME', { name: session.agent }))!);
+  // Last, as it locks the tenant's row until the commit (PostgreSQL): the tenant's other claims
+  // wait for it. A tenant alone in the queue is not charged: nobody's share is at stake, and
+  // its claims then run side by side as before.
+  if (shared) yield* run('CHARGE_TENANT_SHARE', { tenant: session.tenant, virtualTime });
   return { session, agent };
+}
+
+/**
+ * The one of two queue heads that claims take first, in the fair share, with the virtual time
+ * it was read at (rare: a dead holder's session is queued, or the fair pick was all taken).
+ */
+function* firstOf(
+  free: Row | undefined,
+  dead: Row | undefined,
+): Program<{ head: Row; virtualTime: number; shared: boolean } | null> {
+  const heads = [free, dead].filter((r): r is Row => r !== undefined);
+  if (heads.length === 0) return null;
+  const shares = toShares(yield* all('TENANT_SHARES', {}));
+  const [first] = fairClaimOrder(heads.map(toQueuedSession), shares);
+  return {
+    head: heads.find((r) => String(r.session_id) === first!.sessionId)!,
+    virtualTime: shares.virtualTime,
+    shared: true,
+  };
 }
 
 /** Whether reclaimExpiredLeases has anything to do now (SWEEP_DUE), given the caller's last check that found nothing. */

@@ -1,11 +1,17 @@
-/** API tokens: stored by the hash of their secret, never the secret; revoked ones authenticate nothing. */
+/**
+ * API tokens: stored by the hash of their secret, never the secret; revoked ones authenticate
+ * nothing. A tenant's token may set its weight in the fair share, in the same transaction.
+ */
 import type { ApiTokenRow, Principal } from '../../../core/index.js';
 import type { NewApiToken } from '../../store.js';
 import { all, get, type Program, run } from '../program.js';
 import { toApiToken } from '../rows.js';
 
 export function* insertApiToken(token: NewApiToken, now: number): Program<ApiTokenRow> {
-  yield* run('INSERT_API_TOKEN', { ...token, admin: token.tenant === null ? 1 : 0, now });
+  const { weight, ...row } = token;
+  yield* run('INSERT_API_TOKEN', { ...row, admin: token.tenant === null ? 1 : 0, now });
+  if (weight !== undefined && token.tenant !== null)
+    yield* run('SET_TENANT_WEIGHT', { tenant: token.tenant, weight });
   return toApiToken((yield* get('API_TOKEN_BY_HASH', { hash: token.hash }))!);
 }
 

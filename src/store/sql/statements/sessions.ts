@@ -11,12 +11,36 @@
  * message, in claim order (FIFO by oldest pending inbound message). Read on sessions_queue,
  * whose entries are the unleased sessions with a pending message, by queue key.
  * @param now runnable = runnable_at <= now
- * @returns rows (session_id, first_id, lease_owner), queue order
+ * @returns rows (session_id, first_id, lease_owner, tenant), queue order
  */
 export const FREE_QUEUE = `
-SELECT id AS session_id, queued_id AS first_id, lease_owner FROM sessions
+SELECT id AS session_id, queued_id AS first_id, lease_owner, tenant FROM sessions
 WHERE lease_owner IS NULL AND queued_id IS NOT NULL AND runnable_at <= :now
 ORDER BY queued_id`;
+
+/**
+ * The free queue of the tenant whose turn it is (start-time fair queuing, ../fair-order.ts):
+ * the tenant with a runnable free session whose share key, max(its pass, the virtual time),
+ * is smallest, ties to the older head; its sessions FIFO. One indexed lookup per tenant
+ * (sessions_tenant_queue) picks the tenant, then its part of the queue is read in order.
+ * @param now runnable = runnable_at <= now
+ * @returns rows (session_id, first_id, lease_owner, tenant, share_key, virtual_time,
+ *   contenders: how many tenants have runnable free sessions), queue order
+ */
+export const FAIR_QUEUE = `
+SELECT s.id AS session_id, s.queued_id AS first_id, s.lease_owner, s.tenant, f.share_key, f.virtual_time, f.contenders
+FROM (
+  SELECT tenant, share_key, virtual_time, COUNT(*) OVER () AS contenders FROM (
+    SELECT t.tenant, v.virtual_time,
+      CASE WHEN t.pass > v.virtual_time THEN t.pass ELSE v.virtual_time END AS share_key,
+      (SELECT q.queued_id FROM sessions q
+       WHERE q.tenant = t.tenant AND q.lease_owner IS NULL AND q.queued_id IS NOT NULL AND q.runnable_at <= :now
+       ORDER BY q.queued_id LIMIT 1) AS head
+    FROM tenant_shares t, (SELECT MAX(last_start) AS virtual_time FROM tenant_shares) v
+  ) c WHERE head IS NOT NULL ORDER BY share_key, head LIMIT 1
+) f JOIN sessions s ON s.tenant = f.tenant
+WHERE s.lease_owner IS NULL AND s.queued_id IS NOT NULL AND s.runnable_at <= :now
+ORDER BY s.queued_id`;
 
 /**
  * The rest of the claim queue: sessions with a runnable pending inbound message whose lease
@@ -24,10 +48,10 @@ ORDER BY queued_id`;
  * worker rows (workers_heartbeat), so it costs what the dead workers hold, not the table.
  * @param now runnable = runnable_at <= now
  * @param staleBefore now - leaseMs: a holder whose heartbeat is not after it is dead
- * @returns rows (session_id, first_id, lease_owner), queue order
+ * @returns rows (session_id, first_id, lease_owner, tenant), queue order
  */
 export const DEAD_HELD_QUEUE = `
-SELECT s.id AS session_id, s.queued_id AS first_id, s.lease_owner FROM workers w
+SELECT s.id AS session_id, s.queued_id AS first_id, s.lease_owner, s.tenant FROM workers w
 JOIN sessions s ON s.lease_owner = w.id
 WHERE w.heartbeat_at <= :staleBefore AND s.queued_id IS NOT NULL AND s.runnable_at <= :now
 ORDER BY s.queued_id`;
@@ -46,6 +70,24 @@ SELECT
    WHERE lease_owner IS NULL AND queued_id IS NOT NULL AND runnable_at <= :now AND queued_id < :before)
   + (SELECT COUNT(*) FROM workers w JOIN sessions s ON s.lease_owner = w.id
      WHERE w.heartbeat_at <= :staleBefore AND s.queued_id < :before AND s.runnable_at <= :now) AS n`;
+
+/**
+ * Each tenant's part of the claim queue (FREE_QUEUE and DEAD_HELD_QUEUE) counted, whole and
+ * before a queue key: what a session's place in the fair share needs (fairPosition), read
+ * from sessions_tenant_queue without listing the queue.
+ * @param before a queue key (the session's queued_id)
+ * @param now runnable = runnable_at <= now
+ * @param staleBefore now - leaseMs
+ * @returns rows (tenant, n, ahead), one per tenant with queued sessions
+ */
+export const QUEUE_COUNTS = `
+SELECT tenant, COUNT(*) AS n, COUNT(*) FILTER (WHERE first_id < :before) AS ahead FROM (
+  SELECT tenant, queued_id AS first_id FROM sessions
+  WHERE lease_owner IS NULL AND queued_id IS NOT NULL AND runnable_at <= :now
+  UNION ALL
+  SELECT s.tenant, s.queued_id FROM workers w JOIN sessions s ON s.lease_owner = w.id
+  WHERE w.heartbeat_at <= :staleBefore AND s.queued_id IS NOT NULL AND s.runnable_at <= :now
+) q GROUP BY tenant`;
 
 /**
  * A new pending inbound message puts its session in the queue, or keeps the earlier place it
