@@ -23,6 +23,7 @@
  */
 import { createHash, type Hash, randomBytes } from 'node:crypto';
 import { PassThrough, type Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
 import type { BlobStore } from '../blobs/index.js';
 import {
   BerthError,
@@ -41,6 +42,7 @@ import {
   type WorkspaceObjectRef,
   type WorkspacePathInfo,
 } from '../core/index.js';
+import { type ArchiveIndex, readArchiveIndex, readIndexedContent } from './archive-index.js';
 import {
   type EntryTarget,
   type FileEntry,
@@ -74,8 +76,11 @@ interface Node {
   size: number;
   mtimeMs: number;
   target?: string;
-  /** Where a file's content is: the object and the entry's position in it. */
-  at?: { key: string; index: number };
+  /**
+   * Where a file's content is: the object and the entry's position in it, and when the
+   * object has an index, the index and the content's offset (read by a ranged get).
+   */
+  at?: { key: string; index: number; indexed?: { archive: ArchiveIndex; o: number } };
   children?: Map<string, Node>;
   /** Captured for a diff: the content's hash, its first bytes, and all of it when small. */
   sha256?: string;
@@ -85,6 +90,10 @@ interface Node {
 
 /** Trees kept for reads, newest used last: browsing a version costs one build, not one per request. */
 const CACHED_TREES = 4;
+/** Archive indices kept (an object's never changes): a diff or a tree reads each once. */
+const CACHED_INDICES = 64;
+/** Files' contents read at once for a diff, by ranged gets. */
+const READS_IN_FLIGHT = 8;
 
 export class WorkspaceHistory {
   /**
@@ -92,6 +101,7 @@ export class WorkspaceHistory {
    * keys never reused, so a tree is never stale; only reads use these (a diff changes its tree).
    */
   private readonly trees = new Map<string, Promise<Node>>();
+  private readonly indices = new Map<string, Promise<ArchiveIndex | null>>();
 
   constructor(
     private readonly blobs: BlobStore,
@@ -123,7 +133,7 @@ export class WorkspaceHistory {
       case 'file':
         return {
           info: { type: 'file', path, version, size: node.size, mode: node.mode, mtimeMs: node.mtimeMs },
-          body: this.entryContent(node.at!.key, node.at!.index),
+          body: this.contentOf(node),
         };
     }
   }
@@ -138,10 +148,18 @@ export class WorkspaceHistory {
         retained,
         `its layer was compacted into the snapshot of version ${retained.oldest}`,
       );
-    const layer = (chain.history ?? chain.entries).find((e) => e.kind === 'layer' && e.version === version);
+    const rows = chain.history ?? chain.entries;
+    const keep: KeepBudget = { fileBytes: this.limits.maxTextFileBytes, leftBytes: this.limits.maxKeptBytes };
+    if (rows.some((e) => e.version === version && e.rewoundTo !== undefined)) {
+      // A rewind wrote no layer: its diff is the tree it went back to against the one before it.
+      const everything = { covers: () => true, keep };
+      const before = filesOf(await this.treeAt(chain, version - 1, everything));
+      const after = filesOf(await this.treeAt(chain, version, everything));
+      return this.render(version, before, after, keep);
+    }
+    const layer = rows.find((e) => e.kind === 'layer' && e.version === version);
     const empty: TurnDiff = { version, files: [], truncated: false, counts: countsOf([]) };
     if (!layer) return empty; // the commit changed no file
-    const keep: KeepBudget = { fileBytes: this.limits.maxTextFileBytes, leftBytes: this.limits.maxKeptBytes };
     const recorded = await this.recordLayer(layer, keep);
     const touched = touchedPaths(recorded);
     const root = await this.treeAt(chain, version - 1, { covers: (path) => touched.covers(path), keep });
@@ -151,7 +169,7 @@ export class WorkspaceHistory {
     for (const r of recorded) replay.put(r.entry, r.node);
     const after = new Map<string, Node>();
     for (const { entry } of recorded) collectChanged(root, entry, after);
-    return this.render(version, before, after);
+    return this.render(version, before, after, keep);
   }
 
   /**
@@ -194,11 +212,58 @@ export class WorkspaceHistory {
     capture?: { covers(path: string): boolean; keep: KeepBudget },
   ): Promise<Node> {
     const root: Node = { type: 'dir', mode: 0o755, size: 0, mtimeMs: 0, children: new Map() };
-    for (const entry of objectsUpTo(chain, version)) {
+    const objects = objectsUpTo(chain, version);
+    const indices = await Promise.all(objects.map((o) => this.indexOf(o)));
+    for (const [i, entry] of objects.entries()) {
       const builder = new TreeBuilder(root, entry.key, capture);
-      await readLayerArchive((await this.blobs.get(entry.key)).body, builder);
+      const archive = indices[i];
+      // Indexed: the tree from the index alone; contents a diff needs are read later, by range.
+      if (archive) builder.putIndexed(archive);
+      else await readLayerArchive((await this.blobs.get(entry.key)).body, builder);
     }
     return root;
+  }
+
+  /** The object's index (null: written before indices), read once. */
+  private indexOf(entry: ChainEntry): Promise<ArchiveIndex | null> {
+    let index = this.indices.get(entry.key);
+    if (index) this.indices.delete(entry.key);
+    else {
+      index = readArchiveIndex(this.blobs, entry.key, entry.size);
+      index.catch(() => this.indices.delete(entry.key));
+    }
+    this.indices.set(entry.key, index);
+    for (const oldest of this.indices.keys()) {
+      if (this.indices.size <= CACHED_INDICES) break;
+      this.indices.delete(oldest);
+    }
+    return index;
+  }
+
+  /** A file's bytes: by a ranged get when its object is indexed, else read up to its entry. */
+  private contentOf(node: Node, bytes = node.size): Readable {
+    const { key, index, indexed } = node.at!;
+    return indexed
+      ? readIndexedContent(this.blobs, key, indexed.archive, indexed.o, Math.min(bytes, node.size))
+      : this.entryContent(key, index);
+  }
+
+  /**
+   * The content a diff shows, for files whose tree came from an index: all of it when the
+   * budget allows, else its first bytes (to tell text from binary). Captured files have it.
+   */
+  private async fill(nodes: Node[], keep: KeepBudget): Promise<void> {
+    const wanted = nodes.filter((n) => n.type === 'file' && n.at?.indexed && !n.head);
+    const next = async (): Promise<void> => {
+      for (let n = wanted.pop(); n; n = wanted.pop()) {
+        const whole = n.size <= keep.fileBytes && n.size <= keep.leftBytes;
+        if (whole) keep.leftBytes -= n.size;
+        const bytes = await buffer(this.contentOf(n, whole ? n.size : SNIFF_BYTES));
+        n.head = bytes.subarray(0, SNIFF_BYTES);
+        if (whole) n.content = bytes;
+      }
+    };
+    await Promise.all(Array.from({ length: READS_IN_FLIGHT }, next));
   }
 
   /** Every entry of one layer, each file's content hashed and, when small, kept. */
@@ -223,7 +288,12 @@ export class WorkspaceHistory {
     return recorded;
   }
 
-  private render(version: number, before: Map<string, Node>, after: Map<string, Node>): TurnDiff {
+  private async render(
+    version: number,
+    before: Map<string, Node>,
+    after: Map<string, Node>,
+    keep: KeepBudget,
+  ): Promise<TurnDiff> {
     const changes: {
       path: string;
       change: FileChange['change'];
@@ -241,6 +311,10 @@ export class WorkspaceHistory {
       if (!a || a.type !== b.type) changes.push({ path, change: 'added', a: null, b });
     }
     pairRenames(changes);
+    await this.fill(
+      changes.flatMap((c) => [c.a, c.b].filter((n): n is Node => n !== null)),
+      keep,
+    );
     changes.sort((x, y) => (x.path < y.path ? -1 : x.path > y.path ? 1 : 0));
     let patchBytes = 0;
     let truncated = false;
@@ -369,7 +443,7 @@ function splitPath(path: string): string[] {
   return path.split('/').filter((p) => p !== '' && p !== '.');
 }
 
-function fileNode(entry: FileEntry, at: { key: string; index: number }): Node {
+function fileNode(entry: FileEntry, at: NonNullable<Node['at']>): Node {
   return { type: 'file', mode: entry.m, size: entry.s, mtimeMs: entry.mt, at };
 }
 
@@ -429,6 +503,18 @@ class TreeBuilder implements EntryTarget {
     const node = fileNode(entry, { key: this.key, index: this.index++ });
     this.put(entry, node);
     return this.capture?.covers(entry.p) ? capturing(node, this.capture.keep) : DISCARD;
+  }
+
+  /** Every entry of an indexed object, applied from its index: no content read. */
+  putIndexed(archive: ArchiveIndex): void {
+    for (const [index, entry] of archive.entries.entries()) {
+      if (entry.t !== 'file') this.put(entry, null);
+      else
+        this.put(entry, {
+          ...fileNode(entry, { key: this.key, index, indexed: { archive, o: entry.o } }),
+          sha256: entry.h,
+        });
+    }
   }
 
   /** The entry applied; for a file, `node` is the file's (built by whoever read its content). */
@@ -499,6 +585,20 @@ function collectChanged(root: Node, entry: LayerEntry, into: Map<string, Node>):
     else for (const [name, child] of n.children!) walk(`${path}/${name}`, child);
   };
   walk(entry.p, node);
+}
+
+/** Every file and link of a tree, by path. */
+function filesOf(root: Node): Map<string, Node> {
+  const files = new Map<string, Node>();
+  const walk = (prefix: string, dir: Node): void => {
+    for (const [name, child] of dir.children!) {
+      const path = prefix ? `${prefix}/${name}` : name;
+      if (child.type === 'dir') walk(path, child);
+      else files.set(path, child);
+    }
+  };
+  walk('', root);
+  return files;
 }
 
 function sameContent(a: Node, b: Node): boolean {
