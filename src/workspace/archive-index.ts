@@ -17,7 +17,7 @@
  */
 import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
-import { createGunzip, gunzip, gzip, gzipSync, type ZlibOptions } from 'node:zlib';
+import { createGunzip, gunzip, gunzipSync, gzip, gzipSync, type ZlibOptions } from 'node:zlib';
 import type { BlobStore } from '../blobs/index.js';
 import { BerthError } from '../core/index.js';
 
@@ -125,10 +125,50 @@ export async function readArchiveIndex(
   return JSON.parse(text.slice(newline + 1)) as ArchiveIndex;
 }
 
+/** The compressed bytes holding `length` bytes at uncompressed offset `o`, and where their inflated bytes start. */
+function membersOf(index: ArchiveIndex, o: number, length: number): { start: number; end: number; at: number } {
+  const { members } = index;
+  let first = 0;
+  while (first + 1 < members.length - 1 && members[first + 1]![1] <= o) first++;
+  let last = first + 1;
+  while (last < members.length - 1 && members[last]![1] < o + length) last++;
+  return { start: members[first]![0], end: members[last]![0] - 1, at: members[first]![1] };
+}
+
 /**
- * Bytes `from` to `from + length` of a file's content (offset `o` in the index), read by
- * inflating only the members that hold them.
+ * Files' contents (or their first bytes) in memory, for a diff: each run of members that
+ * hold wanted bytes read by one ranged get and inflated at once, so files that share a
+ * member (small ones) or sit side by side cost one read.
  */
+export async function readIndexedBytes(
+  blobs: BlobStore,
+  key: string,
+  index: ArchiveIndex,
+  wants: { o: number; length: number }[],
+): Promise<Buffer[]> {
+  const out: Buffer[] = wants.map(() => Buffer.alloc(0));
+  const ranges = wants
+    .map((w, i) => ({ ...membersOf(index, w.o, w.length), i }))
+    .filter((r) => wants[r.i]!.length > 0)
+    .sort((a, b) => a.start - b.start);
+  for (let r = 0; r < ranges.length; ) {
+    const run = [ranges[r]!];
+    let end = ranges[r]!.end;
+    for (r++; r < ranges.length && ranges[r]!.start <= end + 1; r++) {
+      run.push(ranges[r]!);
+      end = Math.max(end, ranges[r]!.end);
+    }
+    const inflated = await gunzipAsync(await bytesOf(blobs, key, run[0]!.start, end));
+    for (const { i } of run) {
+      const from = wants[i]!.o - run[0]!.at;
+      out[i] = inflated.subarray(from, from + wants[i]!.length);
+      if (out[i]!.length !== wants[i]!.length) throw truncated(key, wants[i]!.o);
+    }
+  }
+  return out;
+}
+
+/** The same as a stream, inflated as it is read: a file of any size. */
 export function readIndexedContent(
   blobs: BlobStore,
   key: string,
@@ -136,17 +176,12 @@ export function readIndexedContent(
   o: number,
   length: number,
 ): Readable {
-  const { members } = index;
-  let first = 0;
-  while (first + 1 < members.length - 1 && members[first + 1]![1] <= o) first++;
-  let last = first;
-  while (last < members.length - 1 && members[last]![1] < o + length) last++;
   return Readable.from(
     (async function* () {
       if (length === 0) return;
-      const start = members[first]![0];
-      const { body } = await blobs.get(key, { start, end: members[last]![0] - 1 });
-      let skip = o - members[first]![1];
+      const range = membersOf(index, o, length);
+      const { body } = await blobs.get(key, { start: range.start, end: range.end });
+      let skip = o - range.at;
       let left = length;
       const inflate = createGunzip();
       body.on('error', (err) => inflate.destroy(err));
@@ -164,13 +199,24 @@ export function readIndexedContent(
         body.destroy();
         inflate.destroy();
       }
-      throw new BerthError('WORKSPACE_FAILED', `Object ${key} ended inside a file its index places at ${o}`);
+      throw truncated(key, o);
     })(),
   );
+}
+
+function truncated(key: string, o: number): BerthError {
+  return new BerthError('WORKSPACE_FAILED', `Object ${key} ended inside the file its index places at ${o}`);
 }
 
 async function bytesOf(blobs: BlobStore, key: string, start: number, end: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of (await blobs.get(key, { start, end })).body) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
+}
+
+/** The archive as packed before indices (one gzip member, no index): for tests and benchmarks of the fallback. */
+export function withoutIndex(archive: Buffer): Buffer {
+  const bytes = gunzipSync(archive);
+  const at = bytes.indexOf(`\n${INDEX_MAGIC}\n`);
+  return gzipSync(at < 0 ? bytes : bytes.subarray(0, at + 1), { level: 1 });
 }

@@ -23,7 +23,6 @@
  */
 import { createHash, type Hash, randomBytes } from 'node:crypto';
 import { PassThrough, type Readable } from 'node:stream';
-import { buffer } from 'node:stream/consumers';
 import type { BlobStore } from '../blobs/index.js';
 import {
   BerthError,
@@ -42,7 +41,13 @@ import {
   type WorkspaceObjectRef,
   type WorkspacePathInfo,
 } from '../core/index.js';
-import { type ArchiveIndex, readArchiveIndex, readIndexedContent } from './archive-index.js';
+import {
+  type ArchiveIndex,
+  type IndexedEntry,
+  readArchiveIndex,
+  readIndexedBytes,
+  readIndexedContent,
+} from './archive-index.js';
 import {
   type EntryTarget,
   type FileEntry,
@@ -92,8 +97,6 @@ interface Node {
 const CACHED_TREES = 4;
 /** Archive indices kept (an object's never changes): a diff or a tree reads each once. */
 const CACHED_INDICES = 64;
-/** Files' contents read at once for a diff, by ranged gets. */
-const READS_IN_FLIGHT = 8;
 
 export class WorkspaceHistory {
   /**
@@ -241,10 +244,10 @@ export class WorkspaceHistory {
   }
 
   /** A file's bytes: by a ranged get when its object is indexed, else read up to its entry. */
-  private contentOf(node: Node, bytes = node.size): Readable {
+  private contentOf(node: Node): Readable {
     const { key, index, indexed } = node.at!;
     return indexed
-      ? readIndexedContent(this.blobs, key, indexed.archive, indexed.o, Math.min(bytes, node.size))
+      ? readIndexedContent(this.blobs, key, indexed.archive, indexed.o, node.size)
       : this.entryContent(key, index);
   }
 
@@ -253,17 +256,32 @@ export class WorkspaceHistory {
    * budget allows, else its first bytes (to tell text from binary). Captured files have it.
    */
   private async fill(nodes: Node[], keep: KeepBudget): Promise<void> {
-    const wanted = nodes.filter((n) => n.type === 'file' && n.at?.indexed && !n.head);
-    const next = async (): Promise<void> => {
-      for (let n = wanted.pop(); n; n = wanted.pop()) {
-        const whole = n.size <= keep.fileBytes && n.size <= keep.leftBytes;
-        if (whole) keep.leftBytes -= n.size;
-        const bytes = await buffer(this.contentOf(n, whole ? n.size : SNIFF_BYTES));
-        n.head = bytes.subarray(0, SNIFF_BYTES);
-        if (whole) n.content = bytes;
-      }
-    };
-    await Promise.all(Array.from({ length: READS_IN_FLIGHT }, next));
+    const byObject = new Map<string, { archive: ArchiveIndex; nodes: Node[] }>();
+    for (const n of nodes) {
+      const indexed = n.type === 'file' && !n.head ? n.at?.indexed : undefined;
+      if (!indexed) continue;
+      const group = byObject.get(n.at!.key) ?? { archive: indexed.archive, nodes: [] };
+      if (!group.nodes.includes(n)) group.nodes.push(n);
+      byObject.set(n.at!.key, group);
+    }
+    await Promise.all(
+      [...byObject].map(async ([key, { archive, nodes: group }]) => {
+        const whole = group.map((n) => {
+          const kept = n.size <= keep.fileBytes && n.size <= keep.leftBytes;
+          if (kept) keep.leftBytes -= n.size;
+          return kept;
+        });
+        const wants = group.map((n, i) => ({
+          o: n.at!.indexed!.o,
+          length: whole[i] ? n.size : Math.min(n.size, SNIFF_BYTES),
+        }));
+        const contents = await readIndexedBytes(this.blobs, key, archive, wants);
+        group.forEach((n, i) => {
+          n.head = contents[i]!.subarray(0, SNIFF_BYTES);
+          if (whole[i]) n.content = contents[i]!;
+        });
+      }),
+    );
   }
 
   /** Every entry of one layer, each file's content hashed and, when small, kept. */
@@ -271,6 +289,13 @@ export class WorkspaceHistory {
     layer: ChainEntry,
     keep: KeepBudget,
   ): Promise<{ entry: LayerEntry; node: Node | null }[]> {
+    const archive = await this.indexOf(layer);
+    // Indexed: hashes from the index, contents read later for the files the diff shows.
+    if (archive)
+      return archive.entries.map((entry, index) => ({
+        entry,
+        node: entry.t === 'file' ? indexedNode(layer.key, archive, index, entry) : null,
+      }));
     const recorded: { entry: LayerEntry; node: Node | null }[] = [];
     let index = 0;
     const target: EntryTarget = {
@@ -447,6 +472,16 @@ function fileNode(entry: FileEntry, at: NonNullable<Node['at']>): Node {
   return { type: 'file', mode: entry.m, size: entry.s, mtimeMs: entry.mt, at };
 }
 
+/** A file of an indexed object: its hash from the index, its content read by range when needed. */
+function indexedNode(
+  key: string,
+  archive: ArchiveIndex,
+  index: number,
+  entry: Extract<IndexedEntry, { t: 'file' }>,
+): Node {
+  return { ...fileNode(entry, { key, index, indexed: { archive, o: entry.o } }), sha256: entry.h };
+}
+
 /** How much content a diff may hold: per file, and left of its total. */
 interface KeepBudget {
   fileBytes: number;
@@ -507,14 +542,8 @@ class TreeBuilder implements EntryTarget {
 
   /** Every entry of an indexed object, applied from its index: no content read. */
   putIndexed(archive: ArchiveIndex): void {
-    for (const [index, entry] of archive.entries.entries()) {
-      if (entry.t !== 'file') this.put(entry, null);
-      else
-        this.put(entry, {
-          ...fileNode(entry, { key: this.key, index, indexed: { archive, o: entry.o } }),
-          sha256: entry.h,
-        });
-    }
+    for (const [index, entry] of archive.entries.entries())
+      this.put(entry, entry.t === 'file' ? indexedNode(this.key, archive, index, entry) : null);
   }
 
   /** The entry applied; for a file, `node` is the file's (built by whoever read its content). */
