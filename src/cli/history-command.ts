@@ -191,7 +191,7 @@ export function renderDiff(diff: TurnDiff & { turnId: string | null; rewoundTo?:
   const c = diff.counts;
   const total = diff.files.length;
   out.push(
-    `version ${diff.version} (turn ${diff.turnId}): ${total} file${total === 1 ? '' : 's'} changed — ${c.added} added, ${c.modified} modified, ${c.deleted} deleted, ${c.renamed} renamed${diff.truncated ? '; some text diffs left out (truncated)' : ''}`,
+    `version ${diff.version} (${diff.turnId === null ? `rewind to version ${diff.rewoundTo}` : `turn ${diff.turnId}`}): ${total} file${total === 1 ? '' : 's'} changed — ${c.added} added, ${c.modified} modified, ${c.deleted} deleted, ${c.renamed} renamed${diff.truncated ? '; some text diffs left out (truncated)' : ''}`,
   );
   return `${out.join('\n')}\n`;
 }
