@@ -12,9 +12,9 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { buffer } from 'node:stream/consumers';
 import { FileBlobStore } from '../src/blobs/index.js';
 import type { ChainEntry, WorkspaceChain } from '../src/core/index.js';
-import { buffer } from 'node:stream/consumers';
 import { withoutIndex } from '../src/workspace/archive-index.js';
 import { packLayer, packTree, readLayerArchive } from '../src/workspace/layer-archive.js';
 import type { PlanStep } from '../src/workspace/promotion.js';
@@ -103,7 +103,8 @@ async function measure(root: string, name: string, files: number, bytes: number,
     const old = await new WorkspaceHistory(blobs).diff(oldChain, 2);
     unindexedMs.push(performance.now() - t);
     for (const d of [diff, old])
-      if (d.counts.modified !== CHANGED) throw new Error(`expected ${CHANGED} modified files, got ${d.counts.modified}`);
+      if (d.counts.modified !== CHANGED)
+        throw new Error(`expected ${CHANGED} modified files, got ${d.counts.modified}`);
     if (JSON.stringify(diff.files) !== JSON.stringify(old.files))
       throw new Error('the diff read through indices differs from the one read without');
     t = performance.now();

@@ -155,7 +155,10 @@ function bytesOf(n: number): string {
 const COLORS = { bold: '\x1b[1m', red: '\x1b[31m', green: '\x1b[32m', cyan: '\x1b[36m', reset: '\x1b[0m' };
 
 /** The diff as `git diff` prints one, each file with its header; sizes for a binary or truncated file. */
-export function renderDiff(diff: TurnDiff & { turnId: string | null; rewoundTo?: number }, color: boolean): string {
+export function renderDiff(
+  diff: TurnDiff & { turnId: string | null; rewoundTo?: number },
+  color: boolean,
+): string {
   const paint = (c: keyof typeof COLORS, s: string) => (color ? `${COLORS[c]}${s}${COLORS.reset}` : s);
   const out: string[] = [];
   for (const f of diff.files) {

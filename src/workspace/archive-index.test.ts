@@ -42,7 +42,7 @@ test('an index lists every entry, and each file reads back by range, alone or ba
     index,
     indexed.map((e) => ({ o: e.o, length: e.s })),
   );
-  indexed.forEach((e, i) => assert.ok(batched[i]!.equals(files[e.p]!), `${e.p} read batched`));
+  for (const [i, e] of indexed.entries()) assert.ok(batched[i]!.equals(files[e.p]!), `${e.p} read batched`);
   const unindexed = withoutIndex(archive);
   await blobs.put('snapshots/old', [unindexed], { maxBytes: 1 << 30 });
   assert.equal(await readArchiveIndex(blobs, 'snapshots/old', unindexed.length), null);

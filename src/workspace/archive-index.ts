@@ -22,7 +22,9 @@ import type { BlobStore } from '../blobs/index.js';
 import { BerthError } from '../core/index.js';
 
 const gzipAsync = promisify(gzip) as (buffer: Buffer, options: ZlibOptions) => Promise<Buffer>;
-const gunzipAsync = promisify(gunzip) as (buffer: Buffer) => Promise<Buffer>;
+const gunzipAsync = promisify(gunzip) as (buffer: Buffer, options?: ZlibOptions) => Promise<Buffer>;
+/** Inflated in chunks this large: each is one job on the thread pool (the default, 16 KiB, makes thousands). */
+const INFLATE_CHUNK_BYTES = 1 << 20;
 
 /** The line after an archive's `end` that starts its index; a reader of entries stops there. */
 export const INDEX_MAGIC = 'berth-index 1';
@@ -82,10 +84,7 @@ export class MemberWriter {
     yield* this.cut();
     this.members.push([this.compressed, this.uncompressed]);
     const index: ArchiveIndex = { members: this.members, entries };
-    const body = await gzipAsync(
-      Buffer.from(`${INDEX_MAGIC}\n${JSON.stringify(index)}\n`),
-      this.options,
-    );
+    const body = await gzipAsync(Buffer.from(`${INDEX_MAGIC}\n${JSON.stringify(index)}\n`), this.options);
     yield body;
     yield gzipSync(footerLine(this.compressed, body.length), FOOTER_OPTIONS);
   }
@@ -126,7 +125,11 @@ export async function readArchiveIndex(
 }
 
 /** The compressed bytes holding `length` bytes at uncompressed offset `o`, and where their inflated bytes start. */
-function membersOf(index: ArchiveIndex, o: number, length: number): { start: number; end: number; at: number } {
+function membersOf(
+  index: ArchiveIndex,
+  o: number,
+  length: number,
+): { start: number; end: number; at: number } {
   const { members } = index;
   let first = 0;
   while (first + 1 < members.length - 1 && members[first + 1]![1] <= o) first++;
@@ -158,7 +161,9 @@ export async function readIndexedBytes(
       run.push(ranges[r]!);
       end = Math.max(end, ranges[r]!.end);
     }
-    const inflated = await gunzipAsync(await bytesOf(blobs, key, run[0]!.start, end));
+    const inflated = await gunzipAsync(await bytesOf(blobs, key, run[0]!.start, end), {
+      chunkSize: INFLATE_CHUNK_BYTES,
+    });
     for (const { i } of run) {
       const from = wants[i]!.o - run[0]!.at;
       out[i] = inflated.subarray(from, from + wants[i]!.length);
@@ -183,7 +188,7 @@ export function readIndexedContent(
       const { body } = await blobs.get(key, { start: range.start, end: range.end });
       let skip = o - range.at;
       let left = length;
-      const inflate = createGunzip();
+      const inflate = createGunzip({ chunkSize: INFLATE_CHUNK_BYTES });
       body.on('error', (err) => inflate.destroy(err));
       body.pipe(inflate);
       try {

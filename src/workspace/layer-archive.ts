@@ -39,7 +39,7 @@ import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { createGunzip, gzip, type ZlibOptions, constants as zlibConstants } from 'node:zlib';
 import { BerthError } from '../core/index.js';
-import { type IndexedEntry, INDEX_MAGIC, MemberWriter } from './archive-index.js';
+import { INDEX_MAGIC, type IndexedEntry, MemberWriter } from './archive-index.js';
 import type { PromotionPlan } from './promotion.js';
 
 const MAGIC = 'berth-layer 1';
@@ -246,6 +246,34 @@ export async function applyLayerArchive(
     return applied;
   } finally {
     // Nothing of this apply writes after it returns or throws.
+    await target.settle();
+  }
+}
+
+/**
+ * Applies entries given one by one (a file's with its content) onto `dir`, as applying an
+ * archive of them would: the same writer, the same guarantees.
+ */
+export async function applyEntries(
+  entries: AsyncIterable<{ entry: LayerEntry; content?: AsyncIterable<Buffer> | Buffer[] }>,
+  dir: string,
+): Promise<number> {
+  const target = new TreeWriter(dir);
+  let applied = 0;
+  try {
+    for await (const { entry, content } of entries) {
+      applied++;
+      if (entry.t !== 'file') {
+        await target.apply(entry);
+        continue;
+      }
+      const file = await target.startFile(entry);
+      for await (const bytes of content ?? []) await file.write(bytes);
+      await file.close();
+    }
+    await target.drain();
+    return applied;
+  } finally {
     await target.settle();
   }
 }

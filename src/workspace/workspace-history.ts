@@ -57,6 +57,12 @@ import {
   readLayerArchive,
 } from './layer-archive.js';
 
+/** An entry of a tree listed from indices; a file's with the object and offset of its content. */
+export interface IndexedItem {
+  entry: IndexedEntry;
+  at?: { key: string; indexed?: { archive: ArchiveIndex; o: number } };
+}
+
 export interface HistoryLimits {
   /** A file larger than this (either side) gets no text diff, only its sizes. @default 1 MiB */
   maxTextFileBytes: number;
@@ -87,6 +93,8 @@ interface Node {
    */
   at?: { key: string; index: number; indexed?: { archive: ArchiveIndex; o: number } };
   children?: Map<string, Node>;
+  /** The entry that put it there, when it came from an index (its owner, for a writer of the tree). */
+  indexed?: IndexedEntry;
   /** Captured for a diff: the content's hash, its first bytes, and all of it when small. */
   sha256?: string;
   head?: Buffer;
@@ -173,6 +181,29 @@ export class WorkspaceHistory {
     const after = new Map<string, Node>();
     for (const { entry } of recorded) collectChanged(root, entry, after);
     return this.render(version, before, after, keep);
+  }
+
+  /**
+   * The tree of `version` from its objects' indices, parents before children, each entry
+   * with where its content is; null when one of its objects has no index (or the version
+   * is not retained). For a machine that brings its copy to another version of the same
+   * chain by writing only what differs.
+   */
+  async indexedTree(chain: WorkspaceChain, version: number): Promise<Map<string, IndexedItem> | null> {
+    const objects = objectsOfVersion(chain, version);
+    if (!objects || (await Promise.all(objects.map((o) => this.indexOf(o)))).includes(null)) return null;
+    const items = new Map<string, IndexedItem>();
+    const walk = (dir: Node): void => {
+      for (const child of dir.children!.values()) {
+        const entry =
+          child.type === 'file' ? child.at!.indexed!.archive.entries[child.at!.index]! : child.indexed;
+        if (!entry) continue; // a dir no entry named (an archive lists a file's dirs first)
+        items.set(entry.p, { entry, ...(child.type === 'file' ? { at: child.at! } : {}) });
+        if (child.type === 'dir') walk(child);
+      }
+    };
+    walk(await this.treeAt(chain, version));
+    return items;
   }
 
   /**
@@ -542,8 +573,10 @@ class TreeBuilder implements EntryTarget {
 
   /** Every entry of an indexed object, applied from its index: no content read. */
   putIndexed(archive: ArchiveIndex): void {
-    for (const [index, entry] of archive.entries.entries())
+    for (const [index, entry] of archive.entries.entries()) {
       this.put(entry, entry.t === 'file' ? indexedNode(this.key, archive, index, entry) : null);
+      if (entry.t === 'dir' || entry.t === 'link') lookup(this.root, entry.p)!.indexed = entry;
+    }
   }
 
   /** The entry applied; for a file, `node` is the file's (built by whoever read its content). */
