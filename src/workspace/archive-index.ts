@@ -23,6 +23,8 @@ import { BerthError } from '../core/index.js';
 
 const gzipAsync = promisify(gzip) as (buffer: Buffer, options: ZlibOptions) => Promise<Buffer>;
 const gunzipAsync = promisify(gunzip) as (buffer: Buffer, options?: ZlibOptions) => Promise<Buffer>;
+/** Runs of wanted members this close are read as one: a get costs more than inflating this much. */
+const GAP_BYTES = 1 << 20;
 /** Inflated in chunks this large: each is one job on the thread pool (the default, 16 KiB, makes thousands). */
 const INFLATE_CHUNK_BYTES = 1 << 20;
 
@@ -139,9 +141,9 @@ function membersOf(
 }
 
 /**
- * Files' contents (or their first bytes) in memory, for a diff: each run of members that
- * hold wanted bytes read by one ranged get and inflated at once, so files that share a
- * member (small ones) or sit side by side cost one read.
+ * Files' contents (or their first bytes) in memory: each run of members that hold wanted
+ * bytes (runs less than GAP_BYTES apart joined) read by one ranged get and inflated at
+ * once, so files that share a member (small ones) or sit near each other cost one read.
  */
 export async function readIndexedBytes(
   blobs: BlobStore,
@@ -157,7 +159,7 @@ export async function readIndexedBytes(
   for (let r = 0; r < ranges.length; ) {
     const run = [ranges[r]!];
     let end = ranges[r]!.end;
-    for (r++; r < ranges.length && ranges[r]!.start <= end + 1; r++) {
+    for (r++; r < ranges.length && ranges[r]!.start <= end + 1 + GAP_BYTES; r++) {
       run.push(ranges[r]!);
       end = Math.max(end, ranges[r]!.end);
     }
