@@ -13,9 +13,11 @@
  * (a promotion a crash made the next owner finish leaves the stamp behind: the next
  * ensureCurrent applies that layer again, which changes nothing). Before every turn,
  * ensureCurrent compares the stamp with the chain: equal, nothing to do; behind with every
- * later layer in the chain, those layers are applied in place; otherwise (absent, ahead,
- * from another history, compacted past it) the tree is materialised afresh from the
- * newest snapshot and the layers after it, in a staging dir swapped in whole.
+ * later layer in the chain, those layers are applied in place; at another version of the
+ * same chain (a rewind), only the entries that differ are written in place, read through
+ * the objects' indices (the stamp removed first); otherwise (absent, ahead, from another
+ * history, compacted past it, objects without an index) the tree is materialised afresh
+ * from the newest snapshot and the layers after it, in a staging dir swapped in whole.
  *
  * Invariants: the stamp is written only after the tree it names is complete and flushed
  * (promotion and materialising flush it), so a crash can leave the stamp behind its tree

@@ -3,14 +3,15 @@
  * retained version (listed, a file read), and what one commit changed (its diff).
  *
  * A version's tree is built in memory from the chain's objects (the newest snapshot, then
- * the layers up to that version), headers only: no file of it is written anywhere, so any
- * process that reaches the blob store (the API, on any machine) can read history, and a
- * worker's copy of the workspace is never touched. A file's content is streamed out of the
- * one object that last wrote it.
+ * the layers up to that version), from their indices (archive-index.ts), or headers only
+ * for an object written before indices: no file of it is written anywhere, so any process
+ * that reaches the blob store (the API, on any machine) can read history, and a worker's
+ * copy of the workspace is never touched. A file's content is read out of the one object
+ * that last wrote it, by a ranged get when the object is indexed.
  *
  * A diff is read from the commit's own layer (what it wrote and deleted) against the tree
  * of the version before it, keeping only the paths that layer touches: the added, changed
- * and deleted files, renames where a deleted file's content reappears under a new path
+ * and deleted files (contents read only for these), renames where a deleted file's content reappears under a new path
  * (same SHA-256), text diffs for text files and sizes for the rest. It is bounded: content
  * is kept only for files up to `maxTextFileBytes`, and text diffs only up to
  * `maxPatchBytes` in all; past either a file shows its sizes and `truncated`.
@@ -19,7 +20,8 @@
  * is none) to the session's current one. Compaction drops the objects before its snapshot,
  * so an older tree, and the diff of the commit that made the snapshot's version, can no
  * longer be read: asking for them is VERSION_NOT_RETAINED, naming the versions that are. A
- * rewind's snapshot (the objects of an older tree, named again) drops nothing.
+ * rewind's snapshot (the objects of an older tree, named again) drops nothing; its version's
+ * diff is the tree it went back to against the tree before it.
  */
 import { createHash, type Hash, randomBytes } from 'node:crypto';
 import { PassThrough, type Readable } from 'node:stream';
