@@ -170,12 +170,18 @@ export class WorkspaceCache {
       this.history.indexedTree(chain, stamp.version),
       this.history.indexedTree(chain, chain.version),
     ]);
-    if (!from || !to) return null;
-    const gone = new Set([...from.keys()].filter((p) => !to.has(p)));
+    // A layer after the stamp's version may be applied in part (a promotion a crash cut
+    // short leaves the stamp behind its tree): what it touches is rewritten from the target.
+    const later = await this.history.entriesOf(
+      rows.filter((e) => e.kind === 'layer' && e.version > stamp.version),
+    );
+    if (!from || !to || !later) return null;
+    const unsure = touchedBy(later);
+    const gone = new Set([...from.keys(), ...later.map((e) => e.p)].filter((p) => !to.has(p)));
     const deletes = [...gone].filter((p) => !gone.has(dirname(p)));
     const changed = [...to.values()].filter((item) => {
       const held = from.get(item.entry.p);
-      return !held || identityOf(held.entry) !== identityOf(item.entry);
+      return !held || identityOf(held.entry) !== identityOf(item.entry) || unsure(item.entry.p);
     });
     const read = { objects: new Set<string>(), bytes: 0 };
     const blobs = this.blobs;
@@ -424,6 +430,18 @@ async function* withContents(
       } else yield { entry };
     }
   }
+}
+
+/** Whether a path is one the entries may have changed: a dir entry's own path, or at or under any other entry's. */
+function touchedBy(entries: IndexedEntry[]): (path: string) => boolean {
+  const exact = new Set<string>();
+  const subtrees = new Set<string>();
+  for (const e of entries) (e.t === 'dir' ? exact : subtrees).add(e.p);
+  return (path) => {
+    if (exact.has(path)) return true;
+    for (let p = path; p !== '.' && p !== ''; p = dirname(p)) if (subtrees.has(p)) return true;
+    return false;
+  };
 }
 
 function sizeOfEntry(item: IndexedItem): number {

@@ -208,6 +208,12 @@ export class WorkspaceHistory {
     return items;
   }
 
+  /** The entries of the objects, from their indices; null when one has none. */
+  async entriesOf(objects: ChainEntry[]): Promise<IndexedEntry[] | null> {
+    const indices = await Promise.all(objects.map((o) => this.indexOf(o)));
+    return indices.includes(null) ? null : indices.flatMap((i) => i!.entries);
+  }
+
   /**
    * An object holding an empty tree, for a rewind to a version whose workspace was empty (a
    * version's snapshot names at least one object). A few dozen bytes, new on every call,

@@ -8,7 +8,7 @@ import { buffer } from 'node:stream/consumers';
 import { test } from 'node:test';
 import { FileBlobStore } from '../blobs/index.js';
 import { withoutIndex } from './archive-index.js';
-import { packLayer } from './layer-archive.js';
+import { applyLayerArchive, packLayer } from './layer-archive.js';
 import type { PlanStep } from './promotion.js';
 import { Workspaces } from './workspaces.js';
 
@@ -98,7 +98,7 @@ test('a copy behind a rewind writes only the files that differ, read through ind
     const v1 = await layer(
       `layers/${indexed}-1`,
       1,
-      { 'a.txt': 'one', 'b.txt': 'bee', 'd/c.txt': 'sea' },
+      { 'a.txt': 'one', 'b.txt': 'bee', 'keep.txt': 'kept', 'd/c.txt': 'sea' },
       [],
       indexed,
     );
@@ -106,32 +106,32 @@ test('a copy behind a rewind writes only the files that differ, read through ind
     const workspaces = new Workspaces(join(dataDir, `w-${indexed}`), uid, blobs);
     await workspaces.ensureCurrent({ sessionId: 's1', version: 2, entries: [v1, v2] });
     const tree = workspaces.committedPath('s1');
-    const untouched = await stat(join(tree, 'd/c.txt'));
-    const rewind = { ...v1, version: 3, kind: 'snapshot' as const, turnId: null, rewoundTo: 1 };
-    const ensured = await workspaces.ensureCurrent({
-      sessionId: 's1',
-      version: 3,
-      entries: [rewind],
-      history: [v1, v2, rewind],
-    });
+    const untouched = await stat(join(tree, 'keep.txt'));
+    // Version 3 promoted onto the copy, then a crash before its stamp moved on: the stamp is behind its tree.
+    const v3 = await layer(`layers/${indexed}-3`, 3, { 'd/c.txt': 'sea3', 'f.txt': 'eff' }, [], indexed);
+    await applyLayerArchive((await blobs.get(v3.key)).body, tree);
+    const rewind = { ...v1, version: 4, kind: 'snapshot' as const, turnId: null, rewoundTo: 1 };
+    const chain = { sessionId: 's1', version: 4, entries: [rewind], history: [v1, v2, v3, rewind] };
+    const ensured = await workspaces.ensureCurrent(chain);
     assert.deepEqual(
       [ensured.how, ensured.bytes],
-      indexed ? ['changed', 'one'.length + 'bee'.length] : ['materialised', v1.size],
+      indexed ? ['changed', 'one'.length + 'bee'.length + 'sea'.length] : ['materialised', v1.size],
       `indexed: ${indexed}`,
     );
-    assert.deepEqual((await readdir(tree)).sort(), ['a.txt', 'b.txt', 'd']);
+    assert.deepEqual((await readdir(tree)).sort(), ['a.txt', 'b.txt', 'd', 'keep.txt']);
     assert.equal(await readFile(join(tree, 'a.txt'), 'utf8'), 'one');
     assert.equal(await readFile(join(tree, 'b.txt'), 'utf8'), 'bee');
-    assert.equal(await readFile(join(tree, 'd/c.txt'), 'utf8'), 'sea');
+    assert.equal(
+      await readFile(join(tree, 'd/c.txt'), 'utf8'),
+      'sea',
+      "what version 3 wrote is version 1's again",
+    );
     if (indexed)
       assert.equal(
-        (await stat(join(tree, 'd/c.txt'))).ino,
+        (await stat(join(tree, 'keep.txt'))).ino,
         untouched.ino,
         'an unchanged file is not rewritten',
       );
-    assert.equal(
-      (await workspaces.ensureCurrent({ sessionId: 's1', version: 3, entries: [rewind] })).how,
-      'current',
-    );
+    assert.equal((await workspaces.ensureCurrent(chain)).how, 'current');
   }
 });
