@@ -1,17 +1,21 @@
 /**
- * Reading history, against a baseline from the same run: the diff of a turn that changed
+ * Reading history, against baselines from the same run: the diff of a turn that changed
  * 100 text files (a few lines each) of a workspace of 1,000 files, read from a file blob
- * store — the snapshot and the layer inflated and parsed, the 100 files' old and new
- * contents hashed and diffed — against inflating and parsing the same two objects with
- * nothing kept (the floor any reader of the chain pays). Then the same diff over a
+ * store — the tree before the turn listed from the snapshot's index, the 100 old contents
+ * read by ranged gets, the layer read whole, and each pair diffed — against the same diff
+ * of the same objects packed without an index (as older versions wrote them: the snapshot
+ * inflated and parsed whole), and against inflating and parsing both objects with nothing
+ * kept (what any reader without an index pays at least). Then the same diff over a
  * workspace of 100 MiB, to show what the tree before the turn costs as it grows. And a
  * directory listed at a version: the first read builds the tree, the next ones find it kept.
  */
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { buffer } from 'node:stream/consumers';
 import { FileBlobStore } from '../src/blobs/index.js';
 import type { ChainEntry, WorkspaceChain } from '../src/core/index.js';
+import { withoutIndex } from '../src/workspace/archive-index.js';
 import { packLayer, packTree, readLayerArchive } from '../src/workspace/layer-archive.js';
 import type { PlanStep } from '../src/workspace/promotion.js';
 import { WorkspaceHistory } from '../src/workspace/workspace-history.js';
@@ -77,17 +81,32 @@ async function measure(root: string, name: string, files: number, bytes: number,
     },
   ];
   const chain: WorkspaceChain = { sessionId: 'bench', version: 2, entries };
+  // The same objects as packed before indices: the diff a reader pays without them.
+  const unindexed: ChainEntry[] = [];
+  for (const e of entries) {
+    const body = withoutIndex(await buffer((await blobs.get(e.key)).body));
+    await blobs.put(`${e.key}-unindexed`, [body], { maxBytes: 2 ** 31 });
+    unindexed.push({ ...e, key: `${e.key}-unindexed`, size: body.length });
+  }
+  const oldChain: WorkspaceChain = { ...chain, entries: unindexed };
   const reader = new WorkspaceHistory(blobs);
   const discard = { write: async () => {}, close: async () => {} };
   const floor = { apply: async () => {}, startFile: async () => discard };
   const diffMs: number[] = [];
+  const unindexedMs: number[] = [];
   const baselineMs: number[] = [];
   for (let r = 0; r < rounds; r++) {
     let t = performance.now();
     const diff = await reader.diff(chain, 2);
     diffMs.push(performance.now() - t);
-    if (diff.counts.modified !== CHANGED)
-      throw new Error(`expected ${CHANGED} modified files, got ${diff.counts.modified}`);
+    t = performance.now();
+    const old = await new WorkspaceHistory(blobs).diff(oldChain, 2);
+    unindexedMs.push(performance.now() - t);
+    for (const d of [diff, old])
+      if (d.counts.modified !== CHANGED)
+        throw new Error(`expected ${CHANGED} modified files, got ${d.counts.modified}`);
+    if (JSON.stringify(diff.files) !== JSON.stringify(old.files))
+      throw new Error('the diff read through indices differs from the one read without');
     t = performance.now();
     for (const e of entries) await readLayerArchive((await blobs.get(e.key)).body, floor);
     baselineMs.push(performance.now() - t);
@@ -108,6 +127,7 @@ async function measure(root: string, name: string, files: number, bytes: number,
     workspaceBytes: files * bytes,
     snapshotObjectBytes: entries[0]!.size,
     diffMs: stats(diffMs),
+    unindexedDiffMs: stats(unindexedMs),
     baselineInflateMs: stats(baselineMs),
   };
 }

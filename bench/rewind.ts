@@ -3,9 +3,11 @@
  * blobs and SQLite, with every version kept (retention all) and a compaction snapshot at
  * version 33 as the worker would make one: the rewind itself (one store transaction), the
  * bytes it adds to the blob store (none: it names objects the chain holds), and what the next
- * turn then pays on the worker that held the newer copy (its copy materialised to the
- * rewound version), against the baseline measured in the same run: materialising the
- * current version on a machine that has none of it. Rewound twice: to version 1 (one object
+ * turn then pays on the worker that held the newer copy (only the files that differ
+ * between its version and the rewound one written in place, read by ranged gets through
+ * the objects' indices), against baselines measured in the same run: materialising the
+ * current version on a machine that has none of it, and the rewound version likewise (what
+ * the worker paid before indices: its copy materialised whole). Rewound twice: to version 1 (one object
  * of 100 MiB, 50 turns back) and to version 40 (across the snapshot: it and 7 layers).
  */
 import { randomBytes } from 'node:crypto';
@@ -59,14 +61,22 @@ export async function rewind({ quick }: BenchOptions) {
       const rewindMs = performance.now() - t;
       const after = await blobBytes(blobs);
       const chain: WorkspaceChain = await store.getWorkspaceChain('r');
+      // Baseline, first (a cold read is its to pay): the same version materialised whole, as
+      // the worker did before indices (removing the copy it held is left out).
+      const whole = new Workspaces(join(root, `whole-${toVersion}`), SANDBOX_UID, blobs);
+      t = performance.now();
+      await whole.ensureCurrent(chain);
+      const materialiseMs = performance.now() - t;
       t = performance.now();
       const ensured = await worker.ensureCurrent(chain);
       const nextTurnMs = performance.now() - t;
-      // The copy holds the rewound tree: every file's bytes as version `toVersion` left them.
+      // Both copies hold the rewound tree: every file's bytes as version `toVersion` left them.
       const expected = contents[toVersion]!;
-      for (const [name, bytes] of expected)
-        if (!(await readFile(join(worker.committedPath('r'), name))).equals(bytes))
-          throw new Error(`${name} is not version ${toVersion}'s after the rewind`);
+      for (const copy of [worker, whole])
+        for (const [name, bytes] of expected)
+          if (!(await readFile(join(copy.committedPath('r'), name))).equals(bytes))
+            throw new Error(`${name} is not version ${toVersion}'s after the rewind`);
+      await rm(join(root, `whole-${toVersion}`), { recursive: true });
       results.push({
         toVersion,
         fromVersion: result.version - 1,
@@ -77,6 +87,7 @@ export async function rewind({ quick }: BenchOptions) {
         nextTurnCatchUp: ensured.how,
         nextTurnCatchUpMs: round(nextTurnMs),
         catchUpBytes: ensured.bytes,
+        materialiseWholeMs: round(materialiseMs),
       });
     }
     return {

@@ -209,6 +209,19 @@ test('rewind and fork from a version: the old tree as a new version, history kep
   );
   assert.equal((await call('/v1/sessions/s1/files?path=a.txt')).body, 'v1\n');
   assert.equal((await call('/v1/sessions/s1/files?version=2&path=b.txt')).body, 'new\n', 'v2 still readable');
+  const undone = await call('/v1/sessions/s1/turns/3/diff');
+  assert.deepEqual(
+    [undone.status, undone.body.turnId, undone.body.rewoundTo, undone.body.counts],
+    [200, null, 1, { added: 0, modified: 1, deleted: 1, renamed: 0 }],
+    "a rewind's diff: version 2's tree against version 1's",
+  );
+  assert.deepEqual(
+    undone.body.files.map((f: { path: string; change: string; diff: string }) => [f.path, f.change, f.diff]),
+    [
+      ['a.txt', 'modified', '@@ -1 +1 @@\n-v2\n+v1\n'],
+      ['b.txt', 'deleted', '@@ -1 +0,0 @@\n-new\n'],
+    ],
+  );
   // Back to before the first turn: an empty tree, named by a small object of its own.
   const empty = await post('/v1/sessions/s1/rewind', { toVersion: 0 });
   assert.deepEqual([empty.status, empty.body.version, empty.body.objects], [200, 4, 0]);

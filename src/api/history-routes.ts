@@ -4,7 +4,8 @@
  * (a directory listed, a file read). Tenant-checked like every session route: another
  * tenant's session answers 404, exactly like one that does not exist.
  *
- * A turn is named by its id (`turn_…`) or by the workspace version its commit made (`3`).
+ * A turn is named by its id (`turn_…`) or by the workspace version its commit made (`3`);
+ * a version a rewind made has no turn, and its diff is asked for by that version.
  * The workspace is read from the session's chain in the blob store (WorkspaceHistory),
  * never from a worker's copy, so any API process reaching the store and the blobs answers.
  */
@@ -96,13 +97,24 @@ export const historyRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) =
       method: 'GET',
       url: '/v1/sessions/:id/turns/:turn/diff',
       summary:
-        'What a committed turn changed in the workspace: files added, modified, deleted and renamed, text diffs for text files, sizes for the rest',
+        'What a committed turn changed in the workspace: files added, modified, deleted and renamed, text diffs for text files, sizes for the rest. A version a rewind made (it has no turn) gives what the rewind changed: the tree it went back to against the one before',
       tag,
       access: 'tenant',
       status: 200,
-      returns: 'TurnDiff & {turnId}',
+      returns: 'TurnDiff & {turnId: string | null, rewoundTo?: number}',
     },
     async ({ params, principal }) => {
+      if (/^\d+$/.test(params.turn!)) {
+        const view = await ownSessionView(store, clock, params.id!, scopeOf(principal));
+        const { history, chain, resident } = await workspaceOf(view);
+        const rewind = rewindsOf(chain).find((r) => r.version === Number(params.turn));
+        if (rewind)
+          return {
+            turnId: null,
+            rewoundTo: rewind.toVersion,
+            ...(await history.diff(chain, rewind.version, resident)),
+          };
+      }
       const { view, record } = await ownTurn(params, principal);
       const { turn } = record;
       if (turn.status !== 'committed')

@@ -5,7 +5,7 @@ import type { Turn, TurnDiff } from '../core/index.js';
 import { renderDiff, renderHistory, renderWorkspaceSummary } from './history-command.js';
 
 const file = { type: 'file' as const, mode: 0o644 };
-const DIFF: TurnDiff & { turnId: string } = {
+const DIFF: TurnDiff & { turnId: string | null; rewoundTo?: number } = {
   turnId: 'turn_x',
   version: 2,
   truncated: true,

@@ -155,7 +155,10 @@ function bytesOf(n: number): string {
 const COLORS = { bold: '\x1b[1m', red: '\x1b[31m', green: '\x1b[32m', cyan: '\x1b[36m', reset: '\x1b[0m' };
 
 /** The diff as `git diff` prints one, each file with its header; sizes for a binary or truncated file. */
-export function renderDiff(diff: TurnDiff & { turnId: string }, color: boolean): string {
+export function renderDiff(
+  diff: TurnDiff & { turnId: string | null; rewoundTo?: number },
+  color: boolean,
+): string {
   const paint = (c: keyof typeof COLORS, s: string) => (color ? `${COLORS[c]}${s}${COLORS.reset}` : s);
   const out: string[] = [];
   for (const f of diff.files) {
@@ -191,7 +194,7 @@ export function renderDiff(diff: TurnDiff & { turnId: string }, color: boolean):
   const c = diff.counts;
   const total = diff.files.length;
   out.push(
-    `version ${diff.version} (turn ${diff.turnId}): ${total} file${total === 1 ? '' : 's'} changed — ${c.added} added, ${c.modified} modified, ${c.deleted} deleted, ${c.renamed} renamed${diff.truncated ? '; some text diffs left out (truncated)' : ''}`,
+    `version ${diff.version} (${diff.turnId === null ? `rewind to version ${diff.rewoundTo}` : `turn ${diff.turnId}`}): ${total} file${total === 1 ? '' : 's'} changed — ${c.added} added, ${c.modified} modified, ${c.deleted} deleted, ${c.renamed} renamed${diff.truncated ? '; some text diffs left out (truncated)' : ''}`,
   );
   return `${out.join('\n')}\n`;
 }

@@ -235,9 +235,9 @@ export class Berth {
     /** One turn, by id or by the workspace version its commit made: attempts, messages, replies, state, timing, faults. */
     turn: (id: string, turn: string | number) =>
       this.http.request<TurnDetail>('GET', `/v1/sessions/${enc(id)}/turns/${enc(String(turn))}`),
-    /** What a committed turn changed: files added, modified, deleted, renamed; text diffs, sizes for binaries. */
+    /** What a committed turn (or, by version, a rewind) changed: files added, modified, deleted, renamed; text diffs, sizes for binaries. */
     diff: (id: string, turn: string | number) =>
-      this.http.request<TurnDiff & { turnId: string }>(
+      this.http.request<TurnDiff & { turnId: string | null; rewoundTo?: number }>(
         'GET',
         `/v1/sessions/${enc(id)}/turns/${enc(String(turn))}/diff`,
       ),

@@ -6,7 +6,9 @@
  * Format: gzip of a line `berth-layer 1`, then one JSON header line per entry — `delete`
  * (a whiteout: the path and all under it go), `dir`, `file` (followed by exactly `s` bytes
  * of content), `link` (a symlink) — then `{"t":"end","n":<entries>}`, so a truncated
- * archive is refused instead of half applied. Modes, owners and file mtimes are kept.
+ * archive is refused instead of half applied. Modes, owners and file mtimes are kept. A
+ * packed (streamed) archive is in gzip members and ends with its index (archive-index.ts),
+ * which applying skips; one built in memory (a checkpoint) has no index.
  * Sockets and FIFOs are not content and are left out.
  *
  * Invariants:
@@ -16,7 +18,7 @@
  *   and an entry under a symlink is refused (a packed layer never has one; a forged one
  *   could use it to escape).
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import {
   chmod,
@@ -35,8 +37,9 @@ import {
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
-import { createGunzip, createGzip, gzip, type ZlibOptions, constants as zlibConstants } from 'node:zlib';
+import { createGunzip, gzip, type ZlibOptions, constants as zlibConstants } from 'node:zlib';
 import { BerthError } from '../core/index.js';
+import { INDEX_MAGIC, type IndexedEntry, MemberWriter } from './archive-index.js';
 import type { PromotionPlan } from './promotion.js';
 
 const MAGIC = 'berth-layer 1';
@@ -187,19 +190,35 @@ async function entryOf(source: string, path: string): Promise<LayerEntry | null>
   return { t: 'file', p: path, m: st.mode & 0o7777, u: st.uid, g: st.gid, s: st.size, mt: st.mtimeMs };
 }
 
-/** The entries as archive bytes: header lines, each file's content streamed after its header. */
+/**
+ * The entries as archive bytes: header lines, each file's content streamed after its header,
+ * in gzip members, then the archive's index (archive-index.ts).
+ */
 function gzipped(packing: Packing, entries: () => AsyncGenerator<Packed>): Readable {
   async function* bytes(): AsyncGenerator<Buffer> {
-    yield Buffer.from(`${MAGIC}\n`);
-    let n = 0;
+    const out = new MemberWriter(GZIP_OPTIONS[packing]);
+    const indexed: IndexedEntry[] = [];
+    yield* out.add(Buffer.from(`${MAGIC}\n`));
     for await (const { entry, source } of entries()) {
-      n++;
-      yield Buffer.from(`${JSON.stringify(entry)}\n`);
-      if (entry.t === 'file') yield* fileBytes(source!, entry);
+      if (entry.t !== 'file') {
+        yield* out.add(Buffer.from(`${JSON.stringify(entry)}\n`));
+        indexed.push(entry);
+        continue;
+      }
+      yield* out.beforeFile();
+      yield* out.add(Buffer.from(`${JSON.stringify(entry)}\n`));
+      const o = out.offset;
+      const hash = createHash('sha256');
+      for await (const chunk of fileBytes(source!, entry)) {
+        hash.update(chunk);
+        yield* out.add(chunk);
+      }
+      indexed.push({ ...entry, h: hash.digest('hex'), o });
     }
-    yield Buffer.from(`${JSON.stringify({ t: 'end', n })}\n`);
+    yield* out.add(Buffer.from(`${JSON.stringify({ t: 'end', n: indexed.length })}\n`));
+    yield* out.finish(indexed);
   }
-  return Readable.from(bytes()).pipe(createGzip(GZIP_OPTIONS[packing]));
+  return Readable.from(bytes());
 }
 
 /** Exactly the size the header announced: a file that changed under the packer is an error, not a corrupt archive. */
@@ -227,6 +246,34 @@ export async function applyLayerArchive(
     return applied;
   } finally {
     // Nothing of this apply writes after it returns or throws.
+    await target.settle();
+  }
+}
+
+/**
+ * Applies entries given one by one (a file's with its content) onto `dir`, as applying an
+ * archive of them would: the same writer, the same guarantees.
+ */
+export async function applyEntries(
+  entries: AsyncIterable<{ entry: LayerEntry; content?: AsyncIterable<Buffer> | Buffer[] }>,
+  dir: string,
+): Promise<number> {
+  const target = new TreeWriter(dir);
+  let applied = 0;
+  try {
+    for await (const { entry, content } of entries) {
+      applied++;
+      if (entry.t !== 'file') {
+        await target.apply(entry);
+        continue;
+      }
+      const file = await target.startFile(entry);
+      for await (const bytes of content ?? []) await file.write(bytes);
+      await file.close();
+    }
+    await target.drain();
+    return applied;
+  } finally {
     await target.settle();
   }
 }
@@ -283,8 +330,11 @@ class ArchiveReader {
   private open: { left: number; file: FileSink } | null = null;
   private entries = 0;
   private ended: number | null = null;
+  /** Past the index magic: the rest is the archive's index. */
+  private indexed = false;
 
   async push(chunk: Buffer, target: EntryTarget): Promise<void> {
+    if (this.indexed) return;
     this.buffered = this.buffered.length ? Buffer.concat([this.buffered, chunk]) : chunk;
     for (;;) {
       if (this.open) {
@@ -309,7 +359,13 @@ class ArchiveReader {
         this.seenMagic = true;
         continue;
       }
-      if (this.ended !== null) throw corrupt('bytes follow its end');
+      if (this.ended !== null) {
+        if (line !== INDEX_MAGIC) throw corrupt('bytes follow its end');
+        // The index follows: for readers of history, not entries to apply.
+        this.indexed = true;
+        this.buffered = Buffer.alloc(0);
+        return;
+      }
       const header = parseHeader(line);
       if (header.t === 'end') {
         if (header.n !== this.entries)

@@ -13,9 +13,11 @@
  * (a promotion a crash made the next owner finish leaves the stamp behind: the next
  * ensureCurrent applies that layer again, which changes nothing). Before every turn,
  * ensureCurrent compares the stamp with the chain: equal, nothing to do; behind with every
- * later layer in the chain, those layers are applied in place; otherwise (absent, ahead,
- * from another history, compacted past it) the tree is materialised afresh from the
- * newest snapshot and the layers after it, in a staging dir swapped in whole.
+ * later layer in the chain, those layers are applied in place; at another version of the
+ * same chain (a rewind), only the entries that differ are written in place, read through
+ * the objects' indices (the stamp removed first); otherwise (absent, ahead, from another
+ * history, compacted past it, objects without an index) the tree is materialised afresh
+ * from the newest snapshot and the layers after it, in a staging dir swapped in whole.
  *
  * Invariants: the stamp is written only after the tree it names is complete and flushed
  * (promotion and materialising flush it), so a crash can leave the stamp behind its tree
@@ -35,9 +37,11 @@ import { promisify } from 'node:util';
 import type { BlobStore } from '../blobs/index.js';
 import type { WorkspaceChain, WorkspaceObjectRef } from '../core/index.js';
 import { fsyncPath, stagingPath, writeFileAtomic } from '../durable-files/index.js';
-import { applyLayerArchive, packLayer, packLayerInMemory, packTree } from './layer-archive.js';
+import { type IndexedEntry, readIndexedBytes, readIndexedContent } from './archive-index.js';
+import { applyEntries, applyLayerArchive, packLayer, packLayerInMemory, packTree } from './layer-archive.js';
 import type { WorkspaceLayout } from './layout.js';
 import { PLAN_FILE, type PromotionPlan } from './promotion.js';
+import { type IndexedItem, WorkspaceHistory } from './workspace-history.js';
 
 const run = promisify(execFile);
 const STAMP_FILE = 'committed.stamp';
@@ -46,6 +50,10 @@ const LAYER_ARCHIVE = 'layer.tgz';
 const IN_MEMORY_BYTES = 8 * 1024 * 1024;
 /** Layer and snapshot objects are as large as a workspace may be; the quota bounds them. */
 const MAX_OBJECT_BYTES = Number.MAX_SAFE_INTEGER;
+/** Files' contents held at once while a copy is brought to another version in place. */
+const BATCH_BYTES = 16 * 1024 * 1024;
+/** A larger file is streamed from its object as it is written, not held. */
+const STREAMED_BYTES = 8 * 1024 * 1024;
 
 /** What a machine's copy holds: its version, and the newest layer it applied (to tell histories apart). */
 export interface CacheStamp {
@@ -61,19 +69,27 @@ export const CHECKPOINT_OBJECT_PREFIX = 'checkpoints/';
 
 export interface EnsuredWorkspace {
   version: number;
-  /** What it took: nothing, layers applied in place, or the whole chain fetched. */
-  how: 'current' | 'layers' | 'materialised' | 'adopted';
+  /**
+   * What it took: nothing, layers applied in place, only the entries that differ written in
+   * place (another version of the same chain: a rewind), or the whole chain fetched.
+   */
+  how: 'current' | 'layers' | 'changed' | 'materialised' | 'adopted';
   objects: number;
   bytes: number;
 }
 
 export class WorkspaceCache {
+  /** Lists versions' trees from the objects' indices (writeChanged). */
+  private readonly history: WorkspaceHistory;
+
   constructor(
     private readonly layout: WorkspaceLayout,
     private readonly blobs: BlobStore,
     /** Owner of the committed tree's root (the sandbox's non-root user). */
     private readonly sandboxUid: number,
-  ) {}
+  ) {
+    this.history = new WorkspaceHistory(blobs);
+  }
 
   private sessionDir(sessionId: string): string {
     return this.layout.sessionDir(sessionId);
@@ -124,6 +140,8 @@ export class WorkspaceCache {
       await this.writeStamp(sessionId, stampOf(chain));
       return { version: chain.version, how: 'layers', objects: later.length, bytes: sizeOf(later) };
     }
+    const changed = stamp ? await this.writeChanged(chain, stamp) : null;
+    if (changed) return { version: chain.version, how: 'changed', ...changed };
     await this.materialise(chain);
     return {
       version: chain.version,
@@ -131,6 +149,52 @@ export class WorkspaceCache {
       objects: chain.entries.length,
       bytes: sizeOf(chain.entries),
     };
+  }
+
+  /**
+   * A copy of another version of the same chain (a rewind went back past it, or it is
+   * behind a rewind) brought to the chain's version by writing in place only the entries
+   * that differ between the two trees, listed from the objects' indices, their contents read
+   * by ranged gets: what the copy holds already is neither fetched nor copied. Null when an
+   * object of either version has no index, or the stamp's version is not retained: the
+   * caller materialises. The stamp goes first, so a crash half way leaves none, and the next
+   * call fetches the tree afresh.
+   */
+  private async writeChanged(
+    chain: WorkspaceChain,
+    stamp: CacheStamp,
+  ): Promise<{ objects: number; bytes: number } | null> {
+    const rows = chain.history ?? chain.entries;
+    if (!rows.some((e) => e.version === stamp.layerVersion && e.key === stamp.layerKey)) return null;
+    const [from, to] = await Promise.all([
+      this.history.indexedTree(chain, stamp.version),
+      this.history.indexedTree(chain, chain.version),
+    ]);
+    // A layer after the stamp's version may be applied in part (a promotion a crash cut
+    // short leaves the stamp behind its tree): what it touches is rewritten from the target.
+    const later = await this.history.entriesOf(
+      rows.filter((e) => e.kind === 'layer' && e.version > stamp.version),
+    );
+    if (!from || !to || !later) return null;
+    const unsure = touchedBy(later);
+    const gone = new Set([...from.keys(), ...later.map((e) => e.p)].filter((p) => !to.has(p)));
+    const deletes = [...gone].filter((p) => !gone.has(dirname(p)));
+    const changed = [...to.values()].filter((item) => {
+      const held = from.get(item.entry.p);
+      return !held || identityOf(held.entry) !== identityOf(item.entry) || unsure(item.entry.p);
+    });
+    const read = { objects: new Set<string>(), bytes: 0 };
+    const blobs = this.blobs;
+    async function* entries() {
+      for (const p of deletes) yield { entry: { t: 'delete' as const, p } };
+      yield* withContents(blobs, changed, read);
+    }
+    await rm(join(this.sessionDir(chain.sessionId), STAMP_FILE), { force: true });
+    const committed = this.committedPath(chain.sessionId);
+    await applyEntries(entries(), committed);
+    await flush(committed);
+    await this.writeStamp(chain.sessionId, stampOf(chain));
+    return { objects: read.objects.size, bytes: read.bytes };
   }
 
   /** The whole chain into a staging dir, swapped in for committed/ once complete and flushed. */
@@ -303,6 +367,92 @@ async function packed(
     throw err;
   }
   return { sha256: hash.digest('hex'), size, body: spilled ? createReadStream(file) : held };
+}
+
+/**
+ * The items to apply, each file's content read from its object: a batch at a time, one
+ * ranged get per run of members, the next batch read while this one is written. A file too
+ * large to hold is streamed as it is written.
+ */
+async function* withContents(
+  blobs: BlobStore,
+  items: IndexedItem[],
+  read: { objects: Set<string>; bytes: number },
+): AsyncGenerator<{ entry: IndexedEntry; content?: AsyncIterable<Buffer> | Buffer[] }> {
+  const batches: IndexedItem[][] = [];
+  for (let i = 0; i < items.length; ) {
+    const batch: IndexedItem[] = [];
+    for (let bytes = 0; i < items.length && bytes < BATCH_BYTES; i++) {
+      batch.push(items[i]!);
+      bytes += sizeOfEntry(items[i]!);
+    }
+    batches.push(batch);
+  }
+  const readBatch = async (batch: IndexedItem[]): Promise<Map<IndexedItem, Buffer>> => {
+    const contents = new Map<IndexedItem, Buffer>();
+    const byObject = new Map<string, IndexedItem[]>();
+    for (const item of batch)
+      if (item.at?.indexed && sizeOfEntry(item) <= STREAMED_BYTES)
+        byObject.set(item.at.key, [...(byObject.get(item.at.key) ?? []), item]);
+    await Promise.all(
+      [...byObject].map(async ([key, group]) => {
+        const wants = group.map((it) => ({ o: it.at!.indexed!.o, length: sizeOfEntry(it) }));
+        const bytes = await readIndexedBytes(blobs, key, group[0]!.at!.indexed!.archive, wants);
+        for (const [n, it] of group.entries()) contents.set(it, bytes[n]!);
+        read.objects.add(key);
+        read.bytes += wants.reduce((sum, w) => sum + w.length, 0);
+      }),
+    );
+    return contents;
+  };
+  let next = batches.length > 0 ? readBatch(batches[0]!) : null;
+  for (const [b, batch] of batches.entries()) {
+    const contents = await next!;
+    next = b + 1 < batches.length ? readBatch(batches[b + 1]!) : null;
+    next?.catch(() => {}); // awaited on the next pass; unawaited only if the apply stopped
+    for (const item of batch) {
+      const { at, entry } = item;
+      const held = contents.get(item);
+      if (held) yield { entry, content: [held] };
+      else if (at?.indexed) {
+        read.objects.add(at.key);
+        read.bytes += sizeOfEntry(item);
+        yield {
+          entry,
+          content: readIndexedContent(
+            blobs,
+            at.key,
+            at.indexed.archive,
+            at.indexed.o,
+            entry.t === 'file' ? entry.s : 0,
+          ),
+        };
+      } else yield { entry };
+    }
+  }
+}
+
+/** Whether a path is one the entries may have changed: a dir entry's own path, or at or under any other entry's. */
+function touchedBy(entries: IndexedEntry[]): (path: string) => boolean {
+  const exact = new Set<string>();
+  const subtrees = new Set<string>();
+  for (const e of entries) (e.t === 'dir' ? exact : subtrees).add(e.p);
+  return (path) => {
+    if (exact.has(path)) return true;
+    for (let p = path; p !== '.' && p !== ''; p = dirname(p)) if (subtrees.has(p)) return true;
+    return false;
+  };
+}
+
+function sizeOfEntry(item: IndexedItem): number {
+  return item.entry.t === 'file' ? item.entry.s : 0;
+}
+
+/** What makes two entries at one path the same on disk: content, mode, owner and time (not where the content is). */
+function identityOf(entry: IndexedEntry): string {
+  if (entry.t !== 'file') return JSON.stringify(entry);
+  const { o: _at, ...rest } = entry;
+  return JSON.stringify(rest);
 }
 
 /** The stamp of a tree at the chain's head. */

@@ -11,6 +11,7 @@ import { buffer } from 'node:stream/consumers';
 import { after, test } from 'node:test';
 import { FileBlobStore } from '../blobs/index.js';
 import { type ChainEntry, isBerthError, type WorkspaceChain } from '../core/index.js';
+import { withoutIndex } from './archive-index.js';
 import { packLayer, packTree } from './layer-archive.js';
 import type { PlanStep } from './promotion.js';
 import { DEFAULT_HISTORY_LIMITS, WorkspaceHistory } from './workspace-history.js';
@@ -31,6 +32,7 @@ async function layer(
   files: Record<string, string | Buffer>,
   deleted: string[] = [],
   modes: Record<string, number> = {},
+  indexed = true,
 ): Promise<number> {
   const upper = await scratch();
   const steps: PlanStep[] = deleted.map((path) => ({ op: 'delete', path }));
@@ -48,14 +50,16 @@ async function layer(
     if (modes[path] !== undefined) await chmod(join(upper, path), modes[path]);
     steps.push({ op: 'move', from: path, path });
   }
-  const bytes = await collect(packLayer({ version: 1, steps }, upper));
+  const packed = await collect(packLayer({ version: 1, steps }, upper));
+  const bytes = indexed ? packed : withoutIndex(packed);
   await blobs.put(key, [bytes], { maxBytes: 1 << 30 });
   return bytes.length;
 }
 
 const BINARY = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2, 3, 0xff]);
 
-async function setup() {
+/** Two commits; `indexed: false` stores their objects as versions before indices packed them. */
+async function setup({ indexed = true } = {}) {
   const blobs = new FileBlobStore(await scratch());
   const entries: ChainEntry[] = [];
   const add = async (
@@ -67,7 +71,7 @@ async function setup() {
       version,
       kind: 'layer',
       key,
-      size: await layer(blobs, key, ...args),
+      size: await layer(blobs, key, args[0], args[1], args[2], indexed),
       turnId: `turn_${version}`,
     });
   };
@@ -206,4 +210,53 @@ test('past the bounds a file shows its sizes and truncated, not its text', async
     ],
     'with no content held, files show sizes (renames, mode changes and binaries still found: hashes and first bytes are kept)',
   );
+});
+
+test('objects packed before indices give the same diffs and reads, inflated whole', async () => {
+  const now = await setup();
+  const old = await setup({ indexed: false });
+  for (const version of [1, 2, 3])
+    assert.deepEqual(
+      (await old.history.diff(old.chain, version)).files,
+      (await now.history.diff(now.chain, version)).files,
+      `diff of version ${version}`,
+    );
+  for (const [version, path] of [
+    [1, 'a.txt'],
+    [2, 'img.bin'],
+    [3, 'c/new.txt'],
+  ] as const)
+    assert.deepEqual(
+      await collect((await old.history.read(old.chain, version, path)).body!),
+      await collect((await now.history.read(now.chain, version, path)).body!),
+      `${path} at version ${version}`,
+    );
+});
+
+test("a rewind's diff is the tree it went back to against the one before it, indexed or not", async () => {
+  for (const indexed of [true, false]) {
+    const { chain, history } = await setup({ indexed });
+    const v1 = chain.entries[0]!;
+    const rewound: WorkspaceChain = {
+      sessionId: 's1',
+      version: 4,
+      entries: [{ ...v1, version: 4, kind: 'snapshot', turnId: null, rewoundTo: 1 }],
+      history: [...chain.entries, { ...v1, version: 4, kind: 'snapshot', turnId: null, rewoundTo: 1 }],
+    };
+    const diff = await history.diff(rewound, 4);
+    assert.deepEqual(
+      diff.files.map((f) => [f.path, f.change, f.from ?? null]),
+      [
+        ['a.txt', 'modified', null],
+        ['c/new.txt', 'deleted', null],
+        ['dir/b.txt', 'added', null],
+        ['img.bin', 'modified', null],
+        ['old-name.txt', 'renamed', 'new-name.txt'],
+        ['run.sh', 'modified', null],
+      ],
+      `indexed: ${indexed}`,
+    );
+    assert.equal(diff.files[0]!.diff, '@@ -1,4 +1,3 @@\n one\n-2\n+two\n three\n-four\n');
+    assert.equal(diff.files.find((f) => f.path === 'img.bin')!.binary, true);
+  }
 });

@@ -3,14 +3,15 @@
  * retained version (listed, a file read), and what one commit changed (its diff).
  *
  * A version's tree is built in memory from the chain's objects (the newest snapshot, then
- * the layers up to that version), headers only: no file of it is written anywhere, so any
- * process that reaches the blob store (the API, on any machine) can read history, and a
- * worker's copy of the workspace is never touched. A file's content is streamed out of the
- * one object that last wrote it.
+ * the layers up to that version), from their indices (archive-index.ts), or headers only
+ * for an object written before indices: no file of it is written anywhere, so any process
+ * that reaches the blob store (the API, on any machine) can read history, and a worker's
+ * copy of the workspace is never touched. A file's content is read out of the one object
+ * that last wrote it, by a ranged get when the object is indexed.
  *
  * A diff is read from the commit's own layer (what it wrote and deleted) against the tree
  * of the version before it, keeping only the paths that layer touches: the added, changed
- * and deleted files, renames where a deleted file's content reappears under a new path
+ * and deleted files (contents read only for these), renames where a deleted file's content reappears under a new path
  * (same SHA-256), text diffs for text files and sizes for the rest. It is bounded: content
  * is kept only for files up to `maxTextFileBytes`, and text diffs only up to
  * `maxPatchBytes` in all; past either a file shows its sizes and `truncated`.
@@ -19,7 +20,8 @@
  * is none) to the session's current one. Compaction drops the objects before its snapshot,
  * so an older tree, and the diff of the commit that made the snapshot's version, can no
  * longer be read: asking for them is VERSION_NOT_RETAINED, naming the versions that are. A
- * rewind's snapshot (the objects of an older tree, named again) drops nothing.
+ * rewind's snapshot (the objects of an older tree, named again) drops nothing; its version's
+ * diff is the tree it went back to against the tree before it.
  */
 import { createHash, type Hash, randomBytes } from 'node:crypto';
 import { PassThrough, type Readable } from 'node:stream';
@@ -42,6 +44,13 @@ import {
   type WorkspacePathInfo,
 } from '../core/index.js';
 import {
+  type ArchiveIndex,
+  type IndexedEntry,
+  readArchiveIndex,
+  readIndexedBytes,
+  readIndexedContent,
+} from './archive-index.js';
+import {
   type EntryTarget,
   type FileEntry,
   type FileSink,
@@ -49,6 +58,12 @@ import {
   packEmptyTree,
   readLayerArchive,
 } from './layer-archive.js';
+
+/** An entry of a tree listed from indices; a file's with the object and offset of its content. */
+export interface IndexedItem {
+  entry: IndexedEntry;
+  at?: { key: string; indexed?: { archive: ArchiveIndex; o: number } };
+}
 
 export interface HistoryLimits {
   /** A file larger than this (either side) gets no text diff, only its sizes. @default 1 MiB */
@@ -74,9 +89,14 @@ interface Node {
   size: number;
   mtimeMs: number;
   target?: string;
-  /** Where a file's content is: the object and the entry's position in it. */
-  at?: { key: string; index: number };
+  /**
+   * Where a file's content is: the object and the entry's position in it, and when the
+   * object has an index, the index and the content's offset (read by a ranged get).
+   */
+  at?: { key: string; index: number; indexed?: { archive: ArchiveIndex; o: number } };
   children?: Map<string, Node>;
+  /** The entry that put it there, when it came from an index (its owner, for a writer of the tree). */
+  indexed?: IndexedEntry;
   /** Captured for a diff: the content's hash, its first bytes, and all of it when small. */
   sha256?: string;
   head?: Buffer;
@@ -85,6 +105,8 @@ interface Node {
 
 /** Trees kept for reads, newest used last: browsing a version costs one build, not one per request. */
 const CACHED_TREES = 4;
+/** Archive indices kept (an object's never changes): a diff or a tree reads each once. */
+const CACHED_INDICES = 64;
 
 export class WorkspaceHistory {
   /**
@@ -92,6 +114,7 @@ export class WorkspaceHistory {
    * keys never reused, so a tree is never stale; only reads use these (a diff changes its tree).
    */
   private readonly trees = new Map<string, Promise<Node>>();
+  private readonly indices = new Map<string, Promise<ArchiveIndex | null>>();
 
   constructor(
     private readonly blobs: BlobStore,
@@ -123,7 +146,7 @@ export class WorkspaceHistory {
       case 'file':
         return {
           info: { type: 'file', path, version, size: node.size, mode: node.mode, mtimeMs: node.mtimeMs },
-          body: this.entryContent(node.at!.key, node.at!.index),
+          body: this.contentOf(node),
         };
     }
   }
@@ -138,10 +161,18 @@ export class WorkspaceHistory {
         retained,
         `its layer was compacted into the snapshot of version ${retained.oldest}`,
       );
-    const layer = (chain.history ?? chain.entries).find((e) => e.kind === 'layer' && e.version === version);
+    const rows = chain.history ?? chain.entries;
+    const keep: KeepBudget = { fileBytes: this.limits.maxTextFileBytes, leftBytes: this.limits.maxKeptBytes };
+    if (rows.some((e) => e.version === version && e.rewoundTo !== undefined)) {
+      // A rewind wrote no layer: its diff is the tree it went back to against the one before it.
+      const everything = { covers: () => true, keep };
+      const before = filesOf(await this.treeAt(chain, version - 1, everything));
+      const after = filesOf(await this.treeAt(chain, version, everything));
+      return this.render(version, before, after, keep);
+    }
+    const layer = rows.find((e) => e.kind === 'layer' && e.version === version);
     const empty: TurnDiff = { version, files: [], truncated: false, counts: countsOf([]) };
     if (!layer) return empty; // the commit changed no file
-    const keep: KeepBudget = { fileBytes: this.limits.maxTextFileBytes, leftBytes: this.limits.maxKeptBytes };
     const recorded = await this.recordLayer(layer, keep);
     const touched = touchedPaths(recorded);
     const root = await this.treeAt(chain, version - 1, { covers: (path) => touched.covers(path), keep });
@@ -151,7 +182,36 @@ export class WorkspaceHistory {
     for (const r of recorded) replay.put(r.entry, r.node);
     const after = new Map<string, Node>();
     for (const { entry } of recorded) collectChanged(root, entry, after);
-    return this.render(version, before, after);
+    return this.render(version, before, after, keep);
+  }
+
+  /**
+   * The tree of `version` from its objects' indices, parents before children, each entry
+   * with where its content is; null when one of its objects has no index (or the version
+   * is not retained). For a machine that brings its copy to another version of the same
+   * chain by writing only what differs.
+   */
+  async indexedTree(chain: WorkspaceChain, version: number): Promise<Map<string, IndexedItem> | null> {
+    const objects = objectsOfVersion(chain, version);
+    if (!objects || (await Promise.all(objects.map((o) => this.indexOf(o)))).includes(null)) return null;
+    const items = new Map<string, IndexedItem>();
+    const walk = (dir: Node): void => {
+      for (const child of dir.children!.values()) {
+        const entry =
+          child.type === 'file' ? child.at!.indexed!.archive.entries[child.at!.index]! : child.indexed;
+        if (!entry) continue; // a dir no entry named (an archive lists a file's dirs first)
+        items.set(entry.p, { entry, ...(child.type === 'file' ? { at: child.at! } : {}) });
+        if (child.type === 'dir') walk(child);
+      }
+    };
+    walk(await this.treeAt(chain, version));
+    return items;
+  }
+
+  /** The entries of the objects, from their indices; null when one has none. */
+  async entriesOf(objects: ChainEntry[]): Promise<IndexedEntry[] | null> {
+    const indices = await Promise.all(objects.map((o) => this.indexOf(o)));
+    return indices.includes(null) ? null : indices.flatMap((i) => i!.entries);
   }
 
   /**
@@ -194,11 +254,73 @@ export class WorkspaceHistory {
     capture?: { covers(path: string): boolean; keep: KeepBudget },
   ): Promise<Node> {
     const root: Node = { type: 'dir', mode: 0o755, size: 0, mtimeMs: 0, children: new Map() };
-    for (const entry of objectsUpTo(chain, version)) {
+    const objects = objectsUpTo(chain, version);
+    const indices = await Promise.all(objects.map((o) => this.indexOf(o)));
+    for (const [i, entry] of objects.entries()) {
       const builder = new TreeBuilder(root, entry.key, capture);
-      await readLayerArchive((await this.blobs.get(entry.key)).body, builder);
+      const archive = indices[i];
+      // Indexed: the tree from the index alone; contents a diff needs are read later, by range.
+      if (archive) builder.putIndexed(archive);
+      else await readLayerArchive((await this.blobs.get(entry.key)).body, builder);
     }
     return root;
+  }
+
+  /** The object's index (null: written before indices), read once. */
+  private indexOf(entry: ChainEntry): Promise<ArchiveIndex | null> {
+    let index = this.indices.get(entry.key);
+    if (index) this.indices.delete(entry.key);
+    else {
+      index = readArchiveIndex(this.blobs, entry.key, entry.size);
+      index.catch(() => this.indices.delete(entry.key));
+    }
+    this.indices.set(entry.key, index);
+    for (const oldest of this.indices.keys()) {
+      if (this.indices.size <= CACHED_INDICES) break;
+      this.indices.delete(oldest);
+    }
+    return index;
+  }
+
+  /** A file's bytes: by a ranged get when its object is indexed, else read up to its entry. */
+  private contentOf(node: Node): Readable {
+    const { key, index, indexed } = node.at!;
+    return indexed
+      ? readIndexedContent(this.blobs, key, indexed.archive, indexed.o, node.size)
+      : this.entryContent(key, index);
+  }
+
+  /**
+   * The content a diff shows, for files whose tree came from an index: all of it when the
+   * budget allows, else its first bytes (to tell text from binary). Captured files have it.
+   */
+  private async fill(nodes: Node[], keep: KeepBudget): Promise<void> {
+    const byObject = new Map<string, { archive: ArchiveIndex; nodes: Node[] }>();
+    for (const n of nodes) {
+      const indexed = n.type === 'file' && !n.head ? n.at?.indexed : undefined;
+      if (!indexed) continue;
+      const group = byObject.get(n.at!.key) ?? { archive: indexed.archive, nodes: [] };
+      if (!group.nodes.includes(n)) group.nodes.push(n);
+      byObject.set(n.at!.key, group);
+    }
+    await Promise.all(
+      [...byObject].map(async ([key, { archive, nodes: group }]) => {
+        const whole = group.map((n) => {
+          const kept = n.size <= keep.fileBytes && n.size <= keep.leftBytes;
+          if (kept) keep.leftBytes -= n.size;
+          return kept;
+        });
+        const wants = group.map((n, i) => ({
+          o: n.at!.indexed!.o,
+          length: whole[i] ? n.size : Math.min(n.size, SNIFF_BYTES),
+        }));
+        const contents = await readIndexedBytes(this.blobs, key, archive, wants);
+        group.forEach((n, i) => {
+          n.head = contents[i]!.subarray(0, SNIFF_BYTES);
+          if (whole[i]) n.content = contents[i]!;
+        });
+      }),
+    );
   }
 
   /** Every entry of one layer, each file's content hashed and, when small, kept. */
@@ -206,6 +328,13 @@ export class WorkspaceHistory {
     layer: ChainEntry,
     keep: KeepBudget,
   ): Promise<{ entry: LayerEntry; node: Node | null }[]> {
+    const archive = await this.indexOf(layer);
+    // Indexed: hashes from the index, contents read later for the files the diff shows.
+    if (archive)
+      return archive.entries.map((entry, index) => ({
+        entry,
+        node: entry.t === 'file' ? indexedNode(layer.key, archive, index, entry) : null,
+      }));
     const recorded: { entry: LayerEntry; node: Node | null }[] = [];
     let index = 0;
     const target: EntryTarget = {
@@ -223,7 +352,12 @@ export class WorkspaceHistory {
     return recorded;
   }
 
-  private render(version: number, before: Map<string, Node>, after: Map<string, Node>): TurnDiff {
+  private async render(
+    version: number,
+    before: Map<string, Node>,
+    after: Map<string, Node>,
+    keep: KeepBudget,
+  ): Promise<TurnDiff> {
     const changes: {
       path: string;
       change: FileChange['change'];
@@ -241,6 +375,10 @@ export class WorkspaceHistory {
       if (!a || a.type !== b.type) changes.push({ path, change: 'added', a: null, b });
     }
     pairRenames(changes);
+    await this.fill(
+      changes.flatMap((c) => [c.a, c.b].filter((n): n is Node => n !== null)),
+      keep,
+    );
     changes.sort((x, y) => (x.path < y.path ? -1 : x.path > y.path ? 1 : 0));
     let patchBytes = 0;
     let truncated = false;
@@ -369,8 +507,18 @@ function splitPath(path: string): string[] {
   return path.split('/').filter((p) => p !== '' && p !== '.');
 }
 
-function fileNode(entry: FileEntry, at: { key: string; index: number }): Node {
+function fileNode(entry: FileEntry, at: NonNullable<Node['at']>): Node {
   return { type: 'file', mode: entry.m, size: entry.s, mtimeMs: entry.mt, at };
+}
+
+/** A file of an indexed object: its hash from the index, its content read by range when needed. */
+function indexedNode(
+  key: string,
+  archive: ArchiveIndex,
+  index: number,
+  entry: Extract<IndexedEntry, { t: 'file' }>,
+): Node {
+  return { ...fileNode(entry, { key, index, indexed: { archive, o: entry.o } }), sha256: entry.h };
 }
 
 /** How much content a diff may hold: per file, and left of its total. */
@@ -429,6 +577,14 @@ class TreeBuilder implements EntryTarget {
     const node = fileNode(entry, { key: this.key, index: this.index++ });
     this.put(entry, node);
     return this.capture?.covers(entry.p) ? capturing(node, this.capture.keep) : DISCARD;
+  }
+
+  /** Every entry of an indexed object, applied from its index: no content read. */
+  putIndexed(archive: ArchiveIndex): void {
+    for (const [index, entry] of archive.entries.entries()) {
+      this.put(entry, entry.t === 'file' ? indexedNode(this.key, archive, index, entry) : null);
+      if (entry.t === 'dir' || entry.t === 'link') lookup(this.root, entry.p)!.indexed = entry;
+    }
   }
 
   /** The entry applied; for a file, `node` is the file's (built by whoever read its content). */
@@ -499,6 +655,20 @@ function collectChanged(root: Node, entry: LayerEntry, into: Map<string, Node>):
     else for (const [name, child] of n.children!) walk(`${path}/${name}`, child);
   };
   walk(entry.p, node);
+}
+
+/** Every file and link of a tree, by path. */
+function filesOf(root: Node): Map<string, Node> {
+  const files = new Map<string, Node>();
+  const walk = (prefix: string, dir: Node): void => {
+    for (const [name, child] of dir.children!) {
+      const path = prefix ? `${prefix}/${name}` : name;
+      if (child.type === 'dir') walk(path, child);
+      else files.set(path, child);
+    }
+  };
+  walk('', root);
+  return files;
 }
 
 function sameContent(a: Node, b: Node): boolean {
