@@ -155,6 +155,7 @@ export interface ChannelRunnerStore
     | 'releaseChannelLease'
     | 'recordChannelError'
     | 'commitChannelInbound'
+    | 'commitChannelEvent'
     | 'takeChannelSend'
     | 'nextChannelSendAt'
     | 'recordChannelPartSent'
