@@ -10,7 +10,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { channelInstall } from './helpers/channel-install.js';
+import { channelInstall, inboundTexts } from './helpers/channel-install.js';
 import { FakeDiscord } from './helpers/fake-discord.js';
 import { eventually, exited } from './helpers/processes.js';
 
@@ -53,15 +53,7 @@ test('discord: gateway messages enqueued once by id, replies referencing them, r
     ),
     /dc1\tdiscord\tagent sh\tper-chat.*respond all/,
   );
-  const inbound = async () => {
-    const ids = (await store.listSessionViews(Date.now()))
-      .map((s) => s.id)
-      .filter((id) => id.startsWith('dc-'));
-    const texts: string[] = [];
-    for (const id of ids)
-      for (const m of await store.listMessages(id, 0, 100)) if (m.direction === 'in') texts.push(m.text);
-    return texts.sort();
-  };
+  const inbound = () => inboundTexts(store, 'dc');
   const replyTo = (id: string) =>
     eventually(
       `a reply to ${id}`,

@@ -40,7 +40,6 @@ import {
   type ChannelEvent,
   type PlatformClient,
   type PlatformClientFactory,
-  PlatformError,
   type PlatformFailure,
   platformFailureOf,
 } from './channel.js';
@@ -294,8 +293,7 @@ class ChannelLoop {
       );
       this.log.debug({ eventId: event.eventId, outcome }, 'Channel event committed');
       // Paused or removed: the runner stops this loop; nothing more is taken meanwhile.
-      if (outcome === 'stale')
-        throw new PlatformError({ kind: 'transient', description: 'channel paused or removed' });
+      if (outcome === 'stale') throw new Error('channel paused or removed');
       if (outcome === 'enqueue' && event.inbound)
         void this.client.showTyping(event.inbound.chatId, signal).catch(() => {});
       failures = 0;

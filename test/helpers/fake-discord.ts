@@ -16,10 +16,9 @@
  * dispatches are kept, so one sent while its connection was dropped is replayed on RESUME.
  * Every REST call and Gateway frame is recorded, so a test can count.
  */
-import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { type WebSocket, WebSocketServer } from 'ws';
+import { closeLocal, listenLocal } from './local-server.js';
 
 export interface FakeDiscordCall {
   method: string;
@@ -80,17 +79,14 @@ export class FakeDiscord {
   }
 
   async start(): Promise<this> {
-    this.server.listen(0, '127.0.0.1');
-    await once(this.server, 'listening');
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/api`;
+    this.url = await listenLocal(this.server, '/api');
     return this;
   }
 
   async close(): Promise<void> {
     for (const ws of this.gateway.clients) ws.terminate();
     this.gateway.close();
-    this.server.closeAllConnections();
-    this.server.close();
+    closeLocal(this.server);
   }
 
   /** The next `count` calls of `METHOD /path-prefix` (e.g. `POST /channels`) answer 429. */
