@@ -3,7 +3,8 @@
  * routes): IDENTIFY with the intents, each MESSAGE_CREATE handed to commit once, a dropped
  * connection RESUMEd with what it missed replayed, a malformed frame failing the
  * connection (the next one resumes), a restart's fresh session reading the history back;
- * sends with an enforced nonce (a resend posts nothing), 429 typed for the runner. And
+ * sends with an enforced nonce (a resend posts nothing), 429 typed for the runner, an
+ * empty rate-limit bucket waited out. And
  * the pure parts: frame parsing, which messages reach the agent, nonces, snowflakes.
  */
 import assert from 'node:assert/strict';
@@ -167,6 +168,33 @@ test('discord rest: a reply with an enforced nonce, a resend with the same key p
     new DiscordClient(channelRow(), { apiUrl: fake.url, token: 'wrong', clock: CLOCK }).send(message, signal),
     (err: PlatformError) => err.failure.kind === 'refused' && err.failure.status === 401,
   );
+});
+
+test('discord rest: an empty bucket (X-RateLimit-Remaining: 0) is waited out before the next call on its route', async (t) => {
+  const fake = await new FakeDiscord(TOKEN).start();
+  t.after(() => fake.close());
+  let now = Date.now();
+  const client = new DiscordClient(channelRow(), {
+    apiUrl: fake.url,
+    token: TOKEN,
+    clock: { now: () => now },
+  });
+  const message = { chatId: 'C1', text: 'a', replyTo: null, key: '1.0' };
+  fake.exhaustBucketNext('POST /channels/C1/messages', 60);
+  await client.send(message, new AbortController().signal);
+  const held = new AbortController();
+  const waiting = client.send({ ...message, key: '2.0' }, held.signal);
+  await client.showTyping('C1', new AbortController().signal);
+  assert.equal(
+    fake.callsOf('POST', '/channels/C1/messages').length,
+    1,
+    'the second send waits for the reset',
+  );
+  held.abort();
+  await assert.rejects(waiting);
+  now += 61_000;
+  await client.send({ ...message, key: '3.0' }, new AbortController().signal);
+  assert.equal(fake.callsOf('POST', '/channels/C1/messages').length, 2, 'after the reset it goes');
 });
 
 test('discord frames: parsing, who reaches the agent, nonces, snowflakes', () => {

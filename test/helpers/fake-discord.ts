@@ -9,7 +9,8 @@
  * - GET /channels/{id}/messages?after=&limit=: the channel's messages after a snowflake,
  *   newest first (as Discord answers).
  * - POST /channels/{id}/typing: 204.
- * - Any route answers 429 with `retry_after` (JSON, seconds) on demand.
+ * - Any route answers 429 with `retry_after` (JSON, seconds) on demand, or says its
+ *   bucket is empty (`X-RateLimit-Remaining: 0`, `X-RateLimit-Reset-After`).
  * Gateway: HELLO on connect; IDENTIFY (token and intents checked) → READY with a new
  * session; RESUME of a known session → the dispatches after its sequence, then RESUMED,
  * else INVALID_SESSION (d: false); a heartbeat (op 1) is acknowledged (op 11). A session's
@@ -63,6 +64,7 @@ export class FakeDiscord {
   private readonly nonces = new Map<string, DiscordMessageRow>();
   private readonly sessions = new Map<string, Session>();
   private readonly failures = new Map<string, { count: number; retryAfter: number }>();
+  private readonly exhausted = new Map<string, number>();
   private live: Session | null = null;
   private counter = 0n;
   private readonly server = createServer((req, res) => void this.handle(req, res));
@@ -92,6 +94,11 @@ export class FakeDiscord {
   /** The next `count` calls of `METHOD /path-prefix` (e.g. `POST /channels`) answer 429. */
   rateLimitNext(route: string, count: number, retryAfterSeconds: number): void {
     this.failures.set(route, { count, retryAfter: retryAfterSeconds });
+  }
+
+  /** The next answer of a route (`METHOD /path-prefix`) says its bucket is empty for `resetAfterSeconds`. */
+  exhaustBucketNext(route: string, resetAfterSeconds: number): void {
+    this.exhausted.set(route, resetAfterSeconds);
   }
 
   callsOf(method: string, pathPart: string): FakeDiscordCall[] {
@@ -227,6 +234,12 @@ export class FakeDiscord {
     const method = req.method ?? 'GET';
     const answer = (status: number, value: unknown) => {
       this.calls.push({ method, path: `${path}${url.search}`, body, status });
+      const bucket = [...this.exhausted.entries()].find(([r]) => `${method} ${path}`.startsWith(r));
+      if (bucket) {
+        this.exhausted.delete(bucket[0]);
+        res.setHeader('x-ratelimit-remaining', '0');
+        res.setHeader('x-ratelimit-reset-after', String(bucket[1]));
+      }
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(value === null ? '' : JSON.stringify(value));
     };
