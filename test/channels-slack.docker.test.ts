@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { channelInstall } from './helpers/channel-install.js';
+import { channelInstall, inboundTexts } from './helpers/channel-install.js';
 import { FakeSlack } from './helpers/fake-slack.js';
 import { berth, eventually, exited } from './helpers/processes.js';
 
@@ -60,15 +60,7 @@ test('slack: signed events enqueued once by event_id, replies in their thread, 4
     /sl1\tslack\tagent sh\tper-thread.*signing-secret slack-sign\trespond all/,
   );
   const endpoint = `${env.BERTH_URL}/v1/channels/sl1/slack/events`;
-  const inbound = async () => {
-    const ids = (await store.listSessionViews(Date.now()))
-      .map((s) => s.id)
-      .filter((id) => id.startsWith('sl-'));
-    const texts: string[] = [];
-    for (const id of ids)
-      for (const m of await store.listMessages(id, 0, 100)) if (m.direction === 'in') texts.push(m.text);
-    return texts.sort();
-  };
+  const inbound = () => inboundTexts(store, 'sl');
   const repliesIn = (thread: string, count = 1) =>
     eventually(
       `${count} replies in thread ${thread}`,

@@ -17,6 +17,9 @@
  *   its chat back). 429s wait what the platform asked and lose nothing.
  *
  * A platform that pushes its updates (Slack) has no receive loop: berth's API commits them.
+ * One whose pushes come over a connection berth opens (Discord's Gateway) has a **listen**
+ * loop instead, in the lease holder only: each event committed once by its id
+ * (store.commitChannelEvent) before the platform client moves past it.
  *
  * Status is data: a channel's last error is written on the channel row (berth channel list).
  */
@@ -33,7 +36,13 @@ import {
   WakeSignal,
 } from '../core/index.js';
 import type { ChannelRunnerStore } from '../store/index.js';
-import { type PlatformClient, type PlatformClientFactory, platformFailureOf } from './channel.js';
+import {
+  type ChannelEvent,
+  type PlatformClient,
+  type PlatformClientFactory,
+  type PlatformFailure,
+  platformFailureOf,
+} from './channel.js';
 import { decideChannelSendFailure } from './decide-send.js';
 
 /** How long a send may take before the outbox lets it be taken again. */
@@ -41,6 +50,13 @@ const SEND_LEASE_MS = 60_000;
 /** The send loop's floor, should a store notification be missed. */
 const SEND_POLL_MS = 1_000;
 const RECEIVE_BACKOFF = { firstMs: 1_000, maxMs: 30_000 };
+
+/** How long a failed read waits: what a rate limit asks, else a backoff by failures in a row. */
+function receiveDelayMs(failure: PlatformFailure, failures: number): number {
+  return failure.kind === 'rate-limited'
+    ? failure.retryAfterMs
+    : Math.min(RECEIVE_BACKOFF.maxMs, RECEIVE_BACKOFF.firstMs * 2 ** (failures - 1));
+}
 
 export interface ChannelRunnerDeps {
   store: ChannelRunnerStore;
@@ -186,6 +202,7 @@ class ChannelLoop {
     this.loops = [this.sendLoop()];
     // A platform that pushes (Slack) has its updates committed by the API route instead.
     if (this.client.receive) this.loops.push(this.receiveLoop(this.client.receive.bind(this.client)));
+    if (this.client.listen) this.loops.push(this.listenLoop(this.client.listen.bind(this.client)));
   }
 
   wakeSender(): void {
@@ -253,13 +270,47 @@ class ChannelLoop {
       } catch (err) {
         if (signal.aborted) break;
         if (pollSignal.aborted) continue; // the lease's end cut the poll: renewed, or given up
-        const failure = platformFailureOf(err);
         failures += 1;
-        const delayMs =
-          failure.kind === 'rate-limited'
-            ? failure.retryAfterMs
-            : Math.min(RECEIVE_BACKOFF.maxMs, RECEIVE_BACKOFF.firstMs * 2 ** (failures - 1));
+        const delayMs = receiveDelayMs(platformFailureOf(err), failures);
         this.log.warn({ err, delayMs }, 'Channel receive failed');
+        await this.noteError(err instanceof Error ? err.message : String(err));
+        await sleep(delayMs, signal).catch(() => {});
+      }
+    }
+  }
+
+  private async listenLoop(listen: NonNullable<PlatformClient['listen']>): Promise<void> {
+    const { store, clock } = this.deps;
+    const signal = this.abort.signal;
+    let failures = 0;
+    const commit = async (event: ChannelEvent): Promise<void> => {
+      failpoint('channel-before-commit');
+      const outcome = await store.commitChannelEvent(
+        this.channel.id,
+        event.eventId,
+        event.inbound,
+        clock.now(),
+      );
+      this.log.debug({ eventId: event.eventId, outcome }, 'Channel event committed');
+      // Paused or removed: the runner stops this loop; nothing more is taken meanwhile.
+      if (outcome === 'stale') throw new Error('channel paused or removed');
+      if (outcome === 'enqueue' && event.inbound)
+        void this.client.showTyping(event.inbound.chatId, signal).catch(() => {});
+      failures = 0;
+      await this.noteError(null);
+    };
+    while (!signal.aborted) {
+      if (!this.active) {
+        await sleep(this.deps.leaseMs / 5, signal).catch(() => {});
+        continue;
+      }
+      try {
+        await listen(commit, signal);
+      } catch (err) {
+        if (signal.aborted) break;
+        failures += 1;
+        const delayMs = receiveDelayMs(platformFailureOf(err), failures);
+        this.log.warn({ err, delayMs }, 'Channel connection failed; reconnecting');
         await this.noteError(err instanceof Error ? err.message : String(err));
         await sleep(delayMs, signal).catch(() => {});
       }

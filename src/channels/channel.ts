@@ -17,6 +17,12 @@ export interface ChannelSend {
   key: string;
 }
 
+/** A pushed message, keyed by the platform's id of it (committed once per id); `inbound` null when it reaches nobody. */
+export interface ChannelEvent {
+  eventId: string;
+  inbound: ChannelInbound | null;
+}
+
 export interface PlatformClient {
   readonly platform: ChannelPlatform;
   /** The longest text one send may carry (longer replies are cut into parts). */
@@ -29,6 +35,13 @@ export interface PlatformClient {
    * Absent on a platform that pushes its updates to berth's API instead (Slack).
    */
   receive?(cursor: number, waitMs: number, signal: AbortSignal): Promise<ChannelInbound[]>;
+  /**
+   * Keeps the platform's connection open in the lease holder until `signal`, handing each
+   * event to `commit` (which resolves once it is in the store) before moving on. Rejects
+   * with a PlatformError when the connection failed: the runner backs off and calls again.
+   * Present on a platform that pushes over a connection berth opens (Discord's Gateway).
+   */
+  listen?(commit: (event: ChannelEvent) => Promise<void>, signal: AbortSignal): Promise<void>;
   /** Sends; resolves to the platform's id of the message it created. */
   send(message: ChannelSend, signal: AbortSignal): Promise<string>;
   /**

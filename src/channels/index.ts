@@ -5,6 +5,7 @@
  * PlatformClient (channel.ts). Depends on core and store only.
  */
 export {
+  type ChannelEvent,
   type ChannelSend,
   type PlatformClient,
   type PlatformClientFactory,
@@ -14,6 +15,17 @@ export {
 } from './channel.js';
 export { ChannelRunner, type ChannelRunnerDeps } from './channel-runner.js';
 export { type ChannelSendDecision, decideChannelSendFailure } from './decide-send.js';
+export {
+  DISCORD_MAX_TEXT,
+  DiscordClient,
+  type DiscordOptions,
+  discordClientFactory,
+  discordNonce,
+  type GatewayFrame,
+  parseGatewayFrame,
+  snowflakeAt,
+  toDiscordInbound,
+} from './discord.js';
 export {
   parseSlackPush,
   SLACK_MAX_TEXT,

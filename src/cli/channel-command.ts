@@ -1,6 +1,7 @@
 /**
  * `berth channel add telegram --agent A --token-secret tg --map per-chat --allow @alice,@bob`,
  * `berth channel add slack --agent A --token-secret slack-bot --signing-secret slack-sign`,
+ * `berth channel add discord --agent A --token-secret discord-bot --allow-chats <channel id>`,
  * `berth channel list`, `pause`, `resume`, `remove`, `outbox`: chat platforms in front of
  * agents, through the API (admin token). The bot token itself is set on the host with
  * `berth secret set`; the channel only names it.
@@ -19,13 +20,13 @@ import { printJson } from './output.js';
 
 export function channelCommand(env: NodeJS.ProcessEnv): Command {
   const channel = new Command('channel').description(
-    'Talk to an agent from a chat platform (Telegram, Slack): each chat (or user, or thread) gets its own session',
+    'Talk to an agent from a chat platform (Telegram, Slack, Discord): each chat (or user, or thread) gets its own session',
   );
   channel
     .command('add')
     .argument('<platform>', `the platform: ${CHANNEL_PLATFORMS.join(', ')}`)
     .description(
-      "Put a bot in front of an agent. First store its token on the host: berth secret set tg (the token from @BotFather on stdin; for Slack the app's Bot User OAuth Token, and its Signing Secret under a second name)",
+      "Put a bot in front of an agent. First store its token on the host: berth secret set tg (the token from @BotFather on stdin; for Slack the app's Bot User OAuth Token, and its Signing Secret under a second name; for Discord the bot's token)",
     )
     .requiredOption('--agent <name>', 'the agent that answers')
     .requiredOption(
@@ -47,22 +48,22 @@ export function channelCommand(env: NodeJS.ProcessEnv): Command {
     .addOption(
       new Option(
         '--respond <which>',
-        'Slack: every channel message reaches the agent, or only those that mention the bot (direct messages always do)',
+        'Slack, Discord: every channel message reaches the agent, or only those that mention the bot (direct messages always do)',
       )
         .choices(CHANNEL_RESPOND)
         .default('all'),
     )
     .option(
       '--allow <users>',
-      'users who may talk to the agent: @username or numeric user id (Telegram), member id U… (Slack), comma-separated',
+      'users who may talk to the agent: @username or numeric user id (Telegram), member id U… (Slack), user id (Discord), comma-separated',
     )
     .option(
       '--allow-chats <ids>',
-      'chats whose every member may talk to the agent: numeric chat ids (Telegram), conversation ids C… (Slack), comma-separated',
+      'chats whose every member may talk to the agent: numeric chat ids (Telegram), conversation ids C… (Slack), channel ids (Discord: their history is read back after a restart), comma-separated',
     )
     .option(
       '--name <id>',
-      "the channel's id (names its sessions tg-<id>-<chat>, sl-<id>-<chat>); generated when omitted",
+      "the channel's id (names its sessions tg-<id>-<chat>, sl-<id>-<chat>, dc-<id>-<chat>); generated when omitted",
     )
     .option('--json', 'print the channel as JSON')
     .action(
@@ -150,7 +151,7 @@ export function channelCommand(env: NodeJS.ProcessEnv): Command {
 function line(c: Channel): string {
   const allow = [...c.allowUsers, ...c.allowChats.map((id) => `chat:${id}`)].join(',') || '-';
   const state = c.paused ? 'paused' : c.leaseOwner ? 'running' : 'idle';
-  return `${c.id}\t${c.platform}\tagent ${c.agent}\t${c.mapping}\t${state}\tcursor ${c.cursor}\tallow ${allow}\ttoken-secret ${c.tokenSecret}${c.signingSecret ? `\tsigning-secret ${c.signingSecret}\trespond ${c.respondTo}` : ''}${c.lastError ? `\terror: ${c.lastError}` : ''}`;
+  return `${c.id}\t${c.platform}\tagent ${c.agent}\t${c.mapping}\t${state}\tcursor ${c.cursor}\tallow ${allow}\ttoken-secret ${c.tokenSecret}${c.signingSecret ? `\tsigning-secret ${c.signingSecret}` : ''}${c.platform !== 'telegram' ? `\trespond ${c.respondTo}` : ''}${c.lastError ? `\terror: ${c.lastError}` : ''}`;
 }
 
 function outboxLine(o: ChannelOutboxItem): string {

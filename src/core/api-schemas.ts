@@ -220,7 +220,7 @@ export const createChannelSchema = z
           .string()
           .regex(
             /^(-?[0-9]{1,20}|[CDG][A-Z0-9]{2,20})$/,
-            'allowChats: numeric chat ids (Telegram) or conversation ids like C012AB3CD (Slack)',
+            'allowChats: numeric chat ids (Telegram), conversation ids like C012AB3CD (Slack) or numeric channel ids (Discord)',
           ),
       )
       .max(1000)

@@ -5,11 +5,11 @@
  * src/channels/.
  */
 
-export const CHANNEL_PLATFORMS = ['telegram', 'slack'] as const;
+export const CHANNEL_PLATFORMS = ['telegram', 'slack', 'discord'] as const;
 export type ChannelPlatform = (typeof CHANNEL_PLATFORMS)[number];
 
 /** How a platform's sessions are named: `<prefix>-<channel>-<chat>`. */
-const SESSION_PREFIX: Record<ChannelPlatform, string> = { telegram: 'tg', slack: 'sl' };
+const SESSION_PREFIX: Record<ChannelPlatform, string> = { telegram: 'tg', slack: 'sl', discord: 'dc' };
 
 /**
  * per-chat: one session per chat (a group shares one); per-user: one per user in each

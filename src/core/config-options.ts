@@ -342,6 +342,13 @@ export const CONFIG_OPTIONS = {
     unit: 'URL',
     doc: "Where Slack channels reach the Web API (`<url>/<method>`, e.g. chat.postMessage): Slack's own, or a test's fake (docs/channels.md).",
   }),
+  discordApiUrl: option({
+    env: 'BERTH_DISCORD_API_URL',
+    schema: z.string().url(),
+    default: 'https://discord.com/api/v10',
+    unit: 'URL',
+    doc: "Where Discord channels reach the REST API (`<url>/channels/{id}/messages`; the Gateway's URL comes from `<url>/gateway/bot`): Discord's own, or a test's fake (docs/channels.md).",
+  }),
   channelPollTimeoutMs: option({
     env: 'BERTH_CHANNEL_POLL_TIMEOUT',
     schema: durationMs.pipe(z.number().min(0)),

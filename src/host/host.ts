@@ -17,7 +17,12 @@ import {
   WebhookDispatcher,
 } from '../api/index.js';
 import { type BlobStore, openBlobStore } from '../blobs/index.js';
-import { ChannelRunner, slackClientFactory, telegramClientFactory } from '../channels/index.js';
+import {
+  ChannelRunner,
+  discordClientFactory,
+  slackClientFactory,
+  telegramClientFactory,
+} from '../channels/index.js';
 import { blobsConfigOf, type Clock, hostPaths, type ResolvedConfig, systemClock } from '../core/index.js';
 import { EgressInterceptor } from '../gateway/index.js';
 import {
@@ -183,6 +188,7 @@ export async function startHost(
         clients: {
           telegram: telegramClientFactory({ apiUrl: config.telegramApiUrl }),
           slack: slackClientFactory({ apiUrl: config.slackApiUrl }),
+          discord: discordClientFactory({ apiUrl: config.discordApiUrl, clock }),
         },
         leaseMs: config.leaseMs,
         pollTimeoutMs: config.channelPollTimeoutMs,

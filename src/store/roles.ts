@@ -157,6 +157,7 @@ export interface ChannelRunnerStore
     | 'releaseChannelLease'
     | 'recordChannelError'
     | 'commitChannelInbound'
+    | 'commitChannelEvent'
     | 'takeChannelSend'
     | 'nextChannelSendAt'
     | 'recordChannelPartSent'

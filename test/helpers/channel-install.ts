@@ -83,3 +83,14 @@ export async function channelInstall(
   };
   return { dataDir, env, up, upWith, cli, logs, store: () => store! };
 }
+
+/** Every user message enqueued in the sessions named `<prefix>-…` (a platform's), sorted. */
+export async function inboundTexts(store: Store, prefix: string): Promise<string[]> {
+  const ids = (await store.listSessionViews(Date.now()))
+    .map((s) => s.id)
+    .filter((id) => id.startsWith(`${prefix}-`));
+  const texts: string[] = [];
+  for (const id of ids)
+    for (const m of await store.listMessages(id, 0, 100)) if (m.direction === 'in') texts.push(m.text);
+  return texts.sort();
+}

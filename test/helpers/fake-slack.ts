@@ -11,9 +11,8 @@
  * Every call is recorded (method, parameters, status) so a test can count.
  */
 import { createHmac } from 'node:crypto';
-import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { closeLocal, listenLocal } from './local-server.js';
 
 export interface FakeSlackCall {
   method: string;
@@ -46,15 +45,12 @@ export class FakeSlack {
   ) {}
 
   async start(): Promise<this> {
-    this.server.listen(0, '127.0.0.1');
-    await once(this.server, 'listening');
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/api`;
+    this.url = await listenLocal(this.server, '/api');
     return this;
   }
 
   async close(): Promise<void> {
-    this.server.closeAllConnections();
-    this.server.close();
+    closeLocal(this.server);
   }
 
   /** The next `count` calls of `method` answer 429 with Retry-After. */

@@ -13,9 +13,8 @@
  * Every call is recorded (method, body, status, time) so a test can count; a test can
  * make the next N calls of a method answer 429 with a retry_after.
  */
-import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { closeLocal, listenLocal } from './local-server.js';
 
 export interface FakeTelegramCall {
   method: string;
@@ -66,16 +65,13 @@ export class FakeTelegram {
   constructor(readonly token: string) {}
 
   async start(): Promise<this> {
-    this.server.listen(0, '127.0.0.1');
-    await once(this.server, 'listening');
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    this.url = await listenLocal(this.server);
     return this;
   }
 
   async close(): Promise<void> {
     for (const w of this.waiters.splice(0)) w();
-    this.server.closeAllConnections();
-    this.server.close();
+    closeLocal(this.server);
   }
 
   /** A user writes to the bot; returns the update's and the message's ids. */
