@@ -97,6 +97,7 @@ export interface ApiStore
     | 'requestInterrupt'
     | 'getSessionView'
     | 'listSessionViews'
+    | 'sessionCounts'
     | 'listMessages'
     | 'listTurns'
     | 'getTurnRecord'

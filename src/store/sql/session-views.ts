@@ -1,13 +1,20 @@
 /**
- * What a client sees of sessions (status, queue position, last reply), read from either SQL
- * store. One session's view costs a few index lookups and one count of the queue entries
- * ahead of it; a listing reads each kind of fact for all its sessions at once (a constant
- * number of statements, not a few per session).
+ * What a client sees of sessions (status, queue position, last reply), and the counts the
+ * store keeps of them, read from either SQL store. One session's view costs a few index
+ * lookups and one count of the queue entries ahead of it; a listing reads each kind of fact
+ * for all its page's sessions at once (a constant number of statements, not a few per
+ * session).
  */
-import type { SessionView } from '../../core/index.js';
+import {
+  decodeSessionCursor,
+  type PageRequest,
+  type SessionCounts,
+  type SessionView,
+} from '../../core/index.js';
 import { deriveSessionStatus } from '../session-status.js';
 import { all, get, type Program, type Row } from './program.js';
 import { toMessage, toSession, toTurn } from './rows.js';
+import type { CountColumn } from './session-counts-ddl.js';
 
 /** What a view adds to the session row. */
 interface ViewFacts {
@@ -53,26 +60,64 @@ export function* sessionViewOf(sessionId: string, now: number, leaseMs: number):
   });
 }
 
-/** tenant undefined = every tenant's. Positions stay global: they count every session ahead. */
-export function* listSessionViews(now: number, leaseMs: number, tenant?: string): Program<SessionView[]> {
-  const scope = { tenant: tenant ?? null };
+/**
+ * One page of a tenant's sessions (undefined = every tenant's), in creation order, or all of
+ * them (no page). Each fact is read for the page's sessions only; a bounded page counts the
+ * queue ahead of each of its queued sessions, a full listing reads the queue once. Positions
+ * stay global: they count every session ahead.
+ */
+export function* listSessionViews(
+  now: number,
+  leaseMs: number,
+  tenant?: string,
+  page?: PageRequest,
+): Program<SessionView[]> {
+  const after = page?.after === undefined ? { createdAt: -1, id: '' } : decodeSessionCursor(page.after);
+  const scope = {
+    tenant: tenant ?? null,
+    afterAt: after.createdAt,
+    afterId: after.id,
+    limit: page?.limit ?? Number.MAX_SAFE_INTEGER,
+  };
   const bySession = (rows: Row[]) => new Map(rows.map((r) => [String(r.session_id), r]));
+  const rows = yield* all('SESSIONS_PAGE', scope);
+  if (rows.length === 0) return [];
   const counts = bySession(yield* all('PENDING_COUNTS', scope));
   const running = bySession(yield* all('RUNNING_TURNS', scope));
   const lastIn = bySession(yield* all('LAST_MESSAGES', { ...scope, direction: 'in' }));
   const lastOut = bySession(yield* all('LAST_MESSAGES', { ...scope, direction: 'out' }));
-  const positions = yield* queuePositions(now, leaseMs);
-  return (yield* all('ALL_SESSIONS', scope)).map((row) => {
+  const positions = page ? new Map<string, number>() : yield* queuePositions(now, leaseMs);
+  const views: SessionView[] = [];
+  for (const row of rows) {
     const id = String(row.id);
     const c = counts.get(id);
-    return toSessionView(row, now, {
-      pending: Number(c?.pending ?? 0),
-      lastInboundStatus: (lastIn.get(id)?.status as string | undefined) ?? null,
-      running: running.get(id),
-      lastReply: lastOut.get(id),
-      queuePosition: positions.get(id) ?? null,
-    });
-  });
+    views.push(
+      toSessionView(row, now, {
+        pending: Number(c?.pending ?? 0),
+        lastInboundStatus: (lastIn.get(id)?.status as string | undefined) ?? null,
+        running: running.get(id),
+        lastReply: lastOut.get(id),
+        queuePosition: page ? yield* queuePositionOf(row, now, leaseMs) : (positions.get(id) ?? null),
+      }),
+    );
+  }
+  return views;
+}
+
+/** The store's kept counts (session-counts-ddl.ts) of a tenant, or of every tenant. */
+export function* sessionCounts(tenant?: string): Program<SessionCounts> {
+  const row = (yield* get('KEPT_COUNTS', { tenant: tenant ?? null }))!;
+  const n = (column: CountColumn) => Number(row[column] ?? 0);
+  return {
+    sessions: n('sessions'),
+    archived: n('archived'),
+    held: n('held'),
+    leased: n('leased'),
+    bound: n('bound'),
+    waiting: n('waiting'),
+    runningTurns: n('running_turns'),
+    messages: { pending: n('pending'), processing: n('processing'), failed: n('failed') },
+  };
 }
 
 /** 1-based place of each queued session in claim order: the free queue and the dead holders' sessions, merged. */

@@ -5,6 +5,8 @@
  * guarded one (@guard) must change exactly one row, and says why nothing else can happen
  * (statements.test.ts holds the headers to the SQL and the guards to their callers).
  */
+import { COUNT_COLUMNS } from '../session-counts-ddl.js';
+import { PAGE_FILTER } from './session-page.js';
 
 /**
  * The free part of the claim queue: sessions nobody holds with a runnable pending inbound
@@ -134,12 +136,14 @@ WHERE id = :id AND generation = :generation`;
 export const SESSION_BY_ID = `SELECT * FROM sessions WHERE id = :id`;
 
 /**
- * Every session of a tenant, oldest first.
+ * One page of a tenant's sessions, oldest first (session-page.ts).
  * @param tenant null = every tenant
+ * @param afterAt created_at of the previous page's last session (-1: the first page)
+ * @param afterId its id ('' for the first page)
+ * @param limit at most this many
  * @returns rows
  */
-export const ALL_SESSIONS = `
-SELECT * FROM sessions WHERE (CAST(:tenant AS TEXT) IS NULL OR tenant = :tenant) ORDER BY created_at, id`;
+export const SESSIONS_PAGE = `SELECT * FROM sessions WHERE ${PAGE_FILTER}`;
 
 /**
  * A new session. Two first messages of one new session may race: the second insert does
@@ -313,3 +317,13 @@ export const RESET_RESIDENT_WORKSPACE = `
 UPDATE sessions SET resident_holder = NULL, resident_holder_name = NULL, resident_written_at = NULL,
   resident_epoch = resident_epoch + 1, updated_at = :now
 WHERE id = :id`;
+
+/**
+ * The counts the store keeps (session_counts, kept by triggers), summed over the shards of
+ * one tenant or of every tenant.
+ * @param tenant null = every tenant
+ * @returns one row, one column per count (null when nothing was ever counted)
+ */
+export const KEPT_COUNTS = `
+SELECT ${COUNT_COLUMNS.map((c) => `SUM(${c}) AS ${c}`).join(', ')}
+FROM session_counts WHERE CAST(:tenant AS TEXT) IS NULL OR tenant = :tenant`;
