@@ -19,6 +19,7 @@ import { podStart } from './pod-start.js';
 import { judgeRatios } from './regression-gate.js';
 import { rewind } from './rewind.js';
 import { sseStreams } from './sse-streams.js';
+import { statusReads } from './status-reads.js';
 import { storeFailover } from './store-failover.js';
 import { storeScale } from './store-scale.js';
 import { warmPath } from './warm-path.js';
@@ -52,6 +53,7 @@ const all = {
   storeScale,
   channelLatency,
   sseStreams,
+  statusReads,
 };
 const results: Record<string, unknown>[] = [];
 for (const [name, bench] of Object.entries(all)) {

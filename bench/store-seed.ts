@@ -12,6 +12,7 @@
  * making their rows fresh (a long seed would leave them stale, and the first sweep would take
  * every busy session over).
  */
+import Database from 'better-sqlite3';
 import pg from 'pg';
 
 export interface SeedPlan {
@@ -88,5 +89,36 @@ export async function seedSessions(url: string, plan: SeedPlan): Promise<void> {
     throw err;
   } finally {
     await client.end();
+  }
+}
+
+/**
+ * The same history in a SQLite store's file (its migrations applied): every session one
+ * inbound message done and one reply; every `sessions / runnable`-th one more inbound
+ * message, pending and due now, with its queue keys. No busy sessions (no workers run).
+ */
+export function seedSqliteSessions(path: string, plan: Omit<SeedPlan, 'busy' | 'workerIds'>): void {
+  const every = Math.floor(plan.sessions / plan.runnable);
+  const db = new Database(path);
+  const now = Math.round(plan.now);
+  const n = `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${Math.round(plan.sessions)})
+    SELECT i, 's' || substr('0000000' || i, -8, 8) AS sid FROM n`;
+  try {
+    db.transaction(() => {
+      db.prepare(`INSERT INTO sessions (id, agent, tenant, generation, workspace_version, created_at, updated_at)
+        SELECT sid, @agent, 'default', 1, 1, ${now} - 86400000 + i, ${now} FROM (${n})`).run({ agent: plan.agent });
+      db.exec(`INSERT INTO messages (session_id, direction, text, status, tries, process_after, created_at)
+        SELECT sid, d.direction, 'hello', 'done', 1, ${now} - 3600000, ${now} - 3600000 + i
+        FROM (${n}) CROSS JOIN (SELECT 'in' AS direction UNION ALL SELECT 'out') AS d ORDER BY i, d.direction`);
+      db.exec(`INSERT INTO messages (session_id, direction, text, status, process_after, created_at)
+        SELECT sid, 'in', 'next', 'pending', ${now}, ${now} FROM (${n}) WHERE i % ${every} = 0 ORDER BY i`);
+      db.exec(`UPDATE sessions SET
+        queued_id = (SELECT m.id FROM messages m WHERE m.session_id = sessions.id AND m.status = 'pending'),
+        runnable_at = ${now}
+        WHERE id IN (SELECT session_id FROM messages WHERE status = 'pending')`);
+    })();
+    db.exec('ANALYZE');
+  } finally {
+    db.close();
   }
 }

@@ -62,9 +62,9 @@ export function* sessionViewOf(sessionId: string, now: number, leaseMs: number):
 
 /**
  * One page of a tenant's sessions (undefined = every tenant's), in creation order, or all of
- * them (no page). Each fact is read for the page's sessions only; a bounded page counts the
- * queue ahead of each of its queued sessions, a full listing reads the queue once. Positions
- * stay global: they count every session ahead.
+ * them (no page). Each fact is read for the page's sessions only, in one statement for the
+ * whole page; a page counts the queue ahead of each of its queued sessions, a full listing
+ * reads the queue once. Positions stay global: they count every session ahead.
  */
 export function* listSessionViews(
   now: number,
@@ -86,22 +86,25 @@ export function* listSessionViews(
   const running = bySession(yield* all('RUNNING_TURNS', scope));
   const lastIn = bySession(yield* all('LAST_MESSAGES', { ...scope, direction: 'in' }));
   const lastOut = bySession(yield* all('LAST_MESSAGES', { ...scope, direction: 'out' }));
-  const positions = page ? new Map<string, number>() : yield* queuePositions(now, leaseMs);
-  const views: SessionView[] = [];
-  for (const row of rows) {
+  const positions = page
+    ? new Map(
+        (yield* all('PAGE_QUEUE_POSITIONS', { ...scope, now, staleBefore: now - leaseMs })).map((r) => [
+          String(r.session_id),
+          Number(r.position),
+        ]),
+      )
+    : yield* queuePositions(now, leaseMs);
+  return rows.map((row) => {
     const id = String(row.id);
     const c = counts.get(id);
-    views.push(
-      toSessionView(row, now, {
-        pending: Number(c?.pending ?? 0),
-        lastInboundStatus: (lastIn.get(id)?.status as string | undefined) ?? null,
-        running: running.get(id),
-        lastReply: lastOut.get(id),
-        queuePosition: page ? yield* queuePositionOf(row, now, leaseMs) : (positions.get(id) ?? null),
-      }),
-    );
-  }
-  return views;
+    return toSessionView(row, now, {
+      pending: Number(c?.pending ?? 0),
+      lastInboundStatus: (lastIn.get(id)?.status as string | undefined) ?? null,
+      running: running.get(id),
+      lastReply: lastOut.get(id),
+      queuePosition: positions.get(id) ?? null,
+    });
+  });
 }
 
 /** The store's kept counts (session-counts-ddl.ts) of a tenant, or of every tenant. */

@@ -6,7 +6,7 @@
  * nothing else can happen (statements.test.ts holds the headers to the SQL and the guards
  * to their callers).
  */
-import { PAGE_IDS } from './session-page.js';
+import { PAGE_IDS } from '../session-page.js';
 
 /**
  * A user's message, pending and runnable at once.
@@ -192,8 +192,7 @@ export const LAST_REPLY = `
 SELECT * FROM messages WHERE session_id = :sessionId AND direction = 'out' ORDER BY id DESC LIMIT 1`;
 
 /**
- * SESSION_COUNTS for every session of a page of the listing (session-page.ts) that has a
- * pending inbound message (the others have none pending).
+ * SESSION_COUNTS for every session of a page of the listing (session-page.ts).
  * @param tenant null = every tenant
  * @param afterAt as SESSIONS_PAGE's
  * @param afterId as SESSIONS_PAGE's
@@ -201,25 +200,10 @@ SELECT * FROM messages WHERE session_id = :sessionId AND direction = 'out' ORDER
  * @returns rows (session_id, pending)
  */
 export const PENDING_COUNTS = `
-SELECT session_id, COUNT(*) AS pending FROM messages
-WHERE direction = 'in' AND status = 'pending' AND session_id IN (${PAGE_IDS})
-GROUP BY session_id`;
-
-/**
- * The last message in one direction of every session of a page of the listing (its last
- * inbound one's status, its last reply).
- * @param direction 'in' | 'out'
- * @param tenant null = every tenant
- * @param afterAt as SESSIONS_PAGE's
- * @param afterId as SESSIONS_PAGE's
- * @param limit as SESSIONS_PAGE's
- * @returns rows, one per session that has one
- */
-export const LAST_MESSAGES = `
-SELECT * FROM messages WHERE id IN (
-  SELECT MAX(id) FROM messages WHERE direction = :direction AND session_id IN (${PAGE_IDS})
-  GROUP BY session_id
-)`;
+SELECT p.id AS session_id, (
+  SELECT COUNT(*) FROM messages m WHERE m.session_id = p.id AND m.direction = 'in' AND m.status = 'pending'
+) AS pending
+FROM (${PAGE_IDS}) p`;
 
 /**
  * When the next pending message becomes runnable, for the claim loop's timer.

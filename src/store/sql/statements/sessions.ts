@@ -6,7 +6,7 @@
  * (statements.test.ts holds the headers to the SQL and the guards to their callers).
  */
 import { COUNT_COLUMNS } from '../session-counts-ddl.js';
-import { PAGE_FILTER } from './session-page.js';
+import { PAGE_FILTER } from '../session-page.js';
 
 /**
  * The free part of the claim queue: sessions nobody holds with a runnable pending inbound
@@ -34,6 +34,13 @@ JOIN sessions s ON s.lease_owner = w.id
 WHERE w.heartbeat_at <= :staleBefore AND s.queued_id IS NOT NULL AND s.runnable_at <= :now
 ORDER BY s.queued_id`;
 
+/** QUEUED_BEFORE's count of the queue entries below the key `before` (an expression). */
+const queuedBefore = (before: string) => `
+  (SELECT COUNT(*) FROM sessions
+   WHERE lease_owner IS NULL AND queued_id IS NOT NULL AND runnable_at <= :now AND queued_id < ${before})
+  + (SELECT COUNT(*) FROM workers w JOIN sessions s ON s.lease_owner = w.id
+     WHERE w.heartbeat_at <= :staleBefore AND s.queued_id < ${before} AND s.runnable_at <= :now)`;
+
 /**
  * How many queued sessions (FREE_QUEUE and DEAD_HELD_QUEUE) come before a queue key: a
  * session's position is one more. A count of index entries (sessions_queue), no grouping.
@@ -42,12 +49,26 @@ ORDER BY s.queued_id`;
  * @param staleBefore now - leaseMs
  * @returns one row (n)
  */
-export const QUEUED_BEFORE = `
-SELECT
-  (SELECT COUNT(*) FROM sessions
-   WHERE lease_owner IS NULL AND queued_id IS NOT NULL AND runnable_at <= :now AND queued_id < :before)
-  + (SELECT COUNT(*) FROM workers w JOIN sessions s ON s.lease_owner = w.id
-     WHERE w.heartbeat_at <= :staleBefore AND s.queued_id < :before AND s.runnable_at <= :now) AS n`;
+export const QUEUED_BEFORE = `SELECT ${queuedBefore(':before')} AS n`;
+
+/**
+ * The claim-queue position (QUEUED_BEFORE + 1) of every queued session of a page of the
+ * listing (session-page.ts): runnable, and nobody alive holds it. One statement for the
+ * page, so a page costs no round trip per queued session.
+ * @param tenant null = every tenant
+ * @param afterAt as SESSIONS_PAGE's
+ * @param afterId as SESSIONS_PAGE's
+ * @param limit as SESSIONS_PAGE's
+ * @param now runnable = runnable_at <= now
+ * @param staleBefore now - leaseMs
+ * @returns rows (session_id, position), one per queued session of the page
+ */
+export const PAGE_QUEUE_POSITIONS = `
+SELECT p.id AS session_id, 1 + ${queuedBefore('p.queued_id')} AS position
+FROM (SELECT id, queued_id, runnable_at, lease_owner FROM sessions WHERE ${PAGE_FILTER}) p
+WHERE p.queued_id IS NOT NULL AND p.runnable_at <= :now AND NOT EXISTS (
+  SELECT 1 FROM workers w WHERE w.id = p.lease_owner AND w.heartbeat_at > :staleBefore
+)`;
 
 /**
  * A new pending inbound message puts its session in the queue, or keeps the earlier place it

@@ -4,7 +4,7 @@
  * one (@guard) must change exactly one row, and says why nothing else can happen
  * (statements.test.ts holds the headers to the SQL and the guards to their callers).
  */
-import { PAGE_IDS } from './session-page.js';
+import { PAGE_IDS } from '../session-page.js';
 
 /**
  * A new running turn.
@@ -38,7 +38,7 @@ export const RUNNING_TURN_OF_SESSION = `SELECT * FROM turns WHERE session_id = :
  * @returns rows
  */
 export const RUNNING_TURNS = `
-SELECT * FROM turns WHERE status = 'running' AND session_id IN (${PAGE_IDS})`;
+SELECT t.* FROM (${PAGE_IDS}) p JOIN turns t ON t.session_id = p.id AND t.status = 'running'`;
 
 /**
  * One turn.
