@@ -10,12 +10,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { buildApp } from '../src/api/index.js';
 import { issueToken } from '../src/api/api-tokens.js';
+import { buildApp } from '../src/api/index.js';
 import { startPostgresCluster } from '../src/chaos/index.js';
 import { loadConfig } from '../src/core/index.js';
 import { openPostgresStore, openSqliteStore, type Store } from '../src/store/index.js';
-import { type BenchOptions, stats } from './harness.js';
+import { type BenchOptions, timeEach } from './harness.js';
 import { createBenchAgent } from './store-load.js';
 import { seedSessions, seedSqliteSessions } from './store-seed.js';
 
@@ -52,35 +52,41 @@ export async function statusReads({ quick }: BenchOptions) {
 async function prepare(store: Store): Promise<void> {
   await createBenchAgent(store, AGENT);
   const now = store.clock.now();
-  await store.registerWorker({ id: WORKER, host: 'bench', pid: 1, slots: 100, heartbeatAt: now, startedAt: now });
+  await store.registerWorker({
+    id: WORKER,
+    host: 'bench',
+    pid: 1,
+    slots: 100,
+    heartbeatAt: now,
+    startedAt: now,
+  });
 }
 
 async function measure(store: Store) {
-  const app = await buildApp({ config: loadConfig({}), store, clock: store.clock, log: pino({ level: 'silent' }) });
+  const app = await buildApp({
+    config: loadConfig({}),
+    store,
+    clock: store.clock,
+    log: pino({ level: 'silent' }),
+  });
   const { token } = await issueToken(store, null, 'bench', store.clock.now());
   const get = async (url: string) => {
     const res = await app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${token}` } });
     if (res.statusCode !== 200) throw new Error(`${url}: ${res.statusCode} ${res.body}`);
     return res.json();
   };
-  const time = async (rounds: number, call: () => Promise<unknown>) => {
-    await call(); // warm
-    const samples: number[] = [];
-    for (let i = 0; i < rounds; i++) {
-      const t0 = performance.now();
-      await call();
-      samples.push(performance.now() - t0);
-    }
-    return stats(samples);
-  };
   const status = await get('/v1/status');
   const firstPage = await get('/v1/sessions');
   const result = {
-    counted: { sessions: status.counts.sessions, queueDepth: status.queueDepth, page: firstPage.sessions.length },
-    statusMs: await time(ROUNDS, () => get('/v1/status')),
-    firstPageMs: await time(ROUNDS, () => get('/v1/sessions')),
+    counted: {
+      sessions: status.counts.sessions,
+      queueDepth: status.queueDepth,
+      page: firstPage.sessions.length,
+    },
+    statusMs: await timeEach(ROUNDS, () => get('/v1/status')),
+    firstPageMs: await timeEach(ROUNDS, () => get('/v1/sessions')),
     baseline: {
-      everySessionViewMs: await time(BASELINE_ROUNDS, () => store.listSessionViews(store.clock.now())),
+      everySessionViewMs: await timeEach(BASELINE_ROUNDS, () => store.listSessionViews(store.clock.now())),
     },
   };
   await app.close();

@@ -106,7 +106,9 @@ export function seedSqliteSessions(path: string, plan: Omit<SeedPlan, 'busy' | '
   try {
     db.transaction(() => {
       db.prepare(`INSERT INTO sessions (id, agent, tenant, generation, workspace_version, created_at, updated_at)
-        SELECT sid, @agent, 'default', 1, 1, ${now} - 86400000 + i, ${now} FROM (${n})`).run({ agent: plan.agent });
+        SELECT sid, @agent, 'default', 1, 1, ${now} - 86400000 + i, ${now} FROM (${n})`).run({
+        agent: plan.agent,
+      });
       db.exec(`INSERT INTO messages (session_id, direction, text, status, tries, process_after, created_at)
         SELECT sid, d.direction, 'hello', 'done', 1, ${now} - 3600000, ${now} - 3600000 + i
         FROM (${n}) CROSS JOIN (SELECT 'in' AS direction UNION ALL SELECT 'out') AS d ORDER BY i, d.direction`);
