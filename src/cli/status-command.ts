@@ -18,7 +18,7 @@ export function statusCommand(env: NodeJS.ProcessEnv): Command {
         berth.status(),
         berth.sessions.page({ limit: STATUS_SESSIONS }),
       ]);
-      if (o.json) return printJson(status);
+      if (o.json) return printJson({ ...status, sessions: first.sessions });
       process.stdout.write(renderStatus(status, first.sessions));
     });
 }
