@@ -14,6 +14,10 @@
  */
 import Database from 'better-sqlite3';
 import pg from 'pg';
+import { recountSessionCounts } from '../src/store/sql/session-counts-ddl.js';
+
+/** The tables whose triggers keep session_counts. */
+const COUNTED_TABLES = ['sessions', 'messages', 'turns'];
 
 export interface SeedPlan {
   sessions: number;
@@ -47,6 +51,8 @@ export async function seedSessions(url: string, plan: SeedPlan): Promise<void> {
     FROM generate_series(1, ${Math.round(plan.sessions)}) AS i) AS n`;
   try {
     await q('BEGIN');
+    // Counted once at the end (a trigger's upsert per seeded row would pile up row versions).
+    for (const table of COUNTED_TABLES) await q(`ALTER TABLE ${table} DISABLE TRIGGER USER`);
     await q('CREATE TEMP TABLE seed_workers (n INTEGER PRIMARY KEY, id TEXT NOT NULL) ON COMMIT DROP');
     await q(
       'INSERT INTO seed_workers SELECT ordinality - 1, id FROM unnest($1::text[]) WITH ORDINALITY AS u(id)',
@@ -78,6 +84,8 @@ export async function seedSessions(url: string, plan: SeedPlan): Promise<void> {
     // The queue keys the enqueue would have set.
     await q(`UPDATE sessions s SET queued_id = m.id, runnable_at = m.process_after FROM messages m
       WHERE m.session_id = s.id AND m.direction = 'in' AND m.status = 'pending'`);
+    for (const table of COUNTED_TABLES) await q(`ALTER TABLE ${table} ENABLE TRIGGER USER`);
+    await q(recountSessionCounts('postgres'));
     await q('COMMIT');
     await q('VACUUM ANALYZE');
     await q(
