@@ -20,6 +20,18 @@ export function stats(samples: number[]) {
 
 export const round = (ms: number) => Math.round(ms * 10) / 10;
 
+/** `call` once to warm up, then `n` times in a row: the stats of those n, in ms. */
+export async function timeEach(n: number, call: () => Promise<unknown>) {
+  await call();
+  const samples: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    await call();
+    samples.push(performance.now() - t0);
+  }
+  return stats(samples);
+}
+
 /** A host in this process on a temp data dir, with a `command` agent `b`; close() removes everything. */
 /** `slots` undefined: the default from the machine's CPUs and memory. */
 export async function benchHost(env: Record<string, string>, slots?: number) {

@@ -21,6 +21,7 @@ import { podStart } from './pod-start.js';
 import { judgeRatios } from './regression-gate.js';
 import { rewind } from './rewind.js';
 import { sseStreams } from './sse-streams.js';
+import { statusReads } from './status-reads.js';
 import { storeFailover } from './store-failover.js';
 import { storeScale } from './store-scale.js';
 import { warmPath } from './warm-path.js';
@@ -56,6 +57,7 @@ const all = {
   channelRestarts,
   sseStreams,
   fairShare,
+  statusReads,
 };
 const results: Record<string, unknown>[] = [];
 for (const [name, bench] of Object.entries(all)) {

@@ -32,7 +32,7 @@ import { openPostgresStore, type Store } from '../src/store/index.js';
 import { positionalValues, toPositional } from '../src/store/postgres/named-params.js';
 import { POSTGRES_STATEMENTS } from '../src/store/postgres/statements.js';
 import * as shared from '../src/store/sql/statements.js';
-import { type BenchOptions, round, stats } from './harness.js';
+import { type BenchOptions, round, stats, timeEach } from './harness.js';
 import { createBenchAgent, Fleet, type LoadLog, newLoadLog, registerWorkers } from './store-load.js';
 import { seedSessions, sessionId } from './store-seed.js';
 
@@ -436,17 +436,6 @@ function deadWorkerFigures(log: LoadLog, killed: number, from: Counters, to: Cou
     sweepMs: latency(log, 'reclaimExpiredLeases'),
     errors: log.errors.length,
   };
-}
-
-async function timeEach(n: number, call: () => Promise<unknown>) {
-  await call();
-  const samples: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now();
-    await call();
-    samples.push(performance.now() - t0);
-  }
-  return stats(samples);
 }
 
 /** Each store call alone: one caller, nothing else running. */

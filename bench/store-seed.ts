@@ -12,7 +12,12 @@
  * making their rows fresh (a long seed would leave them stale, and the first sweep would take
  * every busy session over).
  */
+import Database from 'better-sqlite3';
 import pg from 'pg';
+import { recountSessionCounts } from '../src/store/sql/session-counts-ddl.js';
+
+/** The tables whose triggers keep session_counts. */
+const COUNTED_TABLES = ['sessions', 'messages', 'turns'];
 
 export interface SeedPlan {
   sessions: number;
@@ -46,6 +51,8 @@ export async function seedSessions(url: string, plan: SeedPlan): Promise<void> {
     FROM generate_series(1, ${Math.round(plan.sessions)}) AS i) AS n`;
   try {
     await q('BEGIN');
+    // Counted once at the end (a trigger's upsert per seeded row would pile up row versions).
+    for (const table of COUNTED_TABLES) await q(`ALTER TABLE ${table} DISABLE TRIGGER USER`);
     await q('CREATE TEMP TABLE seed_workers (n INTEGER PRIMARY KEY, id TEXT NOT NULL) ON COMMIT DROP');
     await q(
       'INSERT INTO seed_workers SELECT ordinality - 1, id FROM unnest($1::text[]) WITH ORDINALITY AS u(id)',
@@ -77,6 +84,8 @@ export async function seedSessions(url: string, plan: SeedPlan): Promise<void> {
     // The queue keys the enqueue would have set.
     await q(`UPDATE sessions s SET queued_id = m.id, runnable_at = m.process_after FROM messages m
       WHERE m.session_id = s.id AND m.direction = 'in' AND m.status = 'pending'`);
+    for (const table of COUNTED_TABLES) await q(`ALTER TABLE ${table} ENABLE TRIGGER USER`);
+    await q(recountSessionCounts('postgres'));
     await q('COMMIT');
     await q('VACUUM ANALYZE');
     await q(
@@ -88,5 +97,38 @@ export async function seedSessions(url: string, plan: SeedPlan): Promise<void> {
     throw err;
   } finally {
     await client.end();
+  }
+}
+
+/**
+ * The same history in a SQLite store's file (its migrations applied): every session one
+ * inbound message done and one reply; every `sessions / runnable`-th one more inbound
+ * message, pending and due now, with its queue keys. No busy sessions (no workers run).
+ */
+export function seedSqliteSessions(path: string, plan: Omit<SeedPlan, 'busy' | 'workerIds'>): void {
+  const every = Math.floor(plan.sessions / plan.runnable);
+  const db = new Database(path);
+  const now = Math.round(plan.now);
+  const n = `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${Math.round(plan.sessions)})
+    SELECT i, 's' || substr('0000000' || i, -8, 8) AS sid FROM n`;
+  try {
+    db.transaction(() => {
+      db.prepare(`INSERT INTO sessions (id, agent, tenant, generation, workspace_version, created_at, updated_at)
+        SELECT sid, @agent, 'default', 1, 1, ${now} - 86400000 + i, ${now} FROM (${n})`).run({
+        agent: plan.agent,
+      });
+      db.exec(`INSERT INTO messages (session_id, direction, text, status, tries, process_after, created_at)
+        SELECT sid, d.direction, 'hello', 'done', 1, ${now} - 3600000, ${now} - 3600000 + i
+        FROM (${n}) CROSS JOIN (SELECT 'in' AS direction UNION ALL SELECT 'out') AS d ORDER BY i, d.direction`);
+      db.exec(`INSERT INTO messages (session_id, direction, text, status, process_after, created_at)
+        SELECT sid, 'in', 'next', 'pending', ${now}, ${now} FROM (${n}) WHERE i % ${every} = 0 ORDER BY i`);
+      db.exec(`UPDATE sessions SET
+        queued_id = (SELECT m.id FROM messages m WHERE m.session_id = sessions.id AND m.status = 'pending'),
+        runnable_at = ${now}
+        WHERE id IN (SELECT session_id FROM messages WHERE status = 'pending')`);
+    })();
+    db.exec('ANALYZE');
+  } finally {
+    db.close();
   }
 }

@@ -160,7 +160,9 @@ async function refresh() {
       renderSessions(list.sessions);
       renderWorkers(status);
       const alive = status.workers.filter((w) => w.alive);
-      $('#summary').textContent = `${list.sessions.length} sessions · ${status.queue.length} queued · ${status.sandboxes.length} sandboxes · ${alive.length} workers`;
+      // The counts the store keeps: the list is its first page only.
+      const c = status.counts;
+      $('#summary').textContent = `${c.sessions} sessions (${c.runningTurns} running) · ${status.queueDepth} queued · ${status.sandboxes.length} sandboxes · ${alive.length} workers`;
     } catch (err) {
       if (err.status === 401) showTokenForm();
     } finally {

@@ -3,6 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import type { Logger } from 'pino';
 import { agentsRoutes } from './agents-routes.js';
 import { installAuth } from './auth.js';
+import { ChangeFeed } from './change-feed.js';
 import { channelsRoutes } from './channels-routes.js';
 import { chaosRoutes } from './chaos-routes.js';
 import { dashboardRoutes } from './dashboard-routes.js';
@@ -35,7 +36,9 @@ export async function buildApp(deps: ApiDeps & { log: Logger }): Promise<Fastify
   installErrorHandler(app);
   installAuth(app, deps.store);
   const routes = new RouteTable();
-  const pluginDeps = { ...deps, routes };
+  // One change feed per process: the event streams and the metrics share its one reader.
+  const feed = new ChangeFeed(deps.store, deps.clock, app.log, deps.streams?.feed);
+  const pluginDeps = { ...deps, routes, feed };
   await app.register(agentsRoutes, pluginDeps);
   await app.register(grantsRoutes, pluginDeps);
   await app.register(sessionsRoutes, pluginDeps);
@@ -50,6 +53,11 @@ export async function buildApp(deps: ApiDeps & { log: Logger }): Promise<Fastify
   await app.register(chaosRoutes, pluginDeps);
   await app.register(dashboardRoutes);
   const metrics = deps.metrics ?? new BerthMetrics(deps);
+  const stopMetrics = metrics.useFeed(feed);
+  app.addHook('onClose', async () => {
+    stopMetrics();
+    feed.stop();
+  });
   routes.add(
     app,
     {

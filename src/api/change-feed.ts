@@ -96,6 +96,8 @@ export class ChangeFeed {
   /** Ids missing above `settled` and below `newest`: when each was first missed. */
   private readonly gaps = new Map<number, number>();
   private reading = false;
+  /** The read running now, if any. */
+  private pumping: Promise<void> | null = null;
   private scheduled = false;
   private again = false;
   private readingPositions = false;
@@ -176,6 +178,8 @@ export class ChangeFeed {
       this.wake();
       void this.readPositions();
     }, this.options.tickMs);
+    // The server keeps the process alive, not its feed (the metrics follow it for the app's life).
+    this.tick.unref();
     this.wake();
   }
 
@@ -190,8 +194,20 @@ export class ChangeFeed {
     setImmediate(() => {
       this.scheduled = false;
       if (this.reading) this.again = true;
-      else void this.pump();
+      else this.pumping = this.pump();
     });
+  }
+
+  /**
+   * Resolves once a read that began after this call has delivered what it found: the
+   * metrics call it before a scrape, so a scrape counts every event committed before it.
+   */
+  async catchUp(): Promise<void> {
+    if (!this.started) return;
+    await this.started;
+    while (this.pumping) await this.pumping;
+    this.pumping = this.pump();
+    await this.pumping;
   }
 
   private async pump(): Promise<void> {
@@ -206,6 +222,7 @@ export class ChangeFeed {
       this.log.warn({ err }, 'Change feed read failed');
     } finally {
       this.reading = false;
+      this.pumping = null;
     }
   }
 

@@ -2,7 +2,7 @@
 import type { AgentSpec, Clock, ResolvedConfig } from '../core/index.js';
 import type { ApiStore } from '../store/index.js';
 import type { WorkspaceHistory } from '../workspace/index.js';
-import type { FeedOptions } from './change-feed.js';
+import type { ChangeFeed, FeedOptions } from './change-feed.js';
 import type { BerthMetrics } from './metrics.js';
 import type { RouteTable } from './route-table.js';
 import type { WebhookDispatcher } from './webhook-dispatcher.js';
@@ -38,7 +38,8 @@ export interface ApiDeps {
   secrets?: { get(name: string): Promise<string | undefined> };
 }
 
-/** What each route plugin gets: the deps and the table its routes are declared in. */
+/** What each route plugin gets: the deps, the table its routes are declared in, and the process's change feed. */
 export interface PluginDeps extends ApiDeps {
   routes: RouteTable;
+  feed: ChangeFeed;
 }

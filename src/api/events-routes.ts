@@ -20,7 +20,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { assertSessionId, BerthError, eventsQuerySchema, type SessionEvent } from '../core/index.js';
 import type { ApiStore } from '../store/index.js';
-import { ChangeFeed, type FeedFilter, type FeedSubscriber } from './change-feed.js';
+import type { ChangeFeed, FeedFilter, FeedSubscriber } from './change-feed.js';
 import type { PluginDeps } from './deps.js';
 import { scopeOf } from './route-table.js';
 
@@ -36,15 +36,13 @@ const OVERFLOW_LINGER_MS = 30_000;
 const tag = 'events';
 
 export const eventsRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) => {
-  const { store, clock, routes } = deps;
-  const feed = new ChangeFeed(store, clock, app.log, deps.streams?.feed);
+  const { store, clock, routes, feed } = deps;
   const bufferBytes = deps.streams?.bufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES;
   // Streams never finish on their own: end them when the server closes, or close would wait on them.
   const open = new Set<() => void>();
   app.addHook('preClose', async () => {
     for (const end of open) end();
   });
-  app.addHook('onClose', async () => feed.stop());
   const ctx = { store, feed, open, bufferBytes, now: () => clock.now() };
 
   routes.add(

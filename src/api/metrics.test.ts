@@ -28,12 +28,15 @@ test('metrics: queue depth, warm pool, turns, latency histograms, retries, store
   const scrape = async (token: string) =>
     app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${token}` } });
 
+  // The event-derived metrics count from the first scrape on.
+  assert.equal(sample((await scrape(admin)).body, 'berth_turns_started_total'), 0);
   await store.createAgent(agentSpecSchema.parse({ name: 'sh', provider: 'command' }), now);
   for (const s of ['a', 'b']) await store.enqueueMessage({ sessionId: s, agent: 'sh', text: 'x', now });
   let text = (await scrape(admin)).body;
   assert.equal(sample(text, 'berth_queue_depth'), 2);
   assert.equal(sample(text, 'berth_warm_pool_size'), 3);
-  assert.equal(sample(text, 'berth_sessions{status="queued"}'), 2);
+  assert.equal(sample(text, 'berth_sessions{status="waiting"}'), 2);
+  assert.equal(sample(text, 'berth_inbound_messages{status="pending"}'), 2);
 
   // One turn: waits 2 s in the queue, runs 3 s, commits.
   await store.registerWorker({ id: 'w1', host: 'h', pid: 1, slots: 1, heartbeatAt: now, startedAt: now });
@@ -80,5 +83,6 @@ test('metrics: queue depth, warm pool, turns, latency histograms, retries, store
   const denied = await scrape(tenant);
   assert.equal(denied.statusCode, 403);
   assert.equal(denied.json().error.code, 'ADMIN_ONLY');
+  await app.close();
   await raw.close();
 });

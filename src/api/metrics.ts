@@ -1,10 +1,12 @@
 /**
  * Prometheus metrics (prom-client, one registry per host). Three sources:
- * - gauges read at scrape time from the store: queue depth, sessions by status, active
- *   sandboxes, webhook deliveries by status (dead letters), warm pool size (a callback
- *   the worker provides; 0 until it does);
- * - counters and histograms derived from the events table, tailed from a cursor at each
- *   scrape, so they count every worker's turns, whichever process ran them: turns
+ * - gauges read at scrape time from the counts the store keeps (O(1) in the number of
+ *   sessions): sessions by state, inbound messages by status, running turns, active
+ *   sandboxes; and the queue depth (a count on the queue's index), webhook deliveries by
+ *   status (dead letters), warm pool size (a callback the worker provides; 0 until it does);
+ * - counters and histograms derived from the events, as the API process's change feed
+ *   delivers them (one reader per process; a scrape first lets it catch up), so they count
+ *   every worker's turns, whichever process ran them, from this process's first scrape: turns
  *   started, turn run time (started → first reply), queue wait (queued → started),
  *   retries, failed messages, recovery time (retrying → next reply of the session);
  * - store call latency measured in this process (`timeStoreCalls`): commit, claim, enqueue.
@@ -12,8 +14,8 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Clock, SessionEvent } from '../core/index.js';
 import type { ApiStore, Store } from '../store/index.js';
+import type { ChangeFeed, Subscription } from './change-feed.js';
 
-const BATCH = 1_000;
 const SECONDS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
 export interface MetricsSources {
@@ -25,7 +27,8 @@ export interface MetricsSources {
 
 export class BerthMetrics {
   readonly registry = new Registry();
-  private cursor = 0;
+  private feed: ChangeFeed | null = null;
+  private following: Promise<Subscription> | null = null;
   private readonly turnStartedAt = new Map<string, number>();
   private readonly queuedAt = new Map<string, number>();
   private readonly retryingSince = new Map<string, number>();
@@ -52,13 +55,32 @@ export class BerthMetrics {
     });
     new Gauge({
       name: 'berth_sessions',
-      help: 'Sessions by status',
+      help: 'Sessions by what the store counts of them (all, archived, held, leased, bound, waiting)',
       labelNames: ['status'],
       registers,
       async collect() {
-        this.reset();
-        const views = await store.listSessionViews(clock.now());
-        for (const v of views) this.inc({ status: v.status });
+        const counts = await store.sessionCounts();
+        this.set({ status: 'all' }, counts.sessions);
+        for (const status of ['archived', 'held', 'leased', 'bound', 'waiting'] as const)
+          this.set({ status }, counts[status]);
+      },
+    });
+    new Gauge({
+      name: 'berth_inbound_messages',
+      help: 'Inbound messages by status (pending, processing, failed)',
+      labelNames: ['status'],
+      registers,
+      async collect() {
+        for (const [status, n] of Object.entries((await store.sessionCounts()).messages))
+          this.set({ status }, n);
+      },
+    });
+    new Gauge({
+      name: 'berth_running_turns',
+      help: 'Turns running now',
+      registers,
+      async collect() {
+        this.set((await store.sessionCounts()).runningTurns);
       },
     });
     new Gauge({
@@ -66,7 +88,7 @@ export class BerthMetrics {
       help: 'Sandboxes serving a session now',
       registers,
       async collect() {
-        this.set((await store.listSessionViews(clock.now())).filter((v) => v.sandbox !== null).length);
+        this.set((await store.sessionCounts()).bound);
       },
     });
     new Gauge({
@@ -135,15 +157,37 @@ export class BerthMetrics {
     });
   }
 
+  /**
+   * The event-derived metrics follow `feed` from the first scrape on (a feed nobody scrapes
+   * stays stopped); events already in the log then belong to before. Returns the way to stop.
+   */
+  useFeed(feed: ChangeFeed): () => void {
+    this.feed = feed;
+    return () => {
+      this.feed = null;
+      void this.following?.then((subscription) => subscription.unsubscribe());
+      this.following = null;
+    };
+  }
+
   /** Brings the event-derived metrics up to date, then renders every metric. */
   async render(): Promise<string> {
-    let batch: SessionEvent[];
-    do {
-      batch = await this.sources.store.eventsAfter(null, this.cursor, BATCH);
-      for (const e of batch) this.observe(e);
-      this.cursor = batch.at(-1)?.id ?? this.cursor;
-    } while (batch.length === BATCH);
+    if (this.feed) {
+      this.following ??= this.follow(this.feed);
+      await this.following;
+      await this.feed.catchUp();
+    }
     return this.registry.metrics();
+  }
+
+  private async follow(feed: ChangeFeed): Promise<Subscription> {
+    const from = await this.sources.store.lastEventId();
+    return feed.subscribe({
+      filter: { kind: 'tenant', tenant: undefined },
+      deliver: (e) => {
+        if (e.id > from) this.observe(e);
+      },
+    });
   }
 
   get contentType(): string {

@@ -113,6 +113,18 @@ test('sessions: create, list with filters, get with ETA fields, archive stops it
   assert.equal(queued.body.sessions[1].queuePosition, 2);
   assert.ok('etaMs' in queued.body.sessions[0], 'ETA is part of the view (null until a turn has run)');
   assert.equal((await call('GET', '/v1/sessions?agent=nobody')).body.sessions.length, 0);
+  // A page at a time: `next` leads to the following page, and is null after the last.
+  const pages: string[] = [];
+  let next: string | null = '';
+  while (next !== null) {
+    const page = await call('GET', `/v1/sessions?limit=1${next ? `&after=${next}` : ''}`);
+    pages.push(...page.body.sessions.map((s: { id: string }) => s.id));
+    next = page.body.next;
+  }
+  assert.deepEqual(pages, [created.body.id, 'q1', 'q2']);
+  const badCursor = await call('GET', '/v1/sessions?after=bm9wZQ');
+  assert.equal(badCursor.status, 400);
+  assert.equal(badCursor.body.error.code, 'INVALID_INPUT');
   const badFilter = await call('GET', '/v1/sessions?status=sleeping');
   assert.equal(badFilter.status, 400);
   assert.match(badFilter.body.error.message, /status/);
@@ -271,7 +283,7 @@ test('the OpenAPI document lists every route with the schemas the API validates 
     'opencode',
   ]);
   const list = doc.paths['/v1/sessions'].get.parameters.map((p: { name: string }) => p.name);
-  assert.deepEqual(list, ['status', 'agent', 'archived']);
+  assert.deepEqual(list, ['status', 'agent', 'archived', 'after', 'limit']);
   assert.ok(doc.components.schemas.Error.properties.error.properties.hint);
   await store.close();
 });

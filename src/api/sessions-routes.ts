@@ -9,6 +9,7 @@ import {
   assertSessionId,
   BerthError,
   createSessionSchema,
+  encodeSessionCursor,
   forkSessionSchema,
   interruptQuerySchema,
   listSessionsQuerySchema,
@@ -78,22 +79,28 @@ export const sessionsRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) 
     {
       method: 'GET',
       url: '/v1/sessions',
-      summary: 'List sessions, optionally by status and agent',
+      summary:
+        'List sessions, a page at a time in creation order (limit: default 100, at most 500), optionally by status and agent; `next` is the cursor of the next page (null: the last)',
       tag,
       access: 'tenant',
       status: 200,
-      returns: '{sessions: SessionView & {etaMs}[]}',
+      returns: '{sessions: SessionView & {etaMs}[], next: string | null}',
       query: listSessionsQuerySchema,
     },
     async ({ query, principal }) => {
-      const all = await store.listSessionViews(clock.now(), scopeOf(principal));
-      const wanted = all.filter(
+      const page = await store.listSessionViews(clock.now(), scopeOf(principal), {
+        after: query.after,
+        limit: query.limit,
+      });
+      const last = page.at(-1);
+      const wanted = page.filter(
         (v) =>
           (query.status === undefined || v.status === query.status) &&
           (query.agent === undefined || v.agent === query.agent) &&
           (query.archived === 'true' || query.status === 'archived' || v.archivedAt === null),
       );
-      return { sessions: await withEta(wanted) };
+      const next = last && page.length === query.limit ? encodeSessionCursor(last) : null;
+      return { sessions: await withEta(wanted), next };
     },
   );
 

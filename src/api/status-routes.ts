@@ -2,6 +2,10 @@
  * Sessions, queue, sandboxes and workers at a glance: /v1/status (what `berth status`
  * shows) and one route for each part; and draining a worker (admin). A tenant sees its own sessions, their sandboxes
  * and queue entries (positions stay global: they count everyone ahead), and the workers.
+ * /v1/status reads no session one by one: the counts the store keeps, the queue's depth (a
+ * count on its index), the recent sandboxes (bounded) and the workers, so its cost does not
+ * grow with the number of sessions; the sessions themselves are listed a page at a time
+ * (GET /v1/sessions).
  * Sandboxes are their workers' reports of each lifecycle (warm ones too, for the operator):
  * every one not gone, and those gone in the last RECENTLY_ENDED_MS with why they ended.
  */
@@ -46,17 +50,14 @@ export const statusRoutes: FastifyPluginAsync<PluginDeps> = async (app, { store,
       tag,
       access: 'tenant',
       status: 200,
-      returns: '{sessions, queue, sandboxes, workers}',
+      returns: '{counts: SessionCounts, queueDepth, sandboxes, workers}',
     },
-    async ({ principal }) => {
-      const all = await sessions(scopeOf(principal));
-      return {
-        sessions: all,
-        queue: queueOf(all),
-        sandboxes: await sandboxes(scopeOf(principal)),
-        workers: await workers(),
-      };
-    },
+    async ({ principal }) => ({
+      counts: await store.sessionCounts(scopeOf(principal)),
+      queueDepth: await store.queueDepth(clock.now()),
+      sandboxes: await sandboxes(scopeOf(principal)),
+      workers: await workers(),
+    }),
   );
   routes.add(
     app,

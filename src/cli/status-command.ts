@@ -1,4 +1,7 @@
-/** `berth status`: sessions, queue, sandboxes and workers, as a table or JSON. */
+/**
+ * `berth status`: the counts of sessions, the queue, sandboxes and workers, and the first
+ * page of sessions (`berth session list` pages through them all), as a table or JSON.
+ */
 import { Command } from 'commander';
 import type { Sandbox, Status } from '../client/index.js';
 import type { SessionView } from '../core/index.js';
@@ -10,22 +13,33 @@ export function statusCommand(env: NodeJS.ProcessEnv): Command {
     .description('Show sessions, the queue, sandboxes and workers')
     .option('--json', 'print JSON')
     .action(async (o: { json?: boolean }) => {
-      const status = await (await connect(env)).status();
-      if (o.json) return printJson(status);
-      process.stdout.write(renderStatus(status));
+      const berth = await connect(env);
+      const [status, first] = await Promise.all([
+        berth.status(),
+        berth.sessions.page({ limit: STATUS_SESSIONS }),
+      ]);
+      if (o.json) return printJson({ ...status, sessions: first.sessions });
+      process.stdout.write(renderStatus(status, first.sessions));
     });
 }
 
-export function renderStatus(s: Status): string {
+/** Sessions shown under the counts; the rest are a `berth session list` away. */
+const STATUS_SESSIONS = 50;
+
+export function renderStatus(s: Status, sessions: SessionView[]): string {
   const alive = s.workers.filter((w) => w.alive);
   const draining = alive.filter((w) => w.drainingSince !== null);
   const live = s.sandboxes.filter((b) => b.phase !== 'gone').length;
+  const c = s.counts;
+  const more =
+    c.sessions > sessions.length ? ` (the first ${sessions.length}: berth session list for all)` : '';
   return [
-    renderSessions(s.sessions),
+    renderSessions(sessions),
     '',
     renderSandboxes(s.sandboxes),
     '',
-    `queue: ${s.queue.length} waiting   sandboxes: ${live} (${s.sandboxes.length - live} ended lately)   workers: ${alive.length} alive (${alive.reduce((n, w) => n + w.slots, 0)} slots)${draining.length > 0 ? `, draining: ${draining.map((w) => w.id).join(' ')}` : ''}`,
+    `sessions: ${c.sessions}${more}, ${c.runningTurns} running, ${c.waiting} waiting, ${c.held} held, ${c.archived} archived   messages: ${c.messages.pending} pending, ${c.messages.failed} failed`,
+    `queue: ${s.queueDepth} waiting   sandboxes: ${live} (${s.sandboxes.length - live} ended lately)   workers: ${alive.length} alive (${alive.reduce((n, w) => n + w.slots, 0)} slots)${draining.length > 0 ? `, draining: ${draining.map((w) => w.id).join(' ')}` : ''}`,
     '',
   ].join('\n');
 }

@@ -36,6 +36,7 @@ import {
   type SandboxRecord,
   type Schedule,
   type ScheduleBody,
+  type SessionCounts,
   type SessionView,
   type StorageGrant,
   type StorageGrantBody,
@@ -99,8 +100,10 @@ export interface QueueEntry {
 export type LiveWorker = WorkerRow & { alive: boolean };
 
 export interface Status {
-  sessions: SessionView[];
-  queue: QueueEntry[];
+  /** What the store keeps counted of the caller's sessions. */
+  counts: SessionCounts;
+  /** Sessions waiting in the claim queue (every tenant's: positions are global). */
+  queueDepth: number;
   sandboxes: Sandbox[];
   workers: LiveWorker[];
 }
@@ -153,10 +156,23 @@ export class Berth {
 
   readonly sessions = {
     create: (body: CreateSessionBody) => this.http.request<SessionView>('POST', '/v1/sessions', body),
-    list: async (query: ListSessionsQuery = {}) => {
-      const qs = new URLSearchParams(Object.entries(query).filter(([, v]) => v !== undefined));
+    /** One page, in creation order: pass the previous page's `next` as `after` (null: it was the last). */
+    page: (query: ListSessionsQuery = {}) => {
+      const qs = new URLSearchParams();
+      for (const [k, v] of Object.entries(query)) if (v !== undefined) qs.set(k, String(v));
       const path = `/v1/sessions${qs.size ? `?${qs}` : ''}`;
-      return (await this.http.request<{ sessions: SessionWithEta[] }>('GET', path)).sessions;
+      return this.http.request<{ sessions: SessionWithEta[]; next: string | null }>('GET', path);
+    },
+    /** Every session the query matches, page after page. */
+    list: async (query: ListSessionsQuery = {}) => {
+      const sessions: SessionWithEta[] = [];
+      let after: string | undefined;
+      do {
+        const page = await this.sessions.page({ ...query, after });
+        sessions.push(...page.sessions);
+        after = page.next ?? undefined;
+      } while (after !== undefined);
+      return sessions;
     },
     get: (id: string) => this.http.request<SessionWithEta>('GET', `/v1/sessions/${enc(id)}`),
     /** Stop and archive. */

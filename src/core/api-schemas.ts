@@ -84,11 +84,18 @@ export const messageIdSchema = z.coerce
   .positive('message id: a positive integer');
 
 /** GET /v1/sessions filters. Archived sessions are listed only when asked for. */
+/**
+ * GET /v1/sessions: one page in creation order. `after` is the previous page's `next` (an
+ * opaque cursor); the filters apply within the page, so a filtered page may hold fewer
+ * than `limit` sessions while `next` is not null.
+ */
 export const listSessionsQuerySchema = z
   .object({
     status: z.enum(SESSION_STATUSES).optional(),
     agent: z.string().min(1).optional(),
     archived: z.enum(['true', 'false']).default('false'),
+    after: z.string().min(1).max(200).optional(),
+    limit: z.coerce.number().int().min(1).max(500).default(100),
   })
   .strict();
 

@@ -29,6 +29,7 @@ export * from './resident-workspace.js';
 export * from './retry.js';
 export * from './sandbox-lifecycle.js';
 export * from './schedule.js';
+export * from './session-cursor.js';
 export * from './sleep.js';
 export * from './storage.js';
 export * from './supervision.js';

@@ -144,6 +144,32 @@ export interface SessionView extends Session {
   currentTurn: Turn | null;
 }
 
+/**
+ * What the store keeps counted of a tenant's sessions (or every tenant's), kept in the
+ * transaction of each change: O(1) to read, whatever the number of sessions.
+ */
+export interface SessionCounts {
+  sessions: number;
+  archived: number;
+  /** Out of the claim queue until an operator acts. */
+  held: number;
+  /** Leased to a worker. */
+  leased: number;
+  /** With a sandbox bound. */
+  bound: number;
+  /** With a pending inbound message (queued, or waiting out a backoff). */
+  waiting: number;
+  runningTurns: number;
+  /** Inbound messages by status. */
+  messages: { pending: number; processing: number; failed: number };
+}
+
+/** One page of a listing, oldest first; `after` is the previous page's cursor (none: the first page). */
+export interface PageRequest {
+  after?: string;
+  limit: number;
+}
+
 export type SessionEventType =
   | 'queued'
   | 'started'

@@ -99,6 +99,7 @@ export interface ApiStore
     | 'requestInterrupt'
     | 'getSessionView'
     | 'listSessionViews'
+    | 'sessionCounts'
     | 'listMessages'
     | 'listTurns'
     | 'getTurnRecord'

@@ -22,6 +22,7 @@ import type {
   JournalledResponse,
   LoggedEvent,
   Message,
+  PageRequest,
   Principal,
   RewindResult,
   SandboxRecord,
@@ -29,6 +30,7 @@ import type {
   ScheduleInput,
   ScheduleStatus,
   Session,
+  SessionCounts,
   SessionEvent,
   SessionView,
   StartedTurn,
@@ -249,7 +251,10 @@ export interface Store {
   enqueueMessage(input: EnqueueInput): Promise<{ message: Message; view: SessionView; eventId: number }>;
 
   getSessionView(sessionId: string, now: number, tenant?: string): Promise<SessionView | null>;
-  listSessionViews(now: number, tenant?: string): Promise<SessionView[]>;
+  /** A tenant's sessions (undefined: every tenant's) in creation order: one page of them, or all without `page`. */
+  listSessionViews(now: number, tenant?: string, page?: PageRequest): Promise<SessionView[]>;
+  /** What the store keeps counted of a tenant's sessions (undefined: every tenant's); O(1) in the number of sessions. */
+  sessionCounts(tenant?: string): Promise<SessionCounts>;
   listMessages(sessionId: string, afterId: number, limit: number): Promise<Message[]>;
   listTurns(sessionId: string): Promise<Turn[]>;
   /** One turn of the session and what the store keeps of it (TurnRecord); null when the session has no such turn. */

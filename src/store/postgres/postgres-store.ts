@@ -2,6 +2,8 @@
  * PostgreSQL implementation of the Store: the shared SQL transitions (../sql/sql-store.ts)
  * over a connection pool, each in one READ COMMITTED transaction whose session rows are
  * locked first (see statements.ts), so many workers on many machines share one database.
+ * Writes, reads and lease renewals each wait for connections of their own (one pool,
+ * three gates): no read can hold up a write.
  *
  * The database may be replicated with automatic failover: the URL may name several hosts
  * (libpq's syntax), and connections go only to the writable primary (primary-pool.ts),
@@ -60,8 +62,14 @@ export interface PostgresStoreOptions {
   retryBudgetMs?: number;
 }
 
-/** Connections per process: a worker's claim loop, sweep, gateways and the API share them. */
+/** Connections per process for writes: a worker's claim loop, sweep, gateways and the API's POSTs share them. */
 const POOL_SIZE = 10;
+/**
+ * Connections for reads (listings, status, the change feed, a stream catching up), behind a
+ * gate of their own: a burst of reads queues behind reads, never in front of a write, so a
+ * POST is answered whatever the streams and dashboards ask at the time.
+ */
+const READ_CONNECTIONS = 4;
 /**
  * Connections kept for lease renewals, outside the FIFO gate: measured under chaos on a
  * loaded machine, a renewal queued behind other calls (or behind a sweep in the same
@@ -121,8 +129,13 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     application_name: 'berth',
   };
   const warn = options.onWarning ?? (() => undefined);
-  // One more for the clock's samples, taken outside either gate: a renewal never waits for a connection.
-  const primaries = new PrimaryPool(parsed.target, config, POOL_SIZE + RENEWAL_CONNECTIONS + 1, warn);
+  // One more for the clock's samples, taken outside every gate: a renewal never waits for a connection.
+  const primaries = new PrimaryPool(
+    parsed.target,
+    config,
+    POOL_SIZE + READ_CONNECTIONS + RENEWAL_CONNECTIONS + 1,
+    warn,
+  );
   const clock = new DatabaseClock(async () => {
     const connection = await primaries.connect();
     try {
@@ -169,6 +182,7 @@ class PostgresDriver implements SqlDriver {
   private listener: ChangeListener | null = null;
   private readonly tag = newStoreTag();
   private readonly gate = new ConnectionGate(POOL_SIZE, GATE_MAX_WAIT_MS);
+  private readonly readGate = new ConnectionGate(READ_CONNECTIONS, GATE_MAX_WAIT_MS);
   private readonly renewals = new ConnectionGate(RENEWAL_CONNECTIONS, GATE_MAX_WAIT_MS);
   private readonly markers = new CommitMarkers();
 
@@ -244,8 +258,10 @@ class PostgresDriver implements SqlDriver {
 
   /** Not in a transaction, as SQLite's reads: each statement sees what was committed when it ran. */
   read<T>(program: () => Program<T>): Promise<T> {
-    return this.gatedWithRetries(() =>
-      this.onConnection((client) => runProgram(program(), (op) => execute(client, op))),
+    return this.readGate.run(() =>
+      this.withRetries(() =>
+        this.onConnection((client) => runProgram(program(), (op) => execute(client, op))),
+      ),
     );
   }
 

@@ -7,6 +7,7 @@
  */
 
 import { insertDeliveriesForEvent } from '../sql/deliveries-for-event.js';
+import { PAGE_IDS } from '../sql/session-page.js';
 import type { DialectStatements } from '../sql/statements.js';
 import { DEAD_HELD_QUEUE, EXPIRED_LEASES, FAIR_QUEUE, FREE_QUEUE } from '../sql/statements.js';
 
@@ -21,4 +22,7 @@ export const POSTGRES_STATEMENTS: DialectStatements = {
   INSERT_DELIVERIES_FOR_EVENT: insertDeliveriesForEvent(
     'EXISTS (SELECT 1 FROM json_array_elements_text(w.events::json) AS e(value) WHERE e.value = CAST(:type AS TEXT))',
   ),
+  LAST_MESSAGES: `SELECT m.* FROM (${PAGE_IDS}) p CROSS JOIN LATERAL (
+  SELECT * FROM messages x WHERE x.session_id = p.id AND x.direction = :direction ORDER BY x.id DESC LIMIT 1
+) m`,
 };

@@ -5,6 +5,7 @@
  * SQL both engines accept (or marked `only` for one of them). Each store applies them in
  * order, one transaction each, exactly once even when several processes start together.
  */
+import { sessionCountsDdl } from './session-counts-ddl.js';
 
 export interface Migration {
   version: number;
@@ -622,6 +623,19 @@ CREATE TABLE channel_outbox (
 CREATE INDEX channel_outbox_pending ON channel_outbox(channel_id, id) WHERE status = 'pending';
 `,
   },
+  ...[
+    { only: 'sqlite' as const, ddl: sessionCountsDdl('sqlite') },
+    { only: 'postgres' as const, ddl: sessionCountsDdl('postgres') },
+  ].map(({ only, ddl }) => ({
+    version: 25,
+    name: 'kept counts, paged session listing',
+    // Status and metrics read counts the store keeps (session-counts-ddl.ts) rather than every
+    // session; the session listing reads one page at a time, in creation order, on an index.
+    only,
+    sql: `${ddl}
+CREATE INDEX sessions_listing ON sessions(created_at, id);
+`,
+  })),
   {
     version: 26,
     name: 'tenant fair share',

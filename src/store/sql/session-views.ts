@@ -1,15 +1,21 @@
 /**
- * What a client sees of sessions (status, queue position, last reply), read from either SQL
- * store. One session's view costs a few index lookups and, while it is queued, a count of
- * each tenant's part of the queue (its place in the fair share depends on all of them); a
- * listing reads each kind of fact for all its sessions at once (a constant number of
- * statements, not a few per session).
+ * What a client sees of sessions (status, queue position, last reply), and the counts the
+ * store keeps of them, read from either SQL store. One session's view costs a few index
+ * lookups and, while it is queued, a count of each tenant's part of the queue (its place in
+ * the fair share depends on all of them); a listing reads each kind of fact for all its
+ * page's sessions at once (a constant number of statements, not a few per session).
  */
-import type { SessionView } from '../../core/index.js';
+import {
+  decodeSessionCursor,
+  type PageRequest,
+  type SessionCounts,
+  type SessionView,
+} from '../../core/index.js';
 import { deriveSessionStatus } from '../session-status.js';
 import { fairClaimOrder, fairPosition } from './fair-order.js';
 import { all, get, type Program, type Row } from './program.js';
 import { toMessage, toQueuedSession, toSession, toShares, toTurn } from './rows.js';
+import type { CountColumn } from './session-counts-ddl.js';
 
 /** What a view adds to the session row. */
 interface ViewFacts {
@@ -56,16 +62,35 @@ export function* sessionViewOf(sessionId: string, now: number, leaseMs: number):
   });
 }
 
-/** tenant undefined = every tenant's. Positions stay global: they count every session ahead. */
-export function* listSessionViews(now: number, leaseMs: number, tenant?: string): Program<SessionView[]> {
-  const scope = { tenant: tenant ?? null };
+/**
+ * One page of a tenant's sessions (undefined = every tenant's), in creation order, or all of
+ * them (no page). Each fact is read for the page's sessions only, in one statement for the
+ * whole page; a page counts each tenant's part of the queue for each of its queued sessions
+ * (as one session's view does), a full listing reads the queue once. Positions stay global:
+ * they count every session ahead, in the fair share.
+ */
+export function* listSessionViews(
+  now: number,
+  leaseMs: number,
+  tenant?: string,
+  page?: PageRequest,
+): Program<SessionView[]> {
+  const after = page?.after === undefined ? { createdAt: -1, id: '' } : decodeSessionCursor(page.after);
+  const scope = {
+    tenant: tenant ?? null,
+    afterAt: after.createdAt,
+    afterId: after.id,
+    limit: page?.limit ?? Number.MAX_SAFE_INTEGER,
+  };
   const bySession = (rows: Row[]) => new Map(rows.map((r) => [String(r.session_id), r]));
+  const rows = yield* all('SESSIONS_PAGE', scope);
+  if (rows.length === 0) return [];
   const counts = bySession(yield* all('PENDING_COUNTS', scope));
   const running = bySession(yield* all('RUNNING_TURNS', scope));
   const lastIn = bySession(yield* all('LAST_MESSAGES', { ...scope, direction: 'in' }));
   const lastOut = bySession(yield* all('LAST_MESSAGES', { ...scope, direction: 'out' }));
-  const positions = yield* queuePositions(now, leaseMs);
-  return (yield* all('ALL_SESSIONS', scope)).map((row) => {
+  const positions = page ? yield* pagePositions(rows, now, leaseMs) : yield* queuePositions(now, leaseMs);
+  return rows.map((row) => {
     const id = String(row.id);
     const c = counts.get(id);
     return toSessionView(row, now, {
@@ -76,6 +101,32 @@ export function* listSessionViews(now: number, leaseMs: number, tenant?: string)
       queuePosition: positions.get(id) ?? null,
     });
   });
+}
+
+/** The claim-queue positions of a page's queued sessions, each counted as one session's view counts it. */
+function* pagePositions(rows: Row[], now: number, leaseMs: number): Program<Map<string, number>> {
+  const positions = new Map<string, number>();
+  for (const row of rows) {
+    const position = yield* queuePositionOf(row, now, leaseMs);
+    if (position !== null) positions.set(String(row.id), position);
+  }
+  return positions;
+}
+
+/** The store's kept counts (session-counts-ddl.ts) of a tenant, or of every tenant. */
+export function* sessionCounts(tenant?: string): Program<SessionCounts> {
+  const row = (yield* get('KEPT_COUNTS', { tenant: tenant ?? null }))!;
+  const n = (column: CountColumn) => Number(row[column] ?? 0);
+  return {
+    sessions: n('sessions'),
+    archived: n('archived'),
+    held: n('held'),
+    leased: n('leased'),
+    bound: n('bound'),
+    waiting: n('waiting'),
+    runningTurns: n('running_turns'),
+    messages: { pending: n('pending'), processing: n('processing'), failed: n('failed') },
+  };
 }
 
 /**

@@ -24,12 +24,14 @@ import {
   type JournalledResponse,
   type LoggedEvent,
   type Message,
+  type PageRequest,
   type Principal,
   type RetryPolicy,
   type RewindResult,
   type SandboxRecord,
   type Schedule,
   type ScheduleStatus,
+  type SessionCounts,
   type SessionEvent,
   type SessionView,
   type StartedTurn,
@@ -86,7 +88,7 @@ import * as turns from './programs/turns.js';
 import * as webhooks from './programs/webhooks.js';
 import * as workers from './programs/workers.js';
 import * as workspace from './programs/workspace.js';
-import { listSessionViews, queueDepth, queuePositions } from './session-views.js';
+import { listSessionViews, queueDepth, queuePositions, sessionCounts } from './session-views.js';
 
 /** Expired leases one sweep transaction takes over. */
 const SWEEP_BATCH = 100;
@@ -209,8 +211,12 @@ export class SqlStore implements Store {
     return this.read(() => sessions.getSessionView(sessionId, now, this.policy.leaseMs, tenant));
   }
 
-  listSessionViews(now: number, tenant?: string): Promise<SessionView[]> {
-    return this.read(() => listSessionViews(now, this.policy.leaseMs, tenant));
+  listSessionViews(now: number, tenant?: string, page?: PageRequest): Promise<SessionView[]> {
+    return this.read(() => listSessionViews(now, this.policy.leaseMs, tenant, page));
+  }
+
+  sessionCounts(tenant?: string): Promise<SessionCounts> {
+    return this.read(() => sessionCounts(tenant));
   }
 
   listMessages(sessionId: string, afterId: number, limit: number): Promise<Message[]> {

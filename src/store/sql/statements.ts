@@ -89,4 +89,17 @@ export interface DialectStatements {
    * @returns changed rows: one per webhook that wants it (any number)
    */
   INSERT_DELIVERIES_FOR_EVENT: string;
+  /**
+   * The last message in one direction of every session of a page of the listing
+   * (session-page.ts): its last inbound one's status, its last reply. Read by an index
+   * lookup per page session (PostgreSQL: a lateral join; a plain join lets its planner
+   * scan every message).
+   * @param direction 'in' | 'out'
+   * @param tenant null = every tenant
+   * @param afterAt as SESSIONS_PAGE's
+   * @param afterId as SESSIONS_PAGE's
+   * @param limit as SESSIONS_PAGE's
+   * @returns rows, one per session that has one
+   */
+  LAST_MESSAGES: string;
 }

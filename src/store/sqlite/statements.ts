@@ -1,6 +1,7 @@
 /** The SQLite text of the statements whose text differs between engines: no row locks, SQLite has one writer at a time. */
 
 import { insertDeliveriesForEvent } from '../sql/deliveries-for-event.js';
+import { PAGE_IDS } from '../sql/session-page.js';
 import type { DialectStatements } from '../sql/statements.js';
 import { DEAD_HELD_QUEUE, EXPIRED_LEASES, FAIR_QUEUE, FREE_QUEUE } from '../sql/statements.js';
 
@@ -14,4 +15,6 @@ export const SQLITE_STATEMENTS: DialectStatements = {
   INSERT_DELIVERIES_FOR_EVENT: insertDeliveriesForEvent(
     'EXISTS (SELECT 1 FROM json_each(w.events) WHERE value = :type)',
   ),
+  LAST_MESSAGES: `SELECT m.* FROM (${PAGE_IDS}) p JOIN messages m ON m.id =
+  (SELECT MAX(x.id) FROM messages x WHERE x.session_id = p.id AND x.direction = :direction)`,
 };

@@ -6,6 +6,7 @@
  * nothing else can happen (statements.test.ts holds the headers to the SQL and the guards
  * to their callers).
  */
+import { PAGE_IDS } from '../session-page.js';
 
 /**
  * A user's message, pending and runnable at once.
@@ -191,30 +192,18 @@ export const LAST_REPLY = `
 SELECT * FROM messages WHERE session_id = :sessionId AND direction = 'out' ORDER BY id DESC LIMIT 1`;
 
 /**
- * SESSION_COUNTS for every session of a tenant that has a pending inbound message, for
- * listing session views (the others have none pending).
+ * SESSION_COUNTS for every session of a page of the listing (session-page.ts).
  * @param tenant null = every tenant
+ * @param afterAt as SESSIONS_PAGE's
+ * @param afterId as SESSIONS_PAGE's
+ * @param limit as SESSIONS_PAGE's
  * @returns rows (session_id, pending)
  */
 export const PENDING_COUNTS = `
-SELECT m.session_id, COUNT(*) AS pending
-FROM messages m JOIN sessions s ON s.id = m.session_id
-WHERE m.direction = 'in' AND m.status = 'pending' AND (CAST(:tenant AS TEXT) IS NULL OR s.tenant = :tenant)
-GROUP BY m.session_id`;
-
-/**
- * The last message in one direction of every session of a tenant (its last inbound one's
- * status, its last reply), for listing session views.
- * @param direction 'in' | 'out'
- * @param tenant null = every tenant
- * @returns rows, one per session that has one
- */
-export const LAST_MESSAGES = `
-SELECT * FROM messages WHERE id IN (
-  SELECT MAX(m.id) FROM messages m JOIN sessions s ON s.id = m.session_id
-  WHERE m.direction = :direction AND (CAST(:tenant AS TEXT) IS NULL OR s.tenant = :tenant)
-  GROUP BY m.session_id
-)`;
+SELECT p.id AS session_id, (
+  SELECT COUNT(*) FROM messages m WHERE m.session_id = p.id AND m.direction = 'in' AND m.status = 'pending'
+) AS pending
+FROM (${PAGE_IDS}) p`;
 
 /**
  * When the next pending message becomes runnable, for the claim loop's timer.

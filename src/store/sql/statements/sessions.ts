@@ -5,6 +5,8 @@
  * guarded one (@guard) must change exactly one row, and says why nothing else can happen
  * (statements.test.ts holds the headers to the SQL and the guards to their callers).
  */
+import { COUNT_COLUMNS } from '../session-counts-ddl.js';
+import { PAGE_FILTER } from '../session-page.js';
 
 /**
  * The free part of the claim queue: sessions nobody holds with a runnable pending inbound
@@ -56,6 +58,13 @@ JOIN sessions s ON s.lease_owner = w.id
 WHERE w.heartbeat_at <= :staleBefore AND s.queued_id IS NOT NULL AND s.runnable_at <= :now
 ORDER BY s.queued_id`;
 
+/** QUEUED_BEFORE's count of the queue entries below the key `before` (an expression). */
+const queuedBefore = (before: string) => `
+  (SELECT COUNT(*) FROM sessions
+   WHERE lease_owner IS NULL AND queued_id IS NOT NULL AND runnable_at <= :now AND queued_id < ${before})
+  + (SELECT COUNT(*) FROM workers w JOIN sessions s ON s.lease_owner = w.id
+     WHERE w.heartbeat_at <= :staleBefore AND s.queued_id < ${before} AND s.runnable_at <= :now)`;
+
 /**
  * How many queued sessions (FREE_QUEUE and DEAD_HELD_QUEUE) come before a queue key: a
  * session's position is one more. A count of index entries (sessions_queue), no grouping.
@@ -64,12 +73,7 @@ ORDER BY s.queued_id`;
  * @param staleBefore now - leaseMs
  * @returns one row (n)
  */
-export const QUEUED_BEFORE = `
-SELECT
-  (SELECT COUNT(*) FROM sessions
-   WHERE lease_owner IS NULL AND queued_id IS NOT NULL AND runnable_at <= :now AND queued_id < :before)
-  + (SELECT COUNT(*) FROM workers w JOIN sessions s ON s.lease_owner = w.id
-     WHERE w.heartbeat_at <= :staleBefore AND s.queued_id < :before AND s.runnable_at <= :now) AS n`;
+export const QUEUED_BEFORE = `SELECT ${queuedBefore(':before')} AS n`;
 
 /**
  * Each tenant's part of the claim queue (FREE_QUEUE and DEAD_HELD_QUEUE) counted, whole and
@@ -176,12 +180,14 @@ WHERE id = :id AND generation = :generation`;
 export const SESSION_BY_ID = `SELECT * FROM sessions WHERE id = :id`;
 
 /**
- * Every session of a tenant, oldest first.
+ * One page of a tenant's sessions, oldest first (session-page.ts).
  * @param tenant null = every tenant
+ * @param afterAt created_at of the previous page's last session (-1: the first page)
+ * @param afterId its id ('' for the first page)
+ * @param limit at most this many
  * @returns rows
  */
-export const ALL_SESSIONS = `
-SELECT * FROM sessions WHERE (CAST(:tenant AS TEXT) IS NULL OR tenant = :tenant) ORDER BY created_at, id`;
+export const SESSIONS_PAGE = `SELECT * FROM sessions WHERE ${PAGE_FILTER}`;
 
 /**
  * A new session. Two first messages of one new session may race: the second insert does
@@ -355,3 +361,13 @@ export const RESET_RESIDENT_WORKSPACE = `
 UPDATE sessions SET resident_holder = NULL, resident_holder_name = NULL, resident_written_at = NULL,
   resident_epoch = resident_epoch + 1, updated_at = :now
 WHERE id = :id`;
+
+/**
+ * The counts the store keeps (session_counts, kept by triggers), summed over the shards of
+ * one tenant or of every tenant.
+ * @param tenant null = every tenant
+ * @returns one row, one column per count (null when nothing was ever counted)
+ */
+export const KEPT_COUNTS = `
+SELECT ${COUNT_COLUMNS.map((c) => `SUM(${c}) AS ${c}`).join(', ')}
+FROM session_counts WHERE CAST(:tenant AS TEXT) IS NULL OR tenant = :tenant`;

@@ -4,6 +4,7 @@
  * one (@guard) must change exactly one row, and says why nothing else can happen
  * (statements.test.ts holds the headers to the SQL and the guards to their callers).
  */
+import { PAGE_IDS } from '../session-page.js';
 
 /**
  * A new running turn.
@@ -29,13 +30,15 @@ VALUES (:id, :sessionId, :attempt, :generation, :worker, :sandbox, 'running', :m
 export const RUNNING_TURN_OF_SESSION = `SELECT * FROM turns WHERE session_id = :sessionId AND status = 'running'`;
 
 /**
- * The running turns of a tenant's sessions, for listing session views.
+ * The running turns of a page of the listing's sessions (session-page.ts).
  * @param tenant null = every tenant
+ * @param afterAt as SESSIONS_PAGE's
+ * @param afterId as SESSIONS_PAGE's
+ * @param limit as SESSIONS_PAGE's
  * @returns rows
  */
 export const RUNNING_TURNS = `
-SELECT t.* FROM turns t JOIN sessions s ON s.id = t.session_id
-WHERE t.status = 'running' AND (CAST(:tenant AS TEXT) IS NULL OR s.tenant = :tenant)`;
+SELECT t.* FROM (${PAGE_IDS}) p JOIN turns t ON t.session_id = p.id AND t.status = 'running'`;
 
 /**
  * One turn.
