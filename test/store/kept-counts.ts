@@ -61,7 +61,6 @@ export function runKeptCountsConformance(kind: string, open: OpenStore): void {
         for (const id of ['w1', 'w2']) await store.renewWorker(id, now);
       };
       for (const id of ['a', 'b', 'c', 'd', 'e']) await enqueue(store, id, step());
-      await store.enqueueMessage({ sessionId: 'x', agent: 'mine', text: 'x', now: step(), tenant: 't2' });
       await enqueue(store, 'a', step());
       await assertKept(store, now, 'enqueue');
 
@@ -110,6 +109,10 @@ export function runKeptCountsConformance(kind: string, open: OpenStore): void {
 
       // e: its worker dies mid-turn; the sweep takes it back.
       await claimAndStartTurn(store, step(), 'w2');
+      // The other tenant's session waits behind no one: enqueued once every claim above is made,
+      // since the fair share between tenants would otherwise have it claimed among them.
+      await store.enqueueMessage({ sessionId: 'x', agent: 'mine', text: 'x', now: step(), tenant: 't2' });
+      await assertKept(store, now, 'enqueue in a second tenant');
       now += LEASE_MS * 3;
       await store.renewWorker('w1', now);
       assert.ok((await store.reclaimExpiredLeases(step())).includes('e'));
