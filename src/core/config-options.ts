@@ -370,6 +370,14 @@ export const CONFIG_OPTIONS = {
     unit: 'bytes, ≥ 1',
     doc: 'The chain is also compacted once the layers after its newest snapshot add up to this many bytes.',
   }),
+  cacheBytes: option({
+    env: 'BERTH_CACHE_BYTES',
+    schema: z.union([z.literal('auto'), z.coerce.number().int().min(0)]),
+    default: 'auto',
+    unit: 'bytes, ≥ 0, or `auto`',
+    defaultDoc: "`auto`: half the size of the data dir's file system",
+    doc: "Byte budget of the sessions' workspace copies on the data dir (their committed trees, attempt layers and archives in flight; `berth up --cache-bytes`). Past it, the least recently used copy no process uses (not bound to a sandbox, no turn running, not a resident agent's) is evicted; its next turn materialises it from the chain (scale-out.md, *Bounded disks*). Every worker sharing the data dir enforces it over the whole dir. `0` = no budget: every copy is kept.",
+  }),
   storageMaxObjectBytes: option({
     env: 'BERTH_STORAGE_MAX_OBJECT_BYTES',
     schema: positiveInt,
