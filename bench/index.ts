@@ -9,6 +9,7 @@ import { channelLatency } from './channel-latency.js';
 import { checkpoints } from './checkpoints.js';
 import { coldStart } from './cold-start.js';
 import { detection } from './detection.js';
+import { diskBudget } from './disk-budget.js';
 import { fileBlobs } from './file-blobs.js';
 import { harnesses } from './harnesses.js';
 import { history } from './history.js';
@@ -52,6 +53,7 @@ const all = {
   storeScale,
   channelLatency,
   sseStreams,
+  diskBudget,
 };
 const results: Record<string, unknown>[] = [];
 for (const [name, bench] of Object.entries(all)) {
