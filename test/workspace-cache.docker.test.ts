@@ -25,21 +25,18 @@ test('under a small budget an idle copy is evicted, and the next turn finds ever
     BERTH_IDLE_TIMEOUT: '0',
   });
   await client.request('POST', '/v1/agents', { name: 'cache', provider: 'script' });
-  const first = await sendAndCollect(
-    'e1',
-    {
-      agent: 'cache',
-      text: plan({
-        steps: [
-          { write: { path: 'notes/a.txt', content: 'alpha\n' } },
-          { run: 'head -c 300000 /dev/urandom > blob.bin && sha256sum blob.bin > blob.sum' },
-        ],
-        reply: 'one',
-      }),
-    },
-    reply,
+  /** A turn of the script agent on e1; its last event is its reply (a failure fails the test). */
+  const turn = async (steps: ScriptPlan['steps'], text: string) => {
+    const events = await sendAndCollect('e1', { agent: 'cache', text: plan({ steps, reply: text }) }, reply);
+    assert.equal(events.at(-1)?.type, 'reply', JSON.stringify(events));
+  };
+  await turn(
+    [
+      { write: { path: 'notes/a.txt', content: 'alpha\n' } },
+      { run: 'head -c 300000 /dev/urandom > blob.bin && sha256sum blob.bin > blob.sum' },
+    ],
+    'one',
   );
-  assert.equal(first.at(-1)?.type, 'reply', JSON.stringify(first));
   await waitPromoted(host, 'e1');
   const committed = join(dataDir, 'workspaces', 'e1', 'committed');
   // Evicted by the pass that follows the session's release.
@@ -47,18 +44,10 @@ test('under a small budget an idle copy is evicted, and the next turn finds ever
   assert.equal(await exists(committed), false, 'the idle copy is evicted');
   assert.equal(host.worker.workspaceCacheStats.evictions, 1);
 
-  const second = await sendAndCollect(
-    'e1',
-    {
-      agent: 'cache',
-      text: plan({
-        steps: [{ assertFile: { path: 'notes/a.txt', equals: 'alpha\n' } }, { run: 'sha256sum -c blob.sum' }],
-        reply: 'two',
-      }),
-    },
-    reply,
+  await turn(
+    [{ assertFile: { path: 'notes/a.txt', equals: 'alpha\n' } }, { run: 'sha256sum -c blob.sum' }],
+    'two',
   );
-  assert.equal(second.at(-1)?.type, 'reply', JSON.stringify(second));
   const stats = host.worker.workspaceCacheStats;
   assert.equal(stats.budgetBytes, 1);
   assert.ok(stats.misses >= 1, JSON.stringify(stats));

@@ -20,7 +20,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { sleep } from '../core/index.js';
+import { type CacheEntry, sleep } from '../core/index.js';
 import type { WorkspaceLayout } from './layout.js';
 import { treeDiskBytes } from './quota.js';
 
@@ -34,20 +34,8 @@ const KEPT = new Set(['pins', 'evicting', 'layers', 'resident', 'resident.holder
 /** The protocol's own files: not the copy's bytes. */
 const PROTOCOL = new Set(['pins', 'evicting']);
 
-/** A session's copy as the budget sees it. */
-export interface CopyOnDisk {
-  sessionId: string;
-  /** Allocated bytes under its dir, the protocol's own files aside. */
-  bytes: number;
-  /** The session dir's mtime: touched at every pin and unpin. */
-  lastUsedAt: number;
-  /** A live process pins it. */
-  pinned: boolean;
-  resident: boolean;
-  hasLayers: boolean;
-  /** Its committed tree is here. */
-  held: boolean;
-}
+/** A session's copy as the budget sees it: its last use is its dir's mtime (touched at every pin and unpin). */
+export type CopyOnDisk = CacheEntry;
 
 export type EvictOutcome = 'evicted' | 'pinned' | 'busy' | 'resident';
 
@@ -164,7 +152,7 @@ async function liveMarker(marker: string, now: number): Promise<boolean> {
   if (text === null) return false;
   try {
     const { pid, at } = JSON.parse(text) as { pid: number; at: number };
-    return isAlive(pid) && now - at < MARKER_STALE_MS;
+    return isProcessAlive(pid) && now - at < MARKER_STALE_MS;
   } catch {
     // Being written (its writer alive), or cut by a crash while it was: judged by its age.
     const st = await stat(marker).catch(() => null);
@@ -174,11 +162,11 @@ async function liveMarker(marker: string, now: number): Promise<boolean> {
 
 async function livePins(layout: WorkspaceLayout, sessionId: string): Promise<number[]> {
   const pins = await readdir(layout.pinsDir(sessionId)).catch(() => [] as string[]);
-  return pins.map(Number).filter((pid) => Number.isInteger(pid) && isAlive(pid));
+  return pins.map(Number).filter((pid) => Number.isInteger(pid) && isProcessAlive(pid));
 }
 
 /** Whether a process with this pid exists (EPERM: it does, as another user's). */
-function isAlive(pid: number): boolean {
+export function isProcessAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -1,6 +1,7 @@
 /** workspace: committed + attempt layers, sealing, promotion, recovery. */
 
 export type { CheckpointIndex } from './checkpoint-scan.js';
+export { isProcessAlive } from './copy-eviction.js';
 export { applyLayerArchive, packTree } from './layer-archive.js';
 export { type WorkspaceLayout, workspaceLayout } from './layout.js';
 export { isMountPoint, listMounts } from './overlay-mounts.js';
