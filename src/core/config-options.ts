@@ -69,6 +69,18 @@ const endpointUrl = z
   .string()
   .refine((s) => s === '' || /^https?:\/\/[^/]/.test(s), 'use http(s)://host:port');
 
+/** `auto` (resolved by the worker from its data dir's file system) or a whole number of bytes. */
+const cacheBytes = z.union([z.number(), z.string()]).transform((raw, ctx): number | 'auto' => {
+  if (raw === 'auto') return 'auto';
+  const bytes = Number(raw);
+  if (String(raw).trim() !== '' && Number.isInteger(bytes) && bytes >= 0) return bytes;
+  ctx.addIssue({
+    code: z.ZodIssueCode.custom,
+    message: 'use a whole number of bytes (e.g. 21474836480 for 20 GiB; 0 = no budget) or auto',
+  });
+  return z.NEVER;
+});
+
 const nodeSelector = z.string().transform((text, ctx) => {
   const selector = parseNodeSelector(text);
   if (!selector) {
@@ -372,7 +384,7 @@ export const CONFIG_OPTIONS = {
   }),
   cacheBytes: option({
     env: 'BERTH_CACHE_BYTES',
-    schema: z.union([z.literal('auto'), z.coerce.number().int().min(0)]),
+    schema: cacheBytes,
     default: 'auto',
     unit: 'bytes, ≥ 0, or `auto`',
     defaultDoc: "`auto`: half the size of the data dir's file system",
