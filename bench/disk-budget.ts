@@ -42,7 +42,7 @@ export async function diskBudget({ quick }: BenchOptions) {
       await work();
       peak.beforePass = Math.max(peak.beforePass, await measure());
       await budget.release(id);
-      await budget.requestPass();
+      await budget.settled();
       peak.afterPass = Math.max(peak.afterPass, await measure());
     };
     const made = performance.now();

@@ -9,12 +9,17 @@
  */
 import { statfs } from 'node:fs/promises';
 import type { Logger } from 'pino';
-import { decideCacheEvictions, isBerthError } from '../core/index.js';
+import { decideCacheEvictions, isBerthError, sleep } from '../core/index.js';
 import type { WorkerStore } from '../store/index.js';
 import type { Workspaces } from '../workspace/index.js';
 
 /** How often copies released by other processes on the data dir are looked at. */
 const PASS_EVERY_MS = 30_000;
+/**
+ * Releases asked for while a pass ran are served by one more pass, this long after: a pass
+ * reads every session dir, so a busy worker's releases must not keep one running back to back.
+ */
+const PASS_GAP_MS = 1000;
 
 export interface WorkspaceCacheStats {
   budgetBytes: number;
@@ -51,6 +56,11 @@ export class WorkspaceBudget {
     this.requestPass();
   }
 
+  /** Resolves once no pass runs (none was asked for, or the ones asked for ended). */
+  async settled(): Promise<void> {
+    await this.passing;
+  }
+
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
@@ -77,21 +87,22 @@ export class WorkspaceBudget {
     this.requestPass();
   }
 
-  /** Runs a pass now, or once more after the one under way. Resolves when that pass ended. */
-  requestPass(): Promise<void> {
+  /** Runs a pass now, or once more PASS_GAP_MS after the one under way. */
+  private requestPass(): void {
     if (this.passing) {
       this.again = true;
-      return this.passing;
+      return;
     }
     this.passing = (async () => {
-      do {
+      for (;;) {
         this.again = false;
         await this.pass().catch((err: unknown) => this.log.warn({ err }, 'Workspace cache pass failed'));
-      } while (this.again);
+        if (!this.again) return;
+        await sleep(PASS_GAP_MS);
+      }
     })().finally(() => {
       this.passing = null;
     });
-    return this.passing;
   }
 
   private async pass(): Promise<void> {
