@@ -14,11 +14,12 @@
  * (the tree whole: nothing was removed yet) or no stamp, so a half-deleted tree is never
  * taken for a version of the chain; the next turn materialises it afresh. A marker or pin
  * whose process is dead is stale and ignored (a marker also after MARKER_STALE_MS, against
- * a reused pid). The session dir itself stays (a pinner may be writing into it), a few
- * inodes.
+ * a reused pid). The evicted session's dir goes too (its pins while the marker holds, the
+ * dir after): a pin written meanwhile may be lost with it, so a pinner checks, once no
+ * marker is left, that its pin is still there, and writes it again if not.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, rmdir, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type CacheEntry, sleep } from '../core/index.js';
 import type { WorkspaceLayout } from './layout.js';
@@ -41,11 +42,17 @@ export type EvictOutcome = 'evicted' | 'pinned' | 'busy' | 'resident';
 
 /** Marks the copy used by this process; returns once no eviction runs on it. */
 export async function pinCopy(layout: WorkspaceLayout, sessionId: string, now: () => number): Promise<void> {
-  const pins = layout.pinsDir(sessionId);
-  await mkdir(pins, { recursive: true, mode: 0o755 });
-  await writeFile(join(pins, String(process.pid)), '');
-  await touch(layout.sessionDir(sessionId));
-  while (await liveMarker(layout.evictingMarkerPath(sessionId), now())) await sleep(MARKER_POLL_MS);
+  const pin = join(layout.pinsDir(sessionId), String(process.pid));
+  // An eviction that read the pins before this one was written may remove the session dir
+  // with it; it does so before its marker goes, so a pin still there after the wait holds.
+  do {
+    await mkdir(layout.pinsDir(sessionId), { recursive: true, mode: 0o755 });
+    await writeFile(pin, '').catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err; // the dir removed under it: pinned again below
+    });
+    await touch(layout.sessionDir(sessionId));
+    while (await liveMarker(layout.evictingMarkerPath(sessionId), now())) await sleep(MARKER_POLL_MS);
+  } while (!(await exists(pin)));
 }
 
 export async function unpinCopy(layout: WorkspaceLayout, sessionId: string): Promise<void> {
@@ -100,6 +107,17 @@ export async function evictCopy(
   sessionId: string,
   now: () => number,
 ): Promise<EvictOutcome> {
+  const outcome = await evictHoldingMarker(layout, sessionId, now);
+  // The dir itself once its marker went: unless a pinner came in meanwhile (not empty then).
+  if (outcome === 'evicted') await rmdir(layout.sessionDir(sessionId)).catch(() => undefined);
+  return outcome;
+}
+
+async function evictHoldingMarker(
+  layout: WorkspaceLayout,
+  sessionId: string,
+  now: () => number,
+): Promise<EvictOutcome> {
   const marker = layout.evictingMarkerPath(sessionId);
   if (!(await takeMarker(marker, now()))) return 'busy';
   try {
@@ -116,6 +134,10 @@ export async function evictCopy(
       await rename(join(dir, name), aside).catch(() => undefined);
       await rm(aside, { recursive: true, force: true });
     }
+    // What is left is the protocol's files: gone too, so a session served once costs no inodes
+    // for good. Only while the marker holds (a pinner checks its pin after the marker went).
+    await rm(layout.pinsDir(sessionId), { recursive: true, force: true });
+    if (names.includes('layers')) await rmdir(layout.layersDir(sessionId)).catch(() => undefined);
     return 'evicted';
   } finally {
     await rm(marker, { force: true });
@@ -173,6 +195,13 @@ export function isProcessAlive(pid: number): boolean {
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
 }
 
 async function touch(dir: string): Promise<void> {

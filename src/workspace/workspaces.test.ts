@@ -108,8 +108,7 @@ test('a copy in use by a live process is never evicted; once released it is, and
   // Its pin is stale now: a dead process uses nothing.
   assert.equal(await workspaces.evictCopy('s1'), 'evicted');
   await assert.rejects(stat(workspaces.committedPath('s1')), /ENOENT/);
-  const [copy] = await workspaces.listCopies();
-  assert.equal(copy?.held, false);
+  assert.deepEqual(await workspaces.listCopies(), [], 'no dir left of the evicted session');
   assert.equal((await workspaces.ensureCurrent(chain)).how, 'materialised');
   await assertIntact(workspaces);
 });
@@ -157,4 +156,27 @@ test('an eviction SIGKILLed midway: the half-deleted copy is never used as whole
   assert.ok(ensured.how === 'current' || ensured.how === 'materialised', ensured.how);
   await assertIntact(workspaces);
   await workspaces.unpinCopy('s1');
+});
+
+test('a pin an eviction removed with the session dir is written again once the eviction ended', async (t) => {
+  const { dataDir, workspaces } = await copyWithChain(t);
+  const session = join(dataDir, 'workspaces', 's1');
+  const evictor = spawn('sleep', ['30']);
+  t.after(() => evictor.kill('SIGKILL'));
+  await writeFile(join(session, 'evicting'), JSON.stringify({ pid: evictor.pid, at: Date.now() }));
+  const pinning = workspaces.pinCopy('s1');
+  const pin = join(session, 'pins', String(process.pid));
+  while (
+    !(await stat(pin).then(
+      () => true,
+      () => false,
+    ))
+  )
+    await new Promise((r) => setTimeout(r, 5));
+  // The eviction read the pins before this one was written: it removes them, then its marker.
+  await rm(join(session, 'pins'), { recursive: true });
+  await rm(join(session, 'evicting'));
+  await pinning;
+  await stat(pin);
+  assert.equal(await workspaces.evictCopy('s1'), 'pinned');
 });
