@@ -6,7 +6,7 @@
  * first run finds its copy evicted (a miss: materialised from the chain), the second finds
  * it (a hit: the baseline, same run). Every run checks every file of the copy against its
  * hash. Prints the peak bytes of the copies against the budget, before a pass (one copy in
- * use may sit above it until its release) and after it.
+ * use may sit above it until its release) and after it, and of the whole workspaces dir.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -17,7 +17,7 @@ import { FileBlobStore } from '../src/blobs/index.js';
 import type { WorkspaceChain } from '../src/core/index.js';
 import { SANDBOX_USER } from '../src/runtime/index.js';
 import { WorkspaceBudget } from '../src/worker/index.js';
-import { Workspaces } from '../src/workspace/index.js';
+import { treeDiskBytes, Workspaces } from '../src/workspace/index.js';
 import { type BenchOptions, round, stats } from './harness.js';
 
 const MiB = 1024 * 1024;
@@ -35,7 +35,8 @@ export async function diskBudget({ quick }: BenchOptions) {
     const store = { getWorkspaceChain: async (id: string) => chains.get(id)! };
     const budget = new WorkspaceBudget(workspaces, store, budgetBytes, pino({ level: 'silent' }));
     const hashes = new Map<string, string[]>();
-    const peak = { beforePass: 0, afterPass: 0 };
+    const peak = { beforePass: 0, afterPass: 0, wholeDirAfterPass: 0 };
+    let turns = 0;
     const measure = async () => (await workspaces.listCopies()).reduce((sum, c) => sum + c.bytes, 0);
     const turn = async (id: string, work: () => Promise<void>) => {
       await budget.use(id);
@@ -44,6 +45,12 @@ export async function diskBudget({ quick }: BenchOptions) {
       await budget.release(id);
       await budget.settled();
       peak.afterPass = Math.max(peak.afterPass, await measure());
+      // Every block under workspaces/ (dirs and the protocol's files too), every 10th turn.
+      if (turns++ % 10 === 0)
+        peak.wholeDirAfterPass = Math.max(
+          peak.wholeDirAfterPass,
+          await treeDiskBytes(join(dataDir, 'workspaces')),
+        );
     };
     const made = performance.now();
     for (let i = 0; i < sessions; i++) {
@@ -101,7 +108,7 @@ export async function diskBudget({ quick }: BenchOptions) {
       sessions,
       sessionBytes: 2 * MiB,
       budgetBytes,
-      peakBytes: { beforePass: peak.beforePass, afterPass: peak.afterPass },
+      peakBytes: peak,
       underBudget: peak.afterPass <= budgetBytes,
       intactSessions: intact,
       makeSessionsS: round(makeMs / 1000),
