@@ -10,6 +10,7 @@ import { channelRestarts } from './channel-restarts.js';
 import { checkpoints } from './checkpoints.js';
 import { coldStart } from './cold-start.js';
 import { detection } from './detection.js';
+import { diskBudget } from './disk-budget.js';
 import { fairShare } from './fair-share.js';
 import { fileBlobs } from './file-blobs.js';
 import { harnesses } from './harnesses.js';
@@ -58,6 +59,7 @@ const all = {
   sseStreams,
   fairShare,
   statusReads,
+  diskBudget,
 };
 const results: Record<string, unknown>[] = [];
 for (const [name, bench] of Object.entries(all)) {

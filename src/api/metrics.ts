@@ -23,6 +23,10 @@ export interface MetricsSources {
   clock: Clock;
   /** Pre-booted sandboxes waiting for a session; the worker's pool provides it. @default () => 0 */
   warmPoolSize?: () => number;
+  /** This process's worker's workspace copies (workspace-budget.ts); absent or undefined = none. */
+  workspaceCache?: () =>
+    | { budgetBytes: number; bytes: number; hits: number; misses: number; evictions: number }
+    | undefined;
 }
 
 export class BerthMetrics {
@@ -99,6 +103,54 @@ export class BerthMetrics {
         this.set(sources.warmPoolSize?.() ?? 0);
       },
     });
+    const cache = () =>
+      sources.workspaceCache?.() ?? { budgetBytes: 0, bytes: 0, hits: 0, misses: 0, evictions: 0 };
+    for (const [name, help, read] of [
+      ['berth_workspace_cache_bytes', 'Bytes of the workspace copies on the data dir', () => cache().bytes],
+      [
+        'berth_workspace_cache_budget_bytes',
+        'Byte budget of the workspace copies (0 = none)',
+        () => cache().budgetBytes,
+      ],
+    ] as const)
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(read());
+        },
+      });
+    // Counted by the worker; each scrape adds what it counted since the last one.
+    for (const [name, help, read] of [
+      [
+        'berth_workspace_cache_hits_total',
+        'Turns whose workspace copy was on the data dir',
+        () => cache().hits,
+      ],
+      [
+        'berth_workspace_cache_misses_total',
+        'Turns whose workspace copy was materialised from the chain',
+        () => cache().misses,
+      ],
+      [
+        'berth_workspace_cache_evictions_total',
+        'Workspace copies evicted to stay under the budget',
+        () => cache().evictions,
+      ],
+    ] as const) {
+      let counted = 0;
+      new Counter({
+        name,
+        help,
+        registers,
+        collect() {
+          const now = read();
+          if (now > counted) this.inc(now - counted);
+          counted = now;
+        },
+      });
+    }
     new Gauge({
       name: 'berth_webhook_deliveries',
       help: 'Webhook deliveries by status (dead = dead letters)',

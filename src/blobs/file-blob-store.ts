@@ -18,7 +18,7 @@ import { access, link, mkdir, open, readdir, rename, rm, stat } from 'node:fs/pr
 import { dirname, join, relative, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
-import { BerthError, isBerthError } from '../core/index.js';
+import { asDiskFull, BerthError, isBerthError, isNoSpace } from '../core/index.js';
 import { fsyncPath } from '../durable-files/index.js';
 import {
   assertBlobKey,
@@ -111,6 +111,8 @@ export class FileBlobStore implements BlobStore {
     } catch (err) {
       await rm(tmp, { force: true });
       if (isBerthError(err)) throw err;
+      // A full disk is no outage to wait out: it fails the write at once, and its turn is retried.
+      if (isNoSpace(err)) throw asDiskFull(err, `writing blob ${key}`);
       throw new BerthError('BLOB_WRITE_FAILED', `Blob ${key} could not be written under ${this.dir} (put)`, {
         cause: err,
       });

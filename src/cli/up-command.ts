@@ -15,10 +15,14 @@ interface HostFlags {
   port?: string;
   slots?: string;
   runtime?: string;
+  cacheBytes?: string;
 }
 
 const BLOBS_HELP =
   's3://bucket/prefix blob store shared with workers on other machines (AWS_ENDPOINT_URL_S3, AWS_ACCESS_KEY_ID, …), or file:///dir (default: <data>/blobs)';
+
+const CACHE_HELP =
+  "byte budget of the workspace copies on the data dir; least recently used idle ones are evicted (default: half the data dir's file system; 0 = none)";
 
 export function upCommand(env: NodeJS.ProcessEnv): Command {
   return new Command('up')
@@ -39,6 +43,7 @@ export function upCommand(env: NodeJS.ProcessEnv): Command {
       '--runtime <docker|kubernetes>',
       'where sandboxes run (default docker; kubernetes: docs/kubernetes.md)',
     )
+    .option('--cache-bytes <n>', CACHE_HELP)
     .action((flags: HostFlags) => serveInForeground(env, flags, true));
 }
 
@@ -55,6 +60,7 @@ export function workerCommand(env: NodeJS.ProcessEnv): Command {
       '--runtime <docker|kubernetes>',
       'where sandboxes run (default docker; kubernetes: docs/kubernetes.md)',
     )
+    .option('--cache-bytes <n>', CACHE_HELP)
     .action((flags: HostFlags) => serveInForeground(env, flags, false));
   worker
     .command('drain <id>')
@@ -81,6 +87,7 @@ async function serveInForeground(env: NodeJS.ProcessEnv, flags: HostFlags, api: 
     apiPort: flags.port,
     slots: flags.slots,
     runtime: flags.runtime,
+    cacheBytes: flags.cacheBytes,
   });
   const log = pino({ level: config.logLevel }, destination(2));
   // Listening before the start: a stop asked for while the host starts (its mounts, its

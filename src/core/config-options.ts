@@ -69,6 +69,18 @@ const endpointUrl = z
   .string()
   .refine((s) => s === '' || /^https?:\/\/[^/]/.test(s), 'use http(s)://host:port');
 
+/** `auto` (resolved by the worker from its data dir's file system) or a whole number of bytes. */
+const cacheBytes = z.union([z.number(), z.string()]).transform((raw, ctx): number | 'auto' => {
+  if (raw === 'auto') return 'auto';
+  const bytes = Number(raw);
+  if (String(raw).trim() !== '' && Number.isInteger(bytes) && bytes >= 0) return bytes;
+  ctx.addIssue({
+    code: z.ZodIssueCode.custom,
+    message: 'use a whole number of bytes (e.g. 21474836480 for 20 GiB; 0 = no budget) or auto',
+  });
+  return z.NEVER;
+});
+
 const nodeSelector = z.string().transform((text, ctx) => {
   const selector = parseNodeSelector(text);
   if (!selector) {
@@ -383,6 +395,14 @@ export const CONFIG_OPTIONS = {
     default: 64 * 1024 ** 2,
     unit: 'bytes, ≥ 1',
     doc: 'The chain is also compacted once the layers after its newest snapshot add up to this many bytes.',
+  }),
+  cacheBytes: option({
+    env: 'BERTH_CACHE_BYTES',
+    schema: cacheBytes,
+    default: 'auto',
+    unit: 'bytes, ≥ 0, or `auto`',
+    defaultDoc: "`auto`: half the size of the data dir's file system",
+    doc: "Byte budget of the sessions' workspace copies on the data dir (their committed trees, attempt layers and archives in flight; `berth up --cache-bytes`). Past it, the least recently used copy no process uses (not bound to a sandbox, no turn running, not a resident agent's) is evicted; its next turn materialises it from the chain (scale-out.md, *Bounded disks*). Every worker sharing the data dir enforces it over the whole dir. `0` = no budget: every copy is kept.",
   }),
   storageMaxObjectBytes: option({
     env: 'BERTH_STORAGE_MAX_OBJECT_BYTES',

@@ -272,6 +272,11 @@ export const ERRORS = {
     retryable: true,
     hint: 'The turn was aborted and will be retried; free disk space under the data dir if this repeats.',
   },
+  DISK_FULL: {
+    status: 507,
+    retryable: true,
+    hint: "The worker's data dir ran out of space during the turn; nothing was committed, and the turn is retried (on any worker). Lower --cache-bytes (BERTH_CACHE_BYTES) below what the disk holds, or give the data dir more space.",
+  },
   SANDBOX_PIDS_LIMIT: {
     status: 422,
     retryable: false,
@@ -542,4 +547,21 @@ export function isErrorCode(value: unknown): value is ErrorCode {
 
 export function isBerthError(err: unknown, code?: ErrorCode): err is BerthError {
   return err instanceof BerthError && (code === undefined || err.code === code);
+}
+
+/** A file system out of space (ENOSPC, or EDQUOT: a user's quota) anywhere in the error's cause chain. */
+export function isNoSpace(err: unknown): boolean {
+  for (let e = err; e instanceof Error; e = (e as { cause?: unknown }).cause) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOSPC' || code === 'EDQUOT') return true;
+  }
+  return false;
+}
+
+/** `err` as DISK_FULL when a file system ran out of space under it, else as it was. */
+export function asDiskFull(err: unknown, what: string): unknown {
+  if (!isNoSpace(err) || isBerthError(err, 'DISK_FULL')) return err;
+  return new BerthError('DISK_FULL', `The data dir is full: ${what} failed (${(err as Error).message})`, {
+    cause: err,
+  });
 }

@@ -6,6 +6,7 @@ export * from './agent-issues.js';
 export * from './api-schemas.js';
 export * from './backoff.js';
 export * from './blobs-url.js';
+export * from './cache-eviction.js';
 export * from './channel.js';
 export * from './clock.js';
 export * from './config.js';

@@ -157,6 +157,7 @@ export async function startHost(
     store: untimedStore,
     clock,
     warmPoolSize: () => started.worker?.warmPoolStats.ready ?? 0,
+    workspaceCache: () => started.worker?.workspaceCacheStats,
   });
   const store = timeStoreCalls(untimedStore, metrics.storeCallSeconds);
   const api = options.api !== false;

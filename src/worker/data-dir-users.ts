@@ -9,6 +9,7 @@
  */
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isProcessAlive } from '../workspace/index.js';
 
 const DIR = 'workers';
 
@@ -22,16 +23,7 @@ export async function leaveDataDir(dataDir: string, workerId: string): Promise<b
   await rm(join(dataDir, DIR, workerId), { force: true });
   for (const other of await readdir(join(dataDir, DIR)).catch(() => [] as string[])) {
     const pid = Number(await readFile(join(dataDir, DIR, other), 'utf8').catch(() => ''));
-    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && isAlive(pid)) return false;
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && isProcessAlive(pid)) return false;
   }
   return true;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }

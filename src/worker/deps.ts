@@ -8,6 +8,7 @@ import type { WorkerStore } from '../store/index.js';
 import type { Workspaces } from '../workspace/index.js';
 import type { DataDirIdentity } from './data-dir-identity.js';
 import type { SandboxReports } from './sandbox-reports.js';
+import type { WorkspaceBudget } from './workspace-budget.js';
 
 export interface WorkerDeps {
   config: ResolvedConfig;
@@ -35,6 +36,8 @@ export interface SandboxDeps extends WorkerDeps {
   /** Staged runner code to mount read-only. */
   runnerDir: string;
   workspaces: Workspaces;
+  /** Keeps the data dir's workspace copies under the byte budget; told which copies are in use. */
+  cacheBudget: WorkspaceBudget;
   /** Where every sandbox's lifecycle is reported to the store. */
   sandboxReports: SandboxReports;
   /** This machine's data dir: what a resident workspace written in place is held by. */

@@ -4,3 +4,4 @@ export type { WorkerDeps } from './deps.js';
 export { sandboxName } from './paths.js';
 export { ScheduleRunner } from './schedule-runner.js';
 export { SELF_FENCE_LOG, Worker } from './worker.js';
+export { WorkspaceBudget, type WorkspaceCacheStats } from './workspace-budget.js';

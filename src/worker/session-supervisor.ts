@@ -162,6 +162,16 @@ export class SessionSupervisor {
   }
 
   async run(): Promise<void> {
+    // Its copy is in use from before the first turn reads it until the session is given back.
+    await this.deps.cacheBudget.use(this.session.id);
+    try {
+      await this.supervise();
+    } finally {
+      await this.deps.cacheBudget.release(this.session.id);
+    }
+  }
+
+  private async supervise(): Promise<void> {
     let ending: Ending;
     try {
       ending = await this.serveTurns();

@@ -59,6 +59,7 @@ export class TurnWorkspace {
     const ensured = await this.whileBlobsAway('bring the workspace level', () =>
       this.deps.workspaces.ensureCurrent(chain),
     );
+    this.deps.cacheBudget.recordEnsured(ensured.how);
     if (ensured.how !== 'current')
       this.log.info(
         { turnId: turn.id, ...ensured, ms: Math.round(performance.now() - startedAt) },

@@ -36,6 +36,7 @@ import { sandboxModeOf } from './sandbox-modes.js';
 import { SandboxReports } from './sandbox-reports.js';
 import { SessionSupervisor, type SupervisorDeps } from './session-supervisor.js';
 import { WarmPool, type WarmPoolStats } from './warm-pool.js';
+import { resolveCacheBudget, WorkspaceBudget, type WorkspaceCacheStats } from './workspace-budget.js';
 
 const EVENTS_CONNECT_TIMEOUT_MS = 10_000;
 /** The sandbox's non-root user owns what a turn writes. */
@@ -92,6 +93,8 @@ export class Worker {
   private readonly sandboxReports: SandboxReports;
   /** Read at start, before any sandbox or session is served. */
   private dataDir: DataDirIdentity | null = null;
+  /** Made at start (its default budget reads the data dir's file system). */
+  private cacheBudget: WorkspaceBudget | null = null;
 
   constructor(private readonly deps: WorkerDeps) {
     this.installId = installIdOf(deps.paths.dataDir);
@@ -109,9 +112,20 @@ export class Worker {
     return this.pool?.stats() ?? { ready: 0, starting: 0, hits: 0, misses: 0 };
   }
 
+  /** The workspace copies' cache: its budget, bytes, hits, misses and evictions (zeros before start). */
+  get workspaceCacheStats(): WorkspaceCacheStats {
+    return this.cacheBudget?.stats() ?? { budgetBytes: 0, bytes: 0, hits: 0, misses: 0, evictions: 0 };
+  }
+
   async start(): Promise<void> {
     const { store, clock, config, paths } = this.deps;
     await this.workspaces.prepare();
+    this.cacheBudget = new WorkspaceBudget(
+      this.workspaces,
+      store,
+      await resolveCacheBudget(config.cacheBytes, paths.dataDir),
+      this.log.child({ component: 'workspace-cache' }),
+    );
     await joinDataDir(paths.dataDir, this.id);
     this.dataDir = await dataDirIdentity(paths.dataDir);
     const adopted = await this.storageBlobs.adoptLegacy(paths.storageDir);
@@ -152,6 +166,7 @@ export class Worker {
       );
     }
     this.sandboxReports.start();
+    this.cacheBudget.start();
     this.pool = this.createPool();
     this.pool.start();
     this.loops.push(this.claimLoop());
@@ -187,6 +202,7 @@ export class Worker {
     this.claimWake.notify();
     for (const s of this.supervisors.values()) s.stop('WorkerStopping');
     await Promise.allSettled([...this.running, ...this.loops, this.cleaning, this.pool?.stop()]);
+    await this.cacheBudget?.stop();
     await this.sandboxReports.stop();
     this.loopDelay.disable();
     await this.deps.store.removeWorker(this.id);
@@ -253,10 +269,17 @@ export class Worker {
       workerId: this.id,
       secret: this.secret,
       workspaces: this.workspaces,
+      cacheBudget: this.startedCacheBudget(),
       runnerDir: this.runnerDir,
       sandboxReports: this.sandboxReports,
       dataDir: this.startedDataDir(),
     };
+  }
+
+  private startedCacheBudget(): WorkspaceBudget {
+    if (!this.cacheBudget)
+      throw new BerthError('INTERNAL', `Worker ${this.id} has not made its workspace cache budget (start)`);
+    return this.cacheBudget;
   }
 
   /** Never a blank identity: a resident workspace would be recorded as held by it. */

@@ -6,6 +6,8 @@
  *   <data>/workspaces/<session>/layers/<turn>/   one attempt layer per turn
  *   <data>/workspaces/<session>/resident/        a resident agent's own upper layer
  *   <data>/workspaces/<session>/resident.holder  the marker of the data dir holding it in place
+ *   <data>/workspaces/<session>/pins/<pid>       a live process uses the copy (copy-eviction.ts)
+ *   <data>/workspaces/<session>/evicting         an eviction of the copy is under way
  *   <data>/slots/<sandbox>/                      where a sandbox's workspace is mounted
  *
  * Pure: paths only, no I/O.
@@ -24,6 +26,9 @@ export interface WorkspaceLayout {
   residentPath(sessionId: string): string;
   /** Written by the data dir that holds the session's resident workspace, beside its files. */
   residentMarkerPath(sessionId: string): string;
+  /** One empty file per process using the copy, named by its pid. */
+  pinsDir(sessionId: string): string;
+  evictingMarkerPath(sessionId: string): string;
 }
 
 export function workspaceLayout(dataDir: string): WorkspaceLayout {
@@ -41,5 +46,7 @@ export function workspaceLayout(dataDir: string): WorkspaceLayout {
     layerPath: (sessionId, turnId) => join(layersDir(sessionId), turnId),
     residentPath: (sessionId) => join(sessionDir(sessionId), 'resident'),
     residentMarkerPath: (sessionId) => join(sessionDir(sessionId), 'resident.holder'),
+    pinsDir: (sessionId) => join(sessionDir(sessionId), 'pins'),
+    evictingMarkerPath: (sessionId) => join(sessionDir(sessionId), 'evicting'),
   };
 }

@@ -344,6 +344,7 @@ async function packed(
   const held: Buffer[] = [];
   let size = 0;
   let spilled: WriteStream | null = null;
+  let writeFailed: Error | null = null;
   try {
     for await (const chunk of archive as AsyncIterable<Buffer>) {
       hash.update(chunk);
@@ -354,8 +355,13 @@ async function packed(
       }
       if (!spilled) {
         spilled = createWriteStream(file);
+        // A failed write (a full disk) fails the pack here, never as an uncaught error event.
+        spilled.on('error', (err) => {
+          writeFailed ??= err;
+        });
         for (const early of held.splice(0)) spilled.write(early);
       }
+      if (writeFailed) throw writeFailed;
       if (!spilled.write(chunk)) await once(spilled, 'drain');
     }
     if (spilled) {

@@ -1,12 +1,20 @@
-/** Sealing a turn's layer on real overlayfs: only through the overlay on the slot. */
+/**
+ * A data dir's workspaces for real: sealing a turn's layer on overlayfs (only through the
+ * overlay on the slot), stamps, and evicting a session's copy (pins from live processes,
+ * resident copies, a SIGKILL mid-eviction).
+ */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buffer } from 'node:stream/consumers';
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { FileBlobStore } from '../blobs/index.js';
+import type { WorkspaceChain } from '../core/index.js';
 import { withoutIndex } from './archive-index.js';
 import { applyLayerArchive, packLayer } from './layer-archive.js';
 import type { PlanStep } from './promotion.js';
@@ -49,14 +57,7 @@ test('a stamp a crash left empty reads as absent: the tree is fetched afresh fro
   await writeFile(join(tree, 'kept.txt'), 'one');
   const big = randomBytes(9 * 2 ** 20);
   await writeFile(join(tree, 'big.bin'), big);
-  assert.equal((await workspaces.ensureCurrent({ sessionId: 's1', version: 1, entries: [] })).how, 'adopted');
-  const snapshot = await workspaces.uploadSnapshot('s1');
-  assert.ok(snapshot);
-  const chain = {
-    sessionId: 's1',
-    version: 1,
-    entries: [{ ...snapshot, kind: 'snapshot' as const, turnId: null }],
-  };
+  const chain = await adoptedChain(workspaces);
   assert.equal((await workspaces.ensureCurrent(chain)).how, 'current');
 
   await writeFile(`${tree}.stamp`, ''); // a rename that reached the disk before its data
@@ -64,6 +65,124 @@ test('a stamp a crash left empty reads as absent: the tree is fetched afresh fro
   assert.equal(await readFile(join(tree, 'kept.txt'), 'utf8'), 'one');
   assert.ok(big.equals(await readFile(join(tree, 'big.bin'))));
   assert.equal((await workspaces.ensureCurrent(chain)).how, 'current');
+});
+
+/** Session s1's copy (as found on a data dir from before chains) snapshotted: a chain of one snapshot. */
+async function adoptedChain(workspaces: Workspaces): Promise<WorkspaceChain> {
+  assert.equal((await workspaces.ensureCurrent({ sessionId: 's1', version: 1, entries: [] })).how, 'adopted');
+  const snapshot = await workspaces.uploadSnapshot('s1');
+  assert.ok(snapshot);
+  return { sessionId: 's1', version: 1, entries: [{ ...snapshot, kind: 'snapshot', turnId: null }] };
+}
+
+const FILES = 400;
+
+/** A data dir holding session s1's copy of a one-snapshot chain: FILES files, each naming itself. */
+async function copyWithChain(
+  t: TestContext,
+): Promise<{ dataDir: string; workspaces: Workspaces; chain: WorkspaceChain }> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'berth-eviction-'));
+  t.after(() => rm(dataDir, { recursive: true, force: true }));
+  const workspaces = new Workspaces(dataDir, 1000, new FileBlobStore(join(dataDir, 'blobs')));
+  const tree = workspaces.committedPath('s1');
+  await mkdir(join(tree, 'd'), { recursive: true });
+  for (let i = 0; i < FILES; i++) await writeFile(join(tree, 'd', `f${i}`), `file ${i}\n`);
+  return { dataDir, workspaces, chain: await adoptedChain(workspaces) };
+}
+
+async function assertIntact(workspaces: Workspaces): Promise<void> {
+  const tree = workspaces.committedPath('s1');
+  for (let i = 0; i < FILES; i++)
+    assert.equal(await readFile(join(tree, 'd', `f${i}`), 'utf8'), `file ${i}\n`);
+}
+
+test('a copy in use by a live process is never evicted; once released it is, and comes back whole from the chain', async (t) => {
+  const { dataDir, workspaces, chain } = await copyWithChain(t);
+  await workspaces.pinCopy('s1');
+  assert.equal(await workspaces.evictCopy('s1'), 'pinned');
+  await workspaces.unpinCopy('s1');
+  // Another process on the data dir (alive) pins it too.
+  const other = spawn('sleep', ['30']);
+  t.after(() => other.kill('SIGKILL'));
+  await writeFile(join(dataDir, 'workspaces', 's1', 'pins', String(other.pid)), '');
+  assert.equal(await workspaces.evictCopy('s1'), 'pinned');
+  await assertIntact(workspaces);
+  other.kill('SIGKILL');
+  await once(other, 'exit');
+  // Its pin is stale now: a dead process uses nothing.
+  assert.equal(await workspaces.evictCopy('s1'), 'evicted');
+  await assert.rejects(stat(workspaces.committedPath('s1')), /ENOENT/);
+  assert.deepEqual(await workspaces.listCopies(), [], 'no dir left of the evicted session');
+  assert.equal((await workspaces.ensureCurrent(chain)).how, 'materialised');
+  await assertIntact(workspaces);
+});
+
+test("a resident agent's workspace is never evicted: it is the only copy", async (t) => {
+  const { workspaces } = await copyWithChain(t);
+  await workspaces.writeResidentMarker({ sessionId: 's1', holder: 'dd_1', epoch: 1 });
+  assert.equal(await workspaces.evictCopy('s1'), 'resident');
+  await assertIntact(workspaces);
+});
+
+test('an eviction SIGKILLed midway: the half-deleted copy is never used as whole, the next turn materialises it', async (t) => {
+  const { dataDir, workspaces, chain } = await copyWithChain(t);
+  const module = fileURLToPath(new URL('./copy-eviction.js', import.meta.url));
+  const layoutModule = fileURLToPath(new URL('./layout.js', import.meta.url));
+  const child = spawn(process.execPath, [
+    '--input-type=module',
+    '-e',
+    `const { evictCopy } = await import(${JSON.stringify(module)});
+     const { workspaceLayout } = await import(${JSON.stringify(layoutModule)});
+     await evictCopy(workspaceLayout(${JSON.stringify(dataDir)}), 's1', Date.now);
+     process.stdout.write('done');`,
+  ]);
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  // Killed as soon as the stamp or the tree is gone: the copy is then half deleted, or wholly.
+  const gone = (path: string) =>
+    stat(path).then(
+      () => false,
+      () => true,
+    );
+  const tree = workspaces.committedPath('s1');
+  while (child.exitCode === null && !(await gone(`${tree}.stamp`)) && !(await gone(tree)))
+    await new Promise((r) => setTimeout(r, 1));
+  child.kill('SIGKILL');
+  await once(child, 'exit').catch(() => undefined);
+  t.diagnostic(
+    `eviction ${out === 'done' ? 'finished' : 'killed'}; ${(await workspaces.listCopies())[0]?.bytes} bytes left`,
+  );
+  // A pin waits out no dead process's marker; the copy is brought level with the chain.
+  await workspaces.pinCopy('s1');
+  const ensured = await workspaces.ensureCurrent(chain);
+  assert.ok(ensured.how === 'current' || ensured.how === 'materialised', ensured.how);
+  await assertIntact(workspaces);
+  await workspaces.unpinCopy('s1');
+});
+
+test('a pin an eviction removed with the session dir is written again once the eviction ended', async (t) => {
+  const { dataDir, workspaces } = await copyWithChain(t);
+  const session = join(dataDir, 'workspaces', 's1');
+  const evictor = spawn('sleep', ['30']);
+  t.after(() => evictor.kill('SIGKILL'));
+  await writeFile(join(session, 'evicting'), JSON.stringify({ pid: evictor.pid, at: Date.now() }));
+  const pinning = workspaces.pinCopy('s1');
+  const pin = join(session, 'pins', String(process.pid));
+  while (
+    !(await stat(pin).then(
+      () => true,
+      () => false,
+    ))
+  )
+    await new Promise((r) => setTimeout(r, 5));
+  // The eviction read the pins before this one was written: it removes them, then its marker.
+  await rm(join(session, 'pins'), { recursive: true });
+  await rm(join(session, 'evicting'));
+  await pinning;
+  await stat(pin);
+  assert.equal(await workspaces.evictCopy('s1'), 'pinned');
 });
 
 test('a copy behind a rewind writes only the files that differ, read through indices; unindexed objects are materialised whole', async (t) => {

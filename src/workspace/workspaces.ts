@@ -18,12 +18,22 @@ import { chown, mkdir, readdir, rm, rmdir, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { BlobStore } from '../blobs/index.js';
 import {
+  asDiskFull,
   BerthError,
+  isNoSpace,
   type ResidentMarker,
   type WorkspaceChain,
   type WorkspaceObjectRef,
 } from '../core/index.js';
 import { type CheckpointIndex, checkpointDelta, scanAttempt } from './checkpoint-scan.js';
+import {
+  type CopyOnDisk,
+  type EvictOutcome,
+  evictCopy,
+  listCopies,
+  pinCopy,
+  unpinCopy,
+} from './copy-eviction.js';
 import { type WorkspaceLayout, workspaceLayout } from './layout.js';
 import { makeSharedMountRoot, mountOverlay, unmountAll } from './overlay-mounts.js';
 import { applyPlan, PLAN_FILE, sealLayer } from './promotion.js';
@@ -36,6 +46,10 @@ export class Workspaces {
   private readonly sessionsDir: string;
   private readonly layout: WorkspaceLayout;
   private readonly cache: WorkspaceCache;
+  /** This process's uses of each session's copy (pinCopy). */
+  private readonly pins = new Map<string, number>();
+  /** Sizes of copies last measured, by session (listCopies). */
+  private readonly measured = new Map<string, { mtimeMs: number; bytes: number }>();
 
   constructor(
     dataDir: string,
@@ -52,17 +66,51 @@ export class Workspaces {
 
   /** Brings this machine's copy of the session's committed workspace level with its chain. */
   ensureCurrent(chain: WorkspaceChain): Promise<EnsuredWorkspace> {
-    return this.cache.ensureCurrent(chain);
+    return orDiskFull(this.cache.ensureCurrent(chain), `bringing session ${chain.sessionId}'s copy level`);
   }
 
   /** A sealed layer as an object of the blob store (before its commit); null when the turn changed nothing. */
   uploadLayer(sessionId: string, turnId: string): Promise<WorkspaceObjectRef | null> {
-    return this.cache.uploadLayer(this.layerPath(sessionId, turnId));
+    return orDiskFull(
+      this.cache.uploadLayer(this.layerPath(sessionId, turnId)),
+      `uploading turn ${turnId}'s layer`,
+    );
   }
 
   /** The committed tree as one snapshot object, with the version it holds. */
   uploadSnapshot(sessionId: string): Promise<(WorkspaceObjectRef & { version: number }) | null> {
     return this.cache.uploadSnapshot(sessionId);
+  }
+
+  /**
+   * This process uses the session's copy (its sandbox is bound, or it runs a turn) until
+   * unpinCopy: no process sharing the data dir evicts it meanwhile. Waits out an eviction
+   * already under way. Counted, so two uses in this process need two unpins.
+   */
+  async pinCopy(sessionId: string): Promise<void> {
+    const uses = (this.pins.get(sessionId) ?? 0) + 1;
+    this.pins.set(sessionId, uses);
+    if (uses === 1) await pinCopy(this.layout, sessionId, Date.now);
+  }
+
+  async unpinCopy(sessionId: string): Promise<void> {
+    const uses = (this.pins.get(sessionId) ?? 1) - 1;
+    if (uses > 0) {
+      this.pins.set(sessionId, uses);
+      return;
+    }
+    this.pins.delete(sessionId);
+    await unpinCopy(this.layout, sessionId);
+  }
+
+  /** Every session's copy on the data dir, measured (copy-eviction.ts). */
+  listCopies(): Promise<CopyOnDisk[]> {
+    return listCopies(this.layout, this.measured);
+  }
+
+  /** Gives up the session's copy unless a process uses it; its next turn materialises it from the chain. */
+  evictCopy(sessionId: string): Promise<EvictOutcome> {
+    return evictCopy(this.layout, sessionId, Date.now);
   }
 
   slotPath(sandboxName: string): string {
@@ -120,7 +168,7 @@ export class Workspaces {
     const committed = this.committedPath(sessionId);
     const layer = this.layerPath(sessionId, turnId);
     // In parallel: on the turn's critical path, and each directory created is a journal write.
-    await Promise.all([
+    const made = Promise.all([
       mkdir(committed, { recursive: true, mode: 0o755 }).then(() =>
         chown(committed, this.sandboxUid, this.sandboxUid),
       ),
@@ -131,6 +179,7 @@ export class Workspaces {
       // A gVisor sandbox starts after its layer is mounted: its slot may not exist yet.
       mkdir(this.slotPath(sandboxName), { recursive: true, mode: 0o755 }),
     ]);
+    await orDiskFull(made, `making turn ${turnId}'s attempt layer`);
     await mountOverlay(this.slotPath(sandboxName), {
       lower: committed,
       upper: join(layer, 'upper'),
@@ -208,11 +257,9 @@ export class Workspaces {
       await assertMounted(slot);
     } catch (err) {
       throw new BerthError(
-        'WORKSPACE_FAILED',
+        isNoSpace(err) ? 'DISK_FULL' : 'WORKSPACE_FAILED',
         `Sealing the workspace of turn ${turnId} failed: ${(err as Error).message}`,
-        {
-          cause: err,
-        },
+        { cause: err },
       );
     }
   }
@@ -334,6 +381,15 @@ async function exists(path: string): Promise<boolean> {
     () => true,
     () => false,
   );
+}
+
+/** A step of a turn's path on the data dir: a full disk fails it as DISK_FULL (retried), never as corruption. */
+async function orDiskFull<T>(step: Promise<T>, what: string): Promise<T> {
+  try {
+    return await step;
+  } catch (err) {
+    throw asDiskFull(err, what);
+  }
 }
 
 function firstLine(text: string | undefined): string {

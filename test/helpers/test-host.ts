@@ -26,7 +26,8 @@ export interface TestHost {
 export async function startTestHost(
   t: TestContext,
   env: Record<string, string> = {},
-  options: { dataDir?: string } = {},
+  /** beforeRemove: run between the host's close and the data dir's removal (e.g. an unmount). */
+  options: { dataDir?: string; beforeRemove?: () => Promise<void> } = {},
 ): Promise<TestHost> {
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'berth-test-')));
   const config = loadConfig({ BERTH_LOG_LEVEL: 'info', ...env, BERTH_DATA: dataDir }, { apiPort: 0 });
@@ -35,6 +36,7 @@ export async function startTestHost(
   const client = new ApiClient(host.url, host.adminToken);
   t.after(async () => {
     await host.close();
+    await options.beforeRemove?.();
     await rm(dataDir, { recursive: true, force: true });
   });
   return {
