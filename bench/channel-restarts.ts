@@ -121,8 +121,7 @@ async function run(messages: number, signal: 'SIGTERM' | 'SIGKILL' | null, resta
   }
   await store.close();
   let sentTwice = 0;
-  for (const m of sent)
-    sentTwice += Math.max(0, telegram.sent.filter((r) => r.replyTo === m.messageId).length - 1);
+  for (const m of sent) sentTwice += Math.max(0, repliesTo(m) - 1);
   child.kill('SIGTERM');
   await exited(child);
   await telegram.close();
