@@ -18,7 +18,8 @@ import { wipeDataDir } from './machines.js';
 import { berth, exited, freePort, spawnBerth, waitForHealthy } from './processes.js';
 
 export async function channelInstall(
-  t: TestContext,
+  /** Where the clean-up goes: a test's context, or a benchmark's list of them. */
+  t: Pick<TestContext, 'after'>,
   o: {
     /** The platform's settings (its API URL, …). */
     env: Record<string, string>;
@@ -91,6 +92,6 @@ export async function inboundTexts(store: Store, prefix: string): Promise<string
     .filter((id) => id.startsWith(`${prefix}-`));
   const texts: string[] = [];
   for (const id of ids)
-    for (const m of await store.listMessages(id, 0, 100)) if (m.direction === 'in') texts.push(m.text);
+    for (const m of await store.listMessages(id, 0, 10_000)) if (m.direction === 'in') texts.push(m.text);
   return texts.sort();
 }
