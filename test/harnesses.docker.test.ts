@@ -339,7 +339,8 @@ test('claude-code past its harnessTimeoutMs: HARNESS_TIMEOUT with its process gr
     // Claude Code refuses a bare long `sleep`; a program that waits is what a real tool does.
     [{ tool: c.shell(WAIT) }, { tool: c.shell(WAIT) }] as never,
     { BERTH_MAX_TRIES: '2' },
-    { harnessTimeoutMs: 6000 },
+    // Long enough for the first model call to be made on a loaded machine (the binary's start, the checkpoint before it).
+    { harnessTimeoutMs: 10_000 },
   );
   const events = await sendAndCollect('t1', { agent: 'h', text: 'sleep' }, done, 120_000);
   assert.equal(events.at(-1)!.type, 'failed', JSON.stringify(events.slice(-3)));
@@ -347,7 +348,7 @@ test('claude-code past its harnessTimeoutMs: HARNESS_TIMEOUT with its process gr
   assert.equal(turns.length, 2, `the retry policy applied: ${JSON.stringify(turns.map((x) => x.error))}`);
   for (const turn of turns) {
     assert.equal(turn.errorCode, 'HARNESS_TIMEOUT');
-    assert.match(turn.error!, /\(6000 ms\)/, 'the error names the timeout');
+    assert.match(turn.error!, /\(10000 ms\)/, 'the error names the timeout');
   }
   assert.ok(fake.scripted().length >= 1, 'the first try was running its tool when it was killed');
 });
