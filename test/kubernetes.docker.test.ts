@@ -33,9 +33,8 @@ import {
   runStackScript,
   startKubeStack,
 } from './helpers/kube-stack.js';
-import { wipeDataDir } from './helpers/machines.js';
 import { freshDatabase } from './helpers/postgres.js';
-import { eventually } from './helpers/processes.js';
+import { eventually, wipeDataDir } from './helpers/processes.js';
 import { freshBucket, testS3 } from './helpers/s3.js';
 import { testSandboxSpec } from './helpers/sandbox-spec.js';
 import { startTestHost, type TestHost } from './helpers/test-host.js';

@@ -13,8 +13,16 @@ import { ApiClient } from '../src/cli/index.js';
 import type { Message, Turn } from '../src/core/index.js';
 import { readAdminToken } from '../src/secrets/index.js';
 import { workspaceLayout } from '../src/workspace/index.js';
-import { startMachines, wipeDataDir } from './helpers/machines.js';
-import { berth, eventually, exited, freePort, spawnBerth, waitForHealthy } from './helpers/processes.js';
+import { startMachines } from './helpers/machines.js';
+import {
+  berth,
+  eventually,
+  exited,
+  freePort,
+  spawnBerth,
+  waitForHealthy,
+  wipeDataDir,
+} from './helpers/processes.js';
 
 test('three messages to one session, two sharing a turn: each `send --wait` prints its own reply and exits with its own code', async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'berth-order-'));

@@ -14,8 +14,7 @@ import { type FailpointName, hostPaths } from '../../src/core/index.js';
 import { SecretStore } from '../../src/secrets/index.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { failpointEnv } from './failpoint-preload.js';
-import { wipeDataDir } from './machines.js';
-import { berth, exited, freePort, spawnBerth, waitForHealthy } from './processes.js';
+import { berth, exited, freePort, spawnBerth, waitForHealthy, wipeDataDir } from './processes.js';
 
 export async function channelInstall(
   /** Where the clean-up goes: a test's context, or a benchmark's list of them. */

@@ -6,7 +6,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
@@ -18,7 +18,7 @@ import { connectDocker } from '../../src/runtime/index.js';
 import { readAdminToken } from '../../src/secrets/index.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { freshDatabase } from './postgres.js';
-import { eventually, exited, freePort, spawnBerth, waitForHealthy } from './processes.js';
+import { eventually, exited, freePort, spawnBerth, waitForHealthy, wipeDataDir } from './processes.js';
 import { freshBucket, testS3 } from './s3.js';
 
 const run = promisify(execFile);
@@ -125,10 +125,4 @@ export async function berthCli(cluster: { url: string; token?: string | undefine
     const e = err as { code: number; stdout: string; stderr: string };
     return { code: e.code, stdout: e.stdout, stderr: e.stderr };
   }
-}
-
-/** A data dir as a dead machine leaves it, removed: every mount under it first (slots, overlays). */
-export async function wipeDataDir(dir: string): Promise<void> {
-  await run('umount', ['-R', '-l', join(dir, 'slots')]).catch(() => undefined);
-  await rm(dir, { recursive: true, force: true });
 }

@@ -1,8 +1,9 @@
 /** Running `berth` as real child processes, the way a user runs it, for multi-process tests. */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { openSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { BERTH_BIN as BIN, freePort } from '../../src/chaos/index.js';
 
 export { freePort };
@@ -64,4 +65,10 @@ export async function eventually<T>(
 export function exited(child: ChildProcess): Promise<number | null> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
   return new Promise((r) => child.on('exit', (code) => r(code)));
+}
+
+/** A data dir as a dead machine leaves it, removed: every mount under it first (slots, overlays). */
+export async function wipeDataDir(dir: string): Promise<void> {
+  await promisify(execFile)('umount', ['-R', '-l', join(dir, 'slots')]).catch(() => undefined);
+  await rm(dir, { recursive: true, force: true });
 }
