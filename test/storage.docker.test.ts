@@ -38,7 +38,9 @@ test('anthropic: storage_put in one session, storage_get in another; a denied op
       tool: {
         name: 'bash',
         input: {
-          command: `grep -rlsF '${CONTENT.slice(0, 8)}''${CONTENT.slice(8)}' /run /workspace /tmp /opt /etc /home /root /usr/local /mnt /var 2>/dev/null; grep -c storage /proc/mounts; true`,
+          // The loop's own conversation (.berth/model-call.json, its checkpoint before each model
+          // call) holds what storage_get answered, by design: any other file holding it would be a leak.
+          command: `grep -rlsF --exclude=model-call.json '${CONTENT.slice(0, 8)}''${CONTENT.slice(8)}' /run /workspace /tmp /opt /etc /home /root /usr/local /mnt /var 2>/dev/null; grep -c storage /proc/mounts; true`,
         },
       },
     },
