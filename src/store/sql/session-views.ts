@@ -12,7 +12,7 @@ import {
   type SessionView,
 } from '../../core/index.js';
 import { deriveSessionStatus } from '../session-status.js';
-import { fairClaimOrder, fairPosition } from './fair-order.js';
+import { fairClaimOrder, fairPosition, type Shares } from './fair-order.js';
 import { all, get, type Program, type Row } from './program.js';
 import { toMessage, toQueuedSession, toSession, toShares, toTurn } from './rows.js';
 import type { CountColumn } from './session-counts-ddl.js';
@@ -36,8 +36,22 @@ export function* queueDepth(now: number, leaseMs: number): Program<number> {
   );
 }
 
+/** The tenants' shares, read once however many sessions of a page ask. */
+function sharesOnce(): () => Program<Shares> {
+  let shares: Shares | undefined;
+  return function* () {
+    shares ??= toShares(yield* all('TENANT_SHARES', {}));
+    return shares;
+  };
+}
+
 /** 1-based place of the session in claim order; null when it is not queued (nothing runnable, or a live holder). */
-function* queuePositionOf(row: Row, now: number, leaseMs: number): Program<number | null> {
+function* queuePositionOf(
+  row: Row,
+  now: number,
+  leaseMs: number,
+  shares: () => Program<Shares>,
+): Program<number | null> {
   if (row.queued_id == null || Number(row.runnable_at) > now) return null;
   const staleBefore = now - leaseMs;
   if (row.lease_owner != null) {
@@ -46,7 +60,7 @@ function* queuePositionOf(row: Row, now: number, leaseMs: number): Program<numbe
   }
   const counts = yield* all('QUEUE_COUNTS', { before: Number(row.queued_id), now, staleBefore });
   const byTenant = new Map(counts.map((c) => [String(c.tenant), { n: Number(c.n), ahead: Number(c.ahead) }]));
-  return fairPosition(byTenant, toShares(yield* all('TENANT_SHARES', {})), String(row.tenant));
+  return fairPosition(byTenant, yield* shares(), String(row.tenant));
 }
 
 export function* sessionViewOf(sessionId: string, now: number, leaseMs: number): Program<SessionView | null> {
@@ -58,7 +72,7 @@ export function* sessionViewOf(sessionId: string, now: number, leaseMs: number):
     lastInboundStatus: (counts.last_in_status as string | null) ?? null,
     running: yield* get('RUNNING_TURN_OF_SESSION', { sessionId }),
     lastReply: yield* get('LAST_REPLY', { sessionId }),
-    queuePosition: yield* queuePositionOf(row, now, leaseMs),
+    queuePosition: yield* queuePositionOf(row, now, leaseMs, sharesOnce()),
   });
 }
 
@@ -106,8 +120,9 @@ export function* listSessionViews(
 /** The claim-queue positions of a page's queued sessions, each counted as one session's view counts it. */
 function* pagePositions(rows: Row[], now: number, leaseMs: number): Program<Map<string, number>> {
   const positions = new Map<string, number>();
+  const shares = sharesOnce();
   for (const row of rows) {
-    const position = yield* queuePositionOf(row, now, leaseMs);
+    const position = yield* queuePositionOf(row, now, leaseMs, shares);
     if (position !== null) positions.set(String(row.id), position);
   }
   return positions;
