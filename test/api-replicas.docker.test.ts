@@ -20,6 +20,7 @@ import { WEBHOOK_DELIVERY_HEADER } from '../src/core/index.js';
 import { readAdminToken } from '../src/secrets/index.js';
 import { openStore } from '../src/store/index.js';
 import { berth, eventually, exited, freePort, spawnBerth, waitForHealthy } from './helpers/processes.js';
+import { followWithReconnects } from './helpers/sse-follow.js';
 
 const haproxyMissing =
   spawnSync('haproxy', ['-v']).status === 0
@@ -45,28 +46,6 @@ function haproxyConfig(listen: number, apis: number[]): string {
     ...apis.map((port, i) => `  server api${i} 127.0.0.1:${port} check inter 200 fall 1 rise 1`),
     '',
   ].join('\n');
-}
-
-/** Follows a session's events through `client`, reconnecting from the last id whenever the connection breaks. */
-async function follow(client: ApiClient, session: string, until: (got: StreamedEvent[]) => boolean) {
-  const got: StreamedEvent[] = [];
-  let broken = 0;
-  const deadline = AbortSignal.timeout(90_000);
-  while (!until(got)) {
-    deadline.throwIfAborted();
-    try {
-      for await (const e of client.events(session, got.at(-1)?.id ?? 0, deadline)) {
-        if (e.id !== null) got.push(e);
-        if (until(got)) break;
-      }
-    } catch {
-      // The API this stream was on died: connect again through the balancer, from the last id.
-      deadline.throwIfAborted();
-      broken++;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  return { got, broken };
 }
 
 test('two API processes behind HAProxy: either accepts a message, a webhook is delivered once, one SIGKILLed under open streams costs a reconnect and no event', {
@@ -142,7 +121,17 @@ test('two API processes behind HAProxy: either accepts a message, a webhook is d
   const replies = 16;
   const client = new ApiClient(url, token);
   const enough = (got: StreamedEvent[]) => got.filter((e) => e.type === 'reply').length >= replies;
-  const streams = Array.from({ length: 4 }, () => follow(client, 's1', enough));
+  const streams = Array.from({ length: 4 }, () =>
+    followWithReconnects(
+      (after, signal) => client.events('s1', after, signal),
+      Number.POSITIVE_INFINITY,
+      enough,
+      {
+        resumeAfterBreak: true,
+        timeoutMs: 90_000,
+      },
+    ),
+  );
   for (let i = 0; i < 10; i++) {
     await post(url, `echo burst-${i}`);
     if (i === 4) {
