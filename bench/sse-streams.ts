@@ -9,24 +9,22 @@
  * the other for the CPU. Figures: the API's store reads per second, each event's delivery
  * delay (its commit → a stream got it) p50/p99 over every stream that wants it, and what a
  * user's POST (→ 202) and GET /v1/status take meanwhile, against the same with no stream
- * open (baselineNoStreams). The streams' clients run in this process, beside the API.
+ * open (baselineNoStreams), and the API thread's CPU per delivery. The streams' clients, the writer and the probes run in a worker
+ * thread (sse-stream-clients.ts), so the API's thread does only what an API process does.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { pino } from 'pino';
 import { issueToken } from '../src/api/api-tokens.js';
 import { buildApp } from '../src/api/index.js';
-import { ApiClient, type StreamedEvent } from '../src/client/index.js';
 import { agentSpecSchema, loadConfig, type SessionEvent, systemClock } from '../src/core/index.js';
 import { type ApiStore, openSqliteStore } from '../src/store/index.js';
 import { countingStreamReads } from '../test/helpers/counting-store.js';
-import { type BenchOptions, round, stats } from './harness.js';
-
-const SESSIONS = 50;
-const WRITE_EVERY_MS = 10;
-const PROBE_EVERY_MS = 50;
+import { type BenchOptions, round } from './harness.js';
+import { type StreamClientsJob, type StreamClientsResult, WRITE_EVERY_MS } from './sse-stream-clients.js';
 
 export async function sseStreams({ quick }: BenchOptions) {
   const streams = quick ? 200 : 5_000;
@@ -60,9 +58,7 @@ async function measure(
 ) {
   const config = loadConfig({});
   const path = join(dir, 'berth.db');
-  const open = () => openSqliteStore({ path, leaseMs: config.leaseMs, retry: config });
-  const api = open();
-  const writer = open();
+  const api = openSqliteStore({ path, leaseMs: config.leaseMs, retry: config });
   const { store: counted, reads } = countingStreamReads(api);
   const log = pino({ level: 'silent' });
   const tenant = `bench-${name}`;
@@ -72,91 +68,51 @@ async function measure(
       ? await buildApp({ config, store: counted, clock: systemClock, log })
       : await legacyApp(counted, token, tenant);
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
-  const client = new ApiClient(url, token);
   const agent = `sse-${name}`;
   await api.createAgent(agentSpecSchema.parse({ name: agent, provider: 'command' }), Date.now(), tenant);
-  const session = (i: number) => `${name}-s${i}`;
-  for (let i = 0; i < SESSIONS; i++)
-    await writer.enqueueMessage({ sessionId: session(i), agent, text: 'first', now: Date.now(), tenant });
-  const after = await api.lastEventId();
 
-  const delays: number[] = [];
-  const cut = new AbortController();
-  let measuring = false;
-  const opened = Array.from({ length: n }, (_, i) =>
-    i % 10 === 9
-      ? client.stream('/v1/events', after, cut.signal)
-      : client.events(session(i % SESSIONS), after, cut.signal),
-  );
-  let connected = 0;
-  const pumps = opened.map(async (s) => {
-    try {
-      let first = true;
-      for await (const e of s as AsyncGenerator<StreamedEvent>) {
-        if (first) {
-          first = false;
-          connected++;
-        }
-        if (e.id !== null && measuring) delays.push(Date.now() - Number(e.data.at));
-      }
-    } catch {
-      // cut at the end
-    }
-  });
-  // A stream counts as open at its first event: one per session.
-  for (let i = 0; i < SESSIONS; i++)
-    await writer.enqueueMessage({ sessionId: session(i), text: 'open', now: Date.now(), tenant });
-  const openDeadline = Date.now() + 120_000;
-  while (connected < n && Date.now() < openDeadline) await new Promise((r) => setTimeout(r, 50));
-
-  measuring = true;
-  const before = reads();
-  const t0 = Date.now();
-  // A user's requests while the streams are open: a POST (→ 202) and /v1/status, every PROBE_EVERY_MS.
-  const postMs: number[] = [];
-  const statusMs: number[] = [];
-  const probes = (async () => {
-    if (mode !== 'feed') return; // the baseline's routes are the streams' only
-    for (let k = 0; Date.now() - t0 < seconds * 1000; k++) {
-      const p0 = performance.now();
-      await client.request('POST', `/v1/sessions/${name}-probe${k}/messages`, { text: 'probe', agent });
-      const p1 = performance.now();
-      await client.request('GET', '/v1/status');
-      statusMs.push(performance.now() - p1);
-      postMs.push(p1 - p0);
-      await new Promise((r) => setTimeout(r, PROBE_EVERY_MS));
-    }
-  })();
-  let written = 0;
-  while (Date.now() - t0 < seconds * 1000) {
-    await writer.enqueueMessage({
-      sessionId: session(written % SESSIONS),
-      text: `m${written}`,
-      now: Date.now(),
-      tenant,
+  // The clients, the writer (another process's writes, through its own store connection)
+  // and the user's probes run in a thread of their own: this thread is the API process alone.
+  const job: StreamClientsJob = {
+    url,
+    token,
+    dbPath: path,
+    name,
+    tenant,
+    agent,
+    streams: n,
+    seconds,
+    probe: mode === 'feed',
+  };
+  const clients = new Worker(new URL('./sse-stream-clients.js', import.meta.url), { workerData: job });
+  let before = 0;
+  let t0 = 0;
+  let cpu0 = process.threadCpuUsage();
+  const result = await new Promise<StreamClientsResult>((resolve, reject) => {
+    clients.on('message', (m: { measuring: true } | { done: StreamClientsResult }) => {
+      if ('measuring' in m) {
+        before = reads();
+        t0 = Date.now();
+        cpu0 = process.threadCpuUsage();
+      } else resolve(m.done);
     });
-    written++;
-    await new Promise((r) => setTimeout(r, WRITE_EVERY_MS));
-  }
-  await probes;
-  await new Promise((r) => setTimeout(r, 1_500));
+    clients.once('error', reject);
+    clients.once('exit', (code) => reject(new Error(`stream clients exited with ${code}`)));
+  });
+  const cpu = process.threadCpuUsage(cpu0);
   const elapsedS = (Date.now() - t0) / 1000;
   const readsPerSecond = round((reads() - before) / elapsedS);
-  measuring = false;
-  cut.abort();
-  await Promise.all(pumps);
+  // The API thread's CPU (user + system) per second and per delivery: what the streams cost
+  // the process, and a figure other jobs on the machine move far less than latencies.
+  const cpuMs = (cpu.user + cpu.system) / 1000;
+  const apiCpu = {
+    msPerSecond: round(cpuMs / elapsedS),
+    usPerDelivery: result.figures.deliveries > 0 ? round((cpuMs * 1000) / result.figures.deliveries) : null,
+  };
+  await clients.terminate();
   await app.close();
   await api.close();
-  await writer.close();
-  return {
-    connected,
-    written,
-    readsPerSecond,
-    deliveries: delays.length,
-    deliveryDelayMs: delays.length > 0 ? stats(delays) : null,
-    postAcceptedMs: postMs.length > 0 ? stats(postMs) : null,
-    statusMs: statusMs.length > 0 ? stats(statusMs) : null,
-  };
+  return { connected: result.connected, written: result.written, readsPerSecond, apiCpu, ...result.figures };
 }
 
 /**

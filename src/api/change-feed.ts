@@ -22,6 +22,9 @@
  *   to it (tenant) or past it (session), and the feed gives it everything after.
  * - Queue positions are read once per tick for every watched session (one read, whatever
  *   the number of streams), and only while a session stream is open.
+ * - Delivery is handed out in slices of DELIVERY_SLICE, with the event loop free between
+ *   them: a read that finds events for thousands of streams never holds a POST or a status
+ *   request behind all of them. Order is kept: one queue, drained front to back.
  * - Nothing runs while nobody listens: the first subscriber starts the feed a little below
  *   the log's newest id (START_LOOKBACK_IDS), the last one to leave stops it (its store
  *   listener and timer go with it).
@@ -54,6 +57,9 @@ const MAX_GAP_IDS = 1_000;
  * tenant stream wait `gapWaitMs` once, at the start.
  */
 const START_LOOKBACK_IDS = 256;
+
+/** Deliveries handed out before the feed lets the event loop serve other requests. */
+const DELIVERY_SLICE = 256;
 
 export const DEFAULT_FEED_OPTIONS: FeedOptions = { tickMs: 1_000, gapWaitMs: 5_000, batch: 500 };
 
@@ -101,6 +107,11 @@ export class ChangeFeed {
   private scheduled = false;
   private again = false;
   private readingPositions = false;
+  /** Events read, with the subscribers that were there to get them, not yet handed out. */
+  private readonly outbound: { event: LoggedEvent; to: FeedSubscriber[] }[] = [];
+  /** The drain of `outbound`: the last one started, and whether it still runs. */
+  private delivering: Promise<void> = Promise.resolve();
+  private draining = false;
   private offChange: (() => void) | null = null;
   private tick: NodeJS.Timeout | null = null;
   /** Store reads made by the feed, by kind (metrics, tests). */
@@ -157,6 +168,7 @@ export class ChangeFeed {
     this.tick = null;
     this.held.clear();
     this.gaps.clear();
+    this.outbound.length = 0;
   }
 
   /** The highest id below which every id was delivered or given up (tests, diagnostics). */
@@ -208,6 +220,7 @@ export class ChangeFeed {
     while (this.pumping) await this.pumping;
     this.pumping = this.pump();
     await this.pumping;
+    while (this.draining) await this.delivering;
   }
 
   private async pump(): Promise<void> {
@@ -260,8 +273,34 @@ export class ChangeFeed {
 
   /** A newly read event: to its session's subscribers now, to tenant subscribers once settled. */
   private accept(e: LoggedEvent): void {
-    for (const sub of this.bySession.get(e.sessionId) ?? []) sub.deliver(e);
+    const subs = this.bySession.get(e.sessionId);
+    if (subs) this.handOut(e, [...subs]);
     this.held.set(e.id, e);
+  }
+
+  private handOut(event: LoggedEvent, to: FeedSubscriber[]): void {
+    if (to.length === 0) return;
+    this.outbound.push({ event, to });
+    // A drain with nothing to yield for ends before its promise is stored: the flag says
+    // whether one runs, not the promise.
+    if (!this.draining) this.delivering = this.deliver();
+  }
+
+  private async deliver(): Promise<void> {
+    this.draining = true;
+    try {
+      let handed = 0;
+      for (let next = this.outbound.shift(); next; next = this.outbound.shift()) {
+        for (const sub of next.to) sub.deliver(next.event);
+        handed += next.to.length;
+        if (handed >= DELIVERY_SLICE) {
+          handed = 0;
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+      }
+    } finally {
+      this.draining = false;
+    }
   }
 
   /** Moves `settled` over every id delivered or given up, delivering to tenant subscribers in id order. */
@@ -273,10 +312,13 @@ export class ChangeFeed {
       const event = this.held.get(next);
       if (event) {
         this.held.delete(next);
-        for (const sub of this.tenantSubs) {
-          const filter = sub.filter as { tenant: string | undefined };
-          if (filter.tenant === undefined || filter.tenant === event.tenant) sub.deliver(event);
-        }
+        this.handOut(
+          event,
+          [...this.tenantSubs].filter((sub) => {
+            const filter = sub.filter as { tenant: string | undefined };
+            return filter.tenant === undefined || filter.tenant === event.tenant;
+          }),
+        );
       } else {
         const missedAt = this.gaps.get(next);
         if (missedAt === undefined) {

@@ -142,14 +142,28 @@ async function stream(
   ctx.open.add(end);
   request.raw.on('close', finish);
 
-  const write = (type: string, data: unknown, id?: number): boolean =>
-    res.write(`${id === undefined ? '' : `id: ${id}\n`}event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
+  const write = (type: string, data: unknown): boolean =>
+    res.write(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
   const sendEvent = (e: SessionEvent): boolean => {
     if (e.id <= lastId) return true;
     lastId = e.id;
     // A stored `queued` event carries the position: no id-less one for the same.
     if (e.type === 'queued' && typeof e.data.position === 'number') position = e.data.position;
-    return write(e.type, { ...e.data, sessionId: e.sessionId, at: e.createdAt }, e.id);
+    return res.write(frameOf(e));
+  };
+  /**
+   * The feed hands over a read's events one by one, synchronously: corked until the next
+   * tick, they leave as one write to the socket instead of one each.
+   */
+  let corked = false;
+  const cork = () => {
+    if (corked) return;
+    corked = true;
+    res.cork();
+    process.nextTick(() => {
+      corked = false;
+      res.uncork();
+    });
   };
   const sendPosition = (p: number | null) => {
     if (p === position) return;
@@ -172,6 +186,7 @@ async function stream(
     deliver(e) {
       if (closed) return;
       if (!catchingUp) {
+        cork();
         sendEvent(e);
         live();
       } else if (held.push({ event: e }) > MAX_HELD_WHILE_CATCHING_UP) overflow();
@@ -219,6 +234,21 @@ async function stream(
     finish();
     res.end();
   }
+}
+
+/**
+ * An event's SSE frame, built once however many streams it goes to: the feed hands the
+ * same object to every subscriber, so a tenant stream's copy costs no serialisation.
+ */
+const frames = new WeakMap<SessionEvent, Buffer>();
+function frameOf(e: SessionEvent): Buffer {
+  let frame = frames.get(e);
+  if (frame === undefined) {
+    const data = JSON.stringify({ ...e.data, sessionId: e.sessionId, at: e.createdAt });
+    frame = Buffer.from(`id: ${e.id}\nevent: ${e.type}\ndata: ${data}\n\n`);
+    frames.set(e, frame);
+  }
+  return frame;
 }
 
 /** Resolves when the response's buffer drained, or it closed. */
