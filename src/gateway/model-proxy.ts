@@ -17,7 +17,7 @@
  * - The agent's hourly budget is checked before every call (MODEL_BUDGET_EXCEEDED, 429,
  *   audited). A stale generation never reaches this module: the gateway refuses it first.
  * - A generation request is a model-call boundary (the loop waits; its tools have
- *   returned): where the binding gives a checkpoint (berth's own loops), the turn is
+ *   returned): where the binding gives a checkpoint (every model agent), the turn is
  *   checkpointed there, durable before anything goes upstream or is answered. A checkpoint
  *   that fails is skipped (the request still goes); a stale one stops it.
  * - Each completed answer (status < 400, its body whole) is journalled for the turn's work,

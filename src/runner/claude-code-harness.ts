@@ -17,12 +17,9 @@ import { createHash } from 'node:crypto';
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { HarnessError } from './harness-process.js';
-import { type HarnessAdapter, PLACEHOLDER_KEY, textOf } from './harness-provider.js';
+import { type HarnessAdapter, PLACEHOLDER_KEY, promptToSend, textOf } from './harness-provider.js';
 
 export const CLAUDE_BIN = '/usr/local/bin/claude';
-/** What a retry resumed mid-turn tells Claude Code: its transcript holds the task already. */
-export const CONTINUATION =
-  'Your run of this task was interrupted and has been restarted. Your files are as they were at your last model call. Continue the task from where you left off.';
 
 interface ContentBlock {
   type: string;
@@ -51,7 +48,7 @@ export const claudeCode: HarnessAdapter = {
     let result: Record<string, unknown> | null = null;
     return {
       // -p with no prompt argument reads it from stdin.
-      stdin: resume && input.resumedMidTurn ? CONTINUATION : input.prompt,
+      stdin: promptToSend(input, resume),
       argv: [
         CLAUDE_BIN,
         '-p',

@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import {
   type HarnessAdapter,
   PLACEHOLDER_KEY,
+  promptToSend,
   replyOrFailure,
   saveConversationId,
   savedConversationId,
@@ -59,7 +60,7 @@ export const codex: HarnessAdapter = {
         // The prompt '-' is read from stdin.
         '-',
       ],
-      stdin: input.prompt,
+      stdin: promptToSend(input, thread !== ''),
       env: {
         CODEX_HOME: input.stateDir,
         OPENAI_API_KEY: PLACEHOLDER_KEY,

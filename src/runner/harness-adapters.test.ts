@@ -9,10 +9,11 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
-import { CONTINUATION, claudeCode, transcriptId } from './claude-code-harness.js';
+import { claudeCode, transcriptId } from './claude-code-harness.js';
 import { codex, codexConfig } from './codex-harness.js';
 import { HarnessError } from './harness-process.js';
 import type { HarnessAdapter, HarnessInput } from './harness-provider.js';
+import { CONTINUATION } from './harness-provider.js';
 import { modelEndpointUrl } from './model-endpoint.js';
 import { opencode } from './opencode-harness.js';
 

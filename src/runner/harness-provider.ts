@@ -37,6 +37,19 @@ export const PLACEHOLDER_KEY = 'berth-no-key-in-the-sandbox';
 const MAX_INSTRUCTIONS_BYTES = 256 * 1024;
 const PROGRESS_CHARS = 2000;
 
+/** What a retry resumed mid-turn tells its harness: the transcript holds the task already. */
+export const CONTINUATION =
+  'Your run of this task was interrupted and has been restarted. Your files are as they were at your last model call. Continue the task from where you left off.';
+
+/**
+ * What the harness reads on its standard input: the turn's prompt, or, for a retry resumed
+ * mid-turn whose harness has a conversation to resume, the continuation (the prompt is in
+ * that conversation already; handing it again would start the task over on top of it).
+ */
+export function promptToSend(input: HarnessInput, resumesConversation: boolean): string {
+  return resumesConversation && input.resumedMidTurn ? CONTINUATION : input.prompt;
+}
+
 /** What an adapter is handed for one run. */
 export interface HarnessInput {
   settings: HarnessSettings;

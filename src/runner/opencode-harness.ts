@@ -44,7 +44,7 @@ export const opencode: harness.HarnessAdapter = {
     return {
       argv: [OPENCODE_BIN, 'run', '--format', 'json', ...(session ? ['--session', session] : [])],
       // With no message argument, `opencode run` reads the message from stdin.
-      stdin: input.prompt,
+      stdin: harness.promptToSend(input, session !== ''),
       env: {
         XDG_CONFIG_HOME: join(input.stateDir, 'config'),
         XDG_DATA_HOME: join(input.stateDir, 'data'),

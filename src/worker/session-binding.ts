@@ -6,7 +6,7 @@
  * time, so a warm sandbox serves any session without a restart.
  */
 import type { Logger } from 'pino';
-import { type Agent, egressRules, isHarness, modelApiOf, type Session } from '../core/index.js';
+import { type Agent, egressRules, modelApiOf, type Session } from '../core/index.js';
 import {
   type GatewayBinding,
   type GatewayHooks,
@@ -19,10 +19,6 @@ import type { Fence } from '../store/index.js';
 import type { SandboxDeps } from './deps.js';
 
 const TOKEN_TTL_MS = 7 * 24 * 3600 * 1000;
-
-function checkpointsModelCalls(provider: string): boolean {
-  return !isHarness(provider) || provider === 'claude-code';
-}
 
 export function sessionBinding(
   deps: SandboxDeps,
@@ -61,11 +57,7 @@ export function sessionBinding(
             store: deps.store,
             clock,
             log,
-            // berth's own loops and Claude Code resume mid-turn; Codex and opencode restored
-            // mid-turn would be handed the turn's prompt again on top of their transcript.
-            ...(checkpointsModelCalls(agent.provider)
-              ? { checkpoint: (turnId: string) => o.hooks.checkpointModelCall(turnId) }
-              : {}),
+            checkpoint: (turnId: string) => o.hooks.checkpointModelCall(turnId),
           }),
         }
       : {}),
