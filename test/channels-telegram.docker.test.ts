@@ -266,7 +266,7 @@ test('telegram: the CLI names the fix for a missing token; list, pause (messages
   });
   assert.match(
     listed,
-    /^tg1\ttelegram\tagent sh\tper-user\trunning\tcursor 0\tallow @alice\ttoken-secret tg\n$/,
+    /^tg1\ttelegram\tagent sh\tper-user\trunning\tcursor 0\tallow @alice\ttoken-secret tg\trespond all\n$/,
   );
 
   assert.match(await install.cli('channel', 'pause', 'tg1'), /\tpaused\t/);

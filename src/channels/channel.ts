@@ -39,7 +39,9 @@ export interface PlatformClient {
    * Keeps the platform's connection open in the lease holder until `signal`, handing each
    * event to `commit` (which resolves once it is in the store) before moving on. Rejects
    * with a PlatformError when the connection failed: the runner backs off and calls again.
-   * Present on a platform that pushes over a connection berth opens (Discord's Gateway).
+   * Present on a platform that pushes over a connection berth opens (Discord's Gateway,
+   * Slack's Socket Mode), or that is told once where to push (Telegram's setWebhook: it
+   * registers, then holds until `signal`).
    */
   listen?(commit: (event: ChannelEvent) => Promise<void>, signal: AbortSignal): Promise<void>;
   /** Sends; resolves to the platform's id of the message it created. */
@@ -55,8 +57,18 @@ export interface PlatformClient {
   showTyping(chatId: string, signal: AbortSignal): Promise<void>;
 }
 
-/** Builds the client of a channel from its row and its bot token (read from the host's secret store). */
-export type PlatformClientFactory = (channel: Channel, token: string) => PlatformClient;
+/** The values of the secrets a channel names, read from the host's secret store. */
+export interface ChannelSecrets {
+  /** The bot token. */
+  token: string;
+  /** Telegram's webhook secret_token (webhook mode), Slack's signing secret; null when the channel names none. */
+  signingSecret: string | null;
+  /** Slack's app-level token (Socket Mode); null when the channel names none. */
+  appToken: string | null;
+}
+
+/** Builds the client of a channel from its row and its secrets. */
+export type PlatformClientFactory = (channel: Channel, secrets: ChannelSecrets) => PlatformClient;
 
 /** Why a platform call failed, as the runner acts on it. */
 export type PlatformFailure =

@@ -9,7 +9,7 @@
  * The token appears in request URLs only; it is never logged (errors name the method).
  */
 import type { Channel, ChannelInbound } from '../core/index.js';
-import { type ChannelSend, type PlatformClient, PlatformError } from './channel.js';
+import { type ChannelSecrets, type ChannelSend, type PlatformClient, PlatformError } from './channel.js';
 
 /** Telegram's limit of one message's text, in UTF-16 units. */
 export const TELEGRAM_MAX_TEXT = 4096;
@@ -138,5 +138,6 @@ function toInbound(update: TelegramUpdate): ChannelInbound {
 }
 
 export function telegramClientFactory(options: Omit<TelegramOptions, 'token'>) {
-  return (_channel: Channel, token: string): PlatformClient => new TelegramClient({ ...options, token });
+  return (_channel: Channel, { token }: ChannelSecrets): PlatformClient =>
+    new TelegramClient({ ...options, token });
 }

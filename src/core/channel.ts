@@ -35,9 +35,16 @@ export interface Channel {
   allowChats: string[];
   /** The name, in the host's secret store, of the bot token. The value never leaves the host. */
   tokenSecret: string;
-  /** The name, in the host's secret store, of the secret that signs the platform's pushed requests (Slack's signing secret); null for a platform polled instead. */
+  /**
+   * The name, in the host's secret store, of the secret that proves a pushed request is the
+   * platform's (Slack's signing secret; Telegram's webhook `secret_token`); null when nothing is pushed over HTTP.
+   */
   signingSecret: string | null;
-  /** Which group messages reach the agent (Slack; Telegram answers every message). */
+  /** Slack Socket Mode: the name, in the host's secret store, of the app-level token (`xapp-…`); null = the Events API over HTTP. */
+  appTokenSecret: string | null;
+  /** Telegram webhook mode: berth's public base URL, where Telegram POSTs updates; null = long polling. */
+  webhookUrl: string | null;
+  /** Which group messages reach the agent: all, or only those naming the bot. */
   respondTo: ChannelRespond;
   paused: boolean;
   /** The next platform offset to ask for (Telegram: the last committed update_id + 1). */

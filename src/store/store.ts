@@ -157,6 +157,8 @@ export type NewChannel = Pick<
   | 'allowChats'
   | 'tokenSecret'
   | 'signingSecret'
+  | 'appTokenSecret'
+  | 'webhookUrl'
   | 'respondTo'
 >;
 

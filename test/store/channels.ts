@@ -26,6 +26,8 @@ const CHANNEL: NewChannel = {
   allowChats: [],
   tokenSecret: 'tg',
   signingSecret: null,
+  appTokenSecret: null,
+  webhookUrl: null,
   respondTo: 'all',
 };
 

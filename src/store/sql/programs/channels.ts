@@ -36,6 +36,8 @@ export function toChannel(r: Row): Channel {
     allowChats: JSON.parse(String(r.allow_chats)) as string[],
     tokenSecret: String(r.token_secret),
     signingSecret: (r.signing_secret as string | null) ?? null,
+    appTokenSecret: (r.app_token_secret as string | null) ?? null,
+    webhookUrl: (r.webhook_url as string | null) ?? null,
     respondTo: String(r.respond_to) as Channel['respondTo'],
     paused: Number(r.paused) === 1,
     cursor: Number(r.cursor),
