@@ -7,7 +7,8 @@
  * (src/core/failpoints.ts): between an update's arrival and its commit, between a reply's
  * commit and its send, between the send and its record. After the restart nothing is lost
  * and nothing is enqueued or sent twice, except in the last window, where the reply is sent
- * again: the documented at-least-once choice (docs/channels.md).
+ * again: the documented at-least-once choice (docs/channels.md). The chat commands
+ * `/status` and `/interrupt` are answered by berth (the latter stopping a running turn).
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
@@ -73,7 +74,7 @@ function repliesTo(telegram: FakeTelegram, chatId: number, messageId: number, co
   );
 }
 
-test('telegram: a reply per message in its chat, in reply to it; a stranger refused once; a 429 waited out; a long reply cut; a failed turn told', {
+test('telegram: a reply per message in its chat, in reply to it; a stranger refused once; a 429 waited out; a long reply cut; a failed turn told; /status and /interrupt answered without reaching the agent', {
   timeout: 180_000,
 }, async (t) => {
   const install = await startWithAgent(t);
@@ -164,6 +165,40 @@ test('telegram: a reply per message in its chat, in reply to it; a stranger refu
   assert.equal(sentTo(telegram, BOB.chatId).length, 1);
   const inbound = (await store.listMessages('tg-tg1-100', 0, 100)).filter((m) => m.direction === 'in');
   assert.equal(inbound.length, 5);
+
+  // Chat commands: answered by berth through the outbox, never enqueued.
+  const status = telegram.userMessage({ ...ALICE, text: '/status' });
+  const [statusReply] = await repliesTo(telegram, ALICE.chatId, status.messageId);
+  assert.match(statusReply!.text, /^Session tg-tg1-100: [a-z]+, 0 messages waiting\.$/);
+  const slow = telegram.userMessage({ ...ALICE, text: 'sleep 60' });
+  await eventually(
+    'the slow turn running',
+    async () =>
+      (await store.getSessionView('tg-tg1-100', Date.now()))?.status === 'running' ? true : undefined,
+    60_000,
+  );
+  const stop = telegram.userMessage({ ...ALICE, text: '/interrupt' });
+  const [stopReply] = await repliesTo(telegram, ALICE.chatId, stop.messageId);
+  assert.match(stopReply!.text, /^Interrupted the running turn/);
+  await eventually(
+    'the slow message interrupted',
+    async () => {
+      const m = (await store.listMessages('tg-tg1-100', 0, 100)).find((x) => x.text === 'sleep 60');
+      return m?.status === 'interrupted' ? true : undefined;
+    },
+    60_000,
+  );
+  const later = telegram.userMessage({ ...ALICE, text: 'echo after' });
+  assert.equal((await repliesTo(telegram, ALICE.chatId, later.messageId))[0]!.text, 'after\n');
+  assert.equal(sentTo(telegram, ALICE.chatId).filter((m) => m.replyTo === slow.messageId).length, 0);
+  assert.deepEqual(
+    (await store.listMessages('tg-tg1-100', 0, 100))
+      .filter((m) => m.direction === 'in')
+      .map((m) => m.text)
+      .slice(5),
+    ['sleep 60', 'echo after'],
+    'the commands never reached the agent',
+  );
 });
 
 test('telegram: berth SIGKILLed before an update commits, before a reply is sent, and after it is sent: nothing lost, nothing doubled but the documented window', {
