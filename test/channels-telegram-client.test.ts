@@ -89,3 +89,27 @@ test('telegram client: receive from a cursor, acknowledge by asking past it, sen
       e instanceof PlatformError && e.failure.kind === 'transient' && !e.message.includes(TOKEN),
   );
 });
+
+test('telegram client: --respond mention answers a group only when the bot is named or replied to; private chats always', async (t) => {
+  const fake = await new FakeTelegram(TOKEN, 'BerthBot').start();
+  t.after(() => fake.close());
+  const client = new TelegramClient({ apiUrl: fake.url, token: TOKEN, respondTo: 'mention' });
+  const signal = new AbortController().signal;
+  const group = { chatId: -300, userId: 7, username: 'alice', chatType: 'supergroup' };
+  fake.userMessage({ ...group, text: 'talking among ourselves' });
+  fake.userMessage({ ...group, text: '@BerthBot echo hi' });
+  fake.userMessage({ ...group, text: 'echo replied', replyToBot: 4 });
+  fake.userMessage({ ...group, text: '/status@berthbot' });
+  fake.userMessage({ ...group, text: '@someone_else look' });
+  fake.userMessage({ ...group, text: '/status@OtherBot' });
+  fake.userMessage({ chatId: 7, userId: 7, username: 'alice', text: 'in private' });
+  const texts = (await client.receive(0, 1000, signal)).map((u) => u.text);
+  assert.deepEqual(texts, ['', 'echo hi', 'echo replied', '/status', '', '', 'in private']);
+  assert.equal(fake.callsOf('getMe').length, 1, 'the bot asked once who it is');
+  await client.receive(0, 1000, signal);
+  assert.equal(fake.callsOf('getMe').length, 1, 'and remembered');
+
+  const everyone = new TelegramClient({ apiUrl: fake.url, token: TOKEN });
+  assert.equal((await everyone.receive(0, 1000, signal))[0]!.text, 'talking among ourselves', 'respond all');
+  assert.equal(fake.callsOf('getMe').length, 1, 'respond all needs no getMe');
+});

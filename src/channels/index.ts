@@ -38,7 +38,10 @@ export {
 export { parseSocketFrame, type SocketFrame } from './slack-socket.js';
 export {
   TELEGRAM_MAX_TEXT,
+  type TelegramBot,
   TelegramClient,
   type TelegramOptions,
+  type TelegramUpdate,
   telegramClientFactory,
+  toTelegramInbound,
 } from './telegram.js';

@@ -8,7 +8,7 @@
  *
  * The token appears in request URLs only; it is never logged (errors name the method).
  */
-import type { Channel, ChannelInbound } from '../core/index.js';
+import type { Channel, ChannelInbound, ChannelRespond } from '../core/index.js';
 import { type ChannelSecrets, type ChannelSend, type PlatformClient, PlatformError } from './channel.js';
 
 /** Telegram's limit of one message's text, in UTF-16 units. */
@@ -24,11 +24,19 @@ interface TelegramMessage {
   chat: { id: number; type: string };
   from?: TelegramUser;
   text?: string;
+  entities?: { type: string; offset: number; length: number; user?: TelegramUser }[];
+  reply_to_message?: { from?: TelegramUser };
 }
 
-interface TelegramUpdate {
+export interface TelegramUpdate {
   update_id: number;
   message?: TelegramMessage;
+}
+
+/** The bot itself (getMe): who a mention or a reply must name. */
+export interface TelegramBot {
+  id: number;
+  username: string;
 }
 
 interface TelegramAnswer<T> {
@@ -46,11 +54,15 @@ export interface TelegramOptions {
   /** e.g. https://api.telegram.org */
   apiUrl: string;
   token: string;
+  /** In groups, every message reaches the agent, or only those naming the bot. @default 'all' */
+  respondTo?: ChannelRespond;
 }
 
 export class TelegramClient implements PlatformClient {
   readonly platform = 'telegram' as const;
   readonly maxTextLength = TELEGRAM_MAX_TEXT;
+
+  private bot: TelegramBot | null = null;
 
   constructor(private readonly options: TelegramOptions) {}
 
@@ -61,7 +73,18 @@ export class TelegramClient implements PlatformClient {
       signal,
       waitMs,
     );
-    return updates.map(toInbound);
+    const respondTo = this.options.respondTo ?? 'all';
+    const bot = respondTo === 'mention' ? await this.me(signal) : null;
+    return updates.map((u) => toTelegramInbound(u, respondTo, bot));
+  }
+
+  /** The bot's own id and username, asked once: a mention names them. */
+  private async me(signal: AbortSignal): Promise<TelegramBot> {
+    if (this.bot === null) {
+      const me = await this.call<TelegramUser>('getMe', {}, signal);
+      this.bot = { id: me.id, username: me.username ?? '' };
+    }
+    return this.bot;
   }
 
   async send(message: ChannelSend, signal: AbortSignal): Promise<string> {
@@ -123,8 +146,24 @@ export class TelegramClient implements PlatformClient {
   }
 }
 
-function toInbound(update: TelegramUpdate): ChannelInbound {
+/**
+ * An update as berth's inbound. With `respondTo: 'mention'`, a group message reaches the
+ * agent only when it names the bot (an `@botname` mention or a `/command@botname`) or
+ * replies to one of its messages; it comes back with text '' otherwise (it moves the
+ * cursor only). Private chats always reach it. The bot's `@name` is cut from the text.
+ */
+export function toTelegramInbound(
+  update: TelegramUpdate,
+  respondTo: ChannelRespond,
+  bot: TelegramBot | null,
+): ChannelInbound {
   const m = update.message;
+  const text = m?.text ?? '';
+  const named = bot === null ? null : new RegExp(`@${bot.username}\\b`, 'gi');
+  const heard =
+    respondTo === 'all' ||
+    m?.chat.type === 'private' ||
+    (m !== undefined && bot !== null && mentions(m, bot));
   return {
     updateId: update.update_id,
     chatId: m ? String(m.chat.id) : '',
@@ -133,11 +172,24 @@ function toInbound(update: TelegramUpdate): ChannelInbound {
     username: m?.from?.username ?? null,
     messageId: m ? String(m.message_id) : '',
     threadId: null,
-    text: m?.text ?? '',
+    text: !heard ? '' : named === null ? text : text.replace(named, '').trim(),
   };
 }
 
+/** Whether a message names the bot: a mention of it, a command addressed to it, or a reply to it. */
+function mentions(m: TelegramMessage, bot: TelegramBot): boolean {
+  if (m.reply_to_message?.from?.id === bot.id) return true;
+  const text = m.text ?? '';
+  const name = `@${bot.username}`.toLowerCase();
+  return (m.entities ?? []).some((e) => {
+    const piece = text.slice(e.offset, e.offset + e.length).toLowerCase();
+    if (e.type === 'mention') return piece === name;
+    if (e.type === 'bot_command') return piece.endsWith(name);
+    return e.type === 'text_mention' && e.user?.id === bot.id;
+  });
+}
+
 export function telegramClientFactory(options: Omit<TelegramOptions, 'token'>) {
-  return (_channel: Channel, { token }: ChannelSecrets): PlatformClient =>
-    new TelegramClient({ ...options, token });
+  return (channel: Channel, { token }: ChannelSecrets): PlatformClient =>
+    new TelegramClient({ ...options, token, respondTo: channel.respondTo });
 }

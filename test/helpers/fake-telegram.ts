@@ -35,6 +35,14 @@ export interface FakeUpdate {
     chat: { id: number; type: string };
     from: { id: number; is_bot: false; first_name: string; username?: string };
     text: string;
+    /** Mentions and commands, as Telegram marks them (offsets in UTF-16 units). */
+    entities?: { type: string; offset: number; length: number }[];
+    reply_to_message?: {
+      message_id: number;
+      date: number;
+      chat: { id: number; type: string };
+      from: { id: number; is_bot: true; first_name: string; username: string };
+    };
   };
 }
 
@@ -62,7 +70,16 @@ export class FakeTelegram {
   private server = createServer((req, res) => void this.handle(req, res));
   url = '';
 
-  constructor(readonly token: string) {}
+  constructor(
+    readonly token: string,
+    /** The bot's username, as getMe answers it. */
+    readonly botUsername = 'berth_test_bot',
+  ) {}
+
+  /** The bot's user id: the token's first part, as Telegram's tokens are made. */
+  get botId(): number {
+    return Number(this.token.split(':')[0]);
+  }
 
   async start(): Promise<this> {
     this.url = await listenLocal(this.server);
@@ -75,15 +92,32 @@ export class FakeTelegram {
   }
 
   /** A user writes to the bot; returns the update's and the message's ids. */
-  userMessage(input: { chatId: number; userId: number; username?: string; text: string; chatType?: string }) {
+  userMessage(input: {
+    chatId: number;
+    userId: number;
+    username?: string;
+    text: string;
+    chatType?: string;
+    /** The id of the bot's message this one replies to. */
+    replyToBot?: number;
+  }) {
     const chat = String(input.chatId);
     const messageId = this.takeMessageId(chat);
+    const chatField = { id: input.chatId, type: input.chatType ?? 'private' };
+    // Telegram marks every @mention and /command in the text.
+    const entities = [
+      ...input.text.matchAll(/(^|\s)(@[A-Za-z0-9_]{5,32}|\/[a-z_]+(?:@[A-Za-z0-9_]+)?)/g),
+    ].map((m) => ({
+      type: m[2]!.startsWith('@') ? 'mention' : 'bot_command',
+      offset: m.index + m[1]!.length,
+      length: m[2]!.length,
+    }));
     const update: FakeUpdate = {
       update_id: this.nextUpdateId++,
       message: {
         message_id: messageId,
         date: Math.floor(Date.now() / 1000),
-        chat: { id: input.chatId, type: input.chatType ?? 'private' },
+        chat: chatField,
         from: {
           id: input.userId,
           is_bot: false,
@@ -91,6 +125,17 @@ export class FakeTelegram {
           ...(input.username ? { username: input.username } : {}),
         },
         text: input.text,
+        ...(entities.length ? { entities } : {}),
+        ...(input.replyToBot === undefined
+          ? {}
+          : {
+              reply_to_message: {
+                message_id: input.replyToBot,
+                date: Math.floor(Date.now() / 1000),
+                chat: chatField,
+                from: { id: this.botId, is_bot: true, first_name: 'berth', username: this.botUsername },
+              },
+            }),
       },
     };
     this.updates.push(update);
@@ -253,6 +298,16 @@ export class FakeTelegram {
           body,
         );
       }
+      case 'getMe':
+        return reply(
+          200,
+          {
+            ok: true,
+            result: { id: this.botId, is_bot: true, first_name: 'berth', username: this.botUsername },
+          },
+          method,
+          body,
+        );
       case 'sendChatAction':
         return reply(200, { ok: true, result: true }, method, body);
       default:
