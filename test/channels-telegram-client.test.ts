@@ -5,8 +5,14 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { PlatformError, TelegramClient } from '../src/channels/index.js';
+import {
+  PlatformError,
+  TelegramClient,
+  telegramWebhookUrl,
+  verifyTelegramSecretToken,
+} from '../src/channels/index.js';
 import { FakeTelegram } from './helpers/fake-telegram.js';
+import { eventually } from './helpers/processes.js';
 
 const TOKEN = '1:abc';
 
@@ -112,4 +118,44 @@ test('telegram client: --respond mention answers a group only when the bot is na
   const everyone = new TelegramClient({ apiUrl: fake.url, token: TOKEN });
   assert.equal((await everyone.receive(0, 1000, signal))[0]!.text, 'talking among ourselves', 'respond all');
   assert.equal(fake.callsOf('getMe').length, 1, 'respond all needs no getMe');
+});
+
+test('telegram client: webhook mode sets the webhook with its secret_token and is not polled; the token checked in constant time', async (t) => {
+  const fake = await new FakeTelegram(TOKEN).start();
+  t.after(() => fake.close());
+  const url = telegramWebhookUrl('https://berth.example/', 'tg2');
+  assert.equal(url, 'https://berth.example/v1/channels/tg2/telegram/updates');
+  const client = new TelegramClient({
+    apiUrl: fake.url,
+    token: TOKEN,
+    webhook: { url, secretToken: 's3cret' },
+  });
+  assert.ok(client.listen, 'webhook mode listens (the runner then does not poll)');
+  assert.equal(
+    new TelegramClient({ apiUrl: fake.url, token: TOKEN }).listen,
+    undefined,
+    'polling mode does not',
+  );
+  const abort = new AbortController();
+  const held = client.listen!(async () => {}, abort.signal);
+  await eventually('the webhook set', async () => fake.webhook ?? undefined);
+  assert.deepEqual(fake.webhook, { url, secretToken: 's3cret' });
+  assert.equal(fake.callsOf('setWebhook')[0]!.body.allowed_updates?.toString(), 'message');
+  abort.abort();
+  await held;
+  const bad = new TelegramClient({
+    apiUrl: fake.url,
+    token: TOKEN,
+    webhook: { url, secretToken: 'no spaces' },
+  });
+  await assert.rejects(
+    bad.listen!(async () => {}, new AbortController().signal),
+    (e: unknown) => e instanceof PlatformError && e.failure.kind === 'refused',
+  );
+
+  assert.equal(verifyTelegramSecretToken('s3cret', 's3cret'), true);
+  assert.equal(verifyTelegramSecretToken('s3cret', 's3cre'), false);
+  assert.equal(verifyTelegramSecretToken('s3cret', 's3cret '), false);
+  assert.equal(verifyTelegramSecretToken('s3cret', ''), false);
+  assert.equal(verifyTelegramSecretToken('s3cret', undefined), false);
 });

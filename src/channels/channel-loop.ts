@@ -51,9 +51,10 @@ export class ChannelLoop {
 
   start(): void {
     this.loops = [this.sendLoop()];
-    // A platform that pushes (Slack) has its updates committed by the API route instead.
-    if (this.client.receive) this.loops.push(this.receiveLoop(this.client.receive.bind(this.client)));
+    // A client that listens (a connection of its own, or a webhook it registers) is not polled;
+    // one with neither (Slack's Events API) has its updates committed by the API route.
     if (this.client.listen) this.loops.push(this.listenLoop(this.client.listen.bind(this.client)));
+    else if (this.client.receive) this.loops.push(this.receiveLoop(this.client.receive.bind(this.client)));
   }
 
   wakeSender(): void {

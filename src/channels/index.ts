@@ -43,5 +43,7 @@ export {
   type TelegramOptions,
   type TelegramUpdate,
   telegramClientFactory,
+  telegramWebhookUrl,
   toTelegramInbound,
+  verifyTelegramSecretToken,
 } from './telegram.js';

@@ -3,11 +3,14 @@
  * <method>` with a JSON body, answered `{ok, result}` or `{ok: false, error_code,
  * description, parameters: {retry_after}}`. Long polling with getUpdates: an update is
  * forgotten by Telegram only when a later getUpdates asks for offset = its update_id + 1,
- * which the runner does only after the update's commit. Plain text is sent (no parse_mode):
+ * which the runner does only after the update's commit. Or webhook mode: the lease holder
+ * sets the webhook (with a secret_token), and Telegram POSTs each update to berth's API
+ * (src/api/telegram-updates-routes.ts), which commits it by update_id before answering 200. Plain text is sent (no parse_mode):
  * an agent's free text is not valid MarkdownV2, and a parse error would refuse the reply.
  *
  * The token appears in request URLs only; it is never logged (errors name the method).
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Channel, ChannelInbound, ChannelRespond } from '../core/index.js';
 import { type ChannelSecrets, type ChannelSend, type PlatformClient, PlatformError } from './channel.js';
 
@@ -56,15 +59,59 @@ export interface TelegramOptions {
   token: string;
   /** In groups, every message reaches the agent, or only those naming the bot. @default 'all' */
   respondTo?: ChannelRespond;
+  /** Webhook mode: where Telegram POSTs updates (berth's route) and the secret_token it sends along; absent = long polling. */
+  webhook?: { url: string; secretToken: string };
+}
+
+/** The route Telegram POSTs a channel's updates to, under berth's public base URL. */
+export function telegramWebhookUrl(baseUrl: string, channelId: string): string {
+  return `${baseUrl.replace(/\/$/, '')}/v1/channels/${channelId}/telegram/updates`;
+}
+
+/** Whether a webhook request carries the channel's secret_token (`X-Telegram-Bot-Api-Secret-Token`), compared in constant time. */
+export function verifyTelegramSecretToken(secretToken: string, header: string | undefined): boolean {
+  if (header === undefined) return false;
+  // Hashed first: timingSafeEqual needs equal lengths, and the length must not leak either.
+  const digest = (value: string) => createHash('sha256').update(value).digest();
+  return timingSafeEqual(digest(header), digest(secretToken));
 }
 
 export class TelegramClient implements PlatformClient {
   readonly platform = 'telegram' as const;
   readonly maxTextLength = TELEGRAM_MAX_TEXT;
 
-  private bot: TelegramBot | null = null;
+  private bot: Promise<TelegramBot> | null = null;
+  /** Webhook mode only: registers the webhook, then holds while the lease does (updates come to berth's API). */
+  readonly listen?: PlatformClient['listen'];
 
-  constructor(private readonly options: TelegramOptions) {}
+  constructor(private readonly options: TelegramOptions) {
+    const webhook = options.webhook;
+    if (webhook) this.listen = (_commit, signal) => this.holdWebhook(webhook, signal);
+  }
+
+  /**
+   * Tells Telegram where to POST updates (setWebhook, with the secret_token it will send
+   * along), then waits for `signal`. Telegram keeps the webhook across restarts; setting
+   * it again on each lease is harmless and repairs a URL or secret changed meanwhile.
+   */
+  private async holdWebhook(
+    webhook: { url: string; secretToken: string },
+    signal: AbortSignal,
+  ): Promise<void> {
+    await this.call<boolean>(
+      'setWebhook',
+      { url: webhook.url, secret_token: webhook.secretToken, allowed_updates: ['message'] },
+      signal,
+    );
+    if (signal.aborted) return;
+    await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+  }
+
+  /** A pushed update as berth's inbound (asking the bot's name first when only mentions are answered). */
+  async inboundOf(update: TelegramUpdate, signal: AbortSignal): Promise<ChannelInbound> {
+    const respondTo = this.options.respondTo ?? 'all';
+    return toTelegramInbound(update, respondTo, respondTo === 'mention' ? await this.me(signal) : null);
+  }
 
   async receive(cursor: number, waitMs: number, signal: AbortSignal): Promise<ChannelInbound[]> {
     const updates = await this.call<TelegramUpdate[]>(
@@ -73,17 +120,19 @@ export class TelegramClient implements PlatformClient {
       signal,
       waitMs,
     );
-    const respondTo = this.options.respondTo ?? 'all';
-    const bot = respondTo === 'mention' ? await this.me(signal) : null;
-    return updates.map((u) => toTelegramInbound(u, respondTo, bot));
+    return Promise.all(updates.map((u) => this.inboundOf(u, signal)));
   }
 
   /** The bot's own id and username, asked once: a mention names them. */
-  private async me(signal: AbortSignal): Promise<TelegramBot> {
-    if (this.bot === null) {
-      const me = await this.call<TelegramUser>('getMe', {}, signal);
-      this.bot = { id: me.id, username: me.username ?? '' };
-    }
+  private me(signal: AbortSignal): Promise<TelegramBot> {
+    // One question however many updates ask at once; asked again only after a failure.
+    this.bot ??= this.call<TelegramUser>('getMe', {}, signal).then(
+      (me) => ({ id: me.id, username: me.username ?? '' }),
+      (err: unknown) => {
+        this.bot = null;
+        throw err;
+      },
+    );
     return this.bot;
   }
 
@@ -190,6 +239,13 @@ function mentions(m: TelegramMessage, bot: TelegramBot): boolean {
 }
 
 export function telegramClientFactory(options: Omit<TelegramOptions, 'token'>) {
-  return (channel: Channel, { token }: ChannelSecrets): PlatformClient =>
-    new TelegramClient({ ...options, token, respondTo: channel.respondTo });
+  return (channel: Channel, { token, signingSecret }: ChannelSecrets): PlatformClient =>
+    new TelegramClient({
+      ...options,
+      token,
+      respondTo: channel.respondTo,
+      ...(channel.webhookUrl !== null && signingSecret !== null
+        ? { webhook: { url: telegramWebhookUrl(channel.webhookUrl, channel.id), secretToken: signingSecret } }
+        : {}),
+    });
 }

@@ -10,6 +10,10 @@
  *   per chat).
  * - Two getUpdates at once: the earlier one is answered 409 Conflict ("terminated by other
  *   getUpdates request"), as Telegram does when two bot instances poll.
+ * - setWebhook(url, secret_token) / deleteWebhook: while a webhook is set, getUpdates
+ *   answers 409 (as Telegram does) and each update is POSTed to the URL instead, in order,
+ *   with `X-Telegram-Bot-Api-Secret-Token`, until answered 2xx (retried after a failure).
+ * - getMe: the bot (id = the token's first part, a username).
  * Every call is recorded (method, body, status, time) so a test can count; a test can
  * make the next N calls of a method answer 429 with a retry_after.
  */
@@ -69,6 +73,12 @@ export class FakeTelegram {
   readonly arrivedAt = new Map<number, number>();
   private server = createServer((req, res) => void this.handle(req, res));
   url = '';
+  /** The webhook set (setWebhook), if any. */
+  webhook: { url: string; secretToken: string } | null = null;
+  /** Every webhook POST: the update, and the status berth answered (0: no answer). */
+  readonly webhookDeliveries: { updateId: number; status: number }[] = [];
+  private pumping = false;
+  private closed = false;
 
   constructor(
     readonly token: string,
@@ -87,6 +97,7 @@ export class FakeTelegram {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     for (const w of this.waiters.splice(0)) w();
     closeLocal(this.server);
   }
@@ -141,7 +152,44 @@ export class FakeTelegram {
     this.updates.push(update);
     this.arrivedAt.set(update.update_id, performance.now());
     for (const w of this.waiters.splice(0)) w();
-    return { updateId: update.update_id, messageId };
+    void this.pumpWebhook();
+    return { updateId: update.update_id, messageId, update };
+  }
+
+  /** POSTs one update to the webhook as Telegram does, with `secret` (default: the one set); the status berth answered. */
+  async postUpdate(update: FakeUpdate, secret = this.webhook?.secretToken): Promise<number> {
+    const res = await fetch(this.webhook!.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        ...(secret === undefined ? {} : { 'x-telegram-bot-api-secret-token': secret }),
+      },
+      body: JSON.stringify(update),
+    });
+    await res.body?.cancel();
+    return res.status;
+  }
+
+  /** The updates still kept, delivered one by one to the webhook; one refused or unanswered is tried again. */
+  private async pumpWebhook(): Promise<void> {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      while (this.webhook && !this.closed && this.updates.length > 0) {
+        const update = this.updates[0]!;
+        const status = await this.postUpdate(update).catch(() => 0);
+        this.webhookDeliveries.push({ updateId: update.update_id, status });
+        if (status >= 200 && status < 300) this.updates.shift();
+        else await new Promise((r) => setTimeout(r, 500));
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  /** Every update still kept (not yet acknowledged), in order. */
+  get keptUpdates(): readonly FakeUpdate[] {
+    return this.updates;
   }
 
   /** The next `count` calls of `method` answer 429 with this retry_after (seconds). */
@@ -216,7 +264,39 @@ export class FakeTelegram {
       );
     }
     switch (method) {
+      case 'setWebhook': {
+        const secretToken = String(body.secret_token ?? '');
+        if (!/^[A-Za-z0-9_-]{1,256}$/.test(secretToken))
+          return reply(
+            400,
+            {
+              ok: false,
+              error_code: 400,
+              description: 'Bad Request: secret token contains unallowed characters',
+            },
+            method,
+            body,
+          );
+        this.webhook = { url: String(body.url), secretToken };
+        void this.pumpWebhook();
+        return reply(200, { ok: true, result: true, description: 'Webhook was set' }, method, body);
+      }
+      case 'deleteWebhook':
+        this.webhook = null;
+        return reply(200, { ok: true, result: true, description: 'Webhook was deleted' }, method, body);
       case 'getUpdates': {
+        if (this.webhook)
+          return reply(
+            409,
+            {
+              ok: false,
+              error_code: 409,
+              description:
+                "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first",
+            },
+            method,
+            body,
+          );
         const offset = Number(body.offset ?? 0);
         const limit = Number(body.limit ?? 100);
         const timeoutS = Number(body.timeout ?? 0);
