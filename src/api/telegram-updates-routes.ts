@@ -10,6 +10,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { TelegramClient, type TelegramUpdate, verifyTelegramSecretToken } from '../channels/index.js';
 import { BerthError, type Channel } from '../core/index.js';
+import { channelSecret } from './channel-secret.js';
 import type { PluginDeps } from './deps.js';
 
 export const telegramUpdatesRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) => {
@@ -23,15 +24,7 @@ export const telegramUpdatesRoutes: FastifyPluginAsync<PluginDeps> = async (app,
     clients.set(channel.id, { token, client });
     return client;
   };
-  const secretOf = async (name: string, id: string): Promise<string> => {
-    const value = await deps.secrets?.get(name);
-    if (value === undefined)
-      throw new BerthError(
-        'CHANNEL_NOT_ACCEPTING',
-        `Secret ${name} of channel ${id} is not in the host's secret store (telegramUpdates)`,
-      );
-    return value;
-  };
+  const secretOf = (name: string, id: string) => channelSecret(deps, name, id, 'telegramUpdates');
 
   routes.add(
     app,

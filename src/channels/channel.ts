@@ -96,6 +96,29 @@ export class PlatformError extends Error {
   }
 }
 
+/** A thrown value as a PlatformError: anything else becomes a transient failure, described after `what` (e.g. `Discord Gateway`). */
+export function asPlatformError(err: unknown, what: string): PlatformError {
+  if (err instanceof PlatformError) return err;
+  return new PlatformError(
+    { kind: 'transient', description: `${what}: ${err instanceof Error ? err.message : String(err)}` },
+    { cause: err },
+  );
+}
+
+/** A WebSocket text frame's JSON object, or null when it is not one (binary, not JSON, not an object). */
+export function jsonObjectOf(raw: unknown): Record<string, unknown> | null {
+  if (typeof raw !== 'string') return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    return null;
+  }
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : null;
+}
+
 /** A thrown value as a PlatformFailure: anything that is not a PlatformError is transient. */
 export function platformFailureOf(err: unknown): PlatformFailure {
   if (err instanceof PlatformError) return err.failure;

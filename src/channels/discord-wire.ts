@@ -4,6 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Channel, ChannelInbound } from '../core/index.js';
+import { jsonObjectOf } from './channel.js';
 
 /** The longest nonce Discord accepts. */
 export const DISCORD_NONCE_MAX = 25;
@@ -30,16 +31,8 @@ export interface DiscordMessage {
 
 /** A frame read off the socket, or null when it is not one (not JSON, no numeric op). */
 export function parseGatewayFrame(raw: unknown): GatewayFrame | null {
-  if (typeof raw !== 'string') return null;
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    return null;
-  }
-  if (typeof value !== 'object' || value === null) return null;
-  const f = value as Record<string, unknown>;
-  if (typeof f.op !== 'number') return null;
+  const f = jsonObjectOf(raw);
+  if (f === null || typeof f.op !== 'number') return null;
   return {
     op: f.op,
     d: f.d ?? null,

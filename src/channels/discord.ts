@@ -21,6 +21,7 @@
  */
 import { CHANNEL_EVENT_KEEP_MS, type Channel, type Clock, sleep } from '../core/index.js';
 import {
+  asPlatformError,
   type ChannelEvent,
   type ChannelSecrets,
   type ChannelSend,
@@ -204,19 +205,7 @@ export class DiscordClient implements PlatformClient {
           );
         queue = queue
           .then(() => (settled ? undefined : handle(frame)))
-          .catch((err: unknown) =>
-            finish(
-              err instanceof PlatformError
-                ? err
-                : new PlatformError(
-                    {
-                      kind: 'transient',
-                      description: `Discord Gateway: ${err instanceof Error ? err.message : String(err)}`,
-                    },
-                    { cause: err },
-                  ),
-            ),
-          );
+          .catch((err: unknown) => finish(asPlatformError(err, 'Discord Gateway')));
       });
       ws.addEventListener('close', (event) => {
         if (FATAL_CLOSE.has(event.code))

@@ -13,7 +13,7 @@
  * or an `events_api` without an envelope_id, ends the connection (the runner reconnects).
  */
 import { failpoint } from '../core/index.js';
-import { PlatformError } from './channel.js';
+import { asPlatformError, jsonObjectOf, PlatformError } from './channel.js';
 
 /** A Socket Mode frame as berth acts on it. */
 export type SocketFrame =
@@ -24,16 +24,8 @@ export type SocketFrame =
 
 /** A frame read off the socket, or null when it is not one berth can act on. */
 export function parseSocketFrame(raw: unknown): SocketFrame | null {
-  if (typeof raw !== 'string') return null;
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    return null;
-  }
-  if (typeof value !== 'object' || value === null) return null;
-  const f = value as { type?: unknown; reason?: unknown; envelope_id?: unknown; payload?: unknown };
-  if (typeof f.type !== 'string') return null;
+  const f = jsonObjectOf(raw);
+  if (f === null || typeof f.type !== 'string') return null;
   if (f.type === 'hello') return { type: 'hello' };
   if (f.type === 'disconnect')
     return { type: 'disconnect', reason: typeof f.reason === 'string' ? f.reason : '' };
@@ -98,19 +90,7 @@ export function socketModeConnection(
       if (frame === null) return transient('malformed frame; reconnecting');
       queue = queue
         .then(() => (settled ? undefined : handle(frame)))
-        .catch((err: unknown) =>
-          finish(
-            err instanceof PlatformError
-              ? err
-              : new PlatformError(
-                  {
-                    kind: 'transient',
-                    description: `Slack Socket Mode: ${err instanceof Error ? err.message : String(err)}`,
-                  },
-                  { cause: err },
-                ),
-          ),
-        );
+        .catch((err: unknown) => finish(asPlatformError(err, 'Slack Socket Mode')));
     });
     // Envelopes already read are committed first: those not acknowledged come again on the next connection.
     ws.addEventListener('close', (event) => {
