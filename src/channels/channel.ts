@@ -32,7 +32,8 @@ export interface PlatformClient {
    * one; [] when none came. Reading does not acknowledge: a platform forgets an update only
    * when asked for a later cursor (Telegram: getUpdates with offset = update_id + 1).
    * Updates that carry no text come back with text '' (they move the cursor only).
-   * Absent on a platform that pushes its updates to berth's API instead (Slack).
+   * Absent on a platform that pushes its updates to berth's API instead (Slack); unused
+   * when the client has `listen` (Telegram in webhook mode).
    */
   receive?(cursor: number, waitMs: number, signal: AbortSignal): Promise<ChannelInbound[]>;
   /**
