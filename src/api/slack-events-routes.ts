@@ -37,7 +37,10 @@ export const slackEventsRoutes: FastifyPluginAsync<PluginDeps> = async (app, dep
       const id = params.id!;
       const channel = await store.getChannel(id);
       if (channel?.platform !== 'slack' || channel.signingSecret === null)
-        throw new BerthError('CHANNEL_NOT_FOUND', `No Slack channel ${id} (slackEvents)`);
+        throw new BerthError(
+          'CHANNEL_NOT_FOUND',
+          `No Slack channel ${id} taking its events over HTTP (a Socket Mode channel has none) (slackEvents)`,
+        );
       const secret = await channelSecret(deps, channel.signingSecret, id, 'slackEvents');
       const raw = typeof request.body === 'string' ? request.body : '';
       const header = (name: string) => {
