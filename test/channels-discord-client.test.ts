@@ -36,6 +36,8 @@ function channelRow(overrides: Partial<Channel> = {}): Channel {
     allowChats: ['C1'],
     tokenSecret: 'dc',
     signingSecret: null,
+    appTokenSecret: null,
+    webhookUrl: null,
     respondTo: 'all',
     paused: false,
     cursor: 0,

@@ -7,14 +7,17 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
+  type ChannelEvent,
   PlatformError,
   parseSlackPush,
+  parseSocketFrame,
   SlackClient,
   slackSignature,
   toMrkdwn,
   verifySlackSignature,
 } from '../src/channels/index.js';
-import { FakeSlack } from './helpers/fake-slack.js';
+import { FakeSlack, type SocketEnvelope } from './helpers/fake-slack.js';
+import { eventually } from './helpers/processes.js';
 
 const TOKEN = 'xoxb-test';
 const SECRET = '8f742231b10e8888abcd99yyyzzz85a5';
@@ -110,4 +113,117 @@ test('slack events: challenge, messages by respondTo, bots and edits ignored, me
 test('mrkdwn: escapes and Markdown forms; code left as it is', () => {
   assert.equal(toMrkdwn('# Title\n__b__ ~~s~~ `a<b` & x'), '*Title*\n*b* ~s~ `a&lt;b` &amp; x');
   assert.equal(toMrkdwn('```\n**x**\n```'), '```\n**x**\n```');
+});
+
+test('slack socket mode: hello, events committed then acknowledged, a redelivery after a failed commit, a malformed frame and a disconnect reconnect', async (t) => {
+  const fake = await new FakeSlack(TOKEN, SECRET).start();
+  t.after(() => fake.close());
+  const client = new SlackClient({ apiUrl: fake.url, token: TOKEN, appToken: fake.appToken });
+  assert.ok(client.listen, 'Socket Mode listens');
+  assert.equal(new SlackClient({ apiUrl: fake.url, token: TOKEN }).listen, undefined, 'HTTP mode does not');
+  // The store's part, as commitChannelEvent does it: each id once.
+  const committed = new Map<string, string | null>();
+  let hold: Promise<void> | null = null;
+  let failNext = false;
+  const commit = async (event: ChannelEvent) => {
+    await hold;
+    if (failNext) {
+      failNext = false;
+      throw new Error('store unreachable');
+    }
+    if (!committed.has(event.eventId)) committed.set(event.eventId, event.inbound?.text ?? null);
+  };
+  const abort = new AbortController();
+  t.after(() => abort.abort());
+  const listen = () => client.listen!(commit, abort.signal);
+  let listening = listen();
+  const ended = (p: Promise<void>) =>
+    p.then(
+      () => 'resolved',
+      (e: unknown) => e,
+    );
+  const acked = (envelope: SocketEnvelope, n = 1) =>
+    eventually(`${envelope.envelopeId} acknowledged`, async () => (envelope.acks >= n ? true : undefined));
+
+  const a = fake.socketEvent(fake.messageEvent({ channel: 'C1', user: 'U7', text: 'one' }).body);
+  await acked(a);
+  assert.equal(committed.get(a.eventId), 'one');
+
+  // The ack waits for the commit.
+  let release = () => {};
+  hold = new Promise<void>((r) => {
+    release = r;
+  });
+  const b = fake.socketEvent(fake.messageEvent({ channel: 'C1', user: 'U7', text: 'two' }).body);
+  await eventually('b delivered', async () => (b.deliveries === 1 ? true : undefined));
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal(b.acks, 0, 'not acknowledged while its commit is open');
+  hold = null;
+  release();
+  await acked(b);
+
+  // A commit that fails: the connection ends unacknowledged; the next one gets it again, committed once.
+  failNext = true;
+  const c = fake.socketEvent(fake.messageEvent({ channel: 'C1', user: 'U7', text: 'three' }).body);
+  const failed = await ended(listening);
+  assert.ok(failed instanceof PlatformError && failed.failure.kind === 'transient');
+  assert.equal(c.acks, 0);
+  listening = listen();
+  await acked(c);
+  assert.equal(c.deliveries, 2, 'delivered again to the new connection');
+  assert.equal(committed.get(c.eventId), 'three');
+
+  // A malformed frame ends the connection; the next one opens.
+  fake.socketFrame('{not json');
+  const malformed = await ended(listening);
+  assert.ok(malformed instanceof PlatformError && /malformed/.test(malformed.message));
+  listening = listen();
+  await eventually('reconnected', async () =>
+    fake.socketConnections === 3 && fake.socketOpen ? true : undefined,
+  );
+
+  // Slack asks for a new connection: the client opens it by itself.
+  fake.socketFrame(JSON.stringify({ type: 'disconnect', reason: 'refresh_requested' }));
+  await eventually('refreshed', async () =>
+    fake.socketConnections === 4 && fake.socketOpen ? true : undefined,
+  );
+  const d = fake.socketEvent(fake.messageEvent({ channel: 'C1', user: 'U7', text: 'four' }).body);
+  await acked(d);
+  assert.deepEqual([...committed.values()], ['one', 'two', 'three', 'four']);
+  assert.equal(fake.callsOf('apps.connections.open').length, 4);
+
+  abort.abort();
+  assert.equal(await ended(listening), 'resolved', 'aborting ends it quietly');
+
+  // The bot token cannot open Socket Mode: a refusal, not a retry.
+  const wrong = new SlackClient({ apiUrl: fake.url, token: TOKEN, appToken: TOKEN });
+  await assert.rejects(
+    wrong.listen!(commit, new AbortController().signal),
+    (e: unknown) =>
+      e instanceof PlatformError && e.failure.kind === 'refused' && /not_allowed_token_type/.test(e.message),
+  );
+});
+
+test('slack socket frames: hello, disconnect, envelopes; anything else malformed', () => {
+  assert.deepEqual(parseSocketFrame('{"type":"hello"}'), { type: 'hello' });
+  assert.deepEqual(parseSocketFrame('{"type":"disconnect","reason":"warning"}'), {
+    type: 'disconnect',
+    reason: 'warning',
+  });
+  assert.deepEqual(parseSocketFrame('{"type":"events_api","envelope_id":"e1","payload":{"a":1}}'), {
+    type: 'envelope',
+    envelopeId: 'e1',
+    events: true,
+    payload: { a: 1 },
+  });
+  assert.equal(parseSocketFrame('{"type":"slash_commands","envelope_id":"e2"}')?.type, 'envelope');
+  for (const bad of [
+    'nope',
+    '[]',
+    '{"envelope_id":"e"}',
+    '{"type":"events_api"}',
+    '{"type":"events_api","envelope_id":""}',
+  ])
+    assert.equal(parseSocketFrame(bad), null, bad);
+  assert.equal(parseSocketFrame(Buffer.from('{}')), null, 'binary');
 });

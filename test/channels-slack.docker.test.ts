@@ -6,6 +6,9 @@
  * acknowledged and enqueued once; a stranger is refused once; a 429 is waited out. Then
  * berth is SIGKILLed between a reply's send and its record: after the restart the runner
  * reads the thread back, finds the reply by its key, and records it without posting again.
+ * Last, a Socket Mode channel of the same app: an event over the WebSocket answered and
+ * acknowledged, a malformed frame reconnected, and berth SIGKILLed between an event's
+ * commit and its ack: the fake delivers it again after the restart, enqueued once.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -16,7 +19,7 @@ import { berth, eventually, exited } from './helpers/processes.js';
 const TOKEN = 'xoxb-1-test';
 const SIGNING = 'slack-signing-secret-test';
 
-test('slack: signed events enqueued once by event_id, replies in their thread, 401 for forgeries, 429 waited out, a SIGKILL between send and record reconciled without a second post', {
+test('slack: signed events enqueued once by event_id, replies in their thread, 401 for forgeries, 429 waited out, a SIGKILL between send and record reconciled without a second post; Socket Mode acknowledged after the commit, a SIGKILL before the ack redelivered and enqueued once', {
   timeout: 180_000,
 }, async (t) => {
   const slack = await new FakeSlack(TOKEN, SIGNING).start();
@@ -27,7 +30,7 @@ test('slack: signed events enqueued once by event_id, replies in their thread, 4
     store: storeOf,
   } = await channelInstall(t, {
     env: { BERTH_SLACK_API_URL: slack.url },
-    secrets: { 'slack-bot': TOKEN, 'slack-sign': SIGNING },
+    secrets: { 'slack-bot': TOKEN, 'slack-sign': SIGNING, 'slack-app': slack.appToken },
     closePlatform: () => slack.close(),
   });
   const first = await up();
@@ -136,7 +139,7 @@ test('slack: signed events enqueued once by event_id, replies in their thread, 4
   assert.equal(doomed.signalCode, 'SIGKILL', 'died between the send and its record');
   assert.equal(slack.posted.filter((p) => p.threadTs === third.ts).length, 1, 'posted before the kill');
   const repliesBefore = slack.callsOf('conversations.replies').length;
-  await up();
+  const restarted = await up();
   const recorded = await eventually(
     'the reply recorded',
     async () =>
@@ -148,4 +151,57 @@ test('slack: signed events enqueued once by event_id, replies in their thread, 4
   assert.deepEqual(recorded.platformMessageIds, [posted[0]!.ts], 'the first post recorded');
   assert.ok(slack.callsOf('conversations.replies').length > repliesBefore, 'the thread was read back');
   assert.equal(slack.posted.length, 4, 'hello, the refusal, second, third: nothing twice');
+
+  // Socket Mode: a second channel of the same app whose events come over a WebSocket berth opens.
+  await cli(
+    'channel',
+    'add',
+    'slack',
+    '--name',
+    'sl2',
+    '--agent',
+    'sh',
+    '--token-secret',
+    'slack-bot',
+    '--socket-mode',
+    '--app-token-secret',
+    'slack-app',
+    '--allow',
+    'U07ALICE',
+  );
+  const socketOpen = (connections: number) =>
+    eventually(
+      `Socket Mode connection ${connections}`,
+      async () => (slack.socketOpen && slack.socketConnections >= connections ? true : undefined),
+      30_000,
+    );
+  await socketOpen(1);
+  const viaSocket = slack.messageEvent({ channel: 'C9', user: 'U07ALICE', text: 'echo socket' });
+  const envelope = slack.socketEvent(viaSocket.body);
+  assert.equal((await repliesIn(viaSocket.ts))[0]!.text, 'socket\n');
+  assert.equal(envelope.acks, 1, 'acknowledged once committed');
+
+  // A malformed frame: the connection is dropped and a new one opened.
+  slack.socketFrame('{"type": nope');
+  await socketOpen(2);
+
+  // SIGKILL after the commit, before the ack: the next process gets the envelope again, enqueues nothing twice.
+  restarted.kill('SIGTERM');
+  await exited(restarted);
+  const beforeAck = await up('channel-before-ack');
+  const killed = slack.messageEvent({ channel: 'C9', user: 'U07ALICE', text: 'echo acked later' });
+  const unacked = slack.socketEvent(killed.body);
+  await exited(beforeAck);
+  assert.equal(beforeAck.signalCode, 'SIGKILL', 'died between the commit and the ack');
+  assert.equal(unacked.acks, 0);
+  await up();
+  assert.equal((await repliesIn(killed.ts))[0]!.text, 'acked later\n');
+  await eventually('the redelivery acknowledged', async () => (unacked.acks === 1 ? true : undefined));
+  assert.equal(unacked.deliveries, 2, 'delivered again after the restart');
+  assert.deepEqual(
+    await inbound(),
+    ['echo acked later', 'echo hello', 'echo second', 'echo socket', 'echo third'],
+    'the redelivered event enqueued once',
+  );
+  assert.equal(slack.posted.filter((p) => p.threadTs === killed.ts).length, 1, 'answered once');
 });

@@ -5,8 +5,14 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { PlatformError, TelegramClient } from '../src/channels/index.js';
+import {
+  PlatformError,
+  TelegramClient,
+  telegramWebhookUrl,
+  verifyTelegramSecretToken,
+} from '../src/channels/index.js';
 import { FakeTelegram } from './helpers/fake-telegram.js';
+import { eventually } from './helpers/processes.js';
 
 const TOKEN = '1:abc';
 
@@ -88,4 +94,68 @@ test('telegram client: receive from a cursor, acknowledge by asking past it, sen
     (e: unknown) =>
       e instanceof PlatformError && e.failure.kind === 'transient' && !e.message.includes(TOKEN),
   );
+});
+
+test('telegram client: --respond mention answers a group only when the bot is named or replied to; private chats always', async (t) => {
+  const fake = await new FakeTelegram(TOKEN, 'BerthBot').start();
+  t.after(() => fake.close());
+  const client = new TelegramClient({ apiUrl: fake.url, token: TOKEN, respondTo: 'mention' });
+  const signal = new AbortController().signal;
+  const group = { chatId: -300, userId: 7, username: 'alice', chatType: 'supergroup' };
+  fake.userMessage({ ...group, text: 'talking among ourselves' });
+  fake.userMessage({ ...group, text: '@BerthBot echo hi' });
+  fake.userMessage({ ...group, text: 'echo replied', replyToBot: 4 });
+  fake.userMessage({ ...group, text: '/status@berthbot' });
+  fake.userMessage({ ...group, text: '@someone_else look' });
+  fake.userMessage({ ...group, text: '/status@OtherBot' });
+  fake.userMessage({ chatId: 7, userId: 7, username: 'alice', text: 'in private' });
+  const texts = (await client.receive(0, 1000, signal)).map((u) => u.text);
+  assert.deepEqual(texts, ['', 'echo hi', 'echo replied', '/status', '', '', 'in private']);
+  assert.equal(fake.callsOf('getMe').length, 1, 'the bot asked once who it is');
+  await client.receive(0, 1000, signal);
+  assert.equal(fake.callsOf('getMe').length, 1, 'and remembered');
+
+  const everyone = new TelegramClient({ apiUrl: fake.url, token: TOKEN });
+  assert.equal((await everyone.receive(0, 1000, signal))[0]!.text, 'talking among ourselves', 'respond all');
+  assert.equal(fake.callsOf('getMe').length, 1, 'respond all needs no getMe');
+});
+
+test('telegram client: webhook mode sets the webhook with its secret_token and is not polled; the token checked in constant time', async (t) => {
+  const fake = await new FakeTelegram(TOKEN).start();
+  t.after(() => fake.close());
+  const url = telegramWebhookUrl('https://berth.example/', 'tg2');
+  assert.equal(url, 'https://berth.example/v1/channels/tg2/telegram/updates');
+  const client = new TelegramClient({
+    apiUrl: fake.url,
+    token: TOKEN,
+    webhook: { url, secretToken: 's3cret' },
+  });
+  assert.ok(client.listen, 'webhook mode listens (the runner then does not poll)');
+  assert.equal(
+    new TelegramClient({ apiUrl: fake.url, token: TOKEN }).listen,
+    undefined,
+    'polling mode does not',
+  );
+  const abort = new AbortController();
+  const held = client.listen!(async () => {}, abort.signal);
+  await eventually('the webhook set', async () => fake.webhook ?? undefined);
+  assert.deepEqual(fake.webhook, { url, secretToken: 's3cret' });
+  assert.equal(fake.callsOf('setWebhook')[0]!.body.allowed_updates?.toString(), 'message');
+  abort.abort();
+  await held;
+  const bad = new TelegramClient({
+    apiUrl: fake.url,
+    token: TOKEN,
+    webhook: { url, secretToken: 'no spaces' },
+  });
+  await assert.rejects(
+    bad.listen!(async () => {}, new AbortController().signal),
+    (e: unknown) => e instanceof PlatformError && e.failure.kind === 'refused',
+  );
+
+  assert.equal(verifyTelegramSecretToken('s3cret', 's3cret'), true);
+  assert.equal(verifyTelegramSecretToken('s3cret', 's3cre'), false);
+  assert.equal(verifyTelegramSecretToken('s3cret', 's3cret '), false);
+  assert.equal(verifyTelegramSecretToken('s3cret', ''), false);
+  assert.equal(verifyTelegramSecretToken('s3cret', undefined), false);
 });

@@ -7,7 +7,8 @@
  * (src/core/failpoints.ts): between an update's arrival and its commit, between a reply's
  * commit and its send, between the send and its record. After the restart nothing is lost
  * and nothing is enqueued or sent twice, except in the last window, where the reply is sent
- * again: the documented at-least-once choice (docs/channels.md).
+ * again: the documented at-least-once choice (docs/channels.md). The chat commands
+ * `/status` and `/interrupt` are answered by berth (the latter stopping a running turn).
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
@@ -20,6 +21,7 @@ import { FakeTelegram } from './helpers/fake-telegram.js';
 import { berth, eventually, exited, freePort } from './helpers/processes.js';
 
 const TOKEN = '123456:TEST-token';
+const HOOK_SECRET = 'hook-secret_token-1';
 const ALICE = { chatId: 100, userId: 7, username: 'alice' };
 const BOB = { chatId: 101, userId: 8, username: 'bob' };
 const MALLORY = { chatId: 200, userId: 666, username: 'mallory' };
@@ -28,7 +30,7 @@ async function startInstall(t: TestContext) {
   const telegram = await new FakeTelegram(TOKEN).start();
   const install = await channelInstall(t, {
     env: { BERTH_TELEGRAM_API_URL: telegram.url, BERTH_CHANNEL_POLL_TIMEOUT: '2s' },
-    secrets: { tg: TOKEN },
+    secrets: { tg: TOKEN, 'tg-hook': HOOK_SECRET },
     closePlatform: () => telegram.close(),
   });
   /** `berth channel add telegram --name tg1` for agent sh and token secret tg, plus `extra`. */
@@ -73,7 +75,7 @@ function repliesTo(telegram: FakeTelegram, chatId: number, messageId: number, co
   );
 }
 
-test('telegram: a reply per message in its chat, in reply to it; a stranger refused once; a 429 waited out; a long reply cut; a failed turn told', {
+test('telegram: a reply per message in its chat, in reply to it; a stranger refused once; a 429 waited out; a long reply cut; a failed turn told; /status and /interrupt answered without reaching the agent', {
   timeout: 180_000,
 }, async (t) => {
   const install = await startWithAgent(t);
@@ -164,6 +166,40 @@ test('telegram: a reply per message in its chat, in reply to it; a stranger refu
   assert.equal(sentTo(telegram, BOB.chatId).length, 1);
   const inbound = (await store.listMessages('tg-tg1-100', 0, 100)).filter((m) => m.direction === 'in');
   assert.equal(inbound.length, 5);
+
+  // Chat commands: answered by berth through the outbox, never enqueued.
+  const status = telegram.userMessage({ ...ALICE, text: '/status' });
+  const [statusReply] = await repliesTo(telegram, ALICE.chatId, status.messageId);
+  assert.match(statusReply!.text, /^Session tg-tg1-100: [a-z]+, 0 messages waiting\.$/);
+  const slow = telegram.userMessage({ ...ALICE, text: 'sleep 60' });
+  await eventually(
+    'the slow turn running',
+    async () =>
+      (await store.getSessionView('tg-tg1-100', Date.now()))?.status === 'running' ? true : undefined,
+    60_000,
+  );
+  const stop = telegram.userMessage({ ...ALICE, text: '/interrupt' });
+  const [stopReply] = await repliesTo(telegram, ALICE.chatId, stop.messageId);
+  assert.match(stopReply!.text, /^Interrupted the running turn/);
+  await eventually(
+    'the slow message interrupted',
+    async () => {
+      const m = (await store.listMessages('tg-tg1-100', 0, 100)).find((x) => x.text === 'sleep 60');
+      return m?.status === 'interrupted' ? true : undefined;
+    },
+    60_000,
+  );
+  const later = telegram.userMessage({ ...ALICE, text: 'echo after' });
+  assert.equal((await repliesTo(telegram, ALICE.chatId, later.messageId))[0]!.text, 'after\n');
+  assert.equal(sentTo(telegram, ALICE.chatId).filter((m) => m.replyTo === slow.messageId).length, 0);
+  assert.deepEqual(
+    (await store.listMessages('tg-tg1-100', 0, 100))
+      .filter((m) => m.direction === 'in')
+      .map((m) => m.text)
+      .slice(5),
+    ['sleep 60', 'echo after'],
+    'the commands never reached the agent',
+  );
 });
 
 test('telegram: berth SIGKILLed before an update commits, before a reply is sent, and after it is sent: nothing lost, nothing doubled but the documented window', {
@@ -233,7 +269,7 @@ test('telegram: berth SIGKILLed before an update commits, before a reply is sent
   assert.equal(telegram.pendingUpdates, 0, 'every update acknowledged');
 });
 
-test('telegram: the CLI names the fix for a missing token; list, pause (messages wait at the platform), resume, remove', {
+test('telegram: the CLI names the fix for a missing token; list, pause (messages wait at the platform), resume, remove; webhook mode: updates POSTed with the secret_token, committed once by update_id', {
   timeout: 180_000,
 }, async (t) => {
   const install = await startWithAgent(t);
@@ -266,7 +302,7 @@ test('telegram: the CLI names the fix for a missing token; list, pause (messages
   });
   assert.match(
     listed,
-    /^tg1\ttelegram\tagent sh\tper-user\trunning\tcursor 0\tallow @alice\ttoken-secret tg\n$/,
+    /^tg1\ttelegram\tagent sh\tper-user\trunning\tcursor 0\tallow @alice\ttoken-secret tg\trespond all\n$/,
   );
 
   assert.match(await install.cli('channel', 'pause', 'tg1'), /\tpaused\t/);
@@ -292,6 +328,49 @@ test('telegram: the CLI names the fix for a missing token; list, pause (messages
   const gone = await berth(['channel', 'pause', 'tg1'], install.env);
   assert.match(gone.stderr, /Fix: List channels with: berth channel list/);
   await assert.rejects(sdk.channels.pause('tg1'), (e: unknown) => isBerthError(e, 'CHANNEL_NOT_FOUND'));
+
+  // Webhook mode: Telegram POSTs each update to berth's API, committed once by update_id before the 200.
+  const webhook = ['--name', 'tg2', '--allow', '@alice', '--webhook-url', install.env.BERTH_URL!];
+  const hookless = await berth(
+    ['channel', 'add', 'telegram', '--agent', 'sh', '--token-secret', 'tg', ...webhook],
+    install.env,
+  );
+  assert.notEqual(hookless.code, 0);
+  assert.match(hookless.stderr, /--signing-secret/, 'the fix is named');
+  await install.cli(
+    'channel',
+    'add',
+    'telegram',
+    '--agent',
+    'sh',
+    '--token-secret',
+    'tg',
+    ...webhook,
+    '--signing-secret',
+    'tg-hook',
+  );
+  const hook = await eventually('the webhook set', async () => telegram.webhook ?? undefined);
+  assert.deepEqual(hook, {
+    url: `${install.env.BERTH_URL}/v1/channels/tg2/telegram/updates`,
+    secretToken: HOOK_SECRET,
+  });
+  const pushed = telegram.userMessage({ ...ALICE, text: 'echo pushed' });
+  assert.equal((await repliesTo(telegram, ALICE.chatId, pushed.messageId))[0]!.text, 'pushed\n');
+  assert.equal(telegram.pendingUpdates, 0, 'answered 200: Telegram forgot it');
+  // Delivered again (as when its 200 was lost): acknowledged, enqueued once.
+  assert.equal(await telegram.postUpdate(pushed.update), 200);
+  // Without the secret_token, or with another: 401, nothing enqueued.
+  const forged = { ...pushed.update, update_id: pushed.updateId + 100 };
+  forged.message = { ...forged.message, text: 'echo forged' };
+  assert.equal(await telegram.postUpdate(forged, 'not-the-secret'), 401);
+  assert.equal(await telegram.postUpdate(forged, ''), 401);
+  assert.deepEqual(
+    (await install.store().listMessages('tg-tg2-100', 0, 10))
+      .filter((m) => m.direction === 'in')
+      .map((m) => m.text),
+    ['echo pushed'],
+  );
+  assert.equal(sentTo(telegram, ALICE.chatId).filter((m) => m.replyTo === pushed.messageId).length, 1);
 });
 
 test('telegram: two berth processes on one store: one polls at a time (no 409 Conflict), the other takes over when it is SIGKILLed', {

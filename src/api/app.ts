@@ -19,6 +19,7 @@ import { schedulesRoutes } from './schedules-routes.js';
 import { sessionsRoutes } from './sessions-routes.js';
 import { slackEventsRoutes } from './slack-events-routes.js';
 import { statusRoutes } from './status-routes.js';
+import { telegramUpdatesRoutes } from './telegram-updates-routes.js';
 import { tokensRoutes } from './tokens-routes.js';
 import { webhooksRoutes } from './webhooks-routes.js';
 
@@ -50,6 +51,7 @@ export async function buildApp(deps: ApiDeps & { log: Logger }): Promise<Fastify
   await app.register(webhooksRoutes, pluginDeps);
   await app.register(channelsRoutes, pluginDeps);
   await app.register(slackEventsRoutes, pluginDeps);
+  await app.register(telegramUpdatesRoutes, pluginDeps);
   await app.register(chaosRoutes, pluginDeps);
   await app.register(dashboardRoutes);
   const metrics = deps.metrics ?? new BerthMetrics(deps);

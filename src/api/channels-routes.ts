@@ -10,6 +10,27 @@ import type { PluginDeps } from './deps.js';
 
 const tag = 'channels';
 
+/** What is wrong with the secrets and modes a new channel names for its platform, naming the fix; null when they fit. */
+export function channelSecretsMisfit(body: {
+  platform: string;
+  signingSecret?: string | undefined;
+  appTokenSecret?: string | undefined;
+  webhookUrl?: string | undefined;
+}): string | null {
+  const { platform, signingSecret, appTokenSecret, webhookUrl } = body;
+  if (appTokenSecret !== undefined && platform !== 'slack')
+    return `appTokenSecret: only Slack has Socket Mode; drop it for ${platform}`;
+  if (webhookUrl !== undefined && platform !== 'telegram')
+    return `webhookUrl: only Telegram is set up with a webhook URL; drop it for ${platform}`;
+  if (platform === 'slack' && (signingSecret === undefined) === (appTokenSecret === undefined))
+    return 'signingSecret, appTokenSecret: a Slack channel needs one of them: the name of its signing secret (Events API over HTTP: --signing-secret <name>) or of its app-level token (Socket Mode: --socket-mode --app-token-secret <name>), after berth secret set <name>';
+  if (platform === 'telegram' && (signingSecret === undefined) !== (webhookUrl === undefined))
+    return 'signingSecret, webhookUrl: a Telegram webhook needs both its public base URL (--webhook-url) and the name of its secret_token (--signing-secret <name>, after berth secret set <name>); give neither for long polling';
+  if (platform === 'discord' && signingSecret !== undefined)
+    return 'signingSecret: Discord signs nothing berth reads; drop it';
+  return null;
+}
+
 export const channelsRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) => {
   const { store, clock, routes } = deps;
 
@@ -29,15 +50,10 @@ export const channelsRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) 
       const agent = await store.getAgent(body.agent);
       if (!agent)
         throw new BerthError('AGENT_NOT_FOUND', `Agent ${body.agent} does not exist (createChannel)`);
-      if ((body.platform === 'slack') !== (body.signingSecret !== undefined))
-        throw new BerthError(
-          'INVALID_INPUT',
-          body.platform === 'slack'
-            ? 'signingSecret: a Slack channel needs the name of its signing secret (berth secret set <name>, then --signing-secret <name>) (createChannel)'
-            : `signingSecret: only Slack signs its requests; drop it for ${body.platform} (createChannel)`,
-        );
+      const misfit = channelSecretsMisfit(body);
+      if (misfit !== null) throw new BerthError('INVALID_INPUT', `${misfit} (createChannel)`);
       const names = deps.secretNames ? await deps.secretNames() : null;
-      for (const secret of [body.tokenSecret, body.signingSecret])
+      for (const secret of [body.tokenSecret, body.signingSecret, body.appTokenSecret])
         if (names && secret !== undefined && !names.includes(secret))
           throw new BerthError(
             'CHANNEL_TOKEN_MISSING',
@@ -54,6 +70,8 @@ export const channelsRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) 
           allowChats: body.allowChats,
           tokenSecret: body.tokenSecret,
           signingSecret: body.signingSecret ?? null,
+          appTokenSecret: body.appTokenSecret ?? null,
+          webhookUrl: body.webhookUrl ?? null,
           respondTo: body.respondTo,
         },
         clock.now(),

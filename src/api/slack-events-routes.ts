@@ -10,6 +10,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { parseSlackPush, verifySlackSignature } from '../channels/index.js';
 import { BerthError } from '../core/index.js';
+import { channelSecret } from './channel-secret.js';
 import type { PluginDeps } from './deps.js';
 
 export const slackEventsRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) => {
@@ -36,13 +37,11 @@ export const slackEventsRoutes: FastifyPluginAsync<PluginDeps> = async (app, dep
       const id = params.id!;
       const channel = await store.getChannel(id);
       if (channel?.platform !== 'slack' || channel.signingSecret === null)
-        throw new BerthError('CHANNEL_NOT_FOUND', `No Slack channel ${id} (slackEvents)`);
-      const secret = await deps.secrets?.get(channel.signingSecret);
-      if (secret === undefined)
         throw new BerthError(
-          'CHANNEL_NOT_ACCEPTING',
-          `Secret ${channel.signingSecret} is not in the host's secret store (slackEvents)`,
+          'CHANNEL_NOT_FOUND',
+          `No Slack channel ${id} taking its events over HTTP (a Socket Mode channel has none) (slackEvents)`,
         );
+      const secret = await channelSecret(deps, channel.signingSecret, id, 'slackEvents');
       const raw = typeof request.body === 'string' ? request.body : '';
       const header = (name: string) => {
         const value = request.headers[name];

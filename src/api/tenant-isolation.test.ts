@@ -233,6 +233,8 @@ const CASES: Record<string, RouteCase> = {
   'GET /v1/channels/:id/outbox': { kind: 'admin' },
   // Slack sends no berth token: the request's signature, with the channel's signing secret, is its check.
   'POST /v1/channels/:id/slack/events': { kind: 'signed' },
+  // Nor does Telegram: the channel's secret_token in its header is the check.
+  'POST /v1/channels/:id/telegram/updates': { kind: 'signed' },
   'GET /v1/openapi.json': { kind: 'public' },
   'GET /healthz': { kind: 'public' },
   'GET /': { kind: 'public' },

@@ -32,14 +32,17 @@ export interface PlatformClient {
    * one; [] when none came. Reading does not acknowledge: a platform forgets an update only
    * when asked for a later cursor (Telegram: getUpdates with offset = update_id + 1).
    * Updates that carry no text come back with text '' (they move the cursor only).
-   * Absent on a platform that pushes its updates to berth's API instead (Slack).
+   * Absent on a platform that pushes its updates to berth's API instead (Slack); unused
+   * when the client has `listen` (Telegram in webhook mode).
    */
   receive?(cursor: number, waitMs: number, signal: AbortSignal): Promise<ChannelInbound[]>;
   /**
    * Keeps the platform's connection open in the lease holder until `signal`, handing each
    * event to `commit` (which resolves once it is in the store) before moving on. Rejects
    * with a PlatformError when the connection failed: the runner backs off and calls again.
-   * Present on a platform that pushes over a connection berth opens (Discord's Gateway).
+   * Present on a platform that pushes over a connection berth opens (Discord's Gateway,
+   * Slack's Socket Mode), or that is told once where to push (Telegram's setWebhook: it
+   * registers, then holds until `signal`).
    */
   listen?(commit: (event: ChannelEvent) => Promise<void>, signal: AbortSignal): Promise<void>;
   /** Sends; resolves to the platform's id of the message it created. */
@@ -55,8 +58,18 @@ export interface PlatformClient {
   showTyping(chatId: string, signal: AbortSignal): Promise<void>;
 }
 
-/** Builds the client of a channel from its row and its bot token (read from the host's secret store). */
-export type PlatformClientFactory = (channel: Channel, token: string) => PlatformClient;
+/** The values of the secrets a channel names, read from the host's secret store. */
+export interface ChannelSecrets {
+  /** The bot token. */
+  token: string;
+  /** Telegram's webhook secret_token (webhook mode), Slack's signing secret; null when the channel names none. */
+  signingSecret: string | null;
+  /** Slack's app-level token (Socket Mode); null when the channel names none. */
+  appToken: string | null;
+}
+
+/** Builds the client of a channel from its row and its secrets. */
+export type PlatformClientFactory = (channel: Channel, secrets: ChannelSecrets) => PlatformClient;
 
 /** Why a platform call failed, as the runner acts on it. */
 export type PlatformFailure =
@@ -82,6 +95,29 @@ export class PlatformError extends Error {
     );
     this.name = 'PlatformError';
   }
+}
+
+/** A thrown value as a PlatformError: anything else becomes a transient failure, described after `what` (e.g. `Discord Gateway`). */
+export function asPlatformError(err: unknown, what: string): PlatformError {
+  if (err instanceof PlatformError) return err;
+  return new PlatformError(
+    { kind: 'transient', description: `${what}: ${err instanceof Error ? err.message : String(err)}` },
+    { cause: err },
+  );
+}
+
+/** A WebSocket text frame's JSON object, or null when it is not one (binary, not JSON, not an object). */
+export function jsonObjectOf(raw: unknown): Record<string, unknown> | null {
+  if (typeof raw !== 'string') return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    return null;
+  }
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : null;
 }
 
 /** A thrown value as a PlatformFailure: anything that is not a PlatformError is transient. */

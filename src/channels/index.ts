@@ -6,6 +6,7 @@
  */
 export {
   type ChannelEvent,
+  type ChannelSecrets,
   type ChannelSend,
   type PlatformClient,
   type PlatformClientFactory,
@@ -15,17 +16,14 @@ export {
 } from './channel.js';
 export { ChannelRunner, type ChannelRunnerDeps } from './channel-runner.js';
 export { type ChannelSendDecision, decideChannelSendFailure } from './decide-send.js';
+export { DISCORD_MAX_TEXT, DiscordClient, type DiscordOptions, discordClientFactory } from './discord.js';
 export {
-  DISCORD_MAX_TEXT,
-  DiscordClient,
-  type DiscordOptions,
-  discordClientFactory,
   discordNonce,
   type GatewayFrame,
   parseGatewayFrame,
   snowflakeAt,
   toDiscordInbound,
-} from './discord.js';
+} from './discord-wire.js';
 export {
   parseSlackPush,
   SLACK_MAX_TEXT,
@@ -37,9 +35,15 @@ export {
   toMrkdwn,
   verifySlackSignature,
 } from './slack.js';
+export { parseSocketFrame, type SocketFrame } from './slack-socket.js';
 export {
   TELEGRAM_MAX_TEXT,
+  type TelegramBot,
   TelegramClient,
   type TelegramOptions,
+  type TelegramUpdate,
   telegramClientFactory,
+  telegramWebhookUrl,
+  toTelegramInbound,
+  verifyTelegramSecretToken,
 } from './telegram.js';

@@ -1,6 +1,7 @@
 /**
  * Slack: events pushed to berth's API (the Events API, each request signed with the app's
- * signing secret), replies sent with the Web API over fetch (`<api>/<method>`, the bot
+ * signing secret) or, in Socket Mode, read off a WebSocket the lease holder opens
+ * (slack-socket.ts), replies sent with the Web API over fetch (`<api>/<method>`, the bot
  * token as a Bearer header, answered `{ok, …}` or `{ok: false, error}`; a 429 names its
  * wait in Retry-After). No SDK: @slack/web-api retries and queues on its own, and the
  * runner must see each 429 to pace the channel and each failure to record it.
@@ -12,8 +13,15 @@
  * The token is sent in a header only; it is never logged (errors name the method).
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { Channel, ChannelInbound } from '../core/index.js';
-import { type ChannelSend, type PlatformClient, PlatformError } from './channel.js';
+import type { Channel, ChannelInbound, ChannelRespond } from '../core/index.js';
+import {
+  type ChannelEvent,
+  type ChannelSecrets,
+  type ChannelSend,
+  type PlatformClient,
+  PlatformError,
+} from './channel.js';
+import { socketModeConnection } from './slack-socket.js';
 
 /** The text of one message: Slack truncates past 40,000 characters and asks for at most 4,000. */
 export const SLACK_MAX_TEXT = 4000;
@@ -30,12 +38,17 @@ export interface SlackOptions {
   /** e.g. https://slack.com/api */
   apiUrl: string;
   token: string;
+  /** Socket Mode: the app-level token (`xapp-…`) that opens the connection; null = events over HTTP. */
+  appToken?: string | null;
+  /** Which messages reach the agent (parseSlackPush). @default 'all' */
+  respondTo?: ChannelRespond;
 }
 
 interface SlackAnswer {
   ok: boolean;
   error?: string;
   ts?: string;
+  url?: string;
   messages?: { ts: string; metadata?: { event_type?: string; event_payload?: { key?: string } } }[];
   has_more?: boolean;
   response_metadata?: { next_cursor?: string };
@@ -45,7 +58,36 @@ export class SlackClient implements PlatformClient {
   readonly platform = 'slack' as const;
   readonly maxTextLength = SLACK_MAX_TEXT;
 
-  constructor(private readonly options: SlackOptions) {}
+  /** Socket Mode only: events over a WebSocket berth opens (else they are POSTed to berth's API). */
+  readonly listen?: PlatformClient['listen'];
+
+  constructor(private readonly options: SlackOptions) {
+    const appToken = options.appToken ?? null;
+    if (appToken !== null) this.listen = (commit, signal) => this.listenSocketMode(appToken, commit, signal);
+  }
+
+  /** Socket Mode connections one after another until `signal`: each asked for, then kept until Slack ends it. */
+  private async listenSocketMode(
+    appToken: string,
+    commit: (event: ChannelEvent) => Promise<void>,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const channel = { respondTo: this.options.respondTo ?? 'all' };
+    while (!signal.aborted) {
+      const answer = await this.call('apps.connections.open', { json: {} }, signal, appToken);
+      if (typeof answer.url !== 'string')
+        throw new PlatformError({ kind: 'transient', description: 'Slack apps.connections.open: no url' });
+      await socketModeConnection(
+        answer.url,
+        async (payload) => {
+          const push = parseSlackPush(channel, payload);
+          // Not an event (a malformed payload): acknowledged, as nothing berth takes.
+          if (push.kind === 'event') await commit({ eventId: push.eventId, inbound: push.inbound });
+        },
+        signal,
+      );
+    }
+  }
 
   async send(message: ChannelSend, signal: AbortSignal): Promise<string> {
     const body: Record<string, unknown> = {
@@ -88,9 +130,10 @@ export class SlackClient implements PlatformClient {
     method: string,
     request: { json: Record<string, unknown> } | { query: URLSearchParams },
     signal: AbortSignal,
+    token = this.options.token,
   ): Promise<SlackAnswer> {
     const base = `${this.options.apiUrl.replace(/\/$/, '')}/${method}`;
-    const headers: Record<string, string> = { authorization: `Bearer ${this.options.token}` };
+    const headers: Record<string, string> = { authorization: `Bearer ${token}` };
     let res: Response;
     try {
       res = await fetch('json' in request ? base : `${base}?${request.query}`, {
@@ -240,6 +283,7 @@ export function toMrkdwn(markdown: string): string {
     .join('');
 }
 
-export function slackClientFactory(options: Omit<SlackOptions, 'token'>) {
-  return (_channel: Channel, token: string): PlatformClient => new SlackClient({ ...options, token });
+export function slackClientFactory(options: Pick<SlackOptions, 'apiUrl'>) {
+  return (channel: Channel, { token, appToken }: ChannelSecrets): PlatformClient =>
+    new SlackClient({ ...options, token, appToken, respondTo: channel.respondTo });
 }

@@ -3,13 +3,16 @@
  * <method>` with a JSON body, answered `{ok, result}` or `{ok: false, error_code,
  * description, parameters: {retry_after}}`. Long polling with getUpdates: an update is
  * forgotten by Telegram only when a later getUpdates asks for offset = its update_id + 1,
- * which the runner does only after the update's commit. Plain text is sent (no parse_mode):
+ * which the runner does only after the update's commit. Or webhook mode: the lease holder
+ * sets the webhook (with a secret_token), and Telegram POSTs each update to berth's API
+ * (src/api/telegram-updates-routes.ts), which commits it by update_id before answering 200. Plain text is sent (no parse_mode):
  * an agent's free text is not valid MarkdownV2, and a parse error would refuse the reply.
  *
  * The token appears in request URLs only; it is never logged (errors name the method).
  */
-import type { Channel, ChannelInbound } from '../core/index.js';
-import { type ChannelSend, type PlatformClient, PlatformError } from './channel.js';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Channel, ChannelInbound, ChannelRespond } from '../core/index.js';
+import { type ChannelSecrets, type ChannelSend, type PlatformClient, PlatformError } from './channel.js';
 
 /** Telegram's limit of one message's text, in UTF-16 units. */
 export const TELEGRAM_MAX_TEXT = 4096;
@@ -24,11 +27,19 @@ interface TelegramMessage {
   chat: { id: number; type: string };
   from?: TelegramUser;
   text?: string;
+  entities?: { type: string; offset: number; length: number; user?: TelegramUser }[];
+  reply_to_message?: { from?: TelegramUser };
 }
 
-interface TelegramUpdate {
+export interface TelegramUpdate {
   update_id: number;
   message?: TelegramMessage;
+}
+
+/** The bot itself (getMe): who a mention or a reply must name. */
+export interface TelegramBot {
+  id: number;
+  username: string;
 }
 
 interface TelegramAnswer<T> {
@@ -46,13 +57,61 @@ export interface TelegramOptions {
   /** e.g. https://api.telegram.org */
   apiUrl: string;
   token: string;
+  /** In groups, every message reaches the agent, or only those naming the bot. @default 'all' */
+  respondTo?: ChannelRespond;
+  /** Webhook mode: where Telegram POSTs updates (berth's route) and the secret_token it sends along; absent = long polling. */
+  webhook?: { url: string; secretToken: string };
+}
+
+/** The route Telegram POSTs a channel's updates to, under berth's public base URL. */
+export function telegramWebhookUrl(baseUrl: string, channelId: string): string {
+  return `${baseUrl.replace(/\/$/, '')}/v1/channels/${channelId}/telegram/updates`;
+}
+
+/** Whether a webhook request carries the channel's secret_token (`X-Telegram-Bot-Api-Secret-Token`), compared in constant time. */
+export function verifyTelegramSecretToken(secretToken: string, header: string | undefined): boolean {
+  if (header === undefined) return false;
+  // Hashed first: timingSafeEqual needs equal lengths, and the length must not leak either.
+  const digest = (value: string) => createHash('sha256').update(value).digest();
+  return timingSafeEqual(digest(header), digest(secretToken));
 }
 
 export class TelegramClient implements PlatformClient {
   readonly platform = 'telegram' as const;
   readonly maxTextLength = TELEGRAM_MAX_TEXT;
 
-  constructor(private readonly options: TelegramOptions) {}
+  private bot: Promise<TelegramBot> | null = null;
+  /** Webhook mode only: registers the webhook, then holds while the lease does (updates come to berth's API). */
+  readonly listen?: PlatformClient['listen'];
+
+  constructor(private readonly options: TelegramOptions) {
+    const webhook = options.webhook;
+    if (webhook) this.listen = (_commit, signal) => this.holdWebhook(webhook, signal);
+  }
+
+  /**
+   * Tells Telegram where to POST updates (setWebhook, with the secret_token it will send
+   * along), then waits for `signal`. Telegram keeps the webhook across restarts; setting
+   * it again on each lease is harmless and repairs a URL or secret changed meanwhile.
+   */
+  private async holdWebhook(
+    webhook: { url: string; secretToken: string },
+    signal: AbortSignal,
+  ): Promise<void> {
+    await this.call<boolean>(
+      'setWebhook',
+      { url: webhook.url, secret_token: webhook.secretToken, allowed_updates: ['message'] },
+      signal,
+    );
+    if (signal.aborted) return;
+    await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+  }
+
+  /** A pushed update as berth's inbound (asking the bot's name first when only mentions are answered). */
+  async inboundOf(update: TelegramUpdate, signal: AbortSignal): Promise<ChannelInbound> {
+    const respondTo = this.options.respondTo ?? 'all';
+    return toTelegramInbound(update, respondTo, respondTo === 'mention' ? await this.me(signal) : null);
+  }
 
   async receive(cursor: number, waitMs: number, signal: AbortSignal): Promise<ChannelInbound[]> {
     const updates = await this.call<TelegramUpdate[]>(
@@ -61,7 +120,20 @@ export class TelegramClient implements PlatformClient {
       signal,
       waitMs,
     );
-    return updates.map(toInbound);
+    return Promise.all(updates.map((u) => this.inboundOf(u, signal)));
+  }
+
+  /** The bot's own id and username, asked once: a mention names them. */
+  private me(signal: AbortSignal): Promise<TelegramBot> {
+    // One question however many updates ask at once; asked again only after a failure.
+    this.bot ??= this.call<TelegramUser>('getMe', {}, signal).then(
+      (me) => ({ id: me.id, username: me.username ?? '' }),
+      (err: unknown) => {
+        this.bot = null;
+        throw err;
+      },
+    );
+    return this.bot;
   }
 
   async send(message: ChannelSend, signal: AbortSignal): Promise<string> {
@@ -123,8 +195,24 @@ export class TelegramClient implements PlatformClient {
   }
 }
 
-function toInbound(update: TelegramUpdate): ChannelInbound {
+/**
+ * An update as berth's inbound. With `respondTo: 'mention'`, a group message reaches the
+ * agent only when it names the bot (an `@botname` mention or a `/command@botname`) or
+ * replies to one of its messages; it comes back with text '' otherwise (it moves the
+ * cursor only). Private chats always reach it. The bot's `@name` is cut from the text.
+ */
+export function toTelegramInbound(
+  update: TelegramUpdate,
+  respondTo: ChannelRespond,
+  bot: TelegramBot | null,
+): ChannelInbound {
   const m = update.message;
+  const text = m?.text ?? '';
+  const named = bot === null ? null : new RegExp(`@${bot.username}\\b`, 'gi');
+  const heard =
+    respondTo === 'all' ||
+    m?.chat.type === 'private' ||
+    (m !== undefined && bot !== null && mentions(m, bot));
   return {
     updateId: update.update_id,
     chatId: m ? String(m.chat.id) : '',
@@ -133,10 +221,31 @@ function toInbound(update: TelegramUpdate): ChannelInbound {
     username: m?.from?.username ?? null,
     messageId: m ? String(m.message_id) : '',
     threadId: null,
-    text: m?.text ?? '',
+    text: !heard ? '' : named === null ? text : text.replace(named, '').trim(),
   };
 }
 
+/** Whether a message names the bot: a mention of it, a command addressed to it, or a reply to it. */
+function mentions(m: TelegramMessage, bot: TelegramBot): boolean {
+  if (m.reply_to_message?.from?.id === bot.id) return true;
+  const text = m.text ?? '';
+  const name = `@${bot.username}`.toLowerCase();
+  return (m.entities ?? []).some((e) => {
+    const piece = text.slice(e.offset, e.offset + e.length).toLowerCase();
+    if (e.type === 'mention') return piece === name;
+    if (e.type === 'bot_command') return piece.endsWith(name);
+    return e.type === 'text_mention' && e.user?.id === bot.id;
+  });
+}
+
 export function telegramClientFactory(options: Omit<TelegramOptions, 'token'>) {
-  return (_channel: Channel, token: string): PlatformClient => new TelegramClient({ ...options, token });
+  return (channel: Channel, { token, signingSecret }: ChannelSecrets): PlatformClient =>
+    new TelegramClient({
+      ...options,
+      token,
+      respondTo: channel.respondTo,
+      ...(channel.webhookUrl !== null && signingSecret !== null
+        ? { webhook: { url: telegramWebhookUrl(channel.webhookUrl, channel.id), secretToken: signingSecret } }
+        : {}),
+    });
 }

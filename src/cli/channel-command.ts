@@ -35,7 +35,19 @@ export function channelCommand(env: NodeJS.ProcessEnv): Command {
     )
     .option(
       '--signing-secret <name>',
-      "Slack: the name of the app's Signing Secret in the host secret store (berth secret set <name>); events to /v1/channels/<id>/slack/events must carry its signature",
+      "Slack: the name of the app's Signing Secret in the host secret store (berth secret set <name>); events to /v1/channels/<id>/slack/events must carry its signature. Telegram with --webhook-url: the name of the webhook's secret_token (1-256 of A-Z a-z 0-9 _ -)",
+    )
+    .option(
+      '--socket-mode',
+      'Slack: receive events over a Socket Mode WebSocket berth opens (no public URL needed); needs --app-token-secret',
+    )
+    .option(
+      '--app-token-secret <name>',
+      'Slack Socket Mode: the name of the app-level token (xapp-…, scope connections:write) in the host secret store',
+    )
+    .option(
+      '--webhook-url <url>',
+      "Telegram: berth's public base URL; Telegram then POSTs updates to <url>/v1/channels/<id>/telegram/updates instead of being polled (needs --signing-secret)",
     )
     .addOption(
       new Option(
@@ -48,7 +60,7 @@ export function channelCommand(env: NodeJS.ProcessEnv): Command {
     .addOption(
       new Option(
         '--respond <which>',
-        'Slack, Discord: every channel message reaches the agent, or only those that mention the bot (direct messages always do)',
+        'every group message reaches the agent, or only those that mention the bot (Telegram: an @botname mention or a reply to the bot; direct messages always do)',
       )
         .choices(CHANNEL_RESPOND)
         .default('all'),
@@ -73,6 +85,9 @@ export function channelCommand(env: NodeJS.ProcessEnv): Command {
           agent: string;
           tokenSecret: string;
           signingSecret?: string;
+          socketMode?: boolean;
+          appTokenSecret?: string;
+          webhookUrl?: string;
           map: Channel['mapping'];
           respond: Channel['respondTo'];
           allow?: string;
@@ -88,6 +103,13 @@ export function channelCommand(env: NodeJS.ProcessEnv): Command {
           process.exitCode = 2;
           return;
         }
+        if (Boolean(o.socketMode) !== (o.appTokenSecret !== undefined)) {
+          process.stderr.write(
+            'Socket Mode needs both --socket-mode and --app-token-secret <name> (berth secret set <name> < app-token.txt)\n',
+          );
+          process.exitCode = 2;
+          return;
+        }
         const allowUsers = commaList(o.allow);
         const allowChats = commaList(o.allowChats);
         if (allowUsers.length === 0 && allowChats.length === 0)
@@ -99,6 +121,8 @@ export function channelCommand(env: NodeJS.ProcessEnv): Command {
           agent: o.agent,
           tokenSecret: o.tokenSecret,
           ...(o.signingSecret ? { signingSecret: o.signingSecret } : {}),
+          ...(o.appTokenSecret ? { appTokenSecret: o.appTokenSecret } : {}),
+          ...(o.webhookUrl ? { webhookUrl: o.webhookUrl } : {}),
           mapping: o.map,
           respondTo: o.respond,
           allowUsers,
@@ -151,7 +175,7 @@ export function channelCommand(env: NodeJS.ProcessEnv): Command {
 function line(c: Channel): string {
   const allow = [...c.allowUsers, ...c.allowChats.map((id) => `chat:${id}`)].join(',') || '-';
   const state = c.paused ? 'paused' : c.leaseOwner ? 'running' : 'idle';
-  return `${c.id}\t${c.platform}\tagent ${c.agent}\t${c.mapping}\t${state}\tcursor ${c.cursor}\tallow ${allow}\ttoken-secret ${c.tokenSecret}${c.signingSecret ? `\tsigning-secret ${c.signingSecret}` : ''}${c.platform !== 'telegram' ? `\trespond ${c.respondTo}` : ''}${c.lastError ? `\terror: ${c.lastError}` : ''}`;
+  return `${c.id}\t${c.platform}\tagent ${c.agent}\t${c.mapping}\t${state}\tcursor ${c.cursor}\tallow ${allow}\ttoken-secret ${c.tokenSecret}${c.signingSecret ? `\tsigning-secret ${c.signingSecret}` : ''}${c.appTokenSecret ? `\tsocket-mode app-token-secret ${c.appTokenSecret}` : ''}${c.webhookUrl ? `\twebhook ${c.webhookUrl}` : ''}\trespond ${c.respondTo}${c.lastError ? `\terror: ${c.lastError}` : ''}`;
 }
 
 function outboxLine(o: ChannelOutboxItem): string {

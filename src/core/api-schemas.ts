@@ -212,11 +212,23 @@ export const createChannelSchema = z
     agent: z.string().min(1),
     /** The name of the bot token in the host's secret store (berth secret set <name>). */
     tokenSecret: secretNameSchema,
-    /** Slack: the name of its signing secret in the host's secret store (required for Slack). */
+    /**
+     * Slack (Events API over HTTP): the name of its signing secret in the host's secret store.
+     * Telegram (webhook mode, with webhookUrl): the name of the webhook's `secret_token`.
+     */
     signingSecret: secretNameSchema.optional(),
+    /** Slack Socket Mode: the name of the app-level token (`xapp-…`) in the host's secret store, instead of signingSecret. */
+    appTokenSecret: secretNameSchema.optional(),
+    /** Telegram webhook mode: berth's public base URL (https), where Telegram POSTs updates; omitted = long polling. */
+    webhookUrl: z
+      .string()
+      .url()
+      .regex(/^https?:\/\//, 'webhookUrl: an http(s) URL')
+      .max(512)
+      .optional(),
     /** @default 'per-chat' */
     mapping: z.enum(CHANNEL_MAPPINGS).default('per-chat'),
-    /** Slack: which channel messages reach the agent (direct messages always do). @default 'all' */
+    /** Which group messages reach the agent: all, or only those naming the bot (direct messages always do). @default 'all' */
     respondTo: z.enum(CHANNEL_RESPOND).default('all'),
     /** @default [] */
     allowUsers: z.array(channelUserSchema).max(1000).default([]),

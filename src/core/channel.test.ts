@@ -84,6 +84,30 @@ test('decideChannelInbound: who reaches the agent, who is refused, and how often
       lastRefusalAt: null,
       want: { action: 'ignore', reason: 'empty' },
     },
+    {
+      name: '/status from an allowed user: a command for the chat session, not enqueued',
+      inbound: { text: '/status' },
+      lastRefusalAt: null,
+      want: { action: 'command', command: 'status', sessionId: 'tg-tg1-100' },
+    },
+    {
+      name: '/interrupt@botname in a group',
+      inbound: { chatId: '-300', text: ' /interrupt@berth_bot ' },
+      lastRefusalAt: null,
+      want: { action: 'command', command: 'interrupt', sessionId: 'tg-tg1--300' },
+    },
+    {
+      name: '/status from a stranger: refused like any message',
+      inbound: { text: '/status', username: 'mallory', userId: '666' },
+      lastRefusalAt: null,
+      want: { action: 'refuse', reason: 'not-allowed' },
+    },
+    {
+      name: 'a command among other words goes to the agent',
+      inbound: { text: '/status please' },
+      lastRefusalAt: null,
+      want: { action: 'enqueue', sessionId: 'tg-tg1-100' },
+    },
   ];
   for (const c of cases)
     assert.deepEqual(

@@ -4,6 +4,7 @@
  * who may talk to the agent, how a long reply is cut); the platforms themselves live in
  * src/channels/.
  */
+import { type ChannelCommand, parseChannelCommand } from './channel-command.js';
 
 export const CHANNEL_PLATFORMS = ['telegram', 'slack', 'discord'] as const;
 export type ChannelPlatform = (typeof CHANNEL_PLATFORMS)[number];
@@ -35,9 +36,16 @@ export interface Channel {
   allowChats: string[];
   /** The name, in the host's secret store, of the bot token. The value never leaves the host. */
   tokenSecret: string;
-  /** The name, in the host's secret store, of the secret that signs the platform's pushed requests (Slack's signing secret); null for a platform polled instead. */
+  /**
+   * The name, in the host's secret store, of the secret that proves a pushed request is the
+   * platform's (Slack's signing secret; Telegram's webhook `secret_token`); null when nothing is pushed over HTTP.
+   */
   signingSecret: string | null;
-  /** Which group messages reach the agent (Slack; Telegram answers every message). */
+  /** Slack Socket Mode: the name, in the host's secret store, of the app-level token (`xapp-…`); null = the Events API over HTTP. */
+  appTokenSecret: string | null;
+  /** Telegram webhook mode: berth's public base URL, where Telegram POSTs updates; null = long polling. */
+  webhookUrl: string | null;
+  /** Which group messages reach the agent: all, or only those naming the bot. */
   respondTo: ChannelRespond;
   paused: boolean;
   /** The next platform offset to ask for (Telegram: the last committed update_id + 1). */
@@ -100,6 +108,8 @@ export const CHANNEL_REFUSAL_TEXT =
 
 export type InboundDecision =
   | { action: 'enqueue'; sessionId: string }
+  /** A chat command (channel-command.ts): answered by berth for the chat's session, never enqueued. */
+  | { action: 'command'; command: ChannelCommand; sessionId: string }
   | { action: 'refuse'; reason: 'not-allowed' }
   | { action: 'ignore'; reason: 'not-allowed-refused-lately' | 'empty' };
 
@@ -132,8 +142,9 @@ export function isChannelSenderAllowed(
 }
 
 /**
- * What one inbound update does: goes to its session, earns its chat one refusal (at most
- * one per CHANNEL_REFUSAL_INTERVAL_MS), or nothing. Every outcome moves the cursor past it.
+ * What one inbound update does: goes to its session, is a chat command for it (an allowed
+ * sender's `/status` or `/interrupt`), earns its chat one refusal (at most one per
+ * CHANNEL_REFUSAL_INTERVAL_MS), or nothing. Every outcome moves the cursor past it.
  */
 export function decideChannelInbound(
   channel: Pick<Channel, 'id' | 'platform' | 'mapping' | 'allowUsers' | 'allowChats' | 'paused'>,
@@ -148,10 +159,10 @@ export function decideChannelInbound(
       return { action: 'ignore', reason: 'not-allowed-refused-lately' };
     return { action: 'refuse', reason: 'not-allowed' };
   }
-  return {
-    action: 'enqueue',
-    sessionId: channelSessionId(channel, inbound.chatId, inbound.userId, inbound.threadId),
-  };
+  const sessionId = channelSessionId(channel, inbound.chatId, inbound.userId, inbound.threadId);
+  const command = parseChannelCommand(inbound.text);
+  if (command !== null) return { action: 'command', command, sessionId };
+  return { action: 'enqueue', sessionId };
 }
 
 /** The text a failed turn sends its chat: short, with the code. */

@@ -485,7 +485,7 @@ export const ERRORS = {
   CHANNEL_SIGNATURE_INVALID: {
     status: 401,
     retryable: false,
-    hint: "The request is not signed by the platform with the channel's signing secret, or is older than 5 minutes. Check that the secret named by the channel (berth channel list) holds the app's Signing Secret: berth secret set <name>.",
+    hint: "The request is not signed by the platform with the channel's signing secret (Slack: or is older than 5 minutes; Telegram: its X-Telegram-Bot-Api-Secret-Token is not the channel's secret_token). Check that the secret named by the channel (berth channel list) holds the app's Signing Secret or the webhook's secret_token: berth secret set <name>.",
   },
   CHANNEL_NOT_ACCEPTING: {
     status: 503,

@@ -29,11 +29,13 @@ export const CHECKPOINT_FAILPOINTS = [
 ] as const;
 
 /**
- * A channel's (src/channels/): an update read from the platform and not yet committed; a
- * send taken from the outbox and not yet sent; sent and not yet recorded.
+ * A channel's (src/channels/): an update read from the platform and not yet committed;
+ * committed and not yet acknowledged (Slack Socket Mode); a send taken from the outbox and
+ * not yet sent; sent and not yet recorded.
  */
 export const CHANNEL_FAILPOINTS = [
   'channel-before-commit',
+  'channel-before-ack',
   'channel-before-send',
   'channel-after-send',
 ] as const;

@@ -157,6 +157,8 @@ export type NewChannel = Pick<
   | 'allowChats'
   | 'tokenSecret'
   | 'signingSecret'
+  | 'appTokenSecret'
+  | 'webhookUrl'
   | 'respondTo'
 >;
 
@@ -486,18 +488,19 @@ export interface Store {
   /**
    * One platform update applied in one transaction, fenced by the lease and the cursor:
    * the cursor moved past it and its message enqueued (session created and bound to the
-   * chat on first use), or a refusal owed, or nothing. 'stale' = nothing written (the
-   * lease is lost, or the update was applied already).
+   * chat on first use), or a chat command run and answered (`/status`, `/interrupt`), or a
+   * refusal owed, or nothing. 'stale' = nothing written (the lease is lost, or the update
+   * was applied already).
    */
   commitChannelInbound(
     channelId: string,
     owner: string,
     inbound: ChannelInbound,
     now: number,
-  ): Promise<'enqueue' | 'refuse' | 'ignore' | 'stale'>;
+  ): Promise<'enqueue' | 'command' | 'refuse' | 'ignore' | 'stale'>;
   /**
    * One event a platform pushed (Slack's Events API), applied in one transaction keyed by
-   * its id: the id marked applied and its message enqueued, or a refusal owed, or nothing
+   * its id: the id marked applied and its message enqueued (or a chat command run), or a refusal owed, or nothing
    * (`inbound` null: an event without a message). No lease: any API process may take a
    * push. 'duplicate' = the id was applied before (a retried delivery), 'stale' = the
    * channel is gone or paused; nothing written in either.
@@ -507,7 +510,7 @@ export interface Store {
     eventId: string,
     inbound: ChannelInbound | null,
     now: number,
-  ): Promise<'enqueue' | 'refuse' | 'ignore' | 'stale' | 'duplicate'>;
+  ): Promise<'enqueue' | 'command' | 'refuse' | 'ignore' | 'stale' | 'duplicate'>;
   /** The channel's next due send, taken for one attempt (at-least-once: it is due again after leaseMs). */
   takeChannelSend(
     channelId: string,

@@ -8,11 +8,25 @@
  * - chat.postMessage: recorded and stored in its thread with its metadata; ts counts up.
  * - conversations.replies: a thread's messages (the root's and its replies), with metadata
  *   when include_all_metadata is set.
+ * - apps.connections.open (with the app-level token only): a Socket Mode URL on this server.
+ *   A connection is greeted with `hello`; events are sent as `events_api` envelopes, and every
+ *   envelope not acknowledged (`{envelope_id}`) is delivered again to the next connection,
+ *   as Slack does. A test can send a malformed frame or a `disconnect`.
  * Every call is recorded (method, parameters, status) so a test can count.
  */
 import { createHmac } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { type WebSocket, WebSocketServer } from 'ws';
 import { closeLocal, listenLocal } from './local-server.js';
+
+/** An events_api envelope the fake sent, and whether (and how often) it was acknowledged. */
+export interface SocketEnvelope {
+  envelopeId: string;
+  eventId: string;
+  payload: unknown;
+  deliveries: number;
+  acks: number;
+}
 
 export interface FakeSlackCall {
   method: string;
@@ -37,12 +51,85 @@ export class FakeSlack {
   private eventSeq = 0;
   private readonly failures = new Map<string, { count: number; retryAfter: number }>();
   private server = createServer((req, res) => void this.handle(req, res));
+  private readonly sockets = new WebSocketServer({ noServer: true });
+  private live: WebSocket | null = null;
+  /** Every Socket Mode envelope sent, in order. */
+  readonly envelopes: SocketEnvelope[] = [];
+  /** Socket Mode connections opened so far. */
+  socketConnections = 0;
   url = '';
 
   constructor(
     readonly token: string,
     readonly signingSecret: string,
-  ) {}
+    readonly appToken = 'xapp-1-test',
+  ) {
+    this.server.on('upgrade', (req, socket, head) =>
+      this.sockets.handleUpgrade(req, socket, head, (ws) => this.onSocket(ws)),
+    );
+  }
+
+  /** An event over Socket Mode: sent now if a connection is open, else when the next one opens. */
+  socketEvent(body: string): SocketEnvelope {
+    const payload = JSON.parse(body) as { event_id: string };
+    const envelope: SocketEnvelope = {
+      envelopeId: `env-${this.envelopes.length + 1}`,
+      eventId: payload.event_id,
+      payload,
+      deliveries: 0,
+      acks: 0,
+    };
+    this.envelopes.push(envelope);
+    if (this.live) this.deliverEnvelope(this.live, envelope);
+    return envelope;
+  }
+
+  /** A raw frame on the open connection (a malformed one, a disconnect). */
+  socketFrame(text: string): void {
+    this.live?.send(text);
+  }
+
+  /** Whether a Socket Mode connection is open. */
+  get socketOpen(): boolean {
+    return this.live !== null;
+  }
+
+  private onSocket(ws: WebSocket): void {
+    this.socketConnections += 1;
+    this.live = ws;
+    ws.on('close', () => {
+      if (this.live === ws) this.live = null;
+    });
+    ws.on('message', (data) => {
+      const ack = JSON.parse(String(data)) as { envelope_id?: string };
+      const envelope = this.envelopes.find((e) => e.envelopeId === ack.envelope_id);
+      if (envelope) envelope.acks += 1;
+    });
+    ws.send(
+      JSON.stringify({
+        type: 'hello',
+        num_connections: 1,
+        debug_info: { host: 'fake-slack', approximate_connection_time: 18060 },
+        connection_info: { app_id: 'A0001' },
+      }),
+    );
+    // Slack delivers what was not acknowledged again, marked as a retry.
+    for (const envelope of this.envelopes) if (envelope.acks === 0) this.deliverEnvelope(ws, envelope);
+  }
+
+  private deliverEnvelope(ws: WebSocket, envelope: SocketEnvelope): void {
+    ws.send(
+      JSON.stringify({
+        envelope_id: envelope.envelopeId,
+        type: 'events_api',
+        accepts_response_payload: false,
+        retry_attempt: envelope.deliveries,
+        retry_reason: envelope.deliveries > 0 ? 'timeout' : '',
+        payload: envelope.payload,
+      }),
+    );
+    envelope.deliveries += 1;
+  }
 
   async start(): Promise<this> {
     this.url = await listenLocal(this.server, '/api');
@@ -50,6 +137,8 @@ export class FakeSlack {
   }
 
   async close(): Promise<void> {
+    for (const ws of this.sockets.clients) ws.terminate();
+    this.sockets.close();
     closeLocal(this.server);
   }
 
@@ -140,8 +229,14 @@ export class FakeSlack {
       res.writeHead(status, { 'content-type': 'application/json', ...headers });
       res.end(JSON.stringify(body));
     };
-    if (req.headers.authorization !== `Bearer ${this.token}`)
-      return answer(200, { ok: false, error: 'invalid_auth' });
+    // Socket Mode is opened with the app-level token; every other method with the bot token.
+    const wanted = method === 'apps.connections.open' ? this.appToken : this.token;
+    if (req.headers.authorization !== `Bearer ${wanted}`)
+      return answer(200, {
+        ok: false,
+        error:
+          req.headers.authorization === `Bearer ${this.token}` ? 'not_allowed_token_type' : 'invalid_auth',
+      });
     const failure = this.failures.get(method);
     if (failure && failure.count > 0) {
       failure.count -= 1;
@@ -185,6 +280,11 @@ export class FakeSlack {
           }));
         return answer(200, { ok: true, messages, has_more: false });
       }
+      case 'apps.connections.open':
+        return answer(200, {
+          ok: true,
+          url: `${this.url.replace(/^http/, 'ws').replace(/\/api$/, '')}/link/?ticket=t${this.socketConnections + 1}&app_id=A0001`,
+        });
       default:
         return answer(200, { ok: false, error: 'unknown_method' });
     }

@@ -10,6 +10,10 @@
  *   per chat).
  * - Two getUpdates at once: the earlier one is answered 409 Conflict ("terminated by other
  *   getUpdates request"), as Telegram does when two bot instances poll.
+ * - setWebhook(url, secret_token) / deleteWebhook: while a webhook is set, getUpdates
+ *   answers 409 (as Telegram does) and each update is POSTed to the URL instead, in order,
+ *   with `X-Telegram-Bot-Api-Secret-Token`, until answered 2xx (retried after a failure).
+ * - getMe: the bot (id = the token's first part, a username).
  * Every call is recorded (method, body, status, time) so a test can count; a test can
  * make the next N calls of a method answer 429 with a retry_after.
  */
@@ -35,6 +39,14 @@ export interface FakeUpdate {
     chat: { id: number; type: string };
     from: { id: number; is_bot: false; first_name: string; username?: string };
     text: string;
+    /** Mentions and commands, as Telegram marks them (offsets in UTF-16 units). */
+    entities?: { type: string; offset: number; length: number }[];
+    reply_to_message?: {
+      message_id: number;
+      date: number;
+      chat: { id: number; type: string };
+      from: { id: number; is_bot: true; first_name: string; username: string };
+    };
   };
 }
 
@@ -61,8 +73,23 @@ export class FakeTelegram {
   readonly arrivedAt = new Map<number, number>();
   private server = createServer((req, res) => void this.handle(req, res));
   url = '';
+  /** The webhook set (setWebhook), if any. */
+  webhook: { url: string; secretToken: string } | null = null;
+  /** Every webhook POST: the update, and the status berth answered (0: no answer). */
+  readonly webhookDeliveries: { updateId: number; status: number }[] = [];
+  private pumping = false;
+  private closed = false;
 
-  constructor(readonly token: string) {}
+  constructor(
+    readonly token: string,
+    /** The bot's username, as getMe answers it. */
+    readonly botUsername = 'berth_test_bot',
+  ) {}
+
+  /** The bot's user id: the token's first part, as Telegram's tokens are made. */
+  get botId(): number {
+    return Number(this.token.split(':')[0]);
+  }
 
   async start(): Promise<this> {
     this.url = await listenLocal(this.server);
@@ -70,20 +97,38 @@ export class FakeTelegram {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     for (const w of this.waiters.splice(0)) w();
     closeLocal(this.server);
   }
 
   /** A user writes to the bot; returns the update's and the message's ids. */
-  userMessage(input: { chatId: number; userId: number; username?: string; text: string; chatType?: string }) {
+  userMessage(input: {
+    chatId: number;
+    userId: number;
+    username?: string;
+    text: string;
+    chatType?: string;
+    /** The id of the bot's message this one replies to. */
+    replyToBot?: number;
+  }) {
     const chat = String(input.chatId);
     const messageId = this.takeMessageId(chat);
+    const chatField = { id: input.chatId, type: input.chatType ?? 'private' };
+    // Telegram marks every @mention and /command in the text.
+    const entities = [
+      ...input.text.matchAll(/(^|\s)(@[A-Za-z0-9_]{5,32}|\/[a-z_]+(?:@[A-Za-z0-9_]+)?)/g),
+    ].map((m) => ({
+      type: m[2]!.startsWith('@') ? 'mention' : 'bot_command',
+      offset: m.index + m[1]!.length,
+      length: m[2]!.length,
+    }));
     const update: FakeUpdate = {
       update_id: this.nextUpdateId++,
       message: {
         message_id: messageId,
         date: Math.floor(Date.now() / 1000),
-        chat: { id: input.chatId, type: input.chatType ?? 'private' },
+        chat: chatField,
         from: {
           id: input.userId,
           is_bot: false,
@@ -91,12 +136,60 @@ export class FakeTelegram {
           ...(input.username ? { username: input.username } : {}),
         },
         text: input.text,
+        ...(entities.length ? { entities } : {}),
+        ...(input.replyToBot === undefined
+          ? {}
+          : {
+              reply_to_message: {
+                message_id: input.replyToBot,
+                date: Math.floor(Date.now() / 1000),
+                chat: chatField,
+                from: { id: this.botId, is_bot: true, first_name: 'berth', username: this.botUsername },
+              },
+            }),
       },
     };
     this.updates.push(update);
     this.arrivedAt.set(update.update_id, performance.now());
     for (const w of this.waiters.splice(0)) w();
-    return { updateId: update.update_id, messageId };
+    void this.pumpWebhook();
+    return { updateId: update.update_id, messageId, update };
+  }
+
+  /** POSTs one update to the webhook as Telegram does, with `secret` (default: the one set); the status berth answered. */
+  async postUpdate(update: FakeUpdate, secret = this.webhook?.secretToken): Promise<number> {
+    const res = await fetch(this.webhook!.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        ...(secret === undefined ? {} : { 'x-telegram-bot-api-secret-token': secret }),
+      },
+      body: JSON.stringify(update),
+    });
+    await res.body?.cancel();
+    return res.status;
+  }
+
+  /** The updates still kept, delivered one by one to the webhook; one refused or unanswered is tried again. */
+  private async pumpWebhook(): Promise<void> {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      while (this.webhook && !this.closed && this.updates.length > 0) {
+        const update = this.updates[0]!;
+        const status = await this.postUpdate(update).catch(() => 0);
+        this.webhookDeliveries.push({ updateId: update.update_id, status });
+        if (status >= 200 && status < 300) this.updates.shift();
+        else await new Promise((r) => setTimeout(r, 500));
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  /** Every update still kept (not yet acknowledged), in order. */
+  get keptUpdates(): readonly FakeUpdate[] {
+    return this.updates;
   }
 
   /** The next `count` calls of `method` answer 429 with this retry_after (seconds). */
@@ -171,7 +264,39 @@ export class FakeTelegram {
       );
     }
     switch (method) {
+      case 'setWebhook': {
+        const secretToken = String(body.secret_token ?? '');
+        if (!/^[A-Za-z0-9_-]{1,256}$/.test(secretToken))
+          return reply(
+            400,
+            {
+              ok: false,
+              error_code: 400,
+              description: 'Bad Request: secret token contains unallowed characters',
+            },
+            method,
+            body,
+          );
+        this.webhook = { url: String(body.url), secretToken };
+        void this.pumpWebhook();
+        return reply(200, { ok: true, result: true, description: 'Webhook was set' }, method, body);
+      }
+      case 'deleteWebhook':
+        this.webhook = null;
+        return reply(200, { ok: true, result: true, description: 'Webhook was deleted' }, method, body);
       case 'getUpdates': {
+        if (this.webhook)
+          return reply(
+            409,
+            {
+              ok: false,
+              error_code: 409,
+              description:
+                "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first",
+            },
+            method,
+            body,
+          );
         const offset = Number(body.offset ?? 0);
         const limit = Number(body.limit ?? 100);
         const timeoutS = Number(body.timeout ?? 0);
@@ -253,6 +378,16 @@ export class FakeTelegram {
           body,
         );
       }
+      case 'getMe':
+        return reply(
+          200,
+          {
+            ok: true,
+            result: { id: this.botId, is_bot: true, first_name: 'berth', username: this.botUsername },
+          },
+          method,
+          body,
+        );
       case 'sendChatAction':
         return reply(200, { ok: true, result: true }, method, body);
       default:

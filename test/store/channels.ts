@@ -26,6 +26,8 @@ const CHANNEL: NewChannel = {
   allowChats: [],
   tokenSecret: 'tg',
   signingSecret: null,
+  appTokenSecret: null,
+  webhookUrl: null,
   respondTo: 'all',
 };
 
@@ -356,6 +358,62 @@ export function runChannelConformance(kind: string, open: OpenStore): void {
       assert.deepEqual(
         (await store.listChannelOutbox('tg1')).map((o) => o.status),
         ['dead', 'pending'],
+      );
+      await store.close();
+    });
+
+    test('channels: /status and /interrupt are answered in the commit, never enqueued; the interrupt asks the running turn to stop', async () => {
+      const store = await withChannel(open);
+      const answers = async () =>
+        (await store.listChannelOutbox('tg1')).map((o) => [o.kind, o.text, o.replyTo, o.eventId]);
+      assert.equal(
+        await store.commitChannelInbound('tg1', 'p1', update(1, { text: '/status' }), BASE),
+        'command',
+      );
+      assert.equal(
+        await store.commitChannelInbound('tg1', 'p1', update(2, { text: '/interrupt' }), BASE),
+        'command',
+      );
+      assert.equal(await store.getSessionView('tg-tg1-100', BASE), null, 'no session made by a command');
+      await store.commitChannelInbound('tg1', 'p1', update(3, { text: 'sleep 60' }), BASE + 1);
+      await store.commitChannelInbound('tg1', 'p1', update(4, { text: 'echo next' }), BASE + 1);
+      const { turn } = await claimAndStartTurn(store, BASE + 2);
+      assert.equal(
+        await store.commitChannelInbound('tg1', 'p1', update(5, { text: '/status' }), BASE + 3),
+        'command',
+      );
+      assert.equal(
+        await store.commitChannelInbound('tg1', 'p1', update(6, { text: '/interrupt' }), BASE + 4),
+        'command',
+      );
+      assert.equal(
+        await store.commitChannelInbound('tg1', 'p1', update(7, { text: '/interrupt' }), BASE + 5),
+        'command',
+      );
+      assert.equal(
+        await store.commitChannelInbound('tg1', 'p1', update(6, { text: '/interrupt' }), BASE + 6),
+        'stale',
+        'a command applied once',
+      );
+      assert.deepEqual(await answers(), [
+        ['reply', 'No session yet: your next message starts one.', '1001', null],
+        ['reply', 'Nothing is running: there was nothing to interrupt.', '1002', null],
+        ['reply', 'Session tg-tg1-100: running, 0 messages waiting.', '1005', null],
+        [
+          'reply',
+          'Interrupted the running turn: its changes are discarded, and the session goes on with its next message.',
+          '1006',
+          null,
+        ],
+        ['reply', 'The running turn is already being interrupted.', '1007', null],
+      ]);
+      const interrupted = (await store.getSessionView('tg-tg1-100', BASE + 6))?.currentTurn;
+      assert.equal(interrupted?.id, turn.id);
+      assert.equal(interrupted?.interruptRequestedAt, BASE + 4, 'asked as POST /interrupt asks');
+      assert.deepEqual(
+        (await store.listMessages('tg-tg1-100', 0, 10)).map((m) => m.text),
+        ['sleep 60', 'echo next'],
+        'commands never reach the agent',
       );
       await store.close();
     });

@@ -699,6 +699,17 @@ CREATE TABLE channel_events (
 CREATE INDEX channel_events_age ON channel_events(channel_id, created_at);
 `,
   },
+  {
+    version: 31,
+    name: 'channel connection modes (Slack Socket Mode, Telegram webhooks)',
+    // app_token_secret names Slack's app-level token: set, the lease holder opens a Socket
+    // Mode connection instead of taking events over HTTP. webhook_url is berth's public
+    // base URL: set, Telegram POSTs its updates there instead of being polled.
+    sql: `
+ALTER TABLE channels ADD COLUMN app_token_secret TEXT;
+ALTER TABLE channels ADD COLUMN webhook_url TEXT;
+`,
+  },
 ];
 
 /** SQLite's column types in PostgreSQL's: every integer 64-bit, AUTOINCREMENT keys as BIGSERIAL. */

@@ -574,7 +574,7 @@ export class SqlStore implements Store {
     owner: string,
     inbound: ChannelInbound,
     now: number,
-  ): Promise<'enqueue' | 'refuse' | 'ignore' | 'stale'> {
+  ): Promise<'enqueue' | 'command' | 'refuse' | 'ignore' | 'stale'> {
     return this.write('commitChannelInbound', (tx) =>
       channels.commitChannelInbound(tx, channelId, owner, inbound, now, this.policy.leaseMs),
     );
@@ -585,7 +585,7 @@ export class SqlStore implements Store {
     eventId: string,
     inbound: ChannelInbound | null,
     now: number,
-  ): Promise<'enqueue' | 'refuse' | 'ignore' | 'stale' | 'duplicate'> {
+  ): Promise<'enqueue' | 'command' | 'refuse' | 'ignore' | 'stale' | 'duplicate'> {
     return this.write('commitChannelEvent', (tx) =>
       channels.commitChannelEvent(tx, channelId, eventId, inbound, now, this.policy.leaseMs),
     );

@@ -4,6 +4,9 @@
  * the lease and the cursor) and the outbox (written with the event it comes from; each
  * part of a send recorded with the platform's message id, fenced by the attempt).
  *
+ * A chat command (`/status`, `/interrupt`) is answered in the same transaction, through the
+ * outbox, and never enqueued.
+ *
  * Invariants: an update is applied at most once (the cursor only moves forward, inside
  * the transaction that applies it); a reply or failure event of a chat-bound session has
  * exactly one outbox row, written in the event's own transaction.
@@ -16,14 +19,18 @@ import {
   type ChannelInbound,
   type ChannelOutboxItem,
   channelFailureText,
+  channelInterruptText,
+  channelStatusText,
   decideChannelInbound,
   type InboundDecision,
   type SessionEventType,
 } from '../../../core/index.js';
 import type { NewChannel } from '../../store.js';
 import { all, get, type Program, type Row, run, type Tx } from '../program.js';
+import { sessionViewOf } from '../session-views.js';
 import { ownAgentRow, ownedBy } from './agents.js';
 import { checkEnqueue, enqueueMessage } from './sessions.js';
+import { requestInterrupt } from './take-back.js';
 
 export function toChannel(r: Row): Channel {
   return {
@@ -36,6 +43,8 @@ export function toChannel(r: Row): Channel {
     allowChats: JSON.parse(String(r.allow_chats)) as string[],
     tokenSecret: String(r.token_secret),
     signingSecret: (r.signing_secret as string | null) ?? null,
+    appTokenSecret: (r.app_token_secret as string | null) ?? null,
+    webhookUrl: (r.webhook_url as string | null) ?? null,
     respondTo: String(r.respond_to) as Channel['respondTo'],
     paused: Number(r.paused) === 1,
     cursor: Number(r.cursor),
@@ -218,6 +227,18 @@ function* applyChannelInbound(
       });
       break;
     }
+    case 'command':
+      yield* insertOutbox(
+        tx,
+        channelId,
+        inbound.chatId,
+        'reply',
+        null,
+        yield* runChannelCommand(tx, channel, decision, now, leaseMs),
+        inbound.messageId,
+        now,
+      );
+      break;
     case 'refuse':
       yield* run('UPSERT_CHANNEL_REFUSAL', { channelId, chatId: inbound.chatId, now });
       yield* insertOutbox(
@@ -235,6 +256,29 @@ function* applyChannelInbound(
       break;
   }
   return decision.action;
+}
+
+/**
+ * A chat command run in the inbound transaction, for the chat's session: `/status` reads its
+ * view; `/interrupt` asks its running turn to stop, as POST /v1/sessions/:id/interrupt does
+ * (requestInterrupt), when there is one. Returns the text answered.
+ */
+function* runChannelCommand(
+  tx: Tx,
+  channel: Channel,
+  decision: Extract<InboundDecision, { action: 'command' }>,
+  now: number,
+  leaseMs: number,
+): Program<string> {
+  const { sessionId } = decision;
+  if (decision.command === 'status') return channelStatusText(yield* sessionViewOf(sessionId, now, leaseMs));
+  const running = (yield* get('SESSION_BY_ID', { id: sessionId }))
+    ? yield* get('RUNNING_TURN_OF_SESSION', { sessionId })
+    : undefined;
+  if (!running) return channelInterruptText('nothing-running');
+  if (running.interrupt_requested_at != null) return channelInterruptText('already-interrupting');
+  yield* requestInterrupt(tx, { sessionId, now, tenant: channel.tenant });
+  return channelInterruptText('interrupted');
 }
 
 function* insertOutbox(

@@ -15,14 +15,16 @@
  * @param allowChats JSON array
  * @param tokenSecret the secret's name
  * @param signingSecret the signing secret's name, or null
+ * @param appTokenSecret Slack's app-level token's name (Socket Mode), or null
+ * @param webhookUrl Telegram's webhook base URL, or null (long polling)
  * @param respondTo all or mention
  * @param perThread 1 = mapping per-thread (stored with mapping per-chat)
  * @param now the transition's time, epoch ms
  * @returns changed rows: 1
  */
 export const INSERT_CHANNEL = `
-INSERT INTO channels (id, tenant, platform, agent, mapping, allow_users, allow_chats, token_secret, signing_secret, respond_to, per_thread, created_at)
-VALUES (:id, :tenant, :platform, :agent, :mapping, :allowUsers, :allowChats, :tokenSecret, :signingSecret, :respondTo, :perThread, :now)`;
+INSERT INTO channels (id, tenant, platform, agent, mapping, allow_users, allow_chats, token_secret, signing_secret, app_token_secret, webhook_url, respond_to, per_thread, created_at)
+VALUES (:id, :tenant, :platform, :agent, :mapping, :allowUsers, :allowChats, :tokenSecret, :signingSecret, :appTokenSecret, :webhookUrl, :respondTo, :perThread, :now)`;
 
 /**
  * A live channel.
