@@ -24,6 +24,7 @@ import type {
   Message,
   PageRequest,
   Principal,
+  QueueEntry,
   RewindResult,
   SandboxRecord,
   Schedule,
@@ -276,6 +277,11 @@ export interface Store {
   eventLog(afterId: number, upToId: number, limit: number): Promise<LoggedEvent[]>;
   /** The newest event id (0: none yet): where a change feed starts. */
   lastEventId(): Promise<number>;
+  /**
+   * A page of the claim queue in claim order (a tenant's: its own queued sessions), with
+   * global positions; read without listing the queue (sql/queue-page.ts).
+   */
+  listQueue(now: number, tenant?: string, page?: PageRequest): Promise<QueueEntry[]>;
   /** The 1-based claim-queue position of every queued session, in one read (what views show as queuePosition). */
   queuePositions(now: number): Promise<Map<string, number>>;
   /** Mean run time of the last `limit` committed turns in ms; null before the first. */

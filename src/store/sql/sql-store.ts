@@ -26,6 +26,7 @@ import {
   type Message,
   type PageRequest,
   type Principal,
+  type QueueEntry,
   type RetryPolicy,
   type RewindResult,
   type SandboxRecord,
@@ -88,6 +89,7 @@ import * as turns from './programs/turns.js';
 import * as webhooks from './programs/webhooks.js';
 import * as workers from './programs/workers.js';
 import * as workspace from './programs/workspace.js';
+import { listQueue } from './queue-page.js';
 import { listSessionViews, queueDepth, queuePositions, sessionCounts } from './session-views.js';
 
 /** Expired leases one sweep transaction takes over. */
@@ -246,6 +248,10 @@ export class SqlStore implements Store {
 
   lastEventId(): Promise<number> {
     return this.read(() => events.lastEventId());
+  }
+
+  listQueue(now: number, tenant?: string, page?: PageRequest): Promise<QueueEntry[]> {
+    return this.read(() => listQueue(now, this.policy.leaseMs, tenant, page));
   }
 
   queuePositions(now: number): Promise<Map<string, number>> {
