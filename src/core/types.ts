@@ -130,7 +130,7 @@ export interface WorkerRow {
 }
 
 /** One session waiting in the claim queue (GET /v1/queue). */
-export interface QueueEntry {
+export interface ClaimQueueEntry {
   sessionId: string;
   tenant: string;
   /** 1-based place in claim order, counting every tenant's sessions ahead. */

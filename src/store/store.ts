@@ -15,6 +15,7 @@ import type {
   ChannelInbound,
   ChannelOutboxItem,
   ClaimedSession,
+  ClaimQueueEntry,
   Clock,
   CommitInput,
   DeliveryDecision,
@@ -24,7 +25,6 @@ import type {
   Message,
   PageRequest,
   Principal,
-  QueueEntry,
   RewindResult,
   SandboxRecord,
   Schedule,
@@ -281,7 +281,7 @@ export interface Store {
    * A page of the claim queue in claim order (a tenant's: its own queued sessions), with
    * global positions; read without listing the queue (sql/queue-page.ts).
    */
-  listQueue(now: number, tenant?: string, page?: PageRequest): Promise<QueueEntry[]>;
+  listQueue(now: number, tenant?: string, page?: PageRequest): Promise<ClaimQueueEntry[]>;
   /** The 1-based claim-queue position of every queued session, in one read (what views show as queuePosition). */
   queuePositions(now: number): Promise<Map<string, number>>;
   /** Mean run time of the last `limit` committed turns in ms; null before the first. */

@@ -10,7 +10,7 @@
  * after the cursor's first message; each of its sessions' positions counts the others'
  * parts as one session's view does.
  */
-import { BY_CLAIM, type PageRequest, type QueueEntry } from '../../core/index.js';
+import { BY_CLAIM, type ClaimQueueEntry, type PageRequest } from '../../core/index.js';
 import { aheadByTenant, fairKeyOf, fairPosition, keyedClaimOrder, type TenantCount } from './fair-order.js';
 import { all, type Program, type Row } from './program.js';
 import { toQueuedSession, toShares } from './rows.js';
@@ -25,14 +25,14 @@ export function* listQueue(
   leaseMs: number,
   tenant?: string,
   page?: PageRequest,
-): Program<QueueEntry[]> {
+): Program<ClaimQueueEntry[]> {
   const staleBefore = now - leaseMs;
   const limit = page?.limit ?? Number.MAX_SAFE_INTEGER;
   const [key, afterFirst] = page?.after === undefined ? [undefined, 0] : BY_CLAIM.decode(page.after);
   const shares = toShares(yield* all('TENANT_SHARES', {}));
   const partOf = (t: string, skip: number, after: number) =>
     all('QUEUE_OF_TENANT', { tenant: t, afterFirst: after, skip, limit, now, staleBefore });
-  const entryOf = (row: Row, position: number, fairKey: number | null): QueueEntry => ({
+  const entryOf = (row: Row, position: number, fairKey: number | null): ClaimQueueEntry => ({
     ...toQueuedSession(row),
     pending: Number(row.pending),
     position,
@@ -40,7 +40,7 @@ export function* listQueue(
   });
 
   if (tenant !== undefined) {
-    const entries: QueueEntry[] = [];
+    const entries: ClaimQueueEntry[] = [];
     for (const row of yield* partOf(tenant, 0, afterFirst)) {
       const counts = yield* countsBefore(Number(row.first_id), now, staleBefore);
       entries.push(entryOf(row, fairPosition(counts, shares, tenant), fairKeyOf(counts, shares, tenant)));

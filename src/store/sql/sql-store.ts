@@ -16,6 +16,7 @@ import {
   type ChannelInbound,
   type ChannelOutboxItem,
   type ClaimedSession,
+  type ClaimQueueEntry,
   type Clock,
   type CommitInput,
   DEFAULT_TENANT,
@@ -26,7 +27,6 @@ import {
   type Message,
   type PageRequest,
   type Principal,
-  type QueueEntry,
   type RetryPolicy,
   type RewindResult,
   type SandboxRecord,
@@ -250,7 +250,7 @@ export class SqlStore implements Store {
     return this.read(() => events.lastEventId());
   }
 
-  listQueue(now: number, tenant?: string, page?: PageRequest): Promise<QueueEntry[]> {
+  listQueue(now: number, tenant?: string, page?: PageRequest): Promise<ClaimQueueEntry[]> {
     return this.read(() => listQueue(now, this.policy.leaseMs, tenant, page));
   }
 
