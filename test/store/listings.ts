@@ -22,7 +22,7 @@ import {
   nextCursor,
   type PageRequest,
 } from '../../src/core/index.js';
-import type { Store } from '../../src/store/index.js';
+import { CHANNEL, update } from './channels.js';
 import { BASE, claimAndStartTurn, LEASE_MS, type OpenStore, withAgent } from './conformance.js';
 
 const LIMIT = 2;
@@ -155,18 +155,7 @@ export function runListingConformance(kind: string, open: OpenStore): void {
         "another tenant's schedules",
       );
 
-      const channel = {
-        tenant: 'default',
-        platform: 'telegram' as const,
-        agent: 'sh',
-        mapping: 'per-chat' as const,
-        allowUsers: ['7'],
-        allowChats: [],
-        tokenSecret: 'tg',
-        signingSecret: null,
-        respondTo: 'all' as const,
-      };
-      for (let i = 0; i < 3; i++) await store.createChannel({ ...channel, id: `ch${2 - i}` }, BASE);
+      for (let i = 0; i < 3; i++) await store.createChannel({ ...CHANNEL, id: `ch${2 - i}` }, BASE);
       await assertPaged(
         'channels',
         (p) => store.listChannels('default', p),
@@ -176,16 +165,6 @@ export function runListingConformance(kind: string, open: OpenStore): void {
       assert.deepEqual(await store.listChannels('t2', { limit: LIMIT }), [], "another tenant's channels");
       // Sends owed to the chat: a failure notice for every message its archived session refuses.
       assert.equal(await store.takeChannelLease('ch0', 'p1', BASE, LEASE_MS), true);
-      const update = (updateId: number) => ({
-        updateId,
-        chatId: '100',
-        chatType: 'private',
-        userId: '7',
-        username: 'alice',
-        messageId: String(1000 + updateId),
-        threadId: null,
-        text: 'hi',
-      });
       await store.commitChannelInbound('ch0', 'p1', update(1), BASE);
       const [chatSession] = (await store.listSessionViews(BASE)).filter((s) => s.id.includes('ch0'));
       await store.archiveSession(chatSession!.id, BASE + 1);
