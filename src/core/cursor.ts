@@ -86,7 +86,7 @@ export const BY_SEQ = keyset<{ id: number }, readonly ['int']>(['int'], [null], 
 
 /**
  * The claim queue: a queued session's key in the fair share (null: its tenant has no share,
- * after every other) and its first pending message (unique), the tie-break.
+ * after every other; -1 in the cursor) and its first pending message (unique), the tie-break.
  */
 export const BY_CLAIM = keyset<{ fairKey: number | null; firstId: number }, readonly ['int', 'int']>(
   ['int', 'int'],
