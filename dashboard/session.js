@@ -39,11 +39,11 @@ export async function refreshSession() {
   let turns;
   let messages;
   try {
-    [view, workspace, { turns }, messages] = await Promise.all([
+    [view, workspace, turns, messages] = await Promise.all([
       api(path(id)),
       api(path(id, '/workspace')),
-      api(path(id, '/turns')),
-      allMessages(id),
+      allPages(path(id, '/turns'), 'turns'),
+      allPages(path(id, '/messages'), 'messages'),
     ]);
   } catch (err) {
     if (current?.id === id) $('#s-facts').replaceChildren(el('p', 'error', errorText(err)));
@@ -61,16 +61,15 @@ export async function refreshSession() {
   renderConversation(messages);
 }
 
-async function allMessages(id) {
+/** Every item of a paged listing, a page at a time; a very long session shows its first 2000. */
+async function allPages(url, field) {
   const all = [];
-  let after = 0;
-  // A page at a time; a very long session shows its first 2000 messages.
-  while (all.length < 2000) {
-    const { messages, next } = await api(`${path(id, '/messages')}?after=${after}&limit=500`);
-    all.push(...messages);
-    if (next === null) break;
-    after = next;
-  }
+  let next = null;
+  do {
+    const page = await api(`${url}?limit=500${next === null ? '' : `&after=${encodeURIComponent(next)}`}`);
+    all.push(...page[field]);
+    next = page.next;
+  } while (next !== null && all.length < 2000);
   return all;
 }
 

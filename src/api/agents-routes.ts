@@ -8,12 +8,15 @@ import {
   agentSpecSchema,
   assertAgentCrossFields,
   BerthError,
+  BY_NAME,
+  cursorPageQuerySchema,
   diffAgentSpecs,
+  nextCursor,
   parseAgentSpec,
 } from '../core/index.js';
 import { resolveMounts } from '../mount-policy/index.js';
 import type { PluginDeps } from './deps.js';
-import { scopeOf } from './route-table.js';
+import { PAGED, scopeOf } from './route-table.js';
 import { parseInput } from './validate.js';
 
 const tag = 'agents';
@@ -61,13 +64,17 @@ export const agentsRoutes: FastifyPluginAsync<PluginDeps> = async (
     {
       method: 'GET',
       url: '/v1/agents',
-      summary: 'List agents',
+      summary: `List agents by name${PAGED}`,
       tag,
       access: 'tenant',
       status: 200,
-      returns: '{agents: Agent[]}',
+      returns: '{agents: Agent[], next: string | null}',
+      query: cursorPageQuerySchema,
     },
-    async ({ principal }) => ({ agents: await store.listAgents(scopeOf(principal)) }),
+    async ({ principal, query }) => {
+      const agents = await store.listAgents(scopeOf(principal), query);
+      return { agents, next: nextCursor(agents, query.limit, BY_NAME) };
+    },
   );
 
   routes.add(

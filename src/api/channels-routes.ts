@@ -5,8 +5,17 @@
  * channel's sessions still belong to its agent's tenant.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import { BerthError, createChannelSchema, newId } from '../core/index.js';
+import {
+  BerthError,
+  BY_CREATION,
+  BY_SEQ,
+  createChannelSchema,
+  cursorPageQuerySchema,
+  newId,
+  nextCursor,
+} from '../core/index.js';
 import type { PluginDeps } from './deps.js';
+import { PAGED } from './route-table.js';
 
 const tag = 'channels';
 
@@ -84,13 +93,17 @@ export const channelsRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) 
     {
       method: 'GET',
       url: '/v1/channels',
-      summary: 'List channels with their cursor, lease holder and last error',
+      summary: `List channels with their cursor, lease holder and last error, oldest first${PAGED}`,
       tag,
       access: 'admin',
       status: 200,
-      returns: '{channels: Channel[]}',
+      returns: '{channels: Channel[], next: string | null}',
+      query: cursorPageQuerySchema,
     },
-    async () => ({ channels: await store.listChannels() }),
+    async ({ query }) => {
+      const channels = await store.listChannels(undefined, query);
+      return { channels, next: nextCursor(channels, query.limit, BY_CREATION) };
+    },
   );
 
   for (const [action, paused] of [
@@ -136,16 +149,18 @@ export const channelsRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) 
     {
       method: 'GET',
       url: '/v1/channels/:id/outbox',
-      summary: "A channel's sends: replies, failure notices and refusals, with the platform's message ids",
+      summary: `A channel's sends: replies, failure notices and refusals, with the platform's message ids, oldest first${PAGED}`,
       tag,
       access: 'admin',
       status: 200,
-      returns: '{outbox: ChannelOutboxItem[]}',
+      returns: '{outbox: ChannelOutboxItem[], next: string | null}',
+      query: cursorPageQuerySchema,
     },
-    async ({ params }) => {
+    async ({ params, query }) => {
       if (!(await store.getChannel(params.id!)))
         throw new BerthError('CHANNEL_NOT_FOUND', `Channel ${params.id} does not exist (listChannelOutbox)`);
-      return { outbox: await store.listChannelOutbox(params.id!) };
+      const outbox = await store.listChannelOutbox(params.id!, query);
+      return { outbox, next: nextCursor(outbox, query.limit, BY_SEQ) };
     },
   );
 };

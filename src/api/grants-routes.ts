@@ -6,9 +6,15 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { storageGrantInputSchema, storageListingOf } from '../core/index.js';
+import {
+  BY_PREFIX,
+  cursorPageQuerySchema,
+  nextCursor,
+  storageGrantInputSchema,
+  storageListingOf,
+} from '../core/index.js';
 import type { PluginDeps } from './deps.js';
-import { scopeOf } from './route-table.js';
+import { PAGED, scopeOf } from './route-table.js';
 
 const tag = 'storage';
 const revokeQuerySchema = z.object({ prefix: z.string().max(1024) }).strict();
@@ -26,15 +32,17 @@ export const grantsRoutes: FastifyPluginAsync<PluginDeps> = async (app, { store,
     {
       method: 'GET',
       url: '/v1/agents/:name/grants',
-      summary: "An agent's storage grants",
+      summary: `An agent's storage grants, by prefix${PAGED}`,
       tag,
       access: 'tenant',
       status: 200,
-      returns: '{grants: StorageGrant[]}',
+      returns: '{grants: StorageGrant[], next: string | null}',
+      query: cursorPageQuerySchema,
     },
-    async ({ params, principal }) => ({
-      grants: await store.listStorageGrants(params.name!, scopeOf(principal)),
-    }),
+    async ({ params, principal, query }) => {
+      const grants = await store.listStorageGrants(params.name!, scopeOf(principal), query);
+      return { grants, next: nextCursor(grants, query.limit, BY_PREFIX) };
+    },
   );
   routes.add(
     app,

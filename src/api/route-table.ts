@@ -89,6 +89,10 @@ export class RouteTable {
   }
 }
 
+/** The end of a keyset-paginated listing's summary: how its pages go. */
+export const PAGED =
+  ", a page at a time (`after`: the previous page's `next`, an opaque cursor; `limit`: default 100, at most 500; `next` is null on the last page)";
+
 /** The tenant a principal's reads and writes are scoped to; undefined = the operator (every tenant). */
 export function scopeOf(principal: Principal): string | undefined {
   return principal.admin ? undefined : (principal.tenant ?? undefined);

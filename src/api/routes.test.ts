@@ -287,3 +287,82 @@ test('the OpenAPI document lists every route with the schemas the API validates 
   assert.ok(doc.components.schemas.Error.properties.error.properties.hint);
   await store.close();
 });
+
+test('every keyset listing: pages follow `next` to the end; a bad cursor or limit is 400 INVALID_INPUT naming the fix', async () => {
+  const { store, call } = await setup();
+  const { token: admin } = await issueToken(store, null, '', Date.now());
+  const app = await buildApp({
+    config: loadConfig({}),
+    store,
+    clock: systemClock,
+    log: pino({ level: 'silent' }),
+  });
+  const asAdmin = async (url: string) => {
+    const res = await app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${admin}` } });
+    return { status: res.statusCode, body: res.json() };
+  };
+  await call('POST', '/v1/agents', { name: 'sh', provider: 'command' });
+  await call('POST', '/v1/agents', { name: 'sh2', provider: 'command' });
+  for (const prefix of ['a/', 'b/']) await call('POST', '/v1/agents/sh/grants', { prefix, ops: ['read'] });
+  for (const id of ['q1', 'q2'])
+    await call('POST', `/v1/sessions/${id}/messages`, { text: 'x', agent: 'sh' });
+  for (let i = 0; i < 2; i++)
+    await call('POST', '/v1/sessions/q1/schedules', { cron: '0 9 * * *', message: 'x' });
+  for (let i = 0; i < 2; i++) await call('POST', '/v1/webhooks', { url: 'http://127.0.0.1:1/', agent: 'sh' });
+  // The paged listings, as the OpenAPI document shows them: a string `after` and a `limit`.
+  const spec = (await call('GET', '/v1/openapi.json')).body as {
+    paths: Record<
+      string,
+      { get?: { parameters?: { name: string; in: string; schema: { type?: string } }[] } }
+    >;
+  };
+  const paged = Object.entries(spec.paths)
+    .filter(([, p]) => p.get?.parameters?.some((x) => x.name === 'after' && x.schema.type === 'string'))
+    .map(([path]) => path)
+    // Storage objects are paged by key: `after` is the last key itself, as in the gateway.
+    .filter((path) => path !== '/v1/agents/{name}/storage')
+    .sort();
+  /** Each listing's URL here, and how many rows it has (turns and channels: none). */
+  const urls: Record<string, [string, number]> = {
+    '/v1/agents': ['/v1/agents', 2],
+    '/v1/agents/{name}/grants': ['/v1/agents/sh/grants', 2],
+    '/v1/channels': ['/v1/channels', 0],
+    '/v1/channels/{id}/outbox': ['/v1/channels/none/outbox', 0],
+    '/v1/queue': ['/v1/queue', 2],
+    '/v1/schedules': ['/v1/schedules', 2],
+    '/v1/sessions': ['/v1/sessions', 2],
+    '/v1/sessions/{id}/schedules': ['/v1/sessions/q1/schedules', 2],
+    '/v1/sessions/{id}/turns': ['/v1/sessions/q1/turns', 0],
+    '/v1/tokens': ['/v1/tokens', 2],
+    '/v1/webhooks': ['/v1/webhooks', 2],
+  };
+  assert.deepEqual(paged, Object.keys(urls), 'every paged listing is checked here');
+  for (const [url, rows] of Object.values(urls)) {
+    const get =
+      url.startsWith('/v1/tokens') || url.startsWith('/v1/channels')
+        ? asAdmin
+        : (u: string) => call('GET', u);
+    for (const query of ['after=bm9wZQ', 'limit=0', 'limit=501', 'limit=x']) {
+      const bad = await get(`${url}?${query}`);
+      if (url.endsWith('/outbox') && query.startsWith('after')) continue;
+      assert.equal(bad.status, 400, `${url}?${query}`);
+      assert.equal(bad.body.error.code, 'INVALID_INPUT');
+      if (query.startsWith('after'))
+        assert.match(bad.body.error.message, /pass the "next" of the previous page/);
+      else assert.match(bad.body.error.message, /limit/);
+    }
+    if (url.endsWith('/outbox')) continue;
+    let items = 0;
+    let next: string | null = null;
+    let pages = 0;
+    do {
+      const page = await get(`${url}?limit=1${next ? `&after=${next}` : ''}`);
+      assert.equal(page.status, 200, url);
+      const list = Object.values(page.body).find(Array.isArray) as unknown[];
+      items += list.length;
+      next = page.body.next;
+      pages++;
+    } while (next !== null && pages < 10);
+    assert.deepEqual([items, next], [rows, null], `${url}: the pages end, having listed each row once`);
+  }
+});

@@ -4,9 +4,17 @@
  * schedule; any host process's ScheduleRunner sends its due runs.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import { assertSessionId, firstRunOf, type ScheduleStatus, scheduleInputSchema } from '../core/index.js';
+import {
+  assertSessionId,
+  BY_CREATION,
+  cursorPageQuerySchema,
+  firstRunOf,
+  nextCursor,
+  type ScheduleStatus,
+  scheduleInputSchema,
+} from '../core/index.js';
 import type { PluginDeps } from './deps.js';
-import { scopeOf } from './route-table.js';
+import { PAGED, scopeOf } from './route-table.js';
 
 const tag = 'schedules';
 const MOVES: [string, ScheduleStatus][] = [
@@ -48,28 +56,34 @@ export const schedulesRoutes: FastifyPluginAsync<PluginDeps> = async (app, { sto
     {
       method: 'GET',
       url: '/v1/sessions/:id/schedules',
-      summary: "A session's schedules",
+      summary: `A session's schedules, oldest first${PAGED}`,
       tag,
       access: 'tenant',
       status: 200,
-      returns: '{schedules: Schedule[]}',
+      returns: '{schedules: Schedule[], next: string | null}',
+      query: cursorPageQuerySchema,
     },
-    async ({ params, principal }) => ({
-      schedules: await store.listSchedules(assertSessionId(params.id!), scopeOf(principal)),
-    }),
+    async ({ params, principal, query }) => {
+      const schedules = await store.listSchedules(assertSessionId(params.id!), scopeOf(principal), query);
+      return { schedules, next: nextCursor(schedules, query.limit, BY_CREATION) };
+    },
   );
   routes.add(
     app,
     {
       method: 'GET',
       url: '/v1/schedules',
-      summary: 'All schedules',
+      summary: `All schedules, oldest first${PAGED}`,
       tag,
       access: 'tenant',
       status: 200,
-      returns: '{schedules: Schedule[]}',
+      returns: '{schedules: Schedule[], next: string | null}',
+      query: cursorPageQuerySchema,
     },
-    async ({ principal }) => ({ schedules: await store.listSchedules(null, scopeOf(principal)) }),
+    async ({ principal, query }) => {
+      const schedules = await store.listSchedules(null, scopeOf(principal), query);
+      return { schedules, next: nextCursor(schedules, query.limit, BY_CREATION) };
+    },
   );
   for (const [move, status] of MOVES) {
     routes.add(

@@ -8,20 +8,23 @@ import type { FastifyPluginAsync } from 'fastify';
 import {
   assertSessionId,
   BerthError,
+  BY_CREATION,
+  BY_START,
   createSessionSchema,
-  encodeSessionCursor,
+  cursorPageQuerySchema,
   forkSessionSchema,
   interruptQuerySchema,
   listSessionsQuerySchema,
   messageIdSchema,
   newId,
+  nextCursor,
   pageQuerySchema,
   postMessageSchema,
   type SessionView,
 } from '../core/index.js';
 import type { PluginDeps } from './deps.js';
 import { ownSessionView } from './own-session.js';
-import { scopeOf } from './route-table.js';
+import { PAGED, scopeOf } from './route-table.js';
 import { parseInput } from './validate.js';
 
 const tag = 'sessions';
@@ -92,14 +95,13 @@ export const sessionsRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) 
         after: query.after,
         limit: query.limit,
       });
-      const last = page.at(-1);
       const wanted = page.filter(
         (v) =>
           (query.status === undefined || v.status === query.status) &&
           (query.agent === undefined || v.agent === query.agent) &&
           (query.archived === 'true' || query.status === 'archived' || v.archivedAt === null),
       );
-      const next = last && page.length === query.limit ? encodeSessionCursor(last) : null;
+      const next = nextCursor(page, query.limit, BY_CREATION);
       return { sessions: await withEta(wanted), next };
     },
   );
@@ -309,15 +311,17 @@ export const sessionsRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) 
     {
       method: 'GET',
       url: '/v1/sessions/:id/turns',
-      summary: 'Turns of a session: attempts, timings, errors',
+      summary: `Turns of a session: attempts, timings, errors, in the order they started${PAGED}`,
       tag,
       access: 'tenant',
       status: 200,
-      returns: '{turns: Turn[]}',
+      returns: '{turns: Turn[], next: string | null}',
+      query: cursorPageQuerySchema,
     },
-    async ({ params, principal }) => {
+    async ({ params, principal, query }) => {
       const view = await ownView(params.id!, scopeOf(principal));
-      return { turns: await store.listTurns(view.id) };
+      const turns = await store.listTurns(view.id, query);
+      return { turns, next: nextCursor(turns, query.limit, BY_START) };
     },
   );
 };

@@ -2,6 +2,8 @@
  * Sessions, queue, sandboxes and workers at a glance: /v1/status (what `berth status`
  * shows) and one route for each part; and draining a worker (admin). A tenant sees its own sessions, their sandboxes
  * and queue entries (positions stay global: they count everyone ahead), and the workers.
+ * The queue is listed a page at a time in claim order, read without listing the queue
+ * (the store's listQueue), let alone every session.
  * /v1/status reads no session one by one: the counts the store keeps, the queue's depth (a
  * count on its index), the recent sandboxes (bounded) and the workers, so its cost does not
  * grow with the number of sessions; the sessions themselves are listed a page at a time
@@ -10,9 +12,16 @@
  * every one not gone, and those gone in the last RECENTLY_ENDED_MS with why they ended.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import { BerthError, isLeaseFresh, isPlannedEnd, type SessionView } from '../core/index.js';
+import {
+  BerthError,
+  BY_CLAIM,
+  cursorPageQuerySchema,
+  isLeaseFresh,
+  isPlannedEnd,
+  nextCursor,
+} from '../core/index.js';
 import type { PluginDeps } from './deps.js';
-import { scopeOf } from './route-table.js';
+import { PAGED, scopeOf } from './route-table.js';
 
 const tag = 'status';
 /** How far back ended sandboxes are listed, with their end reason. */
@@ -27,17 +36,11 @@ export const statusRoutes: FastifyPluginAsync<PluginDeps> = async (app, { store,
       alive: isLeaseFresh(w.heartbeatAt, now, config.leaseMs),
     }));
   };
-  const queueOf = (sessions: SessionView[]) =>
-    sessions
-      .filter((s) => s.queuePosition !== null)
-      .sort((a, b) => a.queuePosition! - b.queuePosition!)
-      .map((s) => ({ sessionId: s.id, position: s.queuePosition!, pending: s.pending }));
   const sandboxes = async (tenant: string | undefined) =>
     (await store.listSandboxes(clock.now() - RECENTLY_ENDED_MS, MAX_SANDBOXES, tenant)).map((s) => ({
       ...s,
       endPlanned: s.endReason === null ? null : isPlannedEnd(s.endReason),
     }));
-  const sessions = (tenant: string | undefined) => store.listSessionViews(clock.now(), tenant);
 
   app.get('/healthz', async () => ({ ok: true }));
 
@@ -64,13 +67,20 @@ export const statusRoutes: FastifyPluginAsync<PluginDeps> = async (app, { store,
     {
       method: 'GET',
       url: '/v1/queue',
-      summary: 'Queued sessions in claim order with their positions',
+      summary: `Queued sessions in claim order with their positions (global: they count every tenant's sessions ahead)${PAGED}`,
       tag,
       access: 'tenant',
       status: 200,
-      returns: '{queue: {sessionId, position, pending}[]}',
+      returns: '{queue: {sessionId, position, pending}[], next: string | null}',
+      query: cursorPageQuerySchema,
     },
-    async ({ principal }) => ({ queue: queueOf(await sessions(scopeOf(principal))) }),
+    async ({ principal, query }) => {
+      const page = await store.listQueue(clock.now(), scopeOf(principal), query);
+      return {
+        queue: page.map(({ sessionId, position, pending }) => ({ sessionId, position, pending })),
+        next: nextCursor(page, query.limit, BY_CLAIM),
+      };
+    },
   );
   routes.add(
     app,

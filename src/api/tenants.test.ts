@@ -211,6 +211,6 @@ test("storage grants: a tenant manages its own agents' grants; another tenant's 
   assert.equal((await call(acme, 'DELETE', '/v1/agents/bot/grants?prefix=photos/')).statusCode, 204);
   const again = await call(acme, 'DELETE', '/v1/agents/bot/grants?prefix=photos/');
   assert.equal(again.json().error.code, 'GRANT_NOT_FOUND');
-  assert.deepEqual((await call(acme, 'GET', '/v1/agents/bot/grants')).json(), { grants: [] });
+  assert.deepEqual((await call(acme, 'GET', '/v1/agents/bot/grants')).json(), { grants: [], next: null });
   await store.close();
 });

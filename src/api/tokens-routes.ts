@@ -1,8 +1,15 @@
 /** /v1/tokens (admin only): issue a tenant token (its secret is shown once), list, revoke. */
 import type { FastifyPluginAsync } from 'fastify';
-import { BerthError, createTokenSchema } from '../core/index.js';
+import {
+  BerthError,
+  BY_TOKEN_CREATION,
+  createTokenSchema,
+  cursorPageQuerySchema,
+  nextCursor,
+} from '../core/index.js';
 import { issueToken } from './api-tokens.js';
 import type { PluginDeps } from './deps.js';
+import { PAGED } from './route-table.js';
 
 const tag = 'tokens';
 
@@ -30,13 +37,17 @@ export const tokensRoutes: FastifyPluginAsync<PluginDeps> = async (app, { store,
     {
       method: 'GET',
       url: '/v1/tokens',
-      summary: 'List tokens (never their secrets)',
+      summary: `List tokens (never their secrets), oldest first${PAGED}`,
       tag,
       access: 'admin',
       status: 200,
-      returns: '{tokens: ApiTokenRow[]}',
+      returns: '{tokens: ApiTokenRow[], next: string | null}',
+      query: cursorPageQuerySchema,
     },
-    async () => ({ tokens: await store.listApiTokens() }),
+    async ({ query }) => {
+      const tokens = await store.listApiTokens(query);
+      return { tokens, next: nextCursor(tokens, query.limit, BY_TOKEN_CREATION) };
+    },
   );
   routes.add(
     app,

@@ -5,9 +5,17 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { BerthError, createWebhookSchema, newId, pageQuerySchema } from '../core/index.js';
+import {
+  BerthError,
+  BY_CREATION,
+  createWebhookSchema,
+  cursorPageQuerySchema,
+  newId,
+  nextCursor,
+  pageQuerySchema,
+} from '../core/index.js';
 import type { PluginDeps } from './deps.js';
-import { scopeOf } from './route-table.js';
+import { PAGED, scopeOf } from './route-table.js';
 
 const tag = 'webhooks';
 
@@ -66,13 +74,17 @@ export const webhooksRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) 
     {
       method: 'GET',
       url: '/v1/webhooks',
-      summary: 'List webhooks',
+      summary: `List webhooks, oldest first${PAGED}`,
       tag,
       access: 'tenant',
       status: 200,
-      returns: '{webhooks: Webhook[]}',
+      returns: '{webhooks: Webhook[], next: string | null}',
+      query: cursorPageQuerySchema,
     },
-    async ({ principal }) => ({ webhooks: await store.listWebhooks(scopeOf(principal)) }),
+    async ({ principal, query }) => {
+      const webhooks = await store.listWebhooks(scopeOf(principal), query);
+      return { webhooks, next: nextCursor(webhooks, query.limit, BY_CREATION) };
+    },
   );
 
   routes.add(

@@ -99,3 +99,29 @@ test('waitForReply: a stream that breaks (its API process died behind a balancer
   assert.equal(reply.text, 'ok');
   assert.deepEqual(asked, ['1', '5', '5'], 'from the post, then from the last event seen, twice');
 });
+
+test('listings follow `next` page after page, keeping their query', async (t) => {
+  const asked: string[] = [];
+  const server = createServer((req, res) => {
+    asked.push(req.url!);
+    const url = new URL(req.url!, 'http://x');
+    const from = Number(url.searchParams.get('after') ?? 0);
+    const field = url.pathname === '/v1/sessions' ? 'sessions' : 'agents';
+    const items = [1, 2, 3, 4, 5].filter((n) => n > from).slice(0, 2);
+    const next = from + 2 < 5 ? String(from + 2) : null;
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ [field]: items, next }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => server.close());
+  const berth = new Berth({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+  assert.deepEqual(await berth.agents.list(), [1, 2, 3, 4, 5]);
+  assert.deepEqual(asked, ['/v1/agents', '/v1/agents?after=2', '/v1/agents?after=4']);
+  asked.length = 0;
+  assert.deepEqual(await berth.sessions.list({ status: 'queued' }), [1, 2, 3, 4, 5]);
+  assert.deepEqual(asked, [
+    '/v1/sessions?status=queued',
+    '/v1/sessions?status=queued&after=2',
+    '/v1/sessions?status=queued&after=4',
+  ]);
+});

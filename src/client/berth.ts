@@ -57,6 +57,13 @@ import { ApiClient, type StreamedEvent } from './http.js';
 const RECONNECT_FOR_MS = 30_000;
 const RECONNECT_PAUSE_MS = 250;
 
+/** GET /v1/sessions with the query's filters and page. */
+function sessionsPath(query: ListSessionsQuery): string {
+  const qs = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined) qs.set(k, String(v));
+  return `/v1/sessions${qs.size ? `?${qs}` : ''}`;
+}
+
 export interface BerthOptions {
   /** Where the API listens, e.g. http://127.0.0.1:7420 */
   url: string;
@@ -147,7 +154,7 @@ export class Berth {
     },
     /** The agent's whole spec, defaults filled in: what `apply` takes back unchanged. */
     show: async (name: string): Promise<AgentSpec> => agentSpecOf(await this.agents.get(name)),
-    list: async () => (await this.http.request<{ agents: Agent[] }>('GET', '/v1/agents')).agents,
+    list: () => this.http.all<Agent>('/v1/agents', 'agents'),
     get: (name: string) => this.http.request<Agent>('GET', `/v1/agents/${enc(name)}`),
     update: (name: string, patch: AgentPatch) =>
       this.http.request<Agent>('PATCH', `/v1/agents/${enc(name)}`, patch),
@@ -157,23 +164,11 @@ export class Berth {
   readonly sessions = {
     create: (body: CreateSessionBody) => this.http.request<SessionView>('POST', '/v1/sessions', body),
     /** One page, in creation order: pass the previous page's `next` as `after` (null: it was the last). */
-    page: (query: ListSessionsQuery = {}) => {
-      const qs = new URLSearchParams();
-      for (const [k, v] of Object.entries(query)) if (v !== undefined) qs.set(k, String(v));
-      const path = `/v1/sessions${qs.size ? `?${qs}` : ''}`;
-      return this.http.request<{ sessions: SessionWithEta[]; next: string | null }>('GET', path);
-    },
+    page: (query: ListSessionsQuery = {}) =>
+      this.http.request<{ sessions: SessionWithEta[]; next: string | null }>('GET', sessionsPath(query)),
     /** Every session the query matches, page after page. */
-    list: async (query: ListSessionsQuery = {}) => {
-      const sessions: SessionWithEta[] = [];
-      let after: string | undefined;
-      do {
-        const page = await this.sessions.page({ ...query, after });
-        sessions.push(...page.sessions);
-        after = page.next ?? undefined;
-      } while (after !== undefined);
-      return sessions;
-    },
+    list: (query: Omit<ListSessionsQuery, 'after'> = {}) =>
+      this.http.all<SessionWithEta>(sessionsPath(query), 'sessions'),
     get: (id: string) => this.http.request<SessionWithEta>('GET', `/v1/sessions/${enc(id)}`),
     /** Stop and archive. */
     delete: (id: string) => this.http.request<SessionView>('DELETE', `/v1/sessions/${enc(id)}`),
@@ -246,8 +241,7 @@ export class Berth {
         `/v1/sessions/${enc(id)}/messages?${qs}`,
       );
     },
-    turns: async (id: string) =>
-      (await this.http.request<{ turns: Turn[] }>('GET', `/v1/sessions/${enc(id)}/turns`)).turns,
+    turns: (id: string) => this.http.all<Turn>(`/v1/sessions/${enc(id)}/turns`, 'turns'),
     /** One turn, by id or by the workspace version its commit made: attempts, messages, replies, state, timing, faults. */
     turn: (id: string, turn: string | number) =>
       this.http.request<TurnDetail>('GET', `/v1/sessions/${enc(id)}/turns/${enc(String(turn))}`),
@@ -283,13 +277,11 @@ export class Berth {
   readonly schedules = {
     create: (sessionId: string, body: ScheduleBody) =>
       this.http.request<Schedule>('POST', `/v1/sessions/${enc(sessionId)}/schedules`, body),
-    list: async (sessionId?: string) =>
-      (
-        await this.http.request<{ schedules: Schedule[] }>(
-          'GET',
-          sessionId ? `/v1/sessions/${enc(sessionId)}/schedules` : '/v1/schedules',
-        )
-      ).schedules,
+    list: (sessionId?: string) =>
+      this.http.all<Schedule>(
+        sessionId ? `/v1/sessions/${enc(sessionId)}/schedules` : '/v1/schedules',
+        'schedules',
+      ),
     pause: (id: string) => this.http.request<Schedule>('POST', `/v1/schedules/${enc(id)}/pause`),
     resume: (id: string) => this.http.request<Schedule>('POST', `/v1/schedules/${enc(id)}/resume`),
     cancel: (id: string) => this.http.request<Schedule>('POST', `/v1/schedules/${enc(id)}/cancel`),
@@ -297,14 +289,13 @@ export class Berth {
 
   readonly tokens = {
     create: (body: CreateTokenBody) => this.http.request<IssuedToken>('POST', '/v1/tokens', body),
-    list: async () => (await this.http.request<{ tokens: ApiTokenRow[] }>('GET', '/v1/tokens')).tokens,
+    list: () => this.http.all<ApiTokenRow>('/v1/tokens', 'tokens'),
     revoke: (id: string) => this.http.request<null>('DELETE', `/v1/tokens/${enc(id)}`),
   };
 
   /** What an agent's sandboxes may do in its mediated storage, and what it stored. */
   readonly storage = {
-    grants: async (agent: string) =>
-      (await this.http.request<{ grants: StorageGrant[] }>('GET', `/v1/agents/${enc(agent)}/grants`)).grants,
+    grants: (agent: string) => this.http.all<StorageGrant>(`/v1/agents/${enc(agent)}/grants`, 'grants'),
     grant: (agent: string, body: StorageGrantBody) =>
       this.http.request<StorageGrant>('POST', `/v1/agents/${enc(agent)}/grants`, body),
     revoke: (agent: string, prefix: string) =>
@@ -323,7 +314,7 @@ export class Berth {
     /** The answer's `secret` signs every delivery (check it with verifyWebhookSignature). */
     create: (body: CreateWebhookBody) =>
       this.http.request<Webhook & { secret: string }>('POST', '/v1/webhooks', body),
-    list: async () => (await this.http.request<{ webhooks: Webhook[] }>('GET', '/v1/webhooks')).webhooks,
+    list: () => this.http.all<Webhook>('/v1/webhooks', 'webhooks'),
     delete: (id: string) => this.http.request<null>('DELETE', `/v1/webhooks/${enc(id)}`),
     deliveries: (id: string, page: PageQuery = {}) => {
       const qs = new URLSearchParams({ after: String(page.after ?? 0), limit: String(page.limit ?? 100) });
@@ -340,21 +331,20 @@ export class Berth {
   /** Chat platforms in front of agents (admin token only: a channel names a host secret). */
   readonly channels = {
     create: (body: CreateChannelBody) => this.http.request<Channel>('POST', '/v1/channels', body),
-    list: async () => (await this.http.request<{ channels: Channel[] }>('GET', '/v1/channels')).channels,
+    list: () => this.http.all<Channel>('/v1/channels', 'channels'),
     pause: (id: string) => this.http.request<Channel>('POST', `/v1/channels/${enc(id)}/pause`),
     resume: (id: string) => this.http.request<Channel>('POST', `/v1/channels/${enc(id)}/resume`),
     delete: (id: string) => this.http.request<null>('DELETE', `/v1/channels/${enc(id)}`),
-    outbox: async (id: string) =>
-      (await this.http.request<{ outbox: ChannelOutboxItem[] }>('GET', `/v1/channels/${enc(id)}/outbox`))
-        .outbox,
+    outbox: (id: string) => this.http.all<ChannelOutboxItem>(`/v1/channels/${enc(id)}/outbox`, 'outbox'),
   };
 
   status(): Promise<Status> {
     return this.http.request<Status>('GET', '/v1/status');
   }
 
-  async queue(): Promise<QueueEntry[]> {
-    return (await this.http.request<{ queue: QueueEntry[] }>('GET', '/v1/queue')).queue;
+  /** The whole claim queue, page after page (a tenant's: its own sessions). */
+  queue(): Promise<QueueEntry[]> {
+    return this.http.all<QueueEntry>('/v1/queue', 'queue');
   }
 
   async sandboxes(): Promise<Sandbox[]> {

@@ -33,6 +33,25 @@ export class ApiClient {
   }
 
   /** A GET whose answer may be JSON or bytes (a file): the content type, the headers, and the body as bytes. */
+  /**
+   * Every item of a keyset listing (GET `path` answers `{[field]: T[], next}`), following
+   * `next` page after page.
+   */
+  async all<T>(path: string, field: string): Promise<T[]> {
+    const items: T[] = [];
+    let next: string | null = null;
+    do {
+      const sep = path.includes('?') ? '&' : '?';
+      const page: Record<string, unknown> & { next: string | null } = await this.request(
+        'GET',
+        next === null ? path : `${path}${sep}${new URLSearchParams({ after: next })}`,
+      );
+      items.push(...(page[field] as T[]));
+      next = page.next;
+    } while (next !== null);
+    return items;
+  }
+
   async requestBytes(path: string): Promise<{ contentType: string; headers: Headers; bytes: Buffer }> {
     const res = await this.fetch(path, { method: 'GET' });
     const bytes = Buffer.from(await res.arrayBuffer());

@@ -89,13 +89,22 @@ export const messageIdSchema = z.coerce
  * opaque cursor); the filters apply within the page, so a filtered page may hold fewer
  * than `limit` sessions while `next` is not null.
  */
+/**
+ * A keyset-paginated listing (GET /v1/agents, /v1/tokens, ...): `after` is the previous
+ * page's `next` (an opaque cursor, none for the first page), `limit` how many at most.
+ */
+export const cursorPageShape = {
+  after: z.string().min(1).max(600).optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+};
+export const cursorPageQuerySchema = z.object(cursorPageShape).strict();
+
 export const listSessionsQuerySchema = z
   .object({
     status: z.enum(SESSION_STATUSES).optional(),
     agent: z.string().min(1).optional(),
     archived: z.enum(['true', 'false']).default('false'),
-    after: z.string().min(1).max(200).optional(),
-    limit: z.coerce.number().int().min(1).max(500).default(100),
+    ...cursorPageShape,
   })
   .strict();
 
@@ -188,6 +197,7 @@ export type CreateSessionBody = z.input<typeof createSessionSchema>;
 export type PostMessageBody = z.input<typeof postMessageSchema>;
 export type ListSessionsQuery = z.input<typeof listSessionsQuerySchema>;
 export type PageQuery = z.input<typeof pageQuerySchema>;
+export type CursorPageQuery = z.input<typeof cursorPageQuerySchema>;
 export type FilesQuery = z.input<typeof filesQuerySchema>;
 export type CreateTokenBody = z.input<typeof createTokenSchema>;
 export type CreateWebhookBody = z.input<typeof createWebhookSchema>;

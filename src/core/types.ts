@@ -129,6 +129,20 @@ export interface WorkerRow {
   drainingSince: number | null;
 }
 
+/** One session waiting in the claim queue (GET /v1/queue). */
+export interface ClaimQueueEntry {
+  sessionId: string;
+  tenant: string;
+  /** 1-based place in claim order, counting every tenant's sessions ahead. */
+  position: number;
+  /** Its pending inbound messages. */
+  pending: number;
+  /** Its first pending message: its place in its tenant's part of the queue. */
+  firstId: number;
+  /** Its key in the fair share when listed (null: its tenant has no share row, after every other). */
+  fairKey: number | null;
+}
+
 /** What a client sees of a session. */
 export interface SessionView extends Session {
   status: SessionStatus;

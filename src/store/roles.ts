@@ -108,6 +108,7 @@ export interface ApiStore
     | 'eventLog'
     | 'lastEventId'
     | 'queuePositions'
+    | 'listQueue'
     | 'meanTurnMs'
     | 'listWorkers'
     | 'drainWorker'

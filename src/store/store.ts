@@ -15,6 +15,7 @@ import type {
   ChannelInbound,
   ChannelOutboxItem,
   ClaimedSession,
+  ClaimQueueEntry,
   Clock,
   CommitInput,
   DeliveryDecision,
@@ -227,11 +228,14 @@ export interface Store {
 
   // `tenant` parameters scope a read or write to one tenant: another tenant's rows look
   // absent (null, NOT_FOUND). Omitted = the operator, who sees every tenant.
+  // `page` parameters of listings (list*): one page of the listing in its key order
+  // (core/cursor.ts says which), after `page.after`, at most `page.limit`; without a page,
+  // every row (the internal callers that need them all).
 
   /** Throws AGENT_EXISTS. @param tenant owner of the new agent, default DEFAULT_TENANT */
   createAgent(spec: AgentSpec, now: number, tenant?: string): Promise<Agent>;
   getAgent(name: string, tenant?: string): Promise<Agent | null>;
-  listAgents(tenant?: string): Promise<Agent[]>;
+  listAgents(tenant?: string, page?: PageRequest): Promise<Agent[]>;
   /** Replaces the spec (the name stays). Throws AGENT_NOT_FOUND. */
   replaceAgentSpec(spec: AgentSpec, tenant?: string): Promise<Agent>;
   /** Throws AGENT_NOT_FOUND, or AGENT_IN_USE while a session that is not archived uses it. */
@@ -258,7 +262,7 @@ export interface Store {
   /** What the store keeps counted of a tenant's sessions (undefined: every tenant's); O(1) in the number of sessions. */
   sessionCounts(tenant?: string): Promise<SessionCounts>;
   listMessages(sessionId: string, afterId: number, limit: number): Promise<Message[]>;
-  listTurns(sessionId: string): Promise<Turn[]>;
+  listTurns(sessionId: string, page?: PageRequest): Promise<Turn[]>;
   /** One turn of the session and what the store keeps of it (TurnRecord); null when the session has no such turn. */
   getTurnRecord(sessionId: string, turnId: string): Promise<TurnRecord | null>;
   /** Events after `afterId`, for one session or (null) all sessions (of `tenant`), oldest first. */
@@ -275,6 +279,11 @@ export interface Store {
   eventLog(afterId: number, upToId: number, limit: number): Promise<LoggedEvent[]>;
   /** The newest event id (0: none yet): where a change feed starts. */
   lastEventId(): Promise<number>;
+  /**
+   * A page of the claim queue in claim order (a tenant's: its own queued sessions), with
+   * global positions; read without listing the queue (sql/queue-page.ts).
+   */
+  listQueue(now: number, tenant?: string, page?: PageRequest): Promise<ClaimQueueEntry[]>;
   /** The 1-based claim-queue position of every queued session, in one read (what views show as queuePosition). */
   queuePositions(now: number): Promise<Map<string, number>>;
   /** Mean run time of the last `limit` committed turns in ms; null before the first. */
@@ -448,13 +457,13 @@ export interface Store {
   insertApiToken(token: NewApiToken, now: number): Promise<ApiTokenRow>;
   /** The live (not revoked) token with this hash. */
   principalOfTokenHash(hash: string): Promise<Principal | null>;
-  listApiTokens(): Promise<ApiTokenRow[]>;
+  listApiTokens(page?: PageRequest): Promise<ApiTokenRow[]>;
   /** false when no live token has this id. */
   revokeApiToken(id: string, now: number): Promise<boolean>;
 
   /** Throws AGENT_NOT_FOUND / SESSION_NOT_FOUND when the target is not the tenant's. */
   createWebhook(webhook: NewWebhook, now: number): Promise<Webhook>;
-  listWebhooks(tenant?: string): Promise<Webhook[]>;
+  listWebhooks(tenant?: string, page?: PageRequest): Promise<Webhook[]>;
   getWebhook(id: string, tenant?: string): Promise<Webhook | null>;
   /** false when there is no such live webhook (of the tenant). Pending deliveries stay and are still sent. */
   deleteWebhook(id: string, now: number, tenant?: string): Promise<boolean>;
@@ -474,7 +483,7 @@ export interface Store {
   webhookDeliveryCounts(): Promise<Record<'pending' | 'delivered' | 'dead', number>>;
   /** Throws AGENT_NOT_FOUND (of the tenant), CHANNEL_EXISTS. */
   createChannel(channel: NewChannel, now: number): Promise<Channel>;
-  listChannels(tenant?: string): Promise<Channel[]>;
+  listChannels(tenant?: string, page?: PageRequest): Promise<Channel[]>;
   getChannel(id: string, tenant?: string): Promise<Channel | null>;
   /** Pause (nothing polled or sent; updates wait at the platform) or resume. Throws CHANNEL_NOT_FOUND. */
   pauseChannel(id: string, paused: boolean, tenant?: string): Promise<Channel>;
@@ -533,11 +542,11 @@ export interface Store {
     error: string,
     now: number,
   ): Promise<void>;
-  listChannelOutbox(channelId: string): Promise<ChannelOutboxItem[]>;
+  listChannelOutbox(channelId: string, page?: PageRequest): Promise<ChannelOutboxItem[]>;
   /** Checks the session and agent as enqueueMessage does (same errors); the schedule takes the session's tenant. */
   createSchedule(input: NewSchedule, now: number): Promise<Schedule>;
   /** One session's schedules, or (null) all. */
-  listSchedules(sessionId: string | null, tenant?: string): Promise<Schedule[]>;
+  listSchedules(sessionId: string | null, tenant?: string, page?: PageRequest): Promise<Schedule[]>;
   /** Live (not cancelled) schedules made by the agent's own turns, over all its sessions: what its cap counts. */
   countAgentMadeSchedules(agent: string): Promise<number>;
   /**
@@ -568,7 +577,7 @@ export interface Store {
     tenant?: string,
   ): Promise<StorageGrant>;
   /** Throws AGENT_NOT_FOUND (another tenant's agent looks absent). */
-  listStorageGrants(agent: string, tenant?: string): Promise<StorageGrant[]>;
+  listStorageGrants(agent: string, tenant?: string, page?: PageRequest): Promise<StorageGrant[]>;
   /** Throws AGENT_NOT_FOUND, GRANT_NOT_FOUND. */
   revokeStorageGrant(agent: string, prefix: string, tenant?: string): Promise<void>;
   /** Fenced: records key → blob in the namespace of the fenced session's agent. */

@@ -16,7 +16,7 @@ import {
 import type { NewChannel, Store } from '../../src/store/index.js';
 import { BASE, claimAndStartTurn, LEASE_MS, type OpenStore, withAgent } from './conformance.js';
 
-const CHANNEL: NewChannel = {
+export const CHANNEL: NewChannel = {
   id: 'tg1',
   tenant: DEFAULT_TENANT,
   platform: 'telegram',
@@ -31,7 +31,8 @@ const CHANNEL: NewChannel = {
   respondTo: 'all',
 };
 
-function update(updateId: number, over: Partial<ChannelInbound> = {}): ChannelInbound {
+/** A platform update of chat 100 from alice (allowed). */
+export function update(updateId: number, over: Partial<ChannelInbound> = {}): ChannelInbound {
   return {
     updateId,
     chatId: '100',

@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { agentSpecSchema, encodeSessionCursor, type SessionCounts } from '../../src/core/index.js';
+import { agentSpecSchema, BY_CREATION, type SessionCounts } from '../../src/core/index.js';
 import type { Store } from '../../src/store/index.js';
 import { BASE, claimAndStartTurn, LEASE_MS, type OpenStore, withAgent } from './conformance.js';
 
@@ -138,7 +138,7 @@ export function runKeptCountsConformance(kind: string, open: OpenStore): void {
         paged.push(...page.map((v) => v.id));
         if (page.length < 3) break;
         const last = page.at(-1)!;
-        after = encodeSessionCursor(last);
+        after = BY_CREATION.cursorOf(last);
       }
       assert.deepEqual(
         paged,

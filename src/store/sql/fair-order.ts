@@ -31,12 +31,28 @@ export interface QueuedSession {
   tenant: string;
 }
 
+/** A tenant's key for its k-th queued session (0-based): base + k·stride; null without a share row. */
+function shareKeyOf(shares: Shares, tenant: string): { base: number; stride: number } | null {
+  const share = shares.byTenant.get(tenant);
+  if (!share) return null;
+  return {
+    base: Math.max(share.pass, shares.virtualTime),
+    stride: Math.floor(FAIR_SHARE_STRIDE / share.weight),
+  };
+}
+
 /**
- * The queued sessions in the order claims take them, when no new work arrives. A tenant
- * without a share row comes after every other (FAIR_QUEUE does not see it; the FIFO
- * fallback takes it when nothing else is queued).
+ * The queued sessions in the order claims take them, when no new work arrives, each with
+ * its key in the fair share (null: its tenant has no share row, and it comes after every
+ * other; FAIR_QUEUE does not see it, the FIFO fallback takes it when nothing else is
+ * queued). `skipped`: how many of each tenant's oldest sessions are left out of `queued`
+ * (a page of the queue after the first), which the keys of the rest count.
  */
-export function fairClaimOrder<T extends QueuedSession>(queued: readonly T[], shares: Shares): T[] {
+export function keyedClaimOrder<T extends QueuedSession>(
+  queued: readonly T[],
+  shares: Shares,
+  skipped: ReadonlyMap<string, number> = new Map(),
+): { entry: T; fairKey: number | null }[] {
   const byTenant = new Map<string, T[]>();
   for (const q of queued) {
     const entries = byTenant.get(q.tenant);
@@ -45,16 +61,20 @@ export function fairClaimOrder<T extends QueuedSession>(queued: readonly T[], sh
   }
   const keyed: { entry: T; key: number }[] = [];
   for (const [tenant, entries] of byTenant) {
-    const share = shares.byTenant.get(tenant);
-    const base = share ? Math.max(share.pass, shares.virtualTime) : Number.POSITIVE_INFINITY;
-    const stride = Math.floor(FAIR_SHARE_STRIDE / (share?.weight ?? 1));
+    const share = shareKeyOf(shares, tenant);
+    const from = skipped.get(tenant) ?? 0;
     entries.sort((a, b) => a.firstId - b.firstId);
     entries.forEach((entry, k) => {
-      keyed.push({ entry, key: base + k * stride });
+      keyed.push({ entry, key: share ? share.base + (from + k) * share.stride : Number.POSITIVE_INFINITY });
     });
   }
   keyed.sort((a, b) => a.key - b.key || a.entry.firstId - b.entry.firstId);
-  return keyed.map((k) => k.entry);
+  return keyed.map(({ entry, key }) => ({ entry, fairKey: Number.isFinite(key) ? key : null }));
+}
+
+/** The queued sessions in the order claims take them (keyedClaimOrder, without the keys). */
+export function fairClaimOrder<T extends QueuedSession>(queued: readonly T[], shares: Shares): T[] {
+  return keyedClaimOrder(queued, shares).map((k) => k.entry);
 }
 
 /** One tenant's part of the queue: its queued sessions, and how many of them come before a given session's first message. */
@@ -63,30 +83,38 @@ export interface TenantCount {
   ahead: number;
 }
 
+/** The key of one queued session of `tenant` (its `ahead` in counts places it in its tenant's part); null without a share row. */
+export function fairKeyOf(counts: Map<string, TenantCount>, shares: Shares, tenant: string): number | null {
+  const own = shareKeyOf(shares, tenant);
+  return own ? own.base + (counts.get(tenant)?.ahead ?? 0) * own.stride : null;
+}
+
 /**
- * The 1-based place of one queued session (its tenant, its firstId) in fairClaimOrder, from
- * per-tenant counts alone: the k-th session (0-based) of tenant U has key base_U + k·stride_U,
- * so the sessions of U before a key K are those with a smaller key, and at an equal key the
- * one before it in FIFO order (the session's k is U's count ahead of it).
+ * How many of each tenant's queued sessions come before a point of the order: a key
+ * (null: past every tenant with a share row) and a first message, whose place among each
+ * tenant's sessions is that tenant's `ahead` in counts. The k-th session (0-based) of
+ * tenant U has key base_U + k·stride_U, so U's sessions before the point are those with a
+ * smaller key, and at an equal key those before it in FIFO order.
  */
-export function fairPosition(counts: Map<string, TenantCount>, shares: Shares, tenant: string): number {
-  const keyOf = (t: string) => {
-    const share = shares.byTenant.get(t);
-    if (!share) return null;
-    return {
-      base: Math.max(share.pass, shares.virtualTime),
-      stride: Math.floor(FAIR_SHARE_STRIDE / share.weight),
-    };
-  };
-  const own = keyOf(tenant);
-  const key = own ? own.base + (counts.get(tenant)?.ahead ?? 0) * own.stride : null;
-  let ahead = 0;
+export function aheadByTenant(
+  counts: Map<string, TenantCount>,
+  shares: Shares,
+  key: number | null,
+): Map<string, number> {
+  const ahead = new Map<string, number>();
   for (const [t, { n, ahead: before }] of counts) {
-    const k = keyOf(t);
+    const k = shareKeyOf(shares, t);
     // Tenants without a share row come after every other, FIFO among themselves.
-    if (key === null) ahead += k ? n : before;
-    else if (k) ahead += Math.min(n, countBelow(key - k.base, k.stride, before));
+    if (key === null) ahead.set(t, k ? n : before);
+    else ahead.set(t, k ? Math.min(n, countBelow(key - k.base, k.stride, before)) : 0);
   }
+  return ahead;
+}
+
+/** The 1-based place of one queued session (its tenant, its place in counts) in fairClaimOrder, from per-tenant counts alone. */
+export function fairPosition(counts: Map<string, TenantCount>, shares: Shares, tenant: string): number {
+  let ahead = 0;
+  for (const n of aheadByTenant(counts, shares, fairKeyOf(counts, shares, tenant)).values()) ahead += n;
   return ahead + 1;
 }
 

@@ -7,8 +7,9 @@
  * Parameters, named in each statement that uses it: tenant (null = every tenant); afterAt
  * and afterId, the last session of the previous page (-1 and '' for the first); limit.
  */
+import { afterTimeAndId } from './keyset.js';
+
 export const PAGE_FILTER = `(CAST(:tenant AS TEXT) IS NULL OR tenant = :tenant)
-  AND (created_at, id) > (:afterAt, :afterId)
-ORDER BY created_at, id LIMIT :limit`;
+  AND ${afterTimeAndId('created_at')}`;
 
 export const PAGE_IDS = `SELECT id FROM sessions WHERE ${PAGE_FILTER}`;

@@ -5,14 +5,10 @@
  * the fair share depends on all of them); a listing reads each kind of fact for all its
  * page's sessions at once (a constant number of statements, not a few per session).
  */
-import {
-  decodeSessionCursor,
-  type PageRequest,
-  type SessionCounts,
-  type SessionView,
-} from '../../core/index.js';
+import { BY_CREATION, type PageRequest, type SessionCounts, type SessionView } from '../../core/index.js';
 import { deriveSessionStatus } from '../session-status.js';
 import { fairClaimOrder, fairPosition, type Shares } from './fair-order.js';
+import { pageParams } from './keyset.js';
 import { all, get, type Program, type Row } from './program.js';
 import { toMessage, toQueuedSession, toSession, toShares, toTurn } from './rows.js';
 import type { CountColumn } from './session-counts-ddl.js';
@@ -89,13 +85,7 @@ export function* listSessionViews(
   tenant?: string,
   page?: PageRequest,
 ): Program<SessionView[]> {
-  const after = page?.after === undefined ? { createdAt: -1, id: '' } : decodeSessionCursor(page.after);
-  const scope = {
-    tenant: tenant ?? null,
-    afterAt: after.createdAt,
-    afterId: after.id,
-    limit: page?.limit ?? Number.MAX_SAFE_INTEGER,
-  };
+  const scope = { tenant: tenant ?? null, ...pageParams(BY_CREATION, page) };
   const bySession = (rows: Row[]) => new Map(rows.map((r) => [String(r.session_id), r]));
   const rows = yield* all('SESSIONS_PAGE', scope);
   if (rows.length === 0) return [];

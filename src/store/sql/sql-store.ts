@@ -16,6 +16,7 @@ import {
   type ChannelInbound,
   type ChannelOutboxItem,
   type ClaimedSession,
+  type ClaimQueueEntry,
   type Clock,
   type CommitInput,
   DEFAULT_TENANT,
@@ -88,6 +89,7 @@ import * as turns from './programs/turns.js';
 import * as webhooks from './programs/webhooks.js';
 import * as workers from './programs/workers.js';
 import * as workspace from './programs/workspace.js';
+import { listQueue } from './queue-page.js';
 import { listSessionViews, queueDepth, queuePositions, sessionCounts } from './session-views.js';
 
 /** Expired leases one sweep transaction takes over. */
@@ -173,8 +175,8 @@ export class SqlStore implements Store {
     return this.read(() => agents.getAgent(name, tenant));
   }
 
-  listAgents(tenant?: string): Promise<Agent[]> {
-    return this.read(() => agents.listAgents(tenant));
+  listAgents(tenant?: string, page?: PageRequest): Promise<Agent[]> {
+    return this.read(() => agents.listAgents(tenant, page));
   }
 
   replaceAgentSpec(spec: AgentSpec, tenant?: string): Promise<Agent> {
@@ -223,8 +225,8 @@ export class SqlStore implements Store {
     return this.read(() => turns.listMessages(sessionId, afterId, limit));
   }
 
-  listTurns(sessionId: string): Promise<Turn[]> {
-    return this.read(() => turns.listTurns(sessionId));
+  listTurns(sessionId: string, page?: PageRequest): Promise<Turn[]> {
+    return this.read(() => turns.listTurns(sessionId, page));
   }
 
   getTurnRecord(sessionId: string, turnId: string): Promise<TurnRecord | null> {
@@ -246,6 +248,10 @@ export class SqlStore implements Store {
 
   lastEventId(): Promise<number> {
     return this.read(() => events.lastEventId());
+  }
+
+  listQueue(now: number, tenant?: string, page?: PageRequest): Promise<ClaimQueueEntry[]> {
+    return this.read(() => listQueue(now, this.policy.leaseMs, tenant, page));
   }
 
   queuePositions(now: number): Promise<Map<string, number>> {
@@ -478,8 +484,8 @@ export class SqlStore implements Store {
     return this.write('createSchedule', (tx) => schedules.createSchedule(tx, input, now));
   }
 
-  listSchedules(sessionId: string | null, tenant?: string): Promise<Schedule[]> {
-    return this.read(() => schedules.listSchedules(sessionId, tenant));
+  listSchedules(sessionId: string | null, tenant?: string, page?: PageRequest): Promise<Schedule[]> {
+    return this.read(() => schedules.listSchedules(sessionId, tenant, page));
   }
 
   countAgentMadeSchedules(agent: string): Promise<number> {
@@ -525,8 +531,8 @@ export class SqlStore implements Store {
     return this.read(() => tokens.principalOfTokenHash(hash));
   }
 
-  listApiTokens(): Promise<ApiTokenRow[]> {
-    return this.read(() => tokens.listApiTokens());
+  listApiTokens(page?: PageRequest): Promise<ApiTokenRow[]> {
+    return this.read(() => tokens.listApiTokens(page));
   }
 
   revokeApiToken(id: string, now: number): Promise<boolean> {
@@ -541,8 +547,8 @@ export class SqlStore implements Store {
     return this.write('createChannel', () => channels.createChannel(channel, now));
   }
 
-  listChannels(tenant?: string): Promise<Channel[]> {
-    return this.read(() => channels.listChannels(tenant));
+  listChannels(tenant?: string, page?: PageRequest): Promise<Channel[]> {
+    return this.read(() => channels.listChannels(tenant, page));
   }
 
   getChannel(id: string, tenant?: string): Promise<Channel | null> {
@@ -626,16 +632,16 @@ export class SqlStore implements Store {
     );
   }
 
-  listChannelOutbox(channelId: string): Promise<ChannelOutboxItem[]> {
-    return this.read(() => channels.listChannelOutbox(channelId));
+  listChannelOutbox(channelId: string, page?: PageRequest): Promise<ChannelOutboxItem[]> {
+    return this.read(() => channels.listChannelOutbox(channelId, page));
   }
 
   createWebhook(webhook: NewWebhook, now: number): Promise<Webhook> {
     return this.write('createWebhook', () => webhooks.createWebhook(webhook, now));
   }
 
-  listWebhooks(tenant?: string): Promise<Webhook[]> {
-    return this.read(() => webhooks.listWebhooks(tenant));
+  listWebhooks(tenant?: string, page?: PageRequest): Promise<Webhook[]> {
+    return this.read(() => webhooks.listWebhooks(tenant, page));
   }
 
   getWebhook(id: string, tenant?: string): Promise<Webhook | null> {
@@ -680,8 +686,8 @@ export class SqlStore implements Store {
     return this.write('grantStorage', () => storage.grantStorage(grant, now, tenant));
   }
 
-  listStorageGrants(agent: string, tenant?: string): Promise<StorageGrant[]> {
-    return this.read(() => storage.listStorageGrants(agent, tenant));
+  listStorageGrants(agent: string, tenant?: string, page?: PageRequest): Promise<StorageGrant[]> {
+    return this.read(() => storage.listStorageGrants(agent, tenant, page));
   }
 
   revokeStorageGrant(agent: string, prefix: string, tenant?: string): Promise<void> {

@@ -1,5 +1,6 @@
 /** Agents, and the tenancy rule every aggregate applies: another tenant's rows look absent. */
-import { type Agent, type AgentSpec, BerthError } from '../../../core/index.js';
+import { type Agent, type AgentSpec, BerthError, BY_NAME, type PageRequest } from '../../../core/index.js';
+import { pageParams } from '../keyset.js';
 import { all, get, type Program, type Row, run } from '../program.js';
 import { toAgent } from '../rows.js';
 
@@ -18,8 +19,8 @@ export function* getAgent(name: string, tenant: string | undefined): Program<Age
   return row && ownedBy(row, tenant) ? toAgent(row) : null;
 }
 
-export function* listAgents(tenant: string | undefined): Program<Agent[]> {
-  return (yield* all('ALL_AGENTS', { tenant: tenant ?? null })).map(toAgent);
+export function* listAgents(tenant: string | undefined, page?: PageRequest): Program<Agent[]> {
+  return (yield* all('ALL_AGENTS', { tenant: tenant ?? null, ...pageParams(BY_NAME, page) })).map(toAgent);
 }
 
 export function* replaceAgentSpec(spec: AgentSpec, tenant: string | undefined): Program<Agent> {

@@ -13,6 +13,8 @@
  */
 import {
   BerthError,
+  BY_CREATION,
+  BY_SEQ,
   CHANNEL_EVENT_KEEP_MS,
   CHANNEL_REFUSAL_TEXT,
   type Channel,
@@ -23,9 +25,11 @@ import {
   channelStatusText,
   decideChannelInbound,
   type InboundDecision,
+  type PageRequest,
   type SessionEventType,
 } from '../../../core/index.js';
 import type { NewChannel } from '../../store.js';
+import { pageParams } from '../keyset.js';
 import { all, get, type Program, type Row, run, type Tx } from '../program.js';
 import { sessionViewOf } from '../session-views.js';
 import { ownAgentRow, ownedBy } from './agents.js';
@@ -94,8 +98,10 @@ export function* createChannel(channel: NewChannel, now: number): Program<Channe
   return toChannel((yield* get('CHANNEL_BY_ID', { id: channel.id }))!);
 }
 
-export function* listChannels(tenant: string | undefined): Program<Channel[]> {
-  return (yield* all('ALL_CHANNELS', { tenant: tenant ?? null })).map(toChannel);
+export function* listChannels(tenant: string | undefined, page?: PageRequest): Program<Channel[]> {
+  return (yield* all('ALL_CHANNELS', { tenant: tenant ?? null, ...pageParams(BY_CREATION, page) })).map(
+    toChannel,
+  );
 }
 
 export function* getChannel(id: string, tenant: string | undefined): Program<Channel | null> {
@@ -393,6 +399,8 @@ export function* endChannelSendAttempt(
   });
 }
 
-export function* listChannelOutbox(channelId: string): Program<ChannelOutboxItem[]> {
-  return (yield* all('CHANNEL_OUTBOX_OF_CHANNEL', { channelId })).map(toOutboxItem);
+export function* listChannelOutbox(channelId: string, page?: PageRequest): Program<ChannelOutboxItem[]> {
+  return (yield* all('CHANNEL_OUTBOX_OF_CHANNEL', { channelId, ...pageParams(BY_SEQ, page) })).map(
+    toOutboxItem,
+  );
 }

@@ -5,13 +5,16 @@
  */
 import {
   BerthError,
+  BY_CREATION,
   newId,
   nextRunOf,
+  type PageRequest,
   type Schedule,
   type ScheduleDecision,
   type ScheduleStatus,
 } from '../../../core/index.js';
 import type { NewSchedule } from '../../store.js';
+import { pageParams } from '../keyset.js';
 import { all, get, type Program, run, type Tx } from '../program.js';
 import { toSchedule } from '../rows.js';
 import { ownedBy } from './agents.js';
@@ -31,8 +34,13 @@ export function* createSchedule(tx: Tx, input: NewSchedule, now: number): Progra
   return toSchedule((yield* get('SCHEDULE_BY_ID', { id }))!);
 }
 
-export function* listSchedules(sessionId: string | null, tenant: string | undefined): Program<Schedule[]> {
-  return (yield* all('SCHEDULES', { sessionId, tenant: tenant ?? null })).map(toSchedule);
+export function* listSchedules(
+  sessionId: string | null,
+  tenant: string | undefined,
+  page?: PageRequest,
+): Program<Schedule[]> {
+  const params = { sessionId, tenant: tenant ?? null, ...pageParams(BY_CREATION, page) };
+  return (yield* all('SCHEDULES', params)).map(toSchedule);
 }
 
 export function* countAgentMadeSchedules(agent: string): Program<number> {

@@ -2,9 +2,10 @@
  * Mediated storage: an agent's grants (written by the API) and its objects (written by
  * its sessions' sandboxes, fenced). The row is the truth: a blob no row names is garbage.
  */
-import type { StorageGrant, StorageOp, StoredObject } from '../../../core/index.js';
-import { BerthError } from '../../../core/index.js';
+import type { PageRequest, StorageGrant, StorageOp, StoredObject } from '../../../core/index.js';
+import { BerthError, BY_PREFIX } from '../../../core/index.js';
 import type { Fence, Fenced } from '../../store.js';
+import { pageParams } from '../keyset.js';
 import { all, get, type Program, run } from '../program.js';
 import { toStorageGrant, toStorageObject } from '../rows.js';
 import { ownAgentRow } from './agents.js';
@@ -20,9 +21,15 @@ export function* grantStorage(
   return toStorageGrant((yield* get('STORAGE_GRANT', grant))!);
 }
 
-export function* listStorageGrants(agent: string, tenant: string | undefined): Program<StorageGrant[]> {
+export function* listStorageGrants(
+  agent: string,
+  tenant: string | undefined,
+  page?: PageRequest,
+): Program<StorageGrant[]> {
   yield* ownAgentRow(agent, tenant, 'listStorageGrants');
-  return (yield* all('STORAGE_GRANTS_OF_AGENT', { agent })).map(toStorageGrant);
+  return (yield* all('STORAGE_GRANTS_OF_AGENT', { agent, ...pageParams(BY_PREFIX, page) })).map(
+    toStorageGrant,
+  );
 }
 
 export function* revokeStorageGrant(

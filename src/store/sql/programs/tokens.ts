@@ -2,8 +2,14 @@
  * API tokens: stored by the hash of their secret, never the secret; revoked ones authenticate
  * nothing. A tenant's token may set its weight in the fair share, in the same transaction.
  */
-import type { ApiTokenRow, Principal } from '../../../core/index.js';
+import {
+  type ApiTokenRow,
+  BY_TOKEN_CREATION,
+  type PageRequest,
+  type Principal,
+} from '../../../core/index.js';
 import type { NewApiToken } from '../../store.js';
+import { pageParams } from '../keyset.js';
 import { all, get, type Program, run } from '../program.js';
 import { toApiToken } from '../rows.js';
 
@@ -22,8 +28,8 @@ export function* principalOfTokenHash(hash: string): Program<Principal | null> {
   return { tokenId, tenant, admin };
 }
 
-export function* listApiTokens(): Program<ApiTokenRow[]> {
-  return (yield* all('ALL_API_TOKENS', {})).map(toApiToken);
+export function* listApiTokens(page?: PageRequest): Program<ApiTokenRow[]> {
+  return (yield* all('ALL_API_TOKENS', pageParams(BY_TOKEN_CREATION, page))).map(toApiToken);
 }
 
 /** false when no live token has this id. */

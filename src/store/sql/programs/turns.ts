@@ -10,11 +10,13 @@
 import {
   type AbortInput,
   BerthError,
+  BY_START,
   type CommitInput,
   decideAbortedMessage,
   type Message,
   newId,
   nextBatch,
+  type PageRequest,
   type ReplyScope,
   type RetryPolicy,
   type StartedTurn,
@@ -22,6 +24,7 @@ import {
   type TurnRecord,
 } from '../../../core/index.js';
 import type { CommitCode, Fence, FenceCode, Fenced, ProgressInput } from '../../store.js';
+import { pageParams } from '../keyset.js';
 import { all, get, guarded, type Program, run, type Tx } from '../program.js';
 import { toMessage, toTurn } from '../rows.js';
 import { insertEvent } from './events.js';
@@ -323,8 +326,8 @@ export function* turnRecord(sessionId: string, turnId: string): Program<TurnReco
   return { turn, attempts, messages, replies, state };
 }
 
-export function* listTurns(sessionId: string): Program<Turn[]> {
-  return (yield* all('TURNS_OF_SESSION', { sessionId })).map(toTurn);
+export function* listTurns(sessionId: string, page?: PageRequest): Program<Turn[]> {
+  return (yield* all('TURNS_OF_SESSION', { sessionId, ...pageParams(BY_START, page) })).map(toTurn);
 }
 
 export function* listMessages(sessionId: string, afterId: number, limit: number): Program<Message[]> {

@@ -3,8 +3,16 @@
  * for one attempt under a lease by a dispatcher, and ended by that attempt alone (fenced
  * by the attempt number); a delivered or dead one may be sent again.
  */
-import { BerthError, type Webhook, type WebhookAttempt, type WebhookDelivery } from '../../../core/index.js';
+import {
+  BerthError,
+  BY_CREATION,
+  type PageRequest,
+  type Webhook,
+  type WebhookAttempt,
+  type WebhookDelivery,
+} from '../../../core/index.js';
 import type { AttemptResult, NewWebhook, TakenDelivery } from '../../store.js';
+import { pageParams } from '../keyset.js';
 import { all, get, type Program, run } from '../program.js';
 import { toAttempt, toDelivery, toEvent, toWebhook } from '../rows.js';
 import { ownAgentRow, ownedBy } from './agents.js';
@@ -23,8 +31,10 @@ export function* createWebhook(webhook: NewWebhook, now: number): Program<Webhoo
   return toWebhook((yield* get('WEBHOOK_BY_ID', { id: webhook.id }))!);
 }
 
-export function* listWebhooks(tenant: string | undefined): Program<Webhook[]> {
-  return (yield* all('ALL_WEBHOOKS', { tenant: tenant ?? null })).map(toWebhook);
+export function* listWebhooks(tenant: string | undefined, page?: PageRequest): Program<Webhook[]> {
+  return (yield* all('ALL_WEBHOOKS', { tenant: tenant ?? null, ...pageParams(BY_CREATION, page) })).map(
+    toWebhook,
+  );
 }
 
 export function* getWebhook(id: string, tenant: string | undefined): Program<Webhook | null> {

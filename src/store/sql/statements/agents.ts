@@ -5,6 +5,8 @@
  * (statements.test.ts holds the headers to the SQL and the guards to their callers).
  */
 
+import { afterKey } from '../keyset.js';
+
 /**
  * A new agent; a deleted agent's name can be taken again.
  * @param name the agent
@@ -26,12 +28,15 @@ WHERE agents.deleted_at IS NOT NULL`;
 export const AGENT_BY_NAME = `SELECT * FROM agents WHERE name = :name AND deleted_at IS NULL`;
 
 /**
- * Live agents of a tenant, by name.
+ * A page of a tenant's live agents, by name (a live name is unique).
  * @param tenant null = every tenant
+ * @param after name of the previous page's last row (null: the first page)
+ * @param limit at most this many
  * @returns rows
  */
 export const ALL_AGENTS = `
-SELECT * FROM agents WHERE deleted_at IS NULL AND (CAST(:tenant AS TEXT) IS NULL OR tenant = :tenant) ORDER BY name`;
+SELECT * FROM agents WHERE deleted_at IS NULL AND (CAST(:tenant AS TEXT) IS NULL OR tenant = :tenant)
+  AND ${afterKey('name', 'TEXT')}`;
 
 /**
  * A live agent's new spec (its name stays).

@@ -4,6 +4,8 @@
  * dialect). Each header lists the statement's parameters and what it returns.
  */
 
+import { afterKey, afterTimeAndId } from '../keyset.js';
+
 /**
  * A new channel.
  * @param id the channel
@@ -34,12 +36,16 @@ VALUES (:id, :tenant, :platform, :agent, :mapping, :allowUsers, :allowChats, :to
 export const CHANNEL_BY_ID = `SELECT * FROM channels WHERE id = :id AND deleted_at IS NULL`;
 
 /**
- * Live channels of a tenant, oldest first.
+ * A page of a tenant's live channels, oldest first.
  * @param tenant null = every tenant
+ * @param afterAt created_at of the previous page's last row (-1: the first page)
+ * @param afterId its id ('' for the first page)
+ * @param limit at most this many
  * @returns rows
  */
 export const ALL_CHANNELS = `
-SELECT * FROM channels WHERE deleted_at IS NULL AND (CAST(:tenant AS TEXT) IS NULL OR tenant = :tenant) ORDER BY created_at, id`;
+SELECT * FROM channels WHERE deleted_at IS NULL AND (CAST(:tenant AS TEXT) IS NULL OR tenant = :tenant)
+  AND ${afterTimeAndId('created_at')}`;
 
 /**
  * A channel paused or resumed.
@@ -270,8 +276,10 @@ UPDATE channel_outbox SET status = :status, next_attempt_at = :nextAttemptAt, la
 WHERE id = :id AND attempts = :attempt AND status = 'pending'`;
 
 /**
- * A channel's sends, oldest first (tests and the API read them).
+ * A page of a channel's sends, oldest first (tests and the API read them).
  * @param channelId the channel
+ * @param after id of the previous page's last row (null: the first page)
+ * @param limit at most this many
  * @returns rows
  */
-export const CHANNEL_OUTBOX_OF_CHANNEL = `SELECT * FROM channel_outbox WHERE channel_id = :channelId ORDER BY id`;
+export const CHANNEL_OUTBOX_OF_CHANNEL = `SELECT * FROM channel_outbox WHERE channel_id = :channelId AND ${afterKey('id', 'BIGINT')}`;

@@ -5,6 +5,8 @@
  * (statements.test.ts holds the headers to the SQL and the guards to their callers).
  */
 
+import { afterTimeAndId } from '../keyset.js';
+
 /**
  * A new active schedule.
  * @param id the schedule
@@ -42,15 +44,18 @@ WHERE x.agent = :agent AND s.created_by_turn IS NOT NULL AND s.status <> 'cancel
 export const SCHEDULE_BY_ID = `SELECT * FROM schedules WHERE id = :id`;
 
 /**
- * Schedules of one session (or all) of one tenant (or all).
+ * A page of the schedules of one session (or all) of one tenant (or all).
  * @param sessionId null = every session
  * @param tenant null = every tenant
+ * @param afterAt created_at of the previous page's last row (-1: the first page)
+ * @param afterId its id ('' for the first page)
+ * @param limit at most this many
  * @returns rows, oldest first
  */
 export const SCHEDULES = `
 SELECT * FROM schedules
 WHERE (CAST(:sessionId AS TEXT) IS NULL OR session_id = :sessionId) AND (CAST(:tenant AS TEXT) IS NULL OR tenant = :tenant)
-ORDER BY created_at, id`;
+  AND ${afterTimeAndId('created_at')}`;
 
 /**
  * Active schedules due by now.

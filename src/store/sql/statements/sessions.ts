@@ -94,6 +94,29 @@ SELECT tenant, COUNT(*) AS n, COUNT(*) FILTER (WHERE first_id < :before) AS ahea
 ) q GROUP BY tenant`;
 
 /**
+ * A page of one tenant's part of the claim queue (FREE_QUEUE and DEAD_HELD_QUEUE), FIFO by
+ * first message (its order within the fair share), on sessions_tenant_queue, with how many
+ * messages each has pending.
+ * @param tenant the tenant
+ * @param afterFirst only sessions whose first pending message is after this id (0: all)
+ * @param skip then this many of its oldest left out (the tenant's part of earlier pages)
+ * @param limit at most this many
+ * @param now runnable = runnable_at <= now
+ * @param staleBefore now - leaseMs
+ * @returns rows (session_id, first_id, tenant, pending), queue order
+ */
+export const QUEUE_OF_TENANT = `
+SELECT q.session_id, q.first_id, q.tenant, (
+  SELECT COUNT(*) FROM messages m WHERE m.session_id = q.session_id AND m.direction = 'in' AND m.status = 'pending'
+) AS pending FROM (
+  SELECT id AS session_id, queued_id AS first_id, tenant FROM sessions
+  WHERE tenant = :tenant AND lease_owner IS NULL AND queued_id IS NOT NULL AND queued_id > :afterFirst AND runnable_at <= :now
+  UNION ALL
+  SELECT s.id, s.queued_id, s.tenant FROM workers w JOIN sessions s ON s.lease_owner = w.id
+  WHERE w.heartbeat_at <= :staleBefore AND s.tenant = :tenant AND s.queued_id > :afterFirst AND s.runnable_at <= :now
+) q ORDER BY q.first_id LIMIT :limit OFFSET :skip`;
+
+/**
  * A new pending inbound message puts its session in the queue, or keeps the earlier place it
  * has: the keys move only when it is the oldest pending message (then it is due now);
  * behind an older pending one, that one's due time stays the session's (a message in backoff

@@ -6,6 +6,8 @@
  * the SQL and the guards to their callers).
  */
 
+import { afterKey } from '../keyset.js';
+
 /**
  * A grant; its ops replace those of the same (agent, prefix).
  * @param agent the agent
@@ -19,11 +21,13 @@ INSERT INTO storage_grants (agent, prefix, ops, created_at) VALUES (:agent, :pre
 ON CONFLICT (agent, prefix) DO UPDATE SET ops = excluded.ops`;
 
 /**
- * An agent's grants, by prefix.
+ * A page of an agent's grants, by prefix.
  * @param agent the agent
+ * @param after prefix of the previous page's last row (null: the first page)
+ * @param limit at most this many
  * @returns rows
  */
-export const STORAGE_GRANTS_OF_AGENT = `SELECT * FROM storage_grants WHERE agent = :agent ORDER BY prefix`;
+export const STORAGE_GRANTS_OF_AGENT = `SELECT * FROM storage_grants WHERE agent = :agent AND ${afterKey('prefix', 'TEXT')}`;
 
 /**
  * One grant.

@@ -5,6 +5,8 @@
  * (statements.test.ts holds the headers to the SQL and the guards to their callers).
  */
 
+import { afterTimeAndId } from '../keyset.js';
+
 /**
  * A new API token (its hash: the secret is never stored).
  * @param id the token
@@ -26,10 +28,13 @@ INSERT INTO api_tokens (id, tenant, admin, hash, label, created_at) VALUES (:id,
 export const API_TOKEN_BY_HASH = `SELECT * FROM api_tokens WHERE hash = :hash AND revoked_at IS NULL`;
 
 /**
- * Every token, oldest first.
+ * A page of the tokens, oldest first.
+ * @param afterAt created_at of the previous page's last row (-1: the first page)
+ * @param afterId its id ('' for the first page)
+ * @param limit at most this many
  * @returns rows
  */
-export const ALL_API_TOKENS = `SELECT * FROM api_tokens ORDER BY created_at, id`;
+export const ALL_API_TOKENS = `SELECT * FROM api_tokens WHERE ${afterTimeAndId('created_at')}`;
 
 /**
  * A live token revoked.

@@ -4,6 +4,7 @@
  * one (@guard) must change exactly one row, and says why nothing else can happen
  * (statements.test.ts holds the headers to the SQL and the guards to their callers).
  */
+import { afterTimeAndId } from '../keyset.js';
 import { PAGE_IDS } from '../session-page.js';
 
 /**
@@ -48,11 +49,14 @@ SELECT t.* FROM (${PAGE_IDS}) p JOIN turns t ON t.session_id = p.id AND t.status
 export const TURN_BY_ID = `SELECT * FROM turns WHERE id = :id`;
 
 /**
- * A session's turns, in the order they started.
+ * A page of a session's turns, in the order they started (turns_session).
  * @param sessionId the session
+ * @param afterAt started_at of the previous page's last row (-1: the first page)
+ * @param afterId its id ('' for the first page)
+ * @param limit at most this many
  * @returns rows
  */
-export const TURNS_OF_SESSION = `SELECT * FROM turns WHERE session_id = :sessionId ORDER BY started_at, id`;
+export const TURNS_OF_SESSION = `SELECT * FROM turns WHERE session_id = :sessionId AND ${afterTimeAndId('started_at')}`;
 
 /**
  * The running turn's latest progress text.

@@ -6,6 +6,8 @@
  * the SQL and the guards to their callers).
  */
 
+import { afterTimeAndId } from '../keyset.js';
+
 /**
  * A new webhook.
  * @param id the webhook
@@ -37,12 +39,16 @@ export const WEBHOOK_BY_ID = `SELECT * FROM webhooks WHERE id = :id AND deleted_
 export const WEBHOOK_EVEN_DELETED = `SELECT * FROM webhooks WHERE id = :id`;
 
 /**
- * Live webhooks of a tenant, oldest first.
+ * A page of a tenant's live webhooks, oldest first.
  * @param tenant null = every tenant
+ * @param afterAt created_at of the previous page's last row (-1: the first page)
+ * @param afterId its id ('' for the first page)
+ * @param limit at most this many
  * @returns rows
  */
 export const ALL_WEBHOOKS = `
-SELECT * FROM webhooks WHERE deleted_at IS NULL AND (CAST(:tenant AS TEXT) IS NULL OR tenant = :tenant) ORDER BY created_at, id`;
+SELECT * FROM webhooks WHERE deleted_at IS NULL AND (CAST(:tenant AS TEXT) IS NULL OR tenant = :tenant)
+  AND ${afterTimeAndId('created_at')}`;
 
 /**
  * A live webhook deleted (soft: owed deliveries stay).
