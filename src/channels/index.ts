@@ -2,7 +2,8 @@
  * channels: chat platforms in front of agents. A channel (a bot bound to one agent, its
  * row in the store) is polled by the ChannelRunner of exactly one host process (or, for a
  * platform that pushes, has its events committed by the API); each platform is one
- * PlatformClient (channel.ts). Depends on core and store only.
+ * PlatformClient (channel.ts). Beside them the webhook dispatcher, the same kind of thing:
+ * an outbox in the store sent to an outside endpoint. Depends on core and store only.
  */
 export {
   type ChannelEvent,
@@ -43,3 +44,4 @@ export {
   type TelegramOptions,
   telegramClientFactory,
 } from './telegram.js';
+export { type DeliveryOutcome, WebhookDispatcher } from './webhook-dispatcher.js';
