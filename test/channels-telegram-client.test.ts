@@ -47,6 +47,27 @@ test('telegram client: receive from a cursor, acknowledge by asking past it, sen
     replyTo: a.messageId,
     messageId: Number(id),
   });
+  // Markup: sent in MarkdownV2, seen as formatted; markup Telegram refuses goes again as plain text.
+  const [part] = client.parts('**Done.** See `a_b`.');
+  assert.deepEqual(part, { text: 'Done. See a_b.', formatted: '*Done\\.* See `a_b`\\.' });
+  await client.send({ chatId: '5', replyTo: null, key: '2.0', ...part! }, signal);
+  assert.deepEqual([fake.sent.at(-1)!.parseMode, fake.sent.at(-1)!.text], ['MarkdownV2', 'Done. See a_b.']);
+  fake.refuseEntitiesNext(1);
+  const fallbackId = await client.send({ chatId: '5', replyTo: null, key: '3.0', ...part! }, signal);
+  assert.deepEqual(
+    fake
+      .callsOf('sendMessage')
+      .slice(-2)
+      .map((c) => [c.status, c.body.parse_mode ?? null]),
+    [
+      [400, 'MarkdownV2'],
+      [200, null],
+    ],
+  );
+  assert.deepEqual(
+    [fake.sent.at(-1)!.parseMode, fake.sent.at(-1)!.text, String(fake.sent.at(-1)!.messageId)],
+    [null, 'Done. See a_b.', fallbackId],
+  );
   await client.showTyping('5', signal);
   assert.equal(fake.callsOf('sendChatAction').length, 1);
 

@@ -3,13 +3,16 @@
  * <method>` with a JSON body, answered `{ok, result}` or `{ok: false, error_code,
  * description, parameters: {retry_after}}`. Long polling with getUpdates: an update is
  * forgotten by Telegram only when a later getUpdates asks for offset = its update_id + 1,
- * which the runner does only after the update's commit. Plain text is sent (no parse_mode):
- * an agent's free text is not valid MarkdownV2, and a parse error would refuse the reply.
+ * which the runner does only after the update's commit. Replies go out in MarkdownV2,
+ * converted from the agent's Markdown with everything else escaped (telegram-markdown.ts);
+ * should Telegram still refuse a part's entities (400 "can't parse entities"), that part is
+ * sent again at once as plain text: a formatting slip never loses a reply.
  *
  * The token appears in request URLs only; it is never logged (errors name the method).
  */
 import type { Channel, ChannelInbound } from '../core/index.js';
-import { type ChannelSend, type PlatformClient, PlatformError } from './channel.js';
+import { type ChannelPart, type ChannelSend, type PlatformClient, PlatformError } from './channel.js';
+import { toTelegramParts } from './telegram-markdown.js';
 
 /** Telegram's limit of one message's text, in UTF-16 units. */
 export const TELEGRAM_MAX_TEXT = 4096;
@@ -64,11 +67,27 @@ export class TelegramClient implements PlatformClient {
     return updates.map(toInbound);
   }
 
+  parts(text: string): ChannelPart[] {
+    return toTelegramParts(text, TELEGRAM_MAX_TEXT).map((p) => ({ text: p.plain, formatted: p.markdown }));
+  }
+
   async send(message: ChannelSend, signal: AbortSignal): Promise<string> {
     const body: Record<string, unknown> = { chat_id: message.chatId, text: message.text };
     // A reply whose message was deleted meanwhile is still sent, just not as a reply.
     if (message.replyTo !== null)
       body.reply_parameters = { message_id: Number(message.replyTo), allow_sending_without_reply: true };
+    if (message.formatted !== undefined) {
+      try {
+        const sent = await this.call<TelegramMessage>(
+          'sendMessage',
+          { ...body, text: message.formatted, parse_mode: 'MarkdownV2' },
+          signal,
+        );
+        return String(sent.message_id);
+      } catch (err) {
+        if (!isEntityRefusal(err)) throw err;
+      }
+    }
     const sent = await this.call<TelegramMessage>('sendMessage', body, signal);
     return String(sent.message_id);
   }
@@ -121,6 +140,16 @@ export class TelegramClient implements PlatformClient {
     if (status === 409 || status >= 500) throw new PlatformError({ kind: 'transient', description });
     throw new PlatformError({ kind: 'refused', status, description });
   }
+}
+
+/** Telegram's 400 for markup it cannot read: nothing was sent, and the plain text will go. */
+function isEntityRefusal(err: unknown): boolean {
+  return (
+    err instanceof PlatformError &&
+    err.failure.kind === 'refused' &&
+    err.failure.status === 400 &&
+    /can't parse entities/i.test(err.failure.description)
+  );
 }
 
 function toInbound(update: TelegramUpdate): ChannelInbound {

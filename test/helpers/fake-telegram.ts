@@ -7,7 +7,10 @@
  *   does: that is the acknowledgement), returns the rest in order, and long-polls up to
  *   `timeout` seconds when there are none.
  * - sendMessage, sendChatAction: recorded and answered like Telegram (message ids count up
- *   per chat).
+ *   per chat). With `parse_mode: 'MarkdownV2'` the text is read as Telegram reads it
+ *   (helpers/markdown-v2.ts): markup it cannot read is answered 400 "can't parse entities",
+ *   and what is recorded is the text a user sees; a test can make the next N MarkdownV2
+ *   sends refuse their markup anyway.
  * - Two getUpdates at once: the earlier one is answered 409 Conflict ("terminated by other
  *   getUpdates request"), as Telegram does when two bot instances poll.
  * Every call is recorded (method, body, status, time) so a test can count; a test can
@@ -15,6 +18,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { closeLocal, listenLocal } from './local-server.js';
+import { readMarkdownV2 } from './markdown-v2.js';
 
 export interface FakeTelegramCall {
   method: string;
@@ -41,7 +45,11 @@ export interface FakeUpdate {
 export interface SentMessage {
   chatId: string;
   messageId: number;
+  /** As the user sees it (MarkdownV2 read). */
   text: string;
+  /** The text as sent, markup and all. */
+  raw: string;
+  parseMode: string | null;
   replyTo: number | null;
   at: number;
 }
@@ -54,6 +62,7 @@ export class FakeTelegram {
   private nextUpdateId = 1000;
   private readonly nextMessageId = new Map<string, number>();
   private readonly failures = new Map<string, { count: number; retryAfter: number }>();
+  private entityRefusals = 0;
   private waiters: (() => void)[] = [];
   /** The getUpdates waiting now, if any: a second one ends it with 409. */
   private polling: { res: ServerResponse; end: () => void } | null = null;
@@ -102,6 +111,11 @@ export class FakeTelegram {
   /** The next `count` calls of `method` answer 429 with this retry_after (seconds). */
   rateLimitNext(method: string, count: number, retryAfterSeconds: number): void {
     this.failures.set(method, { count, retryAfter: retryAfterSeconds });
+  }
+
+  /** The next `count` MarkdownV2 sends are answered 400 "can't parse entities", valid or not. */
+  refuseEntitiesNext(count: number): void {
+    this.entityRefusals = count;
   }
 
   /** Updates not yet acknowledged. */
@@ -219,7 +233,32 @@ export class FakeTelegram {
       }
       case 'sendMessage': {
         const chatId = String(body.chat_id);
-        const text = String(body.text ?? '');
+        const raw = String(body.text ?? '');
+        const parseMode = typeof body.parse_mode === 'string' ? body.parse_mode : null;
+        let text = raw;
+        if (parseMode === 'MarkdownV2') {
+          let refusal: string | null = null;
+          try {
+            text = readMarkdownV2(raw);
+          } catch (err) {
+            refusal = (err as Error).message;
+          }
+          if (refusal === null && this.entityRefusals > 0) {
+            this.entityRefusals -= 1;
+            refusal = 'refused on demand';
+          }
+          if (refusal !== null)
+            return reply(
+              400,
+              {
+                ok: false,
+                error_code: 400,
+                description: `Bad Request: can't parse entities: ${refusal}`,
+              },
+              method,
+              body,
+            );
+        }
         if (text.length === 0 || text.length > 4096)
           return reply(
             400,
@@ -237,7 +276,7 @@ export class FakeTelegram {
         const replyTo =
           replyParameters?.message_id ?? (body.reply_to_message_id as number | undefined) ?? null;
         const messageId = this.takeMessageId(chatId);
-        this.sent.push({ chatId, messageId, text, replyTo, at: performance.now() });
+        this.sent.push({ chatId, messageId, text, raw, parseMode, replyTo, at: performance.now() });
         return reply(
           200,
           {
