@@ -154,6 +154,32 @@ test('telegram: a reply per message in its chat, in reply to it; a stranger refu
   const [notice] = await repliesTo(telegram, ALICE.chatId, failing.messageId);
   assert.equal(notice!.text, 'Sorry, that failed (OUTPUT_LIMIT_EXCEEDED).');
 
+  // Files: a document and a photo are in inbox/ when the turn handling their message runs,
+  // and stay (committed with it); one over the limit (Telegram's 20 MB) is left out, its
+  // message still goes, and the user is told the limit once. A stranger's file is never fetched.
+  const doc = telegram.userMessage({
+    ...BOB,
+    caption: 'cat inbox/hello.txt',
+    document: { name: 'hello.txt', bytes: Buffer.from('hello from a file\n') },
+  });
+  assert.equal((await repliesTo(telegram, BOB.chatId, doc.messageId))[0]!.text, 'hello from a file\n');
+  const photo = telegram.userMessage({
+    ...BOB,
+    caption: 'cat inbox/*.jpg',
+    photo: { bytes: Buffer.from('JPEG') },
+  });
+  assert.equal((await repliesTo(telegram, BOB.chatId, photo.messageId))[0]!.text, 'JPEG');
+  telegram.userMessage({ ...MALLORY, caption: 'cat inbox/x', document: { bytes: Buffer.from('x') } });
+  const big = telegram.userMessage({
+    ...BOB,
+    caption: 'ls inbox',
+    document: { name: 'big.bin', bytes: Buffer.from('x'), reportedSize: 30_000_000 },
+  });
+  const [tooBig, listing] = await repliesTo(telegram, BOB.chatId, big.messageId, 2);
+  assert.match(tooBig!.text, /^Sorry, not attached: big\.bin \(28\.6 MiB\) is over the 19\.1 MiB limit/);
+  assert.equal(listing!.text, 'hello.txt\nphoto-U3.jpg\n');
+  assert.equal(telegram.callsOf('getFile').length, 2, 'the big file and the stranger’s never fetched');
+
   // Exactly once over the whole run.
   await new Promise((r) => setTimeout(r, 1500));
   assert.equal(
@@ -161,7 +187,7 @@ test('telegram: a reply per message in its chat, in reply to it; a stranger refu
     6,
     `hello, second, polled, the two parts of the long one, the failure notice: ${JSON.stringify(sentTo(telegram, ALICE.chatId).map((m) => [m.replyTo, m.text.slice(0, 40)]))}`,
   );
-  assert.equal(sentTo(telegram, BOB.chatId).length, 1);
+  assert.equal(sentTo(telegram, BOB.chatId).length, 5);
   const inbound = (await store.listMessages('tg-tg1-100', 0, 100)).filter((m) => m.direction === 'in');
   assert.equal(inbound.length, 5);
 });

@@ -21,11 +21,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
+import type { BlobStore } from '../blobs/index.js';
 import {
   type Channel,
   type ChannelPlatform,
   type Clock,
   failpoint,
+  isChannelSenderAllowed,
   type RetryPolicy,
   sleep,
   WakeSignal,
@@ -38,6 +40,7 @@ import {
   type PlatformFailure,
   platformFailureOf,
 } from './channel.js';
+import { stageChannelFiles } from './channel-inbox.js';
 import { ChannelSender } from './channel-sender.js';
 
 const RECEIVE_BACKOFF = { firstMs: 1_000, maxMs: 30_000 };
@@ -56,6 +59,8 @@ export interface ChannelRunnerDeps {
   /** The host's secret store: bot tokens by name. */
   secrets: { get(name: string): Promise<string | undefined> };
   clients: Partial<Record<ChannelPlatform, PlatformClientFactory>>;
+  /** Where the files users send are stored until a turn places them in the workspace. */
+  blobs: BlobStore;
   /** A channel's lease; renewed every leaseMs / 5. */
   leaseMs: number;
   /** The longest wait of one long poll (it also ends a second before the lease does). */
@@ -250,11 +255,15 @@ class ChannelLoop {
         for (const inbound of updates) {
           if (!this.active) break;
           if (inbound.updateId < cursor) continue;
+          // Only an allowed sender's files are fetched; the commit decides the rest.
+          const staged = isChannelSenderAllowed(this.channel, inbound)
+            ? await stageChannelFiles(this.deps, this.channel, this.client, inbound, pollSignal)
+            : inbound;
           failpoint('channel-before-commit');
           const outcome = await store.commitChannelInbound(
             this.channel.id,
             this.ownerId,
-            inbound,
+            staged,
             clock.now(),
           );
           this.log.debug({ updateId: inbound.updateId, outcome }, 'Channel update committed');

@@ -6,7 +6,7 @@
  * (channel-runner.ts) commits what it reads and records what it sends. Adding a platform
  * is one file implementing this, plus its tests against a fake of its wire protocol.
  */
-import type { Channel, ChannelInbound, ChannelPlatform } from '../core/index.js';
+import type { Channel, ChannelAttachment, ChannelInbound, ChannelPlatform } from '../core/index.js';
 
 /** One part of a reply as it is sent. */
 export interface ChannelPart {
@@ -64,6 +64,13 @@ export interface PlatformClient {
    * (Telegram): such a send is repeated (at-least-once).
    */
   findSent?(message: ChannelSend, signal: AbortSignal): Promise<string | null>;
+  /** The largest file `download` can fetch (Telegram's Bot API: 20 MB); absent where messages carry no files. */
+  readonly maxFileBytes?: number;
+  /**
+   * The bytes of a file sent with a message. Rejects with a PlatformError: refused when the
+   * platform will not hand it over (too big, gone), else transient.
+   */
+  download?(attachment: ChannelAttachment, signal: AbortSignal): Promise<AsyncIterable<Uint8Array>>;
   /** Best effort: the platform's typing indicator in the chat. */
   showTyping(chatId: string, signal: AbortSignal): Promise<void>;
 }

@@ -3,7 +3,8 @@
  * row in the store) is polled by the ChannelRunner of exactly one host process (or, for a
  * platform that pushes, has its events committed by the API); each platform is one
  * PlatformClient (channel.ts). Beside them the webhook dispatcher, the same kind of thing:
- * an outbox in the store sent to an outside endpoint. Depends on core and store only.
+ * an outbox in the store sent to an outside endpoint. Depends on core, store and blobs
+ * (where the files users send wait for their turn).
  */
 export {
   type ChannelEvent,

@@ -10,16 +10,24 @@
  *
  * The token appears in request URLs only; it is never logged (errors name the method).
  */
-import type { Channel, ChannelInbound } from '../core/index.js';
+import type { Channel, ChannelAttachment, ChannelInbound } from '../core/index.js';
 import { type ChannelPart, type ChannelSend, type PlatformClient, PlatformError } from './channel.js';
 import { toTelegramParts } from './telegram-markdown.js';
 
 /** Telegram's limit of one message's text, in UTF-16 units. */
 export const TELEGRAM_MAX_TEXT = 4096;
+/** The largest file a bot may download from the Bot API (getFile). */
+export const TELEGRAM_MAX_FILE_BYTES = 20 * 1000 * 1000;
 
 interface TelegramUser {
   id: number;
   username?: string;
+}
+
+interface TelegramFileRef {
+  file_id: string;
+  file_unique_id: string;
+  file_size?: number;
 }
 
 interface TelegramMessage {
@@ -27,6 +35,11 @@ interface TelegramMessage {
   chat: { id: number; type: string };
   from?: TelegramUser;
   text?: string;
+  /** A file's or photo's text. */
+  caption?: string;
+  document?: TelegramFileRef & { file_name?: string };
+  /** One photo in several sizes, smallest first. */
+  photo?: (TelegramFileRef & { width: number; height: number })[];
 }
 
 interface TelegramUpdate {
@@ -54,6 +67,7 @@ export interface TelegramOptions {
 export class TelegramClient implements PlatformClient {
   readonly platform = 'telegram' as const;
   readonly maxTextLength = TELEGRAM_MAX_TEXT;
+  readonly maxFileBytes = TELEGRAM_MAX_FILE_BYTES;
 
   constructor(private readonly options: TelegramOptions) {}
 
@@ -92,8 +106,40 @@ export class TelegramClient implements PlatformClient {
     return String(sent.message_id);
   }
 
+  /** getFile for the file's path, then `GET <api>/file/bot<token>/<path>`. */
+  async download(attachment: ChannelAttachment, signal: AbortSignal): Promise<AsyncIterable<Uint8Array>> {
+    const file = await this.call<{ file_path?: string }>('getFile', { file_id: attachment.id }, signal);
+    if (!file.file_path)
+      throw new PlatformError({
+        kind: 'refused',
+        status: 400,
+        description: 'Telegram getFile: no file_path',
+      });
+    const url = `${this.apiBase()}/file/bot${this.options.token}/${file.file_path}`;
+    let res: Response;
+    try {
+      res = await fetch(url, { signal });
+    } catch (err) {
+      throw new PlatformError({ kind: 'transient', description: 'Telegram file: no answer' }, { cause: err });
+    }
+    if (!res.ok || !res.body) {
+      await res.body?.cancel();
+      const description = `Telegram file: answered ${res.status}`;
+      throw new PlatformError(
+        res.status >= 500
+          ? { kind: 'transient', description }
+          : { kind: 'refused', status: res.status, description },
+      );
+    }
+    return res.body;
+  }
+
   async showTyping(chatId: string, signal: AbortSignal): Promise<void> {
     await this.call<boolean>('sendChatAction', { chat_id: chatId, action: 'typing' }, signal);
+  }
+
+  private apiBase(): string {
+    return this.options.apiUrl.replace(/\/$/, '');
   }
 
   /** @param waitMs how long the platform may hold the request (a long poll), beyond the usual answer time. */
@@ -103,7 +149,7 @@ export class TelegramClient implements PlatformClient {
     signal: AbortSignal,
     waitMs = 0,
   ): Promise<T> {
-    const url = `${this.options.apiUrl.replace(/\/$/, '')}/bot${this.options.token}/${method}`;
+    const url = `${this.apiBase()}/bot${this.options.token}/${method}`;
     let res: Response;
     try {
       res = await fetch(url, {
@@ -162,8 +208,28 @@ function toInbound(update: TelegramUpdate): ChannelInbound {
     username: m?.from?.username ?? null,
     messageId: m ? String(m.message_id) : '',
     threadId: null,
-    text: m?.text ?? '',
+    text: m?.text ?? m?.caption ?? '',
+    ...(m && (m.document || m.photo) ? { attachments: attachmentsOf(m) } : {}),
   };
+}
+
+/** A document by its name; a photo (no name) in its largest size, named by its unique id. */
+function attachmentsOf(m: TelegramMessage): ChannelAttachment[] {
+  const files: ChannelAttachment[] = [];
+  if (m.document)
+    files.push({
+      id: m.document.file_id,
+      name: m.document.file_name ?? `document-${m.document.file_unique_id}`,
+      sizeBytes: m.document.file_size ?? null,
+    });
+  const photo = m.photo?.at(-1);
+  if (photo)
+    files.push({
+      id: photo.file_id,
+      name: `photo-${photo.file_unique_id}.jpg`,
+      sizeBytes: photo.file_size ?? null,
+    });
+  return files;
 }
 
 export function telegramClientFactory(options: Omit<TelegramOptions, 'token'>) {

@@ -186,6 +186,7 @@ export async function startHost(
         clock,
         log: log.child({ component: 'channels' }),
         secrets,
+        blobs,
         clients: {
           telegram: telegramClientFactory({ apiUrl: config.telegramApiUrl }),
           slack: slackClientFactory({ apiUrl: config.slackApiUrl }),

@@ -159,6 +159,7 @@ export interface ChannelRunnerStore
     | 'recordChannelError'
     | 'commitChannelInbound'
     | 'commitChannelEvent'
+    | 'getAgent'
     | 'takeChannelSend'
     | 'nextChannelSendAt'
     | 'recordChannelPartSent'

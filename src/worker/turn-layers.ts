@@ -10,6 +10,9 @@ import {
   type CheckpointTaken,
   type CommitInput,
   failpoint,
+  INBOX_DIR,
+  inboxFilesOf,
+  type Message,
   type ResumedCheckpoint,
   type Session,
   type Turn,
@@ -46,8 +49,16 @@ export class TurnLayers {
     this.checkpoints = mode.settle === 'in-place' ? null : new TurnCheckpoints(deps, fence, sandboxName, log);
   }
 
-  /** Mounts the turn's workspace, binding the sandbox (`bind`) at the point the mode needs it bound. */
-  async prepare(turn: Turn, bound: boolean, bind: () => Promise<void>): Promise<void> {
+  /**
+   * Mounts the turn's workspace, binding the sandbox (`bind`) at the point the mode needs it
+   * bound, then places the files its messages carry (before the sandbox gets the turn).
+   */
+  async prepare(turn: Turn, messages: Message[], bound: boolean, bind: () => Promise<void>): Promise<void> {
+    await this.mount(turn, bound, bind);
+    await this.placeInbox(messages);
+  }
+
+  private async mount(turn: Turn, bound: boolean, bind: () => Promise<void>): Promise<void> {
     switch (this.mode.mountBeforeBind) {
       case 'nothing':
         if (!bound) await bind();
@@ -63,6 +74,21 @@ export class TurnLayers {
         await this.deps.workspaces.mountResident(this.session.id, this.sandboxName);
         return bind();
     }
+  }
+
+  /**
+   * A chat message's files (core/inbox.ts) into `inbox/`, in the turn's attempt layer: they
+   * are committed with the turn, or dropped with it and placed again by its retry. A
+   * resident sandbox gets them in place (placed again, the same bytes, by a retry).
+   */
+  private async placeInbox(messages: Message[]): Promise<void> {
+    const { workspaces, blobs } = this.deps;
+    for (const message of messages)
+      for (const file of inboxFilesOf(message.data)) {
+        const read = await blobs.get(file.key);
+        await workspaces.placeFile(this.sandboxName, INBOX_DIR, file.name, read.body);
+        this.log.info({ messageId: message.id, name: file.name, bytes: read.size }, 'Inbox file placed');
+      }
   }
 
   /** The checkpoint `turn` resumed from (its workspace holds its files); null when it starts from the committed tree. */

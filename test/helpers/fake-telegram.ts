@@ -13,6 +13,9 @@
  *   sends refuse their markup anyway.
  * - Two getUpdates at once: the earlier one is answered 409 Conflict ("terminated by other
  *   getUpdates request"), as Telegram does when two bot instances poll.
+ * - Files: a user's message may carry a document or a photo (in two sizes, as Telegram
+ *   sends them); getFile answers its file_path (400 "file is too big" past 20 MB, as the
+ *   Bot API does) and `GET /file/bot<token>/<file_path>` serves its bytes.
  * Every call is recorded (method, body, status, time) so a test can count; a test can
  * make the next N calls of a method answer 429 with a retry_after.
  */
@@ -38,9 +41,27 @@ export interface FakeUpdate {
     date: number;
     chat: { id: number; type: string };
     from: { id: number; is_bot: false; first_name: string; username?: string };
-    text: string;
+    text?: string;
+    caption?: string;
+    document?: FakeFileRef & { file_name?: string };
+    photo?: (FakeFileRef & { width: number; height: number })[];
   };
 }
+
+interface FakeFileRef {
+  file_id: string;
+  file_unique_id: string;
+  file_size?: number;
+}
+
+/** A file a user sends: its bytes, and the size Telegram reports (its real size unless told). */
+export interface FakeFileInput {
+  bytes: Buffer;
+  reportedSize?: number;
+}
+
+/** The Bot API's download limit. */
+const MAX_FILE_BYTES = 20 * 1000 * 1000;
 
 export interface SentMessage {
   chatId: string;
@@ -63,6 +84,7 @@ export class FakeTelegram {
   private readonly nextMessageId = new Map<string, number>();
   private readonly failures = new Map<string, { count: number; retryAfter: number }>();
   private entityRefusals = 0;
+  private readonly files = new Map<string, { bytes: Buffer; path: string; reportedSize: number }>();
   private waiters: (() => void)[] = [];
   /** The getUpdates waiting now, if any: a second one ends it with 409. */
   private polling: { res: ServerResponse; end: () => void } | null = null;
@@ -84,7 +106,16 @@ export class FakeTelegram {
   }
 
   /** A user writes to the bot; returns the update's and the message's ids. */
-  userMessage(input: { chatId: number; userId: number; username?: string; text: string; chatType?: string }) {
+  userMessage(input: {
+    chatId: number;
+    userId: number;
+    username?: string;
+    text?: string;
+    chatType?: string;
+    caption?: string;
+    document?: FakeFileInput & { name?: string };
+    photo?: FakeFileInput;
+  }) {
     const chat = String(input.chatId);
     const messageId = this.takeMessageId(chat);
     const update: FakeUpdate = {
@@ -99,13 +130,43 @@ export class FakeTelegram {
           first_name: input.username ?? 'user',
           ...(input.username ? { username: input.username } : {}),
         },
-        text: input.text,
+        ...(input.text !== undefined ? { text: input.text } : {}),
+        ...(input.caption !== undefined ? { caption: input.caption } : {}),
+        ...(input.document
+          ? {
+              document: {
+                ...this.addFile(input.document, 'documents'),
+                ...(input.document.name ? { file_name: input.document.name } : {}),
+              },
+            }
+          : {}),
+        // Telegram sends a photo in several sizes, smallest first.
+        ...(input.photo
+          ? {
+              photo: [
+                {
+                  ...this.addFile({ bytes: input.photo.bytes.subarray(0, 1) }, 'photos'),
+                  width: 90,
+                  height: 90,
+                },
+                { ...this.addFile(input.photo, 'photos'), width: 800, height: 800 },
+              ],
+            }
+          : {}),
       },
     };
     this.updates.push(update);
     this.arrivedAt.set(update.update_id, performance.now());
     for (const w of this.waiters.splice(0)) w();
     return { updateId: update.update_id, messageId };
+  }
+
+  private addFile(input: FakeFileInput, folder: string): FakeFileRef {
+    const n = this.files.size + 1;
+    const ref = { file_id: `FILE${n}-${folder}`, file_unique_id: `U${n}` };
+    const reportedSize = input.reportedSize ?? input.bytes.length;
+    this.files.set(ref.file_id, { bytes: input.bytes, path: `${folder}/file_${n}`, reportedSize });
+    return { ...ref, file_size: reportedSize };
   }
 
   /** The next `count` calls of `method` answer 429 with this retry_after (seconds). */
@@ -156,6 +217,25 @@ export class FakeTelegram {
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(body));
     };
+    const download = /^\/file\/bot([^/]+)\/(.+)$/.exec(req.url ?? '');
+    if (req.method === 'GET' && download) {
+      const file = [...this.files.values()].find((f) => f.path === download[2]);
+      this.calls.push({
+        method: 'file',
+        body: { path: download[2] },
+        status: file ? 200 : 404,
+        at: arrivedAt,
+        answeredAt: performance.now(),
+        abandoned: false,
+      });
+      if (download[1] !== this.token || !file) {
+        res.writeHead(404).end();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': file.bytes.length });
+      res.end(file.bytes);
+      return;
+    }
     if (req.method !== 'POST' || !match)
       return reply(404, { ok: false, error_code: 404, description: 'Not Found' });
     const [, token, method = ''] = match;
@@ -286,6 +366,33 @@ export class FakeTelegram {
               date: Math.floor(Date.now() / 1000),
               chat: { id: Number(chatId), type: 'private' },
               text,
+            },
+          },
+          method,
+          body,
+        );
+      }
+      case 'getFile': {
+        const id = String(body.file_id);
+        const file = this.files.get(id);
+        const refuse = (description: string) =>
+          reply(
+            400,
+            { ok: false, error_code: 400, description: `Bad Request: ${description}` },
+            method,
+            body,
+          );
+        if (!file) return refuse('invalid file_id');
+        if (file.reportedSize > MAX_FILE_BYTES) return refuse('file is too big');
+        return reply(
+          200,
+          {
+            ok: true,
+            result: {
+              file_id: id,
+              file_unique_id: `U${id}`,
+              file_size: file.reportedSize,
+              file_path: file.path,
             },
           },
           method,

@@ -184,6 +184,7 @@ function* applyChannelInbound(
         agent: channel.agent,
         tenant: channel.tenant,
         text: inbound.text,
+        ...(inbound.files?.length ? { data: { inbox: inbound.files } } : {}),
         now,
       };
       // A message its session refuses (archived, agent gone) still moves the cursor: the
@@ -216,6 +217,18 @@ function* applyChannelInbound(
         platformMessageId: inbound.messageId,
         updateId: inbound.updateId,
       });
+      // A file left out: the user is told in the same transaction (kind refusal: refused content).
+      if (inbound.notice)
+        yield* insertOutbox(
+          tx,
+          channelId,
+          inbound.chatId,
+          'refusal',
+          null,
+          inbound.notice,
+          inbound.messageId,
+          now,
+        );
       break;
     }
     case 'refuse':
