@@ -177,6 +177,8 @@ function* applyChannelInbound(
   const channelId = channel.id;
   const refusal = yield* get('CHANNEL_REFUSAL', { channelId, chatId: inbound.chatId });
   const decision = decideChannelInbound(channel, inbound, refusal ? Number(refusal.last_at) : null, now);
+  const refuseInReply = (text: string) =>
+    insertOutbox(tx, channelId, inbound.chatId, 'refusal', null, text, inbound.messageId, now);
   switch (decision.action) {
     case 'enqueue': {
       const input = {
@@ -218,31 +220,12 @@ function* applyChannelInbound(
         updateId: inbound.updateId,
       });
       // A file left out: the user is told in the same transaction (kind refusal: refused content).
-      if (inbound.notice)
-        yield* insertOutbox(
-          tx,
-          channelId,
-          inbound.chatId,
-          'refusal',
-          null,
-          inbound.notice,
-          inbound.messageId,
-          now,
-        );
+      if (inbound.notice) yield* refuseInReply(inbound.notice);
       break;
     }
     case 'refuse':
       yield* run('UPSERT_CHANNEL_REFUSAL', { channelId, chatId: inbound.chatId, now });
-      yield* insertOutbox(
-        tx,
-        channelId,
-        inbound.chatId,
-        'refusal',
-        null,
-        CHANNEL_REFUSAL_TEXT,
-        inbound.messageId,
-        now,
-      );
+      yield* refuseInReply(CHANNEL_REFUSAL_TEXT);
       break;
     case 'ignore':
       break;
