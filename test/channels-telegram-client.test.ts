@@ -98,6 +98,24 @@ test('telegram client: receive from a cursor, acknowledge by asking past it, sen
     read(2),
     (e: unknown) => e instanceof PlatformError && e.failure.kind === 'refused' && /too big/.test(e.message),
   );
+  // A file back to the chat: sendDocument, multipart, in reply.
+  const docId = await client.sendFile(
+    { chatId: '5', text: '', replyTo: String(a.messageId), key: '4.0' },
+    {
+      name: 'r.txt',
+      size: 6,
+      body: (async function* () {
+        yield Buffer.from('rep');
+        yield Buffer.from('ort');
+      })(),
+    },
+    signal,
+  );
+  const doc = fake.sent.at(-1)!;
+  assert.deepEqual(
+    [doc.document?.name, doc.document?.bytes.toString(), doc.replyTo, String(doc.messageId)],
+    ['r.txt', 'report', a.messageId, docId],
+  );
   await client.showTyping('5', signal);
   assert.equal(fake.callsOf('sendChatAction').length, 1);
 

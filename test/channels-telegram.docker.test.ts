@@ -180,6 +180,18 @@ test('telegram: a reply per message in its chat, in reply to it; a stranger refu
   assert.equal(listing!.text, 'hello.txt\nphoto-U3.jpg\n');
   assert.equal(telegram.callsOf('getFile').length, 2, 'the big file and the stranger’s never fetched');
 
+  // Files back: what a turn writes under outbox/ follows its reply as a document, in reply to
+  // the message; a later turn that leaves outbox/ alone sends nothing more.
+  const out = telegram.userMessage({
+    ...BOB,
+    text: 'mkdir -p outbox && printf report > outbox/r.txt && echo done',
+  });
+  const [doneText, document] = await repliesTo(telegram, BOB.chatId, out.messageId, 2);
+  assert.equal(doneText!.text, 'done\n');
+  assert.deepEqual([document!.document?.name, document!.document?.bytes.toString()], ['r.txt', 'report']);
+  const later = telegram.userMessage({ ...BOB, text: 'ls outbox' });
+  assert.equal((await repliesTo(telegram, BOB.chatId, later.messageId))[0]!.text, 'r.txt\n');
+
   // Exactly once over the whole run.
   await new Promise((r) => setTimeout(r, 1500));
   assert.equal(
@@ -187,7 +199,7 @@ test('telegram: a reply per message in its chat, in reply to it; a stranger refu
     6,
     `hello, second, polled, the two parts of the long one, the failure notice: ${JSON.stringify(sentTo(telegram, ALICE.chatId).map((m) => [m.replyTo, m.text.slice(0, 40)]))}`,
   );
-  assert.equal(sentTo(telegram, BOB.chatId).length, 5);
+  assert.equal(sentTo(telegram, BOB.chatId).length, 8);
   const inbound = (await store.listMessages('tg-tg1-100', 0, 100)).filter((m) => m.direction === 'in');
   assert.equal(inbound.length, 5);
 });

@@ -9,9 +9,18 @@
  * function of the text), so `parts_sent` always counts the same parts.
  */
 import type { Logger } from 'pino';
-import { type Clock, failpoint, type RetryPolicy, splitChannelText, type WakeSignal } from '../core/index.js';
+import type { BlobStore } from '../blobs/index.js';
+import {
+  type Clock,
+  failpoint,
+  type InboxFile,
+  OUTBOX_DIR,
+  type RetryPolicy,
+  splitChannelText,
+  type WakeSignal,
+} from '../core/index.js';
 import type { ChannelRunnerStore } from '../store/index.js';
-import { type ChannelPart, type PlatformClient, platformFailureOf } from './channel.js';
+import { type ChannelPart, type ChannelSend, type PlatformClient, platformFailureOf } from './channel.js';
 import { decideChannelSendFailure } from './decide-send.js';
 
 /** How long a send may take before the outbox lets it be taken again. */
@@ -25,6 +34,8 @@ export interface ChannelSenderDeps {
   store: ChannelRunnerStore;
   clock: Clock;
   sendPolicy: RetryPolicy;
+  /** Where the files a turn sends wait. */
+  blobs: BlobStore;
   channelId: string;
   client: PlatformClient;
   ownerId: string;
@@ -69,10 +80,26 @@ export class ChannelSender {
     }
   }
 
+  /** A file from the blob store as a document; where the platform takes none, a text naming it instead. */
+  private async sendFile(message: ChannelSend, file: InboxFile): Promise<string> {
+    const { client, blobs, signal } = this.deps;
+    if (!client.sendFile)
+      return client.send(
+        {
+          ...message,
+          text: `The agent wrote ${OUTBOX_DIR}/${file.name} (${file.size} bytes) for you; files cannot be sent here yet.`,
+        },
+        signal,
+      );
+    const read = await blobs.get(file.key);
+    return client.sendFile(message, { name: file.name, size: file.size, body: read.body }, signal);
+  }
+
   /** Sends the parts not yet recorded; returns how long to wait before the next take (0 = at once). */
   private async deliver(item: TakenSend): Promise<number> {
     const { store, clock, sendPolicy, client, signal, log } = this.deps;
-    const parts = partsOf(client, item.text);
+    // A file is one part: the document itself.
+    const parts = item.file ? [{ text: item.text }] : partsOf(client, item.text);
     const progress = { ...item };
     for (let part = item.partsSent; part < parts.length; part++) {
       if (!this.deps.isActive()) return SEND_POLL_MS;
@@ -90,7 +117,8 @@ export class ChannelSender {
         const landed = item.attempts > 1 && client.findSent ? await client.findSent(message, signal) : null;
         if (landed !== null)
           log.info({ outboxId: item.id, part }, 'Channel send found already sent; not resent');
-        platformId = landed ?? (await client.send(message, signal));
+        platformId =
+          landed ?? (await (item.file ? this.sendFile(message, item.file) : client.send(message, signal)));
       } catch (err) {
         if (signal.aborted) return 0;
         const failure = platformFailureOf(err);

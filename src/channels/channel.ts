@@ -71,6 +71,15 @@ export interface PlatformClient {
    * platform will not hand it over (too big, gone), else transient.
    */
   download?(attachment: ChannelAttachment, signal: AbortSignal): Promise<AsyncIterable<Uint8Array>>;
+  /**
+   * Sends a file as a document in reply (Telegram: sendDocument); resolves to the platform's
+   * id of the message it created. Absent where berth sends no files yet: a text names it.
+   */
+  sendFile?(
+    message: ChannelSend,
+    file: { name: string; size: number; body: AsyncIterable<Uint8Array> },
+    signal: AbortSignal,
+  ): Promise<string>;
   /** Best effort: the platform's typing indicator in the chat. */
   showTyping(chatId: string, signal: AbortSignal): Promise<void>;
 }

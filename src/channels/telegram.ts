@@ -6,7 +6,9 @@
  * which the runner does only after the update's commit. Replies go out in MarkdownV2,
  * converted from the agent's Markdown with everything else escaped (telegram-markdown.ts);
  * should Telegram still refuse a part's entities (400 "can't parse entities"), that part is
- * sent again at once as plain text: a formatting slip never loses a reply.
+ * sent again at once as plain text: a formatting slip never loses a reply. Files: a
+ * message's document or photo is fetched with getFile and `GET <api>/file/bot<token>/<path>`;
+ * a file back to the chat goes with sendDocument (multipart).
  *
  * The token appears in request URLs only; it is never logged (errors name the method).
  */
@@ -134,6 +136,26 @@ export class TelegramClient implements PlatformClient {
     return res.body;
   }
 
+  /** sendDocument, multipart: the file's bytes as `document`, in reply like a text. */
+  async sendFile(
+    message: ChannelSend,
+    file: { name: string; size: number; body: AsyncIterable<Uint8Array> },
+    signal: AbortSignal,
+  ): Promise<string> {
+    const chunks: Uint8Array[] = [];
+    for await (const chunk of file.body) chunks.push(chunk);
+    const form = new FormData();
+    form.append('chat_id', message.chatId);
+    if (message.replyTo !== null)
+      form.append(
+        'reply_parameters',
+        JSON.stringify({ message_id: Number(message.replyTo), allow_sending_without_reply: true }),
+      );
+    form.append('document', new Blob(chunks), file.name);
+    const sent = await this.call<TelegramMessage>('sendDocument', form, signal);
+    return String(sent.message_id);
+  }
+
   async showTyping(chatId: string, signal: AbortSignal): Promise<void> {
     await this.call<boolean>('sendChatAction', { chat_id: chatId, action: 'typing' }, signal);
   }
@@ -145,7 +167,7 @@ export class TelegramClient implements PlatformClient {
   /** @param waitMs how long the platform may hold the request (a long poll), beyond the usual answer time. */
   private async call<T>(
     method: string,
-    body: Record<string, unknown>,
+    body: Record<string, unknown> | FormData,
     signal: AbortSignal,
     waitMs = 0,
   ): Promise<T> {
@@ -154,8 +176,10 @@ export class TelegramClient implements PlatformClient {
     try {
       res = await fetch(url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(body),
+        // A form sets its own multipart content type.
+        ...(body instanceof FormData
+          ? { body }
+          : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
         signal: AbortSignal.any([signal, AbortSignal.timeout(waitMs + ANSWER_TIMEOUT_MS)]),
       });
     } catch (err) {

@@ -63,6 +63,8 @@ export interface ChannelOutboxItem {
   text: string;
   /** The platform's id of the message this answers, or null. */
   replyTo: string | null;
+  /** A file to send (as a document) instead of the text; null for a text. */
+  file: InboxFile | null;
   status: ChannelOutboxStatus;
   attempts: number;
   nextAttemptAt: number;

@@ -5,10 +5,16 @@
  * them at `inbox/<name>` in the workspace of the turn that handles the message, inside its
  * attempt layer, so they are committed or dropped with that turn (docs/channels.md,
  * *Attachments*). Names are made safe here once, where they enter: one path segment.
+ * The other way, files a turn writes under `outbox/` are stored as blobs at its commit and
+ * sent to the session's chat after its replies (the same shape, InboxFile).
  */
 
 /** The workspace folder a message's files land in. */
 export const INBOX_DIR = 'inbox';
+/** The workspace folder whose files a turn writes are sent to the session's chat. */
+export const OUTBOX_DIR = 'outbox';
+/** The largest file sent back to a chat (Telegram's Bot API takes 50 MB uploads). */
+export const OUTBOX_MAX_BYTES = 50 * 1000 * 1000;
 
 /** One file of a message, as its data names it. */
 export interface InboxFile {

@@ -4,6 +4,7 @@
  * layer is settled (promoted if the store says committed, else dropped). The mode is
  * data; this is the one place that acts on it.
  */
+import { createReadStream } from 'node:fs';
 import type { Logger } from 'pino';
 import {
   BerthError,
@@ -11,10 +12,14 @@ import {
   type CommitInput,
   failpoint,
   INBOX_DIR,
+  type InboxFile,
   inboxFilesOf,
   type Message,
+  OUTBOX_DIR,
+  OUTBOX_MAX_BYTES,
   type ResumedCheckpoint,
   type Session,
+  safeInboxName,
   type Turn,
 } from '../core/index.js';
 import type { Fence } from '../store/index.js';
@@ -119,7 +124,11 @@ export class TurnLayers {
   /** Before the commit transaction (the gateway's beforeCommit): what the commit must carry of the workspace. */
   async seal(turnId: string): Promise<CommitInput['workspace']> {
     // In place: the commit names the data dir the turn wrote, which must be the one the store says holds it.
-    if (this.workspace) return this.workspace.seal(turnId, this.sandboxName);
+    if (this.workspace) {
+      const sealed = await this.workspace.seal(turnId, this.sandboxName);
+      const outbox = await this.storeOutbox(turnId);
+      return outbox.length > 0 ? { ...sealed, outbox } : sealed;
+    }
     return { baseVersion: this.residentVersion, residentHolder: this.deps.dataDir.id };
   }
 
@@ -163,6 +172,31 @@ export class TurnLayers {
       return;
     }
     await workspaces.discard(this.session.id, turnId);
+  }
+
+  /**
+   * The files the turn wrote under outbox/ (its layer's own: written or changed in this
+   * turn), stored as blobs for its commit to send to the session's chat. One too big to send
+   * is left in the workspace and logged. Stored under keys of the turn: a repeated seal
+   * stores nothing new.
+   */
+  private async storeOutbox(turnId: string): Promise<InboxFile[]> {
+    const { workspaces, blobs } = this.deps;
+    const files: InboxFile[] = [];
+    const found = await workspaces.turnFiles(this.session.id, turnId, OUTBOX_DIR);
+    for (const [i, file] of found.entries()) {
+      if (file.size > OUTBOX_MAX_BYTES || file.name !== safeInboxName(file.name, '')) {
+        this.log.warn({ turnId, name: file.name, bytes: file.size }, 'Outbox file not sent');
+        continue;
+      }
+      const key = `channel-files/out/${this.session.id.replace(/[^A-Za-z0-9_-]/g, '_')}/${turnId}-${i}`;
+      const put = await blobs.put(key, createReadStream(file.path), {
+        maxBytes: OUTBOX_MAX_BYTES,
+        ifAbsent: true,
+      });
+      files.push({ name: file.name, key, size: put.size });
+    }
+    return files;
   }
 
   private async mountAttempt(turn: Turn): Promise<void> {

@@ -7,7 +7,7 @@
  * file name, made safe where it entered berth; an existing file of that name is replaced.
  */
 import { createWriteStream } from 'node:fs';
-import { chown, mkdir } from 'node:fs/promises';
+import { chown, mkdir, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -30,4 +30,19 @@ export async function writeSlotFile(
     throw asDiskFull(err, `writing ${folder}/${name} into the workspace`);
   }
   await chown(path, uid, uid);
+}
+
+/** The regular files directly in `dir` (a turn's attempt layer's folder: what the turn wrote or changed there); none when absent. */
+export async function listLayerFiles(dir: string): Promise<{ name: string; path: string; size: number }[]> {
+  const entries = await readdir(dir, { withFileTypes: true }).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return [];
+    throw err;
+  });
+  const files: { name: string; path: string; size: number }[] = [];
+  for (const e of entries.sort((a, b) => a.name.localeCompare(b.name)))
+    if (e.isFile()) {
+      const path = join(dir, e.name);
+      files.push({ name: e.name, path, size: (await stat(path)).size });
+    }
+  return files;
 }

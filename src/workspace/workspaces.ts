@@ -39,7 +39,7 @@ import { makeSharedMountRoot, mountOverlay, unmountAll } from './overlay-mounts.
 import { applyPlan, PLAN_FILE, sealLayer } from './promotion.js';
 import { WorkspaceQuota } from './quota.js';
 import { emptyResidentWorkspace, readResidentMarker, writeResidentMarker } from './resident-marker.js';
-import { writeSlotFile } from './slot-files.js';
+import { listLayerFiles, writeSlotFile } from './slot-files.js';
 import { type EnsuredWorkspace, WorkspaceCache } from './workspace-cache.js';
 
 export class Workspaces {
@@ -172,6 +172,11 @@ export class Workspaces {
     body: AsyncIterable<Uint8Array>,
   ): Promise<void> {
     return writeSlotFile(this.slotPath(sandboxName), folder, name, body, this.sandboxUid);
+  }
+
+  /** The files turn `turnId` wrote or changed directly in `folder` (its attempt layer's upper dir). */
+  turnFiles(sessionId: string, turnId: string, folder: string) {
+    return listLayerFiles(join(this.layerPath(sessionId, turnId), 'upper', folder));
   }
 
   /** Mounts committed + a fresh attempt layer for this turn on the sandbox's slot. */

@@ -11,6 +11,7 @@
  *   (helpers/markdown-v2.ts): markup it cannot read is answered 400 "can't parse entities",
  *   and what is recorded is the text a user sees; a test can make the next N MarkdownV2
  *   sends refuse their markup anyway.
+ * - sendDocument (multipart/form-data): recorded with the file's name and bytes.
  * - Two getUpdates at once: the earlier one is answered 409 Conflict ("terminated by other
  *   getUpdates request"), as Telegram does when two bot instances poll.
  * - Files: a user's message may carry a document or a photo (in two sizes, as Telegram
@@ -73,6 +74,8 @@ export interface SentMessage {
   parseMode: string | null;
   replyTo: number | null;
   at: number;
+  /** A sendDocument's file. */
+  document?: { name: string; bytes: Buffer };
 }
 
 export class FakeTelegram {
@@ -188,6 +191,17 @@ export class FakeTelegram {
     return this.calls.filter((c) => c.method === method);
   }
 
+  /** A message the bot sent: recorded, and answered as Telegram's Message (with `fields`). */
+  private recordSent(sent: Omit<SentMessage, 'messageId' | 'at'>, fields: Record<string, unknown>) {
+    const messageId = this.takeMessageId(sent.chatId);
+    this.sent.push({ ...sent, messageId, at: performance.now() });
+    const chat = { id: Number(sent.chatId), type: 'private' };
+    return {
+      ok: true,
+      result: { message_id: messageId, date: Math.floor(Date.now() / 1000), chat, ...fields },
+    };
+  }
+
   private takeMessageId(chat: string): number {
     const id = this.nextMessageId.get(chat) ?? 1;
     this.nextMessageId.set(chat, id + 1);
@@ -241,9 +255,11 @@ export class FakeTelegram {
     const [, token, method = ''] = match;
     let body: Record<string, unknown>;
     try {
-      body = chunks.length
-        ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>)
-        : {};
+      body = !chunks.length
+        ? {}
+        : String(req.headers['content-type']).startsWith('multipart/form-data')
+          ? await readForm(Buffer.concat(chunks), String(req.headers['content-type']))
+          : (JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>);
     } catch {
       return reply(400, { ok: false, error_code: 400, description: 'Bad Request: invalid JSON' }, method);
     }
@@ -355,22 +371,7 @@ export class FakeTelegram {
         const replyParameters = body.reply_parameters as { message_id?: number } | undefined;
         const replyTo =
           replyParameters?.message_id ?? (body.reply_to_message_id as number | undefined) ?? null;
-        const messageId = this.takeMessageId(chatId);
-        this.sent.push({ chatId, messageId, text, raw, parseMode, replyTo, at: performance.now() });
-        return reply(
-          200,
-          {
-            ok: true,
-            result: {
-              message_id: messageId,
-              date: Math.floor(Date.now() / 1000),
-              chat: { id: Number(chatId), type: 'private' },
-              text,
-            },
-          },
-          method,
-          body,
-        );
+        return reply(200, this.recordSent({ chatId, text, raw, parseMode, replyTo }, { text }), method, body);
       }
       case 'getFile': {
         const id = String(body.file_id);
@@ -399,6 +400,30 @@ export class FakeTelegram {
           body,
         );
       }
+      case 'sendDocument': {
+        const chatId = String(body.chat_id);
+        const document = body.document as { name: string; bytes: Buffer } | undefined;
+        if (!document)
+          return reply(
+            400,
+            { ok: false, error_code: 400, description: 'Bad Request: there is no document in the request' },
+            method,
+            body,
+          );
+        const replyTo =
+          typeof body.reply_parameters === 'string'
+            ? ((JSON.parse(body.reply_parameters) as { message_id?: number }).message_id ?? null)
+            : null;
+        return reply(
+          200,
+          this.recordSent(
+            { chatId, text: '', raw: '', parseMode: null, replyTo, document },
+            { document: { file_name: document.name } },
+          ),
+          method,
+          { ...body, document: { name: document.name, size: document.bytes.length } },
+        );
+      }
       case 'sendChatAction':
         return reply(200, { ok: true, result: true }, method, body);
       default:
@@ -410,4 +435,14 @@ export class FakeTelegram {
         );
     }
   }
+}
+
+/** A multipart body as Telegram reads it: fields as strings, files as their name and bytes. */
+async function readForm(bytes: Buffer, contentType: string): Promise<Record<string, unknown>> {
+  const form = await new Response(bytes, { headers: { 'content-type': contentType } }).formData();
+  const body: Record<string, unknown> = {};
+  for (const [key, value] of form.entries())
+    body[key] =
+      typeof value === 'string' ? value : { name: value.name, bytes: Buffer.from(await value.arrayBuffer()) };
+  return body;
 }

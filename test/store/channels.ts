@@ -143,7 +143,7 @@ export function runChannelConformance(kind: string, open: OpenStore): void {
       await store.close();
     });
 
-    test('channels: a message keeps the files stored for it in its data, and a file left out is told in the same commit', async () => {
+    test('channels: a message keeps the files stored for it in its data, a file left out is told in the same commit, and files a turn wrote follow its reply', async () => {
       const store = await withChannel(open);
       const files = [{ name: 'a.txt', key: 'channel-files/tg1/100-1001-0', size: 3 }];
       const withFiles = update(1, {
@@ -166,9 +166,25 @@ export function runChannelConformance(kind: string, open: OpenStore): void {
         [{ inbox: files }, null],
         'the turn reads them',
       );
+      // The files the turn wrote under outbox/ are owed to the chat after its reply, in its commit.
+      const written = { name: 'r.txt', key: 'channel-files/out/s/t-0', size: 6 };
+      const committed = await store.commitTurn(
+        {
+          ...fence,
+          turnId: started.code === 'ok' ? started.value!.turn.id : '',
+          outputs: [{ text: 'done' }],
+          workspace: { baseVersion: 0, layer: null, outbox: [written] },
+        },
+        BASE + 4,
+      );
+      assert.equal(committed, 'ok');
       assert.deepEqual(
-        (await store.listChannelOutbox('tg1')).map((o) => [o.kind, o.text, o.replyTo]),
-        [['refusal', 'Sorry, not attached: big.bin.', '1001']],
+        (await store.listChannelOutbox('tg1')).map((o) => [o.kind, o.text, o.replyTo, o.file]),
+        [
+          ['refusal', 'Sorry, not attached: big.bin.', '1001', null],
+          ['reply', 'done', '1002', null],
+          ['reply', '', '1002', written],
+        ],
       );
       await store.close();
     });
