@@ -107,6 +107,7 @@ function codeUnits(text: string, ctx: readonly Wrapper[]): Unit[] {
 function inlineUnits(text: string, ctx: readonly Wrapper[]): Unit[] {
   const units: Unit[] = [];
   const nested = ctx.length > 0;
+  const unclosed: Unclosed = new Map();
   let plainFrom = 0;
   let i = 0;
   const flush = (to: number) => {
@@ -122,7 +123,7 @@ function inlineUnits(text: string, ctx: readonly Wrapper[]): Unit[] {
       plainFrom = i;
       continue;
     }
-    const span = nested && c === '`' ? null : spanAt(text, i, ctx);
+    const span = nested && c === '`' ? null : spanAt(text, i, ctx, unclosed);
     if (span) {
       flush(i);
       units.push(...span.units);
@@ -141,15 +142,22 @@ interface Span {
   end: number;
 }
 
-function spanAt(text: string, at: number, ctx: readonly Wrapper[]): Span | null {
+/**
+ * Per delimiter, the earliest position from which a search for its closing found none: a
+ * closing's validity depends on its own neighbours only, so every later search would fail
+ * too. Keeps a line of many unmatched markers linear instead of quadratic.
+ */
+type Unclosed = Map<string, number>;
+
+function spanAt(text: string, at: number, ctx: readonly Wrapper[], unclosed: Unclosed): Span | null {
   const c = text[at]!;
   if (c === '`') return codeSpanAt(text, at, ctx);
   if (c === '[' && !ctx.some((w) => w.open === '[')) return linkAt(text, at, ctx);
   if (c === '*' || c === '_') {
     const double = text[at + 1] === c;
-    return emphasisAt(text, at, double ? c + c : c, double ? BOLD : ITALIC, ctx);
+    return emphasisAt(text, at, double ? c + c : c, double ? BOLD : ITALIC, ctx, unclosed);
   }
-  if (c === '~' && text[at + 1] === '~') return emphasisAt(text, at, '~~', STRIKE, ctx);
+  if (c === '~' && text[at + 1] === '~') return emphasisAt(text, at, '~~', STRIKE, ctx, unclosed);
   return null;
 }
 
@@ -185,18 +193,21 @@ function emphasisAt(
   delim: string,
   wrapper: Wrapper,
   ctx: readonly Wrapper[],
+  unclosed: Unclosed,
 ): Span | null {
   if (ctx.includes(wrapper)) return null;
   const from = at + delim.length;
   const word = delim[0] === '_';
   if (/\s/.test(text[from] ?? ' ') || text[from] === delim[0]) return null;
   if (word && /\w/.test(text[at - 1] ?? '')) return null;
+  if (from + 1 >= (unclosed.get(delim) ?? Number.POSITIVE_INFINITY)) return null;
   for (let close = text.indexOf(delim, from + 1); close !== -1; close = text.indexOf(delim, close + 1)) {
     if (/\s/.test(text[close - 1]!)) continue;
     if (text[close + delim.length] === delim[0]) continue;
     if (word && /\w/.test(text[close + delim.length] ?? '')) continue;
     return { units: inlineUnits(text.slice(from, close), [...ctx, wrapper]), end: close + delim.length };
   }
+  unclosed.set(delim, from + 1);
   return null;
 }
 
