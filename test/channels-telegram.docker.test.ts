@@ -258,8 +258,12 @@ test('telegram: berth SIGKILLed before an update commits, before a reply is sent
     ['four\n', 'four\n'],
     'the one window that sends twice',
   );
-  const recorded = (await store.listChannelOutbox('tg1')).at(-1)!;
-  assert.deepEqual([recorded.status, recorded.platformMessageIds], ['sent', [String(fours[1]!.messageId)]]);
+  // Recorded once Telegram's answer is back, a moment after the fake saw the send.
+  const recorded = await eventually('the second send recorded', async () => {
+    const row = (await store.listChannelOutbox('tg1')).at(-1)!;
+    return row.status === 'sent' ? row : undefined;
+  });
+  assert.deepEqual(recorded.platformMessageIds, [String(fours[1]!.messageId)]);
 
   // Over the whole run: every message enqueued once, every reply sent once but the window.
   await new Promise((r) => setTimeout(r, 1500));
