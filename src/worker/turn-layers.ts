@@ -55,29 +55,31 @@ export class TurnLayers {
   }
 
   /**
-   * Mounts the turn's workspace, binding the sandbox (`bind`) at the point the mode needs it
-   * bound, then places the files its messages carry (before the sandbox gets the turn).
+   * Mounts the turn's workspace and places the files its messages carry, binding the
+   * sandbox (`bind`) at the point the mode needs it bound: the files are in place before
+   * a sandbox that sees only what was there at its start (gVisor) starts, and always
+   * before the sandbox gets the turn.
    */
   async prepare(turn: Turn, messages: Message[], bound: boolean, bind: () => Promise<void>): Promise<void> {
-    await this.mount(turn, bound, bind);
-    await this.placeInbox(messages);
-  }
-
-  private async mount(turn: Turn, bound: boolean, bind: () => Promise<void>): Promise<void> {
     switch (this.mode.mountBeforeBind) {
       case 'nothing':
         if (!bound) await bind();
-        return this.mountAttempt(turn);
+        await this.mountAttempt(turn);
+        return this.placeInbox(messages);
       case 'attempt-layer':
         await this.mountAttempt(turn);
+        await this.placeInbox(messages);
         if (!bound) await bind();
         return;
       case 'committed-layer':
-        if (bound) return;
-        // Written in place, the files live on one data dir only: never mount an empty one in their stead.
-        await claimResidentWorkspace(this.deps, this.session, this.fence, this.log);
-        await this.deps.workspaces.mountResident(this.session.id, this.sandboxName);
-        return bind();
+        if (!bound) {
+          // Written in place, the files live on one data dir only: never mount an empty one in their stead.
+          await claimResidentWorkspace(this.deps, this.session, this.fence, this.log);
+          await this.deps.workspaces.mountResident(this.session.id, this.sandboxName);
+        }
+        await this.placeInbox(messages);
+        if (!bound) await bind();
+        return;
     }
   }
 
