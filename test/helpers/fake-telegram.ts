@@ -58,7 +58,8 @@ interface FakeFileRef {
 /** A file a user sends: its bytes, and the size Telegram reports (its real size unless told). */
 export interface FakeFileInput {
   bytes: Buffer;
-  reportedSize?: number;
+  /** null: the size is left out, as Telegram may. */
+  reportedSize?: number | null;
 }
 
 /** The Bot API's download limit. */
@@ -167,9 +168,13 @@ export class FakeTelegram {
   private addFile(input: FakeFileInput, folder: string): FakeFileRef {
     const n = this.files.size + 1;
     const ref = { file_id: `FILE${n}-${folder}`, file_unique_id: `U${n}` };
-    const reportedSize = input.reportedSize ?? input.bytes.length;
-    this.files.set(ref.file_id, { bytes: input.bytes, path: `${folder}/file_${n}`, reportedSize });
-    return { ...ref, file_size: reportedSize };
+    const reportedSize = input.reportedSize === undefined ? input.bytes.length : input.reportedSize;
+    this.files.set(ref.file_id, {
+      bytes: input.bytes,
+      path: `${folder}/file_${n}`,
+      reportedSize: reportedSize ?? input.bytes.length,
+    });
+    return reportedSize === null ? ref : { ...ref, file_size: reportedSize };
   }
 
   /** The next `count` calls of `method` answer 429 with this retry_after (seconds). */
