@@ -53,6 +53,75 @@ test('telegram client: receive from a cursor, acknowledge by asking past it, sen
     replyTo: a.messageId,
     messageId: Number(id),
   });
+  // Markup: sent in MarkdownV2, seen as formatted; markup Telegram refuses goes again as plain text.
+  const [part] = client.parts('**Done.** See `a_b`.');
+  assert.deepEqual(part, { text: 'Done. See a_b.', formatted: '*Done\\.* See `a_b`\\.' });
+  await client.send({ chatId: '5', replyTo: null, key: '2.0', ...part! }, signal);
+  assert.deepEqual([fake.sent.at(-1)!.parseMode, fake.sent.at(-1)!.text], ['MarkdownV2', 'Done. See a_b.']);
+  fake.refuseEntitiesNext(1);
+  const fallbackId = await client.send({ chatId: '5', replyTo: null, key: '3.0', ...part! }, signal);
+  assert.deepEqual(
+    fake
+      .callsOf('sendMessage')
+      .slice(-2)
+      .map((c) => [c.status, c.body.parse_mode ?? null]),
+    [
+      [400, 'MarkdownV2'],
+      [200, null],
+    ],
+  );
+  assert.deepEqual(
+    [fake.sent.at(-1)!.parseMode, fake.sent.at(-1)!.text, String(fake.sent.at(-1)!.messageId)],
+    [null, 'Done. See a_b.', fallbackId],
+  );
+  // Files: a document by its name, a photo in its largest size; fetched through getFile and
+  // the file URL; one past the Bot API's 20 MB refused.
+  fake.userMessage({
+    chatId: 5,
+    userId: 7,
+    caption: 'see',
+    document: { name: 'a.txt', bytes: Buffer.from('doc') },
+  });
+  fake.userMessage({ chatId: 5, userId: 7, photo: { bytes: Buffer.from('big photo') } });
+  fake.userMessage({ chatId: 5, userId: 7, document: { bytes: Buffer.from('x'), reportedSize: 25_000_000 } });
+  const withFiles = (await client.receive(0, 1000, signal)).slice(-3);
+  assert.deepEqual(
+    withFiles.map((u) => [u.text, u.attachments]),
+    [
+      ['see', [{ id: 'FILE1-documents', name: 'a.txt', sizeBytes: 3 }]],
+      ['', [{ id: 'FILE3-photos', name: 'photo-U3.jpg', sizeBytes: 9 }]],
+      ['', [{ id: 'FILE4-documents', name: 'document-U4', sizeBytes: 25_000_000 }]],
+    ],
+  );
+  const read = async (i: number) => {
+    const chunks: Buffer[] = [];
+    for await (const c of await client.download(withFiles[i]!.attachments![0]!, signal))
+      chunks.push(Buffer.from(c));
+    return Buffer.concat(chunks).toString();
+  };
+  assert.deepEqual([await read(0), await read(1)], ['doc', 'big photo']);
+  await assert.rejects(
+    read(2),
+    (e: unknown) => e instanceof PlatformError && e.failure.kind === 'refused' && /too big/.test(e.message),
+  );
+  // A file back to the chat: sendDocument, multipart, in reply.
+  const docId = await client.sendFile(
+    { chatId: '5', text: '', replyTo: String(a.messageId), key: '4.0' },
+    {
+      name: 'r.txt',
+      size: 6,
+      body: (async function* () {
+        yield Buffer.from('rep');
+        yield Buffer.from('ort');
+      })(),
+    },
+    signal,
+  );
+  const doc = fake.sent.at(-1)!;
+  assert.deepEqual(
+    [doc.document?.name, doc.document?.bytes.toString(), doc.replyTo, String(doc.messageId)],
+    ['r.txt', 'report', a.messageId, docId],
+  );
   await client.showTyping('5', signal);
   assert.equal(fake.callsOf('sendChatAction').length, 1);
 

@@ -156,6 +156,44 @@ test('telegram: a reply per message in its chat, in reply to it; a stranger refu
   const [notice] = await repliesTo(telegram, ALICE.chatId, failing.messageId);
   assert.equal(notice!.text, 'Sorry, that failed (OUTPUT_LIMIT_EXCEEDED).');
 
+  // Files: a document and a photo are in inbox/ when the turn handling their message runs,
+  // and stay (committed with it); one over the limit (Telegram's 20 MB) is left out, its
+  // message still goes, and the user is told the limit once. A stranger's file is never fetched.
+  const doc = telegram.userMessage({
+    ...BOB,
+    caption: 'cat inbox/hello.txt',
+    document: { name: 'hello.txt', bytes: Buffer.from('hello from a file\n') },
+  });
+  assert.equal((await repliesTo(telegram, BOB.chatId, doc.messageId))[0]!.text, 'hello from a file\n');
+  const photo = telegram.userMessage({
+    ...BOB,
+    caption: 'cat inbox/*.jpg',
+    photo: { bytes: Buffer.from('JPEG') },
+  });
+  assert.equal((await repliesTo(telegram, BOB.chatId, photo.messageId))[0]!.text, 'JPEG');
+  telegram.userMessage({ ...MALLORY, caption: 'cat inbox/x', document: { bytes: Buffer.from('x') } });
+  const big = telegram.userMessage({
+    ...BOB,
+    caption: 'ls inbox',
+    document: { name: 'big.bin', bytes: Buffer.from('x'), reportedSize: 30_000_000 },
+  });
+  const [tooBig, listing] = await repliesTo(telegram, BOB.chatId, big.messageId, 2);
+  assert.match(tooBig!.text, /^Sorry, not attached: big\.bin \(28\.6 MiB\) is over the 19\.1 MiB limit/);
+  assert.equal(listing!.text, 'hello.txt\nphoto-U3.jpg\n');
+  assert.equal(telegram.callsOf('getFile').length, 2, 'the big file and the stranger’s never fetched');
+
+  // Files back: what a turn writes under outbox/ follows its reply as a document, in reply to
+  // the message; a later turn that leaves outbox/ alone sends nothing more.
+  const out = telegram.userMessage({
+    ...BOB,
+    text: 'mkdir -p outbox && printf report > outbox/r.txt && echo done',
+  });
+  const [doneText, document] = await repliesTo(telegram, BOB.chatId, out.messageId, 2);
+  assert.equal(doneText!.text, 'done\n');
+  assert.deepEqual([document!.document?.name, document!.document?.bytes.toString()], ['r.txt', 'report']);
+  const later = telegram.userMessage({ ...BOB, text: 'ls outbox' });
+  assert.equal((await repliesTo(telegram, BOB.chatId, later.messageId))[0]!.text, 'r.txt\n');
+
   // Exactly once over the whole run.
   await new Promise((r) => setTimeout(r, 1500));
   assert.equal(
@@ -163,7 +201,7 @@ test('telegram: a reply per message in its chat, in reply to it; a stranger refu
     6,
     `hello, second, polled, the two parts of the long one, the failure notice: ${JSON.stringify(sentTo(telegram, ALICE.chatId).map((m) => [m.replyTo, m.text.slice(0, 40)]))}`,
   );
-  assert.equal(sentTo(telegram, BOB.chatId).length, 1);
+  assert.equal(sentTo(telegram, BOB.chatId).length, 8);
   const inbound = (await store.listMessages('tg-tg1-100', 0, 100)).filter((m) => m.direction === 'in');
   assert.equal(inbound.length, 5);
 
@@ -189,8 +227,8 @@ test('telegram: a reply per message in its chat, in reply to it; a stranger refu
     },
     60_000,
   );
-  const later = telegram.userMessage({ ...ALICE, text: 'echo after' });
-  assert.equal((await repliesTo(telegram, ALICE.chatId, later.messageId))[0]!.text, 'after\n');
+  const afterStop = telegram.userMessage({ ...ALICE, text: 'echo after' });
+  assert.equal((await repliesTo(telegram, ALICE.chatId, afterStop.messageId))[0]!.text, 'after\n');
   assert.equal(sentTo(telegram, ALICE.chatId).filter((m) => m.replyTo === slow.messageId).length, 0);
   assert.deepEqual(
     (await store.listMessages('tg-tg1-100', 0, 100))
@@ -256,8 +294,12 @@ test('telegram: berth SIGKILLed before an update commits, before a reply is sent
     ['four\n', 'four\n'],
     'the one window that sends twice',
   );
-  const recorded = (await store.listChannelOutbox('tg1')).at(-1)!;
-  assert.deepEqual([recorded.status, recorded.platformMessageIds], ['sent', [String(fours[1]!.messageId)]]);
+  // Recorded once Telegram's answer is back, a moment after the fake saw the send.
+  const recorded = await eventually('the second send recorded', async () => {
+    const row = (await store.listChannelOutbox('tg1')).at(-1)!;
+    return row.status === 'sent' ? row : undefined;
+  });
+  assert.deepEqual(recorded.platformMessageIds, [String(fours[1]!.messageId)]);
 
   // Over the whole run: every message enqueued once, every reply sent once but the window.
   await new Promise((r) => setTimeout(r, 1500));

@@ -1,11 +1,12 @@
 /** What the API needs from the host; passed to buildApp, never read from globals. */
+
+import type { WebhookDispatcher } from '../channels/index.js';
 import type { AgentSpec, Clock, ResolvedConfig } from '../core/index.js';
 import type { ApiStore } from '../store/index.js';
 import type { WorkspaceHistory } from '../workspace/index.js';
 import type { ChangeFeed, FeedOptions } from './change-feed.js';
 import type { BerthMetrics } from './metrics.js';
 import type { RouteTable } from './route-table.js';
-import type { WebhookDispatcher } from './webhook-dispatcher.js';
 
 export interface ApiDeps {
   config: ResolvedConfig;

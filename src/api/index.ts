@@ -7,4 +7,3 @@ export {
 export { buildApp } from './app.js';
 export type { ApiDeps } from './deps.js';
 export { BerthMetrics, timeStoreCalls } from './metrics.js';
-export { type DeliveryOutcome, WebhookDispatcher } from './webhook-dispatcher.js';

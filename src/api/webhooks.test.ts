@@ -8,6 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { pino } from 'pino';
+import { WebhookDispatcher } from '../channels/index.js';
 import {
   loadConfig,
   systemClock,
@@ -19,7 +20,6 @@ import {
 import { openSqliteStore } from '../store/index.js';
 import { issueToken } from './api-tokens.js';
 import { buildApp } from './app.js';
-import { WebhookDispatcher } from './webhook-dispatcher.js';
 
 interface Received {
   payload: WebhookPayload;

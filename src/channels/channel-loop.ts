@@ -1,25 +1,21 @@
 /**
  * One leased channel of a ChannelRunner (channel-runner.ts): its receive (or listen) loop
- * and its send loop, stopped together. Every update or event is committed in one store
+ * and its send loop (channel-sender.ts), stopped together. Every update or event is committed in one store
  * transaction before the platform is acknowledged; every part sent is recorded with the
  * platform's id, fenced by the attempt. Writes stop when this process's lease lapses.
  */
 import type { Logger } from 'pino';
-import { type Channel, failpoint, sleep, splitChannelText, WakeSignal } from '../core/index.js';
-import type { ChannelRunnerStore } from '../store/index.js';
+import { type Channel, failpoint, isChannelSenderAllowed, sleep, WakeSignal } from '../core/index.js';
 import {
   type ChannelEvent,
   type PlatformClient,
   type PlatformFailure,
   platformFailureOf,
 } from './channel.js';
+import { stageChannelFiles } from './channel-inbox.js';
 import type { ChannelRunnerDeps } from './channel-runner.js';
-import { decideChannelSendFailure } from './decide-send.js';
+import { ChannelSender } from './channel-sender.js';
 
-/** How long a send may take before the outbox lets it be taken again. */
-const SEND_LEASE_MS = 60_000;
-/** The send loop's floor, should a store notification be missed. */
-const SEND_POLL_MS = 1_000;
 const RECEIVE_BACKOFF = { firstMs: 1_000, maxMs: 30_000 };
 
 /** How long a failed read waits: what a rate limit asks, else a backoff by failures in a row. */
@@ -50,7 +46,18 @@ export class ChannelLoop {
   }
 
   start(): void {
-    this.loops = [this.sendLoop()];
+    const sender = new ChannelSender({
+      ...this.deps,
+      channelId: this.channel.id,
+      client: this.client,
+      ownerId: this.ownerId,
+      log: this.log,
+      signal: this.abort.signal,
+      wake: this.sendSignal,
+      isActive: () => this.active,
+      noteError: (error) => this.noteError(error),
+    });
+    this.loops = [sender.run()];
     // A client that listens (a connection of its own, or a webhook it registers) is not polled;
     // one with neither (Slack's Events API) has its updates committed by the API route.
     if (this.client.listen) this.loops.push(this.listenLoop(this.client.listen.bind(this.client)));
@@ -100,11 +107,15 @@ export class ChannelLoop {
         for (const inbound of updates) {
           if (!this.active) break;
           if (inbound.updateId < cursor) continue;
+          // Only an allowed sender's files are fetched; the commit decides the rest.
+          const staged = isChannelSenderAllowed(this.channel, inbound)
+            ? await stageChannelFiles(this.deps, this.channel, this.client, inbound, pollSignal)
+            : inbound;
           failpoint('channel-before-commit');
           const outcome = await store.commitChannelInbound(
             this.channel.id,
             this.ownerId,
-            inbound,
+            staged,
             clock.now(),
           );
           this.log.debug({ updateId: inbound.updateId, outcome }, 'Channel update committed');
@@ -167,95 +178,5 @@ export class ChannelLoop {
         await sleep(delayMs, signal).catch(() => {});
       }
     }
-  }
-
-  private async sendLoop(): Promise<void> {
-    const { store, clock } = this.deps;
-    const signal = this.abort.signal;
-    while (!signal.aborted) {
-      let waitMs = SEND_POLL_MS;
-      try {
-        const item = this.active
-          ? await store.takeChannelSend(this.channel.id, this.ownerId, clock.now(), SEND_LEASE_MS)
-          : null;
-        if (item) {
-          waitMs = await this.deliver(item);
-        } else {
-          const next = await store.nextChannelSendAt(this.channel.id);
-          if (next !== null) waitMs = Math.max(0, Math.min(SEND_POLL_MS * 5, next - clock.now()));
-        }
-      } catch (err) {
-        this.log.warn({ err }, 'Channel send loop failed');
-      }
-      if (waitMs > 0) await this.sendSignal.wait(waitMs);
-    }
-  }
-
-  /** Sends the parts not yet recorded; returns how long to wait before the next take (0 = at once). */
-  private async deliver(
-    item: Awaited<ReturnType<ChannelRunnerStore['takeChannelSend']>> & {},
-  ): Promise<number> {
-    const { store, clock, sendPolicy } = this.deps;
-    const signal = this.abort.signal;
-    const parts = splitChannelText(item.text, this.client.maxTextLength);
-    const progress = { ...item };
-    for (let part = item.partsSent; part < parts.length; part++) {
-      if (!this.active) return SEND_POLL_MS;
-      failpoint('channel-before-send');
-      let platformId: string;
-      // Every part answers the user's message, so each reads in context.
-      const message = {
-        chatId: item.chatId,
-        text: parts[part]!,
-        replyTo: item.replyTo,
-        key: `${item.id}.${part}`,
-      };
-      try {
-        // Taken before: a crash may have come between this part's send and its record.
-        const landed =
-          item.attempts > 1 && this.client.findSent ? await this.client.findSent(message, signal) : null;
-        if (landed !== null)
-          this.log.info({ outboxId: item.id, part }, 'Channel send found already sent; not resent');
-        platformId = landed ?? (await this.client.send(message, signal));
-      } catch (err) {
-        if (signal.aborted) return 0;
-        const failure = platformFailureOf(err);
-        const now = clock.now();
-        const decision = decideChannelSendFailure(failure, item.attempts, now, sendPolicy);
-        const fields = { outboxId: item.id, attempt: item.attempts, part, failure };
-        const error = err instanceof Error ? err.message : String(err);
-        switch (decision.action) {
-          case 'wait':
-            this.log.info({ ...fields, delayMs: decision.delayMs }, 'Channel send rate limited; waiting');
-            break;
-          case 'retry':
-            this.log.warn({ ...fields, delayMs: decision.delayMs }, 'Channel send failed; retrying');
-            break;
-          case 'dead':
-            this.log.warn(fields, 'Channel send dead-lettered');
-            break;
-        }
-        await store.endChannelSendAttempt(
-          item,
-          decision.action === 'dead' ? null : decision.nextAttemptAt,
-          error,
-          now,
-        );
-        // A rate limit is the platform's pacing, not an error of the channel: the whole channel waits it out.
-        if (decision.action === 'wait') return decision.delayMs;
-        await this.noteError(error);
-        return 0;
-      }
-      failpoint('channel-after-send');
-      const done = part === parts.length - 1;
-      if (!(await store.recordChannelPartSent(progress, platformId, done, clock.now()))) {
-        this.log.warn({ outboxId: item.id, part }, 'Channel send record stale; another process took it');
-        return 0;
-      }
-      progress.partsSent += 1;
-      progress.platformMessageIds = [...progress.platformMessageIds, platformId];
-    }
-    this.log.debug({ outboxId: item.id, kind: item.kind, parts: parts.length }, 'Channel send done');
-    return 0;
   }
 }

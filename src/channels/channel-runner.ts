@@ -9,12 +9,8 @@
  *   + its message enqueued, or a refusal owed) in ONE transaction fenced by the lease and
  *   the cursor; only then ask the platform for the next cursor, which acknowledges it. A
  *   crash before the commit re-reads the update; after it, the cursor skips it.
- * - **send**: take the outbox's oldest pending send (written with its reply or failure
- *   event), send it part by part, record each part's platform message id. A crash between
- *   a part's send and its record: where the platform can be read back (Slack), the next
- *   attempt finds the part by its key and records it without sending; elsewhere the part
- *   is sent again (at-least-once: Telegram has no idempotency key and a bot cannot read
- *   its chat back). 429s wait what the platform asked and lose nothing.
+ * - **send** (channel-sender.ts): take the outbox's oldest pending send, send it part by
+ *   part, record each part's platform message id.
  *
  * A platform that pushes its updates over HTTP (Slack's Events API) has no receive loop:
  * berth's API commits them. One whose pushes come over a connection berth opens (Discord's
@@ -27,6 +23,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
+import type { BlobStore } from '../blobs/index.js';
 import {
   type Channel,
   type ChannelPlatform,
@@ -45,6 +42,8 @@ export interface ChannelRunnerDeps {
   /** The host's secret store: bot tokens by name. */
   secrets: { get(name: string): Promise<string | undefined> };
   clients: Partial<Record<ChannelPlatform, PlatformClientFactory>>;
+  /** Where the files users send are stored until a turn places them in the workspace. */
+  blobs: BlobStore;
   /** A channel's lease; renewed every leaseMs / 5. */
   leaseMs: number;
   /** The longest wait of one long poll (it also ends a second before the lease does). */

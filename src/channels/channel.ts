@@ -6,11 +6,18 @@
  * (channel-runner.ts) commits what it reads and records what it sends. Adding a platform
  * is one file implementing this, plus its tests against a fake of its wire protocol.
  */
-import type { Channel, ChannelInbound, ChannelPlatform } from '../core/index.js';
+import type { Channel, ChannelAttachment, ChannelInbound, ChannelPlatform } from '../core/index.js';
 
-export interface ChannelSend {
-  chatId: string;
+/** One part of a reply as it is sent. */
+export interface ChannelPart {
+  /** The part as plain text: what is sent where the platform has no markup, or refuses it. */
   text: string;
+  /** The same part in the platform's markup (Telegram: MarkdownV2); absent = plain text only. */
+  formatted?: string;
+}
+
+export interface ChannelSend extends ChannelPart {
+  chatId: string;
   /** The platform's id of the message answered (Slack: the thread it is in), or null. */
   replyTo: string | null;
   /** berth's id of this send (outbox row and part): carried where the platform keeps it, so findSent can find it. */
@@ -27,6 +34,12 @@ export interface PlatformClient {
   readonly platform: ChannelPlatform;
   /** The longest text one send may carry (longer replies are cut into parts). */
   readonly maxTextLength: number;
+  /**
+   * Cuts a reply into the parts it is sent in, each in the platform's markup and within its
+   * limit; absent = plain text cut by splitChannelText at maxTextLength. A pure function of
+   * the text: a retried send skips the parts already recorded, so the cut must not change.
+   */
+  parts?(text: string): ChannelPart[];
   /**
    * The updates from `cursor` on, in order, waiting up to `waitMs` (whole seconds) for
    * one; [] when none came. Reading does not acknowledge: a platform forgets an update only
@@ -54,6 +67,22 @@ export interface PlatformClient {
    * (Telegram): such a send is repeated (at-least-once).
    */
   findSent?(message: ChannelSend, signal: AbortSignal): Promise<string | null>;
+  /** The largest file `download` can fetch (Telegram's Bot API: 20 MB); absent where messages carry no files. */
+  readonly maxFileBytes?: number;
+  /**
+   * The bytes of a file sent with a message. Rejects with a PlatformError: refused when the
+   * platform will not hand it over (too big, gone), else transient.
+   */
+  download?(attachment: ChannelAttachment, signal: AbortSignal): Promise<AsyncIterable<Uint8Array>>;
+  /**
+   * Sends a file as a document in reply (Telegram: sendDocument); resolves to the platform's
+   * id of the message it created. Absent where berth sends no files yet: a text names it.
+   */
+  sendFile?(
+    message: ChannelSend,
+    file: { name: string; size: number; body: AsyncIterable<Uint8Array> },
+    signal: AbortSignal,
+  ): Promise<string>;
   /** Best effort: the platform's typing indicator in the chat. */
   showTyping(chatId: string, signal: AbortSignal): Promise<void>;
 }

@@ -2,7 +2,9 @@
  * channels: chat platforms in front of agents. A channel (a bot bound to one agent, its
  * row in the store) is polled by the ChannelRunner of exactly one host process (or, for a
  * platform that pushes, has its events committed by the API); each platform is one
- * PlatformClient (channel.ts). Depends on core and store only.
+ * PlatformClient (channel.ts). Beside them the webhook dispatcher, the same kind of thing:
+ * an outbox in the store sent to an outside endpoint. Depends on core, store and blobs
+ * (where the files users send wait for their turn).
  */
 export {
   type ChannelEvent,
@@ -14,6 +16,7 @@ export {
   type PlatformFailure,
   platformFailureOf,
 } from './channel.js';
+export { CHANNEL_FILES_PREFIX, stageChannelFiles } from './channel-inbox.js';
 export { ChannelRunner, type ChannelRunnerDeps } from './channel-runner.js';
 export { type ChannelSendDecision, decideChannelSendFailure } from './decide-send.js';
 export { DISCORD_MAX_TEXT, DiscordClient, type DiscordOptions, discordClientFactory } from './discord.js';
@@ -47,3 +50,4 @@ export {
   toTelegramInbound,
   verifyTelegramSecretToken,
 } from './telegram.js';
+export { type DeliveryOutcome, WebhookDispatcher } from './webhook-dispatcher.js';

@@ -5,21 +5,41 @@
  * forgotten by Telegram only when a later getUpdates asks for offset = its update_id + 1,
  * which the runner does only after the update's commit. Or webhook mode: the lease holder
  * sets the webhook (with a secret_token), and Telegram POSTs each update to berth's API
- * (src/api/telegram-updates-routes.ts), which commits it by update_id before answering 200. Plain text is sent (no parse_mode):
- * an agent's free text is not valid MarkdownV2, and a parse error would refuse the reply.
+ * (src/api/telegram-updates-routes.ts), which commits it by update_id before answering 200.
+ * Replies go out in MarkdownV2,
+ * converted from the agent's Markdown with everything else escaped (telegram-markdown.ts);
+ * should Telegram still refuse a part's entities (400 "can't parse entities"), that part is
+ * sent again at once as plain text: a formatting slip never loses a reply. Files: a
+ * message's document or photo is fetched with getFile and `GET <api>/file/bot<token>/<path>`;
+ * a file back to the chat goes with sendDocument (multipart).
  *
  * The token appears in request URLs only; it is never logged (errors name the method).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Channel, ChannelInbound, ChannelRespond } from '../core/index.js';
-import { type ChannelSecrets, type ChannelSend, type PlatformClient, PlatformError } from './channel.js';
+import type { Channel, ChannelAttachment, ChannelInbound, ChannelRespond } from '../core/index.js';
+import {
+  type ChannelPart,
+  type ChannelSecrets,
+  type ChannelSend,
+  type PlatformClient,
+  PlatformError,
+} from './channel.js';
+import { toTelegramParts } from './telegram-markdown.js';
 
 /** Telegram's limit of one message's text, in UTF-16 units. */
 export const TELEGRAM_MAX_TEXT = 4096;
+/** The largest file a bot may download from the Bot API (getFile). */
+export const TELEGRAM_MAX_FILE_BYTES = 20 * 1000 * 1000;
 
 interface TelegramUser {
   id: number;
   username?: string;
+}
+
+interface TelegramFileRef {
+  file_id: string;
+  file_unique_id: string;
+  file_size?: number;
 }
 
 interface TelegramMessage {
@@ -29,6 +49,11 @@ interface TelegramMessage {
   text?: string;
   entities?: { type: string; offset: number; length: number; user?: TelegramUser }[];
   reply_to_message?: { from?: TelegramUser };
+  /** A file's or photo's text. */
+  caption?: string;
+  document?: TelegramFileRef & { file_name?: string };
+  /** One photo in several sizes, smallest first. */
+  photo?: (TelegramFileRef & { width: number; height: number })[];
 }
 
 export interface TelegramUpdate {
@@ -79,6 +104,7 @@ export function verifyTelegramSecretToken(secretToken: string, header: string | 
 export class TelegramClient implements PlatformClient {
   readonly platform = 'telegram' as const;
   readonly maxTextLength = TELEGRAM_MAX_TEXT;
+  readonly maxFileBytes = TELEGRAM_MAX_FILE_BYTES;
 
   private bot: Promise<TelegramBot> | null = null;
   /** Webhook mode only: registers the webhook, then holds while the lease does (updates come to berth's API). */
@@ -136,12 +162,76 @@ export class TelegramClient implements PlatformClient {
     return this.bot;
   }
 
+  parts(text: string): ChannelPart[] {
+    return toTelegramParts(text, TELEGRAM_MAX_TEXT).map((p) => ({ text: p.plain, formatted: p.markdown }));
+  }
+
   async send(message: ChannelSend, signal: AbortSignal): Promise<string> {
     const body: Record<string, unknown> = { chat_id: message.chatId, text: message.text };
     // A reply whose message was deleted meanwhile is still sent, just not as a reply.
     if (message.replyTo !== null)
       body.reply_parameters = { message_id: Number(message.replyTo), allow_sending_without_reply: true };
+    if (message.formatted !== undefined) {
+      try {
+        const sent = await this.call<TelegramMessage>(
+          'sendMessage',
+          { ...body, text: message.formatted, parse_mode: 'MarkdownV2' },
+          signal,
+        );
+        return String(sent.message_id);
+      } catch (err) {
+        if (!isEntityRefusal(err)) throw err;
+      }
+    }
     const sent = await this.call<TelegramMessage>('sendMessage', body, signal);
+    return String(sent.message_id);
+  }
+
+  /** getFile for the file's path, then `GET <api>/file/bot<token>/<path>`. */
+  async download(attachment: ChannelAttachment, signal: AbortSignal): Promise<AsyncIterable<Uint8Array>> {
+    const file = await this.call<{ file_path?: string }>('getFile', { file_id: attachment.id }, signal);
+    if (!file.file_path)
+      throw new PlatformError({
+        kind: 'refused',
+        status: 400,
+        description: 'Telegram getFile: no file_path',
+      });
+    const url = `${this.apiBase()}/file/bot${this.options.token}/${file.file_path}`;
+    let res: Response;
+    try {
+      res = await fetch(url, { signal });
+    } catch (err) {
+      throw new PlatformError({ kind: 'transient', description: 'Telegram file: no answer' }, { cause: err });
+    }
+    if (!res.ok || !res.body) {
+      await res.body?.cancel();
+      const description = `Telegram file: answered ${res.status}`;
+      throw new PlatformError(
+        res.status >= 500
+          ? { kind: 'transient', description }
+          : { kind: 'refused', status: res.status, description },
+      );
+    }
+    return res.body;
+  }
+
+  /** sendDocument, multipart: the file's bytes as `document`, in reply like a text. */
+  async sendFile(
+    message: ChannelSend,
+    file: { name: string; size: number; body: AsyncIterable<Uint8Array> },
+    signal: AbortSignal,
+  ): Promise<string> {
+    const chunks: Uint8Array[] = [];
+    for await (const chunk of file.body) chunks.push(chunk);
+    const form = new FormData();
+    form.append('chat_id', message.chatId);
+    if (message.replyTo !== null)
+      form.append(
+        'reply_parameters',
+        JSON.stringify({ message_id: Number(message.replyTo), allow_sending_without_reply: true }),
+      );
+    form.append('document', new Blob(chunks), file.name);
+    const sent = await this.call<TelegramMessage>('sendDocument', form, signal);
     return String(sent.message_id);
   }
 
@@ -149,20 +239,26 @@ export class TelegramClient implements PlatformClient {
     await this.call<boolean>('sendChatAction', { chat_id: chatId, action: 'typing' }, signal);
   }
 
+  private apiBase(): string {
+    return this.options.apiUrl.replace(/\/$/, '');
+  }
+
   /** @param waitMs how long the platform may hold the request (a long poll), beyond the usual answer time. */
   private async call<T>(
     method: string,
-    body: Record<string, unknown>,
+    body: Record<string, unknown> | FormData,
     signal: AbortSignal,
     waitMs = 0,
   ): Promise<T> {
-    const url = `${this.options.apiUrl.replace(/\/$/, '')}/bot${this.options.token}/${method}`;
+    const url = `${this.apiBase()}/bot${this.options.token}/${method}`;
     let res: Response;
     try {
       res = await fetch(url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(body),
+        // A form sets its own multipart content type.
+        ...(body instanceof FormData
+          ? { body }
+          : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
         signal: AbortSignal.any([signal, AbortSignal.timeout(waitMs + ANSWER_TIMEOUT_MS)]),
       });
     } catch (err) {
@@ -195,6 +291,16 @@ export class TelegramClient implements PlatformClient {
   }
 }
 
+/** Telegram's 400 for markup it cannot read: nothing was sent, and the plain text will go. */
+function isEntityRefusal(err: unknown): boolean {
+  return (
+    err instanceof PlatformError &&
+    err.failure.kind === 'refused' &&
+    err.failure.status === 400 &&
+    /can't parse entities/i.test(err.failure.description)
+  );
+}
+
 /**
  * An update as berth's inbound. With `respondTo: 'mention'`, a group message reaches the
  * agent only when it names the bot (an `@botname` mention or a `/command@botname`) or
@@ -207,7 +313,7 @@ export function toTelegramInbound(
   bot: TelegramBot | null,
 ): ChannelInbound {
   const m = update.message;
-  const text = m?.text ?? '';
+  const text = m?.text ?? m?.caption ?? '';
   const named = bot === null ? null : new RegExp(`@${bot.username}\\b`, 'gi');
   const heard =
     respondTo === 'all' ||
@@ -222,6 +328,7 @@ export function toTelegramInbound(
     messageId: m ? String(m.message_id) : '',
     threadId: null,
     text: !heard ? '' : named === null ? text : text.replace(named, '').trim(),
+    ...(heard && m && (m.document || m.photo) ? { attachments: attachmentsOf(m) } : {}),
   };
 }
 
@@ -236,6 +343,25 @@ function mentions(m: TelegramMessage, bot: TelegramBot): boolean {
     if (e.type === 'bot_command') return piece.endsWith(name);
     return e.type === 'text_mention' && e.user?.id === bot.id;
   });
+}
+
+/** A document by its name; a photo (no name) in its largest size, named by its unique id. */
+function attachmentsOf(m: TelegramMessage): ChannelAttachment[] {
+  const files: ChannelAttachment[] = [];
+  if (m.document)
+    files.push({
+      id: m.document.file_id,
+      name: m.document.file_name ?? `document-${m.document.file_unique_id}`,
+      sizeBytes: m.document.file_size ?? null,
+    });
+  const photo = m.photo?.at(-1);
+  if (photo)
+    files.push({
+      id: photo.file_id,
+      name: `photo-${photo.file_unique_id}.jpg`,
+      sizeBytes: photo.file_size ?? null,
+    });
+  return files;
 }
 
 export function telegramClientFactory(options: Omit<TelegramOptions, 'token'>) {

@@ -5,6 +5,7 @@
  * src/channels/.
  */
 import { type ChannelCommand, parseChannelCommand } from './channel-command.js';
+import type { InboxFile } from './inbox.js';
 
 export const CHANNEL_PLATFORMS = ['telegram', 'slack', 'discord'] as const;
 export type ChannelPlatform = (typeof CHANNEL_PLATFORMS)[number];
@@ -70,6 +71,8 @@ export interface ChannelOutboxItem {
   text: string;
   /** The platform's id of the message this answers, or null. */
   replyTo: string | null;
+  /** A file to send (as a document) instead of the text; null for a text. */
+  file: InboxFile | null;
   status: ChannelOutboxStatus;
   attempts: number;
   nextAttemptAt: number;
@@ -95,6 +98,22 @@ export interface ChannelInbound {
   /** The thread the message is in (Slack: its root's ts; a message outside a thread roots one); null without threads. */
   threadId: string | null;
   text: string;
+  /** Files sent with it (Telegram: a document or a photo), as the platform names them; not fetched yet. */
+  attachments?: ChannelAttachment[];
+  /** Set by the runner before the commit: the files it stored as blobs, named in the message's data. */
+  files?: InboxFile[];
+  /** Set by the runner before the commit: one short message owed to the user (a file left out). */
+  notice?: string;
+}
+
+/** A file sent with a message, as the platform names it (fetched with PlatformClient.download). */
+export interface ChannelAttachment {
+  /** The platform's id of the file (Telegram: its file_id). */
+  id: string;
+  /** Its name as sent, or one made up (a photo has none); made safe before use. */
+  name: string;
+  /** Its size as the platform reports it, when it does. */
+  sizeBytes: number | null;
 }
 
 /** How long a pushed event's id is kept to spot a retried delivery: Slack retries for about an hour at most. */

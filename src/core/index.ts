@@ -21,6 +21,7 @@ export * from './failpoints.js';
 export * from './history.js';
 export * from './host-paths.js';
 export * from './ids.js';
+export * from './inbox.js';
 export * from './json-lines.js';
 export * from './labels.js';
 export * from './line-diff.js';

@@ -1,6 +1,7 @@
 /** Domain records as the store returns them. Times are epoch ms. */
 import type { AgentSpec } from './agent.js';
 import type { ErrorCode } from './errors.js';
+import type { InboxFile } from './inbox.js';
 import type { TurnOutput } from './protocol.js';
 import type { ResidentRecord } from './resident-workspace.js';
 import type { TurnSchedule } from './schedule.js';
@@ -322,7 +323,12 @@ export interface CommitInput {
    * commit names the data dir it ran on, which must be the one the store says holds it.
    */
   workspace?:
-    | { baseVersion: number; layer: WorkspaceObjectRef | null }
+    | {
+        baseVersion: number;
+        layer: WorkspaceObjectRef | null;
+        /** Files the turn wrote under outbox/, stored as blobs: sent to the session's chat after its replies. */
+        outbox?: InboxFile[];
+      }
     | { baseVersion: number; residentHolder: string };
 }
 

@@ -14,7 +14,6 @@ import {
   buildApp,
   ensureAdminToken,
   timeStoreCalls,
-  WebhookDispatcher,
 } from '../api/index.js';
 import { type BlobStore, openBlobStore } from '../blobs/index.js';
 import {
@@ -22,6 +21,7 @@ import {
   discordClientFactory,
   slackClientFactory,
   telegramClientFactory,
+  WebhookDispatcher,
 } from '../channels/index.js';
 import { blobsConfigOf, type Clock, hostPaths, type ResolvedConfig, systemClock } from '../core/index.js';
 import { EgressInterceptor } from '../gateway/index.js';
@@ -186,6 +186,7 @@ export async function startHost(
         clock,
         log: log.child({ component: 'channels' }),
         secrets,
+        blobs,
         clients: {
           telegram: telegramClientFactory({ apiUrl: config.telegramApiUrl }),
           slack: slackClientFactory({ apiUrl: config.slackApiUrl }),

@@ -145,7 +145,7 @@ export interface ApiStore
 /** The schedule runner (worker/schedule-runner.ts, in every host process): due runs, nothing else. */
 export interface ScheduleRunnerStore extends Pick<Store, 'runDueSchedules'> {}
 
-/** The webhook dispatcher (api/webhook-dispatcher.ts): takes due deliveries and records their attempts. */
+/** The webhook dispatcher (channels/webhook-dispatcher.ts): takes due deliveries and records their attempts. */
 export interface WebhookDispatcherStore
   extends Pick<Store, 'onChange' | 'takeWebhookDelivery' | 'recordWebhookAttempt'> {}
 
@@ -160,6 +160,7 @@ export interface ChannelRunnerStore
     | 'recordChannelError'
     | 'commitChannelInbound'
     | 'commitChannelEvent'
+    | 'getAgent'
     | 'takeChannelSend'
     | 'nextChannelSendAt'
     | 'recordChannelPartSent'

@@ -94,6 +94,8 @@ export interface EnqueueInput {
   /** Required when the session does not exist yet; must match when it does. */
   agent?: string;
   text: string;
+  /** Stored with it (a channel's message: the files sent with it, core/inbox.ts). */
+  data?: Record<string, unknown>;
   now: number;
   /** The caller's tenant: the session and agent must be its own (else *_NOT_FOUND). Omitted = the operator. */
   tenant?: string;

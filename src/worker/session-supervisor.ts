@@ -25,6 +25,7 @@ import {
   decideSupervision,
   type Ending,
   isBerthError,
+  type Message,
   retryUntil,
   type SandboxUsage,
   type Session,
@@ -221,15 +222,11 @@ export class SessionSupervisor {
   }
 
   /** Serves one turn; null when it committed and the sandbox serves on. */
-  private async serveTurn(
-    turn: Turn,
-    messages: { id: number; text: string }[],
-    startedAt: number,
-  ): Promise<Ending | null> {
+  private async serveTurn(turn: Turn, messages: Message[], startedAt: number): Promise<Ending | null> {
     const { clock, config } = this.deps;
     this.owedLayer = turn;
     const preparing = performance.now();
-    await this.layers.prepare(turn, this.sandbox.isBound, () => this.bindSandbox());
+    await this.layers.prepare(turn, messages, this.sandbox.isBound, () => this.bindSandbox());
     const watching = performance.now();
     await this.watchQuota(turn);
     // Where a turn's start went: what the warm-start benchmark's figures break down into.

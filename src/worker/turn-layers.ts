@@ -4,14 +4,22 @@
  * layer is settled (promoted if the store says committed, else dropped). The mode is
  * data; this is the one place that acts on it.
  */
+import { createReadStream } from 'node:fs';
 import type { Logger } from 'pino';
 import {
   BerthError,
   type CheckpointTaken,
   type CommitInput,
   failpoint,
+  INBOX_DIR,
+  type InboxFile,
+  inboxFilesOf,
+  type Message,
+  OUTBOX_DIR,
+  OUTBOX_MAX_BYTES,
   type ResumedCheckpoint,
   type Session,
+  safeInboxName,
   type Turn,
 } from '../core/index.js';
 import type { Fence } from '../store/index.js';
@@ -46,23 +54,48 @@ export class TurnLayers {
     this.checkpoints = mode.settle === 'in-place' ? null : new TurnCheckpoints(deps, fence, sandboxName, log);
   }
 
-  /** Mounts the turn's workspace, binding the sandbox (`bind`) at the point the mode needs it bound. */
-  async prepare(turn: Turn, bound: boolean, bind: () => Promise<void>): Promise<void> {
+  /**
+   * Mounts the turn's workspace and places the files its messages carry, binding the
+   * sandbox (`bind`) at the point the mode needs it bound: the files are in place before
+   * a sandbox that sees only what was there at its start (gVisor) starts, and always
+   * before the sandbox gets the turn.
+   */
+  async prepare(turn: Turn, messages: Message[], bound: boolean, bind: () => Promise<void>): Promise<void> {
     switch (this.mode.mountBeforeBind) {
       case 'nothing':
         if (!bound) await bind();
-        return this.mountAttempt(turn);
+        await this.mountAttempt(turn);
+        return this.placeInbox(messages);
       case 'attempt-layer':
         await this.mountAttempt(turn);
+        await this.placeInbox(messages);
         if (!bound) await bind();
         return;
       case 'committed-layer':
-        if (bound) return;
-        // Written in place, the files live on one data dir only: never mount an empty one in their stead.
-        await claimResidentWorkspace(this.deps, this.session, this.fence, this.log);
-        await this.deps.workspaces.mountResident(this.session.id, this.sandboxName);
-        return bind();
+        if (!bound) {
+          // Written in place, the files live on one data dir only: never mount an empty one in their stead.
+          await claimResidentWorkspace(this.deps, this.session, this.fence, this.log);
+          await this.deps.workspaces.mountResident(this.session.id, this.sandboxName);
+        }
+        await this.placeInbox(messages);
+        if (!bound) await bind();
+        return;
     }
+  }
+
+  /**
+   * A chat message's files (core/inbox.ts) into `inbox/`, in the turn's attempt layer: they
+   * are committed with the turn, or dropped with it and placed again by its retry. A
+   * resident sandbox gets them in place (placed again, the same bytes, by a retry).
+   */
+  private async placeInbox(messages: Message[]): Promise<void> {
+    const { workspaces, blobs } = this.deps;
+    for (const message of messages)
+      for (const file of inboxFilesOf(message.data)) {
+        const read = await blobs.get(file.key);
+        await workspaces.placeFile(this.sandboxName, INBOX_DIR, file.name, read.body);
+        this.log.info({ messageId: message.id, name: file.name, bytes: read.size }, 'Inbox file placed');
+      }
   }
 
   /** The checkpoint `turn` resumed from (its workspace holds its files); null when it starts from the committed tree. */
@@ -93,7 +126,11 @@ export class TurnLayers {
   /** Before the commit transaction (the gateway's beforeCommit): what the commit must carry of the workspace. */
   async seal(turnId: string): Promise<CommitInput['workspace']> {
     // In place: the commit names the data dir the turn wrote, which must be the one the store says holds it.
-    if (this.workspace) return this.workspace.seal(turnId, this.sandboxName);
+    if (this.workspace) {
+      const sealed = await this.workspace.seal(turnId, this.sandboxName);
+      const outbox = await this.storeOutbox(turnId);
+      return outbox.length > 0 ? { ...sealed, outbox } : sealed;
+    }
     return { baseVersion: this.residentVersion, residentHolder: this.deps.dataDir.id };
   }
 
@@ -137,6 +174,31 @@ export class TurnLayers {
       return;
     }
     await workspaces.discard(this.session.id, turnId);
+  }
+
+  /**
+   * The files the turn wrote under outbox/ (its layer's own: written or changed in this
+   * turn), stored as blobs for its commit to send to the session's chat. One too big to send
+   * is left in the workspace and logged. Stored under keys of the turn: a repeated seal
+   * stores nothing new.
+   */
+  private async storeOutbox(turnId: string): Promise<InboxFile[]> {
+    const { workspaces, blobs } = this.deps;
+    const files: InboxFile[] = [];
+    const found = await workspaces.turnFiles(this.session.id, turnId, OUTBOX_DIR);
+    for (const [i, file] of found.entries()) {
+      if (file.size > OUTBOX_MAX_BYTES || file.name !== safeInboxName(file.name, '')) {
+        this.log.warn({ turnId, name: file.name, bytes: file.size }, 'Outbox file not sent');
+        continue;
+      }
+      const key = `channel-files/out/${this.session.id.replace(/[^A-Za-z0-9_-]/g, '_')}/${turnId}-${i}`;
+      const put = await blobs.put(key, createReadStream(file.path), {
+        maxBytes: OUTBOX_MAX_BYTES,
+        ifAbsent: true,
+      });
+      files.push({ name: file.name, key, size: put.size });
+    }
+    return files;
   }
 
   private async mountAttempt(turn: Turn): Promise<void> {

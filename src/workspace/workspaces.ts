@@ -39,6 +39,7 @@ import { makeSharedMountRoot, mountOverlay, unmountAll } from './overlay-mounts.
 import { applyPlan, PLAN_FILE, sealLayer } from './promotion.js';
 import { WorkspaceQuota } from './quota.js';
 import { emptyResidentWorkspace, readResidentMarker, writeResidentMarker } from './resident-marker.js';
+import { listLayerFiles, writeSlotFile } from './slot-files.js';
 import { type EnsuredWorkspace, WorkspaceCache } from './workspace-cache.js';
 
 export class Workspaces {
@@ -161,6 +162,21 @@ export class Workspaces {
     const slot = this.slotPath(sandboxName);
     await mkdir(slot, { recursive: true, mode: 0o755 });
     return slot;
+  }
+
+  /** Writes `folder/name` into the sandbox's mounted workspace (slot-files.ts). */
+  placeFile(
+    sandboxName: string,
+    folder: string,
+    name: string,
+    body: AsyncIterable<Uint8Array>,
+  ): Promise<void> {
+    return writeSlotFile(this.slotPath(sandboxName), folder, name, body, this.sandboxUid);
+  }
+
+  /** The files turn `turnId` wrote or changed directly in `folder` (its attempt layer's upper dir). */
+  turnFiles(sessionId: string, turnId: string, folder: string) {
+    return listLayerFiles(join(this.layerPath(sessionId, turnId), 'upper', folder));
   }
 
   /** Mounts committed + a fresh attempt layer for this turn on the sandbox's slot. */

@@ -7,18 +7,26 @@
  *   does: that is the acknowledgement), returns the rest in order, and long-polls up to
  *   `timeout` seconds when there are none.
  * - sendMessage, sendChatAction: recorded and answered like Telegram (message ids count up
- *   per chat).
+ *   per chat). With `parse_mode: 'MarkdownV2'` the text is read as Telegram reads it
+ *   (helpers/markdown-v2.ts): markup it cannot read is answered 400 "can't parse entities",
+ *   and what is recorded is the text a user sees; a test can make the next N MarkdownV2
+ *   sends refuse their markup anyway.
+ * - sendDocument (multipart/form-data): recorded with the file's name and bytes.
  * - Two getUpdates at once: the earlier one is answered 409 Conflict ("terminated by other
  *   getUpdates request"), as Telegram does when two bot instances poll.
  * - setWebhook(url, secret_token) / deleteWebhook: while a webhook is set, getUpdates
  *   answers 409 (as Telegram does) and each update is POSTed to the URL instead, in order,
  *   with `X-Telegram-Bot-Api-Secret-Token`, until answered 2xx (retried after a failure).
  * - getMe: the bot (id = the token's first part, a username).
+ * - Files: a user's message may carry a document or a photo (in two sizes, as Telegram
+ *   sends them); getFile answers its file_path (400 "file is too big" past 20 MB, as the
+ *   Bot API does) and `GET /file/bot<token>/<file_path>` serves its bytes.
  * Every call is recorded (method, body, status, time) so a test can count; a test can
  * make the next N calls of a method answer 429 with a retry_after.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { closeLocal, listenLocal } from './local-server.js';
+import { readMarkdownV2 } from './markdown-v2.js';
 
 export interface FakeTelegramCall {
   method: string;
@@ -38,7 +46,10 @@ export interface FakeUpdate {
     date: number;
     chat: { id: number; type: string };
     from: { id: number; is_bot: false; first_name: string; username?: string };
-    text: string;
+    text?: string;
+    caption?: string;
+    document?: FakeFileRef & { file_name?: string };
+    photo?: (FakeFileRef & { width: number; height: number })[];
     /** Mentions and commands, as Telegram marks them (offsets in UTF-16 units). */
     entities?: { type: string; offset: number; length: number }[];
     reply_to_message?: {
@@ -50,12 +61,34 @@ export interface FakeUpdate {
   };
 }
 
+interface FakeFileRef {
+  file_id: string;
+  file_unique_id: string;
+  file_size?: number;
+}
+
+/** A file a user sends: its bytes, and the size Telegram reports (its real size unless told). */
+export interface FakeFileInput {
+  bytes: Buffer;
+  /** null: the size is left out, as Telegram may. */
+  reportedSize?: number | null;
+}
+
+/** The Bot API's download limit. */
+const MAX_FILE_BYTES = 20 * 1000 * 1000;
+
 export interface SentMessage {
   chatId: string;
   messageId: number;
+  /** As the user sees it (MarkdownV2 read). */
   text: string;
+  /** The text as sent, markup and all. */
+  raw: string;
+  parseMode: string | null;
   replyTo: number | null;
   at: number;
+  /** A sendDocument's file. */
+  document?: { name: string; bytes: Buffer };
 }
 
 export class FakeTelegram {
@@ -66,6 +99,8 @@ export class FakeTelegram {
   private nextUpdateId = 1000;
   private readonly nextMessageId = new Map<string, number>();
   private readonly failures = new Map<string, { count: number; retryAfter: number }>();
+  private entityRefusals = 0;
+  private readonly files = new Map<string, { bytes: Buffer; path: string; reportedSize: number }>();
   private waiters: (() => void)[] = [];
   /** The getUpdates waiting now, if any: a second one ends it with 409. */
   private polling: { res: ServerResponse; end: () => void } | null = null;
@@ -107,17 +142,20 @@ export class FakeTelegram {
     chatId: number;
     userId: number;
     username?: string;
-    text: string;
+    text?: string;
     chatType?: string;
     /** The id of the bot's message this one replies to. */
     replyToBot?: number;
+    caption?: string;
+    document?: FakeFileInput & { name?: string };
+    photo?: FakeFileInput;
   }) {
     const chat = String(input.chatId);
     const messageId = this.takeMessageId(chat);
     const chatField = { id: input.chatId, type: input.chatType ?? 'private' };
     // Telegram marks every @mention and /command in the text.
     const entities = [
-      ...input.text.matchAll(/(^|\s)(@[A-Za-z0-9_]{5,32}|\/[a-z_]+(?:@[A-Za-z0-9_]+)?)/g),
+      ...(input.text ?? '').matchAll(/(^|\s)(@[A-Za-z0-9_]{5,32}|\/[a-z_]+(?:@[A-Za-z0-9_]+)?)/g),
     ].map((m) => ({
       type: m[2]!.startsWith('@') ? 'mention' : 'bot_command',
       offset: m.index + m[1]!.length,
@@ -135,7 +173,29 @@ export class FakeTelegram {
           first_name: input.username ?? 'user',
           ...(input.username ? { username: input.username } : {}),
         },
-        text: input.text,
+        ...(input.text !== undefined ? { text: input.text } : {}),
+        ...(input.caption !== undefined ? { caption: input.caption } : {}),
+        ...(input.document
+          ? {
+              document: {
+                ...this.addFile(input.document, 'documents'),
+                ...(input.document.name ? { file_name: input.document.name } : {}),
+              },
+            }
+          : {}),
+        // Telegram sends a photo in several sizes, smallest first.
+        ...(input.photo
+          ? {
+              photo: [
+                {
+                  ...this.addFile({ bytes: input.photo.bytes.subarray(0, 1) }, 'photos'),
+                  width: 90,
+                  height: 90,
+                },
+                { ...this.addFile(input.photo, 'photos'), width: 800, height: 800 },
+              ],
+            }
+          : {}),
         ...(entities.length ? { entities } : {}),
         ...(input.replyToBot === undefined
           ? {}
@@ -192,9 +252,26 @@ export class FakeTelegram {
     return this.updates;
   }
 
+  private addFile(input: FakeFileInput, folder: string): FakeFileRef {
+    const n = this.files.size + 1;
+    const ref = { file_id: `FILE${n}-${folder}`, file_unique_id: `U${n}` };
+    const reportedSize = input.reportedSize === undefined ? input.bytes.length : input.reportedSize;
+    this.files.set(ref.file_id, {
+      bytes: input.bytes,
+      path: `${folder}/file_${n}`,
+      reportedSize: reportedSize ?? input.bytes.length,
+    });
+    return reportedSize === null ? ref : { ...ref, file_size: reportedSize };
+  }
+
   /** The next `count` calls of `method` answer 429 with this retry_after (seconds). */
   rateLimitNext(method: string, count: number, retryAfterSeconds: number): void {
     this.failures.set(method, { count, retryAfter: retryAfterSeconds });
+  }
+
+  /** The next `count` MarkdownV2 sends are answered 400 "can't parse entities", valid or not. */
+  refuseEntitiesNext(count: number): void {
+    this.entityRefusals = count;
   }
 
   /** Updates not yet acknowledged. */
@@ -204,6 +281,17 @@ export class FakeTelegram {
 
   callsOf(method: string): FakeTelegramCall[] {
     return this.calls.filter((c) => c.method === method);
+  }
+
+  /** A message the bot sent: recorded, and answered as Telegram's Message (with `fields`). */
+  private recordSent(sent: Omit<SentMessage, 'messageId' | 'at'>, fields: Record<string, unknown>) {
+    const messageId = this.takeMessageId(sent.chatId);
+    this.sent.push({ ...sent, messageId, at: performance.now() });
+    const chat = { id: Number(sent.chatId), type: 'private' };
+    return {
+      ok: true,
+      result: { message_id: messageId, date: Math.floor(Date.now() / 1000), chat, ...fields },
+    };
   }
 
   private takeMessageId(chat: string): number {
@@ -235,14 +323,35 @@ export class FakeTelegram {
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(body));
     };
+    const download = /^\/file\/bot([^/]+)\/(.+)$/.exec(req.url ?? '');
+    if (req.method === 'GET' && download) {
+      const file = [...this.files.values()].find((f) => f.path === download[2]);
+      this.calls.push({
+        method: 'file',
+        body: { path: download[2] },
+        status: file ? 200 : 404,
+        at: arrivedAt,
+        answeredAt: performance.now(),
+        abandoned: false,
+      });
+      if (download[1] !== this.token || !file) {
+        res.writeHead(404).end();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': file.bytes.length });
+      res.end(file.bytes);
+      return;
+    }
     if (req.method !== 'POST' || !match)
       return reply(404, { ok: false, error_code: 404, description: 'Not Found' });
     const [, token, method = ''] = match;
     let body: Record<string, unknown>;
     try {
-      body = chunks.length
-        ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>)
-        : {};
+      body = !chunks.length
+        ? {}
+        : String(req.headers['content-type']).startsWith('multipart/form-data')
+          ? await readForm(Buffer.concat(chunks), String(req.headers['content-type']))
+          : (JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>);
     } catch {
       return reply(400, { ok: false, error_code: 400, description: 'Bad Request: invalid JSON' }, method);
     }
@@ -344,7 +453,32 @@ export class FakeTelegram {
       }
       case 'sendMessage': {
         const chatId = String(body.chat_id);
-        const text = String(body.text ?? '');
+        const raw = String(body.text ?? '');
+        const parseMode = typeof body.parse_mode === 'string' ? body.parse_mode : null;
+        let text = raw;
+        if (parseMode === 'MarkdownV2') {
+          let refusal: string | null = null;
+          try {
+            text = readMarkdownV2(raw);
+          } catch (err) {
+            refusal = (err as Error).message;
+          }
+          if (refusal === null && this.entityRefusals > 0) {
+            this.entityRefusals -= 1;
+            refusal = 'refused on demand';
+          }
+          if (refusal !== null)
+            return reply(
+              400,
+              {
+                ok: false,
+                error_code: 400,
+                description: `Bad Request: can't parse entities: ${refusal}`,
+              },
+              method,
+              body,
+            );
+        }
         if (text.length === 0 || text.length > 4096)
           return reply(
             400,
@@ -361,17 +495,29 @@ export class FakeTelegram {
         const replyParameters = body.reply_parameters as { message_id?: number } | undefined;
         const replyTo =
           replyParameters?.message_id ?? (body.reply_to_message_id as number | undefined) ?? null;
-        const messageId = this.takeMessageId(chatId);
-        this.sent.push({ chatId, messageId, text, replyTo, at: performance.now() });
+        return reply(200, this.recordSent({ chatId, text, raw, parseMode, replyTo }, { text }), method, body);
+      }
+      case 'getFile': {
+        const id = String(body.file_id);
+        const file = this.files.get(id);
+        const refuse = (description: string) =>
+          reply(
+            400,
+            { ok: false, error_code: 400, description: `Bad Request: ${description}` },
+            method,
+            body,
+          );
+        if (!file) return refuse('invalid file_id');
+        if (file.reportedSize > MAX_FILE_BYTES) return refuse('file is too big');
         return reply(
           200,
           {
             ok: true,
             result: {
-              message_id: messageId,
-              date: Math.floor(Date.now() / 1000),
-              chat: { id: Number(chatId), type: 'private' },
-              text,
+              file_id: id,
+              file_unique_id: `U${id}`,
+              file_size: file.reportedSize,
+              file_path: file.path,
             },
           },
           method,
@@ -388,6 +534,30 @@ export class FakeTelegram {
           method,
           body,
         );
+      case 'sendDocument': {
+        const chatId = String(body.chat_id);
+        const document = body.document as { name: string; bytes: Buffer } | undefined;
+        if (!document)
+          return reply(
+            400,
+            { ok: false, error_code: 400, description: 'Bad Request: there is no document in the request' },
+            method,
+            body,
+          );
+        const replyTo =
+          typeof body.reply_parameters === 'string'
+            ? ((JSON.parse(body.reply_parameters) as { message_id?: number }).message_id ?? null)
+            : null;
+        return reply(
+          200,
+          this.recordSent(
+            { chatId, text: '', raw: '', parseMode: null, replyTo, document },
+            { document: { file_name: document.name } },
+          ),
+          method,
+          { ...body, document: { name: document.name, size: document.bytes.length } },
+        );
+      }
       case 'sendChatAction':
         return reply(200, { ok: true, result: true }, method, body);
       default:
@@ -399,4 +569,14 @@ export class FakeTelegram {
         );
     }
   }
+}
+
+/** A multipart body as Telegram reads it: fields as strings, files as their name and bytes. */
+async function readForm(bytes: Buffer, contentType: string): Promise<Record<string, unknown>> {
+  const form = await new Response(bytes, { headers: { 'content-type': contentType } }).formData();
+  const body: Record<string, unknown> = {};
+  for (const [key, value] of form.entries())
+    body[key] =
+      typeof value === 'string' ? value : { name: value.name, bytes: Buffer.from(await value.arrayBuffer()) };
+  return body;
 }

@@ -146,6 +146,52 @@ export function runChannelConformance(kind: string, open: OpenStore): void {
       await store.close();
     });
 
+    test('channels: a message keeps the files stored for it in its data, a file left out is told in the same commit, and files a turn wrote follow its reply', async () => {
+      const store = await withChannel(open);
+      const files = [{ name: 'a.txt', key: 'channel-files/tg1/100-1001-0', size: 3 }];
+      const withFiles = update(1, {
+        text: 'cat inbox/a.txt',
+        files,
+        notice: 'Sorry, not attached: big.bin.',
+      });
+      assert.equal(await store.commitChannelInbound('tg1', 'p1', withFiles, BASE + 1), 'enqueue');
+      assert.equal(await store.commitChannelInbound('tg1', 'p1', update(2), BASE + 2), 'enqueue');
+      const messages = await store.listMessages('tg-tg1-100', 0, 10);
+      assert.deepEqual(
+        messages.map((m) => m.data),
+        [{ inbox: files }, null],
+      );
+      const claim = await store.claimRunnableSession('w1', BASE + 3);
+      const fence = { sessionId: claim!.session.id, generation: claim!.session.generation, workerId: 'w1' };
+      const started = await store.startTurn(fence, BASE + 3);
+      assert.deepEqual(
+        started.code === 'ok' ? started.value?.messages.map((m) => m.data) : started.code,
+        [{ inbox: files }, null],
+        'the turn reads them',
+      );
+      // The files the turn wrote under outbox/ are owed to the chat after its reply, in its commit.
+      const written = { name: 'r.txt', key: 'channel-files/out/s/t-0', size: 6 };
+      const committed = await store.commitTurn(
+        {
+          ...fence,
+          turnId: started.code === 'ok' ? started.value!.turn.id : '',
+          outputs: [{ text: 'done' }],
+          workspace: { baseVersion: 0, layer: null, outbox: [written] },
+        },
+        BASE + 4,
+      );
+      assert.equal(committed, 'ok');
+      assert.deepEqual(
+        (await store.listChannelOutbox('tg1')).map((o) => [o.kind, o.text, o.replyTo, o.file]),
+        [
+          ['refusal', 'Sorry, not attached: big.bin.', '1001', null],
+          ['reply', 'done', '1002', null],
+          ['reply', '', '1002', written],
+        ],
+      );
+      await store.close();
+    });
+
     test('channels: a pushed event commits with its message once by its id; per-thread sessions; a paused channel takes none', async () => {
       const store = await withAgent(open);
       await store.createChannel(

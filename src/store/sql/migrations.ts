@@ -710,6 +710,15 @@ ALTER TABLE channels ADD COLUMN app_token_secret TEXT;
 ALTER TABLE channels ADD COLUMN webhook_url TEXT;
 `,
   },
+  {
+    version: 32,
+    name: 'files sent to chats',
+    // A file a turn wrote under outbox/ is one more send owed to the chat: a row of kind
+    // reply whose `file` (JSON: name, blob key, size) is sent as a document after the text.
+    sql: `
+ALTER TABLE channel_outbox ADD COLUMN file TEXT;
+`,
+  },
 ];
 
 /** SQLite's column types in PostgreSQL's: every integer 64-bit, AUTOINCREMENT keys as BIGSERIAL. */

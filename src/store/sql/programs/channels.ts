@@ -25,6 +25,7 @@ import {
   channelStatusText,
   decideChannelInbound,
   type InboundDecision,
+  type InboxFile,
   type PageRequest,
   type SessionEventType,
 } from '../../../core/index.js';
@@ -68,6 +69,7 @@ export function toOutboxItem(r: Row): ChannelOutboxItem {
     eventId: r.event_id == null ? null : Number(r.event_id),
     text: String(r.text),
     replyTo: (r.reply_to as string | null) ?? null,
+    file: r.file == null ? null : (JSON.parse(String(r.file)) as InboxFile),
     status: String(r.status) as ChannelOutboxItem['status'],
     attempts: Number(r.attempts),
     nextAttemptAt: Number(r.next_attempt_at),
@@ -192,6 +194,8 @@ function* applyChannelInbound(
   const channelId = channel.id;
   const refusal = yield* get('CHANNEL_REFUSAL', { channelId, chatId: inbound.chatId });
   const decision = decideChannelInbound(channel, inbound, refusal ? Number(refusal.last_at) : null, now);
+  const refuseInReply = (text: string) =>
+    insertOutbox(tx, channelId, inbound.chatId, 'refusal', null, text, inbound.messageId, now);
   switch (decision.action) {
     case 'enqueue': {
       const input = {
@@ -199,6 +203,7 @@ function* applyChannelInbound(
         agent: channel.agent,
         tenant: channel.tenant,
         text: inbound.text,
+        ...(inbound.files?.length ? { data: { inbox: inbound.files } } : {}),
         now,
       };
       // A message its session refuses (archived, agent gone) still moves the cursor: the
@@ -231,6 +236,8 @@ function* applyChannelInbound(
         platformMessageId: inbound.messageId,
         updateId: inbound.updateId,
       });
+      // A file left out: the user is told in the same transaction (kind refusal: refused content).
+      if (inbound.notice) yield* refuseInReply(inbound.notice);
       break;
     }
     case 'command':
@@ -247,16 +254,7 @@ function* applyChannelInbound(
       break;
     case 'refuse':
       yield* run('UPSERT_CHANNEL_REFUSAL', { channelId, chatId: inbound.chatId, now });
-      yield* insertOutbox(
-        tx,
-        channelId,
-        inbound.chatId,
-        'refusal',
-        null,
-        CHANNEL_REFUSAL_TEXT,
-        inbound.messageId,
-        now,
-      );
+      yield* refuseInReply(CHANNEL_REFUSAL_TEXT);
       break;
     case 'ignore':
       break;
@@ -296,8 +294,19 @@ function* insertOutbox(
   text: string,
   replyTo: string | null,
   now: number,
+  file: InboxFile | null = null,
 ): Program<void> {
-  yield* run('INSERT_CHANNEL_OUTBOX', { channelId, chatId, kind, eventId, text, replyTo, now });
+  const fileJson = file === null ? null : JSON.stringify(file);
+  yield* run('INSERT_CHANNEL_OUTBOX', {
+    channelId,
+    chatId,
+    kind,
+    eventId,
+    text,
+    replyTo,
+    file: fileJson,
+    now,
+  });
   tx.changes.push({ type: 'channel-outbox', channelId });
 }
 
@@ -314,18 +323,14 @@ export function* queueChannelSend(
   now: number,
 ): Program<void> {
   if (type !== 'reply' && type !== 'failed') return;
-  const bound = yield* get('CHANNEL_SESSION', { sessionId });
-  if (!bound) return;
-  const channelId = String(bound.channel_id);
-  const chatId = String(bound.chat_id);
   // The reply answers the last message it names (the newest one the user sent).
   const answered =
     type === 'reply'
       ? ((data.inReplyTo as number[] | undefined) ?? []).at(-1)
       : (data.messageId as number | undefined);
-  const platform =
-    answered === undefined ? undefined : yield* get('CHANNEL_MESSAGE', { messageId: answered });
-  const replyTo = platform ? String(platform.platform_message_id) : null;
+  const chat = yield* boundChat(sessionId, answered);
+  if (!chat) return;
+  const { channelId, chatId, replyTo } = chat;
   if (type === 'reply')
     yield* insertOutbox(tx, channelId, chatId, 'reply', eventId, String(data.text ?? ''), replyTo, now);
   else
@@ -403,4 +408,37 @@ export function* listChannelOutbox(channelId: string, page?: PageRequest): Progr
   return (yield* all('CHANNEL_OUTBOX_OF_CHANNEL', { channelId, ...pageParams(BY_SEQ, page) })).map(
     toOutboxItem,
   );
+}
+
+/** Where a session's sends go: its channel and chat, and the platform's id of message `answered` (null when unknown). */
+function* boundChat(
+  sessionId: string,
+  answered: number | undefined,
+): Program<{ channelId: string; chatId: string; replyTo: string | null } | null> {
+  const bound = yield* get('CHANNEL_SESSION', { sessionId });
+  if (!bound) return null;
+  const platform =
+    answered === undefined ? undefined : yield* get('CHANNEL_MESSAGE', { messageId: answered });
+  return {
+    channelId: String(bound.channel_id),
+    chatId: String(bound.chat_id),
+    replyTo: platform ? String(platform.platform_message_id) : null,
+  };
+}
+
+/**
+ * Called by commitTurn: the files a committed turn wrote under outbox/ (already stored as
+ * blobs), one outbox row each after its replies, when the session is bound to a chat.
+ */
+export function* queueChannelFiles(
+  tx: Tx,
+  sessionId: string,
+  files: InboxFile[],
+  answered: number | undefined,
+  now: number,
+): Program<void> {
+  const chat = yield* boundChat(sessionId, answered);
+  if (!chat) return;
+  for (const file of files)
+    yield* insertOutbox(tx, chat.channelId, chat.chatId, 'reply', null, '', chat.replyTo, now, file);
 }

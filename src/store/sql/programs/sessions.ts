@@ -91,7 +91,8 @@ export function* enqueueMessage(
   // Checked after the insert: a concurrent first message may have created it, possibly for another agent.
   const failure = yield* checkEnqueue(input, tx.operation);
   if (failure) throw failure;
-  const message = toMessage((yield* get('INSERT_INBOUND', { sessionId, text, now }))!);
+  const data = input.data === undefined ? null : JSON.stringify(input.data);
+  const message = toMessage((yield* get('INSERT_INBOUND', { sessionId, text, data, now }))!);
   yield* queueNewMessage(tx, sessionId, message.id, now);
   const view = (yield* sessionViewOf(sessionId, now, leaseMs))!;
   tx.changes.push({ type: 'enqueued', sessionId, leaseOwner: view.leaseOwner });

@@ -27,6 +27,7 @@ import type { CommitCode, Fence, FenceCode, Fenced, ProgressInput } from '../../
 import { pageParams } from '../keyset.js';
 import { all, get, guarded, type Program, run, type Tx } from '../program.js';
 import { toMessage, toTurn } from '../rows.js';
+import { queueChannelFiles } from './channels.js';
 import { insertEvent } from './events.js';
 import { checkFence } from './fence.js';
 import { messageGuard, sessionGuard, turnGuard } from './guards.js';
@@ -127,6 +128,8 @@ export function* commitTurn(tx: Tx, input: CommitInput, now: number): Program<Co
       now,
     );
   }
+  const files = input.workspace && 'outbox' in input.workspace ? input.workspace.outbox : undefined;
+  if (files?.length) yield* queueChannelFiles(tx, sessionId, files, messageIds.at(-1), now);
   return 'ok';
 }
 

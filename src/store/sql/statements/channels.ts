@@ -207,12 +207,13 @@ ON CONFLICT (channel_id, chat_id) DO UPDATE SET last_at = :now`;
  * @param eventId the event it comes from, or null
  * @param text what to send
  * @param replyTo the platform's id of the message it answers, or null
+ * @param file JSON of the file to send (name, blob key, size), or null for a text
  * @param now the transition's time, epoch ms
  * @returns changed rows: 1
  */
 export const INSERT_CHANNEL_OUTBOX = `
-INSERT INTO channel_outbox (channel_id, chat_id, kind, event_id, text, reply_to, status, next_attempt_at, created_at)
-VALUES (:channelId, :chatId, :kind, :eventId, :text, :replyTo, 'pending', :now, :now)`;
+INSERT INTO channel_outbox (channel_id, chat_id, kind, event_id, text, reply_to, file, status, next_attempt_at, created_at)
+VALUES (:channelId, :chatId, :kind, :eventId, :text, :replyTo, :file, 'pending', :now, :now)`;
 
 /**
  * A channel's oldest pending send: sends go out strictly in the order they were written

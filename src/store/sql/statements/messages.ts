@@ -12,12 +12,13 @@ import { PAGE_IDS } from '../session-page.js';
  * A user's message, pending and runnable at once.
  * @param sessionId the session
  * @param text the message
+ * @param data its JSON data (a channel's: the files sent with it), or null
  * @param now the transition's time, epoch ms
  * @returns the new row
  */
 export const INSERT_INBOUND = `
-INSERT INTO messages (session_id, direction, text, status, process_after, created_at)
-VALUES (:sessionId, 'in', :text, 'pending', :now, :now) RETURNING *`;
+INSERT INTO messages (session_id, direction, text, data, status, process_after, created_at)
+VALUES (:sessionId, 'in', :text, :data, 'pending', :now, :now) RETURNING *`;
 
 /**
  * A reply of a committed turn (done as it is inserted).

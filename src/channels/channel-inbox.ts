@@ -1,0 +1,104 @@
+/**
+ * The files sent with a chat message, stored before the message is committed: each one
+ * fetched from the platform and put into the blob store under a key made of the channel,
+ * the chat and the message (so a re-read after a crash puts the same key, once), then
+ * named in the message (`files`, which the commit writes into its data) with a note line
+ * in its text, so that the agent knows where to look. The worker places them in the
+ * workspace when the turn starts (core/inbox.ts). Only an allowed sender's files are
+ * fetched: a stranger's message is refused without them.
+ *
+ * A file over the limit (the agent's workspace quota, or what the platform lets a bot
+ * fetch, whichever is smaller), or one the platform refuses to hand over, is left out: the
+ * message still goes, with a note saying so, and the user gets one short notice naming the
+ * limit. A fetch that fails for a passing reason throws, so the update is read again.
+ */
+import type { BlobStore } from '../blobs/index.js';
+import {
+  type Channel,
+  type ChannelInbound,
+  type InboxFile,
+  inboxNote,
+  inboxRefusal,
+  isBerthError,
+  safeInboxName,
+  uniqueInboxName,
+} from '../core/index.js';
+import type { ChannelRunnerStore } from '../store/index.js';
+import { type PlatformClient, platformFailureOf } from './channel.js';
+
+/** Where channel files live in the blob store. */
+export const CHANNEL_FILES_PREFIX = 'channel-files/';
+
+export interface ChannelInboxDeps {
+  store: Pick<ChannelRunnerStore, 'getAgent'>;
+  blobs: BlobStore;
+}
+
+const keySegment = (id: string) => id.replace(/[^A-Za-z0-9_-]/g, '_');
+
+/** `inbound` with its files stored and named, and notes for what was left out; as it is when it carries none. */
+export async function stageChannelFiles(
+  deps: ChannelInboxDeps,
+  channel: Pick<Channel, 'id' | 'agent'>,
+  client: PlatformClient,
+  inbound: ChannelInbound,
+  signal: AbortSignal,
+): Promise<ChannelInbound> {
+  const attachments = inbound.attachments ?? [];
+  if (attachments.length === 0 || !client.download) return inbound;
+  const limitBytes = await fileLimitBytes(deps, channel, client);
+  const files: InboxFile[] = [];
+  const notes: string[] = [];
+  const refused: string[] = [];
+  const taken = new Set<string>();
+  for (const [i, attachment] of attachments.entries()) {
+    const name = uniqueInboxName(safeInboxName(attachment.name, `file-${i + 1}`), taken);
+    taken.add(name);
+    const leaveOut = (why: string) => {
+      notes.push(`# ${why}`);
+      refused.push(why);
+    };
+    if (attachment.sizeBytes !== null && attachment.sizeBytes > limitBytes) {
+      leaveOut(inboxRefusal(name, attachment.sizeBytes, limitBytes));
+      continue;
+    }
+    let body: AsyncIterable<Uint8Array>;
+    try {
+      body = await client.download(attachment, signal);
+    } catch (err) {
+      const failure = platformFailureOf(err);
+      if (failure.kind !== 'refused') throw err;
+      leaveOut(`not attached: ${name} (${failure.description})`);
+      continue;
+    }
+    const key = `${CHANNEL_FILES_PREFIX}${keySegment(channel.id)}/${keySegment(inbound.chatId)}-${keySegment(inbound.messageId)}-${i}`;
+    try {
+      const put = await deps.blobs.put(key, body, { maxBytes: limitBytes, ifAbsent: true });
+      files.push({ name, key, size: put.size });
+      notes.push(inboxNote({ name, size: put.size }));
+    } catch (err) {
+      // The platform did not say its size, and it was too big: left out like one that did.
+      if (!isBerthError(err, 'BLOB_TOO_LARGE')) throw err;
+      leaveOut(inboxRefusal(name, null, limitBytes));
+    }
+  }
+  return {
+    ...inbound,
+    text: [inbound.text, ...notes].filter((line) => line !== '').join('\n'),
+    files,
+    ...(refused.length > 0
+      ? { notice: `Sorry, ${refused.join('; ')}. The message went on without it.` }
+      : {}),
+  };
+}
+
+/** The smaller of the agent's workspace quota and what the platform lets a bot fetch. */
+async function fileLimitBytes(
+  deps: ChannelInboxDeps,
+  channel: Pick<Channel, 'agent'>,
+  client: PlatformClient,
+): Promise<number> {
+  const agent = await deps.store.getAgent(channel.agent);
+  const quota = agent ? agent.workspaceMb * 2 ** 20 : Number.POSITIVE_INFINITY;
+  return Math.min(quota, client.maxFileBytes ?? Number.POSITIVE_INFINITY);
+}
