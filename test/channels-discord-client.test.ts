@@ -37,6 +37,7 @@ function channelRow(overrides: Partial<Channel> = {}): Channel {
     tokenSecret: 'dc',
     signingSecret: null,
     respondTo: 'all',
+    email: null,
     paused: false,
     cursor: 0,
     leaseOwner: null,

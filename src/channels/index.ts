@@ -1,5 +1,5 @@
 /**
- * channels: chat platforms in front of agents. A channel (a bot bound to one agent, its
+ * channels: chat platforms (and email) in front of agents. A channel (a bot bound to one agent, its
  * row in the store) is polled by the ChannelRunner of exactly one host process (or, for a
  * platform that pushes, has its events committed by the API); each platform is one
  * PlatformClient (channel.ts). Depends on core and store only.
@@ -26,6 +26,20 @@ export {
   snowflakeAt,
   toDiscordInbound,
 } from './discord.js';
+export { EMAIL_MAX_TEXT, EmailClient, emailClientFactory } from './email.js';
+export {
+  htmlToText,
+  isAutomaticMail,
+  mailText,
+  mailThreadId,
+  parseHeaderBlock,
+  parseMessageIds,
+  replyReferences,
+  replySubject,
+  sendMessageId,
+  stripQuotedReply,
+  toEmailInbound,
+} from './email-message.js';
 export {
   parseSlackPush,
   SLACK_MAX_TEXT,

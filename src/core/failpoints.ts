@@ -29,11 +29,13 @@ export const CHECKPOINT_FAILPOINTS = [
 ] as const;
 
 /**
- * A channel's (src/channels/): an update read from the platform and not yet committed; a
+ * A channel's (src/channels/): an update read from the platform and not yet committed;
+ * committed and not yet acknowledged at the platform (a mail not yet flagged \Seen); a
  * send taken from the outbox and not yet sent; sent and not yet recorded.
  */
 export const CHANNEL_FAILPOINTS = [
   'channel-before-commit',
+  'channel-after-commit',
   'channel-before-send',
   'channel-after-send',
 ] as const;

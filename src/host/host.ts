@@ -20,6 +20,7 @@ import { type BlobStore, openBlobStore } from '../blobs/index.js';
 import {
   ChannelRunner,
   discordClientFactory,
+  emailClientFactory,
   slackClientFactory,
   telegramClientFactory,
 } from '../channels/index.js';
@@ -190,6 +191,7 @@ export async function startHost(
           telegram: telegramClientFactory({ apiUrl: config.telegramApiUrl }),
           slack: slackClientFactory({ apiUrl: config.slackApiUrl }),
           discord: discordClientFactory({ apiUrl: config.discordApiUrl, clock }),
+          email: emailClientFactory(),
         },
         leaseMs: config.leaseMs,
         pollTimeoutMs: config.channelPollTimeoutMs,

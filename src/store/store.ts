@@ -158,6 +158,7 @@ export type NewChannel = Pick<
   | 'tokenSecret'
   | 'signingSecret'
   | 'respondTo'
+  | 'email'
 >;
 
 /** A schedule to create: validated input, its session, its first due time, the caller's tenant. */

@@ -27,6 +27,7 @@ const CHANNEL: NewChannel = {
   tokenSecret: 'tg',
   signingSecret: null,
   respondTo: 'all',
+  email: null,
 };
 
 function update(updateId: number, over: Partial<ChannelInbound> = {}): ChannelInbound {
@@ -140,6 +141,55 @@ export function runChannelConformance(kind: string, open: OpenStore): void {
         ['hello 5', 'hello 7'],
       );
       assert.equal((await store.getSessionView('tg-tg1-100', BASE + 5))?.agent, 'sh');
+      await store.close();
+    });
+
+    test('channels: an email channel keeps its mail settings; a mail commits once by its Message-ID; a domain allowed', async () => {
+      const store = await withAgent(open);
+      const email = {
+        address: 'bot@berth.test',
+        user: 'bot@berth.test',
+        imapHost: '127.0.0.1',
+        imapPort: 143,
+        imapSecurity: 'none' as const,
+        mailbox: 'INBOX',
+        smtpHost: '127.0.0.1',
+        smtpPort: 25,
+        smtpSecurity: 'none' as const,
+      };
+      await store.createChannel(
+        { ...CHANNEL, id: 'em1', platform: 'email', allowUsers: ['alice@berth.test', '@example.com'], email },
+        BASE,
+      );
+      assert.deepEqual((await store.getChannel('em1'))?.email, email);
+      const mail = (id: string, from: string, over: Partial<ChannelInbound> = {}) =>
+        update(0, { chatId: from, userId: from, username: from.split('@')[1]!, messageId: id, ...over });
+      assert.equal(
+        await store.commitChannelEvent('em1', '<m1@x>', mail('<m1@x>', 'alice@berth.test'), BASE + 1),
+        'enqueue',
+      );
+      assert.equal(
+        await store.commitChannelEvent('em1', '<m1@x>', mail('<m1@x>', 'alice@berth.test'), BASE + 2),
+        'duplicate',
+        'read again after a crash before its flag: nothing written',
+      );
+      assert.equal(
+        await store.commitChannelEvent('em1', '<m2@x>', mail('<m2@x>', 'carol@example.com'), BASE + 3),
+        'enqueue',
+      );
+      assert.equal(
+        await store.commitChannelEvent('em1', '<m3@x>', mail('<m3@x>', 'eve@evil.test'), BASE + 4),
+        'refuse',
+      );
+      assert.deepEqual(
+        (await store.listMessages('em-em1-alice_berth_test', 0, 10)).map((m) => m.text),
+        ['hello 0'],
+      );
+      assert.equal((await store.listMessages('em-em1-carol_example_com', 0, 10)).length, 1);
+      assert.deepEqual(
+        (await store.listChannelOutbox('em1')).map((o) => [o.kind, o.chatId, o.replyTo]),
+        [['refusal', 'eve@evil.test', '<m3@x>']],
+      );
       await store.close();
     });
 

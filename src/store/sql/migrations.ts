@@ -699,6 +699,16 @@ CREATE TABLE channel_events (
 CREATE INDEX channel_events_age ON channel_events(channel_id, created_at);
 `,
   },
+  {
+    version: 30,
+    name: 'email channels',
+    // An email channel's servers and address (JSON: EmailSettings), null on a chat platform.
+    // Inbound mail needs no table of its own: each is committed under its Message-ID in
+    // channel_events, and acknowledged at the server (\Seen) only after that commit.
+    sql: `
+ALTER TABLE channels ADD COLUMN email TEXT;
+`,
+  },
 ];
 
 /** SQLite's column types in PostgreSQL's: every integer 64-bit, AUTOINCREMENT keys as BIGSERIAL. */

@@ -17,12 +17,13 @@
  * @param signingSecret the signing secret's name, or null
  * @param respondTo all or mention
  * @param perThread 1 = mapping per-thread (stored with mapping per-chat)
+ * @param email an email channel's settings (JSON), or null
  * @param now the transition's time, epoch ms
  * @returns changed rows: 1
  */
 export const INSERT_CHANNEL = `
-INSERT INTO channels (id, tenant, platform, agent, mapping, allow_users, allow_chats, token_secret, signing_secret, respond_to, per_thread, created_at)
-VALUES (:id, :tenant, :platform, :agent, :mapping, :allowUsers, :allowChats, :tokenSecret, :signingSecret, :respondTo, :perThread, :now)`;
+INSERT INTO channels (id, tenant, platform, agent, mapping, allow_users, allow_chats, token_secret, signing_secret, respond_to, per_thread, email, created_at)
+VALUES (:id, :tenant, :platform, :agent, :mapping, :allowUsers, :allowChats, :tokenSecret, :signingSecret, :respondTo, :perThread, :email, :now)`;
 
 /**
  * A live channel.
