@@ -28,19 +28,6 @@ export {
 } from './discord.js';
 export { EMAIL_MAX_TEXT, EmailClient, emailClientFactory } from './email.js';
 export {
-  htmlToText,
-  isAutomaticMail,
-  mailText,
-  mailThreadId,
-  parseHeaderBlock,
-  parseMessageIds,
-  replyReferences,
-  replySubject,
-  sendMessageId,
-  stripQuotedReply,
-  toEmailInbound,
-} from './email-message.js';
-export {
   parseSlackPush,
   SLACK_MAX_TEXT,
   SlackClient,
