@@ -136,7 +136,8 @@ export async function listenMailbox(
       closed = true;
       wake.notify();
     });
-    signal.addEventListener('abort', () => wake.notify(), { once: true });
+    const onAbort = () => wake.notify();
+    signal.addEventListener('abort', onAbort, { once: true });
     const lock = await client.getMailboxLock(settings.mailbox);
     try {
       while (!signal.aborted) {
@@ -155,6 +156,7 @@ export async function listenMailbox(
         await wake.wait(RESCAN_MS);
       }
     } finally {
+      signal.removeEventListener('abort', onAbort);
       lock.release();
     }
   });
@@ -189,8 +191,9 @@ export async function readOriginal(
 }
 
 /**
- * Whether a mail with `messageId` is in the mailbox (where the bot's own copy of each send
- * arrives) or in the account's Sent mailbox (where a provider files what its SMTP sent).
+ * Whether a mail from the bot with `messageId` is in the mailbox (where the bot's own copy
+ * of each send arrives) or in the account's Sent mailbox (where a provider files what its
+ * SMTP sent).
  */
 export async function mailboxHolds(
   settings: EmailSettings,
@@ -203,7 +206,8 @@ export async function mailboxHolds(
     for (const path of sent && sent !== settings.mailbox ? [settings.mailbox, sent] : [settings.mailbox]) {
       const lock = await client.getMailboxLock(path);
       try {
-        const found = (await client.search({ header: { 'message-id': messageId } }, { uid: true })) || [];
+        const query = { header: { 'message-id': messageId }, from: settings.address };
+        const found = (await client.search(query, { uid: true })) || [];
         if (found.length > 0) return true;
       } finally {
         lock.release();

@@ -47,7 +47,10 @@ export function channelCommand(env: NodeJS.ProcessEnv): Command {
     .option('--imap-host <host>', 'email: the IMAP server read (IDLE) for inbound mail')
     .option('--imap-port <port>', 'email: default 993 (tls) or 143', Number)
     .addOption(
-      new Option('--imap-security <how>', 'email: TLS from the start, STARTTLS, or none (loopback only)')
+      new Option(
+        '--imap-security <how>',
+        'email: TLS from the start, STARTTLS, or none (plain text, the password too: loopback or a trusted network)',
+      )
         .choices(MAIL_SECURITY)
         .default('tls'),
     )
@@ -55,7 +58,10 @@ export function channelCommand(env: NodeJS.ProcessEnv): Command {
     .option('--smtp-host <host>', 'email: the SMTP server replies are sent through')
     .option('--smtp-port <port>', 'email: default 465 (tls), 587 (starttls) or 25', Number)
     .addOption(
-      new Option('--smtp-security <how>', 'email: TLS from the start, STARTTLS, or none (loopback only)')
+      new Option(
+        '--smtp-security <how>',
+        'email: TLS from the start, STARTTLS, or none (plain text, the password too: loopback or a trusted network)',
+      )
         .choices(MAIL_SECURITY)
         .default('tls'),
     )

@@ -16,7 +16,7 @@ const SESSION_PREFIX: Record<ChannelPlatform, string> = {
   email: 'em',
 };
 
-/** How a mail connection is protected: TLS from the first byte, STARTTLS after the greeting, or none (loopback only). */
+/** How a mail connection is protected: TLS from the first byte, STARTTLS after the greeting, or none (plain text, the password too). */
 export const MAIL_SECURITY = ['tls', 'starttls', 'none'] as const;
 export type MailSecurity = (typeof MAIL_SECURITY)[number];
 
