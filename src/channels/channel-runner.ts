@@ -17,9 +17,10 @@
  *   its chat back). 429s wait what the platform asked and lose nothing.
  *
  * A platform that pushes its updates (Slack) has no receive loop: berth's API commits them.
- * One whose pushes come over a connection berth opens (Discord's Gateway) has a **listen**
- * loop instead, in the lease holder only: each event committed once by its id
- * (store.commitChannelEvent) before the platform client moves past it.
+ * One whose pushes come over a connection berth opens (Discord's Gateway, an IMAP mailbox
+ * in IDLE) has a **listen** loop instead, in the lease holder only: each event committed
+ * once by its id (store.commitChannelEvent) before the platform client moves past it (or,
+ * for mail, flags it \Seen).
  *
  * Status is data: a channel's last error is written on the channel row (berth channel list).
  */

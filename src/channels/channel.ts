@@ -39,7 +39,7 @@ export interface PlatformClient {
    * Keeps the platform's connection open in the lease holder until `signal`, handing each
    * event to `commit` (which resolves once it is in the store) before moving on. Rejects
    * with a PlatformError when the connection failed: the runner backs off and calls again.
-   * Present on a platform that pushes over a connection berth opens (Discord's Gateway).
+   * Present on a platform that pushes over a connection berth opens (Discord's Gateway, IMAP IDLE).
    */
   listen?(commit: (event: ChannelEvent) => Promise<void>, signal: AbortSignal): Promise<void>;
   /** Sends; resolves to the platform's id of the message it created. */
