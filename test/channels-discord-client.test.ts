@@ -39,6 +39,7 @@ function channelRow(overrides: Partial<Channel> = {}): Channel {
     appTokenSecret: null,
     webhookUrl: null,
     respondTo: 'all',
+    email: null,
     paused: false,
     cursor: 0,
     leaseOwner: null,

@@ -213,6 +213,7 @@ test('make demo sets up only what the demo needs; make test everything', () => {
     'gVisor tier',
     'PostgreSQL server binaries',
     'Ceph daemons',
+    'Postfix and Dovecot',
     'Patroni and etcd',
     'Kubernetes test cluster binaries',
   ])

@@ -1,5 +1,14 @@
+/**
+ * The channel routes: the secrets and modes each platform takes, and POST /v1/channels for
+ * email through the HTTP layer (app.inject, real SQLite): settings defaulted, bad input named.
+ */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { pino } from 'pino';
+import { loadConfig, systemClock } from '../core/index.js';
+import { openSqliteStore } from '../store/index.js';
+import { issueToken } from './api-tokens.js';
+import { buildApp } from './app.js';
 import { channelSecretsMisfit } from './channels-routes.js';
 
 test('channelSecretsMisfit: each platform names the secrets and modes it uses, or the fix', () => {
@@ -30,4 +39,78 @@ test('channelSecretsMisfit: each platform names the secrets and modes it uses, o
     if (want === null) assert.equal(got, null, name);
     else assert.match(got ?? '', want, name);
   }
+});
+
+test('channels: an email channel takes its servers (ports defaulted by security), allows senders lower-cased, and names what is missing', async () => {
+  const config = loadConfig({});
+  const store = openSqliteStore({ path: ':memory:', leaseMs: config.leaseMs, retry: config });
+  const app = await buildApp({ config, store, clock: systemClock, log: pino({ level: 'silent' }) });
+  const { token } = await issueToken(store, null, 'admin', Date.now());
+  const post = async (payload: object) => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/channels',
+      payload,
+      headers: { authorization: `Bearer ${token}` },
+    });
+    return { status: res.statusCode, body: res.json() };
+  };
+  const agent = await app.inject({
+    method: 'POST',
+    url: '/v1/agents',
+    payload: { name: 'sh', provider: 'command' },
+    headers: { authorization: `Bearer ${token}` },
+  });
+  assert.equal(agent.statusCode, 201, agent.body);
+  const base = { platform: 'email', agent: 'sh', tokenSecret: 'mail-pw', name: 'em1' };
+  const email = { address: 'Bot@Example.com', imapHost: 'imap.example.com', smtpHost: 'smtp.example.com' };
+
+  const created = await post({ ...base, email, allowUsers: ['Alice@Example.com', '@example.org'] });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  assert.deepEqual(created.body.email, {
+    address: 'bot@example.com',
+    user: 'Bot@Example.com',
+    imapHost: 'imap.example.com',
+    imapPort: 993,
+    imapSecurity: 'tls',
+    mailbox: 'INBOX',
+    smtpHost: 'smtp.example.com',
+    smtpPort: 465,
+    smtpSecurity: 'tls',
+  });
+  assert.deepEqual(created.body.allowUsers, ['alice@example.com', '@example.org']);
+  const starttls = await post({
+    ...base,
+    name: 'em2',
+    email: { ...email, smtpSecurity: 'starttls', imapSecurity: 'none' },
+  });
+  assert.deepEqual([starttls.body.email.smtpPort, starttls.body.email.imapPort], [587, 143]);
+
+  const cases: [string, object, RegExp][] = [
+    [
+      'no servers',
+      { ...base, name: 'em3' },
+      /email: an email channel needs its servers and address \(--address/,
+    ],
+    [
+      'servers on a chat platform',
+      { ...base, name: 'em3', platform: 'telegram', email },
+      /only an email channel/,
+    ],
+    ['chats on email', { ...base, name: 'em3', email, allowChats: ['42'] }, /allow senders with --allow/],
+    [
+      'a bad address',
+      { ...base, name: 'em3', email: { ...email, address: 'bot' } },
+      /address: like bot@example.com/,
+    ],
+    ['a bad sender', { ...base, name: 'em3', email, allowUsers: ['not an address'] }, /sender address/],
+  ];
+  for (const [name, body, message] of cases) {
+    const res = await post(body);
+    assert.equal(res.status, 400, name);
+    assert.equal(res.body.error.code, 'INVALID_INPUT', name);
+    assert.match(res.body.error.message, message, name);
+  }
+  await app.close();
+  await store.close();
 });

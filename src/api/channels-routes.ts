@@ -61,6 +61,18 @@ export const channelsRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) 
         throw new BerthError('AGENT_NOT_FOUND', `Agent ${body.agent} does not exist (createChannel)`);
       const misfit = channelSecretsMisfit(body);
       if (misfit !== null) throw new BerthError('INVALID_INPUT', `${misfit} (createChannel)`);
+      if ((body.platform === 'email') !== (body.email !== undefined))
+        throw new BerthError(
+          'INVALID_INPUT',
+          body.platform === 'email'
+            ? 'email: an email channel needs its servers and address (--address, --imap-host, --smtp-host) (createChannel)'
+            : `email: only an email channel has mail servers; drop it for ${body.platform} (createChannel)`,
+        );
+      if (body.platform === 'email' && body.allowChats.length > 0)
+        throw new BerthError(
+          'INVALID_INPUT',
+          'allowChats: an email channel has no chats; allow senders with --allow alice@example.com or @example.com (createChannel)',
+        );
       const names = deps.secretNames ? await deps.secretNames() : null;
       for (const secret of [body.tokenSecret, body.signingSecret, body.appTokenSecret])
         if (names && secret !== undefined && !names.includes(secret))
@@ -75,13 +87,16 @@ export const channelsRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) 
           platform: body.platform,
           agent: body.agent,
           mapping: body.mapping,
-          allowUsers: body.allowUsers,
+          // Mail addresses compare case-insensitively in practice (berth lowercases the sender's too).
+          allowUsers:
+            body.platform === 'email' ? body.allowUsers.map((u) => u.toLowerCase()) : body.allowUsers,
           allowChats: body.allowChats,
           tokenSecret: body.tokenSecret,
           signingSecret: body.signingSecret ?? null,
           appTokenSecret: body.appTokenSecret ?? null,
           webhookUrl: body.webhookUrl ?? null,
           respondTo: body.respondTo,
+          email: body.email ?? null,
         },
         clock.now(),
       );

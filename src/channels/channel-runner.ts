@@ -14,9 +14,9 @@
  *
  * A platform that pushes its updates over HTTP (Slack's Events API) has no receive loop:
  * berth's API commits them. One whose pushes come over a connection berth opens (Discord's
- * Gateway, Slack's Socket Mode) has a **listen** loop instead, in the lease holder only:
- * each event committed once by its id (store.commitChannelEvent) before the platform client
- * moves past it (or acknowledges it). Telegram in webhook mode listens too: it registers
+ * Gateway, Slack's Socket Mode, an IMAP mailbox in IDLE) has a **listen** loop instead, in
+ * the lease holder only: each event committed once by its id (store.commitChannelEvent)
+ * before the platform client moves past it (or acknowledges it; a mail is flagged \Seen). Telegram in webhook mode listens too: it registers
  * the webhook, and its updates come to berth's API; a client that listens is not polled.
  *
  * Status is data: a channel's last error is written on the channel row (berth channel list).

@@ -54,8 +54,8 @@ export interface PlatformClient {
    * event to `commit` (which resolves once it is in the store) before moving on. Rejects
    * with a PlatformError when the connection failed: the runner backs off and calls again.
    * Present on a platform that pushes over a connection berth opens (Discord's Gateway,
-   * Slack's Socket Mode), or that is told once where to push (Telegram's setWebhook: it
-   * registers, then holds until `signal`).
+   * Slack's Socket Mode, IMAP IDLE), or that is told once where to push (Telegram's
+   * setWebhook: it registers, then holds until `signal`).
    */
   listen?(commit: (event: ChannelEvent) => Promise<void>, signal: AbortSignal): Promise<void>;
   /** Sends; resolves to the platform's id of the message it created. */

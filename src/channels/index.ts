@@ -1,5 +1,5 @@
 /**
- * channels: chat platforms in front of agents. A channel (a bot bound to one agent, its
+ * channels: chat platforms (and email) in front of agents. A channel (a bot bound to one agent, its
  * row in the store) is polled by the ChannelRunner of exactly one host process (or, for a
  * platform that pushes, has its events committed by the API); each platform is one
  * PlatformClient (channel.ts). Beside them the webhook dispatcher, the same kind of thing:
@@ -27,6 +27,7 @@ export {
   snowflakeAt,
   toDiscordInbound,
 } from './discord-wire.js';
+export { EMAIL_MAX_TEXT, EmailClient, emailClientFactory } from './email.js';
 export {
   parseSlackPush,
   SLACK_MAX_TEXT,

@@ -6,7 +6,13 @@
 import { z } from 'zod';
 import { agentSpecSchema, NAME_PATTERN } from './agent.js';
 import type { AgentChange } from './agent-diff.js';
-import { CHANNEL_MAPPINGS, CHANNEL_PLATFORMS, CHANNEL_RESPOND } from './channel.js';
+import {
+  CHANNEL_MAPPINGS,
+  CHANNEL_PLATFORMS,
+  CHANNEL_RESPOND,
+  type EmailSettings,
+  MAIL_SECURITY,
+} from './channel.js';
 import type { Agent, SessionStatus } from './types.js';
 
 export { agentSpecSchema };
@@ -202,14 +208,52 @@ export type FilesQuery = z.input<typeof filesQuerySchema>;
 export type CreateTokenBody = z.input<typeof createTokenSchema>;
 export type CreateWebhookBody = z.input<typeof createWebhookSchema>;
 
-/** One allowlist entry: `@username` (Telegram's 5-32 of A-Z a-z 0-9 _), a numeric id (Telegram) or a member id (Slack's U…/W…). */
+/**
+ * One allowlist entry: `@username` (Telegram's 5-32 of A-Z a-z 0-9 _), a numeric id
+ * (Telegram), a member id (Slack's U…/W…), or for email a sender's address or `@domain`.
+ */
 const channelUserSchema = z
   .string()
   .regex(
-    /^(@[A-Za-z0-9_]{1,64}|-?[0-9]{1,20}|[UW][A-Z0-9]{2,20})$/,
-    'allow: each entry is @username, a numeric user id (Telegram) or a member id like U012AB3CD (Slack)',
+    /^(@[A-Za-z0-9_]{1,64}|-?[0-9]{1,20}|[UW][A-Z0-9]{2,20}|[^\s@<>,]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+|@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+)$/,
+    'allow: each entry is @username, a numeric user id (Telegram), a member id like U012AB3CD (Slack), or a sender address like alice@example.com or @example.com (email)',
   );
 const secretNameSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'a secret name');
+const hostSchema = z.string().regex(/^[A-Za-z0-9.:[\]-]{1,253}$/, 'a host name or IP address');
+const portSchema = z.number().int().min(1).max(65_535);
+
+/** An email channel's servers; the password is the channel's token secret. */
+export const emailSettingsSchema = z
+  .object({
+    /** The bot's address: the From of its replies. */
+    address: z
+      .string()
+      .regex(/^[^\s@<>,]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$/, 'address: like bot@example.com'),
+    /** The login of both servers. @default the address */
+    user: z.string().min(1).max(256).optional(),
+    imapHost: hostSchema,
+    /** @default 993 with tls, else 143 */
+    imapPort: portSchema.optional(),
+    /** @default 'tls' */
+    imapSecurity: z.enum(MAIL_SECURITY).default('tls'),
+    /** The mailbox read. @default 'INBOX' */
+    mailbox: z.string().min(1).max(256).default('INBOX'),
+    smtpHost: hostSchema,
+    /** @default 465 with tls, 587 with starttls, else 25 */
+    smtpPort: portSchema.optional(),
+    /** @default 'tls' */
+    smtpSecurity: z.enum(MAIL_SECURITY).default('tls'),
+  })
+  .strict()
+  .transform(
+    (e): EmailSettings => ({
+      ...e,
+      address: e.address.toLowerCase(),
+      user: e.user ?? e.address,
+      imapPort: e.imapPort ?? (e.imapSecurity === 'tls' ? 993 : 143),
+      smtpPort: e.smtpPort ?? (e.smtpSecurity === 'tls' ? 465 : e.smtpSecurity === 'starttls' ? 587 : 25),
+    }),
+  );
 
 export const createChannelSchema = z
   .object({
@@ -240,6 +284,8 @@ export const createChannelSchema = z
     mapping: z.enum(CHANNEL_MAPPINGS).default('per-chat'),
     /** Which group messages reach the agent: all, or only those naming the bot (direct messages always do). @default 'all' */
     respondTo: z.enum(CHANNEL_RESPOND).default('all'),
+    /** Email: the IMAP and SMTP servers and the bot's address (required for email). */
+    email: emailSettingsSchema.optional(),
     /** @default [] */
     allowUsers: z.array(channelUserSchema).max(1000).default([]),
     /** @default [] */

@@ -7,11 +7,36 @@
 import { type ChannelCommand, parseChannelCommand } from './channel-command.js';
 import type { InboxFile } from './inbox.js';
 
-export const CHANNEL_PLATFORMS = ['telegram', 'slack', 'discord'] as const;
+export const CHANNEL_PLATFORMS = ['telegram', 'slack', 'discord', 'email'] as const;
 export type ChannelPlatform = (typeof CHANNEL_PLATFORMS)[number];
 
 /** How a platform's sessions are named: `<prefix>-<channel>-<chat>`. */
-const SESSION_PREFIX: Record<ChannelPlatform, string> = { telegram: 'tg', slack: 'sl', discord: 'dc' };
+const SESSION_PREFIX: Record<ChannelPlatform, string> = {
+  telegram: 'tg',
+  slack: 'sl',
+  discord: 'dc',
+  email: 'em',
+};
+
+/** How a mail connection is protected: TLS from the first byte, STARTTLS after the greeting, or none (plain text, the password too). */
+export const MAIL_SECURITY = ['tls', 'starttls', 'none'] as const;
+export type MailSecurity = (typeof MAIL_SECURITY)[number];
+
+/** Where an email channel reads (IMAP) and sends (SMTP); the password is the channel's token secret. */
+export interface EmailSettings {
+  /** The bot's address: the From of every reply, and where its own copies arrive. */
+  address: string;
+  /** The login of both servers. */
+  user: string;
+  imapHost: string;
+  imapPort: number;
+  imapSecurity: MailSecurity;
+  /** The mailbox read (and acknowledged, by \Seen). */
+  mailbox: string;
+  smtpHost: string;
+  smtpPort: number;
+  smtpSecurity: MailSecurity;
+}
 
 /**
  * per-chat: one session per chat (a group shares one); per-user: one per user in each
@@ -48,6 +73,8 @@ export interface Channel {
   webhookUrl: string | null;
   /** Which group messages reach the agent: all, or only those naming the bot. */
   respondTo: ChannelRespond;
+  /** An email channel's servers and address; null on a chat platform. */
+  email: EmailSettings | null;
   paused: boolean;
   /** The next platform offset to ask for (Telegram: the last committed update_id + 1). */
   cursor: number;

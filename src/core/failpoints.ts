@@ -30,12 +30,13 @@ export const CHECKPOINT_FAILPOINTS = [
 
 /**
  * A channel's (src/channels/): an update read from the platform and not yet committed;
- * committed and not yet acknowledged (Slack Socket Mode); a send taken from the outbox and
- * not yet sent; sent and not yet recorded.
+ * committed and not yet acknowledged at the platform (Slack Socket Mode; a mail not yet
+ * flagged \Seen); a send taken from the outbox and not yet sent; sent and not yet recorded.
  */
 export const CHANNEL_FAILPOINTS = [
   'channel-before-commit',
   'channel-before-ack',
+  'channel-after-commit',
   'channel-before-send',
   'channel-after-send',
 ] as const;

@@ -19,6 +19,7 @@ import { type BlobStore, openBlobStore } from '../blobs/index.js';
 import {
   ChannelRunner,
   discordClientFactory,
+  emailClientFactory,
   slackClientFactory,
   telegramClientFactory,
   WebhookDispatcher,
@@ -191,6 +192,7 @@ export async function startHost(
           telegram: telegramClientFactory({ apiUrl: config.telegramApiUrl }),
           slack: slackClientFactory({ apiUrl: config.slackApiUrl }),
           discord: discordClientFactory({ apiUrl: config.discordApiUrl, clock }),
+          email: emailClientFactory(),
         },
         leaseMs: config.leaseMs,
         pollTimeoutMs: config.channelPollTimeoutMs,

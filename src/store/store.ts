@@ -163,6 +163,7 @@ export type NewChannel = Pick<
   | 'appTokenSecret'
   | 'webhookUrl'
   | 'respondTo'
+  | 'email'
 >;
 
 /** A schedule to create: validated input, its session, its first due time, the caller's tenant. */

@@ -29,6 +29,7 @@ export const CHANNEL: NewChannel = {
   appTokenSecret: null,
   webhookUrl: null,
   respondTo: 'all',
+  email: null,
 };
 
 /** A platform update of chat 100 from alice (allowed). */
@@ -188,6 +189,51 @@ export function runChannelConformance(kind: string, open: OpenStore): void {
           ['reply', 'done', '1002', null],
           ['reply', '', '1002', written],
         ],
+      );
+      await store.close();
+    });
+
+    test('channels: an email channel keeps its mail settings; a mail commits once by its Message-ID; a domain allowed', async () => {
+      const store = await withAgent(open);
+      const email = {
+        address: 'bot@berth.test',
+        user: 'bot@berth.test',
+        imapHost: '127.0.0.1',
+        imapPort: 143,
+        imapSecurity: 'none' as const,
+        mailbox: 'INBOX',
+        smtpHost: '127.0.0.1',
+        smtpPort: 25,
+        smtpSecurity: 'none' as const,
+      };
+      await store.createChannel(
+        { ...CHANNEL, id: 'em1', platform: 'email', allowUsers: ['alice@berth.test', '@example.com'], email },
+        BASE,
+      );
+      assert.deepEqual((await store.getChannel('em1'))?.email, email);
+      const mail = (id: string, from: string, at: number) =>
+        store.commitChannelEvent(
+          'em1',
+          id,
+          update(0, { chatId: from, userId: from, username: from.split('@')[1]!, messageId: id }),
+          BASE + at,
+        );
+      assert.equal(await mail('<m1@x>', 'alice@berth.test', 1), 'enqueue');
+      assert.equal(
+        await mail('<m1@x>', 'alice@berth.test', 2),
+        'duplicate',
+        'read again after a crash before its flag: nothing written',
+      );
+      assert.equal(await mail('<m2@x>', 'carol@example.com', 3), 'enqueue', 'a domain allowed');
+      assert.equal(await mail('<m3@x>', 'eve@evil.test', 4), 'refuse');
+      assert.deepEqual(
+        (await store.listMessages('em-em1-alice_berth_test', 0, 10)).map((m) => m.text),
+        ['hello 0'],
+      );
+      assert.equal((await store.listMessages('em-em1-carol_example_com', 0, 10)).length, 1);
+      assert.deepEqual(
+        (await store.listChannelOutbox('em1')).map((o) => [o.kind, o.chatId, o.replyTo]),
+        [['refusal', 'eve@evil.test', '<m3@x>']],
       );
       await store.close();
     });

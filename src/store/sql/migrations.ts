@@ -700,6 +700,16 @@ CREATE INDEX channel_events_age ON channel_events(channel_id, created_at);
 `,
   },
   {
+    version: 30,
+    name: 'email channels',
+    // An email channel's servers and address (JSON: EmailSettings), null on a chat platform.
+    // Inbound mail needs no table of its own: each is committed under its Message-ID in
+    // channel_events, and acknowledged at the server (\Seen) only after that commit.
+    sql: `
+ALTER TABLE channels ADD COLUMN email TEXT;
+`,
+  },
+  {
     version: 31,
     name: 'channel connection modes (Slack Socket Mode, Telegram webhooks)',
     // app_token_secret names Slack's app-level token: set, the lease holder opens a Socket

@@ -24,6 +24,7 @@ import {
   channelInterruptText,
   channelStatusText,
   decideChannelInbound,
+  type EmailSettings,
   type InboundDecision,
   type InboxFile,
   type PageRequest,
@@ -51,6 +52,7 @@ export function toChannel(r: Row): Channel {
     appTokenSecret: (r.app_token_secret as string | null) ?? null,
     webhookUrl: (r.webhook_url as string | null) ?? null,
     respondTo: String(r.respond_to) as Channel['respondTo'],
+    email: r.email == null ? null : (JSON.parse(String(r.email)) as EmailSettings),
     paused: Number(r.paused) === 1,
     cursor: Number(r.cursor),
     leaseOwner: (r.lease_owner as string | null) ?? null,
@@ -95,6 +97,7 @@ export function* createChannel(channel: NewChannel, now: number): Program<Channe
     allowChats: JSON.stringify(channel.allowChats),
     mapping: channel.mapping === 'per-thread' ? 'per-chat' : channel.mapping,
     perThread: channel.mapping === 'per-thread' ? 1 : 0,
+    email: channel.email === null ? null : JSON.stringify(channel.email),
     now,
   });
   return toChannel((yield* get('CHANNEL_BY_ID', { id: channel.id }))!);

@@ -21,12 +21,13 @@ import { afterKey, afterTimeAndId } from '../keyset.js';
  * @param webhookUrl Telegram's webhook base URL, or null (long polling)
  * @param respondTo all or mention
  * @param perThread 1 = mapping per-thread (stored with mapping per-chat)
+ * @param email an email channel's settings (JSON), or null
  * @param now the transition's time, epoch ms
  * @returns changed rows: 1
  */
 export const INSERT_CHANNEL = `
-INSERT INTO channels (id, tenant, platform, agent, mapping, allow_users, allow_chats, token_secret, signing_secret, app_token_secret, webhook_url, respond_to, per_thread, created_at)
-VALUES (:id, :tenant, :platform, :agent, :mapping, :allowUsers, :allowChats, :tokenSecret, :signingSecret, :appTokenSecret, :webhookUrl, :respondTo, :perThread, :now)`;
+INSERT INTO channels (id, tenant, platform, agent, mapping, allow_users, allow_chats, token_secret, signing_secret, app_token_secret, webhook_url, respond_to, per_thread, email, created_at)
+VALUES (:id, :tenant, :platform, :agent, :mapping, :allowUsers, :allowChats, :tokenSecret, :signingSecret, :appTokenSecret, :webhookUrl, :respondTo, :perThread, :email, :now)`;
 
 /**
  * A live channel.
