@@ -24,7 +24,9 @@
  *   the number of streams), and only while a session stream is open.
  * - Delivery is handed out in slices of DELIVERY_SLICE, with the event loop free between
  *   them: a read that finds events for thousands of streams never holds a POST or a status
- *   request behind all of them. Order is kept: one queue, drained front to back.
+ *   request behind all of them. Order is kept: one queue, drained front to back. The next
+ *   read waits for the queue to drain, so the busier the fan-out, the more events one read
+ *   (and one write per stream) carries.
  * - Nothing runs while nobody listens: the first subscriber starts the feed a little below
  *   the log's newest id (START_LOOKBACK_IDS), the last one to leave stops it (its store
  *   listener and timer go with it).
@@ -107,8 +109,12 @@ export class ChangeFeed {
   private scheduled = false;
   private again = false;
   private readingPositions = false;
-  /** Events read, with the subscribers that were there to get them, not yet handed out. */
-  private readonly outbound: { event: LoggedEvent; to: FeedSubscriber[] }[] = [];
+  /**
+   * Events read, not yet handed out, and to whom: their session's subscribers or the tenant
+   * subscribers, as they are when handed out (one that joined meanwhile drops by id what its
+   * catch-up read; copying the sets per event would cost more than the fan-out).
+   */
+  private readonly outbound: { event: LoggedEvent; to: 'session' | 'tenant' }[] = [];
   /** The drain of `outbound`: the last one started, and whether it still runs. */
   private delivering: Promise<void> = Promise.resolve();
   private draining = false;
@@ -228,6 +234,10 @@ export class ChangeFeed {
     const epoch = this.epoch;
     try {
       do {
+        // The next read waits until the last one's events are handed out: under a heavy
+        // fan-out, events gather meanwhile and the next read takes them together, so each
+        // stream gets them in one write; a light one never waits.
+        while (this.draining) await this.delivering;
         this.again = false;
         await this.readOnce(epoch);
       } while (this.again && epoch === this.epoch);
@@ -273,13 +283,11 @@ export class ChangeFeed {
 
   /** A newly read event: to its session's subscribers now, to tenant subscribers once settled. */
   private accept(e: LoggedEvent): void {
-    const subs = this.bySession.get(e.sessionId);
-    if (subs) this.handOut(e, [...subs]);
+    if (this.bySession.has(e.sessionId)) this.handOut(e, 'session');
     this.held.set(e.id, e);
   }
 
-  private handOut(event: LoggedEvent, to: FeedSubscriber[]): void {
-    if (to.length === 0) return;
+  private handOut(event: LoggedEvent, to: 'session' | 'tenant'): void {
     this.outbound.push({ event, to });
     // A drain with nothing to yield for ends before its promise is stored: the flag says
     // whether one runs, not the promise.
@@ -291,8 +299,19 @@ export class ChangeFeed {
     try {
       let handed = 0;
       for (let next = this.outbound.shift(); next; next = this.outbound.shift()) {
-        for (const sub of next.to) sub.deliver(next.event);
-        handed += next.to.length;
+        const { event } = next;
+        if (next.to === 'session') {
+          for (const sub of this.bySession.get(event.sessionId) ?? []) {
+            sub.deliver(event);
+            handed++;
+          }
+        } else
+          for (const sub of this.tenantSubs) {
+            const { tenant } = sub.filter as { tenant: string | undefined };
+            if (tenant !== undefined && tenant !== event.tenant) continue;
+            sub.deliver(event);
+            handed++;
+          }
         if (handed >= DELIVERY_SLICE) {
           handed = 0;
           await new Promise((resolve) => setImmediate(resolve));
@@ -312,13 +331,7 @@ export class ChangeFeed {
       const event = this.held.get(next);
       if (event) {
         this.held.delete(next);
-        this.handOut(
-          event,
-          [...this.tenantSubs].filter((sub) => {
-            const filter = sub.filter as { tenant: string | undefined };
-            return filter.tenant === undefined || filter.tenant === event.tenant;
-          }),
-        );
+        if (this.tenantSubs.size > 0) this.handOut(event, 'tenant');
       } else {
         const missedAt = this.gaps.get(next);
         if (missedAt === undefined) {
