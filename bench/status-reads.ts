@@ -21,7 +21,7 @@ import { seedSessions, seedSqliteSessions } from './store-seed.js';
 
 const AGENT = 'b';
 const WORKER = 'bench-w';
-const ROUNDS = 30;
+const ROUNDS = 200;
 const BASELINE_ROUNDS = 3;
 
 export async function statusReads({ quick }: BenchOptions) {

@@ -4,7 +4,14 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { agentSpecSchema, isBerthError, type RetryPolicy, type SandboxRecord } from '../../src/core/index.js';
+import {
+  agentSpecSchema,
+  BY_CREATION,
+  isBerthError,
+  type RetryPolicy,
+  type SandboxRecord,
+  type SessionView,
+} from '../../src/core/index.js';
 import type { Store } from '../../src/store/index.js';
 
 export const LEASE_MS = 10_000;
@@ -444,6 +451,17 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
       const positions = async (now: number) => {
         const listed = await store.listSessionViews(now);
         for (const v of listed) assert.deepEqual(await store.getSessionView(v.id, now), v, `view of ${v.id}`);
+        // Pages of one (a queued session counted alone) and of three (several read with the queue) agree.
+        for (const limit of [1, 3]) {
+          const paged: SessionView[] = [];
+          for (let after: string | undefined; ; ) {
+            const page = await store.listSessionViews(now, undefined, { after, limit });
+            paged.push(...page);
+            if (page.length < limit) break;
+            after = BY_CREATION.cursorOf(page.at(-1)!);
+          }
+          assert.deepEqual(paged, listed, `pages of ${limit}`);
+        }
         const queued = listed.filter((v) => v.queuePosition !== null);
         assert.equal(await store.queueDepth(now), queued.length);
         return Object.fromEntries(queued.map((v) => [v.id, v.queuePosition]));

@@ -107,8 +107,14 @@ export function* listSessionViews(
   });
 }
 
-/** The claim-queue positions of a page's queued sessions, each counted as one session's view counts it. */
+/**
+ * The claim-queue positions of a page's queued sessions. Each one's count reads the queue's
+ * index (its tenants' totals, and the part ahead of it), so a page with several queued
+ * sessions reads the queue once instead, in order, as the full listing does.
+ */
 function* pagePositions(rows: Row[], now: number, leaseMs: number): Program<Map<string, number>> {
+  const queued = rows.filter((row) => row.queued_id != null && Number(row.runnable_at) <= now);
+  if (queued.length > 1) return yield* queuePositions(now, leaseMs);
   const positions = new Map<string, number>();
   const shares = sharesOnce();
   for (const row of rows) {
