@@ -73,6 +73,7 @@ import type {
 import type { Program, Tx } from './program.js';
 import * as agents from './programs/agents.js';
 import * as audits from './programs/audit.js';
+import * as channelOutbox from './programs/channel-outbox.js';
 import * as channels from './programs/channels.js';
 import * as checkpoints from './programs/checkpoints.js';
 import * as events from './programs/events.js';
@@ -603,11 +604,11 @@ export class SqlStore implements Store {
     now: number,
     leaseMs: number,
   ): Promise<ChannelOutboxItem | null> {
-    return this.write('takeChannelSend', () => channels.takeChannelSend(channelId, owner, now, leaseMs));
+    return this.write('takeChannelSend', () => channelOutbox.takeChannelSend(channelId, owner, now, leaseMs));
   }
 
   nextChannelSendAt(channelId: string): Promise<number | null> {
-    return this.read(() => channels.nextChannelSendAt(channelId));
+    return this.read(() => channelOutbox.nextChannelSendAt(channelId));
   }
 
   recordChannelPartSent(
@@ -617,7 +618,7 @@ export class SqlStore implements Store {
     now: number,
   ): Promise<boolean> {
     return this.write('recordChannelPartSent', () =>
-      channels.recordChannelPartSent(item, platformMessageId, done, now),
+      channelOutbox.recordChannelPartSent(item, platformMessageId, done, now),
     );
   }
 
@@ -628,12 +629,12 @@ export class SqlStore implements Store {
     now: number,
   ): Promise<void> {
     return this.write('endChannelSendAttempt', () =>
-      channels.endChannelSendAttempt(item, nextAttemptAt, error, now),
+      channelOutbox.endChannelSendAttempt(item, nextAttemptAt, error, now),
     );
   }
 
   listChannelOutbox(channelId: string, page?: PageRequest): Promise<ChannelOutboxItem[]> {
-    return this.read(() => channels.listChannelOutbox(channelId, page));
+    return this.read(() => channelOutbox.listChannelOutbox(channelId, page));
   }
 
   createWebhook(webhook: NewWebhook, now: number): Promise<Webhook> {

@@ -2,7 +2,7 @@
 import type { LoggedEvent, SessionEvent, SessionEventType } from '../../../core/index.js';
 import { all, get, type Program, run, type Tx } from '../program.js';
 import { toEvent } from '../rows.js';
-import { queueChannelSend } from './channels.js';
+import { queueChannelSend } from './channel-outbox.js';
 
 /** The event's id; it reaches listeners once the transaction committed. */
 export function* insertEvent(

@@ -27,7 +27,7 @@ import type { CommitCode, Fence, FenceCode, Fenced, ProgressInput } from '../../
 import { pageParams } from '../keyset.js';
 import { all, get, guarded, type Program, run, type Tx } from '../program.js';
 import { toMessage, toTurn } from '../rows.js';
-import { queueChannelFiles } from './channels.js';
+import { queueChannelFiles } from './channel-outbox.js';
 import { insertEvent } from './events.js';
 import { checkFence } from './fence.js';
 import { messageGuard, sessionGuard, turnGuard } from './guards.js';
