@@ -13,7 +13,6 @@ import {
   parseSocketFrame,
   SlackClient,
   slackSignature,
-  toMrkdwn,
   verifySlackSignature,
 } from '../src/channels/index.js';
 import { FakeSlack, type SocketEnvelope } from './helpers/fake-slack.js';
@@ -27,7 +26,9 @@ test('slack client: threaded send with its key, found again by reading the threa
   t.after(() => fake.close());
   const client = new SlackClient({ apiUrl: fake.url, token: TOKEN });
   const signal = new AbortController().signal;
-  const message = { chatId: 'C1', text: '**hi** <b> & [x](https://e.org)', replyTo: '1.000001', key: '7.0' };
+  // The reply's one part as the sender hands it over: mrkdwn beside its plain form.
+  const [part] = client.parts('**hi** <b> & [x](https://e.org)');
+  const message = { chatId: 'C1', ...part!, replyTo: '1.000001', key: '7.0' };
 
   assert.equal(await client.findSent(message, signal), null, 'nothing sent yet');
   const ts = await client.send(message, signal);
@@ -40,6 +41,8 @@ test('slack client: threaded send with its key, found again by reading the threa
     at: fake.posted[0]!.at,
   });
   assert.equal(await client.findSent(message, signal), ts, 'found by its key in the thread');
+  await client.send({ chatId: 'C1', text: 'no <markup>', replyTo: null, key: '8.0' }, signal);
+  assert.equal(fake.posted[1]!.text, 'no &lt;markup&gt;', 'a part without markup is still escaped');
   assert.equal(await client.findSent({ ...message, key: '7.1' }, signal), null, 'another part: not sent');
   assert.equal(await client.findSent({ ...message, replyTo: null }, signal), null, 'unthreaded: cannot tell');
 
@@ -59,7 +62,7 @@ test('slack client: threaded send with its key, found again by reading the threa
     new SlackClient({ apiUrl: fake.url, token: 'xoxb-wrong' }).send(message, signal),
     (e: unknown) => e instanceof PlatformError && e.failure.kind === 'refused' && !e.message.includes('xoxb'),
   );
-  assert.equal(fake.callsOf('chat.postMessage').length, 4, 'every call recorded');
+  assert.equal(fake.callsOf('chat.postMessage').length, 5, 'every call recorded');
 });
 
 test('slack signature: v0 HMAC of timestamp and body, within 5 minutes; anything else refused', () => {
@@ -108,11 +111,6 @@ test('slack events: challenge, messages by respondTo, bots and edits ignored, me
   assert.equal(inboundOf('mention', msg), null, 'mention: a plain channel message');
   assert.equal(inboundOf('mention', { ...msg, channel_type: 'im' })?.text, 'hi', 'mention: a DM always');
   assert.equal(inboundOf('mention', { ...msg, type: 'app_mention', text: '<@UBOT> do it' })?.text, 'do it');
-});
-
-test('mrkdwn: escapes and Markdown forms; code left as it is', () => {
-  assert.equal(toMrkdwn('# Title\n__b__ ~~s~~ `a<b` & x'), '*Title*\n*b* ~s~ `a&lt;b` &amp; x');
-  assert.equal(toMrkdwn('```\n**x**\n```'), '```\n**x**\n```');
 });
 
 test('slack socket mode: hello, events committed then acknowledged, a redelivery after a failed commit, a malformed frame and a disconnect reconnect', async (t) => {

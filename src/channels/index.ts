@@ -36,7 +36,6 @@ export {
   type SlackPush,
   slackClientFactory,
   slackSignature,
-  toMrkdwn,
   verifySlackSignature,
 } from './slack.js';
 export { parseSocketFrame, type SocketFrame } from './slack-socket.js';

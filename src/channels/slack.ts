@@ -6,7 +6,8 @@
  * wait in Retry-After). No SDK: @slack/web-api retries and queues on its own, and the
  * runner must see each 429 to pace the channel and each failure to record it.
  *
- * A reply goes into the thread of the message it answers (`thread_ts`), in mrkdwn, and
+ * A reply goes into the thread of the message it answers (`thread_ts`), in mrkdwn
+ * (slack-mrkdwn.ts converts the agent's Markdown and cuts it between whole entities), and
  * carries berth's key of the send in its message metadata; `conversations.replies` reads
  * the thread back, so a send whose record a crash prevented is found, not sent again.
  *
@@ -16,11 +17,13 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Channel, ChannelInbound, ChannelRespond } from '../core/index.js';
 import {
   type ChannelEvent,
+  type ChannelPart,
   type ChannelSecrets,
   type ChannelSend,
   type PlatformClient,
   PlatformError,
 } from './channel.js';
+import { escapeMrkdwn, toSlackParts } from './slack-mrkdwn.js';
 import { socketModeConnection } from './slack-socket.js';
 
 /** The text of one message: Slack truncates past 40,000 characters and asks for at most 4,000. */
@@ -89,10 +92,15 @@ export class SlackClient implements PlatformClient {
     }
   }
 
+  parts(text: string): ChannelPart[] {
+    return toSlackParts(text, SLACK_MAX_TEXT);
+  }
+
   async send(message: ChannelSend, signal: AbortSignal): Promise<string> {
     const body: Record<string, unknown> = {
       channel: message.chatId,
-      text: toMrkdwn(message.text),
+      // A part without markup (a text naming a file) is still read as mrkdwn: escaped.
+      text: message.formatted ?? escapeMrkdwn(message.text),
       metadata: { event_type: SLACK_SEND_EVENT_TYPE, event_payload: { key: message.key } },
     };
     if (message.replyTo !== null) body.thread_ts = message.replyTo;
@@ -258,29 +266,6 @@ export function parseSlackPush(channel: Pick<Channel, 'respondTo'>, body: unknow
       text: (e.text ?? '').replace(/<@[A-Z0-9]+>\s*/g, '').trim(),
     },
   };
-}
-
-/**
- * Markdown as Slack's mrkdwn: `&`, `<`, `>` escaped (Slack reads them as markup),
- * **bold** and __bold__ as *bold*, ~~strike~~ as ~strike~, [text](url) as <url|text>,
- * headings as bold lines. Code spans and blocks are left as they are (same syntax).
- */
-export function toMrkdwn(markdown: string): string {
-  return markdown
-    .split(/(```[\s\S]*?```|`[^`\n]*`)/)
-    .map((piece, i) => {
-      const escaped = piece.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-      if (i % 2 === 1) return escaped;
-      return escaped
-        .replace(/\[([^\]\n]+)\]\((https?:\/\/[^)\s]+)\)/g, '<$2|$1>')
-        .replace(
-          /\*\*([^*\n]+)\*\*|__([^_\n]+)__/g,
-          (_m, a: string | undefined, b: string | undefined) => `*${a ?? b}*`,
-        )
-        .replace(/~~([^~\n]+)~~/g, '~$1~')
-        .replace(/^#{1,6}\s+(.+)$/gm, '*$1*');
-    })
-    .join('');
 }
 
 export function slackClientFactory(options: Pick<SlackOptions, 'apiUrl'>) {
