@@ -31,8 +31,7 @@ export async function refreshChannels() {
     return;
   }
   tbody.replaceChildren(...channels.map(channelRow));
-  if (channels.length === 0)
-    tbody.append(el('tr', null, null, el('td', 'muted', 'No channel yet: berth channel add (docs/channels.md).')));
+  if (channels.length === 0) tbody.append(emptyRow('No channel yet: berth channel add (docs/channels.md).', 9));
 }
 
 function channelRow(c) {
@@ -100,7 +99,7 @@ async function showOutbox() {
   }
   if (opened?.id !== id) return;
   tbody.replaceChildren(...answer.outbox.map(outboxRow));
-  if (answer.outbox.length === 0) tbody.append(el('tr', null, null, el('td', 'muted', 'Nothing sent or owed.')));
+  if (answer.outbox.length === 0) tbody.append(emptyRow('Nothing sent or owed.', 7));
   $('#c-outbox').dataset.channel = id;
   $('#c-outbox').dataset.page = String(cursors.length);
   $('#c-prev').disabled = cursors.length === 1;
@@ -124,6 +123,12 @@ function outboxRow(o) {
     el('td', o.lastError ? 'fault' : null, o.lastError ?? ''),
   );
   return tr;
+}
+
+function emptyRow(text, columns) {
+  const td = el('td', 'muted', text);
+  td.colSpan = columns;
+  return el('tr', null, null, td);
 }
 
 $('#c-prev').addEventListener('click', () => {

@@ -95,6 +95,12 @@ test('dashboard: send from the page, see queued → running → done live, scree
     tokenSecret: 'tg',
     allowUsers: ['@alice'],
   });
+  // 21 strangers each owed a refusal: one more than a page of its outbox.
+  for (let chat = 1; chat <= 21; chat++) {
+    const from = { chatId: String(chat), chatType: 'private', userId: String(chat), username: `u${chat}` };
+    const inbound = { ...from, updateId: 0, messageId: '1', threadId: null, text: 'hi' };
+    assert.equal(await host.store.commitChannelEvent('tg_dash', `e${chat}`, inbound, Date.now()), 'refuse');
+  }
   await page.click('a[href="#/channels"]');
   const channel = '#channels tr[data-channel="tg_dash"]';
   await page.waitForSelector(`${channel} td.state[data-state="active"]`);
@@ -107,11 +113,19 @@ test('dashboard: send from the page, see queued → running → done live, scree
     stored.channels.map((c) => [c.id, c.paused]),
     [['tg_dash', true]],
   );
-  // Its outbox, opened from its row: nothing was sent.
+  // Its outbox, opened from its row, a page at a time: 20 refusals, then the 21st.
   await page.click(`${channel} td:first-child`);
-  await page.waitForSelector('#c-outbox[data-channel="tg_dash"][data-page="1"]');
-  assert.equal(await page.textContent('#c-outbox tbody'), 'Nothing sent or owed.');
+  const outbox = '#c-outbox[data-channel="tg_dash"]';
+  await page.waitForSelector(`${outbox}[data-page="1"]`);
+  assert.equal((await page.$$(`${outbox} tbody tr`)).length, 20);
+  assert.match((await page.textContent(`${outbox} tbody tr`)) ?? '', /^\d+refusal1(pending|dead)\d/);
+  await page.click('#c-next');
+  await page.waitForSelector(`${outbox}[data-page="2"]`);
+  assert.equal((await page.$$(`${outbox} tbody tr`)).length, 1);
+  assert.match((await page.textContent(`${outbox} tbody tr`)) ?? '', /^\d+refusal21/);
   assert.equal(await page.isDisabled('#c-next'), true);
+  await page.click('#c-prev');
+  await page.waitForSelector(`${outbox}[data-page="1"]`);
   // A channel that does not exist: the API's code and hint.
   await page.goto(`${host.url}/#/channels/nope`);
   await page.waitForSelector('#c-result.error[data-code="CHANNEL_NOT_FOUND"]');
@@ -119,10 +133,7 @@ test('dashboard: send from the page, see queued → running → done live, scree
   page.once('dialog', (d) => void d.accept());
   await page.click(`${channel} button.danger`);
   await page.waitForFunction(`!document.querySelector('${channel}')`);
-  assert.deepEqual(
-    (await client.request<{ channels: unknown[] }>('GET', '/v1/channels')).channels,
-    [],
-  );
+  assert.deepEqual((await client.request<{ channels: unknown[] }>('GET', '/v1/channels')).channels, []);
   assert.deepEqual(pageErrors, []);
   assert.deepEqual(outside, [], 'the page fetches nothing from outside the host');
 });
