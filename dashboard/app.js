@@ -1,8 +1,9 @@
-// berth dashboard: plain ES modules, no framework, no CDN. Two views, chosen by the URL
-// fragment so each can be linked and reloaded: the overview (#/) and a session's page
-// (#/sessions/ID, session.js). Live data: the tenant event stream (/v1/events, read with
+// berth dashboard: plain ES modules, no framework, no CDN. Three views, chosen by the URL
+// fragment so each can be linked and reloaded: the overview (#/), a session's page
+// (#/sessions/ID, session.js) and the channels (#/channels[/ID], channels.js). Live data: the tenant event stream (/v1/events, read with
 // fetch so the token travels in a header) plus /v1/status after each burst of events.
 
+import { hideChannels, refreshChannels, showChannels } from './channels.js';
 import { $, api, el, exitCodeOf, follow, showTokenForm, token } from './lib.js';
 import { hideSession, refreshSession, sessionShown, showSession } from './session.js';
 
@@ -289,14 +290,18 @@ $('#send-form').addEventListener('submit', async (e) => {
   }
 });
 
-// ---- views: #/sessions/ID is a session's page, anything else the overview
+// ---- views: #/sessions/ID is a session's page, #/channels[/ID] the channels, anything else the overview
 
 function route() {
-  const m = /^#\/sessions\/([^/]+)$/.exec(location.hash);
-  $('#overview').hidden = Boolean(m);
-  $('#session-page').hidden = !m;
-  if (m) showSession(decodeURIComponent(m[1]));
+  const session = /^#\/sessions\/([^/]+)$/.exec(location.hash);
+  const channels = /^#\/channels(?:\/([^/]+))?$/.exec(location.hash);
+  $('#overview').hidden = Boolean(session || channels);
+  $('#session-page').hidden = !session;
+  $('#channels-page').hidden = !channels;
+  if (session) showSession(decodeURIComponent(session[1]));
   else hideSession();
+  if (channels) showChannels(channels[1] === undefined ? null : decodeURIComponent(channels[1]));
+  else hideChannels();
 }
 window.addEventListener('hashchange', route);
 
@@ -310,5 +315,6 @@ else {
   setInterval(refreshPool, 5000);
   setInterval(refreshChaos, 10000);
   setInterval(refreshSession, 10000);
+  setInterval(refreshChannels, 5000);
   follow('/v1/events', onEvent);
 }

@@ -30,6 +30,53 @@ export function errorText(err) {
   return `${e.code}: ${e.message}${e.hint ? ` — ${e.hint}` : ''}`;
 }
 
+/** One page of a keyset-paged listing (`{<field>: [...], next}`), after a cursor (null: the first page). */
+export function page(url, after = null, limit = 500) {
+  return api(`${url}?limit=${limit}${after === null ? '' : `&after=${encodeURIComponent(after)}`}`);
+}
+
+/** Every item of a paged listing, a page at a time; a very long one shows its first 2000. */
+export async function allPages(url, field) {
+  const all = [];
+  let next = null;
+  do {
+    const answer = await page(url, next);
+    all.push(...answer[field]);
+    next = answer.next;
+  } while (next !== null && all.length < 2000);
+  return all;
+}
+
+/** Empties an action's result line (its error class and code too). */
+export function clearResult(out) {
+  out.className = '';
+  delete out.dataset.code;
+  out.replaceChildren();
+  return out;
+}
+
+/**
+ * Runs an operator's action and shows its outcome in `out`: what `run` returns (nothing when
+ * the operator said no), or the API's error (showError).
+ */
+export async function showOutcome(out, run) {
+  clearResult(out).textContent = '…';
+  try {
+    const done = await run();
+    if (done === undefined) out.textContent = '';
+    else out.replaceChildren(...[done].flat());
+  } catch (err) {
+    showError(out, err);
+  }
+}
+
+/** An API failure in `out`: its code, message and hint, the code also as data-code. */
+export function showError(out, err) {
+  out.className = 'error';
+  out.dataset.code = err.body?.error?.code ?? '';
+  out.textContent = errorText(err);
+}
+
 /** An element with its class and text (never HTML), and children appended. */
 export function el(tag, className, text, ...children) {
   const node = document.createElement(tag);

@@ -3,7 +3,7 @@
 // its exit codes and why it ended) and its conversation. A turn row opens the turn (history.js).
 
 import { openTurn, showFiles } from './history.js';
-import { $, api, el, errorText, exitCodeOf, formatBytes, formatMs, statusOf, time } from './lib.js';
+import { $, allPages, api, clearResult, el, errorText, exitCodeOf, formatBytes, formatMs, showOutcome, statusOf, time } from './lib.js';
 
 /** The session shown, or null on the overview. */
 let current = null;
@@ -59,18 +59,6 @@ export async function refreshSession() {
   $('#s-rewind').disabled = $('#s-fork').disabled = !workspace.retained;
   renderTurns(turns, messages);
   renderConversation(messages);
-}
-
-/** Every item of a paged listing, a page at a time; a very long session shows its first 2000. */
-async function allPages(url, field) {
-  const all = [];
-  let next = null;
-  do {
-    const page = await api(`${url}?limit=500${next === null ? '' : `&after=${encodeURIComponent(next)}`}`);
-    all.push(...page[field]);
-    next = page.next;
-  } while (next !== null && all.length < 2000);
-  return all;
 }
 
 function renderFacts(view, workspace) {
@@ -151,26 +139,10 @@ function renderConversation(messages) {
 
 // ---- actions: each shows the API's answer, or its error code and message
 
-function resetResult() {
-  const out = $('#s-result');
-  out.className = '';
-  delete out.dataset.code;
-  out.replaceChildren();
-  return out;
-}
+const resetResult = () => clearResult($('#s-result'));
 
 async function act(run) {
-  const out = resetResult();
-  out.textContent = '…';
-  try {
-    const done = await run();
-    if (done === undefined) out.textContent = '';
-    else out.replaceChildren(...[done].flat());
-  } catch (err) {
-    out.className = 'error';
-    out.dataset.code = err.body?.error?.code ?? '';
-    out.textContent = errorText(err);
-  }
+  await showOutcome($('#s-result'), run);
   await refreshSession();
 }
 

@@ -6,21 +6,28 @@
  * A session's page (#/sessions/ID) shows its turns (a job that exited 7 in red), a turn's
  * diff and its files at an older version, refuses a rewind while a turn runs with the API's
  * code, and rewinds the session, which the next turn sees (artifacts/dashboard-session.png).
+ * The channels page lists a channel, pauses it, opens its outbox, shows the API's code for a
+ * channel that does not exist, and removes it after the operator confirms.
  */
 import assert from 'node:assert/strict';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { chromium } from 'playwright-core';
-import type { ScriptPlan } from '../src/core/index.js';
+import { hostPaths, type ScriptPlan } from '../src/core/index.js';
+import { SecretStore } from '../src/secrets/index.js';
 import { eventually } from './helpers/processes.js';
 import { startTestHost } from './helpers/test-host.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(process.cwd(), 'artifacts');
 
-test('dashboard: send from the page, see queued → running → done live, screenshot', async (t) => {
-  const { host, client } = await startTestHost(t, { BERTH_SLOTS: '1' });
+test('dashboard: send from the page, see queued → running → done live, screenshot; the channels page', async (t) => {
+  // The channel below polls a Telegram that is not there: nothing leaves the machine.
+  const { host, client, dataDir } = await startTestHost(t, {
+    BERTH_SLOTS: '1',
+    BERTH_TELEGRAM_API_URL: 'http://127.0.0.1:9',
+  });
   await client.request('POST', '/v1/agents', { name: 'scr', provider: 'script', memoryMb: 256 });
 
   const browser = await chromium.launch({
@@ -78,6 +85,55 @@ test('dashboard: send from the page, see queued → running → done live, scree
   );
   await mkdir(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard.png'), fullPage: true });
+
+  // The channels page: a Telegram channel made through the API is listed, paused from the page.
+  await new SecretStore({ path: hostPaths(dataDir).secretsFile, key: '' }).set('tg', '1:fake');
+  await client.request('POST', '/v1/channels', {
+    platform: 'telegram',
+    name: 'tg_dash',
+    agent: 'scr',
+    tokenSecret: 'tg',
+    allowUsers: ['@alice'],
+  });
+  // 21 strangers each owed a refusal: one more than a page of its outbox.
+  for (let chat = 1; chat <= 21; chat++) {
+    const from = { chatId: String(chat), chatType: 'private', userId: String(chat), username: `u${chat}` };
+    const inbound = { ...from, updateId: 0, messageId: '1', threadId: null, text: 'hi' };
+    assert.equal(await host.store.commitChannelEvent('tg_dash', `e${chat}`, inbound, Date.now()), 'refuse');
+  }
+  await page.click('a[href="#/channels"]');
+  const channel = '#channels tr[data-channel="tg_dash"]';
+  await page.waitForSelector(`${channel} td.state[data-state="active"]`);
+  assert.match((await page.textContent(channel)) ?? '', /^tg_dashtelegramscrper-chat@alice/);
+  await page.click(`${channel} button:text("Pause")`);
+  await page.waitForSelector(`${channel} td.state[data-state="paused"]`);
+  assert.match((await page.textContent('#c-result')) ?? '', /^Channel tg_dash is paused/);
+  const stored = await client.request<{ channels: { id: string; paused: boolean }[] }>('GET', '/v1/channels');
+  assert.deepEqual(
+    stored.channels.map((c) => [c.id, c.paused]),
+    [['tg_dash', true]],
+  );
+  // Its outbox, opened from its row, a page at a time: 20 refusals, then the 21st.
+  await page.click(`${channel} td:first-child`);
+  const outbox = '#c-outbox[data-channel="tg_dash"]';
+  await page.waitForSelector(`${outbox}[data-page="1"]`);
+  assert.equal((await page.$$(`${outbox} tbody tr`)).length, 20);
+  assert.match((await page.textContent(`${outbox} tbody tr`)) ?? '', /^\d+refusal1(pending|dead)\d/);
+  await page.click('#c-next');
+  await page.waitForSelector(`${outbox}[data-page="2"]`);
+  assert.equal((await page.$$(`${outbox} tbody tr`)).length, 1);
+  assert.match((await page.textContent(`${outbox} tbody tr`)) ?? '', /^\d+refusal21/);
+  assert.equal(await page.isDisabled('#c-next'), true);
+  await page.click('#c-prev');
+  await page.waitForSelector(`${outbox}[data-page="1"]`);
+  // A channel that does not exist: the API's code and hint.
+  await page.goto(`${host.url}/#/channels/nope`);
+  await page.waitForSelector('#c-result.error[data-code="CHANNEL_NOT_FOUND"]');
+  // Remove asks first: this operator says yes.
+  page.once('dialog', (d) => void d.accept());
+  await page.click(`${channel} button.danger`);
+  await page.waitForFunction(`!document.querySelector('${channel}')`);
+  assert.deepEqual((await client.request<{ channels: unknown[] }>('GET', '/v1/channels')).channels, []);
   assert.deepEqual(pageErrors, []);
   assert.deepEqual(outside, [], 'the page fetches nothing from outside the host');
 });

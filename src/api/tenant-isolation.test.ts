@@ -241,6 +241,7 @@ const CASES: Record<string, RouteCase> = {
   'GET /dashboard/app.js': { kind: 'public' },
   'GET /dashboard/lib.js': { kind: 'public' },
   'GET /dashboard/session.js': { kind: 'public' },
+  'GET /dashboard/channels.js': { kind: 'public' },
   'GET /dashboard/history.js': { kind: 'public' },
   'GET /dashboard/style.css': { kind: 'public' },
 };
