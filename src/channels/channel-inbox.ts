@@ -14,6 +14,7 @@
  */
 import type { BlobStore } from '../blobs/index.js';
 import {
+  CHANNEL_FILES_PREFIX,
   type Channel,
   type ChannelInbound,
   type InboxFile,
@@ -25,9 +26,6 @@ import {
 } from '../core/index.js';
 import type { ChannelRunnerStore } from '../store/index.js';
 import { type PlatformClient, platformFailureOf } from './channel.js';
-
-/** Where channel files live in the blob store. */
-export const CHANNEL_FILES_PREFIX = 'channel-files/';
 
 export interface ChannelInboxDeps {
   store: Pick<ChannelRunnerStore, 'getAgent'>;

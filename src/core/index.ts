@@ -9,6 +9,7 @@ export * from './blobs-url.js';
 export * from './cache-eviction.js';
 export * from './channel.js';
 export * from './channel-command.js';
+export * from './channel-files.js';
 export * from './clock.js';
 export * from './config.js';
 export * from './config-options.js';

@@ -71,6 +71,7 @@ export interface WorkerStore
       | 'listCheckpoints'
       | 'sweepCheckpoints'
       | 'isCheckpointObjectNamed'
+      | 'channelFileUses'
     > {}
 
 /**

@@ -12,6 +12,7 @@ import type {
   AgentSpec,
   ApiTokenRow,
   Channel,
+  ChannelFileUse,
   ChannelInbound,
   ChannelOutboxItem,
   ClaimedSession,
@@ -382,6 +383,12 @@ export interface Store {
   sweepCheckpoints(): Promise<string[]>;
   /** Whether some checkpoint names this blob-store object (garbage collection keeps it). */
   isCheckpointObjectNamed(key: string): Promise<boolean>;
+  /**
+   * The rows that may still need a chat file (`channel-files/…`): messages not yet done with
+   * that name files, outbox rows not yet sent or dead that send one. Garbage collection keeps
+   * what core's neededChannelFiles makes of them.
+   */
+  channelFileUses(): Promise<ChannelFileUse[]>;
   /**
    * Journals a completed model answer of a running turn, fenced as recordCheckpoint ('stale'
    * otherwise, nothing written). The first answer to a request stays: a repeat is 'ok' and

@@ -8,6 +8,7 @@ import { createReadStream } from 'node:fs';
 import type { Logger } from 'pino';
 import {
   BerthError,
+  CHANNEL_FILES_PREFIX,
   type CheckpointTaken,
   type CommitInput,
   failpoint,
@@ -191,7 +192,7 @@ export class TurnLayers {
         this.log.warn({ turnId, name: file.name, bytes: file.size }, 'Outbox file not sent');
         continue;
       }
-      const key = `channel-files/out/${this.session.id.replace(/[^A-Za-z0-9_-]/g, '_')}/${turnId}-${i}`;
+      const key = `${CHANNEL_FILES_PREFIX}out/${this.session.id.replace(/[^A-Za-z0-9_-]/g, '_')}/${turnId}-${i}`;
       const put = await blobs.put(key, createReadStream(file.path), {
         maxBytes: OUTBOX_MAX_BYTES,
         ifAbsent: true,

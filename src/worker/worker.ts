@@ -26,6 +26,7 @@ import {
 import { stageRunner } from '../runtime/index.js';
 import type { StoreChange } from '../store/index.js';
 import { CHECKPOINT_OBJECT_PREFIX, WORKSPACE_OBJECT_PREFIXES, Workspaces } from '../workspace/index.js';
+import { collectChannelFiles } from './channel-files-gc.js';
 import { type DataDirIdentity, dataDirIdentity } from './data-dir-identity.js';
 import { joinDataDir, leaveDataDir } from './data-dir-users.js';
 import type { SandboxDeps, WorkerDeps } from './deps.js';
@@ -433,8 +434,9 @@ export class Worker {
   /**
    * Deletes blob-store objects nothing names any more: storage blobs no object names (puts
    * fenced off, objects overwritten or deleted), workspace layers and snapshots no chain
-   * names (uploads whose commit never came, chains compacted). Past the grace period only;
-   * in the shared blob store every worker's pass is safe.
+   * names (uploads whose commit never came, chains compacted), chat files no message or
+   * outbox row still needs. Past the grace period only; in the shared blob store every
+   * worker's pass is safe.
    */
   private async blobGcLoop(): Promise<void> {
     const { store, clock, blobs } = this.deps;
@@ -452,8 +454,9 @@ export class Worker {
             now: clock.now(),
           });
         const checkpoints = await this.sweepCheckpoints();
-        if (storage + workspace + checkpoints > 0)
-          this.log.info({ storage, workspace, checkpoints }, 'Collected blob-store garbage');
+        const channelFiles = await collectChannelFiles(store, blobs, clock.now());
+        if (storage + workspace + checkpoints + channelFiles > 0)
+          this.log.info({ storage, workspace, checkpoints, channelFiles }, 'Collected blob-store garbage');
       } catch (err) {
         this.log.warn({ err }, 'Blob-store garbage collection failed');
       }

@@ -162,6 +162,12 @@ export function runChannelConformance(kind: string, open: OpenStore): void {
         messages.map((m) => m.data),
         [{ inbox: files }, null],
       );
+      const uses = async () => (await store.channelFileUses()).map((u) => [u.key, u.holder, u.status]);
+      assert.deepEqual(
+        await uses(),
+        [[files[0]!.key, 'message', 'pending']],
+        'a queued message needs its file',
+      );
       const claim = await store.claimRunnableSession('w1', BASE + 3);
       const fence = { sessionId: claim!.session.id, generation: claim!.session.generation, workerId: 'w1' };
       const started = await store.startTurn(fence, BASE + 3);
@@ -170,6 +176,7 @@ export function runChannelConformance(kind: string, open: OpenStore): void {
         [{ inbox: files }, null],
         'the turn reads them',
       );
+      assert.deepEqual(await uses(), [[files[0]!.key, 'message', 'processing']]);
       // The files the turn wrote under outbox/ are owed to the chat after its reply, in its commit.
       const written = { name: 'r.txt', key: 'channel-files/out/s/t-0', size: 6 };
       const committed = await store.commitTurn(
@@ -190,6 +197,14 @@ export function runChannelConformance(kind: string, open: OpenStore): void {
           ['reply', '', '1002', written],
         ],
       );
+      // The message is done (its file is in the workspace now): only the unsent file is needed.
+      assert.deepEqual(await uses(), [[written.key, 'outbox', 'pending']]);
+      for (let at = BASE + 5; ; at++) {
+        const send = await store.takeChannelSend('tg1', 'p1', at, 60_000);
+        if (!send) break;
+        await store.endChannelSendAttempt(send, null, 'blocked', at);
+      }
+      assert.deepEqual(await uses(), [], 'a dead send needs its file no more');
       await store.close();
     });
 

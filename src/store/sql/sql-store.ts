@@ -13,6 +13,7 @@ import {
   type AgentSpec,
   type ApiTokenRow,
   type Channel,
+  type ChannelFileUse,
   type ChannelInbound,
   type ChannelOutboxItem,
   type ClaimedSession,
@@ -73,6 +74,7 @@ import type {
 import type { Program, Tx } from './program.js';
 import * as agents from './programs/agents.js';
 import * as audits from './programs/audit.js';
+import * as channelFiles from './programs/channel-files.js';
 import * as channelOutbox from './programs/channel-outbox.js';
 import * as channels from './programs/channels.js';
 import * as checkpoints from './programs/checkpoints.js';
@@ -451,6 +453,10 @@ export class SqlStore implements Store {
 
   isCheckpointObjectNamed(key: string): Promise<boolean> {
     return this.read(() => checkpoints.isCheckpointObjectNamed(key));
+  }
+
+  channelFileUses(): Promise<ChannelFileUse[]> {
+    return this.read(() => channelFiles.channelFileUses());
   }
 
   journalModelResponse(input: Fence & ModelResponseInput, now: number): Promise<Fenced<void>> {

@@ -285,3 +285,18 @@ WHERE id = :id AND attempts = :attempt AND status = 'pending'`;
  * @returns rows
  */
 export const CHANNEL_OUTBOX_OF_CHANNEL = `SELECT * FROM channel_outbox WHERE channel_id = :channelId AND ${afterKey('id', 'BIGINT')}`;
+
+/**
+ * The messages that may still need the chat files their data names (not yet done with);
+ * the rule itself is core's (usesChannelFile).
+ * @returns rows (status, data)
+ */
+export const CHANNEL_FILES_OF_MESSAGES = `
+SELECT status, data FROM messages WHERE status IN ('pending', 'processing') AND data LIKE '%"inbox"%'`;
+
+/**
+ * The outbox rows that may still need the file they send (not yet sent or dead).
+ * @returns rows (status, file)
+ */
+export const CHANNEL_FILES_OF_OUTBOX = `
+SELECT status, file FROM channel_outbox WHERE status = 'pending' AND file IS NOT NULL`;
