@@ -20,6 +20,7 @@ import {
   inboxNote,
   inboxRefusal,
   isBerthError,
+  isChannelSenderAllowed,
   safeInboxName,
   uniqueInboxName,
 } from '../core/index.js';
@@ -90,6 +91,19 @@ export async function stageChannelFiles(
       ? { notice: `Sorry, ${refused.join('; ')}. The message went on without it.` }
       : {}),
   };
+}
+
+/** `inbound` with its files staged when its sender is allowed (a stranger's are never fetched); as it is otherwise. */
+export function stageAllowedFiles(
+  deps: ChannelInboxDeps,
+  channel: Channel,
+  client: PlatformClient,
+  inbound: ChannelInbound,
+  signal: AbortSignal,
+): Promise<ChannelInbound> {
+  return isChannelSenderAllowed(channel, inbound)
+    ? stageChannelFiles(deps, channel, client, inbound, signal)
+    : Promise.resolve(inbound);
 }
 
 /** The smaller of the agent's workspace quota and what the platform lets a bot fetch. */

@@ -135,6 +135,32 @@ export function asPlatformError(err: unknown, what: string): PlatformError {
   );
 }
 
+/**
+ * A file's bytes fetched, or sent, outside the platform's JSON API (a download, an upload
+ * URL): the answer's body when 2xx, else a PlatformError, transient for no answer or a 5xx,
+ * refused otherwise. `what` names it in errors (never the URL: it may hold a token).
+ */
+export async function fetchPlatformFile(
+  url: string,
+  init: RequestInit,
+  what: string,
+): Promise<ReadableStream<Uint8Array>> {
+  let res: Response;
+  try {
+    res = await fetch(url, init);
+  } catch (err) {
+    throw new PlatformError({ kind: 'transient', description: `${what}: no answer` }, { cause: err });
+  }
+  if (res.ok && res.body) return res.body;
+  await res.body?.cancel();
+  const description = `${what}: answered ${res.status}`;
+  throw new PlatformError(
+    res.status >= 500
+      ? { kind: 'transient', description }
+      : { kind: 'refused', status: res.status, description },
+  );
+}
+
 /** A WebSocket text frame's JSON object, or null when it is not one (binary, not JSON, not an object). */
 export function jsonObjectOf(raw: unknown): Record<string, unknown> | null {
   if (typeof raw !== 'string') return null;

@@ -21,6 +21,7 @@ import {
   type ChannelPart,
   type ChannelSecrets,
   type ChannelSend,
+  fetchPlatformFile,
   type PlatformClient,
   PlatformError,
 } from './channel.js';
@@ -197,22 +198,7 @@ export class TelegramClient implements PlatformClient {
         description: 'Telegram getFile: no file_path',
       });
     const url = `${this.apiBase()}/file/bot${this.options.token}/${file.file_path}`;
-    let res: Response;
-    try {
-      res = await fetch(url, { signal });
-    } catch (err) {
-      throw new PlatformError({ kind: 'transient', description: 'Telegram file: no answer' }, { cause: err });
-    }
-    if (!res.ok || !res.body) {
-      await res.body?.cancel();
-      const description = `Telegram file: answered ${res.status}`;
-      throw new PlatformError(
-        res.status >= 500
-          ? { kind: 'transient', description }
-          : { kind: 'refused', status: res.status, description },
-      );
-    }
-    return res.body;
+    return fetchPlatformFile(url, { signal }, 'Telegram file');
   }
 
   /** sendDocument, multipart: the file's bytes as `document`, in reply like a text. */
