@@ -6,6 +6,7 @@
  * token, an outbox file through Slack's upload flow into the thread). And the pure parts: the signature check and the event parsing.
  */
 import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import {
   type ChannelEvent,
@@ -109,14 +110,7 @@ test('slack files: a shared file parsed and fetched with the bot token only; a f
   const message = { chatId: 'C1', text: 'r.txt', replyTo: '1.000001', key: '9.0' };
   const id = await client.sendFile(
     message,
-    {
-      name: 'r.txt',
-      size: 6,
-      body: (async function* () {
-        yield Buffer.from('rep');
-        yield Buffer.from('ort');
-      })(),
-    },
+    { name: 'r.txt', size: 6, body: Readable.from([Buffer.from('rep'), Buffer.from('ort')]) },
     signal,
   );
   assert.deepEqual(fake.uploaded, [

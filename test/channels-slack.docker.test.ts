@@ -209,23 +209,20 @@ test('slack: signed events enqueued once by event_id, replies in their thread, 4
   assert.equal(slack.posted.filter((p) => p.threadTs === killed.ts).length, 1, 'answered once');
 
   // Files: shared with a message (Events API and Socket Mode), in inbox/ when its turn runs.
-  const notes = slack.addFile('notes.txt', Buffer.from('hello from a file\n'));
-  const withFile = slack.messageEvent({
-    channel: 'C1',
-    user: 'U07ALICE',
-    text: 'cat inbox/notes.txt',
-    files: [notes],
-  });
+  const sharing = (channel: string, text: string, name: string, bytes: string) => {
+    const file = slack.addFile(name, Buffer.from(bytes));
+    return { file, ...slack.messageEvent({ channel, user: 'U07ALICE', text, files: [file] }) };
+  };
+  const withFile = sharing('C1', 'cat inbox/notes.txt', 'notes.txt', 'hello from a file\n');
   assert.equal((await slack.deliver(endpoint, withFile.body)).status, 200);
   assert.equal((await repliesIn(withFile.ts))[0]!.text, 'hello from a file\n');
   // A file back: what the turn writes under outbox/ is uploaded into the thread after its reply.
-  const socketFile = slack.addFile('s.txt', Buffer.from('over the socket'));
-  const out = slack.messageEvent({
-    channel: 'C9',
-    user: 'U07ALICE',
-    text: 'cat inbox/s.txt && mkdir -p outbox && printf report > outbox/r.txt',
-    files: [socketFile],
-  });
+  const out = sharing(
+    'C9',
+    'cat inbox/s.txt && mkdir -p outbox && printf report > outbox/r.txt',
+    's.txt',
+    'over the socket',
+  );
   slack.socketEvent(out.body);
   assert.equal((await repliesIn(out.ts))[0]!.text, 'over the socket');
   const uploaded = await eventually(
@@ -241,8 +238,8 @@ test('slack: signed events enqueued once by event_id, replies in their thread, 4
   assert.deepEqual(
     slack.downloads.map((d) => [d.id, d.authorized]),
     [
-      [notes.id, true],
-      [socketFile.id, true],
+      [withFile.file.id, true],
+      [out.file.id, true],
     ],
     'each file fetched once, with the bot token',
   );

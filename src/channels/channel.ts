@@ -78,13 +78,23 @@ export interface PlatformClient {
    * Sends a file as a document in reply (Telegram: sendDocument); resolves to the platform's
    * id of the message it created. Absent where berth sends no files yet: a text names it.
    */
-  sendFile?(
-    message: ChannelSend,
-    file: { name: string; size: number; body: AsyncIterable<Uint8Array> },
-    signal: AbortSignal,
-  ): Promise<string>;
+  sendFile?(message: ChannelSend, file: ChannelFile, signal: AbortSignal): Promise<string>;
   /** Best effort: the platform's typing indicator in the chat. */
   showTyping(chatId: string, signal: AbortSignal): Promise<void>;
+}
+
+/** A file a turn sends back, its bytes read from the blob store. */
+export interface ChannelFile {
+  name: string;
+  size: number;
+  body: AsyncIterable<Uint8Array>;
+}
+
+/** A file's bytes in one buffer: the platforms take an upload whole (a form part, a POST body). */
+export async function fileBytes(file: ChannelFile): Promise<Buffer> {
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of file.body) chunks.push(chunk);
+  return Buffer.concat(chunks);
 }
 
 /** The values of the secrets a channel names, read from the host's secret store. */

@@ -17,10 +17,12 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Channel, ChannelAttachment, ChannelInbound, ChannelRespond } from '../core/index.js';
 import {
   type ChannelEvent,
+  type ChannelFile,
   type ChannelPart,
   type ChannelSecrets,
   type ChannelSend,
   fetchPlatformFile,
+  fileBytes,
   type PlatformClient,
   PlatformError,
 } from './channel.js';
@@ -159,14 +161,8 @@ export class SlackClient implements PlatformClient {
    * id is the platform id. An upload carries no metadata, so findSent cannot find it: a send
    * cut short by a crash is uploaded again (at-least-once, as on Telegram).
    */
-  async sendFile(
-    message: ChannelSend,
-    file: { name: string; size: number; body: AsyncIterable<Uint8Array> },
-    signal: AbortSignal,
-  ): Promise<string> {
-    const chunks: Uint8Array[] = [];
-    for await (const chunk of file.body) chunks.push(chunk);
-    const bytes = Buffer.concat(chunks);
+  async sendFile(message: ChannelSend, file: ChannelFile, signal: AbortSignal): Promise<string> {
+    const bytes = await fileBytes(file);
     const query = new URLSearchParams({ filename: file.name, length: String(bytes.length) });
     const target = await this.call('files.getUploadURLExternal', { query }, signal);
     if (typeof target.upload_url !== 'string' || typeof target.file_id !== 'string')

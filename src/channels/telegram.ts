@@ -18,10 +18,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Channel, ChannelAttachment, ChannelInbound, ChannelRespond } from '../core/index.js';
 import {
+  type ChannelFile,
   type ChannelPart,
   type ChannelSecrets,
   type ChannelSend,
   fetchPlatformFile,
+  fileBytes,
   type PlatformClient,
   PlatformError,
 } from './channel.js';
@@ -202,13 +204,7 @@ export class TelegramClient implements PlatformClient {
   }
 
   /** sendDocument, multipart: the file's bytes as `document`, in reply like a text. */
-  async sendFile(
-    message: ChannelSend,
-    file: { name: string; size: number; body: AsyncIterable<Uint8Array> },
-    signal: AbortSignal,
-  ): Promise<string> {
-    const chunks: Uint8Array[] = [];
-    for await (const chunk of file.body) chunks.push(chunk);
+  async sendFile(message: ChannelSend, file: ChannelFile, signal: AbortSignal): Promise<string> {
     const form = new FormData();
     form.append('chat_id', message.chatId);
     if (message.replyTo !== null)
@@ -216,7 +212,7 @@ export class TelegramClient implements PlatformClient {
         'reply_parameters',
         JSON.stringify({ message_id: Number(message.replyTo), allow_sending_without_reply: true }),
       );
-    form.append('document', new Blob(chunks), file.name);
+    form.append('document', new Blob([await fileBytes(file)]), file.name);
     const sent = await this.call<TelegramMessage>('sendDocument', form, signal);
     return String(sent.message_id);
   }
