@@ -2,9 +2,11 @@
  * The Slack client against the fake Slack (its real wire protocol): a send goes into the
  * thread it answers, in mrkdwn, with berth's key in its metadata; findSent reads the
  * thread back and finds it by that key; 429 (Retry-After) and refusals typed as the
- * runner acts on them. And the pure parts: the signature check and the event parsing.
+ * runner acts on them; files both ways (a shared file's attachment fetched with the bot
+ * token, an outbox file through Slack's upload flow into the thread). And the pure parts: the signature check and the event parsing.
  */
 import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import {
   type ChannelEvent,
@@ -63,6 +65,74 @@ test('slack client: threaded send with its key, found again by reading the threa
     (e: unknown) => e instanceof PlatformError && e.failure.kind === 'refused' && !e.message.includes('xoxb'),
   );
   assert.equal(fake.callsOf('chat.postMessage').length, 5, 'every call recorded');
+});
+
+test('slack files: a shared file parsed and fetched with the bot token only; a file back uploaded into the thread', async (t) => {
+  const fake = await new FakeSlack(TOKEN, SECRET).start();
+  t.after(() => fake.close());
+  const client = new SlackClient({ apiUrl: fake.url, token: TOKEN });
+  const signal = new AbortController().signal;
+  const bytesOf = async (body: AsyncIterable<Uint8Array>) => {
+    const chunks: Uint8Array[] = [];
+    for await (const c of body) chunks.push(c);
+    return Buffer.concat(chunks).toString();
+  };
+
+  const shared = fake.addFile('notes.txt', Buffer.from('hello file\n'));
+  const push = parseSlackPush(
+    { respondTo: 'all' },
+    JSON.parse(fake.messageEvent({ channel: 'C1', user: 'U7', text: 'see', files: [shared] }).body),
+  );
+  assert.ok(push.kind === 'event' && push.inbound);
+  const [attachment] = push.inbound.attachments ?? [];
+  assert.deepEqual(attachment, {
+    id: shared.id,
+    name: 'notes.txt',
+    sizeBytes: 11,
+    url: shared.url_private_download,
+  });
+  assert.equal(await bytesOf(await client.download(attachment!, signal)), 'hello file\n');
+  assert.deepEqual(fake.downloads, [{ id: shared.id, authorized: true }]);
+  await assert.rejects(
+    new SlackClient({ apiUrl: fake.url, token: 'xoxb-wrong' }).download(attachment!, signal),
+    (e: unknown) =>
+      e instanceof PlatformError &&
+      e.failure.kind === 'refused' &&
+      /Slack file: answered 403/.test(e.message),
+  );
+  // Never the token in clear to another host: refused before any request.
+  await assert.rejects(
+    client.download({ ...attachment!, url: 'http://files.example.org/x' }, signal),
+    (e: unknown) => e instanceof PlatformError && e.failure.kind === 'refused',
+  );
+  assert.equal(fake.downloads.length, 2, 'the stray URL was not fetched');
+
+  const message = { chatId: 'C1', text: 'r.txt', replyTo: '1.000001', key: '9.0' };
+  const id = await client.sendFile(
+    message,
+    { name: 'r.txt', size: 6, body: Readable.from([Buffer.from('rep'), Buffer.from('ort')]) },
+    signal,
+  );
+  assert.deepEqual(fake.uploaded, [
+    { id, name: 'r.txt', bytes: Buffer.from('report'), channel: 'C1', threadTs: '1.000001' },
+  ]);
+  assert.deepEqual(
+    fake.calls.filter((c) => c.method.startsWith('files.')).map((c) => [c.method, c.status]),
+    [
+      ['files.getUploadURLExternal', 200],
+      ['files.completeUploadExternal', 200],
+    ],
+  );
+  await assert.rejects(
+    client.sendFile(
+      { ...message, chatId: 'C1' },
+      { name: 'e', size: 0, body: (async function* () {})() },
+      signal,
+    ),
+    (e: unknown) =>
+      e instanceof PlatformError && e.failure.kind === 'refused' && /invalid_arguments/.test(e.message),
+    'an empty file: refused, as Slack does',
+  );
 });
 
 test('slack signature: v0 HMAC of timestamp and body, within 5 minutes; anything else refused', () => {

@@ -8,7 +8,10 @@
  * reads the thread back, finds the reply by its key, and records it without posting again.
  * Last, a Socket Mode channel of the same app: an event over the WebSocket answered and
  * acknowledged, a malformed frame reconnected, and berth SIGKILLed between an event's
- * commit and its ack: the fake delivers it again after the restart, enqueued once.
+ * commit and its ack: the fake delivers it again after the restart, enqueued once. Files:
+ * one shared over the Events API and one over Socket Mode are in inbox/ when their turns
+ * run (fetched with the bot token), and a file the turn writes to outbox/ is uploaded into
+ * the thread with Slack's upload flow.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -19,7 +22,7 @@ import { berth, eventually, exited } from './helpers/processes.js';
 const TOKEN = 'xoxb-1-test';
 const SIGNING = 'slack-signing-secret-test';
 
-test('slack: signed events enqueued once by event_id, replies in their thread, 401 for forgeries, 429 waited out, a SIGKILL between send and record reconciled without a second post; Socket Mode acknowledged after the commit, a SIGKILL before the ack redelivered and enqueued once', {
+test('slack: signed events enqueued once by event_id, replies in their thread, 401 for forgeries, 429 waited out, a SIGKILL between send and record reconciled without a second post; Socket Mode acknowledged after the commit, a SIGKILL before the ack redelivered and enqueued once; files in (both paths) and back (upload flow)', {
   timeout: 180_000,
 }, async (t) => {
   const slack = await new FakeSlack(TOKEN, SIGNING).start();
@@ -204,4 +207,40 @@ test('slack: signed events enqueued once by event_id, replies in their thread, 4
     'the redelivered event enqueued once',
   );
   assert.equal(slack.posted.filter((p) => p.threadTs === killed.ts).length, 1, 'answered once');
+
+  // Files: shared with a message (Events API and Socket Mode), in inbox/ when its turn runs.
+  const sharing = (channel: string, text: string, name: string, bytes: string) => {
+    const file = slack.addFile(name, Buffer.from(bytes));
+    return { file, ...slack.messageEvent({ channel, user: 'U07ALICE', text, files: [file] }) };
+  };
+  const withFile = sharing('C1', 'cat inbox/notes.txt', 'notes.txt', 'hello from a file\n');
+  assert.equal((await slack.deliver(endpoint, withFile.body)).status, 200);
+  assert.equal((await repliesIn(withFile.ts))[0]!.text, 'hello from a file\n');
+  // A file back: what the turn writes under outbox/ is uploaded into the thread after its reply.
+  const out = sharing(
+    'C9',
+    'cat inbox/s.txt && mkdir -p outbox && printf report > outbox/r.txt',
+    's.txt',
+    'over the socket',
+  );
+  slack.socketEvent(out.body);
+  assert.equal((await repliesIn(out.ts))[0]!.text, 'over the socket');
+  const uploaded = await eventually(
+    'the file uploaded',
+    async () => slack.uploaded.find((u) => u.threadTs === out.ts),
+    30_000,
+  );
+  assert.deepEqual([uploaded.channel, uploaded.name, uploaded.bytes.toString()], ['C9', 'r.txt', 'report']);
+  const sentFile = await eventually('the upload recorded', async () =>
+    (await store.listChannelOutbox('sl2')).find((o) => o.replyTo === out.ts && o.file && o.status === 'sent'),
+  );
+  assert.deepEqual(sentFile.platformMessageIds, [uploaded.id], 'the file id recorded');
+  assert.deepEqual(
+    slack.downloads.map((d) => [d.id, d.authorized]),
+    [
+      [withFile.file.id, true],
+      [out.file.id, true],
+    ],
+    'each file fetched once, with the bot token',
+  );
 });

@@ -413,6 +413,13 @@ test('telegram: the CLI names the fix for a missing token; list, pause (messages
     ['echo pushed'],
   );
   assert.equal(sentTo(telegram, ALICE.chatId).filter((m) => m.replyTo === pushed.messageId).length, 1);
+  // A file pushed by the webhook reaches inbox/ as a polled one does.
+  const filed = telegram.userMessage({
+    ...ALICE,
+    caption: 'cat inbox/w.txt',
+    document: { name: 'w.txt', bytes: Buffer.from('by webhook\n') },
+  });
+  assert.equal((await repliesTo(telegram, ALICE.chatId, filed.messageId))[0]!.text, 'by webhook\n');
 });
 
 test('telegram: two berth processes on one store: one polls at a time (no 409 Conflict), the other takes over when it is SIGKILLed', {

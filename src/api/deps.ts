@@ -1,5 +1,6 @@
 /** What the API needs from the host; passed to buildApp, never read from globals. */
 
+import type { BlobStore } from '../blobs/index.js';
 import type { WebhookDispatcher } from '../channels/index.js';
 import type { AgentSpec, Clock, ResolvedConfig } from '../core/index.js';
 import type { ApiStore } from '../store/index.js';
@@ -35,6 +36,8 @@ export interface ApiDeps {
   history?: WorkspaceHistory;
   /** The names in the host's secret store (a channel's bot token must be one); absent = not checked. */
   secretNames?: () => Promise<string[]>;
+  /** Where files sent with a pushed chat message are stored before its commit (Slack's Events API); absent = they are left out. */
+  blobs?: BlobStore;
   /** The host's secret store, read for a channel's signing secret (Slack's signed events); absent = pushed events are refused. */
   secrets?: { get(name: string): Promise<string | undefined> };
 }

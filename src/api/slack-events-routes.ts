@@ -5,16 +5,24 @@
  * text. Each event is committed once, keyed by its event_id, in one transaction with its
  * enqueue (store.commitChannelEvent), and only then acknowledged: a retried delivery is
  * acknowledged and writes nothing. Slack wants its answer within 3 s; a commit is one
- * store transaction.
+ * store transaction. An allowed sender's files are fetched and stored before the commit
+ * (stageAllowedFiles): a large one may outlast the 3 s, and Slack's retry of the event is
+ * then acknowledged without a second commit.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import { parseSlackPush, verifySlackSignature } from '../channels/index.js';
+import {
+  PUSHED_FILES_TIMEOUT_MS,
+  parseSlackPush,
+  SlackClient,
+  stageAllowedFiles,
+  verifySlackSignature,
+} from '../channels/index.js';
 import { BerthError } from '../core/index.js';
 import { channelSecret } from './channel-secret.js';
 import type { PluginDeps } from './deps.js';
 
 export const slackEventsRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) => {
-  const { store, clock, routes } = deps;
+  const { store, clock, routes, config, blobs } = deps;
   // Encapsulated in this plugin: the signature covers the exact bytes sent.
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) =>
@@ -70,7 +78,15 @@ export const slackEventsRoutes: FastifyPluginAsync<PluginDeps> = async (app, dep
       if (push.kind === 'malformed')
         throw new BerthError('INVALID_INPUT', `body: ${push.reason} (slackEvents)`);
       if (push.kind === 'challenge') return { challenge: push.challenge };
-      const outcome = await store.commitChannelEvent(id, push.eventId, push.inbound, clock.now());
+      let inbound = push.inbound;
+      if (inbound?.attachments?.length && blobs) {
+        const token = await channelSecret(deps, channel.tokenSecret, id, 'slackEvents');
+        const client = new SlackClient({ apiUrl: config.slackApiUrl, token });
+        // Not cut when Slack stops waiting (3 s): the event is still committed, its retry acknowledged.
+        const signal = AbortSignal.timeout(PUSHED_FILES_TIMEOUT_MS);
+        inbound = await stageAllowedFiles({ store, blobs }, channel, client, inbound, signal);
+      }
+      const outcome = await store.commitChannelEvent(id, push.eventId, inbound, clock.now());
       request.log.debug({ channelId: id, eventId: push.eventId, outcome }, 'Slack event committed');
       // Paused or removed meanwhile: not acknowledged, so Slack delivers it again later.
       if (outcome === 'stale')

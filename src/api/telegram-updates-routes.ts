@@ -5,16 +5,23 @@
  * `X-Telegram-Bot-Api-Secret-Token`, compared in constant time. Each update is committed
  * once, keyed by its update_id, in one transaction with its enqueue (store.commitChannelEvent),
  * and only then answered 200: Telegram delivers an update again until it gets a 2xx, and a
- * repeat finds the id and writes nothing.
+ * repeat finds the id and writes nothing. An allowed sender's files are fetched and stored
+ * before the commit (stageAllowedFiles), as when the channel is polled.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import { TelegramClient, type TelegramUpdate, verifyTelegramSecretToken } from '../channels/index.js';
+import {
+  PUSHED_FILES_TIMEOUT_MS,
+  stageAllowedFiles,
+  TelegramClient,
+  type TelegramUpdate,
+  verifyTelegramSecretToken,
+} from '../channels/index.js';
 import { BerthError, type Channel } from '../core/index.js';
 import { channelSecret } from './channel-secret.js';
 import type { PluginDeps } from './deps.js';
 
 export const telegramUpdatesRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) => {
-  const { store, clock, routes, config } = deps;
+  const { store, clock, routes, config, blobs } = deps;
   // One client per channel and token, kept for the bot's name (asked once, for --respond mention).
   const clients = new Map<string, { token: string; client: TelegramClient }>();
   const clientOf = (channel: Channel, token: string): TelegramClient => {
@@ -64,7 +71,16 @@ export const telegramUpdatesRoutes: FastifyPluginAsync<PluginDeps> = async (app,
           'body: a Telegram Update with a numeric update_id (telegramUpdates)',
         );
       const client = clientOf(channel, await secretOf(channel.tokenSecret, id));
-      const inbound = await client.inboundOf(update, AbortSignal.timeout(10_000));
+      let inbound = await client.inboundOf(update, AbortSignal.timeout(10_000));
+      // An allowed sender's files are stored before the commit, as when polled.
+      if (inbound.attachments?.length && blobs)
+        inbound = await stageAllowedFiles(
+          { store, blobs },
+          channel,
+          client,
+          inbound,
+          AbortSignal.timeout(PUSHED_FILES_TIMEOUT_MS),
+        );
       const outcome = await store.commitChannelEvent(id, String(update.update_id), inbound, clock.now());
       request.log.debug({ channelId: id, updateId: update.update_id, outcome }, 'Telegram update committed');
       // Paused or removed meanwhile: not acknowledged, so Telegram delivers it again later.

@@ -21,6 +21,7 @@ import {
   inboxNote,
   inboxRefusal,
   isBerthError,
+  isChannelSenderAllowed,
   safeInboxName,
   uniqueInboxName,
 } from '../core/index.js';
@@ -88,6 +89,25 @@ export async function stageChannelFiles(
       ? { notice: `Sorry, ${refused.join('; ')}. The message went on without it.` }
       : {}),
   };
+}
+
+/**
+ * How long a pushed message's files may take to fetch and store (an API route's, which the
+ * platform does not wait for: it delivers again, and the repeat is acknowledged).
+ */
+export const PUSHED_FILES_TIMEOUT_MS = 120_000;
+
+/** `inbound` with its files staged when its sender is allowed (a stranger's are never fetched); as it is otherwise. */
+export function stageAllowedFiles(
+  deps: ChannelInboxDeps,
+  channel: Channel,
+  client: PlatformClient,
+  inbound: ChannelInbound,
+  signal: AbortSignal,
+): Promise<ChannelInbound> {
+  return isChannelSenderAllowed(channel, inbound)
+    ? stageChannelFiles(deps, channel, client, inbound, signal)
+    : Promise.resolve(inbound);
 }
 
 /** The smaller of the agent's workspace quota and what the platform lets a bot fetch. */

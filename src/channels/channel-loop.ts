@@ -5,14 +5,14 @@
  * platform's id, fenced by the attempt. Writes stop when this process's lease lapses.
  */
 import type { Logger } from 'pino';
-import { type Channel, failpoint, isChannelSenderAllowed, sleep, WakeSignal } from '../core/index.js';
+import { type Channel, failpoint, sleep, WakeSignal } from '../core/index.js';
 import {
   type ChannelEvent,
   type PlatformClient,
   type PlatformFailure,
   platformFailureOf,
 } from './channel.js';
-import { stageChannelFiles } from './channel-inbox.js';
+import { stageAllowedFiles } from './channel-inbox.js';
 import type { ChannelRunnerDeps } from './channel-runner.js';
 import { ChannelSender } from './channel-sender.js';
 
@@ -107,10 +107,7 @@ export class ChannelLoop {
         for (const inbound of updates) {
           if (!this.active) break;
           if (inbound.updateId < cursor) continue;
-          // Only an allowed sender's files are fetched; the commit decides the rest.
-          const staged = isChannelSenderAllowed(this.channel, inbound)
-            ? await stageChannelFiles(this.deps, this.channel, this.client, inbound, pollSignal)
-            : inbound;
+          const staged = await stageAllowedFiles(this.deps, this.channel, this.client, inbound, pollSignal);
           failpoint('channel-before-commit');
           const outcome = await store.commitChannelInbound(
             this.channel.id,
@@ -147,13 +144,11 @@ export class ChannelLoop {
     const signal = this.abort.signal;
     let failures = 0;
     const commit = async (event: ChannelEvent): Promise<void> => {
+      const inbound =
+        event.inbound &&
+        (await stageAllowedFiles(this.deps, this.channel, this.client, event.inbound, signal));
       failpoint('channel-before-commit');
-      const outcome = await store.commitChannelEvent(
-        this.channel.id,
-        event.eventId,
-        event.inbound,
-        clock.now(),
-      );
+      const outcome = await store.commitChannelEvent(this.channel.id, event.eventId, inbound, clock.now());
       this.log.debug({ eventId: event.eventId, outcome }, 'Channel event committed');
       // Paused or removed: the runner stops this loop; nothing more is taken meanwhile.
       if (outcome === 'stale') throw new Error('channel paused or removed');

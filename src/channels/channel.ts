@@ -78,13 +78,23 @@ export interface PlatformClient {
    * Sends a file as a document in reply (Telegram: sendDocument); resolves to the platform's
    * id of the message it created. Absent where berth sends no files yet: a text names it.
    */
-  sendFile?(
-    message: ChannelSend,
-    file: { name: string; size: number; body: AsyncIterable<Uint8Array> },
-    signal: AbortSignal,
-  ): Promise<string>;
+  sendFile?(message: ChannelSend, file: ChannelFile, signal: AbortSignal): Promise<string>;
   /** Best effort: the platform's typing indicator in the chat. */
   showTyping(chatId: string, signal: AbortSignal): Promise<void>;
+}
+
+/** A file a turn sends back, its bytes read from the blob store. */
+export interface ChannelFile {
+  name: string;
+  size: number;
+  body: AsyncIterable<Uint8Array>;
+}
+
+/** A file's bytes in one buffer: the platforms take an upload whole (a form part, a POST body). */
+export async function fileBytes(file: ChannelFile): Promise<Buffer> {
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of file.body) chunks.push(chunk);
+  return Buffer.concat(chunks);
 }
 
 /** The values of the secrets a channel names, read from the host's secret store. */
@@ -132,6 +142,32 @@ export function asPlatformError(err: unknown, what: string): PlatformError {
   return new PlatformError(
     { kind: 'transient', description: `${what}: ${err instanceof Error ? err.message : String(err)}` },
     { cause: err },
+  );
+}
+
+/**
+ * A file's bytes fetched, or sent, outside the platform's JSON API (a download, an upload
+ * URL): the answer's body when 2xx, else a PlatformError, transient for no answer or a 5xx,
+ * refused otherwise. `what` names it in errors (never the URL: it may hold a token).
+ */
+export async function fetchPlatformFile(
+  url: string,
+  init: RequestInit,
+  what: string,
+): Promise<ReadableStream<Uint8Array>> {
+  let res: Response;
+  try {
+    res = await fetch(url, init);
+  } catch (err) {
+    throw new PlatformError({ kind: 'transient', description: `${what}: no answer` }, { cause: err });
+  }
+  if (res.ok && res.body) return res.body;
+  await res.body?.cancel();
+  const description = `${what}: answered ${res.status}`;
+  throw new PlatformError(
+    res.status >= 500
+      ? { kind: 'transient', description }
+      : { kind: 'refused', status: res.status, description },
   );
 }
 

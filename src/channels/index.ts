@@ -16,7 +16,7 @@ export {
   type PlatformFailure,
   platformFailureOf,
 } from './channel.js';
-export { stageChannelFiles } from './channel-inbox.js';
+export { PUSHED_FILES_TIMEOUT_MS, stageAllowedFiles, stageChannelFiles } from './channel-inbox.js';
 export { ChannelRunner, type ChannelRunnerDeps } from './channel-runner.js';
 export { type ChannelSendDecision, decideChannelSendFailure } from './decide-send.js';
 export { DISCORD_MAX_TEXT, DiscordClient, type DiscordOptions, discordClientFactory } from './discord.js';

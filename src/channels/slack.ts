@@ -14,12 +14,15 @@
  * The token is sent in a header only; it is never logged (errors name the method).
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { Channel, ChannelInbound, ChannelRespond } from '../core/index.js';
+import type { Channel, ChannelAttachment, ChannelInbound, ChannelRespond } from '../core/index.js';
 import {
   type ChannelEvent,
+  type ChannelFile,
   type ChannelPart,
   type ChannelSecrets,
   type ChannelSend,
+  fetchPlatformFile,
+  fileBytes,
   type PlatformClient,
   PlatformError,
 } from './channel.js';
@@ -52,6 +55,8 @@ interface SlackAnswer {
   error?: string;
   ts?: string;
   url?: string;
+  upload_url?: string;
+  file_id?: string;
   messages?: { ts: string; metadata?: { event_type?: string; event_payload?: { key?: string } } }[];
   has_more?: boolean;
   response_metadata?: { next_cursor?: string };
@@ -129,6 +134,61 @@ export class SlackClient implements PlatformClient {
       cursor = answer.has_more ? (answer.response_metadata?.next_cursor ?? '') : '';
     } while (cursor);
     return null;
+  }
+
+  /**
+   * `GET url_private_download` with the bot token, as Slack requires. The token goes only to
+   * an https URL or to the API's own origin (a local Slack in tests), never in clear elsewhere.
+   */
+  async download(attachment: ChannelAttachment, signal: AbortSignal): Promise<AsyncIterable<Uint8Array>> {
+    const url = attachment.url ?? '';
+    if (!url.startsWith('https://') && !url.startsWith(`${new URL(this.options.apiUrl).origin}/`))
+      throw new PlatformError({
+        kind: 'refused',
+        status: 400,
+        description: 'Slack file: no https download URL',
+      });
+    return fetchPlatformFile(
+      url,
+      { headers: { authorization: `Bearer ${this.options.token}` }, signal },
+      'Slack file',
+    );
+  }
+
+  /**
+   * Slack's upload flow: files.getUploadURLExternal for an upload URL and the file's id, the
+   * bytes POSTed there, then files.completeUploadExternal shares it in the thread. The file's
+   * id is the platform id. An upload carries no metadata, so findSent cannot find it: a send
+   * cut short by a crash is uploaded again (at-least-once, as on Telegram).
+   */
+  async sendFile(message: ChannelSend, file: ChannelFile, signal: AbortSignal): Promise<string> {
+    const bytes = await fileBytes(file);
+    const query = new URLSearchParams({ filename: file.name, length: String(bytes.length) });
+    const target = await this.call('files.getUploadURLExternal', { query }, signal);
+    if (typeof target.upload_url !== 'string' || typeof target.file_id !== 'string')
+      throw new PlatformError({
+        kind: 'transient',
+        description: 'Slack files.getUploadURLExternal: no upload_url',
+      });
+    // The upload URL is signed by Slack: no token goes with the bytes.
+    const answer = await fetchPlatformFile(
+      target.upload_url,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/octet-stream' },
+        body: bytes,
+        signal: AbortSignal.any([signal, AbortSignal.timeout(ANSWER_TIMEOUT_MS * 4)]),
+      },
+      'Slack file upload',
+    );
+    await answer.cancel();
+    const complete: Record<string, unknown> = {
+      files: [{ id: target.file_id, title: file.name }],
+      channel_id: message.chatId,
+    };
+    if (message.replyTo !== null) complete.thread_ts = message.replyTo;
+    await this.call('files.completeUploadExternal', { json: complete }, signal);
+    return target.file_id;
   }
 
   /** Slack has no typing indicator for an Events API bot; the reply is the sign of life. */
@@ -217,6 +277,7 @@ export type SlackPush =
 interface SlackEvent {
   type?: string;
   subtype?: string;
+  files?: { id?: string; name?: string; size?: number; url_private_download?: string }[];
   bot_id?: string;
   user?: string;
   channel?: string;
@@ -248,7 +309,9 @@ export function parseSlackPush(channel: Pick<Channel, 'respondTo'>, body: unknow
     e.type === 'message'
       ? channel.respondTo === 'all' || e.channel_type === 'im'
       : e.type === 'app_mention' && channel.respondTo === 'mention';
-  if (!wanted || e.subtype !== undefined || e.bot_id !== undefined || !e.user || !e.channel || !e.ts)
+  // A message with files is a `file_share`; every other subtype is an edit, a join, a bot's.
+  const subtypeOk = e.subtype === undefined || e.subtype === 'file_share';
+  if (!wanted || !subtypeOk || e.bot_id !== undefined || !e.user || !e.channel || !e.ts)
     return { kind: 'event', eventId: b.event_id, inbound: null };
   const thread = e.thread_ts ?? e.ts;
   return {
@@ -264,8 +327,25 @@ export function parseSlackPush(channel: Pick<Channel, 'respondTo'>, body: unknow
       messageId: thread,
       threadId: thread,
       text: (e.text ?? '').replace(/<@[A-Z0-9]+>\s*/g, '').trim(),
+      ...(e.files?.length ? { attachments: slackAttachmentsOf(e.files) } : {}),
     },
   };
+}
+
+/** A message's files, each with its download URL; one without (a deleted file, an external link) is skipped. */
+function slackAttachmentsOf(files: NonNullable<SlackEvent['files']>): ChannelAttachment[] {
+  return files.flatMap((f) =>
+    typeof f.id === 'string' && typeof f.url_private_download === 'string'
+      ? [
+          {
+            id: f.id,
+            name: f.name ?? f.id,
+            sizeBytes: typeof f.size === 'number' ? f.size : null,
+            url: f.url_private_download,
+          },
+        ]
+      : [],
+  );
 }
 
 export function slackClientFactory(options: Pick<SlackOptions, 'apiUrl'>) {

@@ -18,9 +18,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Channel, ChannelAttachment, ChannelInbound, ChannelRespond } from '../core/index.js';
 import {
+  type ChannelFile,
   type ChannelPart,
   type ChannelSecrets,
   type ChannelSend,
+  fetchPlatformFile,
+  fileBytes,
   type PlatformClient,
   PlatformError,
 } from './channel.js';
@@ -197,32 +200,11 @@ export class TelegramClient implements PlatformClient {
         description: 'Telegram getFile: no file_path',
       });
     const url = `${this.apiBase()}/file/bot${this.options.token}/${file.file_path}`;
-    let res: Response;
-    try {
-      res = await fetch(url, { signal });
-    } catch (err) {
-      throw new PlatformError({ kind: 'transient', description: 'Telegram file: no answer' }, { cause: err });
-    }
-    if (!res.ok || !res.body) {
-      await res.body?.cancel();
-      const description = `Telegram file: answered ${res.status}`;
-      throw new PlatformError(
-        res.status >= 500
-          ? { kind: 'transient', description }
-          : { kind: 'refused', status: res.status, description },
-      );
-    }
-    return res.body;
+    return fetchPlatformFile(url, { signal }, 'Telegram file');
   }
 
   /** sendDocument, multipart: the file's bytes as `document`, in reply like a text. */
-  async sendFile(
-    message: ChannelSend,
-    file: { name: string; size: number; body: AsyncIterable<Uint8Array> },
-    signal: AbortSignal,
-  ): Promise<string> {
-    const chunks: Uint8Array[] = [];
-    for await (const chunk of file.body) chunks.push(chunk);
+  async sendFile(message: ChannelSend, file: ChannelFile, signal: AbortSignal): Promise<string> {
     const form = new FormData();
     form.append('chat_id', message.chatId);
     if (message.replyTo !== null)
@@ -230,7 +212,7 @@ export class TelegramClient implements PlatformClient {
         'reply_parameters',
         JSON.stringify({ message_id: Number(message.replyTo), allow_sending_without_reply: true }),
       );
-    form.append('document', new Blob(chunks), file.name);
+    form.append('document', new Blob([await fileBytes(file)]), file.name);
     const sent = await this.call<TelegramMessage>('sendDocument', form, signal);
     return String(sent.message_id);
   }

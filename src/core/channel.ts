@@ -141,6 +141,8 @@ export interface ChannelAttachment {
   name: string;
   /** Its size as the platform reports it, when it does. */
   sizeBytes: number | null;
+  /** Where the platform serves its bytes (Slack: url_private_download); absent where the id is enough. */
+  url?: string;
 }
 
 /** How long a pushed event's id is kept to spot a retried delivery: Slack retries for about an hour at most. */

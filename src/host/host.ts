@@ -218,6 +218,7 @@ export async function startHost(
         metrics,
         agentImage,
         history,
+        blobs,
         secretNames: () => secrets.list(),
         secrets,
       })

@@ -12,6 +12,11 @@
  *   A connection is greeted with `hello`; events are sent as `events_api` envelopes, and every
  *   envelope not acknowledged (`{envelope_id}`) is delivered again to the next connection,
  *   as Slack does. A test can send a malformed frame or a `disconnect`.
+ * - Files a user shares (addFile): served at their url_private_download, to the bot token
+ *   as a Bearer header only (anything else: 403), each GET recorded in `downloads`.
+ * - files.getUploadURLExternal (filename, length) → an upload_url on this server and a file
+ *   id; the bytes POSTed there (no token: the URL is the key); files.completeUploadExternal
+ *   shares the uploaded files in channel_id / thread_ts, each length checked, into `uploaded`.
  * Every call is recorded (method, parameters, status) so a test can count.
  */
 import { createHmac } from 'node:crypto';
@@ -44,7 +49,30 @@ export interface SlackPosted {
   at: number;
 }
 
+/** A file a user shared, as a message event names it. */
+export interface SlackSharedFile {
+  id: string;
+  name: string;
+  size: number;
+  url_private_download: string;
+}
+
+/** A file the bot uploaded and shared. */
+export interface SlackUploaded {
+  id: string;
+  name: string;
+  bytes: Buffer;
+  channel: string;
+  threadTs: string | null;
+}
+
 export class FakeSlack {
+  /** Files users shared, by id, and every download of one (id, with the right token or not). */
+  private readonly files = new Map<string, Buffer>();
+  readonly downloads: { id: string; authorized: boolean }[] = [];
+  /** Upload URLs handed out, by file id: the name, the length promised, the bytes once POSTed. */
+  private readonly uploads = new Map<string, { name: string; length: number; bytes: Buffer | null }>();
+  readonly uploaded: SlackUploaded[] = [];
   readonly calls: FakeSlackCall[] = [];
   readonly posted: SlackPosted[] = [];
   private seq = 0;
@@ -157,6 +185,19 @@ export class FakeSlack {
     return `1700000000.${String(this.seq).padStart(6, '0')}`;
   }
 
+  /** A file a user shares: served at its url_private_download; `reportedSize` overrides the size Slack names. */
+  addFile(name: string, bytes: Buffer, reportedSize = bytes.length): SlackSharedFile {
+    const id = `F${String(this.files.size + 1).padStart(8, '0')}`;
+    this.files.set(id, bytes);
+    const origin = this.url.replace(/\/api$/, '');
+    return {
+      id,
+      name,
+      size: reportedSize,
+      url_private_download: `${origin}/files-pri/T0001-${id}/download/${encodeURIComponent(name)}`,
+    };
+  }
+
   /** An Events API body for a user's message (`message` or `app_mention`). */
   messageEvent(input: {
     channel: string;
@@ -166,6 +207,7 @@ export class FakeSlack {
     channelType?: string;
     threadTs?: string;
     eventId?: string;
+    files?: SlackSharedFile[];
   }): { body: string; eventId: string; ts: string } {
     this.eventSeq += 1;
     const ts = this.nextTs();
@@ -186,6 +228,17 @@ export class FakeSlack {
         ts,
         event_ts: ts,
         ...(input.threadTs ? { thread_ts: input.threadTs } : {}),
+        // Slack names a message with files a file_share, each file with more fields than these.
+        ...(input.files
+          ? {
+              subtype: 'file_share',
+              files: input.files.map((f) => ({
+                ...f,
+                mimetype: 'text/plain',
+                url_private: f.url_private_download,
+              })),
+            }
+          : {}),
       },
     });
     return { body, eventId, ts };
@@ -216,11 +269,29 @@ export class FakeSlack {
     return { status: res.status, body: await res.text() };
   }
 
+  /** A shared file's bytes, to the bot token only; an upload's bytes, to whoever has its URL. */
+  private serveFile(url: URL, req: IncomingMessage, res: ServerResponse, body: Buffer): void {
+    const download = /^\/files-pri\/T0001-(F[0-9]+)\//.exec(url.pathname);
+    if (download) {
+      const authorized = req.headers.authorization === `Bearer ${this.token}`;
+      this.downloads.push({ id: download[1]!, authorized });
+      const bytes = this.files.get(download[1]!);
+      res.writeHead(!authorized ? 403 : bytes ? 200 : 404, { 'content-type': 'application/octet-stream' });
+      res.end(authorized ? bytes : undefined);
+      return;
+    }
+    const upload = this.uploads.get(url.pathname.replace(/^\/upload\/v1\//, ''));
+    if (upload && req.method === 'POST') upload.bytes = body;
+    res.writeHead(upload ? 200 : 404, { 'content-type': 'text/plain' });
+    res.end(upload ? `OK - ${body.length}` : 'Not Found');
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://x');
-    const method = url.pathname.replace(/^\/api\//, '');
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
+    if (!url.pathname.startsWith('/api/')) return this.serveFile(url, req, res, Buffer.concat(chunks));
+    const method = url.pathname.replace(/^\/api\//, '');
     const raw = Buffer.concat(chunks).toString('utf8');
     const params: Record<string, unknown> = raw ? (JSON.parse(raw) as Record<string, unknown>) : {};
     for (const [k, v] of url.searchParams) params[k] = v;
@@ -279,6 +350,37 @@ export class FakeSlack {
             ...(withMetadata && p.metadata ? { metadata: p.metadata } : {}),
           }));
         return answer(200, { ok: true, messages, has_more: false });
+      }
+      case 'files.getUploadURLExternal': {
+        const length = Number(params.length);
+        if (typeof params.filename !== 'string' || !Number.isSafeInteger(length) || length < 1)
+          return answer(200, { ok: false, error: 'invalid_arguments' });
+        const fileId = `F9${String(this.uploads.size + 1).padStart(7, '0')}`;
+        this.uploads.set(fileId, { name: params.filename, length, bytes: null });
+        const origin = this.url.replace(/\/api$/, '');
+        return answer(200, { ok: true, upload_url: `${origin}/upload/v1/${fileId}`, file_id: fileId });
+      }
+      case 'files.completeUploadExternal': {
+        const files = params.files as { id: string; title?: string }[] | undefined;
+        const channel = params.channel_id;
+        if (!Array.isArray(files) || typeof channel !== 'string')
+          return answer(200, { ok: false, error: 'invalid_arguments' });
+        for (const f of files) {
+          const upload = this.uploads.get(f.id);
+          if (!upload?.bytes || upload.bytes.length !== upload.length)
+            return answer(200, { ok: false, error: 'file_not_found' });
+        }
+        for (const f of files) {
+          const upload = this.uploads.get(f.id)!;
+          this.uploaded.push({
+            id: f.id,
+            name: upload.name,
+            bytes: upload.bytes!,
+            channel,
+            threadTs: (params.thread_ts as string | undefined) ?? null,
+          });
+        }
+        return answer(200, { ok: true, files: files.map((f) => ({ id: f.id, title: f.title ?? '' })) });
       }
       case 'apps.connections.open':
         return answer(200, {
