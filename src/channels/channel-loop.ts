@@ -5,7 +5,14 @@
  * platform's id, fenced by the attempt. Writes stop when this process's lease lapses.
  */
 import type { Logger } from 'pino';
-import { type Channel, failpoint, isChannelSenderAllowed, sleep, WakeSignal } from '../core/index.js';
+import {
+  type Channel,
+  type ChannelInbound,
+  failpoint,
+  isChannelSenderAllowed,
+  sleep,
+  WakeSignal,
+} from '../core/index.js';
 import {
   type ChannelEvent,
   type PlatformClient,
@@ -107,10 +114,7 @@ export class ChannelLoop {
         for (const inbound of updates) {
           if (!this.active) break;
           if (inbound.updateId < cursor) continue;
-          // Only an allowed sender's files are fetched; the commit decides the rest.
-          const staged = isChannelSenderAllowed(this.channel, inbound)
-            ? await stageChannelFiles(this.deps, this.channel, this.client, inbound, pollSignal)
-            : inbound;
+          const staged = await this.staged(inbound, pollSignal);
           failpoint('channel-before-commit');
           const outcome = await store.commitChannelInbound(
             this.channel.id,
@@ -142,18 +146,21 @@ export class ChannelLoop {
     }
   }
 
+  /** Only an allowed sender's files are fetched (before the commit); the commit decides the rest. */
+  private staged(inbound: ChannelInbound, signal: AbortSignal): Promise<ChannelInbound> {
+    return isChannelSenderAllowed(this.channel, inbound)
+      ? stageChannelFiles(this.deps, this.channel, this.client, inbound, signal)
+      : Promise.resolve(inbound);
+  }
+
   private async listenLoop(listen: NonNullable<PlatformClient['listen']>): Promise<void> {
     const { store, clock } = this.deps;
     const signal = this.abort.signal;
     let failures = 0;
     const commit = async (event: ChannelEvent): Promise<void> => {
+      const inbound = event.inbound && (await this.staged(event.inbound, signal));
       failpoint('channel-before-commit');
-      const outcome = await store.commitChannelEvent(
-        this.channel.id,
-        event.eventId,
-        event.inbound,
-        clock.now(),
-      );
+      const outcome = await store.commitChannelEvent(this.channel.id, event.eventId, inbound, clock.now());
       this.log.debug({ eventId: event.eventId, outcome }, 'Channel event committed');
       // Paused or removed: the runner stops this loop; nothing more is taken meanwhile.
       if (outcome === 'stale') throw new Error('channel paused or removed');

@@ -154,3 +154,38 @@ export function platformFailureOf(err: unknown): PlatformFailure {
   if (err instanceof PlatformError) return err.failure;
   return { kind: 'transient', description: err instanceof Error ? err.message : String(err) };
 }
+
+/**
+ * The body of `GET url` (a platform's file store, e.g. Telegram's file route or Discord's
+ * CDN), named `what` in errors (never the URL: it may hold a token). Refused on a 4xx (gone,
+ * forbidden), transient on no answer or a 5xx.
+ */
+export async function fetchFileBody(
+  url: string,
+  what: string,
+  signal: AbortSignal,
+): Promise<AsyncIterable<Uint8Array>> {
+  let res: Response;
+  try {
+    res = await fetch(url, { signal });
+  } catch (err) {
+    throw new PlatformError({ kind: 'transient', description: `${what}: no answer` }, { cause: err });
+  }
+  if (!res.ok || !res.body) {
+    await res.body?.cancel();
+    const description = `${what}: answered ${res.status}`;
+    throw new PlatformError(
+      res.status >= 500
+        ? { kind: 'transient', description }
+        : { kind: 'refused', status: res.status, description },
+    );
+  }
+  return res.body;
+}
+
+/** A file's bytes read whole, as a multipart form takes them. */
+export async function blobOf(body: AsyncIterable<Uint8Array>): Promise<Blob> {
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of body) chunks.push(chunk);
+  return new Blob(chunks);
+}

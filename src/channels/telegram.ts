@@ -18,9 +18,11 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Channel, ChannelAttachment, ChannelInbound, ChannelRespond } from '../core/index.js';
 import {
+  blobOf,
   type ChannelPart,
   type ChannelSecrets,
   type ChannelSend,
+  fetchFileBody,
   type PlatformClient,
   PlatformError,
 } from './channel.js';
@@ -196,23 +198,11 @@ export class TelegramClient implements PlatformClient {
         status: 400,
         description: 'Telegram getFile: no file_path',
       });
-    const url = `${this.apiBase()}/file/bot${this.options.token}/${file.file_path}`;
-    let res: Response;
-    try {
-      res = await fetch(url, { signal });
-    } catch (err) {
-      throw new PlatformError({ kind: 'transient', description: 'Telegram file: no answer' }, { cause: err });
-    }
-    if (!res.ok || !res.body) {
-      await res.body?.cancel();
-      const description = `Telegram file: answered ${res.status}`;
-      throw new PlatformError(
-        res.status >= 500
-          ? { kind: 'transient', description }
-          : { kind: 'refused', status: res.status, description },
-      );
-    }
-    return res.body;
+    return fetchFileBody(
+      `${this.apiBase()}/file/bot${this.options.token}/${file.file_path}`,
+      'Telegram file',
+      signal,
+    );
   }
 
   /** sendDocument, multipart: the file's bytes as `document`, in reply like a text. */
@@ -221,8 +211,6 @@ export class TelegramClient implements PlatformClient {
     file: { name: string; size: number; body: AsyncIterable<Uint8Array> },
     signal: AbortSignal,
   ): Promise<string> {
-    const chunks: Uint8Array[] = [];
-    for await (const chunk of file.body) chunks.push(chunk);
     const form = new FormData();
     form.append('chat_id', message.chatId);
     if (message.replyTo !== null)
@@ -230,7 +218,7 @@ export class TelegramClient implements PlatformClient {
         'reply_parameters',
         JSON.stringify({ message_id: Number(message.replyTo), allow_sending_without_reply: true }),
       );
-    form.append('document', new Blob(chunks), file.name);
+    form.append('document', await blobOf(file.body), file.name);
     const sent = await this.call<TelegramMessage>('sendDocument', form, signal);
     return String(sent.message_id);
   }

@@ -135,7 +135,7 @@ export interface ChannelInbound {
 
 /** A file sent with a message, as the platform names it (fetched with PlatformClient.download). */
 export interface ChannelAttachment {
-  /** The platform's id of the file (Telegram: its file_id). */
+  /** The platform's id of the file (Telegram: its file_id; Discord: its CDN URL, fetched as is). */
   id: string;
   /** Its name as sent, or one made up (a photo has none); made safe before use. */
   name: string;
