@@ -4,7 +4,8 @@
  * connection RESUMEd with what it missed replayed, a malformed frame failing the
  * connection (the next one resumes), a restart's fresh session reading the history back;
  * sends with an enforced nonce (a resend posts nothing), 429 typed for the runner, an
- * empty rate-limit bucket waited out. And
+ * empty rate-limit bucket waited out; attachments fetched from the CDN and a file sent
+ * multipart with its nonce. And
  * the pure parts: frame parsing, which messages reach the agent, nonces, snowflakes.
  */
 import assert from 'node:assert/strict';

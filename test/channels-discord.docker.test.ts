@@ -19,7 +19,7 @@ const TOKEN = 'discord-bot-token-test';
 const C1 = '1100000000000000001';
 const C2 = '1100000000000000002';
 
-test('discord: gateway messages enqueued once by id, replies referencing them, resume after a drop, a malformed frame survived, 429 waited out, history read back after a SIGKILL, a resend after a SIGKILL deduplicated by its nonce', {
+test('discord: gateway messages enqueued once by id, replies referencing them, resume after a drop, a malformed frame survived, 429 waited out, history read back after a SIGKILL, a resend after a SIGKILL deduplicated by its nonce, files to and from the agent', {
   timeout: 180_000,
 }, async (t) => {
   const discord = await new FakeDiscord(TOKEN, 2_000).start();

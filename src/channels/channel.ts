@@ -24,6 +24,13 @@ export interface ChannelSend extends ChannelPart {
   key: string;
 }
 
+/** A file a turn wrote, on its way to the chat: its name, size and bytes (read from the blob store). */
+export interface OutgoingFile {
+  name: string;
+  size: number;
+  body: AsyncIterable<Uint8Array>;
+}
+
 /** A pushed message, keyed by the platform's id of it (committed once per id); `inbound` null when it reaches nobody. */
 export interface ChannelEvent {
   eventId: string;
@@ -78,11 +85,7 @@ export interface PlatformClient {
    * Sends a file as a document in reply (Telegram: sendDocument); resolves to the platform's
    * id of the message it created. Absent where berth sends no files yet: a text names it.
    */
-  sendFile?(
-    message: ChannelSend,
-    file: { name: string; size: number; body: AsyncIterable<Uint8Array> },
-    signal: AbortSignal,
-  ): Promise<string>;
+  sendFile?(message: ChannelSend, file: OutgoingFile, signal: AbortSignal): Promise<string>;
   /** Best effort: the platform's typing indicator in the chat. */
   showTyping(chatId: string, signal: AbortSignal): Promise<void>;
 }

@@ -37,6 +37,7 @@ import {
   type ChannelSecrets,
   type ChannelSend,
   fetchFileBody,
+  type OutgoingFile,
   type PlatformClient,
   PlatformError,
 } from './channel.js';
@@ -123,11 +124,7 @@ export class DiscordClient implements PlatformClient {
   }
 
   /** The create of a text, multipart: `payload_json` (the same nonce and reference) and `files[0]`. */
-  async sendFile(
-    message: ChannelSend,
-    file: { name: string; size: number; body: AsyncIterable<Uint8Array> },
-    signal: AbortSignal,
-  ): Promise<string> {
+  async sendFile(message: ChannelSend, file: OutgoingFile, signal: AbortSignal): Promise<string> {
     const form = new FormData();
     form.append(
       'payload_json',

@@ -23,6 +23,7 @@ import {
   type ChannelSecrets,
   type ChannelSend,
   fetchFileBody,
+  type OutgoingFile,
   type PlatformClient,
   PlatformError,
 } from './channel.js';
@@ -206,11 +207,7 @@ export class TelegramClient implements PlatformClient {
   }
 
   /** sendDocument, multipart: the file's bytes as `document`, in reply like a text. */
-  async sendFile(
-    message: ChannelSend,
-    file: { name: string; size: number; body: AsyncIterable<Uint8Array> },
-    signal: AbortSignal,
-  ): Promise<string> {
+  async sendFile(message: ChannelSend, file: OutgoingFile, signal: AbortSignal): Promise<string> {
     const form = new FormData();
     form.append('chat_id', message.chatId);
     if (message.replyTo !== null)
