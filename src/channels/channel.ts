@@ -82,8 +82,9 @@ export interface PlatformClient {
    */
   download?(attachment: ChannelAttachment, signal: AbortSignal): Promise<AsyncIterable<Uint8Array>>;
   /**
-   * Sends a file as a document in reply (Telegram: sendDocument; Discord: a multipart create); resolves to the platform's
-   * id of the message it created. Absent where berth sends no files yet: a text names it.
+   * Sends a file as a document in reply (Telegram: sendDocument; Discord: a multipart
+   * create); resolves to the platform's id of the message it created. Absent where berth
+   * sends no files yet: a text names it.
    */
   sendFile?(message: ChannelSend, file: OutgoingFile, signal: AbortSignal): Promise<string>;
   /** Best effort: the platform's typing indicator in the chat. */
