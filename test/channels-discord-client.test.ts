@@ -4,10 +4,12 @@
  * connection RESUMEd with what it missed replayed, a malformed frame failing the
  * connection (the next one resumes), a restart's fresh session reading the history back;
  * sends with an enforced nonce (a resend posts nothing), 429 typed for the runner, an
- * empty rate-limit bucket waited out. And
+ * empty rate-limit bucket waited out; attachments fetched from the CDN and a file sent
+ * multipart with its nonce. And
  * the pure parts: frame parsing, which messages reach the agent, nonces, snowflakes.
  */
 import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import {
   type ChannelEvent,
@@ -170,6 +172,70 @@ test('discord rest: a reply with an enforced nonce, a resend with the same key p
   await assert.rejects(
     new DiscordClient(channelRow(), { apiUrl: fake.url, token: 'wrong', clock: CLOCK }).send(message, signal),
     (err: PlatformError) => err.failure.kind === 'refused' && err.failure.status === 401,
+  );
+});
+
+test('discord files: attachments fetched from the CDN without the token, a file sent multipart with the nonce (a resend posts nothing)', async (t) => {
+  const fake = await new FakeDiscord(TOKEN).start();
+  t.after(() => fake.close());
+  const client = new DiscordClient(channelRow(), { apiUrl: fake.url, token: TOKEN, clock: CLOCK });
+  const signal = new AbortController().signal;
+  const row = fake.userMessage({
+    channelId: 'C1',
+    userId: '42',
+    content: '',
+    files: [
+      { name: 'a.txt', bytes: Buffer.from('doc') },
+      { name: 'gone.bin', bytes: Buffer.from('x') },
+    ],
+  });
+  const inbound = toDiscordInbound(channelRow(), FAKE_BOT_ID, row)!;
+  assert.deepEqual(
+    inbound.attachments?.map((a) => [a.name, a.sizeBytes, a.id.includes('/cdn/attachments/C1/')]),
+    [
+      ['a.txt', 3, true],
+      ['gone.bin', 1, true],
+    ],
+  );
+  const chunks: Uint8Array[] = [];
+  for await (const c of await client.download(inbound.attachments![0]!, signal)) chunks.push(c);
+  assert.equal(Buffer.concat(chunks).toString(), 'doc');
+  assert.equal(client.maxFileBytes, 10 * 2 ** 20);
+  await assert.rejects(
+    client.download(
+      { ...inbound.attachments![1]!, id: `${fake.url.replace(/\/api$/, '')}/cdn/nothing` },
+      signal,
+    ),
+    (err: PlatformError) => err.failure.kind === 'refused' && err.failure.status === 404,
+  );
+
+  const message = { chatId: 'C1', text: '', replyTo: row.id, key: '9.1' };
+  const file = () => ({
+    name: 'r.txt',
+    size: 6,
+    body: Readable.from([Buffer.from('rep'), Buffer.from('ort')]),
+  });
+  const id = await client.sendFile(message, file(), signal);
+  assert.equal(await client.sendFile(message, file(), signal), id, 'the same nonce answers the first');
+  assert.equal(fake.botMessages('C1').length, 1, 'posted once');
+  const [first] = fake.callsOf('POST', '/channels/C1/messages');
+  assert.equal(first!.body!.nonce, discordNonce('dc1', '9.1'));
+  assert.equal(first!.body!.enforce_nonce, true);
+  assert.deepEqual(first!.body!.message_reference, { message_id: row.id, fail_if_not_exists: false });
+  assert.deepEqual(
+    (first!.body!.files as { name: string; bytes: Buffer }[]).map((f) => [f.name, f.bytes.toString()]),
+    [['r.txt', 'report']],
+  );
+  const posted = fake.botMessages('C1')[0]!;
+  assert.equal(posted.id, id);
+  assert.deepEqual(
+    posted.attachments?.map((a) => [a.filename, a.size]),
+    [['r.txt', 6]],
+  );
+  assert.deepEqual(
+    fake.callsOf('GET', '/cdn/').map((c) => c.status),
+    [200, 404],
+    'the CDN is read without the token',
   );
 });
 

@@ -7,6 +7,7 @@
  * waited out. berth SIGKILLed while messages arrive: the restart's fresh session reads the
  * history back and enqueues each missed message once. berth SIGKILLed between a reply's
  * send and its record: the resend carries the same nonce, and Discord posts nothing new.
+ * Files: one sent with a message is in inbox/ for its turn; one written to outbox/ comes back.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -18,7 +19,7 @@ const TOKEN = 'discord-bot-token-test';
 const C1 = '1100000000000000001';
 const C2 = '1100000000000000002';
 
-test('discord: gateway messages enqueued once by id, replies referencing them, resume after a drop, a malformed frame survived, 429 waited out, history read back after a SIGKILL, a resend after a SIGKILL deduplicated by its nonce', {
+test('discord: gateway messages enqueued once by id, replies referencing them, resume after a drop, a malformed frame survived, 429 waited out, history read back after a SIGKILL, a resend after a SIGKILL deduplicated by its nonce, files to and from the agent', {
   timeout: 180_000,
 }, async (t) => {
   const discord = await new FakeDiscord(TOKEN, 2_000).start();
@@ -67,6 +68,31 @@ test('discord: gateway messages enqueued once by id, replies referencing them, r
   assert.equal((await replyTo(hello.id)).content, 'hello\n');
   const identify = discord.framesOf(2);
   assert.equal(identify.length, 1, 'one IDENTIFY');
+
+  // Files: one sent with a message is in inbox/ when its turn runs (fetched from the CDN);
+  // one the turn writes under outbox/ follows the reply as a multipart create, in reply too.
+  const attached = discord.userMessage({
+    channelId: C1,
+    userId: '42',
+    guildId: 'G1',
+    content: 'cat inbox/note.txt',
+    files: [{ name: 'note.txt', bytes: Buffer.from('bytes of a file\n') }],
+  });
+  assert.equal((await replyTo(attached.id)).content, 'bytes of a file\n');
+  const out = say('mkdir -p outbox && printf report > outbox/r.txt && echo done');
+  const back = await eventually(
+    'the file back',
+    async () =>
+      discord.botMessages().find((m) => m.message_reference?.message_id === out.id && m.attachments),
+    30_000,
+  );
+  assert.equal(back.attachments?.[0]?.filename, 'r.txt');
+  const [upload] = discord.callsOf('POST', `/channels/${C1}/messages`).filter((c) => c.body?.files);
+  assert.deepEqual(
+    (upload!.body!.files as { name: string; bytes: Buffer }[]).map((f) => [f.name, f.bytes.toString()]),
+    [['r.txt', 'report']],
+  );
+  assert.equal(typeof upload!.body!.nonce, 'string', 'the file carries its nonce');
 
   // A stranger in a chat nobody allowed: one refusal, nothing reaches the agent.
   const stranger = say('echo pwned', C2, '666');
@@ -130,8 +156,17 @@ test('discord: gateway messages enqueued once by id, replies referencing them, r
 
   assert.deepEqual(
     await inbound(),
-    ['echo dropped', 'echo hello', 'echo limited', 'echo racing', 'echo third', 'echo while down'],
+    [
+      'cat inbox/note.txt\n# attached: inbox/note.txt (16 bytes)',
+      'echo dropped',
+      'echo hello',
+      'echo limited',
+      'echo racing',
+      'echo third',
+      'echo while down',
+      'mkdir -p outbox && printf report > outbox/r.txt && echo done',
+    ],
     'each message once; no stranger',
   );
-  assert.equal(discord.botMessages().length, 7, 'six replies and one refusal: nothing twice');
+  assert.equal(discord.botMessages().length, 10, 'eight replies, a file and a refusal: nothing twice');
 });

@@ -67,7 +67,7 @@ export interface PlatformClient {
    * (Telegram): such a send is repeated (at-least-once).
    */
   findSent?(message: ChannelSend, signal: AbortSignal): Promise<string | null>;
-  /** The largest file `download` can fetch (Telegram's Bot API: 20 MB); absent where messages carry no files. */
+  /** The largest file `download` can fetch (Telegram's Bot API: 20 MB; Discord: 10 MiB); absent where messages carry no files. */
   readonly maxFileBytes?: number;
   /**
    * The bytes of a file sent with a message. Rejects with a PlatformError: refused when the
@@ -75,8 +75,9 @@ export interface PlatformClient {
    */
   download?(attachment: ChannelAttachment, signal: AbortSignal): Promise<AsyncIterable<Uint8Array>>;
   /**
-   * Sends a file as a document in reply (Telegram: sendDocument); resolves to the platform's
-   * id of the message it created. Absent where berth sends no files yet: a text names it.
+   * Sends a file as a document in reply (Telegram: sendDocument; Discord: a multipart
+   * create); resolves to the platform's id of the message it created. Absent where berth
+   * sends no files yet: a text names it.
    */
   sendFile?(message: ChannelSend, file: ChannelFile, signal: AbortSignal): Promise<string>;
   /** Best effort: the platform's typing indicator in the chat. */

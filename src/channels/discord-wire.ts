@@ -1,9 +1,9 @@
 /**
  * Discord's wire shapes, pure: a Gateway frame parsed, a message as berth's inbound (or
- * nobody's), a send's nonce, a moment as a snowflake. No I/O (discord.ts does that).
+ * nobody's) with its files, a send's nonce, a moment as a snowflake. No I/O (discord.ts does that).
  */
 import { createHash } from 'node:crypto';
-import type { Channel, ChannelInbound } from '../core/index.js';
+import type { Channel, ChannelAttachment, ChannelInbound } from '../core/index.js';
 import { jsonObjectOf } from './channel.js';
 
 /** The longest nonce Discord accepts. */
@@ -27,6 +27,8 @@ export interface DiscordMessage {
   content?: string;
   author?: { id: string; username?: string; bot?: boolean };
   mentions?: { id: string }[];
+  /** The files sent with it, each fetched from Discord's CDN at its `url`. */
+  attachments?: { id: string; filename: string; size?: number; url: string }[];
 }
 
 /** A frame read off the socket, or null when it is not one (not JSON, no numeric op). */
@@ -75,7 +77,20 @@ export function toDiscordInbound(
     messageId: m.id,
     threadId: null,
     text: text.trim(),
+    ...(m.attachments?.length ? { attachments: attachmentsOf(m.attachments) } : {}),
   };
+}
+
+/** Each file by its id, its name and the CDN URL it is fetched from. */
+function attachmentsOf(files: NonNullable<DiscordMessage['attachments']>): ChannelAttachment[] {
+  return files
+    .filter((f) => typeof f.url === 'string')
+    .map((f) => ({
+      id: String(f.id),
+      url: f.url,
+      name: typeof f.filename === 'string' ? f.filename : `attachment-${f.id}`,
+      sizeBytes: typeof f.size === 'number' ? f.size : null,
+    }));
 }
 
 /** The nonce of a send: berth's key when it fits Discord's 25 characters, else its hash. */

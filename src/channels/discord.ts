@@ -15,16 +15,29 @@
  *
  * Out: each part carries a `nonce` derived from berth's key with `enforce_nonce`, so a
  * resend after a crash between send and record, within Discord's nonce window (a few
- * minutes), returns the message first posted instead of posting again.
+ * minutes), returns the message first posted instead of posting again. A file back goes
+ * the same way, as a multipart create (`payload_json` with the nonce, and `files[0]`).
+ *
+ * Files in: a message's attachments are fetched from Discord's CDN at their `url` (signed,
+ * no token), up to what a bot may upload (channel-inbox.ts stages them before the commit).
  *
  * The token is sent in a header and the IDENTIFY frame only; it is never logged.
  */
-import { CHANNEL_EVENT_KEEP_MS, type Channel, type Clock, sleep } from '../core/index.js';
+import {
+  CHANNEL_EVENT_KEEP_MS,
+  type Channel,
+  type ChannelAttachment,
+  type Clock,
+  sleep,
+} from '../core/index.js';
 import {
   asPlatformError,
   type ChannelEvent,
+  type ChannelFile,
   type ChannelSecrets,
   type ChannelSend,
+  fetchPlatformFile,
+  fileBytes,
   type PlatformClient,
   PlatformError,
 } from './channel.js';
@@ -40,6 +53,8 @@ import {
 
 /** Discord's limit of one message's content. */
 export const DISCORD_MAX_TEXT = 2000;
+/** The largest file a bot may upload without a boost: what a user's file is fetched up to, too. */
+export const DISCORD_MAX_FILE_BYTES = 10 * 2 ** 20;
 /** GUILDS | GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT. */
 export const DISCORD_INTENTS = (1 << 0) | (1 << 9) | (1 << 12) | (1 << 15);
 /** Read back this far inside the window event ids are kept, so a kept id is never outlived. */
@@ -63,6 +78,7 @@ type ConnectionEnd = 'resume' | 'identify';
 export class DiscordClient implements PlatformClient {
   readonly platform = 'discord' as const;
   readonly maxTextLength = DISCORD_MAX_TEXT;
+  readonly maxFileBytes = DISCORD_MAX_FILE_BYTES;
   private sessionId: string | null = null;
   private resumeUrl: string | null = null;
   /** The sequence of the last dispatch handled (committed): a RESUME replays what follows. */
@@ -95,8 +111,35 @@ export class DiscordClient implements PlatformClient {
   }
 
   async send(message: ChannelSend, signal: AbortSignal): Promise<string> {
+    const body = { ...this.createBody(message), content: message.text };
+    const sent = (await this.rest('POST', `/channels/${message.chatId}/messages`, body, signal)) as {
+      id: string;
+    };
+    return sent.id;
+  }
+
+  /** A file from Discord's CDN: `GET url` as the attachment names it (signed; no token). */
+  download(attachment: ChannelAttachment, signal: AbortSignal): Promise<AsyncIterable<Uint8Array>> {
+    return fetchPlatformFile(attachment.url ?? '', { signal }, 'Discord attachment');
+  }
+
+  /** The create of a text, multipart: `payload_json` (the same nonce and reference) and `files[0]`. */
+  async sendFile(message: ChannelSend, file: ChannelFile, signal: AbortSignal): Promise<string> {
+    const form = new FormData();
+    form.append(
+      'payload_json',
+      JSON.stringify({ ...this.createBody(message), attachments: [{ id: 0, filename: file.name }] }),
+    );
+    form.append('files[0]', new Blob([await fileBytes(file)]), file.name);
+    const sent = (await this.rest('POST', `/channels/${message.chatId}/messages`, form, signal)) as {
+      id: string;
+    };
+    return sent.id;
+  }
+
+  /** What every message create carries: the nonce it is found again by, the reference, no pings. */
+  private createBody(message: ChannelSend): Record<string, unknown> {
     const body: Record<string, unknown> = {
-      content: message.text,
       nonce: discordNonce(this.channel.id, message.key),
       enforce_nonce: true,
       // An agent's text pings nobody (no @everyone, no roles, no users).
@@ -105,10 +148,7 @@ export class DiscordClient implements PlatformClient {
     // A reply whose message was deleted meanwhile is still sent, just not as a reply.
     if (message.replyTo !== null)
       body.message_reference = { message_id: message.replyTo, fail_if_not_exists: false };
-    const sent = (await this.rest('POST', `/channels/${message.chatId}/messages`, body, signal)) as {
-      id: string;
-    };
-    return sent.id;
+    return body;
   }
 
   async showTyping(chatId: string, signal: AbortSignal): Promise<void> {
@@ -283,7 +323,7 @@ export class DiscordClient implements PlatformClient {
   private async rest(
     method: string,
     path: string,
-    body: Record<string, unknown> | undefined,
+    body: Record<string, unknown> | FormData | undefined,
     signal: AbortSignal,
   ): Promise<unknown> {
     const route = `${method} ${path.split('?')[0]}`;
@@ -297,9 +337,10 @@ export class DiscordClient implements PlatformClient {
         method,
         headers: {
           authorization: `Bot ${this.options.token}`,
-          ...(body ? { 'content-type': 'application/json' } : {}),
+          // A form sets its own multipart content type.
+          ...(body && !(body instanceof FormData) ? { 'content-type': 'application/json' } : {}),
         },
-        ...(body ? { body: JSON.stringify(body) } : {}),
+        ...(body ? { body: body instanceof FormData ? body : JSON.stringify(body) } : {}),
         signal: AbortSignal.any([signal, AbortSignal.timeout(ANSWER_TIMEOUT_MS)]),
       });
     } catch (err) {

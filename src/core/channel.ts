@@ -135,13 +135,13 @@ export interface ChannelInbound {
 
 /** A file sent with a message, as the platform names it (fetched with PlatformClient.download). */
 export interface ChannelAttachment {
-  /** The platform's id of the file (Telegram: its file_id). */
+  /** The platform's id of the file (Telegram: its file_id, which getFile resolves). */
   id: string;
   /** Its name as sent, or one made up (a photo has none); made safe before use. */
   name: string;
   /** Its size as the platform reports it, when it does. */
   sizeBytes: number | null;
-  /** Where the platform serves its bytes (Slack: url_private_download); absent where the id is enough. */
+  /** Where the platform serves its bytes (Slack: url_private_download; Discord: the CDN URL); absent where the id is enough. */
   url?: string;
 }
 

@@ -5,6 +5,10 @@
  * - GET /gateway/bot: the Gateway's URL (this server's /gateway).
  * - POST /channels/{id}/messages: recorded and stored; with `enforce_nonce`, a nonce seen
  *   before answers the message it first created (Discord's idempotency) and posts nothing.
+ *   JSON, or multipart as a file is sent: `payload_json` and `files[n]` (recorded as the
+ *   payload with `files: [{name, bytes}]`, the message's `attachments` served like a user's).
+ * - GET /cdn/attachments/{channel}/{id}/{name} (outside /api, as Discord's CDN): a
+ *   message's file, whose `url` names it; 400 to a request carrying a token (none is owed).
  *   The new message is dispatched over the Gateway too, as Discord echoes a bot's own.
  * - GET /channels/{id}/messages?after=&limit=: the channel's messages after a snowflake,
  *   newest first (as Discord answers).
@@ -45,6 +49,14 @@ export interface DiscordMessageRow {
   mentions: { id: string }[];
   message_reference?: { message_id: string };
   nonce?: string;
+  attachments?: { id: string; filename: string; size: number; url: string }[];
+}
+
+/** A file on a message: its name and bytes, and the size Discord reports (its length unless set). */
+export interface FakeDiscordFile {
+  name: string;
+  bytes: Buffer;
+  reportedSize?: number;
 }
 
 interface Session {
@@ -62,6 +74,8 @@ export class FakeDiscord {
   readonly frames: GatewayRecord[] = [];
   readonly messages: DiscordMessageRow[] = [];
   private readonly nonces = new Map<string, DiscordMessageRow>();
+  /** The CDN: bytes by path. */
+  private readonly cdn = new Map<string, Buffer>();
   private readonly sessions = new Map<string, Session>();
   private readonly failures = new Map<string, { count: number; retryAfter: number }>();
   private readonly exhausted = new Map<string, number>();
@@ -121,9 +135,12 @@ export class FakeDiscord {
     content: string;
     guildId?: string;
     mentionsBot?: boolean;
+    files?: FakeDiscordFile[];
   }): DiscordMessageRow {
+    const id = this.snowflake();
     const row: DiscordMessageRow = {
-      id: this.snowflake(),
+      id,
+      ...this.attached(input.channelId, input.files ?? []),
       channel_id: input.channelId,
       ...(input.guildId ? { guild_id: input.guildId } : {}),
       type: 0,
@@ -152,6 +169,33 @@ export class FakeDiscord {
     return this.messages.filter(
       (m) => m.author.bot && (channelId === undefined || m.channel_id === channelId),
     );
+  }
+
+  /** The files as a message's `attachments`, each served by the CDN at its `url`. */
+  private attached(channelId: string, files: FakeDiscordFile[]): Pick<DiscordMessageRow, 'attachments'> {
+    if (files.length === 0) return {};
+    return {
+      attachments: files.map((f) => {
+        const id = this.snowflake();
+        const path = `/cdn/attachments/${channelId}/${id}/${encodeURIComponent(f.name)}`;
+        this.cdn.set(path, f.bytes);
+        const url = `${this.url.replace(/\/api$/, '')}${path}?ex=0&hm=signed`;
+        return { id, filename: f.name, size: f.reportedSize ?? f.bytes.length, url };
+      }),
+    };
+  }
+
+  /** A request's body: JSON, or a multipart create's `payload_json` with its `files[n]` read out. */
+  private async bodyOf(req: IncomingMessage, raw: Buffer): Promise<Record<string, unknown> | null> {
+    const type = req.headers['content-type'] ?? '';
+    if (!type.startsWith('multipart/form-data'))
+      return raw.length > 0 ? (JSON.parse(raw.toString()) as Record<string, unknown>) : null;
+    const form = await new Response(new Uint8Array(raw), { headers: { 'content-type': type } }).formData();
+    const files: FakeDiscordFile[] = [];
+    for (const [field, value] of form.entries())
+      if (/^files\[\d+\]$/.test(field) && value instanceof File)
+        files.push({ name: value.name, bytes: Buffer.from(await value.arrayBuffer()) });
+    return { ...(JSON.parse(String(form.get('payload_json'))) as Record<string, unknown>), files };
   }
 
   private snowflake(): string {
@@ -227,11 +271,18 @@ export class FakeDiscord {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
-    const raw = Buffer.concat(chunks).toString();
-    const body = raw ? (JSON.parse(raw) as Record<string, unknown>) : null;
+    const body = await this.bodyOf(req, Buffer.concat(chunks));
     const url = new URL(req.url ?? '/', 'http://x');
     const path = url.pathname.replace(/^\/api/, '');
     const method = req.method ?? 'GET';
+    if (url.pathname.startsWith('/cdn/')) {
+      const file = this.cdn.get(url.pathname);
+      // The token has no business at the CDN: a request that carries it is refused, visibly.
+      const status = req.headers.authorization !== undefined ? 400 : file ? 200 : 404;
+      this.calls.push({ method, path: url.pathname, body: null, status });
+      res.writeHead(status, { 'content-type': 'application/octet-stream' });
+      return void res.end(status === 200 ? file : '');
+    }
     const answer = (status: number, value: unknown) => {
       this.calls.push({ method, path: `${path}${url.search}`, body, status });
       const bucket = [...this.exhausted.entries()].find(([r]) => `${method} ${path}`.startsWith(r));
@@ -283,6 +334,7 @@ export class FakeDiscord {
       mentions: [],
       ...(reference?.message_id ? { message_reference: { message_id: reference.message_id } } : {}),
       ...(nonce !== undefined ? { nonce } : {}),
+      ...this.attached(channelId, (body?.files as FakeDiscordFile[] | undefined) ?? []),
     };
     if (row.content.length > 2000) return answer(400, { message: 'Invalid Form Body', code: 50035 });
     this.messages.push(row);
