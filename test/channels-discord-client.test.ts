@@ -191,7 +191,7 @@ test('discord files: attachments fetched from the CDN without the token, a file 
   });
   const inbound = toDiscordInbound(channelRow(), FAKE_BOT_ID, row)!;
   assert.deepEqual(
-    inbound.attachments?.map((a) => [a.name, a.sizeBytes, a.id.includes('/cdn/attachments/C1/')]),
+    inbound.attachments?.map((a) => [a.name, a.sizeBytes, (a.url ?? '').includes('/cdn/attachments/C1/')]),
     [
       ['a.txt', 3, true],
       ['gone.bin', 1, true],
@@ -203,7 +203,7 @@ test('discord files: attachments fetched from the CDN without the token, a file 
   assert.equal(client.maxFileBytes, 10 * 2 ** 20);
   await assert.rejects(
     client.download(
-      { ...inbound.attachments![1]!, id: `${fake.url.replace(/\/api$/, '')}/cdn/nothing` },
+      { ...inbound.attachments![1]!, url: `${fake.url.replace(/\/api$/, '')}/cdn/nothing` },
       signal,
     ),
     (err: PlatformError) => err.failure.kind === 'refused' && err.failure.status === 404,
