@@ -29,7 +29,7 @@ export interface ChannelDriver {
   channel: Record<string, unknown>;
   /** Resolves once the new channel is connected to the platform (a message before that may predate its cursor). */
   ready(): Promise<void>;
-  /** A user's message `text` in chat `chat` (0, 1, …) of the channel `name` of berth at `berthUrl`. */
+  /** A user's message `text` in chat `chat` (0 … CHATS − 1) of the channel `name` of berth at `berthUrl`. */
   say(chat: number, text: string, to: { berthUrl: string; name: string }): Promise<Said>;
   close(): Promise<void>;
 }
@@ -41,7 +41,7 @@ async function telegram(): Promise<ChannelDriver> {
   const fake = await new FakeTelegram(TG_TOKEN).start();
   return {
     sessionPrefix: 'tg',
-    env: { BERTH_TELEGRAM_API_URL: fake.url, BERTH_CHANNEL_POLL_TIMEOUT: '2s' },
+    env: { BERTH_TELEGRAM_API_URL: fake.url },
     secrets: { tg: TG_TOKEN },
     channel: { platform: 'telegram', tokenSecret: 'tg', allowUsers: [`@${USER.telegram}`] },
     ready: async () => {},
@@ -93,16 +93,27 @@ async function slack(socketMode: boolean): Promise<ChannelDriver> {
   };
 }
 
+/** The chats a driver can send in: 0 … CHATS − 1. */
+export const CHATS = 5;
+
+const discordChannel = (chat: number) => `11000000000000001${String(chat).padStart(2, '0')}`;
+
 async function discord(): Promise<ChannelDriver> {
   const fake = await new FakeDiscord('discord-bench-token', 2_000).start();
   return {
     sessionPrefix: 'dc',
     env: { BERTH_DISCORD_API_URL: fake.url },
     secrets: { 'discord-bot': fake.token },
-    channel: { platform: 'discord', tokenSecret: 'discord-bot', allowUsers: [USER.discord] },
+    // Only allowed chats are read back after a restart (a fresh Gateway session).
+    channel: {
+      platform: 'discord',
+      tokenSecret: 'discord-bot',
+      allowUsers: [USER.discord],
+      allowChats: Array.from({ length: CHATS }, (_, chat) => discordChannel(chat)),
+    },
     ready: () => until('Gateway connection', () => fake.connected),
     async say(chat, text) {
-      const channelId = `11000000000000001${String(chat).padStart(2, '0')}`;
+      const channelId = discordChannel(chat);
       const t0 = performance.now();
       const m = fake.userMessage({ channelId, userId: USER.discord, content: text, guildId: 'G1' });
       const replies = () =>
