@@ -1,10 +1,10 @@
 /**
  * sandbox-kill: every A–B seconds (uniform), `docker kill` (Engine API) of one random
  * running container carrying this install's label, on the host's engine or each live
- * node's. With `runningTurns`, every other kill aims at a sandbox running a turn, and no
- * kill touches the sandbox of a turn on its messages' last try: a run tests recovery, and a
- * message whose every try was killed fails by design (the tries limit), which no verdict of
- * "every request ok" could then allow.
+ * node's. With `runningTurns`, every other kill aims at a sandbox running a turn (waiting
+ * until one runs), and no kill touches the sandbox of a turn on its messages' last try: a
+ * run tests recovery, and a message whose every try was killed fails by design (the tries
+ * limit), which no verdict of "every request ok" could then allow.
  *
  * Invariants:
  * - Only containers labelled `berth.install=<installId>` of an engine the run gave are
@@ -45,7 +45,7 @@ export class SandboxKillFault {
   skipped = 0;
   /** Kills the engine has not answered yet. */
   private readonly underWay = new Set<Promise<boolean>>();
-  /** Kills tried on a running sandbox: odd ones are aimed (runningTurns). */
+  /** Kills tried on a running sandbox: the first and every other one are aimed (runningTurns). */
   private tried = 0;
   private nextKillAt = Number.POSITIVE_INFINITY;
 
@@ -104,9 +104,13 @@ export class SandboxKillFault {
       this.skipped++;
       return false;
     }
-    this.tried++;
-    const aimed = new Set(this.tried % 2 === 1 ? newestSandboxes(turns.filter((t) => !t.lastTry)) : []);
+    const aiming = this.opts.runningTurns !== undefined && this.tried % 2 === 0;
+    const aimed = new Set(aiming ? newestSandboxes(turns.filter((t) => !t.lastTry)) : []);
     const candidates = running.filter((c) => named(c, aimed));
+    // An aimed kill waits for a turn to run (looked for again soon): fired at an idle sandbox
+    // instead, a short run's kills may all miss, and a kind asked for must bite.
+    if (aiming && candidates.length === 0) return false;
+    this.tried++;
     const pool = candidates.length > 0 ? candidates : running;
     const { engine, info: target } = pool[Math.floor(this.ctx.random() * pool.length)]!;
     const at = this.ctx.clock.now();
