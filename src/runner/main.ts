@@ -110,7 +110,7 @@ async function main(): Promise<void> {
       await killAllButRunner();
       // A sandbox limit the turn hit (kernel counters) decides the code, the output limit included: a fork
       // bomb's endless "fork: retry" lines are a symptom, not the cause. The turn's own error stays in the text.
-      const breach = failure instanceof LimitExceeded ? failure : await limits.breach();
+      const breach = (await limits.breach()) ?? (failure instanceof LimitExceeded ? failure : null);
       const code = breach?.code ?? abortCodeOf(failure);
       const error =
         breach && breach !== failure
