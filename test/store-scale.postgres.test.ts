@@ -52,7 +52,8 @@ test('postgres at scale, reduced: claims are unique, renewals keep leases, the s
     const slots = workerIds.flatMap((id) =>
       Array.from({ length: SLOTS }, () => fleet.slot(id, AGENT, () => 1000 + Math.random() * 4000)),
     );
-    await sleep(2 * LEASE_MS);
+    // A lease's time of load: every slot turns over a few times and every worker renews.
+    await sleep(LEASE_MS);
     const killed = new Set(workerIds.filter((_, i) => i % 10 === 0));
     for (const id of killed) fleet.kill(id);
     // Their leases run out a lease after their last renewal; the live workers' sweeps take them.
