@@ -4,8 +4,10 @@
  * LMTP): a real `berth up` (child process, real sandboxes, a `command` agent) reads the
  * bot's mailbox over IMAP IDLE and replies over SMTP. A mail sent through Postfix gets one
  * reply in the sender's mailbox, threaded (Re: Subject, In-Reply-To, References); an answer
- * in that thread reaches the same session; a stranger is refused once; a mail with no text
- * part reaches nobody and is still acknowledged. berth SIGKILLed before a mail's commit,
+ * in that thread reaches the same session, and only a thread's first mail tells the agent its
+ * Subject; a stranger is refused once; an attachment is in inbox/ for the turn, and a file
+ * it writes under outbox/ comes back attached; a mail with no Subject and no text reaches
+ * nobody and is still acknowledged. berth SIGKILLed before a mail's commit,
  * after it (before its \Seen), and between a reply's send and its record: every mail
  * enqueued once, every reply in the sender's mailbox once, the first send's Message-ID
  * recorded.
@@ -77,14 +79,19 @@ test('email: mail through Postfix and Dovecot enqueued once by Message-ID, repli
   );
 
   let sent = 0;
-  const send = async (from: string, text: string, o: { subject?: string; thread?: string[] } = {}) => {
+  const send = async (
+    from: string,
+    text: string,
+    o: { subject?: string; thread?: string[]; files?: Record<string, string> } = {},
+  ) => {
     const messageId = `<t${++sent}.${Date.now()}@${MAIL_DOMAIN}>`;
     await mail.send({
       from,
       to: BOT,
       subject: o.subject ?? `Question ${sent}`,
       messageId,
-      ...(text === '' ? { attachments: [{ filename: 'a.bin', content: Buffer.from([1, 2, 3]) }] } : { text }),
+      text,
+      attachments: Object.entries(o.files ?? {}).map(([filename, content]) => ({ filename, content })),
       ...(o.thread ? { inReplyTo: o.thread.at(-1), references: o.thread } : {}),
     });
     return messageId;
@@ -116,8 +123,23 @@ test('email: mail through Postfix and Dovecot enqueued once by Message-ID, repli
   // A stranger: one refusal, then silence; nothing reaches the agent.
   const pwned = await send(EVE, 'echo pwned');
   assert.match((await replyTo('eve', pwned)).text, /not passed on/);
-  // A mail with no text part (an attachment only): acknowledged, answered by nobody.
-  const empty = await send(ALICE, '');
+  // Files both ways: an attachment is in inbox/ for the turn; what it writes under outbox/
+  // comes back as a mail of its own in the thread, attached.
+  const files = await send(ALICE, 'cat inbox/notes.txt; mkdir -p outbox; printf report > outbox/r.txt', {
+    files: { 'notes.txt': 'from alice' },
+  });
+  const fileReplies = await eventually(
+    'the reply and the file back',
+    async () => {
+      const replies = (await mail.inbox('alice', USERS.alice)).filter((m) => m.inReplyTo === files);
+      return replies.length === 2 ? replies : undefined;
+    },
+    30_000,
+  );
+  assert.equal(fileReplies[0]!.text, 'from alice', 'the attachment was in inbox/');
+  assert.match(fileReplies[1]!.text, /filename=r\.txt[\s\S]*cmVwb3J0/, 'r.txt attached, base64 of "report"');
+  // A mail with no Subject and no text: acknowledged, answered by nobody.
+  const empty = await send(ALICE, '', { subject: '' });
   await eventually('the textless mail acknowledged', async () =>
     (await mail.inbox('bot', USERS.bot)).find((m) => m.messageId === empty && m.seen),
   );
@@ -164,12 +186,26 @@ test('email: mail through Postfix and Dovecot enqueued once by Message-ID, repli
   assert.deepEqual(recorded.platformMessageIds, [thirdReplies[0]!.messageId], 'the first send recorded');
   assert.equal(recorded.attempts, 2, 'taken again after the kill');
 
+  // A thread's first mail tells the agent its Subject (a comment line); its answers do not.
+  const texts = await inboundTexts(store, 'em');
+  assert.ok(texts.includes('# subject: Question\necho hello'), texts.join(' | '));
   assert.deepEqual(
-    await inboundTexts(store, 'em'),
-    ['echo acked', 'echo again', 'echo hello', 'echo racing', 'echo third'],
+    texts.map((text) => text.replace(/^# subject: Question \d+\n/, '')).sort(),
+    [
+      'cat inbox/notes.txt; mkdir -p outbox; printf report > outbox/r.txt\n# attached: inbox/notes.txt (10 bytes)',
+      'echo acked',
+      'echo again',
+      'echo racing',
+      'echo third',
+      '# subject: Question\necho hello',
+    ].sort(),
     'each mail once; no stranger, no textless mail, none of the bot own copies',
   );
-  assert.equal((await mail.inbox('alice', USERS.alice)).length, 5, 'five replies, nothing twice');
+  assert.equal(
+    (await mail.inbox('alice', USERS.alice)).length,
+    7,
+    'seven replies (a file among them), nothing twice',
+  );
   assert.equal((await mail.inbox('eve', USERS.eve)).length, 1, 'one refusal');
   assert.ok(
     (await mail.inbox('bot', USERS.bot)).every((m) => m.seen),

@@ -10,7 +10,7 @@
  * EXISTS only wakes the pass early), oldest first. The password never leaves this process.
  */
 import { ImapFlow, type MessageStructureObject } from 'imapflow';
-import { type EmailSettings, failpoint, WakeSignal } from '../core/index.js';
+import { type ChannelAttachment, type EmailSettings, failpoint, WakeSignal } from '../core/index.js';
 import { type ChannelEvent, PlatformError } from './channel.js';
 import { MAIL_HEADERS, type MailFields, parseHeaderBlock, toEmailInbound } from './email-message.js';
 
@@ -82,6 +82,31 @@ function findPart(node: MessageStructureObject, type: string): string | null {
   return node.part ?? '1';
 }
 
+/**
+ * The parts a mail carries as files, depth first: those marked `attachment`, and any other
+ * leaf with a file name that is not the text being read. An attachment's id names its
+ * mailbox's UIDVALIDITY, its uid and its part, which is all a later connection needs.
+ */
+function findAttachments(
+  node: MessageStructureObject,
+  uid: number,
+  uidValidity: bigint,
+): ChannelAttachment[] {
+  if (node.childNodes) return node.childNodes.flatMap((child) => findAttachments(child, uid, uidValidity));
+  const name = node.dispositionParameters?.filename ?? node.parameters?.name;
+  const attached = node.disposition?.toLowerCase() === 'attachment';
+  const text = /^text\/(plain|html)$/i.test(node.type);
+  if (!attached && (name === undefined || text)) return [];
+  return [
+    {
+      id: `${uidValidity}.${uid}.${node.part ?? '1'}`,
+      name: name ?? `part-${node.part ?? '1'}`,
+      // The structure gives the encoded size (base64 is a third larger): the download measures.
+      sizeBytes: null,
+    },
+  ];
+}
+
 async function readPart(client: ImapFlow, uid: number, part: string | null): Promise<string | null> {
   if (part === null) return null;
   const download = await client.download(String(uid), part, { uid: true, maxBytes: MAX_TEXT_BYTES });
@@ -104,15 +129,18 @@ async function readMail(
   );
   if (!msg) return null;
   const structure = msg.bodyStructure;
+  const uidValidity = client.mailbox ? client.mailbox.uidValidity : 0n;
   const fields: MailFields = {
     messageId: msg.envelope?.messageId ?? null,
     from: msg.envelope?.from?.[0]?.address ?? '',
+    subject: msg.envelope?.subject ?? null,
     headers: parseHeaderBlock(msg.headers?.toString('utf8') ?? ''),
     plain: structure ? await readPart(client, uid, findPart(structure, 'text/plain')) : null,
     html: structure ? await readPart(client, uid, findPart(structure, 'text/html')) : null,
+    attachments: structure ? findAttachments(structure, uid, uidValidity) : [],
   };
   // A mail without a Message-ID is keyed by its place in the mailbox instead.
-  const fallbackId = `<uid.${client.mailbox ? client.mailbox.uidValidity : 0}.${uid}@${settings.mailbox}>`;
+  const fallbackId = `<uid.${uidValidity}.${uid}@${settings.mailbox}>`;
   const inbound = toEmailInbound(fields, settings.address, fallbackId);
   return { eventId: fields.messageId ?? fallbackId, inbound };
 }
@@ -157,6 +185,42 @@ export async function listenMailbox(
       }
     } finally {
       signal.removeEventListener('abort', onAbort);
+      lock.release();
+    }
+  });
+}
+
+/**
+ * The bytes of an attachment (findAttachments' id), read whole on a connection of its own
+ * while the listening one waits for its commit. Refused when the mailbox was renumbered
+ * (another UIDVALIDITY) or the mail is gone, or when the part is over `maxBytes`.
+ */
+export async function downloadAttachment(
+  settings: EmailSettings,
+  password: string,
+  attachment: ChannelAttachment,
+  maxBytes: number,
+  signal: AbortSignal,
+): Promise<Buffer> {
+  const [uidValidity, uid, part] = attachment.id.split('.', 3) as [string, string, string];
+  const refused = (why: string) =>
+    new PlatformError({ kind: 'refused', status: 404, description: `IMAP: ${attachment.name} ${why}` });
+  return withMailbox(settings, password, signal, async (client) => {
+    const lock = await client.getMailboxLock(settings.mailbox);
+    try {
+      if (client.mailbox && String(client.mailbox.uidValidity) !== uidValidity)
+        throw refused('is in a mailbox renumbered since (UIDVALIDITY changed)');
+      const download = await client.download(uid, part, { uid: true, maxBytes: maxBytes + 1 });
+      if (!('content' in download) || !download.content) throw refused('is gone from the mailbox');
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of download.content) {
+        size += (chunk as Buffer).length;
+        if (size > maxBytes) throw refused(`is over ${maxBytes} bytes`);
+        chunks.push(chunk as Buffer);
+      }
+      return Buffer.concat(chunks);
+    } finally {
       lock.release();
     }
   });

@@ -20,9 +20,11 @@ function mail(over: Partial<MailFields> = {}): MailFields {
   return {
     messageId: '<a1@mua>',
     from: 'Alice@Example.com',
+    subject: null,
     headers: new Map(),
     plain: 'hi',
     html: null,
+    attachments: [],
     ...over,
   };
 }
@@ -85,6 +87,21 @@ test('email: a mail as an inbound message; the bot own copies and automatic mail
     toEmailInbound(mail({ messageId: null }), BOT, '<uid.7.3@INBOX>')?.messageId,
     '<uid.7.3@INBOX>',
   );
+});
+
+test('email: a thread first mail tells its Subject as a comment line, its answers do not; attachments are passed on', () => {
+  const report = { id: '7.3.2', name: 'report.pdf', sizeBytes: null };
+  const first = toEmailInbound(
+    mail({ subject: 'Quarterly\u0007 report', attachments: [report] }),
+    BOT,
+    '<f>',
+  );
+  assert.equal(first?.text, '# subject: Quarterly  report\nhi');
+  assert.deepEqual(first?.attachments, [report]);
+  const answer = mail({ subject: 'Re: Quarterly report', headers: new Map([['in-reply-to', '<a0@mua>']]) });
+  assert.equal(toEmailInbound(answer, BOT, '<f>')?.text, 'hi');
+  assert.equal(toEmailInbound(mail({ subject: '  ', plain: null }), BOT, '<f>')?.text, '');
+  assert.equal(toEmailInbound(mail(), BOT, '<f>')?.attachments, undefined);
 });
 
 test('email: a reply threads under its mail, with a Message-ID every attempt repeats', () => {

@@ -1,6 +1,6 @@
 /**
  * Mail as an email channel reads and writes it, without I/O: the fields of an inbound mail
- * turned into a ChannelInbound (who sent it, which conversation, what text), and the
+ * turned into a ChannelInbound (who sent it, which conversation, what text, which files), and the
  * headers of a reply (its deterministic Message-ID, Subject, In-Reply-To, References).
  *
  * Invariants: a send's Message-ID depends only on the channel, the outbox key and the
@@ -9,7 +9,7 @@
  * Precedence) never reach the agent, so two bots or a vacation responder cannot loop.
  */
 import { createHash } from 'node:crypto';
-import type { ChannelInbound } from '../core/index.js';
+import type { ChannelAttachment, ChannelInbound } from '../core/index.js';
 
 /** What the IMAP side read of one mail. */
 export interface MailFields {
@@ -17,12 +17,16 @@ export interface MailFields {
   messageId: string | null;
   /** The From address (the first one). */
   from: string;
+  /** The Subject, decoded; null when the mail has none. */
+  subject: string | null;
   /** The header lines asked for, by lower-case name (unfolded). */
   headers: Map<string, string>;
   /** The text/plain part, decoded; null when there is none. */
   plain: string | null;
   /** The text/html part, decoded; null when there is none. */
   html: string | null;
+  /** The parts sent as files, not fetched yet. */
+  attachments: ChannelAttachment[];
 }
 
 /** The header lines an inbound mail is read with. */
@@ -86,6 +90,17 @@ export function mailText(fields: Pick<MailFields, 'plain' | 'html'>): string {
 }
 
 /**
+ * The line a thread's first mail gets for its Subject, which says what the mail is about
+ * (a shell comment, like the attachment notes, so a `command` agent runs the body alone).
+ * Later mails of a thread repeat it with `Re:` and get none.
+ */
+export function subjectNote(subject: string | null, headers: Map<string, string>): string {
+  const answers = headers.has('in-reply-to') || headers.has('references');
+  const line = subject?.replace(/[\p{Cc}\p{Cf}]/gu, ' ').trim() ?? '';
+  return answers || line === '' ? '' : `# subject: ${line}`;
+}
+
+/**
  * The conversation a mail belongs to: the root of its References (the first), else what it
  * answers, else itself — the same for every mail of a thread, whoever writes next. Hashed,
  * so a session id stays short whatever a client puts in its ids.
@@ -119,7 +134,8 @@ export function toEmailInbound(
     username: from.slice(from.lastIndexOf('@') + 1),
     messageId,
     threadId: mailThreadId(messageId, fields.headers),
-    text: mailText(fields),
+    text: [subjectNote(fields.subject, fields.headers), mailText(fields)].filter((l) => l !== '').join('\n'),
+    ...(fields.attachments.length > 0 ? { attachments: fields.attachments } : {}),
   };
 }
 

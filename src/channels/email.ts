@@ -10,26 +10,34 @@
  * once the SMTP transaction ended with 250 the bot's copy will arrive in its own mailbox.
  * A send that was taken before (a crash may have come between its send and its record)
  * looks there first (and in the Sent mailbox) for its Message-ID, and records it without
- * sending again when found. The password is the channel's token secret; it stays here.
+ * sending again when found. Files go both ways: a mail's attachments reach `inbox/`, and a
+ * file a turn writes under `outbox/` is a mail of its own in the thread, attached. The
+ * password is the channel's token secret; it stays here.
  */
+import { Readable } from 'node:stream';
 import nodemailer from 'nodemailer';
-import type { Channel, EmailSettings } from '../core/index.js';
-import type {
-  ChannelEvent,
-  ChannelSecrets,
-  ChannelSend,
-  PlatformClient,
-  PlatformClientFactory,
+import type { Channel, ChannelAttachment, EmailSettings } from '../core/index.js';
+import {
+  type ChannelEvent,
+  type ChannelFile,
+  type ChannelSecrets,
+  type ChannelSend,
+  fileBytes,
+  type PlatformClient,
+  type PlatformClientFactory,
 } from './channel.js';
-import { listenMailbox, mailboxHolds, mailFailure, readOriginal } from './email-imap.js';
+import { downloadAttachment, listenMailbox, mailboxHolds, mailFailure, readOriginal } from './email-imap.js';
 import { replyReferences, replySubject, sendMessageId } from './email-message.js';
 
 /** One mail carries a long reply whole: parts would be separate mails. */
 export const EMAIL_MAX_TEXT = 200_000;
+/** The largest file either way: mail servers commonly refuse messages over 25 MB, base64 makes a file a third larger. */
+export const EMAIL_MAX_FILE_BYTES = 18 * 2 ** 20;
 
 export class EmailClient implements PlatformClient {
   readonly platform = 'email' as const;
   readonly maxTextLength = EMAIL_MAX_TEXT;
+  readonly maxFileBytes = EMAIL_MAX_FILE_BYTES;
 
   constructor(
     private readonly channelId: string,
@@ -41,7 +49,36 @@ export class EmailClient implements PlatformClient {
     return listenMailbox(this.settings, this.password, commit, signal);
   }
 
-  async send(message: ChannelSend, signal: AbortSignal): Promise<string> {
+  send(message: ChannelSend, signal: AbortSignal): Promise<string> {
+    return this.mail(message, [], signal);
+  }
+
+  async sendFile(message: ChannelSend, file: ChannelFile, signal: AbortSignal): Promise<string> {
+    const content = await fileBytes(file);
+    return this.mail(
+      { ...message, text: `${file.name} (${file.size} bytes) is attached.` },
+      [{ filename: file.name, content }],
+      signal,
+    );
+  }
+
+  async download(attachment: ChannelAttachment, signal: AbortSignal): Promise<AsyncIterable<Uint8Array>> {
+    const bytes = await downloadAttachment(
+      this.settings,
+      this.password,
+      attachment,
+      this.maxFileBytes,
+      signal,
+    );
+    return Readable.from([bytes]);
+  }
+
+  /** One mail in the thread of the mail it answers, sent once per outbox key (its Message-ID). */
+  private async mail(
+    message: ChannelSend,
+    attachments: { filename: string; content: Buffer }[],
+    signal: AbortSignal,
+  ): Promise<string> {
     const { settings } = this;
     const messageId = sendMessageId(this.channelId, message.key, settings.address);
     const original =
@@ -64,6 +101,7 @@ export class EmailClient implements PlatformClient {
         to: message.chatId,
         subject: replySubject(original?.subject ?? null),
         text: message.text,
+        attachments,
         messageId,
         ...(message.replyTo === null
           ? {}
