@@ -420,6 +420,25 @@ test('telegram: the CLI names the fix for a missing token; list, pause (messages
     document: { name: 'w.txt', bytes: Buffer.from('by webhook\n') },
   });
   assert.equal((await repliesTo(telegram, ALICE.chatId, filed.messageId))[0]!.text, 'by webhook\n');
+  // Back to polling (the webhook channel removed, a polling one added for the same bot):
+  // Telegram still holds the webhook and refuses getUpdates; berth deletes it and polls.
+  await install.cli('channel', 'remove', 'tg2');
+  await install.cli(
+    'channel',
+    'add',
+    'telegram',
+    '--name',
+    'tg3',
+    '--agent',
+    'sh',
+    '--token-secret',
+    'tg',
+    '--allow',
+    '@alice',
+  );
+  const polled = telegram.userMessage({ ...ALICE, text: 'echo polled' });
+  assert.equal((await repliesTo(telegram, ALICE.chatId, polled.messageId))[0]!.text, 'polled\n');
+  assert.equal(telegram.webhook, null, 'the webhook deleted');
 });
 
 test('telegram: two berth processes on one store: one polls at a time (no 409 Conflict), the other takes over when it is SIGKILLed', {

@@ -143,12 +143,23 @@ export class TelegramClient implements PlatformClient {
   }
 
   async receive(cursor: number, waitMs: number, signal: AbortSignal): Promise<ChannelInbound[]> {
-    const updates = await this.call<TelegramUpdate[]>(
-      'getUpdates',
-      { offset: cursor, timeout: Math.floor(waitMs / 1000), allowed_updates: ['message'] },
-      signal,
-      waitMs,
-    );
+    const getUpdates = () =>
+      this.call<TelegramUpdate[]>(
+        'getUpdates',
+        { offset: cursor, timeout: Math.floor(waitMs / 1000), allowed_updates: ['message'] },
+        signal,
+        waitMs,
+      );
+    let updates: TelegramUpdate[];
+    try {
+      updates = await getUpdates();
+    } catch (err) {
+      if (!isWebhookConflict(err)) throw err;
+      // The bot went back to polling: Telegram keeps a webhook set earlier (by an earlier
+      // webhook channel) and refuses getUpdates while it is. The updates it holds stay.
+      await this.call<boolean>('deleteWebhook', { drop_pending_updates: false }, signal);
+      updates = await getUpdates();
+    }
     return Promise.all(updates.map((u) => this.inboundOf(u, signal)));
   }
 
@@ -271,6 +282,11 @@ export class TelegramClient implements PlatformClient {
     if (status === 409 || status >= 500) throw new PlatformError({ kind: 'transient', description });
     throw new PlatformError({ kind: 'refused', status, description });
   }
+}
+
+/** Telegram's 409 to getUpdates while a webhook is set ("can't use getUpdates method while webhook is active"). */
+function isWebhookConflict(err: unknown): boolean {
+  return err instanceof PlatformError && /webhook is active/i.test(err.message);
 }
 
 /** Telegram's 400 for markup it cannot read: nothing was sent, and the plain text will go. */
