@@ -114,7 +114,7 @@ export class ChangeFeed {
    * subscribers, as they are when handed out (one that joined meanwhile drops by id what its
    * catch-up read; copying the sets per event would cost more than the fan-out).
    */
-  private readonly outbound: { event: LoggedEvent; to: 'session' | 'tenant' }[] = [];
+  private outbound: { event: LoggedEvent; to: 'session' | 'tenant' }[] = [];
   /** The drain of `outbound`: the last one started, and whether it still runs. */
   private delivering: Promise<void> = Promise.resolve();
   private draining = false;
@@ -174,7 +174,7 @@ export class ChangeFeed {
     this.tick = null;
     this.held.clear();
     this.gaps.clear();
-    this.outbound.length = 0;
+    this.outbound = [];
   }
 
   /** The highest id below which every id was delivered or given up (tests, diagnostics). */
@@ -297,24 +297,31 @@ export class ChangeFeed {
   private async deliver(): Promise<void> {
     this.draining = true;
     try {
+      const epoch = this.epoch;
       let handed = 0;
-      for (let next = this.outbound.shift(); next; next = this.outbound.shift()) {
-        const { event } = next;
-        if (next.to === 'session') {
-          for (const sub of this.bySession.get(event.sessionId) ?? []) {
-            sub.deliver(event);
-            handed++;
+      // Taken a batch at a time (what arrives meanwhile waits for the next): shift() would
+      // move the whole queue once per event.
+      for (let batch = this.outbound; batch.length > 0; batch = this.outbound) {
+        this.outbound = [];
+        for (const { event, to } of batch) {
+          if (to === 'session') {
+            for (const sub of this.bySession.get(event.sessionId) ?? []) {
+              sub.deliver(event);
+              handed++;
+            }
+          } else
+            for (const sub of this.tenantSubs) {
+              const { tenant } = sub.filter as { tenant: string | undefined };
+              if (tenant !== undefined && tenant !== event.tenant) continue;
+              sub.deliver(event);
+              handed++;
+            }
+          if (handed >= DELIVERY_SLICE) {
+            handed = 0;
+            await new Promise((resolve) => setImmediate(resolve));
+            // Stopped meanwhile: what is left of the batch goes nowhere, as the queue does.
+            if (this.epoch !== epoch) return;
           }
-        } else
-          for (const sub of this.tenantSubs) {
-            const { tenant } = sub.filter as { tenant: string | undefined };
-            if (tenant !== undefined && tenant !== event.tenant) continue;
-            sub.deliver(event);
-            handed++;
-          }
-        if (handed >= DELIVERY_SLICE) {
-          handed = 0;
-          await new Promise((resolve) => setImmediate(resolve));
         }
       }
     } finally {
