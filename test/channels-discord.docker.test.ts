@@ -130,6 +130,11 @@ test('discord: gateway messages enqueued once by id, replies referencing them, r
   await replyTo(racing.id);
   await replyTo(whileDown.id);
   assert.ok(discord.callsOf('GET', `/channels/${C1}/messages?after=`).length > 0, 'history read back');
+  assert.equal(
+    discord.callsOf('GET', '/cdn/attachments/').length,
+    1,
+    'the read-back fetched no file again: the message carrying it was applied',
+  );
 
   // SIGKILL between a reply's send and its record: the resend's nonce answers the first post.
   restarted.kill('SIGTERM');

@@ -161,6 +161,7 @@ export interface ChannelRunnerStore
     | 'recordChannelError'
     | 'commitChannelInbound'
     | 'commitChannelEvent'
+    | 'channelEventApplied'
     | 'getAgent'
     | 'takeChannelSend'
     | 'nextChannelSendAt'

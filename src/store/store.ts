@@ -530,6 +530,12 @@ export interface Store {
     inbound: ChannelInbound | null,
     now: number,
   ): Promise<'enqueue' | 'command' | 'refuse' | 'ignore' | 'stale' | 'duplicate'>;
+  /**
+   * Whether the event `eventId` of the channel was applied: asked before a message's files
+   * are fetched, so an event delivered again (a read-back after a reconnect, a mail read
+   * again after a crash) does not fetch them again only to be found a duplicate.
+   */
+  channelEventApplied(channelId: string, eventId: string): Promise<boolean>;
   /** The channel's next due send, taken for one attempt (at-least-once: it is due again after leaseMs). */
   takeChannelSend(
     channelId: string,

@@ -279,7 +279,13 @@ export function runChannelConformance(kind: string, open: OpenStore): void {
           threadId: thread,
           ...over,
         });
+      assert.equal(await store.channelEventApplied('sl1', 'Ev1'), false, 'not applied yet');
       assert.equal(await store.commitChannelEvent('sl1', 'Ev1', push('1.1'), BASE + 1), 'enqueue');
+      assert.deepEqual(
+        [await store.channelEventApplied('sl1', 'Ev1'), await store.channelEventApplied('other', 'Ev1')],
+        [true, false],
+        'applied, for its channel only',
+      );
       assert.equal(
         await store.commitChannelEvent('sl1', 'Ev1', push('1.1'), BASE + 2),
         'duplicate',

@@ -604,6 +604,10 @@ export class SqlStore implements Store {
     );
   }
 
+  channelEventApplied(channelId: string, eventId: string): Promise<boolean> {
+    return this.read(() => channels.channelEventApplied(channelId, eventId));
+  }
+
   takeChannelSend(
     channelId: string,
     owner: string,

@@ -160,6 +160,10 @@ export function* commitChannelEvent(
   return yield* applyChannelInbound(tx, toChannel(row), inbound, now, leaseMs);
 }
 
+export function* channelEventApplied(channelId: string, eventId: string): Program<boolean> {
+  return (yield* get('CHANNEL_EVENT_APPLIED', { channelId, eventId })) !== undefined;
+}
+
 /** An inbound message's effect, once its cursor or event id is fenced: enqueued, refused, or nothing. */
 function* applyChannelInbound(
   tx: Tx,

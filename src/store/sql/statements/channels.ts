@@ -118,6 +118,14 @@ INSERT INTO channel_events (channel_id, event_id, created_at) VALUES (:channelId
 ON CONFLICT (channel_id, event_id) DO NOTHING`;
 
 /**
+ * Whether an event id of a channel was applied (and is still kept).
+ * @param channelId the channel
+ * @param eventId the platform's event id
+ * @returns one row when it was
+ */
+export const CHANNEL_EVENT_APPLIED = `SELECT 1 AS applied FROM channel_events WHERE channel_id = :channelId AND event_id = :eventId`;
+
+/**
  * A channel's pushed event ids applied before `before` forgotten: the platform retries no
  * delivery that old.
  * @param channelId the channel
