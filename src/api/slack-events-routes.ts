@@ -84,7 +84,7 @@ export const slackEventsRoutes: FastifyPluginAsync<PluginDeps> = async (app, dep
         const client = new SlackClient({ apiUrl: config.slackApiUrl, token });
         // Not cut when Slack stops waiting (3 s): the event is still committed, its retry acknowledged.
         const signal = AbortSignal.timeout(PUSHED_FILES_TIMEOUT_MS);
-        inbound = await stageAllowedFiles({ store, blobs }, channel, client, inbound, signal);
+        inbound = await stageAllowedFiles({ store, blobs }, channel, client, inbound, push.eventId, signal);
       }
       const outcome = await store.commitChannelEvent(id, push.eventId, inbound, clock.now());
       request.log.debug({ channelId: id, eventId: push.eventId, outcome }, 'Slack event committed');

@@ -73,12 +73,13 @@ export const telegramUpdatesRoutes: FastifyPluginAsync<PluginDeps> = async (app,
       const client = clientOf(channel, await secretOf(channel.tokenSecret, id));
       let inbound = await client.inboundOf(update, AbortSignal.timeout(10_000));
       // An allowed sender's files are stored before the commit, as when polled.
-      if (inbound.attachments?.length && blobs)
+      if (blobs)
         inbound = await stageAllowedFiles(
           { store, blobs },
           channel,
           client,
           inbound,
+          String(update.update_id),
           AbortSignal.timeout(PUSHED_FILES_TIMEOUT_MS),
         );
       const outcome = await store.commitChannelEvent(id, String(update.update_id), inbound, clock.now());

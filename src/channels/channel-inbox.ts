@@ -29,7 +29,7 @@ import type { ChannelRunnerStore } from '../store/index.js';
 import { type PlatformClient, platformFailureOf } from './channel.js';
 
 export interface ChannelInboxDeps {
-  store: Pick<ChannelRunnerStore, 'getAgent'>;
+  store: Pick<ChannelRunnerStore, 'getAgent' | 'channelEventApplied'>;
   blobs: BlobStore;
 }
 
@@ -97,17 +97,24 @@ export async function stageChannelFiles(
  */
 export const PUSHED_FILES_TIMEOUT_MS = 120_000;
 
-/** `inbound` with its files staged when its sender is allowed (a stranger's are never fetched); as it is otherwise. */
-export function stageAllowedFiles(
+/**
+ * `inbound` with its files staged when its sender is allowed (a stranger's are never
+ * fetched) and its event `eventId` was not applied yet; as it is otherwise. An event id is
+ * delivered again by design (Discord's read-back after a reconnect, a push retried, a mail
+ * read again after a crash): its commit finds it a duplicate, and fetching its files first
+ * would be for nothing. `eventId` is null for a polled update, which its cursor fences.
+ */
+export async function stageAllowedFiles(
   deps: ChannelInboxDeps,
   channel: Channel,
   client: PlatformClient,
   inbound: ChannelInbound,
+  eventId: string | null,
   signal: AbortSignal,
 ): Promise<ChannelInbound> {
-  return isChannelSenderAllowed(channel, inbound)
-    ? stageChannelFiles(deps, channel, client, inbound, signal)
-    : Promise.resolve(inbound);
+  if (!inbound.attachments?.length || !isChannelSenderAllowed(channel, inbound)) return inbound;
+  if (eventId !== null && (await deps.store.channelEventApplied(channel.id, eventId))) return inbound;
+  return stageChannelFiles(deps, channel, client, inbound, signal);
 }
 
 /** The smaller of the agent's workspace quota and what the platform lets a bot fetch. */

@@ -107,7 +107,14 @@ export class ChannelLoop {
         for (const inbound of updates) {
           if (!this.active) break;
           if (inbound.updateId < cursor) continue;
-          const staged = await stageAllowedFiles(this.deps, this.channel, this.client, inbound, pollSignal);
+          const staged = await stageAllowedFiles(
+            this.deps,
+            this.channel,
+            this.client,
+            inbound,
+            null,
+            pollSignal,
+          );
           failpoint('channel-before-commit');
           const outcome = await store.commitChannelInbound(
             this.channel.id,
@@ -144,14 +151,9 @@ export class ChannelLoop {
     const signal = this.abort.signal;
     let failures = 0;
     const commit = async (event: ChannelEvent): Promise<void> => {
-      const delivered = event.inbound;
-      // Files are fetched only for an event not applied yet: a read-back repeats many.
-      const fetchFiles =
-        delivered?.attachments?.length && !(await store.channelEventApplied(this.channel.id, event.eventId));
       const inbound =
-        delivered && fetchFiles
-          ? await stageAllowedFiles(this.deps, this.channel, this.client, delivered, signal)
-          : delivered;
+        event.inbound &&
+        (await stageAllowedFiles(this.deps, this.channel, this.client, event.inbound, event.eventId, signal));
       failpoint('channel-before-commit');
       const outcome = await store.commitChannelEvent(this.channel.id, event.eventId, inbound, clock.now());
       this.log.debug({ eventId: event.eventId, outcome }, 'Channel event committed');

@@ -127,6 +127,7 @@ export interface ApiStore
     | 'deleteChannel'
     | 'listChannelOutbox'
     | 'commitChannelEvent'
+    | 'channelEventApplied'
     | 'createWebhook'
     | 'listWebhooks'
     | 'getWebhook'
