@@ -13,7 +13,7 @@
 import { type BenchOptions, benchHost, round, stats } from './harness.js';
 
 export async function burst({ quick }: BenchOptions) {
-  const n = quick ? 20 : 100;
+  const n = quick ? 12 : 100;
   const refillMs = await poolRefillMs(n);
   const h = await benchHost({});
   const startedMs: number[] = [];

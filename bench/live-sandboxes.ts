@@ -1,5 +1,5 @@
 /**
- * Live sandboxes: a worker's warm pool filled to N (500; 20 with --quick) and held, then
+ * Live sandboxes: a worker's warm pool filled to N (500; 10 with --quick) and held, then
  * cleaned up, against a baseline taken in the same run: bare containers of the same image
  * (`node -e 'setInterval(...)'`, network none) started one by one through the Engine API.
  * Reports the time to start them all, each sandbox's own memory (its cgroup: usage minus
@@ -16,7 +16,7 @@ import { type BenchOptions, benchHost, round, stats } from './harness.js';
 const SAMPLE = 20;
 
 export async function liveSandboxes({ quick }: BenchOptions) {
-  const n = quick ? 20 : 500;
+  const n = quick ? 10 : 500;
   const probe = await benchHost({ BERTH_WARM_POOL: '0' }, 1);
   let baseline: Awaited<ReturnType<typeof bareContainers>>;
   try {
