@@ -14,6 +14,7 @@ import type { ChaosOptions } from './chaos-options.js';
 import { type BerthProcess, workerIdOf } from './children.js';
 import { type KillableWorker, type PrimaryDeath, runningTurnsIn } from './fault-records.js';
 import { FaultInjector } from './faults/index.js';
+import { isLongSession } from './long-turns.js';
 import type { NodeSet } from './node-set.js';
 import type { RequestRecord } from './session-driver.js';
 import { firstCommitAfter } from './store-failover.js';
@@ -60,7 +61,7 @@ const NODE_RESTART_DELAY_MS = 5000;
 
 export function injectorForRun(run: RunTargets): FaultInjector {
   const { opts, requests, workerIds } = run;
-  const turnsTotal = opts.sessions * opts.turns;
+  const turnsTotal = opts.sessions * opts.turns + (opts.longTurns ?? 0);
   const workerRows = () => run.store.listWorkers();
   const idOf = (w: BerthProcess) => (w.pid === undefined ? null : (workerIds.get(w.pid) ?? null));
   const runningTurns = runningTurnsIn(run.store, run.maxTries);
@@ -93,6 +94,7 @@ export function injectorForRun(run: RunTargets): FaultInjector {
     engines: () => run.nodeSet?.engines() ?? [{ docker: run.docker, installId: run.installId }],
     killEveryMs: opts.killEveryMs,
     runningTurns,
+    isLongSession: opts.longTurns ? isLongSession : undefined,
     maxDurationMs: opts.durationCapMs,
     workerKill:
       opts.killWorkers > 0

@@ -66,6 +66,7 @@ const running = (byWorker: Record<string, number | `old:${number}`>) => async ()
       return [
         `wrk-${name}`,
         Array.from({ length: old ? Number(n.slice(4)) : n }, (_, i) => ({
+          sessionId: `s-${name}-${i}`,
           sandbox: `sbx-${name}-${i}`,
           startedAt: Date.now() - (old ? 60_000 : 0),
           lastTry: false,
@@ -190,6 +191,7 @@ test('sandbox kills never touch a turn on its last try, aimed or at random; with
           [
             'wrk-a',
             c.sandboxes.map((sandbox) => ({
+              sessionId: `s-${sandbox}`,
               sandbox,
               startedAt: Date.now(),
               lastTry: sandbox === 'sbx-last',
@@ -203,5 +205,34 @@ test('sandbox kills never touch a turn on its last try, aimed or at random; with
     assert.deepEqual([...new Set(killed)], c.killable, c.name);
     if (c.killable.length > 0)
       assert.ok(killed.length >= 4, `${c.name}: kills kept coming (${killed.length})`);
+  }
+});
+
+test('with long sessions, every other aimed sandbox kill picks a running long turn, however old', async () => {
+  for (const withLong of [true, false]) {
+    const killed: string[] = [];
+    const injector = new FaultInjector({
+      engines: () => [{ docker: engineOf(['sbx-new', 'sbx-long'], killed), installId: 'x' }],
+      killEveryMs: { min: 5, max: 10 },
+      maxDurationMs: 60_000,
+      // Random kills and intervals take the first: sbx-new, every 5 ms.
+      random: () => 0,
+      runningTurns: async () =>
+        new Map([
+          [
+            'wrk-a',
+            [
+              { sessionId: 's-new', sandbox: 'sbx-new', startedAt: Date.now(), lastTry: false },
+              { sessionId: 's-long', sandbox: 'sbx-long', startedAt: Date.now() - 60_000, lastTry: false },
+            ],
+          ],
+        ]),
+      isLongSession: withLong ? (id) => id === 's-long' : undefined,
+    });
+    injector.start();
+    await new Promise((r) => setTimeout(r, 400));
+    await injector.stop();
+    assert.equal(killed.includes('sbx-long'), withLong, `long sessions ${withLong}: ${killed.join(' ')}`);
+    assert.ok(killed.length >= 4, `kills kept coming (${killed.length})`);
   }
 });

@@ -31,6 +31,8 @@ export interface FaultInjectorOptions {
   killEveryMs: { min: number; max: number };
   /** With these, every other sandbox kill aims at a sandbox running a turn (sandbox-kill.ts). */
   runningTurns?: RunningTurns;
+  /** Sessions of long turns, which every other aimed sandbox kill picks when one runs (sandbox-kill.ts). */
+  isLongSession?: (sessionId: string) => boolean;
   maxDurationMs: number;
   workerKill?: WorkerKillOptions;
   nodeKill?: NodeKillOptions;

@@ -2,7 +2,8 @@
  * sandbox-kill: every A–B seconds (uniform), `docker kill` (Engine API) of one random
  * running container carrying this install's label, on the host's engine or each live
  * node's. With `runningTurns`, every other kill aims at a sandbox running a turn (waiting
- * until one runs), and no kill touches the sandbox of a turn on its messages' last try: a
+ * until one runs; with long sessions, every other aimed kill at a long turn when one runs),
+ * and no kill touches the sandbox of a turn on its messages' last try: a
  * run tests recovery, and a message whose every try was killed fails by design (the tries
  * limit), which no verdict of "every request ok" could then allow.
  *
@@ -33,6 +34,12 @@ export interface SandboxKillOptions {
    * them, no turn's last try is known, and none is spared.
    */
   runningTurns?: RunningTurns;
+  /**
+   * The sessions of long turns (long-turns.ts): every other aimed kill picks a sandbox running
+   * one of them, when one runs. Short turns are many and end fast; a long one would otherwise
+   * rarely be the newest turn, and its resume would go untested.
+   */
+  isLongSession?: (sessionId: string) => boolean;
 }
 
 /** How long a sandbox kill's answer is waited for (in the background, past ENGINE_TIMEOUT_MS). */
@@ -105,7 +112,7 @@ export class SandboxKillFault {
       return false;
     }
     const aiming = this.opts.runningTurns !== undefined && this.tried % 2 === 0;
-    const aimed = new Set(aiming ? newestSandboxes(turns.filter((t) => !t.lastTry)) : []);
+    const aimed = new Set(aiming ? this.aimedSandboxes(turns.filter((t) => !t.lastTry)) : []);
     const candidates = running.filter((c) => named(c, aimed));
     // An aimed kill waits for a turn to run (looked for again soon): fired at an idle sandbox
     // instead, a short run's kills may all miss, and a kind asked for must bite.
@@ -141,6 +148,13 @@ export class SandboxKillFault {
     this.underWay.add(answered);
     void answered.finally(() => this.underWay.delete(answered));
     return Promise.race([answered, sleep(ENGINE_TIMEOUT_MS).then(() => true)]);
+  }
+
+  /** The newest turns' sandboxes, or on every other aimed kill the long turns' when one runs. */
+  private aimedSandboxes(turns: RunningTurn[]): string[] {
+    const isLong = this.opts.isLongSession;
+    const long = isLong && this.tried % 4 === 2 ? turns.filter((t) => isLong(t.sessionId)) : [];
+    return long.length > 0 ? long.map((t) => t.sandbox) : newestSandboxes(turns);
   }
 
   private async runningTurns(): Promise<RunningTurn[]> {
