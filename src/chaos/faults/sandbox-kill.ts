@@ -2,8 +2,8 @@
  * sandbox-kill: every A–B seconds (uniform), `docker kill` (Engine API) of one random
  * running container carrying this install's label, on the host's engine or each live
  * node's. With `runningTurns`, every other kill aims at a sandbox running a turn (waiting
- * until one runs; with long sessions, every other aimed kill at a long turn when one runs),
- * and no kill touches the sandbox of a turn on its messages' last try: a
+ * until one runs; with long sessions, first at each long session's turn once it has run a
+ * while, then every other aimed kill at a long turn), and no kill touches the sandbox of a turn on its messages' last try: a
  * run tests recovery, and a message whose every try was killed fails by design (the tries
  * limit), which no verdict of "every request ok" could then allow.
  *
@@ -35,15 +35,19 @@ export interface SandboxKillOptions {
    */
   runningTurns?: RunningTurns;
   /**
-   * The sessions of long turns (long-turns.ts): every other aimed kill picks a sandbox running
-   * one of them, when one runs. Short turns are many and end fast; a long one would otherwise
-   * rarely be the newest turn, and its resume would go untested.
+   * The sessions of long turns (long-turns.ts): an aimed kill picks a sandbox running one of
+   * them that has run LONG_TURN_AGE_MS (some of its steps done, so its resume is tested)
+   * and that no aimed kill hit yet; once each was hit, every other aimed kill picks a long
+   * turn. Short turns are many and end fast: a long one would otherwise rarely be the newest
+   * turn, and its resume would go untested.
    */
   isLongSession?: (sessionId: string) => boolean;
 }
 
 /** How long a sandbox kill's answer is waited for (in the background, past ENGINE_TIMEOUT_MS). */
 const KILL_ANSWER_TIMEOUT_MS = 60_000;
+/** How long a long turn runs before an aimed kill picks it. */
+const LONG_TURN_AGE_MS = 1500;
 /** When no sandbox is running, look again this soon instead of waiting a whole interval. */
 const RETRY_NO_TARGET_MS = 250;
 
@@ -55,6 +59,8 @@ export class SandboxKillFault {
   /** Kills tried on a running sandbox: the first and every other one are aimed (runningTurns). */
   private tried = 0;
   private nextKillAt = Number.POSITIVE_INFINITY;
+  /** Sessions whose turn a kill hit (long ones: aimed at until each was hit once). */
+  private readonly longAimed = new Set<string>();
 
   constructor(
     private readonly opts: SandboxKillOptions,
@@ -120,6 +126,7 @@ export class SandboxKillFault {
     this.tried++;
     const pool = candidates.length > 0 ? candidates : running;
     const { engine, info: target } = pool[Math.floor(this.ctx.random() * pool.length)]!;
+    for (const t of turns) if (named({ info: target }, new Set([t.sandbox]))) this.longAimed.add(t.sessionId);
     const at = this.ctx.clock.now();
     const answered = engine.docker
       .getContainer(target.Id)
@@ -150,11 +157,14 @@ export class SandboxKillFault {
     return Promise.race([answered, sleep(ENGINE_TIMEOUT_MS).then(() => true)]);
   }
 
-  /** The newest turns' sandboxes, or on every other aimed kill the long turns' when one runs. */
+  /** The long turns' sandboxes (isLongSession says which and when), else the newest turns'. */
   private aimedSandboxes(turns: RunningTurn[]): string[] {
-    const isLong = this.opts.isLongSession;
-    const long = isLong && this.tried % 4 === 2 ? turns.filter((t) => isLong(t.sessionId)) : [];
-    return long.length > 0 ? long.map((t) => t.sandbox) : newestSandboxes(turns);
+    const isLong = this.opts.isLongSession ?? (() => false);
+    const now = this.ctx.clock.now();
+    const long = turns.filter((t) => isLong(t.sessionId) && now - t.startedAt >= LONG_TURN_AGE_MS);
+    const unhit = long.filter((t) => !this.longAimed.has(t.sessionId));
+    const picked = unhit.length > 0 ? unhit : this.tried % 4 === 2 ? long : [];
+    return picked.length > 0 ? picked.map((t) => t.sandbox) : newestSandboxes(turns);
   }
 
   private async runningTurns(): Promise<RunningTurn[]> {
