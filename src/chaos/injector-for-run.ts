@@ -14,7 +14,6 @@ import type { ChaosOptions } from './chaos-options.js';
 import { type BerthProcess, workerIdOf } from './children.js';
 import { type KillableWorker, type PrimaryDeath, runningTurnsIn } from './fault-records.js';
 import { FaultInjector } from './faults/index.js';
-import { isLongSession } from './long-turns.js';
 import type { NodeSet } from './node-set.js';
 import type { RequestRecord } from './session-driver.js';
 import { firstCommitAfter } from './store-failover.js';
@@ -40,6 +39,8 @@ export interface RunTargets {
   restarts: Promise<void>[];
   /** The requests answered so far: the faults are due by how many there are. */
   requests: RequestRecord[];
+  /** With long turns: the long sessions whose turn is midway now (long-turns.ts). */
+  longTurnsDue?: () => string[];
 }
 
 /**
@@ -94,7 +95,7 @@ export function injectorForRun(run: RunTargets): FaultInjector {
     engines: () => run.nodeSet?.engines() ?? [{ docker: run.docker, installId: run.installId }],
     killEveryMs: opts.killEveryMs,
     runningTurns,
-    isLongSession: opts.longTurns ? isLongSession : undefined,
+    longTurnsDue: run.longTurnsDue,
     maxDurationMs: opts.durationCapMs,
     workerKill:
       opts.killWorkers > 0

@@ -9,8 +9,11 @@
  * workers must share its network (not on nodes, nor in namespaces of a partition). Its
  * key is a host secret of the run's own (SECRET), written before any worker starts.
  *
- * Invariants: a long session's id says it is one (isLongSession); the agent is put (created
- * or replaced), so a kept data dir's agent from an earlier run names this run's model.
+ * Each long turn's sandbox is killed once midway (longTurnsMidway, sandbox-kill.ts): kills at
+ * an interval, among many short turns, often miss a turn that runs a few seconds.
+ *
+ * Invariants: the agent is put (created or replaced), so a kept data dir's agent from an
+ * earlier run names this run's model.
  */
 import type { ApiClient } from '../client/index.js';
 import { hostPaths, loadConfig } from '../core/index.js';
@@ -27,8 +30,12 @@ export function longSessionIds(runTag: string, count: number): string[] {
   return Array.from({ length: count }, (_, i) => `chaos-${runTag}${LONG_MARK}${i + 1}`);
 }
 
-export function isLongSession(sessionId: string): boolean {
-  return sessionId.includes(LONG_MARK);
+/** The call a long turn is midway at: half its steps asked for. */
+const MIDWAY_CALL = LONG_TURN_STEPS / 2;
+
+/** The long sessions whose turn has asked the model for MIDWAY_CALL or a later one. */
+export function longTurnsMidway(model: ScriptedModel): () => string[] {
+  return () => [...new Set(model.calls.filter((c) => c.index >= MIDWAY_CALL).map((c) => c.session))];
 }
 
 /** Starts the scripted model and writes the agent's key into the host's secrets (`env` is the children's). */

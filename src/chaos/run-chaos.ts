@@ -59,7 +59,13 @@ import { injectorForRun } from './injector-for-run.js';
 import { checkInvariants, type ProcessEnd } from './invariants.js';
 import { removeLeftovers } from './leftovers.js';
 import { type LoadReport, LoadSampler } from './load-sampler.js';
-import { LONG_AGENT, longSessionIds, putLongTurnAgent, startLongTurnModel } from './long-turns.js';
+import {
+  LONG_AGENT,
+  longSessionIds,
+  longTurnsMidway,
+  putLongTurnAgent,
+  startLongTurnModel,
+} from './long-turns.js';
 import { NodeSet } from './node-set.js';
 import type { NodeEngineUsage, NodeUsageSampler } from './node-usage.js';
 import type { ScriptedModel } from './scripted-model.js';
@@ -305,6 +311,7 @@ class ChaosRun {
       workerIds: this.workerIds,
       restarts: this.restarts,
       requests: this.requests,
+      longTurnsDue: this.model ? longTurnsMidway(this.model) : undefined,
     });
   }
 

@@ -208,31 +208,29 @@ test('sandbox kills never touch a turn on its last try, aimed or at random; with
   }
 });
 
-test('with long sessions, every other aimed sandbox kill picks a running long turn, however old', async () => {
-  for (const withLong of [true, false]) {
+test('a long turn named midway is killed at once, between the interval kills, and once only', async () => {
+  for (const due of [['s-long'], []]) {
     const killed: string[] = [];
     const injector = new FaultInjector({
       engines: () => [{ docker: engineOf(['sbx-new', 'sbx-long'], killed), installId: 'x' }],
-      killEveryMs: { min: 5, max: 10 },
+      // No interval kill comes within the test.
+      killEveryMs: { min: 60_000, max: 60_000 },
       maxDurationMs: 60_000,
-      // Random kills and intervals take the first: sbx-new, every 5 ms.
-      random: () => 0,
       runningTurns: async () =>
         new Map([
           [
             'wrk-a',
             [
               { sessionId: 's-new', sandbox: 'sbx-new', startedAt: Date.now(), lastTry: false },
-              { sessionId: 's-long', sandbox: 'sbx-long', startedAt: Date.now() - 60_000, lastTry: false },
+              { sessionId: 's-long', sandbox: 'sbx-long', startedAt: Date.now(), lastTry: false },
             ],
           ],
         ]),
-      isLongSession: withLong ? (id) => id === 's-long' : undefined,
+      longTurnsDue: () => due,
     });
     injector.start();
     await new Promise((r) => setTimeout(r, 400));
     await injector.stop();
-    assert.equal(killed.includes('sbx-long'), withLong, `long sessions ${withLong}: ${killed.join(' ')}`);
-    assert.ok(killed.length >= 4, `kills kept coming (${killed.length})`);
+    assert.deepEqual(killed, due.length > 0 ? ['sbx-long'] : [], `due: ${due.join(' ')}`);
   }
 });

@@ -31,8 +31,8 @@ export interface FaultInjectorOptions {
   killEveryMs: { min: number; max: number };
   /** With these, every other sandbox kill aims at a sandbox running a turn (sandbox-kill.ts). */
   runningTurns?: RunningTurns;
-  /** Sessions of long turns, which every other aimed sandbox kill picks when one runs (sandbox-kill.ts). */
-  isLongSession?: (sessionId: string) => boolean;
+  /** The long sessions whose turn is midway now: each one's is killed once (sandbox-kill.ts). */
+  longTurnsDue?: () => string[];
   maxDurationMs: number;
   workerKill?: WorkerKillOptions;
   nodeKill?: NodeKillOptions;
