@@ -344,9 +344,10 @@ class ChaosRun {
       },
     };
     const long = { ...driver, agent: LONG_AGENT, turns: 1, plan: longPlan };
+    // Long sessions first: their messages are the oldest pending, so their turns start first and do not trail the run.
     const notSent = await Promise.all([
-      ...sessionIds.map((id, i) => driveSession({ ...driver, agent: AGENT, turns: opts.turns }, i, id)),
       ...longIds.map((id, i) => driveSession(long, i, id)),
+      ...sessionIds.map((id, i) => driveSession({ ...driver, agent: AGENT, turns: opts.turns }, i, id)),
     ]).finally(() => clearTimeout(capTimer));
     return {
       sessionIds: [...sessionIds, ...longIds],
