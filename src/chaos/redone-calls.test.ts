@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { turnRow } from '../../test/helpers/turn-row.js';
-import type { SandboxKill } from './fault-records.js';
+import { SANDBOX_KILL, turnRow } from '../../test/helpers/turn-row.js';
 import type { OutageEvidence } from './fault-timing.js';
 import { redoneByFault, redoneCalls } from './redone-calls.js';
 import type { ModelCall } from './scripted-model.js';
@@ -15,14 +14,7 @@ const call = (index: number, receivedAt: number, answered: number | null = recei
   receivedAt,
   answeredAt: answered,
 });
-const kill: SandboxKill = {
-  kind: 'sandbox-kill',
-  at: 1500,
-  killedAt: 1500,
-  container: 'berth-x-s1-g1',
-  warm: false,
-  workerId: 'w1',
-};
+const kill = SANDBOX_KILL;
 /** long-1's first attempt, killed at 1500 (aborted at 1600), and its retry from 2000. */
 const TURNS = [
   turnRow({ id: 'first', sessionId: 'long-1', status: 'aborted', startedAt: 1000, endedAt: 1600 }),
