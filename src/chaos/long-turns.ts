@@ -9,8 +9,10 @@
  * workers must share its network (not on nodes, nor in namespaces of a partition). Its
  * key is a host secret of the run's own (SECRET), written before any worker starts.
  *
- * Each long turn's sandbox is killed once midway (longTurnsMidway, sandbox-kill.ts): kills at
- * an interval, among many short turns, often miss a turn that runs a few seconds.
+ * Faults are aimed at the long turns by how far their model calls went (longTurnsPast): each
+ * one's sandbox is killed once midway (KILL_CALL, sandbox-kill.ts), since kills at an
+ * interval, among many short turns, often missed a turn that runs a few seconds; a blob store
+ * kill comes at the first one's BLOBS_KILL_CALL, so the outage meets its checkpoint uploads.
  *
  * Invariants: the agent is put (created or replaced), so a kept data dir's agent from an
  * earlier run names this run's model.
@@ -30,12 +32,14 @@ export function longSessionIds(runTag: string, count: number): string[] {
   return Array.from({ length: count }, (_, i) => `chaos-${runTag}${LONG_MARK}${i + 1}`);
 }
 
-/** The call a long turn is midway at: half its steps asked for. */
-const MIDWAY_CALL = LONG_TURN_STEPS / 2;
+/** The call at which a long turn's sandbox is killed: half its steps done. */
+export const KILL_CALL = LONG_TURN_STEPS / 2;
+/** The call at which a blob store kill is due: a quarter of the steps done, checkpoints still to upload. */
+export const BLOBS_KILL_CALL = LONG_TURN_STEPS / 4;
 
-/** The long sessions whose turn has asked the model for MIDWAY_CALL or a later one. */
-export function longTurnsMidway(model: ScriptedModel): () => string[] {
-  return () => [...new Set(model.calls.filter((c) => c.index >= MIDWAY_CALL).map((c) => c.session))];
+/** The long sessions whose turn has asked the model for call `index` or a later one. */
+export function longTurnsPast(model: ScriptedModel): (index: number) => string[] {
+  return (index) => [...new Set(model.calls.filter((c) => c.index >= index).map((c) => c.session))];
 }
 
 /** Starts the scripted model and writes the agent's key into the host's secrets (`env` is the children's). */

@@ -62,7 +62,7 @@ import { type LoadReport, LoadSampler } from './load-sampler.js';
 import {
   LONG_AGENT,
   longSessionIds,
-  longTurnsMidway,
+  longTurnsPast,
   putLongTurnAgent,
   startLongTurnModel,
 } from './long-turns.js';
@@ -311,7 +311,7 @@ class ChaosRun {
       workerIds: this.workerIds,
       restarts: this.restarts,
       requests: this.requests,
-      longTurnsDue: this.model ? longTurnsMidway(this.model) : undefined,
+      longTurnsPast: this.model ? longTurnsPast(this.model) : undefined,
     });
   }
 
