@@ -102,7 +102,7 @@ export function chaosCommand(env: NodeJS.ProcessEnv): Command {
     )
     .option(
       '--kill-blobs [seconds]',
-      'SIGKILL the S3 daemon halfway through the run and start it again after this many seconds (default 5); the run keeps its blobs in a throw-away S3 service (radosgw)',
+      'SIGKILL the S3 daemon halfway through the run (with --long-turns: as the first long turn is a quarter done, amid its checkpoint uploads) and start it again after this many seconds (default 5); the run keeps its blobs in a throw-away S3 service (radosgw)',
     )
     .option('--slots <n>', 'slots of each worker', '2')
     .option(
