@@ -7,6 +7,7 @@
  * verdict.ts. Besides them the report lists the aborted turns no injected fault explains:
  * under chaos those are berth's own failures, and the verdict fails on any. A request
  * that did not end ok says whether an earlier one of its session excuses it (excuses.ts).
+ * With long turns, the model calls each fault made the long sessions redo (redone-calls.ts).
  */
 import type { Turn } from '../core/index.js';
 import { RETRY_BUDGET_MS } from '../store/index.js';
@@ -49,6 +50,8 @@ import {
   type NodesSection,
   nodesSection,
 } from './node-report.js';
+import { type RedoneCalls, redoneByFault } from './redone-calls.js';
+import type { ModelCall } from './scripted-model.js';
 import type { SelfFence } from './self-fences.js';
 import type { Outcome, RequestRecord } from './session-driver.js';
 import type { SessionSnapshot } from './snapshot.js';
@@ -57,6 +60,8 @@ import { type AbortNoFaultExplains, decideVerdict } from './verdict.js';
 export interface ChaosSettings {
   sessions: number;
   turns: number;
+  /** Sessions of one long model turn each (workload.ts, longTurnPlan); 0 = none. */
+  longTurns: number;
   slotsPerWorker: number;
   workers: number;
   killEveryMs: { min: number; max: number };
@@ -143,6 +148,8 @@ export interface ChaosReport {
   nodes: NodesSection | null;
   /** A run that killed the S3 daemon: the turns that lived through it; null otherwise. */
   blobs: BlobsSection | null;
+  /** A run with long turns: the model calls they made upstream, and those each fault made them redo; null otherwise. */
+  longTurns: (RedoneCalls & { calls: number }) | null;
   invariants: InvariantResult[];
   /** Memory and store load while the workload ran. */
   load: LoadReport;
@@ -168,6 +175,8 @@ export interface ReportInput {
   sessions: SessionSnapshot[];
   invariants: InvariantResult[];
   nodes: NodesInput | null;
+  /** The long sessions, and every call the scripted model took; null without long turns. */
+  longTurns: { sessionIds: string[]; calls: ModelCall[] } | null;
 }
 
 export function buildReport(input: ReportInput): ChaosReport {
@@ -208,6 +217,15 @@ export function buildReport(input: ReportInput): ChaosReport {
   const fail = count('fail');
   const unknown = count('unknown');
   const faultsBit = faultsThatBit(faults, turns, evidence);
+  const long = input.longTurns;
+  const redone =
+    long &&
+    redoneByFault(
+      long.calls,
+      turns.filter((t) => long.sessionIds.includes(t.sessionId)),
+      faults,
+      evidence,
+    );
   const verdict = decideVerdict({
     invariants: input.invariants,
     requests: { fail, unknown, notSent: input.notSent },
@@ -234,13 +252,14 @@ export function buildReport(input: ReportInput): ChaosReport {
       nodes: nodeKills.filter((f) => f.restartedAt === null).length,
       blobs: blobsKills.some((f) => f.upAt === null),
     },
+    longTurns: redone,
   });
   return {
     settings: input.settings,
     wallMs: input.wallMs,
     cutShort: input.cutShort,
     requests: {
-      planned: input.settings.sessions * input.settings.turns,
+      planned: input.settings.sessions * input.settings.turns + input.settings.longTurns,
       sent: requests.length,
       notSent: input.notSent,
       ok: count('ok'),
@@ -302,6 +321,7 @@ export function buildReport(input: ReportInput): ChaosReport {
       : null,
     nodes: input.nodes && nodesSection(input.nodes, faults),
     blobs: blobsSection(faults, turns),
+    longTurns: redone && { ...redone, calls: long!.calls.length },
     invariants: input.invariants,
     load: input.load,
     passed: verdict.passed,

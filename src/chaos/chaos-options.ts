@@ -10,6 +10,12 @@ import type { S3Service } from './s3-service.js';
 export interface ChaosOptions {
   sessions: number;
   turns: number;
+  /**
+   * More sessions, of one long model turn each (long-turns.ts): berth's `anthropic` loop
+   * against a scripted model of the run's, LONG_TURN_STEPS tool calls a turn. Not on nodes
+   * nor with a partition (the model is reached on this host's loopback). @default 0
+   */
+  longTurns?: number;
   /** The workload stops (unfinished requests become unknown) after this, ms. */
   durationCapMs: number;
   killEveryMs: { min: number; max: number };

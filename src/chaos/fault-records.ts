@@ -142,6 +142,7 @@ export interface PartitionableWorker {
 
 /** A running turn: its sandbox's name, and when it started (epoch ms, the workers' clock). */
 export interface RunningTurn {
+  sessionId: string;
   sandbox: string;
   startedAt: number;
   /** Its messages' last try: if it failed they would fail with it. */
@@ -160,7 +161,12 @@ export function runningTurnsIn(store: Store, maxTries: number): RunningTurns {
       if (turn?.workerId)
         turns.set(turn.workerId, [
           ...(turns.get(turn.workerId) ?? []),
-          { sandbox: turn.sandbox ?? '', startedAt: turn.startedAt, lastTry: turn.attempt >= maxTries },
+          {
+            sessionId: s.id,
+            sandbox: turn.sandbox ?? '',
+            startedAt: turn.startedAt,
+            lastTry: turn.attempt >= maxTries,
+          },
         ]);
     }
     return turns;

@@ -1,20 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { turnRow } from '../../test/helpers/turn-row.js';
+import { SANDBOX_KILL, turnRow } from '../../test/helpers/turn-row.js';
 import type { Turn } from '../core/index.js';
-import type { Partition, SandboxKill, StoreFailover, StoreRestart, WorkerKill } from './fault-records.js';
+import type { Partition, StoreFailover, StoreRestart, WorkerKill } from './fault-records.js';
 import * as timing from './fault-timing.js';
 
 const turn = (fields: Partial<Turn>): Turn => turnRow({ status: 'aborted', ...fields });
 const LEASE_MS = 1000;
-const kill: SandboxKill = {
-  kind: 'sandbox-kill',
-  at: 1500,
-  killedAt: 1500,
-  container: 'berth-x-s1-g1',
-  warm: false,
-  workerId: 'w1',
-};
+const kill = SANDBOX_KILL;
 const workerKill: WorkerKill = {
   kind: 'worker-kill',
   at: 1500,

@@ -182,7 +182,12 @@ function ranDuring(t: Turn, from: number, to: number): boolean {
 
 /** True when some injected fault was in effect on this aborted turn's sandbox or worker while it ran, and can have caused its abort. */
 export function explainedByFault(t: Turn, faults: Fault[], e: OutageEvidence): boolean {
-  return faults.some((f) => inEffectOn(f, t, e));
+  return faultsInEffectOn(t, faults, e).length > 0;
+}
+
+/** The injected faults that were in effect on this aborted turn while it ran, in injection order. */
+export function faultsInEffectOn(t: Turn, faults: Fault[], e: OutageEvidence): Fault[] {
+  return faults.filter((f) => inEffectOn(f, t, e));
 }
 
 function inEffectOn(f: Fault, t: Turn, e: OutageEvidence): boolean {

@@ -14,6 +14,7 @@ import type { ChaosOptions } from './chaos-options.js';
 import { type BerthProcess, workerIdOf } from './children.js';
 import { type KillableWorker, type PrimaryDeath, runningTurnsIn } from './fault-records.js';
 import { FaultInjector } from './faults/index.js';
+import { BLOBS_KILL_CALL, KILL_CALL } from './long-turns.js';
 import type { NodeSet } from './node-set.js';
 import type { RequestRecord } from './session-driver.js';
 import { firstCommitAfter } from './store-failover.js';
@@ -39,6 +40,8 @@ export interface RunTargets {
   restarts: Promise<void>[];
   /** The requests answered so far: the faults are due by how many there are. */
   requests: RequestRecord[];
+  /** With long turns: the long sessions whose turn asked for that call or a later one (long-turns.ts). */
+  longTurnsPast?: (index: number) => string[];
 }
 
 /**
@@ -59,8 +62,8 @@ const WORKER_KILL_MAX_WAIT_MS = 60_000;
 const NODE_RESTART_DELAY_MS = 5000;
 
 export function injectorForRun(run: RunTargets): FaultInjector {
-  const { opts, requests, workerIds } = run;
-  const turnsTotal = opts.sessions * opts.turns;
+  const { opts, requests, workerIds, longTurnsPast } = run;
+  const turnsTotal = opts.sessions * opts.turns + (opts.longTurns ?? 0);
   const workerRows = () => run.store.listWorkers();
   const idOf = (w: BerthProcess) => (w.pid === undefined ? null : (workerIds.get(w.pid) ?? null));
   const runningTurns = runningTurnsIn(run.store, run.maxTries);
@@ -93,6 +96,7 @@ export function injectorForRun(run: RunTargets): FaultInjector {
     engines: () => run.nodeSet?.engines() ?? [{ docker: run.docker, installId: run.installId }],
     killEveryMs: opts.killEveryMs,
     runningTurns,
+    longTurnsDue: longTurnsPast && (() => longTurnsPast(KILL_CALL)),
     maxDurationMs: opts.durationCapMs,
     workerKill:
       opts.killWorkers > 0
@@ -118,7 +122,9 @@ export function injectorForRun(run: RunTargets): FaultInjector {
         : undefined,
     blobsKill: opts.blobs?.killForMs
       ? {
-          due: () => requests.length >= turnsTotal / 2,
+          // With long turns, while the first one checkpoints at its calls: an outage in its uploads.
+          due: () =>
+            longTurnsPast ? longTurnsPast(BLOBS_KILL_CALL).length > 0 : requests.length >= turnsTotal / 2,
           kill: () => opts.blobs!.service.kill(),
           restart: () => opts.blobs!.service.restart(),
           downMs: opts.blobs.killForMs,

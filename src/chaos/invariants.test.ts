@@ -426,3 +426,16 @@ test('committed-workspace fails on a state that is not what the committed messag
   const verdict = await committedVerdict(t, { [LOG_FILE]: expectedLog(3) }, { [STATE_KEY]: 3, stray: 1 });
   assert.deepEqual(verdict.details, [`${S}: state is {"turns":3,"stray":1}, expected {"turns":3}`]);
 });
+
+test("committed-workspace leaves out the runner's own dir and state keys, which no message writes", async (t) => {
+  const verdict = await committedVerdict(
+    t,
+    { [LOG_FILE]: expectedLog(3), '.berth/': '', '.berth/home/x': 'y' },
+    { [STATE_KEY]: 3, 'berth.conversation': [] },
+  );
+  assert.deepEqual(verdict.details, []);
+  const elsewhere = await committedVerdict(t, { [LOG_FILE]: expectedLog(3), 'a/.berth/x': 'y' });
+  assert.deepEqual(elsewhere.details, [
+    `${S}: no committed message wrote a, a/.berth, a/.berth/x (3 messages committed)`,
+  ]);
+});

@@ -57,7 +57,7 @@ import { checkReplies, repliesByMessage } from './reply-invariants.js';
 import type { RequestRecord } from './session-driver.js';
 import { committedMessageCount, reportedSteps, type SessionSnapshot } from './snapshot.js';
 import { readPlan, STRAY_PROCESS_CHECK } from './workload.js';
-import { expectedEffects, readTree, type Tree, treeDiff } from './workspace-tree.js';
+import { expectedEffects, readTree, type Tree, treeDiff, workloadState } from './workspace-tree.js';
 
 export interface ProcessEnd {
   name: string;
@@ -244,7 +244,7 @@ export async function committedWorkspace(
     const read = await committedTree(s.id);
     const wrong = 'error' in read ? read.error : treeDiff(read.tree, want.tree);
     if (wrong) details.push(`${s.id}: ${wrong} (${committed} messages committed)`);
-    if (!isDeepStrictEqual(s.state, want.state))
+    if (!isDeepStrictEqual(workloadState(s.state), want.state))
       details.push(`${s.id}: state is ${JSON.stringify(s.state)}, expected ${JSON.stringify(want.state)}`);
   }
   return result(

@@ -1,7 +1,7 @@
 /**
  * The chaos report as text for people: the settings and the run in a few lines, the
  * abort reasons, a table of the faults' hits and timings, the store failovers and the
- * partition, the invariants, the requests that did not end ok, and the result last.
+ * partition, the long turns' redone model calls, the invariants, the requests that did not end ok, and the result last.
  * Pure: the report in, the text out (build-report.ts builds the report).
  */
 import type { ChaosReport } from './build-report.js';
@@ -13,7 +13,7 @@ export function renderReport(r: ChaosReport): string {
   const lines: string[] = [];
   const ms = (x: Stats | null, k: keyof Stats) => (x ? String(Math.round(x[k])) : '-');
   lines.push(
-    `berth chaos: ${s.sessions} sessions x ${s.turns} turns, ${s.workers} workers x ${s.slotsPerWorker} slots, store ${s.store}, ` +
+    `berth chaos: ${s.sessions} sessions x ${s.turns} turns, ${s.longTurns ? `${s.longTurns} long turns, ` : ''}${s.workers} workers x ${s.slotsPerWorker} slots, store ${s.store}, ` +
       `sandbox kill every ${s.killEveryMs.min / 1000}-${s.killEveryMs.max / 1000} s, workers killed at once ${s.killWorkers}, ` +
       (s.nodes === null ? '' : `${s.nodes} nodes, killed at once ${s.killNodes}, `) +
       (s.blobsDownMs === null ? '' : `S3 daemon killed for ${s.blobsDownMs / 1000} s, `) +
@@ -82,6 +82,7 @@ export function renderReport(r: ChaosReport): string {
         `${p.sandboxesAliveAfterLease ?? '?'} still running a lease later (0 = it fenced itself); ` +
         `late commits accepted ${p.lateCommitsAccepted}; link ${p.healed ? 'healed' : 'NOT healed'}`,
     );
+  lines.push(...renderLongTurns(r.longTurns));
   lines.push('');
   lines.push('invariants');
   for (const inv of r.invariants) {
@@ -101,4 +102,23 @@ export function renderReport(r: ChaosReport): string {
   lines.push('', r.passed ? 'RESULT: PASS' : 'RESULT: FAIL');
   for (const f of r.failures) lines.push(`  ${f}`);
   return `${lines.join('\n')}\n`;
+}
+
+/** Per fault that hit a long turn, the model calls its retry redid upstream (at most one may be). */
+function renderLongTurns(l: ChaosReport['longTurns']): string[] {
+  if (!l) return [];
+  const lines = [
+    '',
+    `long turns: ${l.calls} model calls reached the model; redone per fault that hit one (at most 1 each):`,
+  ];
+  for (const f of l.perFault) {
+    const what = f.fault
+      ? `${f.fault.kind} at ${new Date(f.fault.at).toISOString()}`
+      : 'no fault explains it';
+    const calls = f.indices.length > 0 ? ` (calls ${f.indices.join(', ')})` : '';
+    lines.push(`  ${f.session} turn ${f.abortedTurn}, ${what}: ${f.indices.length} redone${calls}`);
+  }
+  for (const c of l.unattributed)
+    lines.push(`  ${c.session} call ${c.index}: redone before any fault hit it`);
+  return lines;
 }

@@ -1,7 +1,8 @@
 /**
  * One chaos run, end to end: berth as separate processes (`berth up --slots 0` for the API,
  * W `berth worker`s sharing its data dir and its store: SQLite, or a PostgreSQL database),
- * a workload of N sessions x T turns through the public API, real faults meanwhile (sandbox
+ * a workload of N sessions x T turns through the public API (and, with `longTurns`, long
+ * model turns against a scripted model: long-turns.ts), real faults meanwhile (sandbox
  * kills, K workers SIGKILLed at once, a database restart, the primary of a replicated
  * database killed, a worker partitioned from the store), a clean shutdown, then the checker
  * and the report.
@@ -58,8 +59,16 @@ import { injectorForRun } from './injector-for-run.js';
 import { checkInvariants, type ProcessEnd } from './invariants.js';
 import { removeLeftovers } from './leftovers.js';
 import { type LoadReport, LoadSampler } from './load-sampler.js';
+import {
+  LONG_AGENT,
+  longSessionIds,
+  longTurnsPast,
+  putLongTurnAgent,
+  startLongTurnModel,
+} from './long-turns.js';
 import { NodeSet } from './node-set.js';
 import type { NodeEngineUsage, NodeUsageSampler } from './node-usage.js';
+import type { ScriptedModel } from './scripted-model.js';
 import { selfFencesIn } from './self-fences.js';
 import { driveSession, type RequestRecord } from './session-driver.js';
 import { openRunStore, readStoreSnapshot } from './snapshot.js';
@@ -72,6 +81,7 @@ import {
   requireNetworkNamespaces,
   type WorkerNetwork,
 } from './worker-network.js';
+import { longTurnPlan } from './workload.js';
 
 const DEFAULT_WORKERS = 2;
 const AGENT = 'chaos';
@@ -103,9 +113,10 @@ interface RunSetup {
   port: number;
 }
 
-/** What the workload left: the sessions it drove, the messages it could not send, and whether it was cut short. */
+/** What the workload left: the sessions it drove (the long ones among them), the messages it could not send, and whether it was cut short. */
 interface Workload {
   sessionIds: string[];
+  longSessionIds: string[];
   notSent: number;
   cutShort: boolean;
 }
@@ -153,6 +164,8 @@ class ChaosRun {
   private injector: FaultInjector | null = null;
   /** Where the injector reads the running turns: the store itself, not the API (startBerth). */
   private runStore: Store | null = null;
+  /** The long turns' model (startBerth); null without long turns. */
+  private model: ScriptedModel | null = null;
   private readonly ticker: NodeJS.Timeout;
 
   /** Checks what the options need, and makes the data dirs; nothing runs yet. */
@@ -167,6 +180,10 @@ class ChaosRun {
         );
       await requireNetworkNamespaces();
     }
+    if (opts.longTurns && (opts.nodes || opts.partitionWorker))
+      throw new Error(
+        '--long-turns cannot be used with --nodes or --partition-worker: their workers do not reach the scripted model on this host; leave one out',
+      );
     if (opts.nodes && !(opts.store && opts.blobs))
       throw new Error('--nodes needs a PostgreSQL store and an S3 service: nodes share nothing else');
     const ownDir = opts.dataDir === undefined;
@@ -212,9 +229,9 @@ class ChaosRun {
     this.api = new BerthProcess('api', ['up', '--slots', '0'], env, join(dataDir, 'api.log'));
     this.workerCount = opts.nodes?.count ?? opts.workers ?? DEFAULT_WORKERS;
     this.children = [this.api];
-    this.turnsTotal = opts.sessions * opts.turns;
+    this.turnsTotal = opts.sessions * opts.turns + (opts.longTurns ?? 0);
     // Each session's request in flight listens for the cut.
-    setMaxListeners(opts.sessions + 10, this.cut.signal);
+    setMaxListeners(opts.sessions + (opts.longTurns ?? 0) + 10, this.cut.signal);
     opts.signal?.addEventListener('abort', this.onAbort, { once: true });
     this.ticker = setInterval(() => this.progress(), 500);
   }
@@ -239,6 +256,7 @@ class ChaosRun {
           }),
         );
       }
+    if (opts.longTurns) this.model = await startLongTurnModel(env);
     this.api.start();
     // The API host builds the base image at start when its engine lacks it: the nodes' engines get a copy.
     await waitForHealthy(this.url, this.api, START_TIMEOUT_MS);
@@ -275,6 +293,7 @@ class ChaosRun {
       .catch((err: unknown) => {
         if (!(isBerthError(err) && err.code === 'AGENT_EXISTS')) throw err;
       });
+    if (this.model) await putLongTurnAgent(client, this.model);
   }
 
   /** Makes the injector, aimed at the processes startBerth started; it injects once driveWorkload starts it. */
@@ -292,6 +311,7 @@ class ChaosRun {
       workerIds: this.workerIds,
       restarts: this.restarts,
       requests: this.requests,
+      longTurnsPast: this.model ? longTurnsPast(this.model) : undefined,
     });
   }
 
@@ -312,27 +332,29 @@ class ChaosRun {
     const capTimer = setTimeout(() => cut.abort(), opts.durationCapMs);
     const runTag = Date.now().toString(36).slice(-4);
     const sessionIds = Array.from({ length: opts.sessions }, (_, i) => `chaos-${runTag}-${i + 1}`);
-    const notSent = await Promise.all(
-      sessionIds.map((id, i) =>
-        driveSession(
-          {
-            client: this.client!,
-            agent: AGENT,
-            turns: opts.turns,
-            seed: this.seed,
-            messageTimeoutMs: opts.messageTimeoutMs ?? 120_000,
-            abort: cut.signal,
-            onRecord: (r) => {
-              this.requests.push(r);
-              this.progress();
-            },
-          },
-          i,
-          id,
-        ),
-      ),
-    ).finally(() => clearTimeout(capTimer));
-    return { sessionIds, notSent: notSent.reduce((a, b) => a + b, 0), cutShort: cut.signal.aborted };
+    const longIds = longSessionIds(runTag, opts.longTurns ?? 0);
+    const driver = {
+      client: this.client!,
+      seed: this.seed,
+      messageTimeoutMs: opts.messageTimeoutMs ?? 120_000,
+      abort: cut.signal,
+      onRecord: (r: RequestRecord) => {
+        this.requests.push(r);
+        this.progress();
+      },
+    };
+    const long = { ...driver, agent: LONG_AGENT, turns: 1, plan: longPlan };
+    // Long sessions first: their messages are the oldest pending, so their turns start first and do not trail the run.
+    const notSent = await Promise.all([
+      ...longIds.map((id, i) => driveSession(long, i, id)),
+      ...sessionIds.map((id, i) => driveSession({ ...driver, agent: AGENT, turns: opts.turns }, i, id)),
+    ]).finally(() => clearTimeout(capTimer));
+    return {
+      sessionIds: [...sessionIds, ...longIds],
+      longSessionIds: longIds,
+      notSent: notSent.reduce((a, b) => a + b, 0),
+      cutShort: cut.signal.aborted,
+    };
   }
 
   /** Stops the faults and the samplers, then every berth process, and dates each failover's first failed call. */
@@ -390,6 +412,7 @@ class ChaosRun {
       load: ended.load,
       sessions,
       invariants,
+      longTurns: this.model && { sessionIds: workload.longSessionIds, calls: this.model.calls },
       nodes:
         set && ended.engineUsage
           ? { count: set.nodes.length, usage: ended.engineUsage, starts: set.nodes.flatMap((n) => n.starts) }
@@ -408,6 +431,7 @@ class ChaosRun {
     await this.nodeUsage?.stop().catch(() => undefined);
     await this.runStore?.close().catch(() => undefined);
     await Promise.all(this.relays.map((r) => r.close().catch(() => undefined)));
+    await this.model?.close();
     await this.nodeSet?.remove();
     if (!this.nodeSet) await removeWorkerNetworks(this.networks.map((n) => n.name));
     await removeLeftovers(this.docker, this.installId, this.apiDir);
@@ -422,6 +446,7 @@ class ChaosRun {
     return {
       sessions: opts.sessions,
       turns: opts.turns,
+      longTurns: opts.longTurns ?? 0,
       slotsPerWorker: opts.slotsPerWorker,
       workers: this.workers.length,
       killEveryMs: opts.killEveryMs,
@@ -462,6 +487,10 @@ class ChaosRun {
     });
   }
 }
+
+/** A long session's message: its one long turn. */
+const longPlan = (_sessionIndex: number, turn: number, o: { session: string }) =>
+  longTurnPlan(o.session, turn);
 
 /** Each failover's MTTD end: the first failed store call logged after it, before the next one. */
 function dateFirstFailures(failovers: StoreFailover[], logs: string[]): void {

@@ -27,8 +27,8 @@
  */
 
 import type { ApiClient, StreamedEvent } from '../client/index.js';
-import { BerthError, isBerthError, type ReplyScope } from '../core/index.js';
-import { burstSizes, turnPlan } from './workload.js';
+import { BerthError, isBerthError, type ReplyScope, type ScriptPlan } from '../core/index.js';
+import { burstSizes, turnPlan, type WorkloadOptions } from './workload.js';
 
 export type Outcome = 'ok' | 'fail' | 'unknown';
 
@@ -72,6 +72,8 @@ export interface DriverContext {
   turns: number;
   seed: number;
   messageTimeoutMs: number;
+  /** What each message asks for: its text is this plan. @default turnPlan (a script agent's) */
+  plan?: (sessionIndex: number, turn: number, opts: WorkloadOptions) => ScriptPlan;
   /** Aborted when the run is cut (duration cap) or torn down. */
   abort: AbortSignal;
   onRecord(record: RequestRecord): void;
@@ -198,7 +200,9 @@ async function post(
     eventsSeen: 0,
     lastEvent: null,
   };
-  const text = JSON.stringify(turnPlan(client.index, turn, { session: client.id, seed: ctx.seed }));
+  const text = JSON.stringify(
+    (ctx.plan ?? turnPlan)(client.index, turn, { session: client.id, seed: ctx.seed }),
+  );
   try {
     const posted = await withSignal(
       ctx.client.request<{ message: { id: number }; eventId: number }>(

@@ -47,7 +47,16 @@ const PASSING: VerdictInput = {
   partition: { sandboxesAliveAfterLease: 0, healed: true, lateCommitsAccepted: 0 },
   failovers: { asked: 1, injected: 1, recovered: 1 },
   notBack: { nodes: 0, blobs: false },
+  longTurns: null,
 };
+
+const KILL_AT = Date.parse('2026-01-01T00:00:00.000Z');
+const hitBy = (indices: number[], session = 'long-1') => ({
+  session,
+  abortedTurn: `turn_${session}`,
+  fault: { kind: 'sandbox-kill' as const, at: KILL_AT },
+  indices,
+});
 
 const CASES: { name: string; input: Partial<VerdictInput>; failures: RegExp[] }[] = [
   { name: 'everything held and every fault bit', input: {}, failures: [] },
@@ -194,6 +203,31 @@ const CASES: { name: string; input: Partial<VerdictInput>; failures: RegExp[] }[
       /^node-kill: asked for, 2 injected, none found a running turn/,
       /^node-kill: 1 killed nodes never came back$/,
       /^blobs-kill: the S3 daemon never came back$/,
+    ],
+  },
+  {
+    name: 'long turns: each fault that hit one cost at most one redone call',
+    input: { longTurns: { perFault: [hitBy([]), hitBy([7], 'long-2')], unattributed: [] } },
+    failures: [],
+  },
+  {
+    name: 'long turns: a fault cost two redone calls, named with the session and their indices',
+    input: { longTurns: { perFault: [hitBy([4, 5])], unattributed: [] } },
+    failures: [
+      /^long turns: long-1 redid 2 model calls after sandbox-kill at 2026-01-01T00:00:00.000Z \(turn turn_long-1\): calls 4, 5; at most one per fault$/,
+    ],
+  },
+  {
+    name: 'long turns: a call redone before any fault, and no fault hit a long turn',
+    input: {
+      longTurns: {
+        perFault: [{ ...hitBy([]), fault: null }],
+        unattributed: [{ session: 'long-3', turn: 1, index: 2, at: KILL_AT }],
+      },
+    },
+    failures: [
+      /^long turns: no fault hit one/,
+      /^long turns: 1 model calls redone before any fault hit their session: long-3 call 2$/,
     ],
   },
 ];

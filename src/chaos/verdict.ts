@@ -15,7 +15,11 @@
  *   - a partitioned worker fenced itself within a lease, its link healed, and none of its
  *     commits from after the cut was accepted;
  *   - each store failover asked for happened and berth committed on the new primary;
- *   - every killed node and a killed S3 daemon came back.
+ *   - every killed node and a killed S3 daemon came back;
+ *   - with long turns: at least one fault hit one, no fault cost more than one model call
+ *     redone upstream (redone-calls.ts: the one whose answer came but was not journalled),
+ *     and no call was redone in a session before any fault hit it. That each long turn's
+ *     tool calls wrote their lines exactly once is the committed-workspace invariant's.
  *
  * Which faults found a running turn is fault-timing.ts's `faultsThatBit`.
  */
@@ -23,6 +27,7 @@
 import type { PrimaryDeath } from './fault-records.js';
 import { FAULT_KINDS, type FaultKind } from './fault-timing.js';
 import { CHAOS_INVARIANTS, type InvariantResult } from './invariant-result.js';
+import type { RedoneCalls } from './redone-calls.js';
 
 /** What the run asked the injector for (the report's settings); sandbox kills are always on. */
 export interface FaultsAsked {
@@ -56,6 +61,8 @@ export interface VerdictInput {
   failovers: { asked: number; injected: number; recovered: number };
   /** Killed nodes that never came back, and whether a killed S3 daemon did not. */
   notBack: { nodes: number; blobs: boolean };
+  /** The long sessions' redone model calls (redone-calls.ts); null without long turns. */
+  longTurns: RedoneCalls | null;
 }
 
 export interface Verdict {
@@ -128,5 +135,29 @@ export function decideVerdict(v: VerdictInput): Verdict {
     );
   if (v.notBack.nodes > 0) failures.push(`node-kill: ${v.notBack.nodes} killed nodes never came back`);
   if (v.notBack.blobs) failures.push('blobs-kill: the S3 daemon never came back');
+  if (v.longTurns) failures.push(...redoneCallFailures(v.longTurns));
   return { passed: failures.length === 0, failures };
+}
+
+/** At most one model call redone per fault that hit a long turn, none without one, and some fault must hit one. */
+function redoneCallFailures(r: RedoneCalls): string[] {
+  const failures: string[] = [];
+  if (!r.perFault.some((x) => x.fault !== null))
+    failures.push('long turns: no fault hit one (they proved nothing)');
+  for (const f of r.perFault.filter((x) => x.indices.length > 1)) {
+    const what = f.fault
+      ? `${f.fault.kind} at ${new Date(f.fault.at).toISOString()}`
+      : 'an abort no fault explains';
+    failures.push(
+      `long turns: ${f.session} redid ${f.indices.length} model calls after ${what} (turn ${f.abortedTurn}): calls ${f.indices.join(', ')}; at most one per fault`,
+    );
+  }
+  if (r.unattributed.length > 0)
+    failures.push(
+      `long turns: ${r.unattributed.length} model calls redone before any fault hit their session: ${r.unattributed
+        .slice(0, MAX_LISTED)
+        .map((c) => `${c.session} call ${c.index}`)
+        .join('; ')}`,
+    );
+  return failures;
 }

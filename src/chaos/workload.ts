@@ -18,6 +18,13 @@
  * earlier one was answered before it was sent), while a later message of a burst may share
  * its turn with the one before it, whose `tail` then rightly still runs.
  *
+ * A long turn (`longTurnPlan`, `berth chaos --long-turns`) is the message of a model agent:
+ * berth's own `anthropic` loop, against the run's scripted Messages API (scripted-model.ts),
+ * which reads the plan from the message and answers call i with a `bash` tool call running
+ * `appendCommand` of the plan's step i, then with the plan's reply. The plan's append steps
+ * are thus what the committed tree must hold, as for a script turn: steps.txt with
+ * `step-1` .. `step-LONG_TURN_STEPS`, each once, in order.
+ *
  * Invariants:
  * - `turnPlan`, `expectedLog` and `burstSizes` are deterministic functions of their arguments.
  * - After turns 1..k committed exactly once each, log.txt is `expectedLog(k)` and state
@@ -61,6 +68,34 @@ export function turnPlan(sessionIndex: number, turn: number, opts: WorkloadOptio
   steps.push({ append: { path: LOG_FILE, content: `${turn}:b\n` } });
   steps.push({ putState: { key: STATE_KEY, value: turn } });
   return { steps, reply: expectedReply(opts.session, turn) };
+}
+
+export const STEPS_FILE = 'steps.txt';
+/** Tool calls of one long turn, each writing one line; its model calls are one more (the reply). */
+export const LONG_TURN_STEPS = 20;
+
+/** The plan of long turn `turn` of a session: one append of `step-<i>` per tool call, then its reply. */
+export function longTurnPlan(session: string, turn: number): ScriptPlan {
+  const steps: ScriptStep[] = Array.from({ length: LONG_TURN_STEPS }, (_, i) => ({
+    append: { path: STEPS_FILE, content: `step-${i + 1}\n` },
+  }));
+  return { steps, reply: expectedReply(session, turn) };
+}
+
+/** The shell command a model's tool call runs to do an append step (the step's path is relative to the workspace). */
+export function appendCommand(step: { append: { path: string; content: string } }): string {
+  return `printf %s ${shellQuoted(step.append.content)} >> ${shellQuoted(step.append.path)}`;
+}
+
+function shellQuoted(s: string): string {
+  return `'${s.replaceAll("'", "'\\''")}'`;
+}
+
+/** The session and turn a reply (expectedReply) names; null when it is not one. */
+export function replyOwner(reply: string): { session: string; turn: number } | null {
+  const colon = reply.lastIndexOf(':');
+  const turn = Number(reply.slice(colon + 1));
+  return colon > 0 && Number.isInteger(turn) && turn >= 1 ? { session: reply.slice(0, colon), turn } : null;
 }
 
 /** The background job turn `turn` starts, or null: redirected on 3n, holding the job's output on 3n+1. */

@@ -8,7 +8,10 @@
  * accepted it, its write and append steps applied and its putState steps recorded. So a
  * message applied twice, or out of order, or a partial write of an aborted attempt, or a
  * file no plan writes, makes the actual tree differ from the expected one. A run step's
- * effect cannot be replayed: the workload's run steps write no file (workload.ts).
+ * effect cannot be replayed: the workload's run steps write no file (workload.ts). The
+ * runner's own dir `.berth` (a model turn's call file lives there) and its reserved state
+ * keys `berth.*` (a model turn's conversation) are berth's, written by no message: the
+ * comparisons leave them out.
  *
  * Invariants: pure but for `readTree`, which only reads; a root dir that does not exist
  * reads as the empty tree (a session whose turns never committed has no committed dir).
@@ -70,14 +73,24 @@ export function expectedEffects(messages: Message[], ids: Iterable<number>): Eff
   return effects;
 }
 
+/** The state without the runner's reserved keys (`berth.*`). */
+export function workloadState(state: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(state).filter(([key]) => !key.startsWith('berth.')));
+}
+
 function putFile(tree: Tree, path: string, content: string): void {
   const parts = path.split('/');
   for (let i = 1; i < parts.length; i++) tree.set(parts.slice(0, i).join('/'), DIR);
   tree.set(path, content);
 }
 
-/** How `actual` differs from `expected`, one phrase per kind of difference; null when they are equal. */
-export function treeDiff(actual: Tree, expected: Tree): string | null {
+const RUNNER_DIR = '.berth';
+
+/** How `actual` (but the runner's own dir) differs from `expected`, one phrase per kind of difference; null when they are equal. */
+export function treeDiff(withRunnerDir: Tree, expected: Tree): string | null {
+  const actual = new Map(
+    [...withRunnerDir].filter(([p]) => p !== RUNNER_DIR && !p.startsWith(`${RUNNER_DIR}/`)),
+  );
   const missing = [...expected.keys()].filter((p) => !actual.has(p));
   const extra = [...actual.keys()].filter((p) => !expected.has(p));
   const changed = [...expected.keys()].filter((p) => actual.has(p) && actual.get(p) !== expected.get(p));

@@ -29,6 +29,7 @@ import { formatElapsed } from './progress.js';
 interface ChaosFlags {
   sessions: string;
   turns: string;
+  longTurns: string;
   duration: string;
   killEvery: string;
   killWorker?: boolean;
@@ -62,6 +63,11 @@ export function chaosCommand(env: NodeJS.ProcessEnv): Command {
     )
     .option('--sessions <n>', 'concurrent sessions', '10')
     .option('--turns <n>', 'turns (messages) per session, sent in bursts of 2 to 5 while a turn runs', '5')
+    .option(
+      '--long-turns <n>',
+      "more sessions of one long model turn each: berth's anthropic loop against a scripted model the run starts, 20 tool calls (each appends a line to steps.txt) then a reply; the verdict counts the model calls each fault made them redo (at most 1). Not with --nodes or --partition-worker",
+      '0',
+    )
     .option('--duration <seconds>', 'stop the workload after this many seconds even if unfinished', '600')
     .option(
       '--kill-every <a-b>',
@@ -96,7 +102,7 @@ export function chaosCommand(env: NodeJS.ProcessEnv): Command {
     )
     .option(
       '--kill-blobs [seconds]',
-      'SIGKILL the S3 daemon halfway through the run and start it again after this many seconds (default 5); the run keeps its blobs in a throw-away S3 service (radosgw)',
+      'SIGKILL the S3 daemon halfway through the run (with --long-turns: as the first long turn is a quarter done, amid its checkpoint uploads) and start it again after this many seconds (default 5); the run keeps its blobs in a throw-away S3 service (radosgw)',
     )
     .option('--slots <n>', 'slots of each worker', '2')
     .option(
@@ -128,6 +134,7 @@ Examples:
   berth chaos                                  10 x 5 turns, kills every 1-3 s, one worker kill
   berth chaos --sessions 20 --turns 10 --kill-every 0.5-2 --keep
   berth chaos --no-kill-worker --json > report.json
+  berth chaos --sessions 6 --turns 3 --long-turns 2   long model turns among the script sessions
   berth chaos --store postgres --workers 6 --sessions 500 --turns 2 --kill-workers 30% --restart-store --partition-worker
   berth chaos --store patroni --kill-store-primary postmaster,member --sessions 50 --turns 4
   berth chaos --nodes 4 --kill-nodes 30% --kill-blobs --sessions 200 --turns 3 --slots 3`,
@@ -144,6 +151,13 @@ Examples:
         startS3Service,
       } = await import('../chaos/index.js');
       const nodes = flags.nodes === undefined ? null : positiveInt('--nodes', flags.nodes);
+      const longTurns = nonNegativeInt('--long-turns', flags.longTurns);
+      if (longTurns > 0 && (nodes !== null || flags.partitionWorker))
+        throw badFlag(
+          '--long-turns',
+          flags.longTurns,
+          'possible with --nodes or --partition-worker (their workers do not reach the scripted model on this host); leave one out',
+        );
       const workers = nodes ?? positiveInt('--workers', flags.workers);
       if (flags.killNodes !== undefined && nodes === null)
         throw badFlag('--kill-nodes', flags.killNodes, 'possible without --nodes');
@@ -192,6 +206,7 @@ Examples:
       const options = {
         sessions: positiveInt('--sessions', flags.sessions),
         turns: positiveInt('--turns', flags.turns),
+        longTurns,
         durationCapMs: positiveInt('--duration', flags.duration) * 1000,
         killEveryMs: killInterval(flags.killEvery),
         // On nodes a node dies whole instead: no worker is killed alone unless asked.

@@ -1,5 +1,16 @@
 /** A turn row as the store returns it, for unit tests: a first attempt of session s1, overridable field by field. */
+import type { SandboxKill } from '../../src/chaos/index.js';
 import type { Turn } from '../../src/core/index.js';
+
+/** The docker kill of a default turnRow's sandbox while it runs, at 1500. */
+export const SANDBOX_KILL: SandboxKill = {
+  kind: 'sandbox-kill',
+  at: 1500,
+  killedAt: 1500,
+  container: 'berth-x-s1-g1',
+  warm: false,
+  workerId: 'w1',
+};
 
 export function turnRow(fields: Partial<Turn>): Turn {
   return {

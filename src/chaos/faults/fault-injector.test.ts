@@ -66,6 +66,7 @@ const running = (byWorker: Record<string, number | `old:${number}`>) => async ()
       return [
         `wrk-${name}`,
         Array.from({ length: old ? Number(n.slice(4)) : n }, (_, i) => ({
+          sessionId: `s-${name}-${i}`,
           sandbox: `sbx-${name}-${i}`,
           startedAt: Date.now() - (old ? 60_000 : 0),
           lastTry: false,
@@ -190,6 +191,7 @@ test('sandbox kills never touch a turn on its last try, aimed or at random; with
           [
             'wrk-a',
             c.sandboxes.map((sandbox) => ({
+              sessionId: `s-${sandbox}`,
               sandbox,
               startedAt: Date.now(),
               lastTry: sandbox === 'sbx-last',
@@ -203,5 +205,32 @@ test('sandbox kills never touch a turn on its last try, aimed or at random; with
     assert.deepEqual([...new Set(killed)], c.killable, c.name);
     if (c.killable.length > 0)
       assert.ok(killed.length >= 4, `${c.name}: kills kept coming (${killed.length})`);
+  }
+});
+
+test('a long turn named midway is killed at once, between the interval kills, and once only', async () => {
+  for (const due of [['s-long'], []]) {
+    const killed: string[] = [];
+    const injector = new FaultInjector({
+      engines: () => [{ docker: engineOf(['sbx-new', 'sbx-long'], killed), installId: 'x' }],
+      // No interval kill comes within the test.
+      killEveryMs: { min: 60_000, max: 60_000 },
+      maxDurationMs: 60_000,
+      runningTurns: async () =>
+        new Map([
+          [
+            'wrk-a',
+            [
+              { sessionId: 's-new', sandbox: 'sbx-new', startedAt: Date.now(), lastTry: false },
+              { sessionId: 's-long', sandbox: 'sbx-long', startedAt: Date.now(), lastTry: false },
+            ],
+          ],
+        ]),
+      longTurnsDue: () => due,
+    });
+    injector.start();
+    await new Promise((r) => setTimeout(r, 400));
+    await injector.stop();
+    assert.deepEqual(killed, due.length > 0 ? ['sbx-long'] : [], `due: ${due.join(' ')}`);
   }
 });

@@ -31,6 +31,8 @@ export interface FaultInjectorOptions {
   killEveryMs: { min: number; max: number };
   /** With these, every other sandbox kill aims at a sandbox running a turn (sandbox-kill.ts). */
   runningTurns?: RunningTurns;
+  /** The long sessions whose turn is midway now: each one's is killed once (sandbox-kill.ts). */
+  longTurnsDue?: () => string[];
   maxDurationMs: number;
   workerKill?: WorkerKillOptions;
   nodeKill?: NodeKillOptions;

@@ -4,7 +4,9 @@
  * node's. With `runningTurns`, every other kill aims at a sandbox running a turn (waiting
  * until one runs), and no kill touches the sandbox of a turn on its messages' last try: a
  * run tests recovery, and a message whose every try was killed fails by design (the tries
- * limit), which no verdict of "every request ok" could then allow.
+ * limit), which no verdict of "every request ok" could then allow. With `longTurnsDue`,
+ * the turn of each long session it names is killed as soon as it is named, once, besides
+ * the kills of the interval: midway through, when its resume has calls to redo or not.
  *
  * Invariants:
  * - Only containers labelled `berth.install=<installId>` of an engine the run gave are
@@ -12,8 +14,10 @@
  * - A kill a busy engine answers late is recorded when it answers (settled() waits for
  *   it), never dropped: the turn it ended would otherwise count as an abort no fault explains.
  */
+
+import type Dockerode from 'dockerode';
 import { LABELS, sleep } from '../../core/index.js';
-import type { RunningTurn, RunningTurns } from '../fault-records.js';
+import type { RunningTurn, RunningTurns, SandboxEngine } from '../fault-records.js';
 import {
   ENGINE_TIMEOUT_MS,
   type FaultContext,
@@ -33,6 +37,13 @@ export interface SandboxKillOptions {
    * them, no turn's last try is known, and none is spared.
    */
   runningTurns?: RunningTurns;
+  /**
+   * The long sessions (long-turns.ts) whose turn is midway now (polled every tick; cheap):
+   * each one's running turn is killed once. A long turn runs a few seconds among many short
+   * ones, and kills at an interval, aimed at the newest turn, missed both of a run's.
+   * Needs `runningTurns`, which says where the turn runs.
+   */
+  longTurnsDue?: () => string[];
 }
 
 /** How long a sandbox kill's answer is waited for (in the background, past ENGINE_TIMEOUT_MS). */
@@ -48,6 +59,8 @@ export class SandboxKillFault {
   /** Kills tried on a running sandbox: the first and every other one are aimed (runningTurns). */
   private tried = 0;
   private nextKillAt = Number.POSITIVE_INFINITY;
+  /** Long sessions whose turn was killed (longTurnsDue). */
+  private readonly longKilled = new Set<string>();
 
   constructor(
     private readonly opts: SandboxKillOptions,
@@ -70,6 +83,9 @@ export class SandboxKillFault {
 
   /** Kills a sandbox once one is due; the next is due an interval later, or soon when none was running. */
   async tick(): Promise<void> {
+    await this.killDueLongTurn().catch((err: unknown) => {
+      this.ctx.warn(`sandbox kill of a long turn failed: ${(err as Error).message}`);
+    });
     if (this.ctx.clock.now() < this.nextKillAt) return;
     const hit = await this.killOne().catch((err: unknown) => {
       this.ctx.warn(`sandbox kill failed: ${(err as Error).message}`);
@@ -97,8 +113,6 @@ export class SandboxKillFault {
   private async killOne(): Promise<boolean> {
     const turns = await this.runningTurns();
     const spared = new Set(turns.filter((t) => t.lastTry).map((t) => t.sandbox));
-    const named = (c: { info: { Names: string[] } }, names: ReadonlySet<string>) =>
-      c.info.Names.some((n) => names.has(n.replace(/^\//, '')));
     const running = (await runningSandboxes(this.ctx)).filter((c) => !named(c, spared));
     if (running.length === 0) {
       this.skipped++;
@@ -112,7 +126,32 @@ export class SandboxKillFault {
     if (aiming && candidates.length === 0) return false;
     this.tried++;
     const pool = candidates.length > 0 ? candidates : running;
-    const { engine, info: target } = pool[Math.floor(this.ctx.random() * pool.length)]!;
+    return this.kill(pool[Math.floor(this.ctx.random() * pool.length)]!);
+  }
+
+  /** Kills the running turn of a long session longTurnsDue names, once per session; false when there is none. */
+  private async killDueLongTurn(): Promise<boolean> {
+    const due = (this.opts.longTurnsDue?.() ?? []).filter((id) => !this.longKilled.has(id));
+    if (due.length === 0) return false;
+    const turns = (await this.runningTurns()).filter((t) => due.includes(t.sessionId) && !t.lastTry);
+    const running = await runningSandboxes(this.ctx);
+    for (const t of turns) {
+      const target = running.find((c) => named(c, new Set([t.sandbox])));
+      if (!target) continue;
+      this.longKilled.add(t.sessionId);
+      return this.kill(target);
+    }
+    return false;
+  }
+
+  /** Kills the container; see killOne for what the answer means. */
+  private kill({
+    engine,
+    info: target,
+  }: {
+    engine: SandboxEngine;
+    info: Dockerode.ContainerInfo;
+  }): Promise<boolean> {
     const at = this.ctx.clock.now();
     const answered = engine.docker
       .getContainer(target.Id)
@@ -147,6 +186,11 @@ export class SandboxKillFault {
     const runningTurns = this.opts.runningTurns;
     return runningTurns ? [...(await runningTurnsOrNone(runningTurns)).values()].flat() : [];
   }
+}
+
+/** Whether the container has one of these names. */
+function named(c: { info: { Names: string[] } }, names: ReadonlySet<string>): boolean {
+  return c.info.Names.some((n) => names.has(n.replace(/^\//, '')));
 }
 
 /** The sandboxes of the newest of these turns (the one started last, and any within FRESH_TURN_MS of it). */
