@@ -79,5 +79,3 @@ export function table(head: string[], rows: string[][]): string {
       .trimEnd();
   return [line(head), ...rows.map(line)].join('\n');
 }
-
-

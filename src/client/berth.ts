@@ -218,10 +218,7 @@ export class Berth {
       this.http.request<TurnDetail>('GET', `/v1/sessions/${enc(id)}/turns/${enc(String(turn))}`),
     /** A turn's timeline: its tries and, in time order, model calls, tool calls, checkpoints, kills and resumes. */
     timeline: (id: string, turn: string | number) =>
-      this.http.request<TurnTimeline>(
-        'GET',
-        `/v1/sessions/${enc(id)}/turns/${enc(String(turn))}/timeline`,
-      ),
+      this.http.request<TurnTimeline>('GET', `/v1/sessions/${enc(id)}/turns/${enc(String(turn))}/timeline`),
     /** What a committed turn (or, by version, a rewind) changed: files added, modified, deleted, renamed; text diffs, sizes for binaries. */
     diff: (id: string, turn: string | number) =>
       this.http.request<TurnDiff & { turnId: string | null; rewoundTo?: number }>(
