@@ -109,7 +109,7 @@ export const historyRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) =
     async ({ params, principal }): Promise<TurnTimeline> => {
       const { view, record } = await ownTurn(params, principal);
       const activity = await store.turnActivity(view.id, record.attempts);
-      return buildTurnTimeline(view.id, record.turn.id, record.attempts, activity);
+      return buildTurnTimeline(record, activity);
     },
   );
 

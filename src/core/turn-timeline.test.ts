@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildTurnTimeline, type ModelCallRecord, toolProgressText } from './turn-timeline.js';
-import type { SessionEvent, SessionEventType, Turn } from './types.js';
+import type { Message, MessageStatus, SessionEvent, SessionEventType, Turn } from './types.js';
 
 const BASE = Date.UTC(2026, 0, 1, 12, 0, 0);
 
@@ -22,6 +22,13 @@ const attempt = (n: number, startedAt: number, end: Partial<Turn> = {}): Turn =>
   startedAt,
   endedAt: null,
   ...end,
+});
+
+/** The record of the newest attempt, its one message in `status`. */
+const recordOf = (attempts: Turn[], status: MessageStatus) => ({
+  turn: attempts.at(-1)!,
+  attempts,
+  messages: [{ id: 1, status } as Message],
 });
 
 let nextId = 1;
@@ -51,7 +58,7 @@ test('a killed try, then a try that resumes from its last checkpoint and commits
     error: 'Sandbox exited with 137',
   });
   const resumed = attempt(2, BASE + 6000, { status: 'committed', endedAt: BASE + 9000, baseVersion: 0 });
-  const timeline = buildTurnTimeline('s1', 'turn_2', [resumed, killed], {
+  const timeline = buildTurnTimeline(recordOf([resumed, killed], 'done'), {
     events: [
       event('started', BASE, { turnId: 'turn_1', attempt: 1 }),
       checkpoint('turn_1', BASE + 100, 1),
@@ -81,10 +88,10 @@ test('a killed try, then a try that resumes from its last checkpoint and commits
     [
       [0, 1, 'try-started', 'try 1 started  (worker w1, sandbox sb1)'],
       [100, 1, 'checkpoint', 'checkpoint 1  (model-call, 1.2 KiB)'],
-      [1000, 1, 'model-call', 'model call 1  (checkpoint 1, 10 in / 5 out tokens)'],
+      [1000, 1, 'model-call', 'model call 1  (checkpoint 1, 1.2 KiB; 10 in / 5 out tokens)'],
       [1100, 1, 'tool-call', 'tool bash  (300 ms, failed)'],
       [1500, 1, 'checkpoint', 'checkpoint 2  (model-call, 1.2 KiB)'],
-      [2000, 1, 'model-call', 'model call 2  (checkpoint 2, 10 in / 5 out tokens)'],
+      [2000, 1, 'model-call', 'model call 2  (checkpoint 2, 1.2 KiB; 10 in / 5 out tokens)'],
       [3000, 1, 'tool-call', 'tool bash'],
       [5000, 1, 'try-ended', 'try 1 aborted SANDBOX_EXITED: Sandbox exited with 137  (retry in 1000 ms)'],
       [6000, 2, 'try-started', 'try 2 started  (worker w1, sandbox sb2)'],
@@ -95,7 +102,7 @@ test('a killed try, then a try that resumes from its last checkpoint and commits
         'resumed from checkpoint 2  (model-call; 2 earlier model calls journalled, not paid again)',
       ],
       [7000, 2, 'checkpoint', 'checkpoint 3  (model-call, 0 B)'],
-      [7500, 2, 'model-call', 'model call 3  (checkpoint 3, 10 in / 5 out tokens)'],
+      [7500, 2, 'model-call', 'model call 3  (checkpoint 3, 0 B; 10 in / 5 out tokens)'],
       [8000, 2, 'progress', 'writing the answer'],
       [9000, 2, 'reply', 'reply: done all of it'],
       [9000, 2, 'try-ended', 'try 2 committed'],
@@ -110,12 +117,25 @@ test('cases', async (t) => {
     name: string;
     attempts: Turn[];
     events?: SessionEvent[];
+    message?: MessageStatus;
     want: { running: boolean; resumedFrom: (number | null)[]; kinds: string[] };
   }[] = [
     {
       name: 'a try still running: no end, running',
       attempts: [attempt(1, BASE)],
       want: { running: true, resumedFrom: [null], kinds: ['try-started'] },
+    },
+    {
+      name: 'between tries, its message waiting out a backoff: still running',
+      attempts: [attempt(1, BASE, { status: 'aborted', endedAt: BASE + 10, errorCode: 'SANDBOX_EXITED' })],
+      message: 'pending',
+      want: { running: true, resumedFrom: [null], kinds: ['try-started', 'try-ended'] },
+    },
+    {
+      name: 'a try that failed its message for good: over',
+      attempts: [attempt(1, BASE, { status: 'aborted', endedAt: BASE + 10, errorCode: 'SANDBOX_EXITED' })],
+      message: 'failed',
+      want: { running: false, resumedFrom: [null], kinds: ['try-started', 'try-ended'] },
     },
     {
       name: 'a retry with no checkpoint before it starts over: no resume',
@@ -145,7 +165,7 @@ test('cases', async (t) => {
   ];
   for (const c of cases)
     await t.test(c.name, () => {
-      const got = buildTurnTimeline('s1', c.attempts[0]!.id, c.attempts, {
+      const got = buildTurnTimeline(recordOf(c.attempts, c.message ?? 'processing'), {
         events: c.events ?? [],
         modelCalls: [],
       });

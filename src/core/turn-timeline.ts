@@ -16,7 +16,7 @@
  *   is answered from the journal and is neither paid nor listed again.
  */
 import { formatBytes, oneLine } from './text.js';
-import type { SessionEvent, Turn } from './types.js';
+import type { SessionEvent, Turn, TurnRecord } from './types.js';
 
 export type TimelineKind =
   | 'try-started'
@@ -77,7 +77,10 @@ export interface TurnTimeline {
   sessionId: string;
   /** The turn asked for (any of its tries names the same timeline). */
   turnId: string;
-  /** Whether its newest try still runs (a client polls or follows the events until it does not). */
+  /**
+   * Whether its work goes on: a try runs, or its messages wait for the next try (a backoff).
+   * A client polls, or follows the session's events, until it is false.
+   */
   running: boolean;
   tries: TimelineTry[];
   entries: TimelineEntry[];
@@ -120,18 +123,16 @@ const RANK: Record<TimelineKind, number> = {
 };
 
 export function buildTurnTimeline(
-  sessionId: string,
-  turnId: string,
-  attempts: Turn[],
+  record: Pick<TurnRecord, 'turn' | 'attempts' | 'messages'>,
   activity: TurnActivity,
 ): TurnTimeline {
-  const tries = [...attempts].sort((a, b) => a.startedAt - b.startedAt || a.attempt - b.attempt);
+  const tries = [...record.attempts].sort((a, b) => a.startedAt - b.startedAt || a.attempt - b.attempt);
   const byId = new Map(tries.map((t) => [t.id, t]));
   const entries: TimelineEntry[] = [];
   const add = (t: Turn, e: Omit<TimelineEntry, 'turnId' | 'attempt'>) =>
     entries.push({ turnId: t.id, attempt: t.attempt, ...e });
 
-  const checkpoints: { turn: Turn; at: number; seq: number; label: string }[] = [];
+  const checkpoints: { turn: Turn; at: number; seq: number; label: string; bytes: number }[] = [];
   const retryInMs = new Map<string, number>();
   const tools = new Map<string, TimelineEntry>();
   for (const e of activity.events) {
@@ -143,7 +144,7 @@ export function buildTurnTimeline(
         const seq = Number(d.seq);
         const label = String(d.label);
         const bytes = Number(d.bytes ?? 0);
-        checkpoints.push({ turn: t, at: e.createdAt, seq, label });
+        checkpoints.push({ turn: t, at: e.createdAt, seq, label, bytes });
         add(t, {
           at: e.createdAt,
           kind: 'checkpoint',
@@ -200,7 +201,7 @@ export function buildTurnTimeline(
       ...(cp ? { checkpoint: cp.seq } : {}),
       inputTokens: c.inputTokens,
       outputTokens: c.outputTokens,
-      detail: `model call ${i + 1}  (${cp ? `checkpoint ${cp.seq}, ` : ''}${c.inputTokens} in / ${c.outputTokens} out tokens)`,
+      detail: `model call ${i + 1}  (${cp ? `checkpoint ${cp.seq}, ${formatBytes(cp.bytes)}; ` : ''}${c.inputTokens} in / ${c.outputTokens} out tokens)`,
     });
   });
 
@@ -218,7 +219,7 @@ export function buildTurnTimeline(
           seq: from.seq,
           label: from.label,
           modelCallsBefore: paid,
-          detail: `resumed from checkpoint ${from.seq}  (${from.label}; ${paid} earlier model call${paid === 1 ? '' : 's'} journalled, not paid again)`,
+          detail: `resumed from checkpoint ${from.seq}  (${from.label}${paid ? `; ${paid} earlier model call${paid === 1 ? '' : 's'} journalled, not paid again` : ''})`,
         });
       }
     }
@@ -235,7 +236,7 @@ export function buildTurnTimeline(
         kind: 'try-ended',
         status: t.status,
         code: t.errorCode,
-        detail: `try ${t.attempt} ${t.status}${why}${t.error ? `: ${oneLine(t.error, 100)}` : ''}${retry === undefined ? '' : `  (retry in ${retry} ms)`}`,
+        detail: `try ${t.attempt} ${t.status}${why}${t.error ? `: ${oneLine(t.error, 100)}` : ''}${retry === undefined ? '' : retry === 0 ? '  (retried at once)' : `  (retry in ${retry} ms)`}`,
       });
     }
     return {
@@ -252,9 +253,11 @@ export function buildTurnTimeline(
 
   entries.sort((a, b) => a.at - b.at || RANK[a.kind] - RANK[b.kind]);
   return {
-    sessionId,
-    turnId,
-    running: tries.at(-1)?.endedAt === null,
+    sessionId: record.turn.sessionId,
+    turnId: record.turn.id,
+    running:
+      tries.at(-1)?.endedAt === null ||
+      record.messages.some((m) => m.status === 'pending' || m.status === 'processing'),
     tries: timelineTries,
     entries,
   };
