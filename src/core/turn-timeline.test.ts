@@ -1,28 +1,22 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { turnRow } from '../../test/helpers/turn-row.js';
 import { buildTurnTimeline, type ModelCallRecord, toolProgressText } from './turn-timeline.js';
 import type { Message, MessageStatus, SessionEvent, SessionEventType, Turn } from './types.js';
 
 const BASE = Date.UTC(2026, 0, 1, 12, 0, 0);
 
-const attempt = (n: number, startedAt: number, end: Partial<Turn> = {}): Turn => ({
-  id: `turn_${n}`,
-  sessionId: 's1',
-  attempt: n,
-  generation: n,
-  workerId: 'w1',
-  sandbox: `sb${n}`,
-  status: 'running',
-  progress: null,
-  error: null,
-  errorCode: null,
-  baseVersion: null,
-  interruptRequestedAt: null,
-  messageIds: [1],
-  startedAt,
-  endedAt: null,
-  ...end,
-});
+const attempt = (n: number, startedAt: number, end: Partial<Turn> = {}): Turn =>
+  turnRow({
+    id: `turn_${n}`,
+    attempt: n,
+    generation: n,
+    sandbox: `sb${n}`,
+    status: 'running',
+    startedAt,
+    endedAt: null,
+    ...end,
+  });
 
 /** The record of the newest attempt, its one message in `status`. */
 const recordOf = (attempts: Turn[], status: MessageStatus) => ({
