@@ -10,8 +10,8 @@
  * recording it and before answering the job: the retry resumes from checkpoint 3. The same
  * cuts in a model-call checkpoint of berth's own anthropic loop (and one after it is recorded,
  * before the call is forwarded): the heir resumes the loop, each tool's write lands once and
- * no model call is paid twice. The killed job's turn's timeline shows the kill (its code)
- * and the resume from checkpoint 3.
+ * no model call is paid twice. The timelines show each kill (its code), the checkpoint the
+ * retry resumed from and, for the model loop, the calls each try paid and its tool calls.
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
@@ -356,5 +356,22 @@ test('a worker SIGKILLed at each step of a model-call checkpoint: the heir resum
       STEPS + 1 - 3,
       'the heir paid calls 4 on',
     );
+    // The timeline: the dead worker's try with its code and its 3 paid calls, the heir's
+    // resumed from the last checkpoint recorded, with the rest.
+    const record = (await store.getTurnRecord(sessionId, retry!.id))!;
+    const timeline = buildTurnTimeline(record, await store.turnActivity(sessionId, record.attempts));
+    t.diagnostic(`${cut.point}\n${timeline.entries.map(timelineLine).join('\n')}`);
+    assert.deepEqual(
+      timeline.tries.map((x) => [x.status, x.resumedFrom, Boolean(x.code)]),
+      [
+        ['aborted', null, true],
+        ['committed', cut.recorded, false],
+      ],
+    );
+    const calls = (attempt: number) =>
+      timeline.entries.filter((e) => e.kind === 'model-call' && e.attempt === attempt).length;
+    assert.deepEqual([calls(1), calls(2)], [3, STEPS + 1 - 3], `${cut.point}: model calls per try`);
+    assert.equal(timeline.entries.find((e) => e.kind === 'resumed')?.modelCallsBefore, 3);
+    assert.ok(timeline.entries.some((e) => e.kind === 'tool-call' && e.tool === 'bash' && e.endedAt));
   }
 });
