@@ -244,6 +244,7 @@ const CASES: Record<string, RouteCase> = {
   'GET /dashboard/session.js': { kind: 'public' },
   'GET /dashboard/channels.js': { kind: 'public' },
   'GET /dashboard/history.js': { kind: 'public' },
+  'GET /dashboard/timeline.js': { kind: 'public' },
   'GET /dashboard/style.css': { kind: 'public' },
 };
 
