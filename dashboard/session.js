@@ -17,8 +17,8 @@ export function sessionShown() {
 }
 
 export async function showSession(id) {
-  // timelineTurn: the turn whose timeline shows; null = the running or last one.
-  current = { id, view: null, retained: null, timelineTurn: null };
+  // timelineTurn: the turn whose timeline shows (null: the running or last one); timeline: as last read.
+  current = { id, view: null, retained: null, timelineTurn: null, timeline: null };
   $('#s-title').textContent = `Session ${id}`;
   resetResult();
   // Another session's versions: its choices do not carry over.
@@ -72,12 +72,15 @@ async function refreshTimeline(latest) {
   const box = $('#s-timeline');
   $('#s-timeline-turn').textContent = turn ? `turn ${turn}${current.timelineTurn ? '' : ' (the running or last one)'}` : '';
   if (!turn) {
+    current.timeline = null;
     box.replaceChildren(el('p', 'muted', 'No turn yet.'));
     return;
   }
   try {
     const timeline = await api(path(id, `/turns/${encodeURIComponent(turn)}/timeline`));
-    if (current?.id === id) renderTimeline(box, timeline);
+    if (current?.id !== id) return;
+    current.timeline = timeline;
+    renderTimeline(box, timeline);
   } catch (err) {
     if (current?.id === id) box.replaceChildren(el('p', 'error', errorText(err)));
   }
@@ -209,5 +212,10 @@ $('#s-delete').addEventListener('click', () =>
     return `Deleted: the session is ${view.status}`;
   }),
 );
+
+// A running turn's bar grows with the clock between the events that bring new entries.
+setInterval(() => {
+  if (current?.timeline?.running) renderTimeline($('#s-timeline'), current.timeline);
+}, 1000);
 
 $('#s-files-version').addEventListener('change', (e) => showFiles(current.id, Number(e.target.value), ''));

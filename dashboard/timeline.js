@@ -2,8 +2,8 @@
 // bar per try on a shared time axis, with marks for its model calls, tool calls and
 // checkpoints, a cross where a try was killed and an arrow where the next one resumed;
 // every mark's line (the same as `berth logs --turn`) on hover and in the list below.
-// A running try's bar reaches to now: the page draws it again on each of the session's
-// events (a checkpoint, a tool call) and on its timer.
+// A running try's bar reaches to now: the page reads it again on each of the session's
+// events (a checkpoint, a tool call) and draws it again every second while it runs.
 
 import { el, formatMs } from './lib.js';
 
@@ -14,6 +14,8 @@ const clock = (at) => `${new Date(at).toLocaleTimeString([], { hour12: false })}
 const MARKS = new Set(['model-call', 'tool-call', 'checkpoint', 'resumed', 'try-ended']);
 
 export function renderTimeline(box, timeline, now = Date.now()) {
+  // A redraw keeps the list open if the operator opened it.
+  const open = box.querySelector('details')?.open ?? false;
   box.replaceChildren();
   box.dataset.turn = timeline.turnId;
   box.dataset.running = String(timeline.running);
@@ -72,5 +74,7 @@ export function renderTimeline(box, timeline, now = Date.now()) {
     li.dataset.kind = e.kind;
     lines.append(li);
   }
-  box.append(el('details', null, null, el('summary', null, `${timeline.entries.length} entries`), lines));
+  const details = el('details', null, null, el('summary', null, `${timeline.entries.length} entries`), lines);
+  details.open = open;
+  box.append(details);
 }
