@@ -74,6 +74,7 @@ export function renderTimeline(box, timeline, now = Date.now()) {
     li.dataset.kind = e.kind;
     lines.append(li);
   }
+  if (timeline.truncated) lines.append(el('li', 'muted', '… more events than a timeline reads: the newest are left out'));
   const details = el('details', null, null, el('summary', null, `${timeline.entries.length} entries`), lines);
   details.open = open;
   box.append(details);

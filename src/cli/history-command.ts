@@ -97,7 +97,7 @@ export function addHistoryCommands(session: Command, env: NodeJS.ProcessEnv): vo
     });
 }
 
-function turnRef(value: string): string {
+export function turnRef(value: string): string {
   if (!/^(\d+|turn_[A-Za-z0-9_-]+)$/.test(value))
     throw new InvalidArgumentError(
       'give the workspace version its commit made (a number) or its turn id (turn_…), as berth session history lists them',

@@ -3,9 +3,10 @@
  * Ctrl-C; with --turn, one turn's timeline instead (its tries, model calls, tool calls,
  * checkpoints, the kill of a try and the resume of the next), followed with --follow.
  */
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import { BerthError } from '../core/index.js';
 import { connect } from './connect.js';
+import { turnRef } from './history-command.js';
 import { describeEvent } from './send-command.js';
 import { printTimeline } from './turn-timeline-lines.js';
 
@@ -27,6 +28,7 @@ export function logsCommand(env: NodeJS.ProcessEnv): Command {
     .option(
       '--turn <turn>',
       "print this turn's timeline instead: a turn id, the workspace version its commit made, or last (the newest turn)",
+      timelineTurn,
     )
     .option(
       '--follow',
@@ -75,6 +77,18 @@ Examples:
       }
       await printEvents(env, sessionId, o, write);
     });
+}
+
+/** --turn: `last`, or what berth session diff takes. */
+function timelineTurn(value: string): string {
+  if (value === 'last') return value;
+  try {
+    return turnRef(value);
+  } catch {
+    throw new InvalidArgumentError(
+      'give last (the newest turn), the workspace version its commit made (a number) or its turn id (turn_…), as berth session history lists them',
+    );
+  }
 }
 
 async function printEvents(

@@ -54,7 +54,11 @@ export async function printTimeline(
       printed.add(key);
       write(o.json ? JSON.stringify(e) : timelineLine(e));
     }
-    if (!o.follow || !timeline.running || o.signal?.aborted) return;
+    if (timeline.truncated && !o.json)
+      write(
+        '… the turn has more events than a timeline reads: the newest are left out (berth logs without --turn has them all)',
+      );
+    if (!o.follow || !timeline.running || timeline.truncated || o.signal?.aborted) return;
     await sleep(FOLLOW_EVERY_MS, o.signal);
   }
 }

@@ -67,6 +67,7 @@ test('a killed try, then a try that resumes from its last checkpoint and commits
       event('reply', BASE + 9000, { turnId: 'turn_2', text: 'done\nall of it' }),
     ],
     modelCalls: [call('turn_1', BASE + 1000), call('turn_1', BASE + 2000), call('turn_2', BASE + 7500)],
+    truncated: false,
   });
 
   assert.equal(timeline.running, false);
@@ -162,6 +163,7 @@ test('cases', async (t) => {
       const got = buildTurnTimeline(recordOf(c.attempts, c.message ?? 'processing'), {
         events: c.events ?? [],
         modelCalls: [],
+        truncated: false,
       });
       assert.deepEqual(
         {

@@ -84,6 +84,8 @@ export interface TurnTimeline {
   running: boolean;
   tries: TimelineTry[];
   entries: TimelineEntry[];
+  /** The store read the session's events up to its bound: the entries after it are left out. */
+  truncated: boolean;
 }
 
 /** One upstream model call, as the store keeps it (a usage row). */
@@ -101,6 +103,8 @@ export interface TurnActivity {
   /** The session's events of the tries (any type; those of other turns are ignored), oldest first. */
   events: SessionEvent[];
   modelCalls: ModelCallRecord[];
+  /** The read stopped at its bound (a very long turn): the newest events are not in `events`. */
+  truncated: boolean;
 }
 
 /** The progress text of a tool call, as the runner's model loop reports it and the timeline reads it back. */
@@ -260,5 +264,6 @@ export function buildTurnTimeline(
       record.messages.some((m) => m.status === 'pending' || m.status === 'processing'),
     tries: timelineTries,
     entries,
+    truncated: activity.truncated,
   };
 }

@@ -10,20 +10,19 @@ import { toEvent } from '../rows.js';
 export const TIMELINE_EVENTS_LIMIT = 10_000;
 
 export function* turnActivity(sessionId: string, attempts: Turn[]): Program<TurnActivity> {
-  if (attempts.length === 0) return { events: [], modelCalls: [] };
+  if (attempts.length === 0) return { events: [], modelCalls: [], truncated: false };
   const since = Math.min(...attempts.map((t) => t.startedAt));
   const until = attempts.some((t) => t.endedAt === null)
     ? null
     : Math.max(...attempts.map((t) => t.endedAt ?? 0));
   const ids = new Set(attempts.map((t) => t.id));
-  const events = (yield* all('EVENTS_OF_SESSION_BETWEEN', {
+  const rows = yield* all('EVENTS_OF_SESSION_BETWEEN', {
     sessionId,
     since,
     until,
     limit: TIMELINE_EVENTS_LIMIT,
-  }))
-    .map(toEvent)
-    .filter((e) => ids.has(String(e.data.turnId)));
+  });
+  const events = rows.map(toEvent).filter((e) => ids.has(String(e.data.turnId)));
   const modelCalls: ModelCallRecord[] = [];
   for (const t of attempts)
     for (const r of yield* all('MODEL_CALLS_OF_TURN', { turnId: t.id }))
@@ -35,5 +34,5 @@ export function* turnActivity(sessionId: string, attempts: Turn[]): Program<Turn
         inputTokens: Number(r.input_tokens),
         outputTokens: Number(r.output_tokens),
       });
-  return { events, modelCalls };
+  return { events, modelCalls, truncated: rows.length === TIMELINE_EVENTS_LIMIT };
 }
