@@ -1,8 +1,10 @@
 // The session page (#/sessions/ID): the session's facts and storage cost, its actions
 // (fork and rewind at a chosen version, interrupt, delete), its turns (every attempt, with
-// its exit codes and why it ended) and its conversation. A turn row opens the turn (history.js).
+// its exit codes and why it ended), the timeline of its running or last turn (timeline.js)
+// and its conversation. A turn row opens the turn (history.js) and shows its timeline.
 
 import { openTurn, showFiles } from './history.js';
+import { renderTimeline } from './timeline.js';
 import { $, allPages, api, clearResult, el, errorText, exitCodeOf, formatBytes, formatMs, showOutcome, statusOf, time } from './lib.js';
 
 /** The session shown, or null on the overview. */
@@ -15,7 +17,8 @@ export function sessionShown() {
 }
 
 export async function showSession(id) {
-  current = { id, view: null, retained: null };
+  // timelineTurn: the turn whose timeline shows (null: the running or last one); timeline: as last read.
+  current = { id, view: null, retained: null, timelineTurn: null, timeline: null };
   $('#s-title').textContent = `Session ${id}`;
   resetResult();
   // Another session's versions: its choices do not carry over.
@@ -59,6 +62,28 @@ export async function refreshSession() {
   $('#s-rewind').disabled = $('#s-fork').disabled = !workspace.retained;
   renderTurns(turns, messages);
   renderConversation(messages);
+  await refreshTimeline(view.currentTurn?.id ?? turns.at(-1)?.id ?? null);
+}
+
+/** The shown turn's timeline (the running or last one unless a turn row was clicked). */
+async function refreshTimeline(latest) {
+  const { id } = current;
+  const turn = current.timelineTurn ?? latest;
+  const box = $('#s-timeline');
+  $('#s-timeline-turn').textContent = turn ? `turn ${turn}${current.timelineTurn ? '' : ' (the running or last one)'}` : '';
+  if (!turn) {
+    current.timeline = null;
+    box.replaceChildren(el('p', 'muted', 'No turn yet.'));
+    return;
+  }
+  try {
+    const timeline = await api(path(id, `/turns/${encodeURIComponent(turn)}/timeline`));
+    if (current?.id !== id) return;
+    current.timeline = timeline;
+    renderTimeline(box, timeline);
+  } catch (err) {
+    if (current?.id === id) box.replaceChildren(el('p', 'error', errorText(err)));
+  }
 }
 
 function renderFacts(view, workspace) {
@@ -114,7 +139,11 @@ function renderTurns(turns, messages) {
       el('td', null, formatMs(t.endedAt === null ? null : t.endedAt - t.startedAt)),
       el('td', 'fault', t.errorCode ? `${t.errorCode}: ${t.error ?? ''}` : ''),
     );
-    tr.addEventListener('click', () => openTurn(current.id, t.id));
+    tr.addEventListener('click', () => {
+      current.timelineTurn = t.id;
+      void refreshTimeline(null);
+      void openTurn(current.id, t.id);
+    });
     tbody.append(tr);
   }
 }
@@ -183,5 +212,10 @@ $('#s-delete').addEventListener('click', () =>
     return `Deleted: the session is ${view.status}`;
   }),
 );
+
+// A running turn's bar grows with the clock between the events that bring new entries.
+setInterval(() => {
+  if (current?.timeline?.running) renderTimeline($('#s-timeline'), current.timeline);
+}, 1000);
 
 $('#s-files-version').addEventListener('change', (e) => showFiles(current.id, Number(e.target.value), ''));

@@ -10,7 +10,8 @@
  * recording it and before answering the job: the retry resumes from checkpoint 3. The same
  * cuts in a model-call checkpoint of berth's own anthropic loop (and one after it is recorded,
  * before the call is forwarded): the heir resumes the loop, each tool's write lands once and
- * no model call is paid twice.
+ * no model call is paid twice. The timelines show each kill (its code), the checkpoint the
+ * retry resumed from and, for the model loop, the calls each try paid and its tool calls.
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
@@ -18,7 +19,8 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
-import { agentSpecSchema, type FailpointName } from '../src/core/index.js';
+import { timelineLine } from '../src/cli/index.js';
+import { agentSpecSchema, buildTurnTimeline, type FailpointName } from '../src/core/index.js';
 import { connectDocker } from '../src/runtime/index.js';
 import { SecretStore } from '../src/secrets/index.js';
 import { openStore, type Store } from '../src/store/index.js';
@@ -187,6 +189,39 @@ for (const kind of ['sqlite', 'postgres'] as const)
       'the retry saw the restored tree',
     );
     assert.deepEqual(await store.listCheckpoints('k', message.id), [], 'the commit collected the rows');
+
+    // The turn's timeline, after the commit: the killed try with its code, the resume from checkpoint 3.
+    const record = (await store.getTurnRecord('k', turns.at(-1)!.id))!;
+    const timeline = buildTurnTimeline(record, await store.turnActivity('k', record.attempts));
+    t.diagnostic(timeline.entries.map(timelineLine).join('\n'));
+    assert.deepEqual(
+      timeline.tries.map((x) => [x.status, x.code, x.resumedFrom]),
+      [
+        ['aborted', turns[1]!.errorCode, null],
+        ['committed', null, 3],
+      ],
+    );
+    assert.ok(turns[1]!.errorCode, 'the kill has a code');
+    assert.deepEqual(
+      timeline.entries
+        .filter((e) => e.kind !== 'progress')
+        .map((e) => `${e.attempt} ${e.kind}${e.label ? ` ${e.label}` : ''}${e.code ? ` ${e.code}` : ''}`),
+      [
+        '1 try-started',
+        '1 checkpoint step-1',
+        '1 checkpoint step-2',
+        '1 checkpoint step-3',
+        `1 try-ended ${turns[1]!.errorCode}`,
+        '2 try-started',
+        '2 resumed step-3',
+        '2 checkpoint step-4',
+        '2 checkpoint step-5',
+        '2 checkpoint step-6',
+        '2 reply',
+        '2 try-ended',
+      ],
+    );
+    assert.equal(timeline.running, false);
     await eventually('checkpoint objects collected', async () =>
       (await install.checkpointObjects()).length === 0 ? true : undefined,
     );
@@ -321,5 +356,22 @@ test('a worker SIGKILLed at each step of a model-call checkpoint: the heir resum
       STEPS + 1 - 3,
       'the heir paid calls 4 on',
     );
+    // The timeline: the dead worker's try with its code and its 3 paid calls, the heir's
+    // resumed from the last checkpoint recorded, with the rest.
+    const record = (await store.getTurnRecord(sessionId, retry!.id))!;
+    const timeline = buildTurnTimeline(record, await store.turnActivity(sessionId, record.attempts));
+    t.diagnostic(`${cut.point}\n${timeline.entries.map(timelineLine).join('\n')}`);
+    assert.deepEqual(
+      timeline.tries.map((x) => [x.status, x.resumedFrom, Boolean(x.code)]),
+      [
+        ['aborted', null, true],
+        ['committed', cut.recorded, false],
+      ],
+    );
+    const calls = (attempt: number) =>
+      timeline.entries.filter((e) => e.kind === 'model-call' && e.attempt === attempt).length;
+    assert.deepEqual([calls(1), calls(2)], [3, STEPS + 1 - 3], `${cut.point}: model calls per try`);
+    assert.equal(timeline.entries.find((e) => e.kind === 'resumed')?.modelCallsBefore, 3);
+    assert.ok(timeline.entries.some((e) => e.kind === 'tool-call' && e.tool === 'bash' && e.endedAt));
   }
 });

@@ -6,6 +6,9 @@
  * A session's page (#/sessions/ID) shows its turns (a job that exited 7 in red), a turn's
  * diff and its files at an older version, refuses a rewind while a turn runs with the API's
  * code, and rewinds the session, which the next turn sees (artifacts/dashboard-session.png).
+ * A job `docker kill`ed after its checkpoint: the page's timeline draws the running try live,
+ * then the kill with its code and the next try resumed from the checkpoint
+ * (artifacts/dashboard-timeline.png).
  * The channels page lists a channel, pauses it, opens its outbox, shows the API's code for a
  * channel that does not exist, and removes it after the operator confirms.
  */
@@ -15,6 +18,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { chromium } from 'playwright-core';
 import { hostPaths, type ScriptPlan } from '../src/core/index.js';
+import { connectDocker } from '../src/runtime/index.js';
 import { SecretStore } from '../src/secrets/index.js';
 import { eventually } from './helpers/processes.js';
 import { startTestHost } from './helpers/test-host.js';
@@ -233,5 +237,40 @@ test('dashboard: a session page shows turns, a diff and older files; rewind is r
   assert.deepEqual(workspace.rewinds, [{ version: 4, toVersion: 1 }]);
   const after = await sendAndCollect('hist', { text: 'cat src/a.txt; ls' }, reply);
   assert.equal(after.find(reply)?.data.text, 'one\nsrc\n');
+
+  // A job killed after its checkpoint: the page draws its running try live, then the kill
+  // (with its code) and the next try, resumed from checkpoint 1, to its commit.
+  await client.request('POST', '/v1/sessions/kill/messages', {
+    agent: 'sh',
+    text: 'echo one > a.txt; berth-checkpoint one; [ "$BERTH_ATTEMPT" = 1 ] && sleep 600; echo two',
+  });
+  const running = await eventually('the job checkpointed', async () => {
+    const view = await client.request<{ sandbox: string | null; currentTurn: { id: string } | null }>(
+      'GET',
+      '/v1/sessions/kill',
+    );
+    if (!view.currentTurn || !view.sandbox) return undefined;
+    const timeline = await client.request<{ entries: { kind: string }[] }>(
+      'GET',
+      `/v1/sessions/kill/turns/${view.currentTurn.id}/timeline`,
+    );
+    return timeline.entries.some((e) => e.kind === 'checkpoint') ? view : undefined;
+  });
+  await page.goto(`${host.url}/#/sessions/kill`);
+  const tl = '#s-timeline .tl-try';
+  await page.waitForSelector(
+    `${tl}[data-attempt="1"][data-status="running"] .tl-mark.checkpoint[data-seq="1"]`,
+  );
+  await connectDocker('/var/run/docker.sock').getContainer(running.sandbox!).kill();
+  await page.waitForSelector(`${tl}[data-attempt="2"][data-status="committed"][data-resumed-from="1"]`, {
+    timeout: 60_000,
+  });
+  await page.waitForSelector(`${tl}[data-attempt="2"] .tl-mark.resumed[data-seq="1"]`);
+  assert.equal(
+    await page.getAttribute(`${tl}[data-attempt="1"] .tl-mark.kill`, 'data-code'),
+    'SANDBOX_EXITED',
+  );
+  assert.equal(await page.getAttribute('#s-timeline', 'data-running'), 'false');
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-timeline.png'), fullPage: true });
   assert.deepEqual(pageErrors, []);
 });

@@ -12,6 +12,7 @@ const ASSETS = {
   '/dashboard/lib.js': { file: 'lib.js', type: 'text/javascript; charset=utf-8' },
   '/dashboard/session.js': { file: 'session.js', type: 'text/javascript; charset=utf-8' },
   '/dashboard/history.js': { file: 'history.js', type: 'text/javascript; charset=utf-8' },
+  '/dashboard/timeline.js': { file: 'timeline.js', type: 'text/javascript; charset=utf-8' },
   '/dashboard/channels.js': { file: 'channels.js', type: 'text/javascript; charset=utf-8' },
   '/dashboard/style.css': { file: 'style.css', type: 'text/css; charset=utf-8' },
 } as const;

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { pino } from 'pino';
 import { FileBlobStore } from '../blobs/index.js';
-import { agentSpecSchema, loadConfig, systemClock } from '../core/index.js';
+import { agentSpecSchema, loadConfig, systemClock, toolProgressText } from '../core/index.js';
 import { openSqliteStore } from '../store/index.js';
 import { packTree, WorkspaceHistory } from '../workspace/index.js';
 import { issueToken } from './api-tokens.js';
@@ -54,16 +54,46 @@ async function setup(t: { after(fn: () => Promise<void>): void }) {
     await store.enqueueMessage({ sessionId: 's1', agent: 'sh', text, now, tenant: 'acme' });
     const claimed = await store.claimRunnableSession('w1', Date.now());
     const fence = { sessionId: 's1', generation: claimed!.session.generation, workerId: 'w1' };
+    // One clock for the turn's records, a retry well past its backoff: the timeline orders by it.
+    let at = Date.now();
     const start = async () => {
-      const started = await store.startTurn(fence, Date.now() + 60_000);
+      at += 60_000;
+      const started = await store.startTurn(fence, at);
       return started.code === 'ok' && started.value ? started.value.turn : assert.fail('no turn');
     };
     let turn = await start();
     if (abortFirst) {
-      await store.abortTurn(
-        { ...fence, turnId: turn.id, code: 'SANDBOX_EXITED', error: 'killed' },
-        Date.now(),
+      // The killed try got as far as a tool call, a checkpoint and a model call.
+      const fenced = { ...fence, turnId: turn.id };
+      await store.recordProgress({ ...fenced, text: toolProgressText('bash', 'started') }, ++at);
+      await store.recordProgress({ ...fenced, text: toolProgressText('bash', 'finished') }, ++at);
+      const cp = await store.recordCheckpoint(
+        {
+          ...fenced,
+          messageId: turn.messageIds[0]!,
+          baseSeq: 0,
+          count: 1,
+          label: 'model-call',
+          key: '',
+          size: 0,
+        },
+        ++at,
       );
+      assert.equal(cp.code, 'ok');
+      await store.recordModelUsage(
+        {
+          agent: 'sh',
+          sessionId: 's1',
+          turnId: turn.id,
+          generation: fence.generation,
+          provider: 'anthropic',
+          model: 'm',
+          inputTokens: 7,
+          outputTokens: 3,
+        },
+        ++at,
+      );
+      await store.abortTurn({ ...fence, turnId: turn.id, code: 'SANDBOX_EXITED', error: 'killed' }, ++at);
       turn = await start();
     }
     const baseVersion = (await store.getWorkspaceChain('s1')).version;
@@ -73,7 +103,7 @@ async function setup(t: { after(fn: () => Promise<void>): void }) {
     assert.equal(
       await store.commitTurn(
         { ...fence, turnId: turn.id, outputs, state, workspace: { baseVersion, layer } },
-        Date.now(),
+        ++at,
       ),
       'ok',
     );
@@ -126,6 +156,42 @@ test('a turn by id or version: attempts, messages, replies, state, faults; its d
   const byVersion = await call('/v1/sessions/s1/turns/2');
   assert.deepEqual([byVersion.body.turn.id, byVersion.body.state], [second, { last: 'two' }]);
 
+  const timeline = await call(`/v1/sessions/s1/turns/${first}/timeline`);
+  assert.equal(timeline.status, 200);
+  assert.deepEqual(
+    timeline.body.tries.map((x: { status: string; code: string | null; resumedFrom: number | null }) => [
+      x.status,
+      x.code,
+      x.resumedFrom,
+    ]),
+    [
+      ['aborted', 'SANDBOX_EXITED', null],
+      ['committed', null, 1],
+    ],
+  );
+  assert.deepEqual(
+    timeline.body.entries.map((e: { attempt: number; kind: string }) => `${e.attempt} ${e.kind}`),
+    [
+      '1 try-started',
+      '1 tool-call',
+      '1 checkpoint',
+      '1 model-call',
+      '1 try-ended',
+      '2 try-started',
+      '2 resumed',
+      '2 reply',
+      '2 try-ended',
+    ],
+  );
+  assert.equal(timeline.body.running, false);
+  assert.equal(
+    (await call(`/v1/sessions/s1/turns/${second}/timeline`)).body.entries.filter(
+      (e: { kind: string }) => e.kind === 'checkpoint',
+    ).length,
+    0,
+    "another turn's checkpoints are not this one's",
+  );
+
   const diff = await call('/v1/sessions/s1/turns/2/diff');
   assert.equal(diff.status, 200);
   assert.equal(diff.body.turnId, second);
@@ -153,6 +219,7 @@ test('a turn by id or version: attempts, messages, replies, state, faults; its d
   for (const path of [
     '/v1/sessions/{id}/turns/{turn}',
     '/v1/sessions/{id}/turns/{turn}/diff',
+    '/v1/sessions/{id}/turns/{turn}/timeline',
     '/v1/sessions/{id}/files',
   ])
     assert.ok(paths.includes(path), `${path} in the OpenAPI document`);
@@ -171,7 +238,12 @@ test('refusals: unknown turn, path or version, another tenant, an uncommitted tu
   assert.deepEqual(await code('/v1/sessions/s1/files?path=nope'), [404, 'WORKSPACE_PATH_NOT_FOUND']);
   assert.deepEqual(await code('/v1/sessions/s1/files?version=7'), [400, 'INVALID_INPUT']);
   assert.deepEqual(await code('/v1/sessions/s1/files?path=../x'), [400, 'INVALID_INPUT']);
-  for (const url of ['/v1/sessions/s1/turns/1', '/v1/sessions/s1/turns/1/diff', '/v1/sessions/s1/files'])
+  for (const url of [
+    '/v1/sessions/s1/turns/1',
+    '/v1/sessions/s1/turns/1/diff',
+    '/v1/sessions/s1/turns/1/timeline',
+    '/v1/sessions/s1/files',
+  ])
     assert.deepEqual(await code(url, globex), [404, 'SESSION_NOT_FOUND'], url);
   assert.deepEqual(await code('/v1/sessions/nobody/files'), [404, 'SESSION_NOT_FOUND']);
 

@@ -1,5 +1,6 @@
 /**
- * A session's history: one turn and what the store keeps of it, what a committed turn
+ * A session's history: one turn and what the store keeps of it, its timeline (its tries,
+ * model calls, tool calls, checkpoints, kills and resumes), what a committed turn
  * changed in the workspace (its diff), and the workspace as of any retained version
  * (a directory listed, a file read). Tenant-checked like every session route: another
  * tenant's session answers 404, exactly like one that does not exist.
@@ -12,6 +13,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import {
   BerthError,
+  buildTurnTimeline,
   chainBytes,
   filesQuerySchema,
   objectsOfVersion,
@@ -21,6 +23,7 @@ import {
   rewindsOf,
   type SessionView,
   type TurnRecord,
+  type TurnTimeline,
   turnDetailOf,
   versionOfTurn,
   type WorkspaceChain,
@@ -89,6 +92,25 @@ export const historyRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) =
       returns: 'TurnDetail',
     },
     async ({ params, principal }) => turnDetailOf((await ownTurn(params, principal)).record),
+  );
+
+  routes.add(
+    app,
+    {
+      method: 'GET',
+      url: '/v1/sessions/:id/turns/:turn/timeline',
+      summary:
+        "A turn's timeline: each try of its messages (a bar: start, end, how it ended and the checkpoint it resumed from) and, in time order, its model calls, tool calls, checkpoints, progress, replies, the kill of a try (its code) and the resume of the next. Poll it while `running`, or follow the session's events",
+      tag,
+      access: 'tenant',
+      status: 200,
+      returns: 'TurnTimeline',
+    },
+    async ({ params, principal }): Promise<TurnTimeline> => {
+      const { view, record } = await ownTurn(params, principal);
+      const activity = await store.turnActivity(view.id, record.attempts);
+      return buildTurnTimeline(record, activity);
+    },
   );
 
   routes.add(

@@ -175,6 +175,7 @@ const CASES: Record<string, RouteCase> = {
   'GET /v1/sessions/:id/turns': owned(id('session')),
   'GET /v1/sessions/:id/turns/:turn': owned((t) => [{ params: { id: t.session, turn: t.turn } }]),
   'GET /v1/sessions/:id/turns/:turn/diff': owned((t) => [{ params: { id: t.session, turn: t.turn } }]),
+  'GET /v1/sessions/:id/turns/:turn/timeline': owned((t) => [{ params: { id: t.session, turn: t.turn } }]),
   'GET /v1/sessions/:id/files': owned((t) => [
     { params: { id: t.session } },
     { params: { id: t.session }, query: { version: '0', path: 'x' } },
@@ -243,6 +244,7 @@ const CASES: Record<string, RouteCase> = {
   'GET /dashboard/session.js': { kind: 'public' },
   'GET /dashboard/channels.js': { kind: 'public' },
   'GET /dashboard/history.js': { kind: 'public' },
+  'GET /dashboard/timeline.js': { kind: 'public' },
   'GET /dashboard/style.css': { kind: 'public' },
 };
 

@@ -5,10 +5,17 @@
  * printed as it is).
  */
 import { type Command, InvalidArgumentError } from 'commander';
-import type { FileChange, Turn, TurnDiff, WorkspaceSummary } from '../core/index.js';
+import {
+  type FileChange,
+  formatBytes,
+  oneLine,
+  type Turn,
+  type TurnDiff,
+  type WorkspaceSummary,
+} from '../core/index.js';
 import { connect } from './connect.js';
 import { printJson } from './output.js';
-import { oneLine, table } from './status-command.js';
+import { table } from './status-command.js';
 
 export function addHistoryCommands(session: Command, env: NodeJS.ProcessEnv): void {
   session
@@ -90,7 +97,7 @@ export function addHistoryCommands(session: Command, env: NodeJS.ProcessEnv): vo
     });
 }
 
-function turnRef(value: string): string {
+export function turnRef(value: string): string {
   if (!/^(\d+|turn_[A-Za-z0-9_-]+)$/.test(value))
     throw new InvalidArgumentError(
       'give the workspace version its commit made (a number) or its turn id (turn_…), as berth session history lists them',
@@ -141,15 +148,7 @@ export function renderWorkspaceSummary(w: WorkspaceSummary): string {
 }
 
 function bytesOf(n: number): string {
-  if (n < 1024) return `${n} B`;
-  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n / 1024;
-  let u = 0;
-  while (v >= 1024 && u < units.length - 1) {
-    v /= 1024;
-    u++;
-  }
-  return `${v.toFixed(1)} ${units[u]} (${n} bytes)`;
+  return n < 1024 ? formatBytes(n) : `${formatBytes(n)} (${n} bytes)`;
 }
 
 const COLORS = { bold: '\x1b[1m', red: '\x1b[31m', green: '\x1b[32m', cyan: '\x1b[36m', reset: '\x1b[0m' };

@@ -4,7 +4,13 @@
  */
 import { Command } from 'commander';
 import type { StreamedEvent } from '../client/index.js';
-import { BerthError, type CommandResult, type LeftRunning, type SessionView } from '../core/index.js';
+import {
+  BerthError,
+  type CommandResult,
+  formatBytes,
+  type LeftRunning,
+  type SessionView,
+} from '../core/index.js';
 import { connect } from './connect.js';
 import { printJson } from './output.js';
 
@@ -93,6 +99,8 @@ export function describeEvent(e: StreamedEvent): string | null {
       return `running (attempt ${d.attempt})`;
     case 'progress':
       return `running: ${String(d.text)}`;
+    case 'checkpoint':
+      return `checkpoint ${d.seq} (${String(d.label)}, ${formatBytes(Number(d.bytes ?? 0))})`;
     case 'retrying':
       return `message ${d.messageId}: retrying in ${d.retryInMs} ms (later messages wait for it): ${String(d.error)}`;
     case 'failed':

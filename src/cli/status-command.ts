@@ -4,7 +4,7 @@
  */
 import { Command } from 'commander';
 import type { Sandbox, Status } from '../client/index.js';
-import type { SessionView } from '../core/index.js';
+import { oneLine, type SessionView } from '../core/index.js';
 import { connect } from './connect.js';
 import { printJson } from './output.js';
 
@@ -78,9 +78,4 @@ export function table(head: string[], rows: string[][]): string {
       .join('  ')
       .trimEnd();
   return [line(head), ...rows.map(line)].join('\n');
-}
-
-export function oneLine(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }

@@ -40,6 +40,7 @@ import {
   type Turn,
   type TurnDetail,
   type TurnDiff,
+  type TurnTimeline,
   type Webhook,
   type WebhookAttempt,
   type WebhookDelivery,
@@ -215,6 +216,9 @@ export class Berth {
     /** One turn, by id or by the workspace version its commit made: attempts, messages, replies, state, timing, faults. */
     turn: (id: string, turn: string | number) =>
       this.http.request<TurnDetail>('GET', `/v1/sessions/${enc(id)}/turns/${enc(String(turn))}`),
+    /** A turn's timeline: its tries and, in time order, model calls, tool calls, checkpoints, kills and resumes. */
+    timeline: (id: string, turn: string | number) =>
+      this.http.request<TurnTimeline>('GET', `/v1/sessions/${enc(id)}/turns/${enc(String(turn))}/timeline`),
     /** What a committed turn (or, by version, a rewind) changed: files added, modified, deleted, renamed; text diffs, sizes for binaries. */
     diff: (id: string, turn: string | number) =>
       this.http.request<TurnDiff & { turnId: string | null; rewoundTo?: number }>(

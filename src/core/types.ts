@@ -189,6 +189,7 @@ export type SessionEventType =
   | 'queued'
   | 'started'
   | 'progress'
+  | 'checkpoint'
   | 'reply'
   | 'retrying'
   | 'failed'

@@ -19,6 +19,7 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { MODEL_PROXY_PATH, type ModelSettings, type TurnAssignment } from '../core/protocol.js';
+import { toolProgressText } from '../core/turn-timeline.js';
 import { socketFetch } from './socket-fetch.js';
 import { runTool, type ToolContext, type ToolResult } from './tools.js';
 import type { TurnContext } from './turn-context.js';
@@ -149,9 +150,9 @@ export async function runToolCall(
   name: string,
   input: unknown,
 ): Promise<ToolResult> {
-  await ctx.progress(`tool ${name} started`);
+  await ctx.progress(toolProgressText(name, 'started'));
   const result = await runTool(name, input, tools);
-  await ctx.progress(`tool ${name} finished${result.isError ? ' with an error' : ''}`);
+  await ctx.progress(toolProgressText(name, 'finished', result.isError));
   return result;
 }
 

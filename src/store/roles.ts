@@ -104,6 +104,7 @@ export interface ApiStore
     | 'listMessages'
     | 'listTurns'
     | 'getTurnRecord'
+    | 'turnActivity'
     | 'getWorkspaceChain'
     | 'eventsAfter'
     | 'eventLog'

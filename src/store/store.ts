@@ -40,6 +40,7 @@ import type {
   StorageOp,
   StoredObject,
   Turn,
+  TurnActivity,
   TurnCheckpoint,
   TurnRecord,
   Webhook,
@@ -269,6 +270,8 @@ export interface Store {
   listTurns(sessionId: string, page?: PageRequest): Promise<Turn[]>;
   /** One turn of the session and what the store keeps of it (TurnRecord); null when the session has no such turn. */
   getTurnRecord(sessionId: string, turnId: string): Promise<TurnRecord | null>;
+  /** What the timeline of a turn's tries (`attempts`, from getTurnRecord) is made of: their events and model calls. */
+  turnActivity(sessionId: string, attempts: Turn[]): Promise<TurnActivity>;
   /** Events after `afterId`, for one session or (null) all sessions (of `tenant`), oldest first. */
   eventsAfter(
     sessionId: string | null,

@@ -3,7 +3,8 @@
  * stale lease holder or a turn that no longer runs writes nothing), numbered on across
  * the retries of the same messages, never a commit (version, replies and state do not
  * move), deleted by the commit of their work and swept once their work is given up. The
- * model-call journal, fenced the same way, is read by a retry and goes with them.
+ * model-call journal, fenced the same way, is read by a retry and goes with them. Each
+ * checkpoint's event outlives its row: a turn's timeline reads it (turnActivity).
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -61,6 +62,11 @@ export function runCheckpointConformance(kind: string, open: OpenStore): void {
         BASE + 2,
       );
       assert.equal(second.code === 'ok' && second.value.seq, 2);
+      const usage = { agent: 'sh', sessionId: 's', provider: 'anthropic', model: 'm', outputTokens: 1 };
+      await store.recordModelUsage(
+        { ...usage, turnId: turn.id, generation: fence.generation, inputTokens: 5 },
+        BASE + 2,
+      );
       const view = (await store.getSessionView('s', BASE + 2))!;
       assert.equal(view.workspaceVersion, 0, 'a checkpoint is not a commit');
 
@@ -108,6 +114,29 @@ export function runCheckpointConformance(kind: string, open: OpenStore): void {
         'the commit collects its checkpoints',
       );
       assert.equal(await store.isCheckpointObjectNamed('checkpoints/step-3'), false);
+
+      // The rows went with the commit; their events stay for the turn's timeline.
+      const record = (await store.getTurnRecord('s', retry.turn.id))!;
+      const activity = await store.turnActivity('s', record.attempts);
+      assert.deepEqual(
+        activity.events
+          .filter((e) => e.type === 'checkpoint')
+          .map((e) => [e.data.seq, e.data.label, e.data.turnId, e.createdAt]),
+        [
+          [1, 'step-1', turn.id, BASE + 1],
+          [2, 'step-2', turn.id, BASE + 2],
+          [3, 'step-3', retry.turn.id, retry.due + 1],
+        ],
+        'one event per recorded checkpoint, none of the refused ones',
+      );
+      assert.deepEqual(
+        activity.events.map((e) => e.type).filter((type) => type !== 'checkpoint'),
+        ['started', 'retrying', 'started', 'reply'],
+      );
+      assert.deepEqual(
+        activity.modelCalls.map((c) => [c.turnId, c.at, c.inputTokens]),
+        [[turn.id, BASE + 2, 5]],
+      );
       await store.close();
     });
 

@@ -41,6 +41,7 @@ import {
   type StorageOp,
   type StoredObject,
   type Turn,
+  type TurnActivity,
   type TurnCheckpoint,
   type TurnRecord,
   type Webhook,
@@ -88,6 +89,7 @@ import * as sessions from './programs/sessions.js';
 import * as storage from './programs/storage.js';
 import * as takeBack from './programs/take-back.js';
 import * as tokens from './programs/tokens.js';
+import { turnActivity } from './programs/turn-activity.js';
 import * as turns from './programs/turns.js';
 import * as webhooks from './programs/webhooks.js';
 import * as workers from './programs/workers.js';
@@ -234,6 +236,10 @@ export class SqlStore implements Store {
 
   getTurnRecord(sessionId: string, turnId: string): Promise<TurnRecord | null> {
     return this.read(() => turns.turnRecord(sessionId, turnId));
+  }
+
+  turnActivity(sessionId: string, attempts: Turn[]): Promise<TurnActivity> {
+    return this.read(() => turnActivity(sessionId, attempts));
   }
 
   eventsAfter(
@@ -440,7 +446,7 @@ export class SqlStore implements Store {
   // ---- checkpoints of running turns
 
   recordCheckpoint(input: Fence & CheckpointInput, now: number): Promise<Fenced<TurnCheckpoint>> {
-    return this.write('recordCheckpoint', () => checkpoints.recordCheckpoint(input, now));
+    return this.write('recordCheckpoint', (tx) => checkpoints.recordCheckpoint(tx, input, now));
   }
 
   listCheckpoints(sessionId: string, messageId: number): Promise<TurnCheckpoint[]> {

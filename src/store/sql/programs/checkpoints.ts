@@ -3,15 +3,18 @@
  * generation and lease, and the turn still running under them): a stale worker's
  * checkpoint is refused and its object stays unnamed (garbage). Its number follows the
  * last one of the same work (a retry numbers on), read under the session lock the fence
- * takes. The model-call journal is fenced the same way and belongs to the same work. Rows
+ * takes; each also writes a `checkpoint` session event, which outlives the row. The
+ * model-call journal is fenced the same way and belongs to the same work. Rows
  * go with the commit of that work (turns.ts) or in the sweep below.
  */
 import type { JournalledResponse, TurnCheckpoint } from '../../../core/index.js';
 import type { CheckpointInput, Fence, Fenced, ModelResponseInput } from '../../store.js';
-import { all, get, type Program, type Row, run } from '../program.js';
+import { all, get, type Program, type Row, run, type Tx } from '../program.js';
+import { insertEvent } from './events.js';
 import { checkRunningTurn } from './turns.js';
 
 export function* recordCheckpoint(
+  tx: Tx,
   input: Fence & CheckpointInput,
   now: number,
 ): Program<Fenced<TurnCheckpoint>> {
@@ -40,6 +43,14 @@ export function* recordCheckpoint(
   });
   // Under the session lock no other writer of this work can have taken the number.
   if (inserted !== 1) return { code: 'stale' };
+  // The row goes with the commit; the event stays, for the turn's timeline and live views.
+  yield* insertEvent(
+    tx,
+    sessionId,
+    'checkpoint',
+    { turnId: input.turnId, seq, count: input.count, label: input.label, bytes: input.size },
+    now,
+  );
   return { code: 'ok', value: checkpoint };
 }
 

@@ -34,6 +34,19 @@ export const EVENTS_AFTER_OF_SESSION = `
 SELECT * FROM events WHERE session_id = :sessionId AND id > :afterId ORDER BY id LIMIT :limit`;
 
 /**
+ * A session's events in a time range, oldest first (a turn's timeline: its tries' span).
+ * @param sessionId the session
+ * @param since epoch ms, inclusive
+ * @param until epoch ms, inclusive, or null (no end: a try still runs)
+ * @param limit page size
+ * @returns rows
+ */
+export const EVENTS_OF_SESSION_BETWEEN = `
+SELECT * FROM events
+WHERE session_id = :sessionId AND created_at >= :since AND (CAST(:until AS BIGINT) IS NULL OR created_at <= :until)
+ORDER BY id LIMIT :limit`;
+
+/**
  * Every session's events after an id, oldest first.
  * @param afterId the last id seen
  * @param limit page size

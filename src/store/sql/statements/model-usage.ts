@@ -36,3 +36,11 @@ SELECT COUNT(*) AS calls, COALESCE(SUM(input_tokens), 0) AS input_tokens,
 FROM model_usage
 WHERE (CAST(:agent AS TEXT) IS NULL OR agent = :agent) AND (CAST(:turnId AS TEXT) IS NULL OR turn_id = :turnId)
   AND (CAST(:since AS BIGINT) IS NULL OR at >= :since)`;
+
+/**
+ * One turn's model calls, oldest first (a turn's timeline).
+ * @param turnId the turn
+ * @returns rows (at, turn_id, provider, model, input_tokens, output_tokens)
+ */
+export const MODEL_CALLS_OF_TURN = `
+SELECT at, turn_id, provider, model, input_tokens, output_tokens FROM model_usage WHERE turn_id = :turnId ORDER BY at, id`;
