@@ -165,6 +165,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'queued',
   'started',
   'progress',
+  'checkpoint',
   'reply',
   'retrying',
   'failed',
