@@ -32,29 +32,31 @@ type Freezer =
   | { kind: 'cgroup-v2'; freeze: string; events: string }
   | { kind: 'engine' };
 
-interface Target {
+/** A container and how it is frozen: what a thaw needs, kept by the freezer so it asks the engine nothing while frozen. */
+export interface FreezeTarget {
   container: Dockerode.Container;
   paused: boolean;
   freezer: Freezer;
 }
 
-export async function freezeContainer(docker: Dockerode, idOrName: string): Promise<void> {
+/** Frozen when it resolves; the target to hand `thawContainer`. */
+export async function freezeContainer(docker: Dockerode, idOrName: string): Promise<FreezeTarget> {
   const target = await resolve(docker, idOrName);
   const { freezer } = target;
-  if (target.paused) return;
+  if (target.paused) return target;
   try {
     switch (freezer.kind) {
       case 'engine':
         await target.container.pause();
-        return;
+        return { ...target, paused: true };
       case 'cgroup-v1':
         await writeFile(freezer.state, 'FROZEN');
         await until(async () => (await readFile(freezer.state, 'utf8')).trim() === 'FROZEN');
-        return;
+        return target;
       case 'cgroup-v2':
         await writeFile(freezer.freeze, '1');
         await until(async () => /^frozen 1$/m.test(await readFile(freezer.events, 'utf8')));
-        return;
+        return target;
     }
   } catch (err) {
     await thawTarget(target).catch(() => undefined);
@@ -64,19 +66,30 @@ export async function freezeContainer(docker: Dockerode, idOrName: string): Prom
   }
 }
 
-/** Idempotent: a sandbox not frozen is left as it is. */
-export async function thawContainer(docker: Dockerode, idOrName: string): Promise<void> {
-  await thawTarget(await resolve(docker, idOrName));
+/** Idempotent: a sandbox not frozen is left as it is. `frozen`: what its freeze returned, if this process froze it. */
+export async function thawContainer(
+  docker: Dockerode,
+  idOrName: string,
+  frozen?: FreezeTarget,
+): Promise<void> {
+  await thawTarget(frozen ?? (await resolve(docker, idOrName)));
 }
 
-async function thawTarget(target: Target): Promise<void> {
+async function thawTarget(target: FreezeTarget): Promise<void> {
   const { freezer } = target;
   if (target.paused) await target.container.unpause();
-  else if (freezer.kind === 'cgroup-v1') await writeFile(freezer.state, 'THAWED');
-  else if (freezer.kind === 'cgroup-v2') await writeFile(freezer.freeze, '0');
+  else if (freezer.kind === 'cgroup-v1') await writeCgroup(freezer.state, 'THAWED');
+  else if (freezer.kind === 'cgroup-v2') await writeCgroup(freezer.freeze, '0');
 }
 
-async function resolve(docker: Dockerode, idOrName: string): Promise<Target> {
+/** A cgroup gone with its container has nothing left to thaw. */
+async function writeCgroup(file: string, value: string): Promise<void> {
+  await writeFile(file, value).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'ENOENT') throw err;
+  });
+}
+
+async function resolve(docker: Dockerode, idOrName: string): Promise<FreezeTarget> {
   const container = docker.getContainer(idOrName);
   const info = await container.inspect();
   const paused = info.State.Paused;

@@ -9,11 +9,13 @@ import type Dockerode from 'dockerode';
 import { BerthError, type Clock, jsonLines, LABELS, systemClock } from '../../core/index.js';
 import type { RuntimeEvent, SandboxHandle, SandboxRuntime, SandboxSpec } from '../runtime.js';
 import { assertDockerReachable } from './connect.js';
-import { freezeContainer, thawContainer } from './container-freezer.js';
+import { type FreezeTarget, freezeContainer, thawContainer } from './container-freezer.js';
 import { containerOptions } from './container-spec.js';
 
 export class DockerRuntime implements SandboxRuntime {
   readonly name = 'docker';
+  /** The sandboxes this process froze, by id or name, and how: a thaw then asks the engine nothing. */
+  private readonly frozen = new Map<string, FreezeTarget>();
 
   constructor(
     private readonly docker: Dockerode,
@@ -68,12 +70,16 @@ export class DockerRuntime implements SandboxRuntime {
   }
 
   async freeze(handle: Pick<SandboxHandle, 'id' | 'name'>): Promise<boolean> {
-    await freezeContainer(this.docker, handle.id || handle.name);
+    const key = handle.id || handle.name;
+    this.frozen.set(key, await freezeContainer(this.docker, key));
     return true;
   }
 
   async thaw(handle: Pick<SandboxHandle, 'id' | 'name'>): Promise<void> {
-    await thawContainer(this.docker, handle.id || handle.name).catch(ignoreGone);
+    const key = handle.id || handle.name;
+    const frozen = this.frozen.get(key);
+    this.frozen.delete(key);
+    await thawContainer(this.docker, key, frozen).catch(ignoreGone);
   }
 
   async kill(handle: Pick<SandboxHandle, 'id' | 'name'>, options: { hard?: boolean } = {}): Promise<void> {
