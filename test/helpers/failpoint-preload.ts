@@ -45,7 +45,10 @@ for (const armed of (process.env.BERTH_TEST_FAILPOINTS ?? '').split(',').filter(
   });
 }
 
-for (const [name, run] of actions) armFailpoint(name, (context) => run.forEach((action) => action(context)));
+for (const [name, run] of actions)
+  armFailpoint(name, (context) => {
+    for (const action of run) action(context);
+  });
 
 /** The environment that arms `names` (`name` or `name@n`) in a berth child process. */
 export function failpointEnv(...names: (FailpointName | `${FailpointName}@${number}`)[]): NodeJS.ProcessEnv {
