@@ -11,6 +11,10 @@
  * checkpoint. Not measured: the gateway's Unix-socket hop (well under a millisecond) and,
  * inside the sandbox, starting berth-checkpoint (a node process: tens of ms).
  *
+ * Each take freezes a real runc container (a `sleep`, standing for the sandbox) for its scan
+ * and pack, as a turn's checkpoint does: `frozen` reports the freeze itself and the whole
+ * pause (freeze asked → thawed) with 1 MiB changed and with nothing changed.
+ *
  * Then the model-call checkpoint: streamed Anthropic calls through the gateway's model proxy
  * (over its socket, to a fake provider), whose checkpoint hook takes the same checkpoint of
  * the same attempt before the call is forwarded (nothing changed: no record). Three kinds of
@@ -25,7 +29,9 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FileBlobStore } from '../src/blobs/index.js';
-import { agentSpecSchema } from '../src/core/index.js';
+import { agentSpecSchema, hostPaths } from '../src/core/index.js';
+import { baseImageRecipe, baseImageTag } from '../src/image/index.js';
+import { connectDocker, DockerRuntime, whileFrozen } from '../src/runtime/index.js';
 import { openSqliteStore } from '../src/store/index.js';
 import { Workspaces } from '../src/workspace/index.js';
 import { startModelGateway } from '../test/helpers/model-gateway.js';
@@ -33,6 +39,7 @@ import { type BenchOptions, round, stats } from './harness.js';
 import { proxiedAnthropic } from './model-proxy.js';
 
 const SLOT = 'bench-checkpoints';
+const DOCKER_SOCKET = '/var/run/docker.sock';
 
 export async function checkpoints({ quick }: BenchOptions) {
   const dataDir = await mkdtemp(join(tmpdir(), 'berth-bench-checkpoints-'));
@@ -43,8 +50,15 @@ export async function checkpoints({ quick }: BenchOptions) {
     leaseMs: 60_000,
     retry: { retryBaseMs: 1000, retryMaxMs: 1000, maxTries: 3 },
   });
+  const docker = connectDocker(DOCKER_SOCKET);
+  const runtime = new DockerRuntime(docker, DOCKER_SOCKET);
+  const sandbox = { id: '', name: `berth-bench-checkpoints-${process.pid}` };
   try {
     await workspaces.prepare();
+    const image = baseImageTag(await baseImageRecipe(hostPaths(dataDir).imageCacheDir));
+    await (
+      await docker.createContainer({ Image: image, name: sandbox.name, Cmd: ['sleep', 'infinity'] })
+    ).start();
     const now = Date.now();
     await store.createAgent(agentSpecSchema.parse({ name: 'b', provider: 'command' }), now);
     await store.registerWorker({ id: 'w', host: 'h', pid: 1, slots: 1, heartbeatAt: now, startedAt: now });
@@ -60,10 +74,20 @@ export async function checkpoints({ quick }: BenchOptions) {
     for (let i = 0; i < 100; i++) await writeFile(join(merged, 'base', `f${i}`), randomBytes(10 * 1024));
     let index = await workspaces.scanCheckpoint('s', turn.id, SLOT);
     let seq = 0;
+    /** Where the next takes' freeze and pause go (null: not reported). */
+    let frozen: { freezeMs: number[]; pauseMs: number[] } | null = null;
     /** One checkpoint; at a model call (`skipUnchanged`) nothing is recorded when nothing changed. */
     const take = async (skipUnchanged = false): Promise<number> => {
       const t0 = performance.now();
-      const uploaded = await workspaces.uploadCheckpoint('s', turn.id, SLOT, index);
+      const capture = await whileFrozen(runtime, sandbox, () =>
+        workspaces.captureCheckpoint('s', turn.id, SLOT, index),
+      );
+      frozen?.freezeMs.push(capture.freezeMs ?? Number.NaN);
+      frozen?.pauseMs.push(capture.pauseMs ?? Number.NaN);
+      const uploaded = {
+        index: capture.value.index,
+        object: await workspaces.uploadCheckpoint(capture.value),
+      };
       if (skipUnchanged && !uploaded.object) return performance.now() - t0;
       const recorded = await store.recordCheckpoint(
         {
@@ -91,12 +115,17 @@ export async function checkpoints({ quick }: BenchOptions) {
     const changed: number[] = [];
     const unchanged: number[] = [];
     const floor: number[] = [];
+    const frozenChanged = { freezeMs: [] as number[], pauseMs: [] as number[] };
+    const frozenUnchanged = { freezeMs: [] as number[], pauseMs: [] as number[] };
     for (let round = 0; round < rounds; round++) {
       await mkdir(join(merged, `r${round}`));
       for (let i = 0; i < 16; i++)
         await writeFile(join(merged, `r${round}`, `f${i}`), randomBytes(64 * 1024));
+      frozen = frozenChanged;
       changed.push(await take());
+      frozen = frozenUnchanged;
       unchanged.push(await take());
+      frozen = null;
       const body = randomBytes(1024 * 1024);
       const t0 = performance.now();
       await blobs.put(`bench/${round}`, [body], { maxBytes: 2 * 1024 * 1024 });
@@ -117,9 +146,18 @@ export async function checkpoints({ quick }: BenchOptions) {
       nothingChangedBase: stats(unchangedBase),
       nothingChanged: stats(unchanged),
       baseline: { put1MiB: stats(floor) },
+      // The sandbox (a runc container) frozen for the scan and pack: freezing it, and how long it stood still.
+      frozen: {
+        changed1MiB: { freezeMs: stats(frozenChanged.freezeMs), pauseMs: stats(frozenChanged.pauseMs) },
+        nothingChanged: {
+          freezeMs: stats(frozenUnchanged.freezeMs),
+          pauseMs: stats(frozenUnchanged.pauseMs),
+        },
+      },
       modelCall: await modelCallPause(rounds, () => take(true), changeFiles),
     };
   } finally {
+    await runtime.kill(sandbox, { hard: true }).catch(() => undefined);
     await workspaces.unmountSlot(SLOT).catch(() => undefined);
     await store.close();
     await workspaces.release().catch(() => undefined);

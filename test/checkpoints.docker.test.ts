@@ -12,19 +12,25 @@
  * before the call is forwarded): the heir resumes the loop, each tool's write lands once and
  * no model call is paid twice. The timelines show each kill (its code), the checkpoint the
  * retry resumed from and, for the model loop, the calls each try paid and its tool calls.
+ * A background writer of a job stands still while each checkpoint is captured (the
+ * sandbox frozen), and the checkpoint holds its file whole; a worker SIGKILLed while the
+ * sandbox is frozen leaves it frozen, and the next worker's sweep thaws and removes it.
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
+import { createReadStream } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { timelineLine } from '../src/cli/index.js';
 import { agentSpecSchema, buildTurnTimeline, type FailpointName } from '../src/core/index.js';
+import { cgroupFreezerOf } from '../src/runtime/docker/container-freezer.js';
 import { connectDocker } from '../src/runtime/index.js';
 import { SecretStore } from '../src/secrets/index.js';
 import { openStore, type Store } from '../src/store/index.js';
-import { failpointEnv } from './helpers/failpoint-preload.js';
+import { applyLayerArchive } from '../src/workspace/index.js';
+import { failpointEnv, failpointWatchEnv } from './helpers/failpoint-preload.js';
 import { startFakeAnthropic } from './helpers/fake-models.js';
 import { freshDatabase } from './helpers/postgres.js';
 import { eventually, exited, spawnBerth } from './helpers/processes.js';
@@ -374,4 +380,76 @@ test('a worker SIGKILLed at each step of a model-call checkpoint: the heir resum
     assert.equal(timeline.entries.find((e) => e.kind === 'resumed')?.modelCallsBefore, 3);
     assert.ok(timeline.entries.some((e) => e.kind === 'tool-call' && e.tool === 'bash' && e.endedAt));
   }
+});
+
+/**
+ * A job whose background writer appends numbered lines to log.txt (then the number to
+ * counter) every 10 ms while the job checkpoints twice; a retry (BERTH_CHECKPOINT set) just ends.
+ */
+const WRITER_JOB = `
+[ -n "$BERTH_CHECKPOINT" ] && exit 0
+( i=0; while true; do i=$((i+1)); echo "line $i" >> log.txt; echo $i > counter; sleep 0.01; done ) &
+sleep 0.5
+berth-checkpoint one
+sleep 0.3
+berth-checkpoint two
+sleep 600
+`;
+
+/** FROZEN, THAWED, FREEZING (v1) or frozen 1/0 (v2) of a container's freezer cgroup. */
+async function freezerState(pid: number): Promise<string> {
+  const freezer = cgroupFreezerOf(await readFile(`/proc/${pid}/cgroup`, 'utf8'));
+  if (!freezer) return 'no freezer';
+  if (freezer.kind === 'cgroup-v1') return (await readFile(freezer.state, 'utf8')).trim();
+  return /^frozen 1$/m.test(await readFile(freezer.events, 'utf8')) ? 'FROZEN' : 'THAWED';
+}
+
+test('a background writer stands still while a checkpoint is captured; a worker killed with the sandbox frozen leaves nothing frozen', {
+  timeout: 300_000,
+}, async (t) => {
+  const install = await startInstall(t);
+  const { store, dataDir } = install;
+  const watched = join(dataDir, 'watched.jsonl');
+  const doomed = await install.startWorker('doomed', {
+    ...failpointWatchEnv('checkpoint-frozen', 'counter', watched),
+    ...failpointEnv('checkpoint-frozen@2'),
+  });
+  const { message } = await install.send('w', WRITER_JOB);
+  await exited(doomed);
+  assert.equal(doomed.signalCode, 'SIGKILL', 'the worker died in its second capture');
+  const readings = (await readFile(watched, 'utf8'))
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { before: string; after: string });
+  assert.equal(readings.length, 2);
+  for (const r of readings)
+    assert.equal(r.after, r.before, 'the writer made no progress while its sandbox was frozen');
+
+  const [first] = await store.listCheckpoints('w', message.id);
+  assert.equal(first?.label, 'one');
+  const unpacked = await mkdtemp(join(tmpdir(), 'berth-checkpoint-object-'));
+  t.after(() => rm(unpacked, { recursive: true, force: true }));
+  await applyLayerArchive(createReadStream(join(dataDir, 'blobs', first.key)), unpacked);
+  const lines = (await readFile(join(unpacked, 'log.txt'), 'utf8')).split('\n');
+  assert.equal(lines.pop(), '', 'log.txt ends with a whole line');
+  assert.deepEqual(
+    lines,
+    lines.map((_, i) => `line ${i + 1}`),
+    'log.txt as the writer left it: every line whole, none missing',
+  );
+  const counted = Number(await readFile(join(unpacked, 'counter'), 'utf8'));
+  assert.ok([lines.length - 1, lines.length].includes(counted), 'counter and log.txt of one instant');
+
+  const docker = connectDocker('/var/run/docker.sock');
+  const sandbox = docker.getContainer((await store.getSessionView('w', store.clock.now()))!.sandbox!);
+  assert.equal(
+    await freezerState((await sandbox.inspect()).State.Pid),
+    'FROZEN',
+    'left frozen by its dead worker',
+  );
+  await install.startWorker('heir');
+  await eventually('the frozen sandbox removed by the sweep', async () =>
+    (await sandbox.inspect().catch(() => null)) === null ? true : undefined,
+  );
+  await install.replies('w', 1);
 });

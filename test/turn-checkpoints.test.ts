@@ -5,7 +5,8 @@
  * over the last one recorded, and a retry restores that chain (its files and deletions)
  * into a fresh attempt, with the count and label of the newest. A chain at its bound
  * restarts with a full checkpoint. At a model call, a turn that changed nothing records
- * nothing. Needs root (overlay mounts).
+ * nothing. The sandbox is frozen around the scan and pack only, and thawed when they fail.
+ * Needs root (overlay mounts).
  */
 import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -21,8 +22,29 @@ import { MODEL_CALL_LABEL, TurnCheckpoints } from '../src/worker/turn-checkpoint
 import { Workspaces } from '../src/workspace/index.js';
 import { BASE, claimAndStartTurn, LEASE_MS, RETRY, withAgent } from './store/conformance.js';
 
-/** The file blob store, except that a put under checkpoints/ fails while `failing` is set. */
-function flakyBlobs(dir: string): BlobStore & { failing: boolean } {
+/** The sandbox's freeze as a log of what happened when (the runtime is the other boundary faked). */
+function freezeLog() {
+  const log = {
+    frozen: false,
+    events: [] as string[],
+    async freeze() {
+      log.frozen = true;
+      log.events.push('freeze');
+      return true;
+    },
+    async thaw() {
+      log.frozen = false;
+      log.events.push('thaw');
+    },
+  };
+  return log;
+}
+
+/**
+ * The file blob store, except that a put under checkpoints/ fails while `failing` is set;
+ * each such put is logged in `freezes`, with whether the sandbox was frozen.
+ */
+function flakyBlobs(dir: string, freezes: ReturnType<typeof freezeLog>): BlobStore & { failing: boolean } {
   const real = new FileBlobStore(dir);
   return Object.assign(Object.create(real) as FileBlobStore, {
     failing: false,
@@ -31,6 +53,7 @@ function flakyBlobs(dir: string): BlobStore & { failing: boolean } {
       key: string,
       ...rest: Parameters<BlobStore['put']> extends [string, ...infer R] ? R : never
     ) {
+      if (key.startsWith('checkpoints/')) freezes.events.push(freezes.frozen ? 'put, frozen' : 'put');
       if (this.failing && key.startsWith('checkpoints/'))
         return Promise.reject(new BerthError('BLOB_WRITE_FAILED', `Blob ${key} not written (test)`));
       return real.put(key, ...rest);
@@ -41,7 +64,8 @@ function flakyBlobs(dir: string): BlobStore & { failing: boolean } {
 /** A running turn of session s over a committed tree holding old.txt; `mount` gives an attempt its checkpoints. */
 async function setUp(t: TestContext) {
   const dataDir = await mkdtemp(join(tmpdir(), 'berth-turn-checkpoints-'));
-  const blobs = flakyBlobs(join(dataDir, 'blobs'));
+  const freezes = freezeLog();
+  const blobs = flakyBlobs(join(dataDir, 'blobs'), freezes);
   const workspaces = new Workspaces(dataDir, 1000, blobs);
   const store = await withAgent(async () =>
     openSqliteStore({ path: join(dataDir, 'berth.db'), leaseMs: LEASE_MS, retry: RETRY }),
@@ -57,7 +81,7 @@ async function setUp(t: TestContext) {
   const { fence, turn } = await claimAndStartTurn(store, BASE);
   await mkdir(workspaces.committedPath('s'), { recursive: true });
   await writeFile(join(workspaces.committedPath('s'), 'old.txt'), 'old\n');
-  const deps = { store, workspaces, blobs, clock: systemClock } as unknown as SandboxDeps;
+  const deps = { store, workspaces, blobs, clock: systemClock, runtime: freezes } as unknown as SandboxDeps;
   const log = pino({ level: 'silent' });
   const mount = async (of: Turn, slot: string, maxChain?: number) => {
     await workspaces.mountAttempt('s', of.id, slot);
@@ -76,7 +100,7 @@ async function setUp(t: TestContext) {
     assert.deepEqual(retry.messageIds, cut.messageIds);
     return retry;
   };
-  return { store, blobs, turn, mount, retryOf };
+  return { store, blobs, freezes, workspaces, turn, mount, retryOf };
 }
 
 test('a checkpoint whose upload fails is never used: the next is a delta over the last recorded one, and a retry restores that chain', async (t) => {
@@ -163,4 +187,22 @@ test('at a model call, a turn that changed nothing records nothing; one that cha
       [2, 1],
     ],
   );
+});
+
+test('the sandbox is frozen for the scan and pack only: thawed before the upload, and thawed when the capture fails', async (t) => {
+  const { freezes, workspaces, turn, mount } = await setUp(t);
+  const first = await mount(turn, 'first');
+  await writeFile(join(first.merged, 'a.txt'), 'a\n');
+  await first.checkpoints.take(turn.id, 'one');
+  assert.deepEqual(freezes.events, ['freeze', 'thaw', 'put'], 'uploaded once thawed');
+  freezes.events.length = 0;
+  assert.equal(await first.checkpoints.takeAtModelCall(turn.id), null);
+  assert.deepEqual(freezes.events, ['freeze', 'thaw'], 'nothing changed: frozen for the scan, nothing put');
+  freezes.events.length = 0;
+  await workspaces.unmountSlot('first');
+  await assert.rejects(first.checkpoints.take(turn.id, 'two'), (e: unknown) =>
+    isBerthError(e, 'CHECKPOINT_FAILED'),
+  );
+  assert.deepEqual(freezes.events, ['freeze', 'thaw'], 'a scan that fails still thaws');
+  assert.equal(freezes.frozen, false);
 });

@@ -18,11 +18,13 @@ export const COMMIT_FAILPOINTS = [
 export type CommitFailpointName = (typeof COMMIT_FAILPOINTS)[number];
 
 /**
- * A checkpoint's (worker/turn-checkpoints.ts): its object uploaded and not recorded; recorded
- * and not yet answered. At a model call (gateway/model-proxy.ts), then: recorded and the
- * request not yet forwarded upstream.
+ * A checkpoint's (worker/turn-checkpoints.ts): its files captured and its sandbox still frozen
+ * (context: `merged`, the turn's workspace as the host sees it); its object uploaded and not
+ * recorded; recorded and not yet answered. At a model call (gateway/model-proxy.ts), then:
+ * recorded and the request not yet forwarded upstream.
  */
 export const CHECKPOINT_FAILPOINTS = [
+  'checkpoint-frozen',
   'checkpoint-after-upload',
   'checkpoint-after-record',
   'model-before-forward',
@@ -44,14 +46,17 @@ export const CHANNEL_FAILPOINTS = [
 export const FAILPOINTS = [...COMMIT_FAILPOINTS, ...CHECKPOINT_FAILPOINTS, ...CHANNEL_FAILPOINTS] as const;
 export type FailpointName = (typeof FAILPOINTS)[number];
 
-const armed = new Map<FailpointName, () => void>();
+/** What a point tells the test seam of where it is (paths, ids), for a test that looks around there. */
+export type FailpointContext = Readonly<Record<string, string>>;
+
+const armed = new Map<FailpointName, (context: FailpointContext) => void>();
 
 /** Runs what a test armed at this point, if anything. */
-export function failpoint(name: FailpointName): void {
-  armed.get(name)?.();
+export function failpoint(name: FailpointName, context: FailpointContext = {}): void {
+  armed.get(name)?.(context);
 }
 
 /** For test seams only: what `failpoint(name)` does from now on. */
-export function armFailpoint(name: FailpointName, action: () => void): void {
+export function armFailpoint(name: FailpointName, action: (context: FailpointContext) => void): void {
   armed.set(name, action);
 }

@@ -3,6 +3,7 @@
 export { assertDockerReachable, connectDocker } from './docker/connect.js';
 export { containerOptions } from './docker/container-spec.js';
 export { DockerRuntime } from './docker/docker-runtime.js';
+export { type FrozenTimings, whileFrozen } from './frozen.js';
 export { loadKubeConfig } from './kubernetes/connect.js';
 export { KubernetesRuntime } from './kubernetes/kubernetes-runtime.js';
 export { podManifest, podName } from './kubernetes/pod-spec.js';

@@ -53,6 +53,15 @@ export interface SandboxRuntime {
    * record in the store (SandboxRecord), not the engine's.
    */
   kill(handle: Pick<SandboxHandle, 'id' | 'name'>, options?: { hard?: boolean }): Promise<void>;
+  /**
+   * Stops every process of the sandbox where it stands, until `thaw`: a capture of its files
+   * then reads them as of one instant. false when the engine has no freeze (Kubernetes):
+   * the caller goes on unfrozen. Fails (SANDBOX_FAILED) when it could not freeze it, having
+   * thawed it again.
+   */
+  freeze(handle: Pick<SandboxHandle, 'id' | 'name'>): Promise<boolean>;
+  /** Lets a frozen sandbox run on. Idempotent: one not frozen is left as it is. */
+  thaw(handle: Pick<SandboxHandle, 'id' | 'name'>): Promise<void>;
   /** 'connected' first, then exits and OOM kills of this install's sandboxes as they happen. */
   events(installId: string, signal: AbortSignal, sinceMs?: number): AsyncIterable<RuntimeEvent>;
   /** Sandboxes carrying this install's label, running or not. */

@@ -2,7 +2,8 @@
  * Checkpoints of a layered turn (a `command` job's berth-checkpoint, POST /v1/checkpoint;
  * every model call of an anthropic or openai loop, from the gateway's model proxy):
  * the files its attempt layer changed since the previous checkpoint go to the blob store as
- * one object, then one fenced store transaction records it as the next checkpoint of the
+ * one object (scanned and packed with the sandbox frozen, uploaded once it is thawed), then
+ * one fenced store transaction records it as the next checkpoint of the
  * work on the turn's lead message, and only then is the job answered. A retry of those
  * messages, on any machine, restores the newest checkpoint's chain (the objects from its
  * base back to the committed tree, oldest first) into its fresh attempt layer before the
@@ -16,6 +17,9 @@
  *   whose record answer was lost (but which committed) is simply skipped by the next one.
  * - A resume that cannot restore its chain (an object lost, a blob store that stays away)
  *   starts again from the committed tree with base 0: redone work, never a mixed tree.
+ * - Frozen for the scan and pack only: the sandbox is thawed in every case (a finally)
+ *   before the upload and the record, which wait on the network. A worker killed while it
+ *   is frozen leaves it frozen; whoever kills it next thaws it first (SandboxRuntime.kill).
  * - One checkpoint at a time per turn: calls queue behind each other.
  * - A resume applies at most MAX_CHAIN objects: past it, a checkpoint is a full one over
  *   the committed tree (base 0), which starts a new chain.
@@ -32,7 +36,9 @@ import {
   type ResumedCheckpoint,
   type Turn,
   type TurnCheckpoint,
+  type WorkspaceObjectRef,
 } from '../core/index.js';
+import { whileFrozen } from '../runtime/index.js';
 import type { Fence } from '../store/index.js';
 import { fenceError } from '../store/index.js';
 import type { CheckpointIndex } from '../workspace/index.js';
@@ -179,18 +185,16 @@ export class TurnCheckpoints {
     // A chain at its bound restarts: this one holds every change over the committed tree.
     const full = work.chain >= this.maxChain;
     const base = full ? { index: new Map<string, string>(), seq: 0, chain: 0 } : work;
-    let uploaded: Awaited<ReturnType<typeof workspaces.uploadCheckpoint>>;
+    const { captured, freezeMs, pauseMs } = await this.capture(work, base.index).catch((err: unknown) => {
+      throw failed(`its capture failed: ${(err as Error).message}`, err);
+    });
+    let object: WorkspaceObjectRef | null;
     try {
-      uploaded = await workspaces.uploadCheckpoint(
-        this.fence.sessionId,
-        work.turnId,
-        this.sandboxName,
-        base.index,
-      );
+      object = await workspaces.uploadCheckpoint(captured);
     } catch (err) {
       throw failed(`its upload failed: ${(err as Error).message}`, err);
     }
-    if (uploaded.object) work.keys.add(uploaded.object.key);
+    if (object) work.keys.add(object.key);
     else if (skipUnchanged) return null;
     failpoint('checkpoint-after-upload');
     const recorded = await store
@@ -202,8 +206,8 @@ export class TurnCheckpoints {
           baseSeq: base.seq,
           count: work.count + 1,
           label,
-          key: uploaded.object?.key ?? '',
-          size: uploaded.object?.size ?? 0,
+          key: object?.key ?? '',
+          size: object?.size ?? 0,
         },
         clock.now(),
       )
@@ -212,12 +216,12 @@ export class TurnCheckpoints {
       });
     if (recorded.code !== 'ok') throw fenceError(recorded.code, this.fence, 'recordCheckpoint');
     failpoint('checkpoint-after-record');
-    work.index = uploaded.index;
+    work.index = captured.index;
     work.seq = recorded.value.seq;
     work.count += 1;
     work.chain = base.chain + 1;
-    const ms = Math.round((performance.now() - startedAt) * 100) / 100;
-    const bytes = uploaded.object?.size ?? 0;
+    const ms = roundMs(performance.now() - startedAt);
+    const bytes = object?.size ?? 0;
     this.log.info(
       {
         turnId: work.turnId,
@@ -225,14 +229,41 @@ export class TurnCheckpoints {
         count: work.count,
         full,
         label,
-        steps: uploaded.steps,
+        steps: captured.steps,
         bytes,
         ms,
+        freezeMs: roundMs(freezeMs),
+        pauseMs: roundMs(pauseMs),
       },
       'Checkpoint recorded',
     );
     return { seq: work.seq, count: work.count, label, bytes, ms };
   }
+
+  /**
+   * The attempt layer's changes over `before`, scanned and packed with the sandbox frozen, so
+   * a process of the turn that writes on meanwhile cannot tear a file of it; thawed before
+   * the upload, so the sandbox never stands still through a network wait.
+   */
+  private capture(work: Work, before: CheckpointIndex) {
+    const { runtime, workspaces } = this.deps;
+    return whileFrozen(runtime, { id: '', name: this.sandboxName }, async () => {
+      const captured = await workspaces.captureCheckpoint(
+        this.fence.sessionId,
+        work.turnId,
+        this.sandboxName,
+        before,
+      );
+      failpoint('checkpoint-frozen', { merged: workspaces.slotPath(this.sandboxName) });
+      return captured;
+    }).then(({ value, ...timings }) => ({ captured: value, ...timings }));
+  }
+}
+
+function roundMs(ms: number): number;
+function roundMs(ms: number | null): number | null;
+function roundMs(ms: number | null): number | null {
+  return ms === null ? null : Math.round(ms * 100) / 100;
 }
 
 /**

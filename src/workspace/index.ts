@@ -12,4 +12,4 @@ export {
   WORKSPACE_OBJECT_PREFIXES,
 } from './workspace-cache.js';
 export { DEFAULT_HISTORY_LIMITS, type HistoryLimits, WorkspaceHistory } from './workspace-history.js';
-export { Workspaces } from './workspaces.js';
+export { type CapturedCheckpoint, Workspaces } from './workspaces.js';

@@ -62,6 +62,13 @@ export interface CacheStamp {
   layerKey: string | null;
 }
 
+/** An archive packed and hashed, ready to put: its bytes in memory or read from a local file. */
+export interface PackedObject {
+  sha256: string;
+  size: number;
+  body: Iterable<Uint8Array> | AsyncIterable<Uint8Array>;
+}
+
 /** Where a session's workspace objects live in the blob store. */
 export const WORKSPACE_OBJECT_PREFIXES = ['layers/', 'snapshots/'] as const;
 /** Where the checkpoints of running turns live in the blob store (named by turn_checkpoints rows). */
@@ -236,23 +243,25 @@ export class WorkspaceCache {
   }
 
   /**
-   * A checkpoint's changes (a plan over the attempt's upper dir) as one immutable object;
-   * `scratch` is where an archive too large for memory is packed. Read while the turn runs:
-   * a file that shrinks under the packer fails the checkpoint, never half-writes it.
+   * A checkpoint's changes (a plan over the attempt's upper dir) packed, not yet uploaded:
+   * in memory, or for an archive too large for memory in `scratch` (which the caller removes
+   * once `putCheckpoint` is done with it). The part of a capture the sandbox is frozen for: a
+   * file that shrinks under the packer anyway (no freeze) fails it, never half-writes it.
    */
-  async uploadCheckpoint(
-    plan: PromotionPlan,
-    upperDir: string,
-    scratch: string,
-  ): Promise<WorkspaceObjectRef> {
-    const prefix = CHECKPOINT_OBJECT_PREFIX.slice(0, -1);
+  async packCheckpoint(plan: PromotionPlan, upperDir: string, scratch: string): Promise<PackedObject> {
     const inMemory = await packLayerInMemory(plan, upperDir, 'fast', IN_MEMORY_BYTES);
-    if (inMemory) return this.uploadBytes(prefix, inMemory);
-    try {
-      return await this.upload(prefix, packLayer(plan, upperDir, 'fast'), scratch);
-    } finally {
-      await rm(scratch, { force: true });
-    }
+    if (inMemory)
+      return {
+        sha256: createHash('sha256').update(inMemory).digest('hex'),
+        size: inMemory.length,
+        body: [inMemory],
+      };
+    return packed(packLayer(plan, upperDir, 'fast'), scratch);
+  }
+
+  /** A packed checkpoint as one immutable object in the blob store. */
+  putCheckpoint(archive: PackedObject): Promise<WorkspaceObjectRef> {
+    return this.put(CHECKPOINT_OBJECT_PREFIX.slice(0, -1), archive);
   }
 
   /** Applies a checkpoint's object onto `dir` (a turn's merged view, so deletions become whiteouts). */
@@ -303,7 +312,10 @@ export class WorkspaceCache {
     archive: NodeJS.ReadableStream,
     file: string,
   ): Promise<WorkspaceObjectRef> {
-    const { sha256, size, body } = await packed(archive, file);
+    return this.put(prefix, await packed(archive, file));
+  }
+
+  private async put(prefix: string, { sha256, size, body }: PackedObject): Promise<WorkspaceObjectRef> {
     const key = `${prefix}/${sha256}.${randomBytes(8).toString('hex')}`;
     await this.blobs.put(key, body, {
       maxBytes: MAX_OBJECT_BYTES,
@@ -311,18 +323,6 @@ export class WorkspaceCache {
       ifAbsent: true,
     });
     return { key, size };
-  }
-
-  /** An archive already in memory, put as upload() puts a streamed one. */
-  private async uploadBytes(prefix: string, archive: Buffer): Promise<WorkspaceObjectRef> {
-    const sha256 = createHash('sha256').update(archive).digest('hex');
-    const key = `${prefix}/${sha256}.${randomBytes(8).toString('hex')}`;
-    await this.blobs.put(key, [archive], {
-      maxBytes: MAX_OBJECT_BYTES,
-      expectedSha256: sha256,
-      ifAbsent: true,
-    });
-    return { key, size: archive.length };
   }
 
   /** Forgets the session's copy (its tree and stamp). */
@@ -336,10 +336,7 @@ export class WorkspaceCache {
  * An archive's bytes, hashed as they come: held in memory up to IN_MEMORY_BYTES (a turn's
  * usual layer costs no file written and read back), past that written to `file`.
  */
-async function packed(
-  archive: NodeJS.ReadableStream,
-  file: string,
-): Promise<{ sha256: string; size: number; body: Iterable<Uint8Array> | AsyncIterable<Uint8Array> }> {
+async function packed(archive: NodeJS.ReadableStream, file: string): Promise<PackedObject> {
   const hash = createHash('sha256');
   const held: Buffer[] = [];
   let size = 0;

@@ -40,7 +40,18 @@ import { applyPlan, PLAN_FILE, sealLayer } from './promotion.js';
 import { WorkspaceQuota } from './quota.js';
 import { emptyResidentWorkspace, readResidentMarker, writeResidentMarker } from './resident-marker.js';
 import { listLayerFiles, writeSlotFile } from './slot-files.js';
-import { type EnsuredWorkspace, WorkspaceCache } from './workspace-cache.js';
+import { type EnsuredWorkspace, type PackedObject, WorkspaceCache } from './workspace-cache.js';
+
+/** A checkpoint scanned and packed (Workspaces.captureCheckpoint), not yet uploaded. */
+export interface CapturedCheckpoint {
+  /** The attempt layer now: the base of the next checkpoint. */
+  index: CheckpointIndex;
+  /** How many changes it holds (0: none, and no archive). */
+  steps: number;
+  archive: PackedObject | null;
+  /** The local file a large archive was packed to, removed by uploadCheckpoint. */
+  scratch: string | null;
+}
 
 export class Workspaces {
   readonly slotsDir: string;
@@ -296,22 +307,38 @@ export class Workspaces {
 
   /**
    * What changed in the turn's attempt layer since `before` (an index of the previous
-   * checkpoint), uploaded as a checkpoint object; null (nothing uploaded) when nothing did.
-   * Returns the index now, the base of the next checkpoint.
+   * checkpoint), scanned and packed but not uploaded: the part of a checkpoint its sandbox
+   * is frozen for. `archive` is null when nothing changed. Returns the index now, the base
+   * of the next checkpoint. Pass the result to `uploadCheckpoint`, which removes its scratch.
    */
-  async uploadCheckpoint(
+  async captureCheckpoint(
     sessionId: string,
     turnId: string,
     sandboxName: string,
     before: CheckpointIndex,
-  ): Promise<{ index: CheckpointIndex; object: WorkspaceObjectRef | null; steps: number }> {
+  ): Promise<CapturedCheckpoint> {
     const index = await this.scanCheckpoint(sessionId, turnId, sandboxName);
     const plan = checkpointDelta(before, index);
-    if (plan.steps.length === 0) return { index, object: null, steps: 0 };
     const layer = this.layerPath(sessionId, turnId);
+    if (plan.steps.length === 0) return { index, steps: 0, archive: null, scratch: null };
     const scratch = join(layer, `checkpoint-${randomBytes(4).toString('hex')}.tgz`);
-    const object = await this.cache.uploadCheckpoint(plan, join(layer, 'upper'), scratch);
-    return { index, object, steps: plan.steps.length };
+    try {
+      const archive = await this.cache.packCheckpoint(plan, join(layer, 'upper'), scratch);
+      return { index, steps: plan.steps.length, archive, scratch };
+    } catch (err) {
+      await rm(scratch, { force: true });
+      throw err;
+    }
+  }
+
+  /** A captured checkpoint as an object in the blob store; null when it holds no change. */
+  async uploadCheckpoint(captured: CapturedCheckpoint): Promise<WorkspaceObjectRef | null> {
+    if (!captured.archive) return null;
+    try {
+      return await this.cache.putCheckpoint(captured.archive);
+    } finally {
+      if (captured.scratch) await rm(captured.scratch, { force: true });
+    }
   }
 
   /**

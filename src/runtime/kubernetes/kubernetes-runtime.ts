@@ -69,6 +69,13 @@ export class KubernetesRuntime implements SandboxRuntime {
     }
   }
 
+  /** No freeze: the API has no pause for a Pod's containers, so a capture runs with the sandbox running. */
+  async freeze(_handle: Pick<SandboxHandle, 'id' | 'name'>): Promise<boolean> {
+    return false;
+  }
+
+  async thaw(_handle: Pick<SandboxHandle, 'id' | 'name'>): Promise<void> {}
+
   async create(spec: SandboxSpec): Promise<SandboxHandle> {
     const manifest = podManifest(spec, this.settings);
     const name = manifest.metadata!.name!;
