@@ -130,6 +130,29 @@ export interface WorkerRow {
   drainingSince: number | null;
 }
 
+/** Where the API reaches a worker's control endpoint, and the key it presents there (docs/sandbox-api.md). */
+export interface WorkerControl {
+  /** http://host:port */
+  url: string;
+  /** The worker's random key for this process: Authorization: Bearer <key>. */
+  key: string;
+}
+
+/** A worker's row at its start, with its control endpoint when it serves one. */
+export type WorkerRegistration = Omit<WorkerRow, 'drainingSince'> & { control?: WorkerControl };
+
+/** The sandbox a session is bound to now, as its worker last reported it, and how to reach that worker. */
+export interface LiveSandbox {
+  name: string;
+  workerId: string;
+  generation: number;
+  phase: 'bound' | 'serving';
+  /** Null: the worker's row is gone, or it serves no control endpoint. */
+  control: WorkerControl | null;
+  /** The worker row's heartbeat (0 when the row is gone). */
+  workerHeartbeatAt: number;
+}
+
 /** One session waiting in the claim queue (GET /v1/queue). */
 export interface ClaimQueueEntry {
   sessionId: string;

@@ -114,6 +114,7 @@ export interface ApiStore
     | 'listWorkers'
     | 'drainWorker'
     | 'listSandboxes'
+    | 'liveSandboxOf'
     | 'liveSlots'
     | 'queueDepth'
     | 'insertApiToken'

@@ -982,6 +982,26 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
         [record('sb-a', { phase: 'bound', sessionId: 's1', generation: 1, updatedAt: BASE + 1 })],
         BASE + 3,
       );
+      // The API's read for an operation on a live sandbox: the binding, with its worker's control endpoint.
+      const control = { url: 'http://127.0.0.1:7001', key: 'k'.repeat(64) };
+      await store.registerWorker({
+        id: 'w1',
+        host: 'h',
+        pid: 1,
+        slots: 1,
+        heartbeatAt: BASE + 2,
+        startedAt: BASE,
+        control,
+      });
+      assert.deepEqual(await store.liveSandboxOf('s1'), {
+        name: 'sb-a',
+        workerId: 'w1',
+        generation: 1,
+        phase: 'serving',
+        control,
+        workerHeartbeatAt: BASE + 2,
+      });
+      assert.equal(await store.liveSandboxOf('s2'), null, 'no sandbox bound');
       const all = await store.listSandboxes(BASE, 100);
       assert.deepEqual(all.map((r) => [r.name, r.phase]).sort(), [
         ['sb-a', 'serving'],
@@ -1007,6 +1027,7 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
         endedAt: BASE + 4,
       });
       await store.recordSandboxes([gone], BASE + 4);
+      assert.equal(await store.liveSandboxOf('s1'), null, 'its sandbox is gone: nothing is bound');
       assert.deepEqual(
         (await store.listSandboxes(BASE + 4, 100)).find((r) => r.name === 'sb-a'),
         gone,

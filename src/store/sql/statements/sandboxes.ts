@@ -66,3 +66,16 @@ SELECT b.* FROM sandboxes b LEFT JOIN sessions s ON s.id = b.session_id
 WHERE (b.phase <> 'gone' OR b.ended_at >= :endedSince)
 AND (CAST(:tenant AS TEXT) IS NULL OR s.tenant = :tenant)
 ORDER BY b.created_at DESC LIMIT :limit`;
+
+/**
+ * The sandbox a session is bound to now (bound or serving a turn; the newest if a report of
+ * an ended one lags), with its worker's control endpoint and heartbeat: where the API sends
+ * an operation on the live sandbox.
+ * @param sessionId the session
+ * @returns row or none
+ */
+export const LIVE_SANDBOX_OF_SESSION = `
+SELECT b.name, b.worker_id, b.generation, b.phase, w.control_url, w.control_key, w.heartbeat_at
+FROM sandboxes b LEFT JOIN workers w ON w.id = b.worker_id
+WHERE b.session_id = :sessionId AND b.phase IN ('bound', 'serving')
+ORDER BY b.generation DESC, b.updated_at DESC LIMIT 1`;
