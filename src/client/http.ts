@@ -3,7 +3,7 @@
  * reader. An API error comes back as a BerthError with the API's code, message and hint;
  * a host that does not answer is HOST_UNREACHABLE naming the URL.
  */
-import { BerthError, ERRORS, type ErrorCode } from '../core/index.js';
+import { BerthError, ERRORS, type ErrorCode, type ExecLine, type ExecRequest } from '../core/index.js';
 
 export interface StreamedEvent {
   /** null for events the server computes on the fly (a moved queue position). */
@@ -86,6 +86,32 @@ export class ApiClient {
           const event = parseSseBlock(block);
           if (event) yield event;
         }
+      }
+    } finally {
+      await res.body.cancel().catch(() => undefined);
+    }
+  }
+
+  /**
+   * Runs a command in the session's live sandbox; yields its lines as they come (stdout,
+   * stderr, then one exit or error line). Aborting `signal` ends the command.
+   */
+  async *exec(sessionId: string, body: ExecRequest, signal?: AbortSignal): AsyncGenerator<ExecLine> {
+    const res = await this.fetch(`/v1/sessions/${encodeURIComponent(sessionId)}/exec`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal,
+    });
+    if (!res.ok || !res.body) throw apiError(res.status, errorBody(await res.text()));
+    const decoder = new TextDecoder();
+    let buffer = '';
+    try {
+      for await (const chunk of readBody(res.body, this.baseUrl)) {
+        buffer += decoder.decode(chunk, { stream: true });
+        const lines = buffer.split('\n');
+        buffer = lines.pop() ?? '';
+        for (const line of lines) if (line !== '') yield JSON.parse(line) as ExecLine;
       }
     } finally {
       await res.body.cancel().catch(() => undefined);

@@ -4,6 +4,7 @@ import type { ErrorCode } from './errors.js';
 import type { InboxFile } from './inbox.js';
 import type { TurnOutput } from './protocol.js';
 import type { ResidentRecord } from './resident-workspace.js';
+import type { SandboxPhase } from './sandbox-lifecycle.js';
 import type { TurnSchedule } from './schedule.js';
 
 /**
@@ -141,12 +142,13 @@ export interface WorkerControl {
 /** A worker's row at its start, with its control endpoint when it serves one. */
 export type WorkerRegistration = Omit<WorkerRow, 'drainingSince'> & { control?: WorkerControl };
 
-/** The sandbox a session is bound to now, as its worker last reported it, and how to reach that worker. */
+/** The sandbox a session's lease holds now, and how to reach the worker holding it. */
 export interface LiveSandbox {
   name: string;
   workerId: string;
   generation: number;
-  phase: 'bound' | 'serving';
+  /** Its worker's last report; null before the first (reports lag moves by up to a second). */
+  phase: SandboxPhase | null;
   /** Null: the worker's row is gone, or it serves no control endpoint. */
   control: WorkerControl | null;
   /** The worker row's heartbeat (0 when the row is gone). */

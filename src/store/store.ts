@@ -345,7 +345,7 @@ export interface Store {
   recordSandboxes(records: SandboxRecord[], now: number): Promise<void>;
   /** Sandboxes not gone and those gone since `endedSince`, newest first, at most `limit` (of `tenant`'s sessions). */
   listSandboxes(endedSince: number, limit: number, tenant?: string): Promise<SandboxRecord[]>;
-  /** The sandbox the session is bound to now (its worker's last report), with its worker's control endpoint; null when none is. */
+  /** The sandbox the session's lease holds now (not recorded ending), with its worker's control endpoint; null when none. */
   liveSandboxOf(sessionId: string): Promise<LiveSandbox | null>;
   /** Takes the session's runnable pending messages into a new running turn; value null when there are none. */
   startTurn(fence: Fence, now: number): Promise<Fenced<StartedTurn | null>>;

@@ -734,12 +734,10 @@ ALTER TABLE channel_outbox ADD COLUMN file TEXT;
     name: 'worker control endpoints',
     // Where the API reaches a worker for an operation on a live sandbox (docs/sandbox-api.md)
     // and the bearer key it presents: drawn by the worker process at start, written with its
-    // registration. Null for a worker that serves none (an older one). The index finds a
-    // session's live sandbox, the API's first read for such an operation.
+    // registration. Null for a worker that serves none (an older one).
     sql: `
 ALTER TABLE workers ADD COLUMN control_url TEXT;
 ALTER TABLE workers ADD COLUMN control_key TEXT;
-CREATE INDEX sandboxes_session ON sandboxes(session_id) WHERE phase <> 'gone';
 `,
   },
 ];

@@ -3,7 +3,7 @@
  * in batches. With each batch, the sandboxes of workers that died are recorded gone
  * (WorkerLost), and records gone for a day go.
  */
-import type { LiveSandbox, SandboxRecord } from '../../../core/index.js';
+import type { LiveSandbox, SandboxPhase, SandboxRecord } from '../../../core/index.js';
 import { all, get, type Program, run } from '../program.js';
 import { toSandboxRecord } from '../rows.js';
 
@@ -32,7 +32,7 @@ export function* liveSandboxOf(sessionId: string): Program<LiveSandbox | null> {
     name: String(r.name),
     workerId: String(r.worker_id),
     generation: Number(r.generation),
-    phase: String(r.phase) as LiveSandbox['phase'],
+    phase: r.phase == null ? null : (String(r.phase) as SandboxPhase),
     control:
       r.control_url == null || r.control_key == null
         ? null
