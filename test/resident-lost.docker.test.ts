@@ -170,6 +170,19 @@ test('a resident session on the same data dir after its worker is SIGKILLed and 
     { type: 'stderr', data: 'oops\n' },
     { type: 'exit', exitCode: 3 },
   ]);
+  // The CLI: the output as it comes, the command's exit code as its own.
+  const viaCli = await cli(cluster, ['exec', 's1', '--', 'sh', '-c', 'echo out; exit 5']);
+  assert.deepEqual([viaCli.code, viaCli.stdout], [5, 'out\n'], viaCli.stderr);
+  // A client that goes away kills the command.
+  const gone = new AbortController();
+  const waiting = client.exec('s1', { command: 'echo up; exec sleep 3600' }, gone.signal);
+  assert.deepEqual((await waiting.next()).value, { type: 'stdout', data: 'up\n' });
+  gone.abort();
+  await waiting.return(undefined).catch(() => undefined);
+  await eventually('the command is killed', async () => {
+    const [first] = await exec(client, 's1', 'pgrep -x sleep || echo none');
+    return first?.type === 'stdout' && first.data === 'none\n' ? true : undefined;
+  });
   // A long command; its worker is SIGKILLed while it runs.
   const stream = client.exec(
     's1',
