@@ -73,22 +73,9 @@ export class ApiClient {
       signal,
     });
     if (!res.ok || !res.body) throw apiError(res.status, await res.json().catch(() => null));
-    const decoder = new TextDecoder();
-    let buffer = '';
-    try {
-      for await (const chunk of readBody(res.body, this.baseUrl)) {
-        buffer += decoder.decode(chunk, { stream: true });
-        let end = buffer.indexOf('\n\n');
-        while (end >= 0) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          end = buffer.indexOf('\n\n');
-          const event = parseSseBlock(block);
-          if (event) yield event;
-        }
-      }
-    } finally {
-      await res.body.cancel().catch(() => undefined);
+    for await (const block of blocks(res.body, this.baseUrl, '\n\n')) {
+      const event = parseSseBlock(block);
+      if (event) yield event;
     }
   }
 
@@ -104,18 +91,8 @@ export class ApiClient {
       signal,
     });
     if (!res.ok || !res.body) throw apiError(res.status, errorBody(await res.text()));
-    const decoder = new TextDecoder();
-    let buffer = '';
-    try {
-      for await (const chunk of readBody(res.body, this.baseUrl)) {
-        buffer += decoder.decode(chunk, { stream: true });
-        const lines = buffer.split('\n');
-        buffer = lines.pop() ?? '';
-        for (const line of lines) if (line !== '') yield JSON.parse(line) as ExecLine;
-      }
-    } finally {
-      await res.body.cancel().catch(() => undefined);
-    }
+    for await (const line of blocks(res.body, this.baseUrl, '\n'))
+      if (line !== '') yield JSON.parse(line) as ExecLine;
   }
 
   private async fetch(path: string, init: RequestInit): Promise<Response> {
@@ -127,6 +104,27 @@ export class ApiClient {
       if ((err as Error).name === 'AbortError' || (err as Error).name === 'TimeoutError') throw err;
       throw new BerthError('HOST_UNREACHABLE', `No berth host answers at ${this.baseUrl}`, { cause: err });
     }
+  }
+}
+
+/** The body's text in blocks, each ended by `separator`, as they come; the body is cancelled when the reader stops. */
+async function* blocks(
+  body: ReadableStream<Uint8Array>,
+  baseUrl: string,
+  separator: string,
+): AsyncGenerator<string> {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  try {
+    for await (const chunk of readBody(body, baseUrl)) {
+      buffer += decoder.decode(chunk, { stream: true });
+      for (let end = buffer.indexOf(separator); end >= 0; end = buffer.indexOf(separator)) {
+        yield buffer.slice(0, end);
+        buffer = buffer.slice(end + separator.length);
+      }
+    }
+  } finally {
+    await body.cancel().catch(() => undefined);
   }
 }
 
