@@ -163,7 +163,9 @@ test('a resident session on the same data dir after its worker is SIGKILLed and 
   const cluster = await startMachines(t);
   const { client, store, addMachine } = cluster;
   const a = await writtenOnA(cluster, 's1');
-  // Between turns the resident sandbox is live: the API (a process of its own) reaches worker A.
+  // Between turns the resident sandbox is live: the API (a process of its own) reaches the
+  // worker holding it, A, not the API process's own worker, which holds nothing.
+  assert.equal((await store.listWorkers()).length, 2, "A's worker and the API process's");
   const lines = await exec(client, 's1', 'cat f.txt; echo oops >&2; exit 3');
   assert.deepEqual(lines, [
     { type: 'stdout', data: 'one\n' },
