@@ -3,7 +3,15 @@
  * reader. An API error comes back as a BerthError with the API's code, message and hint;
  * a host that does not answer is HOST_UNREACHABLE naming the URL.
  */
-import { BerthError, ERRORS, type ErrorCode, type ExecLine, type ExecRequest } from '../core/index.js';
+import {
+  BerthError,
+  backoffMs,
+  ERRORS,
+  type ErrorCode,
+  type ExecLine,
+  type ExecRequest,
+  sleep,
+} from '../core/index.js';
 
 export interface StreamedEvent {
   /** null for events the server computes on the fly (a moved queue position). */
@@ -11,6 +19,10 @@ export interface StreamedEvent {
   type: string;
   data: Record<string, unknown>;
 }
+
+/** How long `exec` sends again while the API answers SANDBOX_UNREACHABLE (nothing ran), and how it spaces its tries. */
+const EXEC_RETRY_MS = 10_000;
+const EXEC_RETRY_BACKOFF = { firstMs: 250, maxMs: 2000 };
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -81,18 +93,35 @@ export class ApiClient {
 
   /**
    * Runs a command in the session's live sandbox; yields its lines as they come (stdout,
-   * stderr, then one exit or error line). Aborting `signal` ends the command.
+   * stderr, then one exit or error line). Aborting `signal` ends the command. A request
+   * refused SANDBOX_UNREACHABLE (the command did not start) is sent again, with backoff,
+   * for `retryForMs`.
    */
-  async *exec(sessionId: string, body: ExecRequest, signal?: AbortSignal): AsyncGenerator<ExecLine> {
-    const res = await this.fetch(`/v1/sessions/${encodeURIComponent(sessionId)}/exec`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-      signal,
-    });
-    if (!res.ok || !res.body) throw apiError(res.status, errorBody(await res.text()));
-    for await (const line of blocks(res.body, this.baseUrl, '\n'))
-      if (line !== '') yield JSON.parse(line) as ExecLine;
+  async *exec(
+    sessionId: string,
+    body: ExecRequest,
+    signal?: AbortSignal,
+    retryForMs = EXEC_RETRY_MS,
+  ): AsyncGenerator<ExecLine> {
+    const deadline = Date.now() + retryForMs;
+    for (let tries = 1; ; tries++) {
+      const res = await this.fetch(`/v1/sessions/${encodeURIComponent(sessionId)}/exec`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+        signal,
+      });
+      if (res.ok && res.body) {
+        for await (const line of blocks(res.body, this.baseUrl, '\n'))
+          if (line !== '') yield JSON.parse(line) as ExecLine;
+        return;
+      }
+      const error = apiError(res.status, errorBody(await res.text()));
+      // Refused before the command started (the worker's row lags a take-over, or its worker restarts): safe to send again.
+      const waitMs = backoffMs(tries, EXEC_RETRY_BACKOFF);
+      if (error.code !== 'SANDBOX_UNREACHABLE' || Date.now() + waitMs > deadline) throw error;
+      await sleep(waitMs, signal);
+    }
   }
 
   private async fetch(path: string, init: RequestInit): Promise<Response> {
