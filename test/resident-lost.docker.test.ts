@@ -8,9 +8,13 @@
  * committed and the messages stay, held, until the operator accepts the loss
  * (reset-workspace), after which they are answered on an empty workspace. A worker that
  * is SIGKILLed and restarted on the same data dir is not refused: its disk holds the files.
+ * Between turns a resident session's sandbox is live: a command run in it (exec) goes from
+ * the API to the worker holding it, and a worker SIGKILLed mid-command ends the stream with
+ * SANDBOX_RESTARTED, never a silent cut.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { ExecLine } from '../src/core/index.js';
 import { berthCli as cli, startMachines } from './helpers/machines.js';
 import { eventually, exited } from './helpers/processes.js';
 
@@ -148,18 +152,66 @@ test('a resident workspace lost with its machine: the turn fails RESIDENT_WORKSP
   assert.equal(audit[0]!.sessionId, 'r1');
 });
 
-test('a resident session on the same data dir after its worker is SIGKILLed and restarted is not refused', async (t) => {
+/** The lines of a command run in the session's live sandbox, its terminal line the last. */
+async function exec(client: Client, session: string, command: string) {
+  const lines: ExecLine[] = [];
+  for await (const line of client.exec(session, { command }, AbortSignal.timeout(60_000))) lines.push(line);
+  return lines;
+}
+
+test('a resident session on the same data dir after its worker is SIGKILLed and restarted is not refused; exec reaches the worker holding its sandbox, and a killed one ends the stream SANDBOX_RESTARTED', async (t) => {
   const cluster = await startMachines(t);
   const { client, store, addMachine } = cluster;
   const a = await writtenOnA(cluster, 's1');
+  // Between turns the resident sandbox is live: the API (a process of its own) reaches the
+  // worker holding it, A, not the API process's own worker, which holds nothing.
+  assert.equal((await store.listWorkers()).length, 2, "A's worker and the API process's");
+  const lines = await exec(client, 's1', 'cat f.txt; echo oops >&2; exit 3');
+  assert.deepEqual(lines, [
+    { type: 'stdout', data: 'one\n' },
+    { type: 'stderr', data: 'oops\n' },
+    { type: 'exit', exitCode: 3 },
+  ]);
+  // The CLI: the output as it comes, the command's exit code as its own.
+  const viaCli = await cli(cluster, ['exec', 's1', '--', 'sh', '-c', 'echo out; exit 5']);
+  assert.deepEqual([viaCli.code, viaCli.stdout], [5, 'out\n'], viaCli.stderr);
+  // A client that goes away kills the command.
+  const gone = new AbortController();
+  const waiting = client.exec('s1', { command: 'echo up; exec sleep 3600' }, gone.signal);
+  assert.deepEqual((await waiting.next()).value, { type: 'stdout', data: 'up\n' });
+  gone.abort();
+  await waiting.return(undefined).catch(() => undefined);
+  await eventually('the command is killed', async () => {
+    const [first] = await exec(client, 's1', 'pgrep -x sleep || echo none');
+    return first?.type === 'stdout' && first.data === 'none\n' ? true : undefined;
+  });
+  // A long command; its worker is SIGKILLed while it runs.
+  const stream = client.exec(
+    's1',
+    { command: 'echo started; sleep 60; echo never' },
+    AbortSignal.timeout(60_000),
+  );
+  const first = await stream.next();
+  assert.deepEqual(first.value, { type: 'stdout', data: 'started\n' });
   a.child.kill('SIGKILL');
   await exited(a.child);
+  const rest: ExecLine[] = [];
+  for await (const line of stream) rest.push(line);
+  assert.deepEqual(
+    rest.map((l) => [l.type, l.type === 'error' ? l.code : null, l.type === 'error' ? l.reason : null]),
+    [['error', 'SANDBOX_RESTARTED', 'WorkerLost']],
+  );
   await addMachine('a-again', { BERTH_DATA: a.dataDir });
   const checked = await send(client, 's1', CHECK);
   assert.equal(checked.type, 'reply', JSON.stringify(checked.data));
   assert.match(String(checked.data.text), /^one\nbig\.bin: OK/);
   const view = (await store.getSessionView('s1', Date.now())) as View | null;
   assert.equal(view?.hold, null);
+  // Its new sandbox is on the new worker: the API reaches that one.
+  assert.deepEqual(await exec(client, 's1', 'cat f.txt'), [
+    { type: 'stdout', data: 'one\n' },
+    { type: 'exit', exitCode: 0 },
+  ]);
 });
 
 test('a held session resumed once its data dir is back: the message kept is answered on the files it was written for', async (t) => {

@@ -10,6 +10,7 @@ import { dashboardRoutes } from './dashboard-routes.js';
 import type { ApiDeps } from './deps.js';
 import { installErrorHandler } from './error-handler.js';
 import { eventsRoutes } from './events-routes.js';
+import { execRoutes } from './exec-routes.js';
 import { grantsRoutes } from './grants-routes.js';
 import { historyRoutes } from './history-routes.js';
 import { BerthMetrics } from './metrics.js';
@@ -43,6 +44,7 @@ export async function buildApp(deps: ApiDeps & { log: Logger }): Promise<Fastify
   await app.register(agentsRoutes, pluginDeps);
   await app.register(grantsRoutes, pluginDeps);
   await app.register(sessionsRoutes, pluginDeps);
+  await app.register(execRoutes, pluginDeps);
   await app.register(historyRoutes, pluginDeps);
   await app.register(eventsRoutes, pluginDeps);
   await app.register(statusRoutes, pluginDeps);

@@ -128,6 +128,7 @@ const CASES: Record<string, RouteCase> = {
   'GET /v1/sessions/:id': owned(id('session')),
   'DELETE /v1/sessions/:id': owned(id('session')),
   'POST /v1/sessions/:id/recycle': owned(id('session')),
+  'POST /v1/sessions/:id/exec': owned((t) => [{ params: { id: t.session }, body: { command: 'id' } }]),
   'POST /v1/sessions/:id/resume': owned(id('session')),
   'POST /v1/sessions/:id/reset-workspace': owned(id('session')),
   'POST /v1/sessions/:id/fork': owned(

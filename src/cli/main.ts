@@ -4,6 +4,7 @@ import { agentCommand } from './agent-command.js';
 import { channelCommand } from './channel-command.js';
 import { chaosCommand } from './chaos-command.js';
 import { demoCommand } from './demo-command.js';
+import { execCommand } from './exec-command.js';
 import { grantCommand, storageCommand } from './grant-command.js';
 import { imageCommandFor } from './image-wiring.js';
 import { interruptCommand } from './interrupt-command.js';
@@ -29,6 +30,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<void
     .addCommand(agentCommand(env))
     .addCommand(sendCommand(env))
     .addCommand(interruptCommand(env))
+    .addCommand(execCommand(env))
     .addCommand(sessionCommand(env))
     .addCommand(logsCommand(env))
     .addCommand(statusCommand(env))

@@ -16,11 +16,14 @@ interface HostFlags {
   slots?: string;
   runtime?: string;
   cacheBytes?: string;
+  controlListen?: string;
 }
 
 const BLOBS_HELP =
   's3://bucket/prefix blob store shared with workers on other machines (AWS_ENDPOINT_URL_S3, AWS_ACCESS_KEY_ID, …), or file:///dir (default: <data>/blobs)';
 
+const CONTROL_HELP =
+  "where this worker's control endpoint listens, the API's door to its live sandboxes (default 127.0.0.1:0; the machine's address with workers on several)";
 const CACHE_HELP =
   "byte budget of the workspace copies on the data dir; least recently used idle ones are evicted (default: half the data dir's file system; 0 = none)";
 
@@ -44,6 +47,7 @@ export function upCommand(env: NodeJS.ProcessEnv): Command {
       'where sandboxes run (default docker; kubernetes: docs/kubernetes.md)',
     )
     .option('--cache-bytes <n>', CACHE_HELP)
+    .option('--control-listen <host:port>', CONTROL_HELP)
     .action((flags: HostFlags) => serveInForeground(env, flags, true));
 }
 
@@ -61,6 +65,7 @@ export function workerCommand(env: NodeJS.ProcessEnv): Command {
       'where sandboxes run (default docker; kubernetes: docs/kubernetes.md)',
     )
     .option('--cache-bytes <n>', CACHE_HELP)
+    .option('--control-listen <host:port>', CONTROL_HELP)
     .action((flags: HostFlags) => serveInForeground(env, flags, false));
   worker
     .command('drain <id>')
@@ -88,6 +93,7 @@ async function serveInForeground(env: NodeJS.ProcessEnv, flags: HostFlags, api: 
     slots: flags.slots,
     runtime: flags.runtime,
     cacheBytes: flags.cacheBytes,
+    controlListen: flags.controlListen,
   });
   const log = pino({ level: config.logLevel }, destination(2));
   // Listening before the start: a stop asked for while the host starts (its mounts, its

@@ -125,3 +125,35 @@ test('listings follow `next` page after page, keeping their query', async (t) =>
     '/v1/sessions?status=queued&after=4',
   ]);
 });
+
+test('exec: SANDBOX_UNREACHABLE (nothing ran) is sent again until the worker answers; NO_LIVE_SANDBOX is not', async (t) => {
+  const asked: string[] = [];
+  const server = createServer((req, res) => {
+    asked.push(req.url ?? '');
+    const refuse = (status: number, code: string) =>
+      res
+        .writeHead(status, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: { code, message: `refused: ${code}`, hint: '' } }));
+    if (req.url?.includes('/idle/')) return refuse(409, 'NO_LIVE_SANDBOX');
+    if (asked.length === 1) return refuse(503, 'SANDBOX_UNREACHABLE');
+    res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+    res.end('{"type":"stdout","data":"hi\\n"}\n{"type":"exit","exitCode":0}\n');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => server.close());
+  const berth = new Berth({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+  const lines = [];
+  for await (const line of berth.sessions.exec('r1', { command: 'echo hi' })) lines.push(line);
+  assert.deepEqual(lines, [
+    { type: 'stdout', data: 'hi\n' },
+    { type: 'exit', exitCode: 0 },
+  ]);
+  assert.equal(asked.length, 2);
+  await assert.rejects(
+    async () => {
+      for await (const _ of berth.sessions.exec('idle', { command: 'true' }));
+    },
+    (err: unknown) => isBerthError(err) && err.code === 'NO_LIVE_SANDBOX',
+  );
+  assert.equal(asked.length, 3, 'no live sandbox: asked once');
+});

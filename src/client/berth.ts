@@ -22,6 +22,7 @@ import {
   type CreateSessionBody,
   type CreateTokenBody,
   type CreateWebhookBody,
+  type ExecRequest,
   type FilesQuery,
   type ListSessionsQuery,
   type Message,
@@ -175,6 +176,13 @@ export class Berth {
      * end interrupted; the session goes on with its next message. `turn` names the turn meant.
      * Throws NO_RUNNING_TURN when none runs (or it committed first).
      */
+    /**
+     * Runs a command in the session's live sandbox (a resident agent's keeps one between
+     * turns): yields `{type:'stdout'|'stderr', data}` lines as they come, then one
+     * `{type:'exit', exitCode}` or `{type:'error', code, message}` (SANDBOX_RESTARTED when the
+     * sandbox ended meanwhile). Aborting `signal` kills the command.
+     */
+    exec: (id: string, body: ExecRequest, signal?: AbortSignal) => this.http.exec(id, body, signal),
     interrupt: async (id: string, options: { turn?: string } = {}) => {
       const qs = new URLSearchParams({ discard: 'true', ...(options.turn ? { turn: options.turn } : {}) });
       return (await this.http.request<{ turn: Turn }>('POST', `/v1/sessions/${enc(id)}/interrupt?${qs}`))

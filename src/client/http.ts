@@ -3,7 +3,15 @@
  * reader. An API error comes back as a BerthError with the API's code, message and hint;
  * a host that does not answer is HOST_UNREACHABLE naming the URL.
  */
-import { BerthError, ERRORS, type ErrorCode } from '../core/index.js';
+import {
+  BerthError,
+  backoffMs,
+  ERRORS,
+  type ErrorCode,
+  type ExecLine,
+  type ExecRequest,
+  sleep,
+} from '../core/index.js';
 
 export interface StreamedEvent {
   /** null for events the server computes on the fly (a moved queue position). */
@@ -11,6 +19,10 @@ export interface StreamedEvent {
   type: string;
   data: Record<string, unknown>;
 }
+
+/** How long `exec` sends again while the API answers SANDBOX_UNREACHABLE (nothing ran), and how it spaces its tries. */
+const EXEC_RETRY_MS = 10_000;
+const EXEC_RETRY_BACKOFF = { firstMs: 250, maxMs: 2000 };
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -73,22 +85,42 @@ export class ApiClient {
       signal,
     });
     if (!res.ok || !res.body) throw apiError(res.status, await res.json().catch(() => null));
-    const decoder = new TextDecoder();
-    let buffer = '';
-    try {
-      for await (const chunk of readBody(res.body, this.baseUrl)) {
-        buffer += decoder.decode(chunk, { stream: true });
-        let end = buffer.indexOf('\n\n');
-        while (end >= 0) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          end = buffer.indexOf('\n\n');
-          const event = parseSseBlock(block);
-          if (event) yield event;
-        }
+    for await (const block of blocks(res.body, this.baseUrl, '\n\n')) {
+      const event = parseSseBlock(block);
+      if (event) yield event;
+    }
+  }
+
+  /**
+   * Runs a command in the session's live sandbox; yields its lines as they come (stdout,
+   * stderr, then one exit or error line). Aborting `signal` ends the command. A request
+   * refused SANDBOX_UNREACHABLE (the command did not start) is sent again, with backoff,
+   * for `retryForMs`.
+   */
+  async *exec(
+    sessionId: string,
+    body: ExecRequest,
+    signal?: AbortSignal,
+    retryForMs = EXEC_RETRY_MS,
+  ): AsyncGenerator<ExecLine> {
+    const deadline = Date.now() + retryForMs;
+    for (let tries = 1; ; tries++) {
+      const res = await this.fetch(`/v1/sessions/${encodeURIComponent(sessionId)}/exec`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+        signal,
+      });
+      if (res.ok && res.body) {
+        for await (const line of blocks(res.body, this.baseUrl, '\n'))
+          if (line !== '') yield JSON.parse(line) as ExecLine;
+        return;
       }
-    } finally {
-      await res.body.cancel().catch(() => undefined);
+      const error = apiError(res.status, errorBody(await res.text()));
+      // Refused before the command started (the worker's row lags a take-over, or its worker restarts): safe to send again.
+      const waitMs = backoffMs(tries, EXEC_RETRY_BACKOFF);
+      if (error.code !== 'SANDBOX_UNREACHABLE' || Date.now() + waitMs > deadline) throw error;
+      await sleep(waitMs, signal);
     }
   }
 
@@ -101,6 +133,27 @@ export class ApiClient {
       if ((err as Error).name === 'AbortError' || (err as Error).name === 'TimeoutError') throw err;
       throw new BerthError('HOST_UNREACHABLE', `No berth host answers at ${this.baseUrl}`, { cause: err });
     }
+  }
+}
+
+/** The body's text in blocks, each ended by `separator`, as they come; the body is cancelled when the reader stops. */
+async function* blocks(
+  body: ReadableStream<Uint8Array>,
+  baseUrl: string,
+  separator: string,
+): AsyncGenerator<string> {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  try {
+    for await (const chunk of readBody(body, baseUrl)) {
+      buffer += decoder.decode(chunk, { stream: true });
+      for (let end = buffer.indexOf(separator); end >= 0; end = buffer.indexOf(separator)) {
+        yield buffer.slice(0, end);
+        buffer = buffer.slice(end + separator.length);
+      }
+    }
+  } finally {
+    await body.cancel().catch(() => undefined);
   }
 }
 

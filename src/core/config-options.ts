@@ -164,6 +164,15 @@ export const CONFIG_OPTIONS = {
     unit: 'TCP port, 0–65535',
     doc: 'Port of the HTTP API; `0` picks a free port.',
   }),
+  controlListen: option({
+    env: 'BERTH_CONTROL_LISTEN',
+    schema: z
+      .string()
+      .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'host:port, e.g. 127.0.0.1:0 or 10.0.0.5:7430'),
+    default: '127.0.0.1:0',
+    unit: 'host:port',
+    doc: "Where a worker serves its control endpoint, the API's door to the live sandboxes it holds (`berth exec`; docs/sandbox-api.md); its address and a key drawn at start go in the worker's row. `127.0.0.1:0` (a free port) fits one machine; with workers on several, the machine's address the API can reach.",
+  }),
   apiUrl: option({
     env: 'BERTH_URL',
     schema: z.string().url().optional(),

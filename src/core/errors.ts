@@ -262,6 +262,26 @@ export const ERRORS = {
     holdsSession: true,
     hint: 'The resident workspace lives only on the data dir named in the message, and this worker does not hold it; nothing ran and the messages are kept, the session held. Bring that data dir back with a worker on it (then berth session resume ID), or accept the loss: berth session reset-workspace ID (the session goes on with an empty workspace).',
   },
+  NO_LIVE_SANDBOX: {
+    status: 409,
+    retryable: false,
+    hint: "A command runs only in a sandbox bound to the session now: a resident agent's session keeps its sandbox between turns (docs/resident.md); an ephemeral session has one only while a turn runs. Send the session a message first, or use a resident agent.",
+  },
+  SANDBOX_UNREACHABLE: {
+    status: 503,
+    retryable: true,
+    hint: "The worker holding the session's sandbox did not answer, or its row is stale; retry shortly (a session taken over by another worker answers there).",
+  },
+  SANDBOX_RESTARTED: {
+    status: 503,
+    retryable: false,
+    hint: 'The sandbox (or its worker) ended while the command ran; `reason` says why. The command ran in part: run it again only if it is safe to repeat.',
+  },
+  EXEC_FAILED: {
+    status: 500,
+    retryable: false,
+    hint: 'The runner could not start the command in the sandbox (the message says why).',
+  },
   SESSION_NOT_HELD: {
     status: 409,
     retryable: false,

@@ -18,6 +18,7 @@ export * from './cursor.js';
 export * from './decide.js';
 export * from './egress.js';
 export * from './errors.js';
+export * from './exec.js';
 export * from './failpoints.js';
 export * from './history.js';
 export * from './host-paths.js';

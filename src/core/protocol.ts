@@ -284,3 +284,37 @@ export interface ScriptPlan {
   steps: ScriptStep[];
   reply?: string;
 }
+
+/**
+ * What the runner's exec long-poll (GET /v1/exec) hands it: a command to start, or the
+ * cancel of one it runs (its client went away: its process group is killed).
+ */
+export type ExecOffer =
+  | {
+      kind: 'start';
+      execId: string;
+      command: string;
+      /** Relative to the workspace. */
+      cwd?: string;
+      env?: Record<string, string>;
+      timeoutMs: number;
+      maxOutputBytes: number;
+    }
+  | { kind: 'cancel'; execId: string };
+
+/** POST /v1/exec/output: a piece of the command's output, in order. */
+export interface ExecOutput {
+  execId: string;
+  stream: 'stdout' | 'stderr';
+  data: string;
+}
+
+/** POST /v1/exec/exit: how the command ended (after all its output), or why it could not run. */
+export interface ExecExit {
+  execId: string;
+  exitCode: number | null;
+  signal?: string;
+  timedOut?: boolean;
+  /** The command failed as a job (its output passed the limit): a catalogue code. */
+  error?: { code: 'OUTPUT_LIMIT_EXCEEDED' | 'EXEC_FAILED'; message: string };
+}

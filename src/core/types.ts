@@ -4,6 +4,7 @@ import type { ErrorCode } from './errors.js';
 import type { InboxFile } from './inbox.js';
 import type { TurnOutput } from './protocol.js';
 import type { ResidentRecord } from './resident-workspace.js';
+import type { SandboxPhase } from './sandbox-lifecycle.js';
 import type { TurnSchedule } from './schedule.js';
 
 /**
@@ -128,6 +129,30 @@ export interface WorkerRow {
   startedAt: number;
   /** When it began to drain (its SIGTERM, or `berth worker drain`): it claims nothing more. Null while it serves. */
   drainingSince: number | null;
+}
+
+/** Where the API reaches a worker's control endpoint, and the key it presents there (docs/sandbox-api.md). */
+export interface WorkerControl {
+  /** http://host:port */
+  url: string;
+  /** The worker's random key for this process: Authorization: Bearer <key>. */
+  key: string;
+}
+
+/** A worker's row at its start, with its control endpoint when it serves one. */
+export type WorkerRegistration = Omit<WorkerRow, 'drainingSince'> & { control?: WorkerControl };
+
+/** The sandbox a session's lease holds now, and how to reach the worker holding it. */
+export interface LiveSandbox {
+  name: string;
+  workerId: string;
+  generation: number;
+  /** Its worker's last report; null before the first (reports lag moves by up to a second). */
+  phase: SandboxPhase | null;
+  /** Null: the worker's row is gone, or it serves no control endpoint. */
+  control: WorkerControl | null;
+  /** The worker row's heartbeat (0 when the row is gone). */
+  workerHeartbeatAt: number;
 }
 
 /** One session waiting in the claim queue (GET /v1/queue). */

@@ -7,7 +7,14 @@ import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { pino } from 'pino';
 import { testLifecycle } from '../../test/helpers/lifecycle.js';
-import { agentSpecSchema, systemClock, TurnInFlight, type TurnOutcome } from '../core/index.js';
+import {
+  agentSpecSchema,
+  type ExecLine,
+  type ExecOffer,
+  systemClock,
+  TurnInFlight,
+  type TurnOutcome,
+} from '../core/index.js';
 import { openSqliteStore } from '../store/index.js';
 import { SandboxGateway } from './gateway-server.js';
 import { signSandboxToken } from './token.js';
@@ -314,4 +321,46 @@ test('gateway: POST /v1/checkpoint reaches the hook with its label, only in an o
   assert.equal(bad.status, 400, 'a label travels in an environment variable: no control characters');
   assert.equal((await call('POST', '/v1/checkpoint', { label: 'x'.repeat(201) })).status, 400);
   assert.deepEqual(counters.checkpoints, ['step-1: a colon too', '']);
+});
+
+test('gateway: a command reaches the runner’s exec poll, its output and exit reach its sink in order; a cancel is offered; a sandbox that ends ends its command SANDBOX_RESTARTED', async (t) => {
+  const { gateway, lifecycle, binding, tokenFor, call } = await setUp(t);
+  const take = async () => (await call('GET', '/v1/exec')).body as unknown as ExecOffer;
+  const request = { command: 'echo hi', timeoutMs: 1000, maxOutputBytes: 10 };
+  const lines: ExecLine[] = [];
+  const waiting = take();
+  gateway.exec.start(request, (l) => lines.push(l));
+  const offered = await waiting;
+  assert.deepEqual(offered, { kind: 'start', execId: offered.execId, ...request });
+  const stale = await call('GET', '/v1/exec', undefined, tokenFor(binding.generation - 1));
+  assert.equal(stale.status, 409, 'a replaced runner takes no command');
+  for (const [path, body] of [
+    ['/v1/exec/output', { execId: offered.execId, stream: 'stdout', data: 'h' }],
+    ['/v1/exec/output', { execId: offered.execId, stream: 'stderr', data: 'i' }],
+    ['/v1/exec/exit', { execId: offered.execId, exitCode: 0 }],
+    ['/v1/exec/output', { execId: offered.execId, stream: 'stdout', data: 'after the end' }],
+  ] as const)
+    assert.equal((await call('POST', path, body)).status, 200);
+  assert.deepEqual(lines, [
+    { type: 'stdout', data: 'h' },
+    { type: 'stderr', data: 'i' },
+    { type: 'exit', exitCode: 0 },
+  ]);
+
+  const cancel = gateway.exec.start(request, () => undefined);
+  const second = await take();
+  cancel();
+  assert.deepEqual(await take(), { kind: 'cancel', execId: second.execId });
+
+  const cut: ExecLine[] = [];
+  gateway.exec.start(request, (l) => cut.push(l));
+  lifecycle.drain({ reason: 'SandboxExited', message: 'sandbox exited (exit code 137)' });
+  gateway.exec.start(request, (l) => cut.push(l));
+  assert.deepEqual(
+    cut.map((l) => (l.type === 'error' ? [l.code, l.reason] : l.type)),
+    [
+      ['SANDBOX_RESTARTED', 'SandboxExited'],
+      ['SANDBOX_RESTARTED', 'SandboxExited'],
+    ],
+  );
 });

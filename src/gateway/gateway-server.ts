@@ -36,6 +36,7 @@ import {
 } from '../core/index.js';
 import { type CommitCode, type Fence, fenceError, type GatewayStore } from '../store/index.js';
 import { type EgressPolicy, EgressProxy } from './egress-proxy.js';
+import { ExecRelay } from './exec-relay.js';
 import { readJson, sendJson } from './http-json.js';
 import { LongPoll } from './long-poll.js';
 import type { ModelProxy } from './model-proxy.js';
@@ -114,6 +115,8 @@ export class SandboxGateway {
   private binding: GatewayBinding | null = null;
   private readonly audit: SandboxAudit;
   private readonly unsubscribe: () => void;
+  /** Commands run in this sandbox through its runner, outside any turn (exec-relay.ts). */
+  readonly exec: ExecRelay;
 
   constructor(private readonly o: GatewayOptions) {
     this.turnPoll = new LongPoll(o.longPollMs ?? 25_000);
@@ -122,6 +125,7 @@ export class SandboxGateway {
       o.lifecycle.runnerWaitsForBind(waiting),
     );
     this.audit = new SandboxAudit(o.store, o.clock);
+    this.exec = new ExecRelay(o.longPollMs ?? 25_000);
     this.server = createServer((req, res) => {
       this.handle(req, res).catch((err: unknown) => this.fail(res, err));
     });
@@ -132,6 +136,9 @@ export class SandboxGateway {
     // A turn handed to the lifecycle goes to the runner's waiting long-poll at once.
     this.unsubscribe = o.lifecycle.onChange(() => {
       if (this.offeredTurn && this.turnPoll.waiting) this.deliverTurn(this.turnPoll.take()!);
+      // A command's stream ends when its sandbox begins to end, not when it is gone.
+      const ending = o.lifecycle.ending;
+      if (ending) this.exec.end(ending);
     });
   }
 
@@ -180,6 +187,7 @@ export class SandboxGateway {
 
   async close(): Promise<void> {
     this.unsubscribe();
+    this.exec.end(this.o.lifecycle.ending ?? { reason: 'SandboxExited', message: 'its gateway closed' });
     this.turnPoll.release();
     this.bindPoll.release();
     this.egress?.closeAll();
@@ -206,6 +214,8 @@ export class SandboxGateway {
     const stateKey = /^\/v1\/state\/([^/]+)$/.exec(path)?.[1];
     if (stateKey !== undefined) return this.handleState(req, res, decodeURIComponent(stateKey));
     const route = `${req.method} ${path}`;
+    if (path.startsWith('/v1/exec') && (await this.exec.handle(req, res, route, (s) => this.body(req, s))))
+      return;
     switch (route) {
       case 'GET /v1/turn':
         return this.longPollTurn(req, res);

@@ -59,3 +59,20 @@ export const checkpointBody = z.object({
     .regex(/^[^\u0000-\u001f\u007f]*$/, 'a label holds no control characters')
     .default(''),
 });
+
+/** Exec ids are the gateway's own (newId('exec')). */
+const execId = z.string().regex(/^exec_[a-z0-9]{1,64}$/, 'not an exec id');
+export const execOutputBody = z.object({
+  execId,
+  stream: z.enum(['stdout', 'stderr']),
+  data: z.string().max(1024 * 1024),
+});
+export const execExitBody = z.object({
+  execId,
+  exitCode: z.number().int().nullable(),
+  signal: z.string().max(32).optional(),
+  timedOut: z.boolean().optional(),
+  error: z
+    .object({ code: z.enum(['OUTPUT_LIMIT_EXCEEDED', 'EXEC_FAILED']), message: z.string().max(4096) })
+    .optional(),
+});

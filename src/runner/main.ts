@@ -3,7 +3,8 @@
  * sandbox is bound to a session (a warm sandbox waits here), asks its gateway for the
  * binding with the boot token, then long-polls for turns with the session token. Each
  * turn it runs it with the agent's provider, commits or aborts, then kills
- * every process the turn started (a resident agent's survive a committed turn). A heartbeat timer, independent of the work, tells
+ * every process the turn started (a resident agent's survive a committed turn). Beside the
+ * turns it serves commands a client runs in the live sandbox (exec-loop.ts). A heartbeat timer, independent of the work, tells
  * the worker it is alive. A 409 or 401 from the gateway means this sandbox was replaced
  * or revoked: it exits at once. Node built-ins only; ships into the sandbox.
  */
@@ -20,6 +21,7 @@ import {
 } from '../core/protocol.js';
 import { retryUntil } from '../core/retry.js';
 import { GATEWAY_TOKEN_ENV } from './checkpoint-command-env.js';
+import { serveExecs } from './exec-loop.js';
 import { GatewayClient, GatewayError, isRevoked } from './gateway-client.js';
 import { HarnessError } from './harness-process.js';
 import { LimitExceeded, LimitWatch } from './limits.js';
@@ -63,6 +65,8 @@ async function main(): Promise<void> {
   };
   let heartbeat = setInterval(beat, binding.heartbeatIntervalMs);
   void beat();
+  // Commands a client runs in the live sandbox, beside the turns (exec-loop.ts).
+  serveExecs(gateway).catch(exitIfRevoked);
   for (;;) {
     const polled = await gateway.call<TurnAssignment>('GET', '/v1/turn');
     if (polled.status !== 200 || !polled.body) continue;

@@ -130,3 +130,39 @@ test('leftRunningOf: killed at the turn’s end, or kept by a resident agent; no
   assert.deepEqual(leftRunningOf(left, true), { processes: left, fate: 'kept-resident' });
   assert.equal(leftRunningOf([], true), undefined);
 });
+
+test(
+  'an exec’s job: its output heard as it comes, in order within each stream; an abort kills its whole group',
+  HANG_GUARD,
+  async (t) => {
+    const cwd = await mkdtemp(join(tmpdir(), 'berth-job-'));
+    t.after(() => rm(cwd, { recursive: true, force: true }));
+    const heard: string[] = [];
+    const gone = new AbortController();
+    const { signal, leftRunning } = await runShell(
+      'echo one; echo two >&2; sleep 1000 & echo $! > child.pid; echo started; wait',
+      {
+        cwd,
+        maxOutputBytes: 1024,
+        attempt: 0,
+        onOutput: (stream, chunk) => {
+          heard.push(`${stream}:${chunk.toString()}`);
+          if (chunk.toString().includes('started')) gone.abort();
+        },
+        signal: gone.signal,
+      },
+    );
+    // In order within a stream; the two pipes are read apart, so not across them.
+    const of = (stream: string) =>
+      heard.filter((h) => h.startsWith(`${stream}:`)).map((h) => h.slice(stream.length + 1));
+    assert.deepEqual([of('stdout').join(''), of('stderr').join('')], ['one\nstarted\n', 'two\n']);
+    assert.equal(signal, 'SIGKILL');
+    assert.deepEqual(leftRunning, []);
+    const child = Number(await readFile(join(cwd, 'child.pid'), 'utf8'));
+    // Killed, it may linger a moment as a zombie until its new parent reaps it.
+    const dead = async () =>
+      !alive(child) || /\) Z /.test(await readFile(`/proc/${child}/stat`, 'utf8').catch(() => ''));
+    for (let i = 0; i < 50 && !(await dead()); i++) await new Promise((r) => setTimeout(r, 20));
+    assert.ok(await dead(), 'the sleep in its group was killed with it');
+  },
+);

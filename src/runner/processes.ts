@@ -56,6 +56,10 @@ export function runShell(
     timeoutMs?: number;
     /** Set for the job on top of the runner's own environment. */
     env?: Record<string, string>;
+    /** Hears each piece of output as it comes (within the limit), besides the capture. */
+    onOutput?: (stream: 'stdout' | 'stderr', chunk: Buffer) => void;
+    /** Aborted: the job's process group is killed (its client went away). */
+    signal?: AbortSignal;
   },
 ): Promise<ShellResult> {
   return new Promise((resolve, reject) => {
@@ -94,8 +98,9 @@ export function runShell(
     };
     const out = new Capture(opts.maxOutputBytes, overflow('stdout'));
     const err = new Capture(opts.maxOutputBytes, overflow('stderr'));
-    stdio[1]?.on('data', (c: Buffer) => out.add(c));
-    stdio[2]?.on('data', (c: Buffer) => err.add(c));
+    stdio[1]?.on('data', (c: Buffer) => out.add(c) && opts.onOutput?.('stdout', c));
+    stdio[2]?.on('data', (c: Buffer) => err.add(c) && opts.onOutput?.('stderr', c));
+    opts.signal?.addEventListener('abort', killGroup, { once: true });
     child.on('error', (e) => err.add(Buffer.from(String(e))));
     let timedOut = false;
     const timer =
@@ -113,6 +118,7 @@ export function runShell(
       done = true;
       clearTimeout(timer);
       clearTimeout(grace);
+      opts.signal?.removeEventListener('abort', killGroup);
       // From here on, whatever still writes to the output is read and dropped.
       out.close();
       err.close();
@@ -215,15 +221,17 @@ class Capture {
 
   private closed = false;
 
-  add(chunk: Buffer): void {
-    if (this.closed) return;
+  /** true when the chunk was captured (not past the limit, not after the close). */
+  add(chunk: Buffer): boolean {
+    if (this.closed) return false;
     const room = this.limit - this.size;
     if (chunk.length > room) {
       this.onOverflow();
-      return;
+      return false;
     }
     this.chunks.push(chunk);
     this.size += chunk.length;
+    return true;
   }
 
   /** Stops capturing: later chunks are dropped, and no longer count towards the limit. */

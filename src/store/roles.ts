@@ -115,6 +115,7 @@ export interface ApiStore
     | 'listWorkers'
     | 'drainWorker'
     | 'listSandboxes'
+    | 'liveSandboxOf'
     | 'liveSlots'
     | 'queueDepth'
     | 'insertApiToken'

@@ -22,6 +22,7 @@ import type {
   DeliveryDecision,
   FailedStep,
   JournalledResponse,
+  LiveSandbox,
   LoggedEvent,
   Message,
   PageRequest,
@@ -46,6 +47,7 @@ import type {
   Webhook,
   WebhookAttempt,
   WebhookDelivery,
+  WorkerRegistration,
   WorkerRow,
   WorkspaceChain,
   WorkspaceObjectRef,
@@ -300,7 +302,7 @@ export interface Store {
   liveSlots(now: number): Promise<number>;
 
   /** A worker's row at its start; one already draining (a rejoin) stays draining. */
-  registerWorker(row: Omit<WorkerRow, 'drainingSince'>): Promise<void>;
+  registerWorker(row: WorkerRegistration): Promise<void>;
   /** false when the row is gone: the worker must fence itself. */
   renewWorker(workerId: string, now: number): Promise<boolean>;
   /** A clean stop: the row goes, or, while the worker still holds leases, stays expired so the sweep reclaims them. */
@@ -346,6 +348,8 @@ export interface Store {
   recordSandboxes(records: SandboxRecord[], now: number): Promise<void>;
   /** Sandboxes not gone and those gone since `endedSince`, newest first, at most `limit` (of `tenant`'s sessions). */
   listSandboxes(endedSince: number, limit: number, tenant?: string): Promise<SandboxRecord[]>;
+  /** The sandbox the session's lease holds now (not recorded ending), with its worker's control endpoint; null when none. */
+  liveSandboxOf(sessionId: string): Promise<LiveSandbox | null>;
   /** Takes the session's runnable pending messages into a new running turn; value null when there are none. */
   startTurn(fence: Fence, now: number): Promise<Fenced<StartedTurn | null>>;
   recordProgress(input: ProgressInput, now: number): Promise<FenceCode>;

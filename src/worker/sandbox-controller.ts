@@ -13,7 +13,7 @@ import {
   type Session,
   type TurnInFlight,
 } from '../core/index.js';
-import type { GatewayBinding } from '../gateway/index.js';
+import type { ExecRelay, GatewayBinding } from '../gateway/index.js';
 import type { SandboxDeps } from './deps.js';
 import {
   type LaunchedSandbox,
@@ -39,6 +39,12 @@ export class SandboxController {
 
   get isBound(): boolean {
     return this.sandbox?.lifecycle.isBound ?? false;
+  }
+
+  /** Its gateway's command relay while it is bound and not ending (a command may run in it); null otherwise. */
+  get execRelay(): ExecRelay | null {
+    const s = this.sandbox;
+    return s?.lifecycle.isBound && !s.lifecycle.isEnding ? s.gateway.exec : null;
   }
 
   /** The turn it serves. */

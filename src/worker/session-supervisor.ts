@@ -40,6 +40,7 @@ import {
 import type { RuntimeEvent } from '../runtime/index.js';
 import type { Fence } from '../store/index.js';
 import type { WorkspaceQuota } from '../workspace/index.js';
+import type { HeldSandbox } from './control-server.js';
 import type { SandboxDeps } from './deps.js';
 import { sandboxName } from './paths.js';
 import { SandboxController } from './sandbox-controller.js';
@@ -131,6 +132,12 @@ export class SessionSupervisor {
       warm,
     );
     this.layers = new TurnLayers(deps, this.mode, session, this.fence, this.sandboxName, this.log);
+  }
+
+  /** The sandbox this supervision holds bound to its session, for a command a client runs in it (control-server.ts). */
+  heldSandbox(): HeldSandbox | null {
+    const exec = this.sandbox.execRelay;
+    return exec ? { generation: this.fence.generation, exec } : null;
   }
 
   /** New inbound message for this session, or new demand for slots: re-check now. */

@@ -27,6 +27,7 @@ import { stageRunner } from '../runtime/index.js';
 import type { StoreChange } from '../store/index.js';
 import { CHECKPOINT_OBJECT_PREFIX, WORKSPACE_OBJECT_PREFIXES, Workspaces } from '../workspace/index.js';
 import { collectChannelFiles } from './channel-files-gc.js';
+import { ControlServer } from './control-server.js';
 import { type DataDirIdentity, dataDirIdentity } from './data-dir-identity.js';
 import { joinDataDir, leaveDataDir } from './data-dir-users.js';
 import type { SandboxDeps, WorkerDeps } from './deps.js';
@@ -54,6 +55,10 @@ export class Worker {
   readonly id = newId('wrk');
   readonly installId: string;
   private readonly secret = randomBytes(32);
+  /** What the API presents at the control endpoint: new with every worker process, so a restart invalidates the old one. */
+  private readonly controlKey = randomBytes(32).toString('hex');
+  private readonly control: ControlServer;
+  private controlUrl = '';
   private readonly supervisors = new Map<string, SessionSupervisor>();
   private readonly running = new Set<Promise<void>>();
   private readonly claimWake = new WakeSignal();
@@ -103,6 +108,16 @@ export class Worker {
     this.storageBlobs = new StorageBlobs(deps.blobs);
     this.log = deps.log.child({ workerId: this.id });
     this.sandboxReports = new SandboxReports(deps.store, deps.clock, this.log);
+    this.control = new ControlServer({
+      listen: deps.config.controlListen,
+      key: this.controlKey,
+      workerId: this.id,
+      store: deps.store,
+      clock: deps.clock,
+      log: this.log.child({ component: 'control' }),
+      maxOutputBytes: deps.config.maxOutputBytes,
+      held: (sessionId) => this.supervisors.get(sessionId)?.heldSandbox() ?? null,
+    });
   }
 
   get activeSessions(): number {
@@ -133,15 +148,9 @@ export class Worker {
     if (adopted > 0)
       this.log.info({ adopted }, 'Moved storage blobs of an older data dir into the blob store');
     this.runnerDir = await stageRunner(paths.runnerDir);
+    this.controlUrl = await this.control.listen();
     const now = clock.now();
-    await store.registerWorker({
-      id: this.id,
-      host: hostname(),
-      pid: process.pid,
-      slots: config.slots,
-      heartbeatAt: now,
-      startedAt: now,
-    });
+    await this.register(now);
     this.heartbeatAt = now;
     this.loopDelay.enable();
     // Renewed from the registration on: the start-up clean-up may take a while (Docker kills).
@@ -150,6 +159,7 @@ export class Worker {
       await this.cleanUpLocal();
     } catch (err) {
       this.abort.abort();
+      await this.control.close();
       await Promise.allSettled(this.loops);
       this.loopDelay.disable();
       throw err;
@@ -205,6 +215,7 @@ export class Worker {
     await Promise.allSettled([...this.running, ...this.loops, this.cleaning, this.pool?.stop()]);
     await this.cacheBudget?.stop();
     await this.sandboxReports.stop();
+    await this.control.close();
     this.loopDelay.disable();
     await this.deps.store.removeWorker(this.id);
     // Workers on other machines share the store, not this data dir: only this dir's own users count.
@@ -511,16 +522,22 @@ export class Worker {
   private async rejoin(now: number): Promise<void> {
     this.log.error('Worker row gone: ending own sessions and registering again');
     for (const s of this.supervisors.values()) s.stop('LeaseLost');
-    await this.deps.store.registerWorker({
+    await this.register(now);
+    // The row's heartbeat: without it the self-fence would stop the next claim at once.
+    this.heartbeatAt = now;
+  }
+
+  /** This worker's row, with where its control endpoint listens and the key it takes. */
+  private register(now: number): Promise<void> {
+    return this.deps.store.registerWorker({
       id: this.id,
       host: hostname(),
       pid: process.pid,
       slots: this.deps.config.slots,
       heartbeatAt: now,
       startedAt: now,
+      control: { url: this.controlUrl, key: this.controlKey },
     });
-    // The row's heartbeat: without it the self-fence would stop the next claim at once.
-    this.heartbeatAt = now;
   }
 
   private async watchRuntime(connected: WakeSignal): Promise<void> {

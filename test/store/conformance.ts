@@ -976,11 +976,41 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
         turnId: 't',
         updatedAt: BASE + 2,
       });
+      // The API's read for an operation on a live sandbox: the session's lease, with its worker's
+      // control endpoint; the sandbox's record may lag (phase null) but never makes it up.
+      assert.equal(await store.liveSandboxOf('s1'), null, 'not leased');
+      const control = { url: 'http://127.0.0.1:7001', key: 'k'.repeat(64) };
+      await store.registerWorker({
+        id: 'w1',
+        host: 'h',
+        pid: 1,
+        slots: 1,
+        heartbeatAt: BASE + 2,
+        startedAt: BASE,
+        control,
+      });
+      const claim = await store.claimRunnableSession('w1', BASE + 2);
+      const fence = { sessionId: 's1', generation: claim!.session.generation, workerId: 'w1' };
+      assert.equal(await store.recordSandbox(fence, 'sb-a', BASE + 2), 'ok');
+      const liveBefore = {
+        name: 'sb-a',
+        workerId: 'w1',
+        generation: fence.generation,
+        phase: null,
+        control,
+        workerHeartbeatAt: BASE + 2,
+      };
+      assert.deepEqual(await store.liveSandboxOf('s1'), liveBefore, 'leased; no record yet');
       await store.recordSandboxes([record('sb-warm', {}), serving], BASE + 2);
       // A report that arrives late (an older move) does not undo a newer one.
       await store.recordSandboxes(
         [record('sb-a', { phase: 'bound', sessionId: 's1', generation: 1, updatedAt: BASE + 1 })],
         BASE + 3,
+      );
+      assert.deepEqual(
+        await store.liveSandboxOf('s1'),
+        { ...liveBefore, phase: 'serving' },
+        'its record reported: the phase with it',
       );
       const all = await store.listSandboxes(BASE, 100);
       assert.deepEqual(all.map((r) => [r.name, r.phase]).sort(), [
@@ -1007,6 +1037,11 @@ export function runStoreConformance(kind: string, open: OpenStore): void {
         endedAt: BASE + 4,
       });
       await store.recordSandboxes([gone], BASE + 4);
+      assert.equal(
+        await store.liveSandboxOf('s1'),
+        null,
+        'its sandbox is recorded gone: nothing live is bound',
+      );
       assert.deepEqual(
         (await store.listSandboxes(BASE + 4, 100)).find((r) => r.name === 'sb-a'),
         gone,

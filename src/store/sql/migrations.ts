@@ -729,6 +729,17 @@ ALTER TABLE channels ADD COLUMN webhook_url TEXT;
 ALTER TABLE channel_outbox ADD COLUMN file TEXT;
 `,
   },
+  {
+    version: 33,
+    name: 'worker control endpoints',
+    // Where the API reaches a worker for an operation on a live sandbox (docs/sandbox-api.md)
+    // and the bearer key it presents: drawn by the worker process at start, written with its
+    // registration. Null for a worker that serves none (an older one).
+    sql: `
+ALTER TABLE workers ADD COLUMN control_url TEXT;
+ALTER TABLE workers ADD COLUMN control_key TEXT;
+`,
+  },
 ];
 
 /** SQLite's column types in PostgreSQL's: every integer 64-bit, AUTOINCREMENT keys as BIGSERIAL. */

@@ -24,6 +24,7 @@ import {
   decideScheduleRun,
   isBerthError,
   type JournalledResponse,
+  type LiveSandbox,
   type LoggedEvent,
   type Message,
   type PageRequest,
@@ -47,6 +48,7 @@ import {
   type Webhook,
   type WebhookAttempt,
   type WebhookDelivery,
+  type WorkerRegistration,
   type WorkerRow,
   type WorkspaceChain,
 } from '../../core/index.js';
@@ -281,7 +283,7 @@ export class SqlStore implements Store {
     return this.read(() => workers.liveSlots(now, this.policy.leaseMs));
   }
 
-  registerWorker(row: Omit<WorkerRow, 'drainingSince'>): Promise<void> {
+  registerWorker(row: WorkerRegistration): Promise<void> {
     return this.write('registerWorker', () => workers.registerWorker(row));
   }
 
@@ -370,6 +372,10 @@ export class SqlStore implements Store {
 
   listSandboxes(endedSince: number, limit: number, tenant?: string): Promise<SandboxRecord[]> {
     return this.read(() => sandboxes.listSandboxes(endedSince, limit, tenant));
+  }
+
+  liveSandboxOf(sessionId: string): Promise<LiveSandbox | null> {
+    return this.read(() => sandboxes.liveSandboxOf(sessionId));
   }
 
   releaseSession(fence: Fence, now: number): Promise<FenceCode> {

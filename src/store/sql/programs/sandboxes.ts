@@ -3,8 +3,8 @@
  * in batches. With each batch, the sandboxes of workers that died are recorded gone
  * (WorkerLost), and records gone for a day go.
  */
-import type { SandboxRecord } from '../../../core/index.js';
-import { all, type Program, run } from '../program.js';
+import type { LiveSandbox, SandboxPhase, SandboxRecord } from '../../../core/index.js';
+import { all, get, type Program, run } from '../program.js';
 import { toSandboxRecord } from '../rows.js';
 
 /** How long a gone sandbox's record is kept. */
@@ -23,4 +23,20 @@ export function* listSandboxes(
   tenant: string | undefined,
 ): Program<SandboxRecord[]> {
   return (yield* all('LIST_SANDBOXES', { endedSince, limit, tenant: tenant ?? null })).map(toSandboxRecord);
+}
+
+export function* liveSandboxOf(sessionId: string): Program<LiveSandbox | null> {
+  const r = yield* get('LIVE_SANDBOX_OF_SESSION', { sessionId });
+  if (!r) return null;
+  return {
+    name: String(r.name),
+    workerId: String(r.worker_id),
+    generation: Number(r.generation),
+    phase: r.phase == null ? null : (String(r.phase) as SandboxPhase),
+    control:
+      r.control_url == null || r.control_key == null
+        ? null
+        : { url: String(r.control_url), key: String(r.control_key) },
+    workerHeartbeatAt: r.heartbeat_at == null ? 0 : Number(r.heartbeat_at),
+  };
 }

@@ -1,10 +1,15 @@
 /** Worker rows: registered at start, renewed every leaseMs / 5, removed at a clean stop (the sweep deletes long-dead ones, leases.ts). */
-import type { WorkerRow } from '../../../core/index.js';
+import type { WorkerRegistration, WorkerRow } from '../../../core/index.js';
 import { all, get, type Program, run } from '../program.js';
 import { toWorker } from '../rows.js';
 
-export function* registerWorker(row: Omit<WorkerRow, 'drainingSince'>): Program<void> {
-  yield* run('UPSERT_WORKER', { ...row });
+export function* registerWorker(row: WorkerRegistration): Program<void> {
+  const { control, ...rest } = row;
+  yield* run('UPSERT_WORKER', {
+    ...rest,
+    controlUrl: control?.url ?? null,
+    controlKey: control?.key ?? null,
+  });
 }
 
 /** false when the row is gone: the worker must fence itself. */

@@ -66,3 +66,21 @@ SELECT b.* FROM sandboxes b LEFT JOIN sessions s ON s.id = b.session_id
 WHERE (b.phase <> 'gone' OR b.ended_at >= :endedSince)
 AND (CAST(:tenant AS TEXT) IS NULL OR s.tenant = :tenant)
 ORDER BY b.created_at DESC LIMIT :limit`;
+
+/**
+ * The sandbox a session's lease holds now, with its worker's control endpoint and heartbeat:
+ * where the API sends an operation on the live sandbox. The lease (worker, generation,
+ * sandbox name) is written in the claim's transaction; the sandbox's record comes with its
+ * worker's next report (within a second), so a record not there yet is no refusal (phase
+ * null), while a record draining or gone is: nothing live is bound.
+ * @param sessionId the session
+ * @returns row or none
+ */
+export const LIVE_SANDBOX_OF_SESSION = `
+SELECT s.sandbox AS name, s.lease_owner AS worker_id, s.generation, b.phase,
+  w.control_url, w.control_key, w.heartbeat_at
+FROM sessions s
+LEFT JOIN sandboxes b ON b.name = s.sandbox
+LEFT JOIN workers w ON w.id = s.lease_owner
+WHERE s.id = :sessionId AND s.lease_owner IS NOT NULL AND s.sandbox IS NOT NULL
+AND (b.phase IS NULL OR b.phase NOT IN ('draining', 'gone'))`;

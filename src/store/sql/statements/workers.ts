@@ -14,12 +14,15 @@
  * @param slots its capacity
  * @param heartbeatAt epoch ms
  * @param startedAt epoch ms
+ * @param controlUrl its control endpoint (http://host:port), or null
+ * @param controlKey the bearer key that endpoint takes, or null
  * @returns changed rows: 1
  */
 export const UPSERT_WORKER = `
-INSERT INTO workers (id, host, pid, slots, heartbeat_at, started_at)
-VALUES (:id, :host, :pid, :slots, :heartbeatAt, :startedAt)
-ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, slots = excluded.slots`;
+INSERT INTO workers (id, host, pid, slots, heartbeat_at, started_at, control_url, control_key)
+VALUES (:id, :host, :pid, :slots, :heartbeatAt, :startedAt, :controlUrl, :controlKey)
+ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, slots = excluded.slots,
+  control_url = excluded.control_url, control_key = excluded.control_key`;
 
 /**
  * A worker's heartbeat.
