@@ -318,3 +318,11 @@ export interface ExecExit {
   /** The command failed as a job (its output passed the limit): a catalogue code. */
   error?: { code: 'OUTPUT_LIMIT_EXCEEDED' | 'EXEC_FAILED'; message: string };
 }
+
+/** The progress text of a tool call, as the runner's model loop reports it and a turn's timeline reads it back. */
+export function toolProgressText(name: string, phase: 'started' | 'finished', isError = false): string {
+  return `tool ${name} ${phase}${isError ? ' with an error' : ''}`;
+}
+
+/** toolProgressText's lines: the tool, the phase, and whether it failed. */
+export const TOOL_PROGRESS = /^tool (\S+) (started|finished)( with an error)?$/;

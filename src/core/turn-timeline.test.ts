@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { turnRow } from '../../test/helpers/turn-row.js';
-import { buildTurnTimeline, type ModelCallRecord, toolProgressText } from './turn-timeline.js';
+import { toolProgressText } from './protocol.js';
+import { buildTurnTimeline, type ModelCallRecord } from './turn-timeline.js';
 import type { Message, MessageStatus, SessionEvent, SessionEventType, Turn } from './types.js';
 
 const BASE = Date.UTC(2026, 0, 1, 12, 0, 0);

@@ -15,6 +15,7 @@
  * - Model calls are the calls that went upstream (a usage row each); a call a retry repeats
  *   is answered from the journal and is neither paid nor listed again.
  */
+import { TOOL_PROGRESS } from './protocol.js';
 import { formatBytes, oneLine } from './text.js';
 import type { SessionEvent, Turn, TurnRecord } from './types.js';
 
@@ -106,13 +107,6 @@ export interface TurnActivity {
   /** The read stopped at its bound (a very long turn): the newest events are not in `events`. */
   truncated: boolean;
 }
-
-/** The progress text of a tool call, as the runner's model loop reports it and the timeline reads it back. */
-export function toolProgressText(name: string, phase: 'started' | 'finished', isError = false): string {
-  return `tool ${name} ${phase}${isError ? ' with an error' : ''}`;
-}
-
-const TOOL_PROGRESS = /^tool (\S+) (started|finished)( with an error)?$/;
 
 /** Entries at one instant: the start of a try first, its end last. */
 const RANK: Record<TimelineKind, number> = {

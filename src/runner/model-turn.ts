@@ -18,8 +18,12 @@
  */
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { MODEL_PROXY_PATH, type ModelSettings, type TurnAssignment } from '../core/protocol.js';
-import { toolProgressText } from '../core/turn-timeline.js';
+import {
+  MODEL_PROXY_PATH,
+  type ModelSettings,
+  type TurnAssignment,
+  toolProgressText,
+} from '../core/protocol.js';
 import { socketFetch } from './socket-fetch.js';
 import { runTool, type ToolContext, type ToolResult } from './tools.js';
 import type { TurnContext } from './turn-context.js';
