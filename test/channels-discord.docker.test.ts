@@ -18,6 +18,7 @@ import { eventually, exited } from './helpers/processes.js';
 const TOKEN = 'discord-bot-token-test';
 const C1 = '1100000000000000001';
 const C2 = '1100000000000000002';
+const DM = '1100000000000000009';
 
 test('discord: gateway messages enqueued once by id, replies referencing them, resume after a drop, a malformed frame survived, 429 waited out, history read back after a SIGKILL, a resend after a SIGKILL deduplicated by its nonce, files to and from the agent', {
   timeout: 180_000,
@@ -121,14 +122,21 @@ test('discord: gateway messages enqueued once by id, replies referencing them, r
   assert.equal(discord.callsOf('POST', `/channels/${C1}/messages`).filter((c) => c.status === 429).length, 1);
   assert.match(await logs(), /malformed frame/);
 
-  // SIGKILL while messages arrive: whatever was not committed is read back after the restart.
+  // A direct message from an allowed user: its chat is on no allowlist.
+  const dm = discord.userMessage({ channelId: DM, userId: '42', content: 'echo dm' });
+  await replyTo(dm.id);
+
+  // SIGKILL while messages arrive: whatever was not committed is read back after the restart,
+  // in the allowlisted chat and in the direct messages' chat, which was active recently.
   const racing = say('echo racing');
   first.kill('SIGKILL');
   await exited(first);
   const whileDown = say('echo while down');
+  const dmWhileDown = discord.userMessage({ channelId: DM, userId: '42', content: 'echo dm while down' });
   const restarted = await up();
   await replyTo(racing.id);
   await replyTo(whileDown.id);
+  await replyTo(dmWhileDown.id);
   assert.ok(discord.callsOf('GET', `/channels/${C1}/messages?after=`).length > 0, 'history read back');
   assert.equal(
     discord.callsOf('GET', '/cdn/attachments/').length,
@@ -163,6 +171,8 @@ test('discord: gateway messages enqueued once by id, replies referencing them, r
     await inbound(),
     [
       'cat inbox/note.txt\n# attached: inbox/note.txt (16 bytes)',
+      'echo dm',
+      'echo dm while down',
       'echo dropped',
       'echo hello',
       'echo limited',
@@ -173,5 +183,5 @@ test('discord: gateway messages enqueued once by id, replies referencing them, r
     ],
     'each message once; no stranger',
   );
-  assert.equal(discord.botMessages().length, 10, 'eight replies, a file and a refusal: nothing twice');
+  assert.equal(discord.botMessages().length, 12, 'ten replies, a file and a refusal: nothing twice');
 });

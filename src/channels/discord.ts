@@ -65,11 +65,20 @@ const FATAL_CLOSE = new Set([4004, 4010, 4011, 4012, 4013, 4014]);
 /** Close codes after which the session cannot be resumed. */
 const NO_RESUME_CLOSE = new Set([4007, 4009]);
 
+/** The recently active chats read back at most, besides the allowlisted ones: one history read each, rate-limited by Discord. */
+const READ_BACK_RECENT_CHATS = 100;
+
 export interface DiscordOptions {
   /** e.g. https://discord.com/api/v10 */
   apiUrl: string;
   token: string;
   clock: Clock;
+  /**
+   * The chats of a channel whose sessions were active since `since` (the store's
+   * recentChannelChats): read back besides the allowlisted ones, so a direct message, or a
+   * chat reached only through a user's allowance, sent while berth was down is not lost.
+   */
+  recentChats?: (channelId: string, since: number, limit: number) => Promise<string[]>;
 }
 
 /** How one Gateway connection ended: resume the session on the next, or start a new one. */
@@ -285,13 +294,14 @@ export class DiscordClient implements PlatformClient {
     }
   }
 
-  /** Every allowlisted channel's messages since the floor, oldest first, committed by id. */
+  /** The messages since the floor of every allowlisted chat and every recently active one, oldest first per chat, committed by id. */
   private async readBack(commit: (event: ChannelEvent) => Promise<void>, signal: AbortSignal): Promise<void> {
     const floor = Math.max(
       this.channel.createdAt,
       this.options.clock.now() - CHANNEL_EVENT_KEEP_MS + HISTORY_MARGIN_MS,
     );
-    for (const chatId of this.channel.allowChats) {
+    const recent = (await this.options.recentChats?.(this.channel.id, floor, READ_BACK_RECENT_CHATS)) ?? [];
+    for (const chatId of new Set([...this.channel.allowChats, ...recent])) {
       let after = snowflakeAt(floor);
       for (;;) {
         const page = (await this.restPatiently(

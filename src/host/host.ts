@@ -191,7 +191,11 @@ export async function startHost(
         clients: {
           telegram: telegramClientFactory({ apiUrl: config.telegramApiUrl }),
           slack: slackClientFactory({ apiUrl: config.slackApiUrl }),
-          discord: discordClientFactory({ apiUrl: config.discordApiUrl, clock }),
+          discord: discordClientFactory({
+            apiUrl: config.discordApiUrl,
+            clock,
+            recentChats: (channelId, since, limit) => store.recentChannelChats(channelId, since, limit),
+          }),
           email: emailClientFactory(),
         },
         leaseMs: config.leaseMs,

@@ -165,6 +165,7 @@ export interface ChannelRunnerStore
     | 'commitChannelInbound'
     | 'commitChannelEvent'
     | 'channelEventApplied'
+    | 'recentChannelChats'
     | 'getAgent'
     | 'takeChannelSend'
     | 'nextChannelSendAt'

@@ -543,6 +543,13 @@ export interface Store {
    * again after a crash) does not fetch them again only to be found a duplicate.
    */
   channelEventApplied(channelId: string, eventId: string): Promise<boolean>;
+  /**
+   * The chats of a channel whose sessions were active since `since`, most recent first, at
+   * most `limit`: a platform that reads missed history back chat by chat (Discord) reads
+   * these besides its allowlisted chats, so a direct message sent while berth was down is
+   * not lost.
+   */
+  recentChannelChats(channelId: string, since: number, limit: number): Promise<string[]>;
   /** The channel's next due send, taken for one attempt (at-least-once: it is due again after leaseMs). */
   takeChannelSend(
     channelId: string,

@@ -368,6 +368,19 @@ export function runChannelConformance(kind: string, open: OpenStore): void {
       await store.close();
     });
 
+    test('channels: the chats whose sessions were active since a time, the most recent first', async () => {
+      const store = await withAgent(open);
+      await store.createChannel({ ...CHANNEL, allowChats: ['100', '200', '300'] }, BASE);
+      await store.takeChannelLease('tg1', 'p1', BASE, LEASE_MS);
+      for (const [i, chatId] of ['100', '200', '300'].entries())
+        await store.commitChannelInbound('tg1', 'p1', update(i + 1, { chatId }), BASE + 10 * i);
+      assert.deepEqual(await store.recentChannelChats('tg1', BASE + 5, 10), ['300', '200']);
+      assert.deepEqual(await store.recentChannelChats('tg1', BASE + 5, 1), ['300'], 'at most the limit');
+      assert.deepEqual(await store.recentChannelChats('tg1', BASE, 10), ['300', '200', '100']);
+      assert.deepEqual(await store.recentChannelChats('other', BASE, 10), [], 'of that channel only');
+      await store.close();
+    });
+
     test('channels: a stranger gets one refusal per chat and interval, and no session', async () => {
       const store = await withChannel(open);
       const stranger = { username: 'mallory', userId: '666', chatId: '200' };

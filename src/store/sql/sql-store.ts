@@ -616,6 +616,10 @@ export class SqlStore implements Store {
     );
   }
 
+  recentChannelChats(channelId: string, since: number, limit: number): Promise<string[]> {
+    return this.read(() => channels.recentChannelChats(channelId, since, limit));
+  }
+
   channelEventApplied(channelId: string, eventId: string): Promise<boolean> {
     return this.read(() => channels.channelEventApplied(channelId, eventId));
   }

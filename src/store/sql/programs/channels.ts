@@ -160,6 +160,10 @@ export function* commitChannelEvent(
   return yield* applyChannelInbound(tx, toChannel(row), inbound, now, leaseMs);
 }
 
+export function* recentChannelChats(channelId: string, since: number, limit: number): Program<string[]> {
+  return (yield* all('RECENT_CHANNEL_CHATS', { channelId, since, limit })).map((r) => String(r.chat_id));
+}
+
 export function* channelEventApplied(channelId: string, eventId: string): Program<boolean> {
   return (yield* get('CHANNEL_EVENT_APPLIED', { channelId, eventId })) !== undefined;
 }

@@ -170,6 +170,19 @@ ON CONFLICT (session_id) DO NOTHING`;
 export const CHANNEL_SESSION = `SELECT * FROM channel_sessions WHERE session_id = :sessionId`;
 
 /**
+ * The chats of a channel whose sessions were active (claimed, released, committed) since
+ * `since`, the most recently active first.
+ * @param channelId the channel
+ * @param since epoch ms
+ * @param limit how many chats at most
+ * @returns rows (chat_id)
+ */
+export const RECENT_CHANNEL_CHATS = `
+SELECT cs.chat_id, MAX(s.updated_at) AS active_at FROM channel_sessions cs JOIN sessions s ON s.id = cs.session_id
+WHERE cs.channel_id = :channelId AND s.updated_at >= :since
+GROUP BY cs.chat_id ORDER BY active_at DESC, cs.chat_id LIMIT :limit`;
+
+/**
  * The platform's id of an inbound message.
  * @param messageId berth's message
  * @param channelId the channel
