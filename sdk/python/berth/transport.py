@@ -145,7 +145,10 @@ class _AsyncResponse:
         if self.done:
             return b""
         if self.chunked:
-            size = int((await self.reader.readline()).split(b";")[0].strip() or b"0", 16)
+            size_line = await self.reader.readline()
+            if not size_line:
+                raise ConnectionResetError("the host closed the connection before the body's last chunk")
+            size = int(size_line.split(b";")[0].strip(), 16)
             if size == 0:
                 # Trailers, up to the blank line.
                 while (await self.reader.readline()) not in (b"\r\n", b"\n", b""):
@@ -157,6 +160,8 @@ class _AsyncResponse:
             return data
         if self.remaining is not None:
             data = await self.reader.read(min(self.remaining, 65536)) if self.remaining else b""
+            if self.remaining and not data:
+                raise ConnectionResetError("the host closed the connection before the body's end")
             self.remaining -= len(data)
         else:
             data = await self.reader.read(65536)
