@@ -1,5 +1,6 @@
 """
-The two transports the drivers run operations on: blocking (http.client) and asyncio
+The two transports the driver runs operations on, with the same coroutine methods:
+blocking (http.client; its coroutines block and never suspend) and asyncio
 (asyncio.open_connection, HTTP/1.1 written and read here: the standard library has no
 asyncio HTTP client). Both send the bearer token, turn an API error answer into its
 BerthError and a host that does not answer into BerthConnectionError naming the URL.
@@ -78,6 +79,8 @@ class _SyncStream:
 
 
 class SyncTransport:
+    """Blocking: its coroutines never suspend (drivers.run_sync runs them without an event loop)."""
+
     def __init__(self, url: str, token: str | None):
         self.target = _Target(url, token)
 
@@ -99,7 +102,7 @@ class SyncTransport:
                 stream.close()
         return stream
 
-    def request(self, method: str, path: str, body: Any) -> Any:
+    async def request(self, method: str, path: str, body: Any) -> Any:
         stream = self._send(method, path, body, "application/json", REQUEST_TIMEOUT_S)
         try:
             return _decode(stream.res.read())
@@ -108,11 +111,11 @@ class SyncTransport:
         finally:
             stream.close()
 
-    def open(self, method: str, path: str, body: Any, accept: str) -> _SyncStream:
+    async def open(self, method: str, path: str, body: Any, accept: str) -> _SyncStream:
         # No timeout: an event stream is quiet between events (the server sends a keepalive).
         return self._send(method, path, body, accept, None)
 
-    def readline(self, stream: _SyncStream) -> str | None:
+    async def readline(self, stream: _SyncStream) -> str | None:
         try:
             line = stream.res.readline()
         except (OSError, http.client.HTTPException) as err:
@@ -121,10 +124,10 @@ class SyncTransport:
             return None
         return line.decode("utf-8").rstrip("\r\n")
 
-    def close(self, stream: _SyncStream) -> None:
+    async def close(self, stream: _SyncStream) -> None:
         stream.close()
 
-    def sleep(self, seconds: float) -> None:
+    async def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
 
 
