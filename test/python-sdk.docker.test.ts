@@ -34,6 +34,10 @@ test('Python SDK: agents, send and wait, a failed turn, tenants, commands.run, t
     (done) => ({ code: 0, ...done }),
     (err: { code: number | string; stdout: string; stderr: string }) => err,
   );
-  assert.equal(run.code, 0, `python3 -m unittest failed (${run.code}):\n${run.stdout}\n${run.stderr}`);
+  assert.equal(
+    run.code,
+    0,
+    `${PYTHON} -m unittest failed (${run.code}; ENOENT: scripts/ensure-python3.sh installs it):\n${run.stdout}\n${run.stderr}`,
+  );
   assert.match(run.stderr, /^OK$/m, run.stderr);
 });

@@ -43,7 +43,8 @@ class _Target:
         self.token = token
 
     def headers(self, body: bytes | None, accept: str) -> dict[str, str]:
-        h = {"Accept": accept, "Host": f"{self.host}:{self.port}"}
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        h = {"Accept": accept, "Host": f"{host}:{self.port}"}
         if self.token:
             h["Authorization"] = f"Bearer {self.token}"
         if body is not None:
