@@ -5,7 +5,7 @@
 #   scripts/setup.sh test   everything `make test` needs: the above, then the agent images of
 #                           the harnesses (Claude Code, Codex, opencode; BERTH_HARNESS_TESTS=0
 #                           skips them), chromium, gVisor, PostgreSQL, Ceph (radosgw),
-#                           iproute2, HAProxy, Postfix with Dovecot (the email
+#                           iproute2, HAProxy, Debian's python3, Postfix with Dovecot (the email
 #                           channel's test), Patroni with etcd and the Kubernetes test
 #                           cluster's binaries
 #                           (BERTH_KUBE_TESTS=0 skips the last)
@@ -95,6 +95,7 @@ if [[ $target == test ]]; then
   step "Ceph daemons (radosgw, the test S3 service)" "see the message above" scripts/ensure-ceph.sh
   step "network namespaces (iproute2)" "see the message above" scripts/ensure-iproute2.sh
   step "HAProxy (the load balancer of the API-replicas test)" "see the message above" scripts/ensure-haproxy.sh
+  step "Python 3 (Debian's, for the Python SDK's tests)" "see the message above" scripts/ensure-python3.sh
   step "Postfix and Dovecot (the mail servers of the email channel's test)" "see the message above" scripts/ensure-mail.sh
   step "Patroni and etcd (replicated PostgreSQL, without upgrading PostgreSQL)" "see the message above" \
     scripts/ensure-patroni.sh

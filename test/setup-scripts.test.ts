@@ -213,6 +213,7 @@ test('make demo sets up only what the demo needs; make test everything', () => {
     'gVisor tier',
     'PostgreSQL server binaries',
     'Ceph daemons',
+    'Python 3',
     'Postfix and Dovecot',
     'Patroni and etcd',
     'Kubernetes test cluster binaries',
@@ -252,4 +253,31 @@ test('ensure-runsc where the gVisor tier cannot be had: exit 0 (its tests skip),
   const required = run({ BERTH_REQUIRE_ALL_SUITES: '1' });
   assert.equal(required.status, 1);
   assert.match(required.stdout, /BERTH_REQUIRE_ALL_SUITES=1 needs the gVisor tier/);
+});
+
+test("ensure-python3 with Debian's python3 missing: installs the package, or reinstalls it when only the interpreter is gone; refuses one older than 3.11", () => {
+  const m = machine({ etc: {} });
+  const script = ['bash', 'scripts/ensure-python3.sh'];
+  /** The interpreter missing, and dpkg-query (first on PATH) saying whether the package is installed. */
+  const missing = (dpkgSays: string) => {
+    const bin = mkdtempSync(join(m.cache, 'bin-'));
+    writeFileSync(join(bin, 'dpkg-query'), `#!/bin/sh\nprintf '%s' '${dpkgSays}'\n`);
+    chmodSync(join(bin, 'dpkg-query'), 0o755);
+    return { BERTH_PYTHON3: join(bin, 'python3'), PATH: `${bin}:${process.env.PATH}` };
+  };
+  const fresh = m.run(script, missing('unknown ok not-installed'));
+  assert.equal(fresh.code, 0, fresh.out);
+  assert.match(fresh.out, /^dry-run: apt-get install -y -q --no-install-recommends python3$/m);
+  const gone = m.run(script, missing('install ok installed'));
+  assert.equal(gone.code, 0, gone.out);
+  assert.match(
+    gone.out,
+    /^dry-run: apt-get update -q\ndry-run: apt-get install -y -q --no-install-recommends --reinstall python3$/m,
+  );
+  const old = join(m.cache, 'old-python3');
+  writeFileSync(old, '#!/bin/sh\necho Python 3.9.2; exit 1\n');
+  chmodSync(old, 0o755);
+  const refused = m.run(script, { BERTH_PYTHON3: old, BERTH_SETUP_DRY_RUN: '0' });
+  assert.equal(refused.code, 1, refused.out);
+  assert.match(refused.out, /older than the Python SDK's 3\.11\.\nFix: /);
 });

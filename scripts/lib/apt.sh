@@ -55,8 +55,6 @@ debian_source_configured() {
 }
 
 # Installs the packages that are not installed (leading `-o …` arguments go to apt-get).
-# A failed install is retried once after `apt-get update`: the lists may be missing or
-# stale on a fresh machine.
 apt_install() {
   local need=() opts=() pkg
   while [[ ${1:-} == -o ]]; do
@@ -67,19 +65,36 @@ apt_install() {
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need+=("$pkg")
   done
   ((${#need[@]} > 0)) || return 0
+  apt_install_packages "${opts[@]}" "${need[@]}"
+}
+
+# Installs the packages, installed or not (leading options, `-o …` pairs or flags such as
+# --reinstall, go to apt-get). A failed install is retried once after `apt-get update`: the
+# lists may be missing or stale on a fresh machine.
+apt_install_packages() {
+  local opts=()
+  while [[ ${1:-} == -* ]]; do
+    if [[ $1 == -o ]]; then
+      opts+=("$1" "$2")
+      shift 2
+    else
+      opts+=("$1")
+      shift
+    fi
+  done
   if [[ $(id -u) -ne 0 ]]; then
-    apt_fail "Debian packages missing: ${need[*]}, and installing them needs root." \
-      "run the set-up as root, or: sudo apt-get install ${need[*]}"
+    apt_fail "Debian packages missing: $*, and installing them needs root." \
+      "run the set-up as root, or: sudo apt-get install ${opts[*]} $*"
     return 1
   fi
-  apt_say "installing ${need[*]} (Debian packages)"
-  apt_get install -y -q --no-install-recommends "${opts[@]}" "${need[@]}" && return 0
+  apt_say "installing $* (Debian packages)"
+  apt_get install -y -q --no-install-recommends "${opts[@]}" "$@" && return 0
   apt_say "apt-get install failed; refreshing the package lists and trying again"
   apt_get update -q || apt_fail "apt-get update failed." \
     "check that this machine reaches its Debian mirror ($(debian_mirror)), then run the set-up again" ||
     return 1
-  apt_get install -y -q --no-install-recommends "${opts[@]}" "${need[@]}" ||
-    apt_fail "apt-get install ${need[*]} failed (its output is above)." \
+  apt_get install -y -q --no-install-recommends "${opts[@]}" "$@" ||
+    apt_fail "apt-get install $* failed (its output is above)." \
       "check that the packages exist for $(debian_codename) on $(debian_mirror), then run the set-up again"
 }
 
