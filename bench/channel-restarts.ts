@@ -1,8 +1,8 @@
 /**
  * Each chat channel through restarts: `messages` user messages over 5 chats (one every
  * PACE_MS) to a real `berth up` child and the platform's fake (bench/channel-drivers.ts:
- * Telegram, Slack over Socket Mode, Discord; Slack's Events API is left out, as the fake
- * does not retry an HTTP event berth was down for), while berth is restarted every
+ * Telegram, Slack over Socket Mode and over the Events API — whose fake retries an event
+ * berth did not acknowledge, as Slack does, after 1, 2 and 4 s — and Discord), while berth is restarted every
  * `restartEveryMs` — stopped (SIGTERM: a deploy; its drain lets running turns finish) or
  * killed (SIGKILL: a crash) and started again at once. Baseline, same run: the same
  * messages with no restart. Counted, from the fake's record of every call and the store:
@@ -18,7 +18,12 @@ import { CHATS, type ChannelPlatformName, channelDrivers, type Said } from './ch
 import type { BenchOptions } from './harness.js';
 
 const PACE_MS = 50;
-const PLATFORMS = ['telegram', 'slackSocketMode', 'discord'] as const satisfies ChannelPlatformName[];
+const PLATFORMS = [
+  'telegram',
+  'slack',
+  'slackSocketMode',
+  'discord',
+] as const satisfies ChannelPlatformName[];
 
 export async function channelRestarts({ quick }: BenchOptions) {
   const messages = quick ? 100 : 1000;

@@ -269,6 +269,26 @@ export class FakeSlack {
     return { status: res.status, body: await res.text() };
   }
 
+  /**
+   * Delivers an event as Slack does when berth does not acknowledge it (no answer, or not a
+   * 2xx): again with `X-Slack-Retry-Num`, up to three retries, here after `delaysMs` (Slack
+   * retries nearly at once, then after a minute, then after five). Resolves to the last
+   * answer, or null when none came.
+   */
+  async deliverWithRetries(
+    endpoint: string,
+    body: string,
+    delaysMs: readonly number[] = [1_000, 2_000, 4_000],
+  ): Promise<{ status: number; body: string } | null> {
+    let last: { status: number; body: string } | null = null;
+    for (let retryNum = 0; retryNum <= delaysMs.length; retryNum++) {
+      if (retryNum > 0) await new Promise((r) => setTimeout(r, delaysMs[retryNum - 1]));
+      last = await this.deliver(endpoint, body, { retryNum }).catch(() => null);
+      if (last !== null && last.status >= 200 && last.status < 300) return last;
+    }
+    return last;
+  }
+
   /** A shared file's bytes, to the bot token only; an upload's bytes, to whoever has its URL. */
   private serveFile(url: URL, req: IncomingMessage, res: ServerResponse, body: Buffer): void {
     const download = /^\/files-pri\/T0001-(F[0-9]+)\//.exec(url.pathname);
