@@ -15,6 +15,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Berth } from '../src/client/index.js';
+import { eventually } from './helpers/processes.js';
 import { startTestHost } from './helpers/test-host.js';
 
 /** Calls a tool; answers its JSON and whether it is a tool error. */
@@ -112,6 +113,15 @@ test('berth mcp on stdio and streamable HTTP: tools, send_message, exec, files r
   assert.equal(missing.json.code, 'WORKSPACE_PATH_NOT_FOUND');
   const unknown = await call(stdio, 'session_status', { session: 'nobody' });
   assert.deepEqual([unknown.isError, unknown.json.code], [true, 'SESSION_NOT_FOUND']);
+
+  // A reply not come by the timeout: the wait ends, the message runs on until interrupted.
+  const late = await call(stdio, 'send_message', { session: 'm1', text: 'sleep 600', timeoutMs: 200 });
+  assert.deepEqual([late.isError, late.json.code], [true, 'REPLY_WAIT_TIMEOUT']);
+  await eventually('the sleep running', async () =>
+    (await call(stdio, 'session_status', { session: 'm1' })).json.status === 'running' ? true : undefined,
+  );
+  const stopped = await call(stdio, 'interrupt', { session: 'm1' });
+  assert.equal(stopped.isError, false, JSON.stringify(stopped.json));
 
   // HTTP: the server process holds no token of its own; every request brings one.
   const { child, url } = await httpServer({ ...env, BERTH_TOKEN: '' });

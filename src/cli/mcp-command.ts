@@ -7,12 +7,10 @@
 import type { AddressInfo } from 'node:net';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { Command, Option } from 'commander';
-import { BerthError, loadConfig } from '../core/index.js';
+import { BerthError, LISTEN_ADDRESS, loadConfig } from '../core/index.js';
 import { connect } from './connect.js';
 import { listenMcpHttp, MCP_PATH } from './mcp-http.js';
 import { berthMcpServer } from './mcp-tools.js';
-
-const LISTEN = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/;
 
 export function mcpCommand(env: NodeJS.ProcessEnv, version: string): Command {
   return new Command('mcp')
@@ -42,7 +40,7 @@ See docs/mcp.md.`,
         await berthMcpServer(await connect(env), version).connect(new StdioServerTransport());
         return;
       }
-      if (!LISTEN.test(o.listen))
+      if (!LISTEN_ADDRESS.test(o.listen))
         throw new BerthError('INVALID_INPUT', `--listen takes host:port, got ${JSON.stringify(o.listen)}`, {
           hint: 'Give an address and a port, e.g. --listen 127.0.0.1:7421 (port 0: a free one).',
         });
