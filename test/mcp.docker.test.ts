@@ -87,21 +87,40 @@ test('berth mcp on stdio and streamable HTTP: tools, send_message, exec, files r
   const ran = await call(stdio, 'exec', { session: 'm1', command: 'echo out; echo err >&2; exit 3' });
   assert.deepEqual(ran.json, { stdout: 'out\n', stderr: 'err\n', exitCode: 3, timedOut: false });
 
-  const bytes = randomBytes(3000);
-  const wrote = await call(stdio, 'write_file', {
-    session: 'm1',
-    path: 'd/x.bin',
-    content: bytes.toString('base64'),
-    encoding: 'base64',
-  });
-  assert.deepEqual(wrote.json, { path: 'd/x.bin', written: 3000, append: false });
-  const read = await call(stdio, 'read_file', { session: 'm1', path: 'd/x.bin', encoding: 'base64' });
-  assert.ok(
-    Buffer.from(read.json.content, 'base64').equals(bytes),
-    'the bytes read back are the bytes written',
-  );
+  // The most one write takes, then a part appended; read back in pages.
+  const bytes = randomBytes(64 * 1024 + 1000);
+  const parts = [bytes.subarray(0, 64 * 1024), bytes.subarray(64 * 1024)];
+  for (const [i, part] of parts.entries()) {
+    const wrote = await call(stdio, 'write_file', {
+      session: 'm1',
+      path: 'd/x.bin',
+      content: part.toString('base64'),
+      encoding: 'base64',
+      append: i > 0,
+    });
+    assert.deepEqual(wrote.json, { path: 'd/x.bin', written: part.length, append: i > 0 });
+  }
+  const pages: Buffer[] = [];
+  for (let offset: number | null = 0; offset !== null; ) {
+    const page = await call(stdio, 'read_file', {
+      session: 'm1',
+      path: 'd/x.bin',
+      encoding: 'base64',
+      offset,
+    });
+    assert.equal(page.isError, false, JSON.stringify(page.json));
+    assert.equal(page.json.size, bytes.length);
+    pages.push(Buffer.from(page.json.content, 'base64'));
+    offset = page.json.next;
+  }
+  assert.equal(pages.length, 3, 'pages of 32 KiB');
+  assert.ok(Buffer.concat(pages).equals(bytes), 'the bytes read back are the bytes written');
   const inSandbox = await call(stdio, 'exec', { session: 'm1', command: 'wc -c < d/x.bin' });
-  assert.equal(inSandbox.json.stdout.trim(), '3000', 'the file is in the sandbox workspace');
+  assert.equal(inSandbox.json.stdout.trim(), String(bytes.length), 'the file is in the sandbox workspace');
+  const text = await call(stdio, 'read_file', { session: 'm1', path: 'd/t.txt' });
+  assert.equal(text.json.code, 'WORKSPACE_PATH_NOT_FOUND');
+  await call(stdio, 'write_file', { session: 'm1', path: 'd/t.txt', content: 'héllo\n' });
+  assert.equal((await call(stdio, 'read_file', { session: 'm1', path: 'd/t.txt' })).json.content, 'héllo\n');
 
   for (const path of ['../etc/passwd', '/etc/passwd']) {
     const refused = await call(stdio, 'read_file', { session: 'm1', path });
@@ -109,8 +128,6 @@ test('berth mcp on stdio and streamable HTTP: tools, send_message, exec, files r
     assert.equal(refused.json.code, 'INVALID_INPUT');
     assert.match(refused.json.hint, /relative to the workspace/);
   }
-  const missing = await call(stdio, 'read_file', { session: 'm1', path: 'nope.txt' });
-  assert.equal(missing.json.code, 'WORKSPACE_PATH_NOT_FOUND');
   const unknown = await call(stdio, 'session_status', { session: 'nobody' });
   assert.deepEqual([unknown.isError, unknown.json.code], [true, 'SESSION_NOT_FOUND']);
 

@@ -65,13 +65,41 @@ function failed(sessionId: string, path: string, tool: string, r: ExecResult): B
   );
 }
 
-export async function readWorkspaceFile(berth: Berth, sessionId: string, path: string): Promise<Buffer> {
+/** One page of a file: its bytes from `offset`, the file's whole size, and where the next page starts (null: the end). */
+export interface FilePage {
+  bytes: Buffer;
+  size: number;
+  next: number | null;
+}
+
+/**
+ * Raw bytes one read_file call answers: their base64 (and its line breaks) must stay under
+ * the runner's output cap (BERTH_MAX_OUTPUT_BYTES, 64 KiB by default); a larger file is
+ * read in pages.
+ */
+export const MAX_READ_BYTES = 32 * 1024;
+
+export async function readWorkspaceFile(
+  berth: Berth,
+  sessionId: string,
+  path: string,
+  offset: number,
+  length: number,
+): Promise<FilePage> {
   const r = await runCollected(berth, sessionId, {
-    command: `[ -f "$BERTH_PATH" ] || exit ${NOT_A_FILE}; base64 < "$BERTH_PATH"`,
-    env: { BERTH_PATH: workspacePath(path, 'read_file') },
+    command: `[ -f "$BERTH_PATH" ] || exit ${NOT_A_FILE}; wc -c < "$BERTH_PATH"; tail -c +"$BERTH_FROM" "$BERTH_PATH" | head -c "$BERTH_LENGTH" | base64`,
+    env: {
+      BERTH_PATH: workspacePath(path, 'read_file'),
+      BERTH_FROM: String(offset + 1),
+      BERTH_LENGTH: String(Math.min(length, MAX_READ_BYTES)),
+    },
   });
   if (r.exitCode !== 0) throw failed(sessionId, path, 'read_file', r);
-  return Buffer.from(r.stdout, 'base64');
+  const newline = r.stdout.indexOf('\n');
+  const size = Number(r.stdout.slice(0, newline).trim());
+  const bytes = Buffer.from(r.stdout.slice(newline + 1), 'base64');
+  const end = offset + bytes.length;
+  return { bytes, size, next: end < size ? end : null };
 }
 
 export async function writeWorkspaceFile(

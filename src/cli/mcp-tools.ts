@@ -9,7 +9,13 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Berth } from '../client/index.js';
 import { BerthError, EXEC_MAX_TIMEOUT_MS, isBerthError, SESSION_STATUSES } from '../core/index.js';
-import { MAX_WRITE_BYTES, readWorkspaceFile, runCollected, writeWorkspaceFile } from './mcp-exec.js';
+import {
+  MAX_READ_BYTES,
+  MAX_WRITE_BYTES,
+  readWorkspaceFile,
+  runCollected,
+  writeWorkspaceFile,
+} from './mcp-exec.js';
 
 /** How long send_message waits for the reply when the call names no timeout. */
 const REPLY_DEFAULT_TIMEOUT_MS = 120_000;
@@ -97,13 +103,25 @@ export function berthMcpServer(berth: Berth, version: string): McpServer {
   server.registerTool(
     'read_file',
     {
-      description:
-        "Read a file of the session's workspace from its live sandbox (done through exec for now, so it needs a bound sandbox). Paths are relative to the workspace; absolute paths and '..' are refused.",
-      inputSchema: { session, path, encoding },
+      description: `Read a file of the session's workspace from its live sandbox (done through exec for now, so it needs a bound sandbox), at most ${MAX_READ_BYTES} bytes a call: a larger file is read in pages (pass \`next\` as \`offset\`). Paths are relative to the workspace; absolute paths and '..' are refused.`,
+      inputSchema: {
+        session,
+        path,
+        encoding,
+        offset: z.number().int().min(0).default(0).describe('First byte to read'),
+        length: z.number().int().min(1).max(MAX_READ_BYTES).default(MAX_READ_BYTES),
+      },
     },
     guarded(async (a) => {
-      const bytes = await readWorkspaceFile(berth, a.session, a.path);
-      return { path: a.path, size: bytes.length, encoding: a.encoding, content: bytes.toString(a.encoding) };
+      const page = await readWorkspaceFile(berth, a.session, a.path, a.offset, a.length);
+      return {
+        path: a.path,
+        size: page.size,
+        offset: a.offset,
+        next: page.next,
+        encoding: a.encoding,
+        content: page.bytes.toString(a.encoding),
+      };
     }),
   );
   server.registerTool(
