@@ -9,6 +9,7 @@ import { grantCommand, storageCommand } from './grant-command.js';
 import { imageCommandFor } from './image-wiring.js';
 import { interruptCommand } from './interrupt-command.js';
 import { logsCommand } from './logs-command.js';
+import { mcpCommand } from './mcp-command.js';
 import { exitWithError } from './output.js';
 import { scheduleCommand } from './schedule-command.js';
 import { secretCommand } from './secret-command.js';
@@ -18,10 +19,12 @@ import { statusCommand } from './status-command.js';
 import { tokenCommand } from './token-command.js';
 import { upCommand, workerCommand } from './up-command.js';
 
+const VERSION = '0.1.0';
+
 export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
   const program = new Command('berth')
     .description('Crash-safe, disposable sandboxes for AI-agent sessions')
-    .version('0.1.0')
+    .version(VERSION)
     // -V/--version only before a command: `berth session files S --version 3` is the command's own.
     .enablePositionalOptions()
     .showHelpAfterError()
@@ -43,6 +46,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<void
     .addCommand(channelCommand(env))
     .addCommand(grantCommand(env))
     .addCommand(storageCommand(env))
+    .addCommand(mcpCommand(env, VERSION))
     .addHelpText(
       'after',
       `

@@ -40,6 +40,8 @@ const durationMs = z.union([z.number(), z.string()]).transform((raw, ctx) => {
   return parsed;
 });
 const positiveInt = z.coerce.number().int().positive();
+/** An address to listen on: host or [IPv6] and a port (0: a free one). */
+export const LISTEN_ADDRESS = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/;
 const DNS_LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 /** Kubernetes label keys (optional DNS prefix + name) and values. */
 const LABEL_KEY = /^([a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?\/)?[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$/;
@@ -166,9 +168,7 @@ export const CONFIG_OPTIONS = {
   }),
   controlListen: option({
     env: 'BERTH_CONTROL_LISTEN',
-    schema: z
-      .string()
-      .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'host:port, e.g. 127.0.0.1:0 or 10.0.0.5:7430'),
+    schema: z.string().regex(LISTEN_ADDRESS, 'host:port, e.g. 127.0.0.1:0 or 10.0.0.5:7430'),
     default: '127.0.0.1:0',
     unit: 'host:port',
     doc: "Where a worker serves its control endpoint, the API's door to the live sandboxes it holds (`berth exec`; docs/sandbox-api.md); its address and a key drawn at start go in the worker's row. `127.0.0.1:0` (a free port) fits one machine; with workers on several, the machine's address the API can reach.",

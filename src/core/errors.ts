@@ -362,6 +362,11 @@ export const ERRORS = {
     retryable: true,
     hint: 'Start the host: berth up (or set BERTH_URL to where it runs).',
   },
+  REPLY_WAIT_TIMEOUT: {
+    status: 504,
+    retryable: true,
+    hint: 'The message is still queued or running (waiting stopped, the message was not cancelled): read its reply later with berth logs <session>, or wait longer (send_message timeoutMs).',
+  },
   SECRET_STORE_LOCKED: {
     status: 500,
     retryable: false,
