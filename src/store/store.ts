@@ -320,13 +320,29 @@ export interface Store {
 
   recordSandbox(fence: Fence, sandbox: string, now: number): Promise<FenceCode>;
   /**
-   * The caller's data dir takes the session's resident workspace, which nobody held (its
-   * marker already written there): it is the holder from now on. Fenced.
+   * The caller's data dir takes the session's resident workspace, which nobody held or which
+   * it materialised from the chain's capture (its marker already written there): it is the
+   * holder from now on. Fenced.
    */
   recordResidentHolder(
     input: Fence & { holder: string; holderName: string },
     now: number,
   ): Promise<FenceCode>;
+  /**
+   * A capture of the resident workspace taken after the commit of `version` (its object
+   * already in the blob store; null when nothing changed since the last one) enters the
+   * chain at that version, as a layer over the last capture or a full snapshot, and the
+   * session records it as captured. Fenced; 'moved' when the version or the holder moved on.
+   */
+  recordResidentCapture(
+    input: Fence & {
+      version: number;
+      holder: string;
+      object: (WorkspaceObjectRef & { kind: 'layer' | 'snapshot' }) | null;
+      turnId: string;
+    },
+    now: number,
+  ): Promise<FenceCode | 'moved'>;
   /**
    * An operator lets a held session go on: its messages are queued again. With
    * `resetWorkspace`, the loss of its resident workspace is accepted first (nobody holds it;

@@ -318,12 +318,34 @@ export class Workspaces {
     before: CheckpointIndex,
   ): Promise<CapturedCheckpoint> {
     const index = await this.scanCheckpoint(sessionId, turnId, sandboxName);
-    const plan = checkpointDelta(before, index);
     const layer = this.layerPath(sessionId, turnId);
+    return this.packDelta(before, index, join(layer, 'upper'), layer);
+  }
+
+  /**
+   * A resident workspace's changes since `before` (the index of its last capture; an empty
+   * one for a full capture), scanned and packed from the committed dir it is written in
+   * (the upper dir of its overlay, whose lower one is empty: no whiteouts), as a checkpoint
+   * is. Call with the sandbox frozen; pass the result to `uploadCapture`.
+   */
+  async captureResident(sessionId: string, before: CheckpointIndex): Promise<CapturedCheckpoint> {
+    const committed = this.committedPath(sessionId);
+    const own = this.layout.residentPath(sessionId);
+    const index = await scanAttempt({ upper: committed, merged: committed, committed: join(own, 'lower') });
+    return this.packDelta(before, index, committed, own);
+  }
+
+  private async packDelta(
+    before: CheckpointIndex,
+    index: CheckpointIndex,
+    upper: string,
+    scratchDir: string,
+  ): Promise<CapturedCheckpoint> {
+    const plan = checkpointDelta(before, index);
     if (plan.steps.length === 0) return { index, steps: 0, archive: null, scratch: null };
-    const scratch = join(layer, `checkpoint-${randomBytes(4).toString('hex')}.tgz`);
+    const scratch = join(scratchDir, `checkpoint-${randomBytes(4).toString('hex')}.tgz`);
     try {
-      const archive = await this.cache.packCheckpoint(plan, join(layer, 'upper'), scratch);
+      const archive = await this.cache.packCheckpoint(plan, upper, scratch);
       return { index, steps: plan.steps.length, archive, scratch };
     } catch (err) {
       await rm(scratch, { force: true });
@@ -332,13 +354,38 @@ export class Workspaces {
   }
 
   /** A captured checkpoint as an object in the blob store; null when it holds no change. */
-  async uploadCheckpoint(captured: CapturedCheckpoint): Promise<WorkspaceObjectRef | null> {
+  uploadCheckpoint(captured: CapturedCheckpoint): Promise<WorkspaceObjectRef | null> {
+    return this.uploadCaptured(captured, 'checkpoints');
+  }
+
+  /** A resident capture as an object of the session's chain (garbage once no chain row names it); null when it holds no change. */
+  uploadCapture(
+    captured: CapturedCheckpoint,
+    kind: 'layer' | 'snapshot',
+  ): Promise<WorkspaceObjectRef | null> {
+    return this.uploadCaptured(captured, kind === 'layer' ? 'layers' : 'snapshots');
+  }
+
+  private async uploadCaptured(
+    captured: CapturedCheckpoint,
+    prefix: 'checkpoints' | 'layers' | 'snapshots',
+  ): Promise<WorkspaceObjectRef | null> {
     if (!captured.archive) return null;
     try {
-      return await this.cache.putCheckpoint(captured.archive);
+      return await this.cache.putPacked(prefix, captured.archive);
     } finally {
       if (captured.scratch) await rm(captured.scratch, { force: true });
     }
+  }
+
+  /**
+   * A resident workspace whose files are elsewhere, made here from the chain's capture: the
+   * copy this data dir had (files of an older holding, whose stamp says nothing of what was
+   * written in place) is dropped, and the chain materialised afresh.
+   */
+  async materialiseResident(chain: WorkspaceChain): Promise<EnsuredWorkspace> {
+    await this.cache.drop(chain.sessionId);
+    return this.ensureCurrent(chain);
   }
 
   /**

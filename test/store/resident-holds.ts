@@ -25,7 +25,11 @@ async function heldByA(store: Store) {
     workspace: { baseVersion: 0, residentHolder: 'dd_a' },
   };
   assert.equal(await store.commitTurn(commit, BASE + 5), 'ok');
+  const capture = { ...fence, version: 1, holder: 'dd_a', turnId: turn.id };
+  const object = { key: 'snapshots/a', size: 10, kind: 'snapshot' as const };
+  assert.equal(await store.recordResidentCapture({ ...capture, object }, BASE + 6), 'ok');
   assert.equal(await store.releaseSession(fence, BASE + 6), 'ok');
+  return { capture };
 }
 
 /**
@@ -56,6 +60,8 @@ export function runResidentHoldConformance(kind: string, open: OpenStore): void 
       assert.deepEqual((await store.getSessionView('s', BASE + 1))?.resident, {
         ...HOLDER,
         writtenAt: BASE + 1,
+        capturedVersion: null,
+        capturedAt: null,
         epoch: 0,
       });
       const commit = { ...fence, turnId: turn.id, outputs: [{ text: 'ok' }] };
@@ -84,6 +90,65 @@ export function runResidentHoldConformance(kind: string, open: OpenStore): void 
       assert.equal(view.resident.writtenAt, BASE + 5, 'the time of the last turn that wrote it');
       assert.equal(view.workspaceVersion, 1);
       assert.equal((await store.getTurn(turn.id))?.baseVersion, 0, 'the version it ran on');
+      await store.close();
+    });
+
+    test('a capture enters the chain at its commit’s version, fenced, only while the version and the holder are the same', async () => {
+      const store = await withAgent(open);
+      const { capture } = await heldByA(store);
+      let chain = await store.getWorkspaceChain('s');
+      assert.deepEqual(
+        chain.entries.map((e) => [e.version, e.kind, e.key]),
+        [[1, 'snapshot', 'snapshots/a']],
+        'the first capture: the whole tree as the snapshot of version 1',
+      );
+      const layer = { key: 'layers/b', size: 5, kind: 'layer' as const };
+      assert.equal(
+        await store.recordResidentCapture({ ...capture, object: layer }, BASE + 7),
+        'stale',
+        'the lease was given up',
+      );
+      await store.enqueueMessage({ sessionId: 's', text: 'two', now: BASE + 8 });
+      const next = await claimAndStartTurn(store, BASE + 8);
+      const capture2 = { ...next.fence, version: 2, holder: 'dd_a', turnId: next.turn.id };
+      assert.equal(
+        await store.recordResidentCapture({ ...capture2, object: layer }, BASE + 9),
+        'moved',
+        'no commit made version 2 yet',
+      );
+      const commit = {
+        ...next.fence,
+        turnId: next.turn.id,
+        outputs: [{ text: 'ok' }],
+        workspace: { baseVersion: 1, residentHolder: 'dd_a' },
+      };
+      assert.equal(await store.commitTurn(commit, BASE + 10), 'ok');
+      let view = (await store.getSessionView('s', BASE + 10))!;
+      assert.equal(view.resident.capturedVersion, 1, 'committed, not yet captured: behind the version');
+      assert.equal(view.workspaceVersion, 2);
+      assert.equal(
+        await store.recordResidentCapture({ ...capture2, holder: 'dd_b', object: layer }, BASE + 11),
+        'moved',
+        'another data dir holds it',
+      );
+      assert.equal(await store.recordResidentCapture({ ...capture2, object: layer }, BASE + 11), 'ok');
+      view = (await store.getSessionView('s', BASE + 11))!;
+      assert.deepEqual([view.resident.capturedVersion, view.resident.capturedAt], [2, BASE + 11]);
+      chain = await store.getWorkspaceChain('s');
+      assert.deepEqual(
+        chain.entries.map((e) => [e.version, e.kind, e.key, e.turnId]),
+        [
+          [1, 'snapshot', 'snapshots/a', null],
+          [2, 'layer', 'layers/b', next.turn.id],
+        ],
+      );
+      await assert.rejects(
+        store.recordResidentCapture({ ...capture2, object: { ...layer, key: 'layers/c' } }, BASE + 12),
+        (e: unknown) => isBerthError(e, 'INTERNAL'),
+        'a second object for one version is refused whole',
+      );
+      view = (await store.getSessionView('s', BASE + 12))!;
+      assert.equal(view.resident.capturedAt, BASE + 11, 'nothing of it recorded');
       await store.close();
     });
 
@@ -136,10 +201,21 @@ export function runResidentHoldConformance(kind: string, open: OpenStore): void 
       const resumed = await store.releaseHold({ sessionId: 's', resetWorkspace: false, now: BASE + 20 });
       assert.equal(resumed.hold, null);
       assert.equal(resumed.status, 'queued');
-      assert.deepEqual(resumed.resident, { ...HOLDER, writtenAt: BASE + 5, epoch: 0 }, 'the holder stays');
+      assert.deepEqual(
+        resumed.resident,
+        { ...HOLDER, writtenAt: BASE + 5, capturedVersion: 1, capturedAt: BASE + 6, epoch: 0 },
+        'the holder and its capture stay',
+      );
       await lostOnB(store, BASE + 30, true);
       const reset = await store.releaseHold({ sessionId: 's', resetWorkspace: true, now: BASE + 40 });
-      assert.deepEqual(reset.resident, { holder: null, holderName: null, writtenAt: null, epoch: 1 });
+      assert.deepEqual(reset.resident, {
+        holder: null,
+        holderName: null,
+        writtenAt: null,
+        capturedVersion: null,
+        capturedAt: null,
+        epoch: 1,
+      });
       assert.equal(reset.status, 'queued');
       const audit = (await store.listAudit(0, 100)).filter((a) => a.kind === 'workspace-reset');
       assert.equal(audit.length, 1);

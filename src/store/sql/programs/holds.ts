@@ -8,7 +8,12 @@
  * workspace came back), or with its workspace reset (the loss accepted, recorded in the
  * audit log). Nothing here runs on its own: a held session never circles.
  */
-import { BerthError, type ErrorCode, type SessionView } from '../../../core/index.js';
+import {
+  BerthError,
+  type ErrorCode,
+  type SessionView,
+  type WorkspaceObjectRef,
+} from '../../../core/index.js';
 import type { Fence, FenceCode } from '../../store.js';
 import { get, guarded, type Program, type Row, run, type Tx } from '../program.js';
 import { sessionViewOf } from '../session-views.js';
@@ -17,6 +22,7 @@ import { audit } from './audit.js';
 import { checkFence, fenceParams } from './fence.js';
 import { sessionGuard } from './guards.js';
 import { recomputeQueueKeys } from './queue-keys.js';
+import { appendLayer, recordSnapshot } from './workspace.js';
 
 /** This data dir takes the session's resident workspace (its marker is already written). */
 export function* recordResidentHolder(
@@ -43,6 +49,41 @@ export function* recordResidentWrite(tx: Tx, sessionId: string, holder: string, 
     { id: sessionId, holder, now },
     sessionGuard(sessionId, `with its resident workspace held by data dir ${holder}`),
   );
+}
+
+/**
+ * The resident workspace captured after the commit of `version`: its object enters the chain
+ * as that version's layer (over the chain's tree as of the last capture; no object when
+ * nothing changed) or, for a full capture, as its snapshot; the session records the version.
+ * Fenced: 'stale' when the lease moved on, 'moved' when the version or the holder did (a
+ * capture of a tree the store no longer describes is not recorded).
+ */
+export function* recordResidentCapture(
+  tx: Tx,
+  input: Fence & {
+    version: number;
+    holder: string;
+    object: (WorkspaceObjectRef & { kind: 'layer' | 'snapshot' }) | null;
+    turnId: string;
+  },
+  now: number,
+): Program<FenceCode | 'moved'> {
+  const code = yield* checkFence(input);
+  if (code !== 'ok') return code;
+  const { sessionId, version, holder, object } = input;
+  const recorded = yield* run('RECORD_RESIDENT_CAPTURE', { id: sessionId, version, holder, now });
+  if (recorded !== 1) return 'moved';
+  const entered = !object
+    ? true
+    : object.kind === 'layer'
+      ? yield* appendLayer(sessionId, { version, ...object, turnId: input.turnId }, now)
+      : yield* recordSnapshot({ sessionId, version, ...object }, now);
+  if (!entered)
+    throw new BerthError(
+      'INTERNAL',
+      `Session ${sessionId}'s chain holds an object of version ${version} already (${tx.operation})`,
+    );
+  return 'ok';
 }
 
 /** The caller holds the session row (an abort): out of the queue until an operator acts. */
