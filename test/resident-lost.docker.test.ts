@@ -12,6 +12,8 @@
  * refused: its disk holds the files.
  */
 import assert from 'node:assert/strict';
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { failpointEnv } from './helpers/failpoint-preload.js';
 import { berthCli as cli, startMachines } from './helpers/machines.js';
@@ -74,7 +76,7 @@ async function writtenOnA(
   return a;
 }
 
-test('a resident workspace follows its session: A dies with its disk, B answers from the capture in the chain; a restart on B’s disk is not refused', async (t) => {
+test('a resident workspace follows its session: A dies with its disk, B answers from the capture in the chain; a restart on B’s disk is not refused; a recycle captures before C takes it', async (t) => {
   const cluster = await startMachines(t);
   const { client, store, addMachine, destroy } = cluster;
   const a = await writtenOnA(cluster, 's1');
@@ -106,12 +108,36 @@ test('a resident workspace follows its session: A dies with its disk, B answers 
   assert.match(String(view?.resident.holderName), new RegExp(b.dataDir), 'B holds it now');
 
   // B's worker SIGKILLed and restarted on its disk: the files are there, nothing is fetched.
+  // Its turn leaves a process that writes after the turn's capture.
   b.child.kill('SIGKILL');
   await exited(b.child);
-  await addMachine('b-again', { BERTH_DATA: b.dataDir });
-  const again = await send(client, 's1', CHECK);
+  const bAgain = await addMachine('b-again', { BERTH_DATA: b.dataDir });
+  const again = await send(client, 's1', `${CHECK}; (sleep 3; echo late > late.txt) &`);
   assert.equal(again.type, 'reply', JSON.stringify(again.data));
   assert.match(String(again.data.text), /^one\nbig\.bin: OK/);
+  await eventually(
+    'the late write on B’s disk',
+    () =>
+      stat(join(b.dataDir, 'workspaces', 's1', 'committed', 'late.txt')).then(
+        () => true,
+        () => undefined,
+      ),
+    30_000,
+  );
+
+  // A planned move: the recycle captures what was written since, then C answers from it.
+  await client.request('POST', '/v1/sessions/s1/recycle');
+  await eventually(
+    'the recycle captured',
+    async () =>
+      (await store.getSessionView('s1', Date.now()))?.resident.capturedVersion === 5 ? true : undefined,
+    30_000,
+  );
+  await destroy(bAgain);
+  await addMachine('c');
+  const late = await send(client, 's1', 'cat late.txt');
+  assert.equal(late.type, 'reply', JSON.stringify(late.data));
+  assert.equal(String(late.data.text), 'late\n');
 });
 
 test('a resident workspace written after its last capture, lost with its machine: the turn fails RESIDENT_WORKSPACE_LOST, the messages are held, reset-workspace goes on empty', async (t) => {

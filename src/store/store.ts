@@ -329,20 +329,22 @@ export interface Store {
     now: number,
   ): Promise<FenceCode>;
   /**
-   * A capture of the resident workspace taken after the commit of `version` (its object
-   * already in the blob store; null when nothing changed since the last one) enters the
-   * chain at that version, as a layer over the last capture or a full snapshot, and the
-   * session records it as captured. Fenced; 'moved' when the version or the holder moved on.
+   * A capture of the resident workspace taken at `version` (after its commit, or before the
+   * sandbox is released; its object already in the blob store, null when nothing changed
+   * since the last one) enters the chain at that version, as a layer over the last capture or
+   * a full snapshot, and the session records it as captured; at the next version when that
+   * one has an object already (the version moves on by one). Returns the version recorded.
+   * Fenced; 'moved' when the version or the holder moved on.
    */
   recordResidentCapture(
     input: Fence & {
       version: number;
       holder: string;
       object: (WorkspaceObjectRef & { kind: 'layer' | 'snapshot' }) | null;
-      turnId: string;
+      turnId: string | null;
     },
     now: number,
-  ): Promise<FenceCode | 'moved'>;
+  ): Promise<{ code: 'ok'; version: number } | { code: Exclude<FenceCode, 'ok'> | 'moved' }>;
   /**
    * An operator lets a held session go on: its messages are queued again. With
    * `resetWorkspace`, the loss of its resident workspace is accepted first (nobody holds it;

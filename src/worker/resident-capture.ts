@@ -46,9 +46,23 @@ export class ResidentCapture {
   /** After the commit of `version` by `turnId`: captured and recorded, or skipped and logged. */
   async afterCommit(turnId: string, version: number): Promise<void> {
     failpoint('resident-before-capture');
+    await this.take(version, turnId);
+  }
+
+  /**
+   * Before the sandbox is released alive between turns (a recycle, a drain, a stop): what its
+   * processes wrote since the last capture, so a planned move loses nothing. Returns the
+   * session's workspace version after it (one more when it had been captured already).
+   */
+  beforeRelease(version: number): Promise<number> {
+    return this.take(version, null);
+  }
+
+  private async take(version: number, turnId: string | null): Promise<number> {
     const { runtime, workspaces, store, clock, dataDir } = this.deps;
     const startedAt = performance.now();
     const kind = this.index ? 'layer' : 'snapshot';
+    const at = turnId ? 'commit' : 'release';
     try {
       const before = this.index ?? new Map<string, string>();
       const { value: captured, ...frozen } = await whileFrozen(
@@ -58,8 +72,8 @@ export class ResidentCapture {
       );
       // An empty workspace as a snapshot would be no object, which cannot say "nothing" over older rows.
       if (kind === 'snapshot' && !captured.archive) {
-        this.log.info({ turnId, version }, 'Resident workspace empty; nothing captured');
-        return;
+        this.log.info({ turnId, version, at }, 'Resident workspace empty; nothing captured');
+        return version;
       }
       const object = await workspaces.uploadCapture(captured, kind);
       const recorded = await store.recordResidentCapture(
@@ -72,15 +86,16 @@ export class ResidentCapture {
         },
         clock.now(),
       );
-      if (recorded !== 'ok') {
-        this.log.warn({ turnId, version, recorded }, 'Resident capture not recorded');
-        return;
+      if (recorded.code !== 'ok') {
+        this.log.warn({ turnId, version, at, recorded: recorded.code }, 'Resident capture not recorded');
+        return version;
       }
       this.index = captured.index;
       this.log.info(
         {
           turnId,
-          version,
+          version: recorded.version,
+          at,
           kind,
           steps: captured.steps,
           bytes: object?.size ?? 0,
@@ -90,8 +105,10 @@ export class ResidentCapture {
         },
         'Resident workspace captured',
       );
+      return recorded.version;
     } catch (err) {
-      this.log.warn({ err, turnId, version }, 'Resident capture skipped; the next one holds its changes');
+      this.log.warn({ err, turnId, version, at }, 'Resident capture skipped; the next one holds its changes');
+      return version;
     }
   }
 }

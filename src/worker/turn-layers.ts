@@ -159,6 +159,14 @@ export class TurnLayers {
   }
 
   /**
+   * Before a sandbox that writes in place is released alive between turns: its workspace
+   * captured into the chain (resident-capture.ts), so a planned move loses nothing.
+   */
+  async beforeRelease(): Promise<void> {
+    if (this.capture) this.residentVersion = await this.capture.beforeRelease(this.residentVersion);
+  }
+
+  /**
    * Takes a finished turn's layer off the slot and promotes it if the store says committed,
    * else drops it: at the turn's end, or at the claim for a layer a crash left owed.
    */

@@ -27,7 +27,10 @@ async function heldByA(store: Store) {
   assert.equal(await store.commitTurn(commit, BASE + 5), 'ok');
   const capture = { ...fence, version: 1, holder: 'dd_a', turnId: turn.id };
   const object = { key: 'snapshots/a', size: 10, kind: 'snapshot' as const };
-  assert.equal(await store.recordResidentCapture({ ...capture, object }, BASE + 6), 'ok');
+  assert.deepEqual(await store.recordResidentCapture({ ...capture, object }, BASE + 6), {
+    code: 'ok',
+    version: 1,
+  });
   assert.equal(await store.releaseSession(fence, BASE + 6), 'ok');
   return { capture };
 }
@@ -93,7 +96,7 @@ export function runResidentHoldConformance(kind: string, open: OpenStore): void 
       await store.close();
     });
 
-    test('a capture enters the chain at its commit’s version, fenced, only while the version and the holder are the same', async () => {
+    test('a capture enters the chain at its version, fenced, only while the version and the holder are the same; a version captured already moves on', async () => {
       const store = await withAgent(open);
       const { capture } = await heldByA(store);
       let chain = await store.getWorkspaceChain('s');
@@ -104,7 +107,7 @@ export function runResidentHoldConformance(kind: string, open: OpenStore): void 
       );
       const layer = { key: 'layers/b', size: 5, kind: 'layer' as const };
       assert.equal(
-        await store.recordResidentCapture({ ...capture, object: layer }, BASE + 7),
+        (await store.recordResidentCapture({ ...capture, object: layer }, BASE + 7)).code,
         'stale',
         'the lease was given up',
       );
@@ -112,7 +115,7 @@ export function runResidentHoldConformance(kind: string, open: OpenStore): void 
       const next = await claimAndStartTurn(store, BASE + 8);
       const capture2 = { ...next.fence, version: 2, holder: 'dd_a', turnId: next.turn.id };
       assert.equal(
-        await store.recordResidentCapture({ ...capture2, object: layer }, BASE + 9),
+        (await store.recordResidentCapture({ ...capture2, object: layer }, BASE + 9)).code,
         'moved',
         'no commit made version 2 yet',
       );
@@ -127,11 +130,14 @@ export function runResidentHoldConformance(kind: string, open: OpenStore): void 
       assert.equal(view.resident.capturedVersion, 1, 'committed, not yet captured: behind the version');
       assert.equal(view.workspaceVersion, 2);
       assert.equal(
-        await store.recordResidentCapture({ ...capture2, holder: 'dd_b', object: layer }, BASE + 11),
+        (await store.recordResidentCapture({ ...capture2, holder: 'dd_b', object: layer }, BASE + 11)).code,
         'moved',
         'another data dir holds it',
       );
-      assert.equal(await store.recordResidentCapture({ ...capture2, object: layer }, BASE + 11), 'ok');
+      assert.deepEqual(await store.recordResidentCapture({ ...capture2, object: layer }, BASE + 11), {
+        code: 'ok',
+        version: 2,
+      });
       view = (await store.getSessionView('s', BASE + 11))!;
       assert.deepEqual([view.resident.capturedVersion, view.resident.capturedAt], [2, BASE + 11]);
       chain = await store.getWorkspaceChain('s');
@@ -142,13 +148,21 @@ export function runResidentHoldConformance(kind: string, open: OpenStore): void 
           [2, 'layer', 'layers/b', next.turn.id],
         ],
       );
-      await assert.rejects(
-        store.recordResidentCapture({ ...capture2, object: { ...layer, key: 'layers/c' } }, BASE + 12),
-        (e: unknown) => isBerthError(e, 'INTERNAL'),
-        'a second object for one version is refused whole',
-      );
+      // Before a release: written since its capture, version 2 moves on by one for it.
+      const release = { ...capture2, turnId: null, object: { ...layer, key: 'layers/c' } };
+      assert.deepEqual(await store.recordResidentCapture(release, BASE + 12), { code: 'ok', version: 3 });
       view = (await store.getSessionView('s', BASE + 12))!;
-      assert.equal(view.resident.capturedAt, BASE + 11, 'nothing of it recorded');
+      assert.deepEqual([view.workspaceVersion, view.resident.capturedVersion], [3, 3]);
+      assert.deepEqual((await store.getWorkspaceChain('s')).entries.map((e) => [e.version, e.key]).at(-1), [
+        3,
+        'layers/c',
+      ]);
+      assert.deepEqual(
+        await store.recordResidentCapture({ ...release, version: 3, object: null }, BASE + 13),
+        { code: 'ok', version: 3 },
+        'nothing changed: recorded at the version as it is',
+      );
+      assert.equal((await store.getSessionView('s', BASE + 13))?.workspaceVersion, 3);
       await store.close();
     });
 

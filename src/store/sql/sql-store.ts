@@ -354,7 +354,7 @@ export class SqlStore implements Store {
   recordResidentCapture(
     input: Parameters<Store['recordResidentCapture']>[0],
     now: number,
-  ): Promise<FenceCode | 'moved'> {
+  ): ReturnType<Store['recordResidentCapture']> {
     return this.write('recordResidentCapture', (tx) => holds.recordResidentCapture(tx, input, now));
   }
 

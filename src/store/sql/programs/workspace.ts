@@ -38,7 +38,7 @@ export function* workspaceChain(sessionId: string): Program<WorkspaceChain> {
  */
 export function* appendLayer(
   sessionId: string,
-  layer: { version: number; key: string; size: number; turnId: string },
+  layer: { version: number; key: string; size: number; turnId: string | null },
   now: number,
 ): Program<boolean> {
   const inserted = yield* run('INSERT_WORKSPACE_OBJECT', {

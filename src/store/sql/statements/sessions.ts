@@ -355,8 +355,9 @@ UPDATE sessions SET resident_written_at = :now WHERE id = :id AND resident_holde
  * @param version the workspace version the capture was taken after
  * @param holder the data dir it was taken on
  * @param now the transition's time, epoch ms
- * @returns changed rows: 1 = recorded; 0 = the version moved on or another data dir holds it
- * @guard the caller passed the fence (FENCE) in this transaction, which locks the row
+ * @returns changed rows: 1 = recorded
+ * @guard the caller passed the fence (FENCE) in this transaction, which locks the row, and
+ *   read the version and the holder under it
  */
 export const RECORD_RESIDENT_CAPTURE = `
 UPDATE sessions SET resident_captured_version = :version, resident_captured_at = :now, updated_at = :now
