@@ -69,6 +69,21 @@ export interface Fence {
 /** A running turn's progress; `failedStep` (a script step failed) goes into its event's data, written durably. */
 export type ProgressInput = Fence & { turnId: string; text: string; failedStep?: FailedStep };
 
+/** A resident workspace's capture to record (Store.recordResidentCapture). */
+export type ResidentCaptureInput = Fence & {
+  /** The session's workspace version the capture was taken at. */
+  version: number;
+  /** The data dir it was taken on. */
+  holder: string;
+  /** Its object (a layer over the last capture, or the whole tree); null when nothing changed. */
+  object: (WorkspaceObjectRef & { kind: 'layer' | 'snapshot' }) | null;
+  /** The commit it follows; null for a capture before a release. */
+  turnId: string | null;
+};
+export type ResidentCaptureCode =
+  | { code: 'ok'; version: number }
+  | { code: Exclude<FenceCode, 'ok'> | 'moved' };
+
 export interface AuditEntry {
   kind: string;
   sessionId?: string;
@@ -336,15 +351,7 @@ export interface Store {
    * one has an object already (the version moves on by one). Returns the version recorded.
    * Fenced; 'moved' when the version or the holder moved on.
    */
-  recordResidentCapture(
-    input: Fence & {
-      version: number;
-      holder: string;
-      object: (WorkspaceObjectRef & { kind: 'layer' | 'snapshot' }) | null;
-      turnId: string | null;
-    },
-    now: number,
-  ): Promise<{ code: 'ok'; version: number } | { code: Exclude<FenceCode, 'ok'> | 'moved' }>;
+  recordResidentCapture(input: ResidentCaptureInput, now: number): Promise<ResidentCaptureCode>;
   /**
    * An operator lets a held session go on: its messages are queued again. With
    * `resetWorkspace`, the loss of its resident workspace is accepted first (nobody holds it;

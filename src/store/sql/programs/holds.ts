@@ -8,13 +8,8 @@
  * workspace came back), or with its workspace reset (the loss accepted, recorded in the
  * audit log). Nothing here runs on its own: a held session never circles.
  */
-import {
-  BerthError,
-  type ErrorCode,
-  type SessionView,
-  type WorkspaceObjectRef,
-} from '../../../core/index.js';
-import type { Fence, FenceCode } from '../../store.js';
+import { BerthError, type ErrorCode, type SessionView } from '../../../core/index.js';
+import type { Fence, FenceCode, ResidentCaptureCode, ResidentCaptureInput } from '../../store.js';
 import { all, get, guarded, type Program, type Row, run, type Tx } from '../program.js';
 import { sessionViewOf } from '../session-views.js';
 import { ownedBy } from './agents.js';
@@ -62,14 +57,9 @@ export function* recordResidentWrite(tx: Tx, sessionId: string, holder: string, 
  */
 export function* recordResidentCapture(
   tx: Tx,
-  input: Fence & {
-    version: number;
-    holder: string;
-    object: (WorkspaceObjectRef & { kind: 'layer' | 'snapshot' }) | null;
-    turnId: string | null;
-  },
+  input: ResidentCaptureInput,
   now: number,
-): Program<{ code: 'ok'; version: number } | { code: Exclude<FenceCode, 'ok'> | 'moved' }> {
+): Program<ResidentCaptureCode> {
   const code = yield* checkFence(input);
   if (code !== 'ok') return { code };
   const { sessionId, holder, object } = input;
