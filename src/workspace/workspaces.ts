@@ -25,7 +25,8 @@ import {
   type WorkspaceChain,
   type WorkspaceObjectRef,
 } from '../core/index.js';
-import { type CheckpointIndex, checkpointDelta, scanAttempt } from './checkpoint-scan.js';
+import { type CapturedCheckpoint, packDelta, uploadCaptured } from './captures.js';
+import { type CheckpointIndex, scanAttempt } from './checkpoint-scan.js';
 import {
   type CopyOnDisk,
   type EvictOutcome,
@@ -40,18 +41,7 @@ import { applyPlan, PLAN_FILE, sealLayer } from './promotion.js';
 import { WorkspaceQuota } from './quota.js';
 import { emptyResidentWorkspace, readResidentMarker, writeResidentMarker } from './resident-marker.js';
 import { listLayerFiles, writeSlotFile } from './slot-files.js';
-import { type EnsuredWorkspace, type PackedObject, WorkspaceCache } from './workspace-cache.js';
-
-/** A checkpoint scanned and packed (Workspaces.captureCheckpoint), not yet uploaded. */
-export interface CapturedCheckpoint {
-  /** The attempt layer now: the base of the next checkpoint. */
-  index: CheckpointIndex;
-  /** How many changes it holds (0: none, and no archive). */
-  steps: number;
-  archive: PackedObject | null;
-  /** The local file a large archive was packed to, removed by uploadCheckpoint. */
-  scratch: string | null;
-}
+import { type EnsuredWorkspace, WorkspaceCache } from './workspace-cache.js';
 
 export class Workspaces {
   readonly slotsDir: string;
@@ -319,7 +309,7 @@ export class Workspaces {
   ): Promise<CapturedCheckpoint> {
     const index = await this.scanCheckpoint(sessionId, turnId, sandboxName);
     const layer = this.layerPath(sessionId, turnId);
-    return this.packDelta(before, index, join(layer, 'upper'), layer);
+    return packDelta(this.cache, before, index, join(layer, 'upper'), layer);
   }
 
   /**
@@ -332,30 +322,12 @@ export class Workspaces {
     const committed = this.committedPath(sessionId);
     const own = this.layout.residentPath(sessionId);
     const index = await scanAttempt({ upper: committed, merged: committed, committed: join(own, 'lower') });
-    return this.packDelta(before, index, committed, own);
-  }
-
-  private async packDelta(
-    before: CheckpointIndex,
-    index: CheckpointIndex,
-    upper: string,
-    scratchDir: string,
-  ): Promise<CapturedCheckpoint> {
-    const plan = checkpointDelta(before, index);
-    if (plan.steps.length === 0) return { index, steps: 0, archive: null, scratch: null };
-    const scratch = join(scratchDir, `checkpoint-${randomBytes(4).toString('hex')}.tgz`);
-    try {
-      const archive = await this.cache.packCheckpoint(plan, upper, scratch);
-      return { index, steps: plan.steps.length, archive, scratch };
-    } catch (err) {
-      await rm(scratch, { force: true });
-      throw err;
-    }
+    return packDelta(this.cache, before, index, committed, own);
   }
 
   /** A captured checkpoint as an object in the blob store; null when it holds no change. */
   uploadCheckpoint(captured: CapturedCheckpoint): Promise<WorkspaceObjectRef | null> {
-    return this.uploadCaptured(captured, 'checkpoints');
+    return uploadCaptured(this.cache, captured, 'checkpoints');
   }
 
   /** A resident capture as an object of the session's chain (garbage once no chain row names it); null when it holds no change. */
@@ -363,19 +335,7 @@ export class Workspaces {
     captured: CapturedCheckpoint,
     kind: 'layer' | 'snapshot',
   ): Promise<WorkspaceObjectRef | null> {
-    return this.uploadCaptured(captured, kind === 'layer' ? 'layers' : 'snapshots');
-  }
-
-  private async uploadCaptured(
-    captured: CapturedCheckpoint,
-    prefix: 'checkpoints' | 'layers' | 'snapshots',
-  ): Promise<WorkspaceObjectRef | null> {
-    if (!captured.archive) return null;
-    try {
-      return await this.cache.putPacked(prefix, captured.archive);
-    } finally {
-      if (captured.scratch) await rm(captured.scratch, { force: true });
-    }
+    return uploadCaptured(this.cache, captured, kind === 'layer' ? 'layers' : 'snapshots');
   }
 
   /**
