@@ -260,7 +260,7 @@ export const ERRORS = {
     status: 409,
     retryable: false,
     holdsSession: true,
-    hint: 'The resident workspace lives only on the data dir named in the message, and this worker does not hold it; nothing ran and the messages are kept, the session held. Bring that data dir back with a worker on it (then berth session resume ID), or accept the loss: berth session reset-workspace ID (the session goes on with an empty workspace).',
+    hint: 'The resident workspace lives only on the data dir named in the message, and this worker does not hold it (a commit came after the last capture in its chain, so the chain would give older files); nothing ran and the messages are kept, the session held. Bring that data dir back with a worker on it (then berth session resume ID), or accept the loss: berth session reset-workspace ID (the session goes on with an empty workspace).',
   },
   NO_LIVE_SANDBOX: {
     status: 409,

@@ -43,7 +43,18 @@ export const CHANNEL_FAILPOINTS = [
   'channel-after-send',
 ] as const;
 
-export const FAILPOINTS = [...COMMIT_FAILPOINTS, ...CHECKPOINT_FAILPOINTS, ...CHANNEL_FAILPOINTS] as const;
+/**
+ * A resident turn's (worker/resident-capture.ts): committed, its workspace not yet captured
+ * into the chain (a machine lost here leaves that commit's writes on its disk only).
+ */
+export const RESIDENT_FAILPOINTS = ['resident-before-capture'] as const;
+
+export const FAILPOINTS = [
+  ...COMMIT_FAILPOINTS,
+  ...CHECKPOINT_FAILPOINTS,
+  ...CHANNEL_FAILPOINTS,
+  ...RESIDENT_FAILPOINTS,
+] as const;
 export type FailpointName = (typeof FAILPOINTS)[number];
 
 /** What a point tells the test seam of where it is (paths, ids), for a test that looks around there. */

@@ -4,10 +4,12 @@ import { decideResidentWorkspace, type ResidentWorkspaceSnapshot } from './resid
 
 const BASE = 1_700_000_000_000;
 const HERE = { id: 'dd-here', name: 'm1:/var/lib/berth' };
-const held = (holder: string | null, epoch = 0) => ({
+const held = (holder: string | null, epoch = 0, capturedVersion: number | null = null) => ({
   holder,
   holderName: holder === null ? null : `${holder === HERE.id ? 'm1' : 'm2'}:/var/lib/berth`,
   writtenAt: holder === null ? null : BASE,
+  capturedVersion,
+  capturedAt: capturedVersion === null ? null : BASE + 1,
   epoch,
 });
 const marker = (holder: string, epoch = 0, sessionId = 's1') => ({ sessionId, holder, epoch });
@@ -68,6 +70,30 @@ test('decideResidentWorkspace: a turn runs only where the store and the data dir
       marker: marker(HERE.id, 1),
       expected: 'refuse',
     },
+    {
+      name: 'held by another data dir, its chain captured at the current version: materialised here',
+      record: held('dd-there', 0, 3),
+      marker: null,
+      expected: 'materialise',
+    },
+    {
+      name: 'held here but the files are gone, captured at the current version: materialised again',
+      record: held(HERE.id, 0, 3),
+      marker: null,
+      expected: 'materialise',
+    },
+    {
+      name: 'held by another data dir, a commit after its last capture: refused (never older files)',
+      record: held('dd-there', 0, 2),
+      marker: null,
+      expected: 'refuse',
+    },
+    {
+      name: 'held here, marker here, captured: used in place (no download)',
+      record: held(HERE.id, 0, 3),
+      marker: marker(HERE.id),
+      expected: 'use',
+    },
   ];
   for (const c of cases) {
     const decision = decideResidentWorkspace({
@@ -93,6 +119,9 @@ test('decideResidentWorkspace: the refusal names the holder and the time of its 
   assert.equal(decision.action, 'refuse');
   if (decision.action !== 'refuse') return;
   assert.match(decision.message, /m2:\/var\/lib\/berth/);
-  assert.match(decision.message, new RegExp(`${new Date(BASE).toISOString()} \\(workspace version 3\\)`));
+  assert.match(
+    decision.message,
+    new RegExp(`${new Date(BASE).toISOString()} \\(workspace version 3; no capture in its chain\\)`),
+  );
   assert.match(decision.message, /m1:\/var\/lib\/berth does not hold it/);
 });

@@ -58,6 +58,7 @@ export interface WorkerStore
       | 'nextProcessAfter'
       | 'recordSandbox'
       | 'recordResidentHolder'
+      | 'recordResidentCapture'
       | 'recordSandboxes'
       | 'startTurn'
       | 'getTurn'

@@ -71,6 +71,21 @@ export interface Fence {
 /** A running turn's progress; `failedStep` (a script step failed) goes into its event's data, written durably. */
 export type ProgressInput = Fence & { turnId: string; text: string; failedStep?: FailedStep };
 
+/** A resident workspace's capture to record (Store.recordResidentCapture). */
+export type ResidentCaptureInput = Fence & {
+  /** The session's workspace version the capture was taken at. */
+  version: number;
+  /** The data dir it was taken on. */
+  holder: string;
+  /** Its object (a layer over the last capture, or the whole tree); null when nothing changed. */
+  object: (WorkspaceObjectRef & { kind: 'layer' | 'snapshot' }) | null;
+  /** The commit it follows; null for a capture before a release. */
+  turnId: string | null;
+};
+export type ResidentCaptureCode =
+  | { code: 'ok'; version: number }
+  | { code: Exclude<FenceCode, 'ok'> | 'moved' };
+
 export interface AuditEntry {
   kind: string;
   sessionId?: string;
@@ -322,13 +337,23 @@ export interface Store {
 
   recordSandbox(fence: Fence, sandbox: string, now: number): Promise<FenceCode>;
   /**
-   * The caller's data dir takes the session's resident workspace, which nobody held (its
-   * marker already written there): it is the holder from now on. Fenced.
+   * The caller's data dir takes the session's resident workspace, which nobody held or which
+   * it materialised from the chain's capture (its marker already written there): it is the
+   * holder from now on. Fenced.
    */
   recordResidentHolder(
     input: Fence & { holder: string; holderName: string },
     now: number,
   ): Promise<FenceCode>;
+  /**
+   * A capture of the resident workspace taken at `version` (after its commit, or before the
+   * sandbox is released; its object already in the blob store, null when nothing changed
+   * since the last one) enters the chain at that version, as a layer over the last capture or
+   * a full snapshot, and the session records it as captured; at the next version when that
+   * one has an object already (the version moves on by one). Returns the version recorded.
+   * Fenced; 'moved' when the version or the holder moved on.
+   */
+  recordResidentCapture(input: ResidentCaptureInput, now: number): Promise<ResidentCaptureCode>;
   /**
    * An operator lets a held session go on: its messages are queued again. With
    * `resetWorkspace`, the loss of its resident workspace is accepted first (nobody holds it;

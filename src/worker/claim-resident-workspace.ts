@@ -3,8 +3,9 @@
  * data dir only): observe the store's record and this data dir's marker →
  * decideResidentWorkspace → act. This data dir either holds the workspace (use it), or
  * takes it when nobody does (marker first, then the store, fenced by the claim's
- * generation, so the store never names a holder whose marker could be missing), or the
- * turn fails with RESIDENT_WORKSPACE_LOST and its session is held: it never runs on an
+ * generation, so the store never names a holder whose marker could be missing), or
+ * materialises it from the chain's capture of the current version when the files are on
+ * another data dir (or lost here) and then takes it the same way, or the turn fails with RESIDENT_WORKSPACE_LOST and its session is held: it never runs on an
  * empty directory in place of files that live elsewhere.
  */
 import type { Logger } from 'pino';
@@ -36,12 +37,30 @@ export async function claimResidentWorkspace(
         'Resident workspace not here',
       );
       throw new BerthError('RESIDENT_WORKSPACE_LOST', decision.message);
+    case 'materialise':
     case 'take': {
-      log.info(
-        { emptyFirst: decision.emptyFirst, epoch: session.resident.epoch },
-        'Resident workspace taken here',
-      );
-      if (decision.emptyFirst) await workspaces.emptyResident(session.id);
+      if (decision.action === 'materialise') {
+        const startedAt = performance.now();
+        const chain = await store.getWorkspaceChain(session.id);
+        const made = await workspaces.materialiseResident(chain);
+        log.info(
+          {
+            reason: decision.reason,
+            version: made.version,
+            capturedAt: session.resident.capturedAt,
+            objects: made.objects,
+            bytes: made.bytes,
+            ms: Math.round(performance.now() - startedAt),
+          },
+          'Resident workspace materialised from its capture',
+        );
+      } else {
+        log.info(
+          { emptyFirst: decision.emptyFirst, epoch: session.resident.epoch },
+          'Resident workspace taken here',
+        );
+        if (decision.emptyFirst) await workspaces.emptyResident(session.id);
+      }
       await workspaces.writeResidentMarker({
         sessionId: session.id,
         holder: dataDir.id,

@@ -429,6 +429,7 @@ export class SessionSupervisor {
     const turn = this.owedLayer;
     this.quota?.stop();
     this.log.info({ reason: ending.reason, message: ending.message }, 'Session supervision ending');
+    const bound = this.sandbox.isBound;
     this.sandbox.drain(ending);
     const storeDeadline = clock.now() + STORE_AWAY_RETRY_MS;
     const step = async (what: string, effect: () => Promise<unknown>) => {
@@ -450,6 +451,9 @@ export class SessionSupervisor {
     // Self-fencing: the store may be out of reach (a partition), and the sandbox must be dead
     // before a lease has passed, so it is killed first, hard, without waiting for the store.
     if (fencing) await kill();
+    // Alive between turns (a recycle, a drain): a resident workspace is captured before the sandbox goes.
+    if (!fencing && !turn && bound && this.seen.exit === null)
+      await step('capture workspace', () => this.layers.beforeRelease());
     const abort = ending.abort;
     // 'stale'/'not_found' from the abort means the turn already ended (a commit raced the ending): settling keeps it.
     if (turn && abort)

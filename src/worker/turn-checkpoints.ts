@@ -260,9 +260,9 @@ export class TurnCheckpoints {
   }
 }
 
-function roundMs(ms: number): number;
-function roundMs(ms: number | null): number | null;
-function roundMs(ms: number | null): number | null {
+export function roundMs(ms: number): number;
+export function roundMs(ms: number | null): number | null;
+export function roundMs(ms: number | null): number | null {
   return ms === null ? null : Math.round(ms * 100) / 100;
 }
 

@@ -26,6 +26,7 @@ import {
 import type { Fence } from '../store/index.js';
 import { claimResidentWorkspace } from './claim-resident-workspace.js';
 import type { SandboxDeps } from './deps.js';
+import { ResidentCapture } from './resident-capture.js';
 import type { SandboxMode } from './sandbox-modes.js';
 import { TurnCheckpoints } from './turn-checkpoints.js';
 import { TurnWorkspace } from './turn-workspace.js';
@@ -40,6 +41,8 @@ export class TurnLayers {
 
   /** A resident session's workspace version: the claim's, one more after each commit of this supervision. */
   private residentVersion: number;
+  /** Captures a resident workspace into the chain after each commit; none for a layered mode. */
+  private readonly capture: ResidentCapture | null;
 
   constructor(
     private readonly deps: SandboxDeps,
@@ -53,6 +56,7 @@ export class TurnLayers {
     this.residentVersion = session.workspaceVersion;
     this.workspace = mode.settle === 'in-place' ? null : new TurnWorkspace(deps, session.id, log);
     this.checkpoints = mode.settle === 'in-place' ? null : new TurnCheckpoints(deps, fence, sandboxName, log);
+    this.capture = mode.settle === 'in-place' ? new ResidentCapture(deps, fence, sandboxName, log) : null;
   }
 
   /**
@@ -146,11 +150,20 @@ export class TurnLayers {
       case 'in-place':
         this.residentVersion += 1;
         await this.deps.store.markLayerPromoted(this.session.id, turn.id);
+        await this.capture?.afterCommit(turn.id, this.residentVersion);
         return false;
       case 'after-kill':
         this.checkpoints?.collect(turn.id);
         return true;
     }
+  }
+
+  /**
+   * Before a sandbox that writes in place is released alive between turns: its workspace
+   * captured into the chain (resident-capture.ts), so a planned move loses nothing.
+   */
+  async beforeRelease(): Promise<void> {
+    if (this.capture) this.residentVersion = await this.capture.beforeRelease(this.residentVersion);
   }
 
   /**

@@ -1,5 +1,6 @@
 /** workspace: committed + attempt layers, sealing, promotion, recovery. */
 
+export type { CapturedCheckpoint } from './captures.js';
 export type { CheckpointIndex } from './checkpoint-scan.js';
 export { isProcessAlive } from './copy-eviction.js';
 export { applyLayerArchive, packTree } from './layer-archive.js';
@@ -12,4 +13,4 @@ export {
   WORKSPACE_OBJECT_PREFIXES,
 } from './workspace-cache.js';
 export { DEFAULT_HISTORY_LIMITS, type HistoryLimits, WorkspaceHistory } from './workspace-history.js';
-export { type CapturedCheckpoint, Workspaces } from './workspaces.js';
+export { Workspaces } from './workspaces.js';

@@ -245,7 +245,7 @@ export class WorkspaceCache {
   /**
    * A checkpoint's changes (a plan over the attempt's upper dir) packed, not yet uploaded:
    * in memory, or for an archive too large for memory in `scratch` (which the caller removes
-   * once `putCheckpoint` is done with it). The part of a capture the sandbox is frozen for: a
+   * once `putPacked` is done with it). The part of a capture the sandbox is frozen for: a
    * file that shrinks under the packer anyway (no freeze) fails it, never half-writes it.
    */
   async packCheckpoint(plan: PromotionPlan, upperDir: string, scratch: string): Promise<PackedObject> {
@@ -259,9 +259,12 @@ export class WorkspaceCache {
     return packed(packLayer(plan, upperDir, 'fast'), scratch);
   }
 
-  /** A packed checkpoint as one immutable object in the blob store. */
-  putCheckpoint(archive: PackedObject): Promise<WorkspaceObjectRef> {
-    return this.put(CHECKPOINT_OBJECT_PREFIX.slice(0, -1), archive);
+  /** A packed capture (a checkpoint, or a resident workspace's) as one immutable object under `prefix`. */
+  putPacked(
+    prefix: 'checkpoints' | 'layers' | 'snapshots',
+    archive: PackedObject,
+  ): Promise<WorkspaceObjectRef> {
+    return this.put(prefix, archive);
   }
 
   /** Applies a checkpoint's object onto `dir` (a turn's merged view, so deletions become whiteouts). */

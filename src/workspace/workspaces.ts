@@ -25,7 +25,8 @@ import {
   type WorkspaceChain,
   type WorkspaceObjectRef,
 } from '../core/index.js';
-import { type CheckpointIndex, checkpointDelta, scanAttempt } from './checkpoint-scan.js';
+import { type CapturedCheckpoint, packDelta, uploadCaptured } from './captures.js';
+import { type CheckpointIndex, scanAttempt } from './checkpoint-scan.js';
 import {
   type CopyOnDisk,
   type EvictOutcome,
@@ -40,18 +41,7 @@ import { applyPlan, PLAN_FILE, sealLayer } from './promotion.js';
 import { WorkspaceQuota } from './quota.js';
 import { emptyResidentWorkspace, readResidentMarker, writeResidentMarker } from './resident-marker.js';
 import { listLayerFiles, writeSlotFile } from './slot-files.js';
-import { type EnsuredWorkspace, type PackedObject, WorkspaceCache } from './workspace-cache.js';
-
-/** A checkpoint scanned and packed (Workspaces.captureCheckpoint), not yet uploaded. */
-export interface CapturedCheckpoint {
-  /** The attempt layer now: the base of the next checkpoint. */
-  index: CheckpointIndex;
-  /** How many changes it holds (0: none, and no archive). */
-  steps: number;
-  archive: PackedObject | null;
-  /** The local file a large archive was packed to, removed by uploadCheckpoint. */
-  scratch: string | null;
-}
+import { type EnsuredWorkspace, WorkspaceCache } from './workspace-cache.js';
 
 export class Workspaces {
   readonly slotsDir: string;
@@ -318,27 +308,44 @@ export class Workspaces {
     before: CheckpointIndex,
   ): Promise<CapturedCheckpoint> {
     const index = await this.scanCheckpoint(sessionId, turnId, sandboxName);
-    const plan = checkpointDelta(before, index);
     const layer = this.layerPath(sessionId, turnId);
-    if (plan.steps.length === 0) return { index, steps: 0, archive: null, scratch: null };
-    const scratch = join(layer, `checkpoint-${randomBytes(4).toString('hex')}.tgz`);
-    try {
-      const archive = await this.cache.packCheckpoint(plan, join(layer, 'upper'), scratch);
-      return { index, steps: plan.steps.length, archive, scratch };
-    } catch (err) {
-      await rm(scratch, { force: true });
-      throw err;
-    }
+    return packDelta(this.cache, before, index, join(layer, 'upper'), layer);
+  }
+
+  /**
+   * A resident workspace's changes since `before` (the index of its last capture; an empty
+   * one for a full capture), scanned and packed from the committed dir it is written in
+   * (the upper dir of its overlay, whose lower one is empty: no whiteouts), as a checkpoint
+   * is. Call with the sandbox frozen; pass the result to `uploadCapture`.
+   */
+  async captureResident(sessionId: string, before: CheckpointIndex): Promise<CapturedCheckpoint> {
+    const committed = this.committedPath(sessionId);
+    const own = this.layout.residentPath(sessionId);
+    const index = await scanAttempt({ upper: committed, merged: committed, committed: join(own, 'lower') });
+    return packDelta(this.cache, before, index, committed, own);
   }
 
   /** A captured checkpoint as an object in the blob store; null when it holds no change. */
-  async uploadCheckpoint(captured: CapturedCheckpoint): Promise<WorkspaceObjectRef | null> {
-    if (!captured.archive) return null;
-    try {
-      return await this.cache.putCheckpoint(captured.archive);
-    } finally {
-      if (captured.scratch) await rm(captured.scratch, { force: true });
-    }
+  uploadCheckpoint(captured: CapturedCheckpoint): Promise<WorkspaceObjectRef | null> {
+    return uploadCaptured(this.cache, captured, 'checkpoints');
+  }
+
+  /** A resident capture as an object of the session's chain (garbage once no chain row names it); null when it holds no change. */
+  uploadCapture(
+    captured: CapturedCheckpoint,
+    kind: 'layer' | 'snapshot',
+  ): Promise<WorkspaceObjectRef | null> {
+    return uploadCaptured(this.cache, captured, kind === 'layer' ? 'layers' : 'snapshots');
+  }
+
+  /**
+   * A resident workspace whose files are elsewhere, made here from the chain's capture: the
+   * copy this data dir had (files of an older holding, whose stamp says nothing of what was
+   * written in place) is dropped, and the chain materialised afresh.
+   */
+  async materialiseResident(chain: WorkspaceChain): Promise<EnsuredWorkspace> {
+    await this.cache.drop(chain.sessionId);
+    return this.ensureCurrent(chain);
   }
 
   /**

@@ -25,7 +25,14 @@ async function heldByA(store: Store) {
     workspace: { baseVersion: 0, residentHolder: 'dd_a' },
   };
   assert.equal(await store.commitTurn(commit, BASE + 5), 'ok');
+  const capture = { ...fence, version: 1, holder: 'dd_a', turnId: turn.id };
+  const object = { key: 'snapshots/a', size: 10, kind: 'snapshot' as const };
+  assert.deepEqual(await store.recordResidentCapture({ ...capture, object }, BASE + 6), {
+    code: 'ok',
+    version: 1,
+  });
   assert.equal(await store.releaseSession(fence, BASE + 6), 'ok');
+  return { capture };
 }
 
 /**
@@ -56,6 +63,8 @@ export function runResidentHoldConformance(kind: string, open: OpenStore): void 
       assert.deepEqual((await store.getSessionView('s', BASE + 1))?.resident, {
         ...HOLDER,
         writtenAt: BASE + 1,
+        capturedVersion: null,
+        capturedAt: null,
         epoch: 0,
       });
       const commit = { ...fence, turnId: turn.id, outputs: [{ text: 'ok' }] };
@@ -84,6 +93,76 @@ export function runResidentHoldConformance(kind: string, open: OpenStore): void 
       assert.equal(view.resident.writtenAt, BASE + 5, 'the time of the last turn that wrote it');
       assert.equal(view.workspaceVersion, 1);
       assert.equal((await store.getTurn(turn.id))?.baseVersion, 0, 'the version it ran on');
+      await store.close();
+    });
+
+    test('a capture enters the chain at its version, fenced, only while the version and the holder are the same; a version captured already moves on', async () => {
+      const store = await withAgent(open);
+      const { capture } = await heldByA(store);
+      let chain = await store.getWorkspaceChain('s');
+      assert.deepEqual(
+        chain.entries.map((e) => [e.version, e.kind, e.key]),
+        [[1, 'snapshot', 'snapshots/a']],
+        'the first capture: the whole tree as the snapshot of version 1',
+      );
+      const layer = { key: 'layers/b', size: 5, kind: 'layer' as const };
+      assert.equal(
+        (await store.recordResidentCapture({ ...capture, object: layer }, BASE + 7)).code,
+        'stale',
+        'the lease was given up',
+      );
+      await store.enqueueMessage({ sessionId: 's', text: 'two', now: BASE + 8 });
+      const next = await claimAndStartTurn(store, BASE + 8);
+      const capture2 = { ...next.fence, version: 2, holder: 'dd_a', turnId: next.turn.id };
+      assert.equal(
+        (await store.recordResidentCapture({ ...capture2, object: layer }, BASE + 9)).code,
+        'moved',
+        'no commit made version 2 yet',
+      );
+      const commit = {
+        ...next.fence,
+        turnId: next.turn.id,
+        outputs: [{ text: 'ok' }],
+        workspace: { baseVersion: 1, residentHolder: 'dd_a' },
+      };
+      assert.equal(await store.commitTurn(commit, BASE + 10), 'ok');
+      let view = (await store.getSessionView('s', BASE + 10))!;
+      assert.equal(view.resident.capturedVersion, 1, 'committed, not yet captured: behind the version');
+      assert.equal(view.workspaceVersion, 2);
+      assert.equal(
+        (await store.recordResidentCapture({ ...capture2, holder: 'dd_b', object: layer }, BASE + 11)).code,
+        'moved',
+        'another data dir holds it',
+      );
+      assert.deepEqual(await store.recordResidentCapture({ ...capture2, object: layer }, BASE + 11), {
+        code: 'ok',
+        version: 2,
+      });
+      view = (await store.getSessionView('s', BASE + 11))!;
+      assert.deepEqual([view.resident.capturedVersion, view.resident.capturedAt], [2, BASE + 11]);
+      chain = await store.getWorkspaceChain('s');
+      assert.deepEqual(
+        chain.entries.map((e) => [e.version, e.kind, e.key, e.turnId]),
+        [
+          [1, 'snapshot', 'snapshots/a', null],
+          [2, 'layer', 'layers/b', next.turn.id],
+        ],
+      );
+      // Before a release: written since its capture, version 2 moves on by one for it.
+      const release = { ...capture2, turnId: null, object: { ...layer, key: 'layers/c' } };
+      assert.deepEqual(await store.recordResidentCapture(release, BASE + 12), { code: 'ok', version: 3 });
+      view = (await store.getSessionView('s', BASE + 12))!;
+      assert.deepEqual([view.workspaceVersion, view.resident.capturedVersion], [3, 3]);
+      assert.deepEqual((await store.getWorkspaceChain('s')).entries.map((e) => [e.version, e.key]).at(-1), [
+        3,
+        'layers/c',
+      ]);
+      assert.deepEqual(
+        await store.recordResidentCapture({ ...release, version: 3, object: null }, BASE + 13),
+        { code: 'ok', version: 3 },
+        'nothing changed: recorded at the version as it is',
+      );
+      assert.equal((await store.getSessionView('s', BASE + 13))?.workspaceVersion, 3);
       await store.close();
     });
 
@@ -136,10 +215,21 @@ export function runResidentHoldConformance(kind: string, open: OpenStore): void 
       const resumed = await store.releaseHold({ sessionId: 's', resetWorkspace: false, now: BASE + 20 });
       assert.equal(resumed.hold, null);
       assert.equal(resumed.status, 'queued');
-      assert.deepEqual(resumed.resident, { ...HOLDER, writtenAt: BASE + 5, epoch: 0 }, 'the holder stays');
+      assert.deepEqual(
+        resumed.resident,
+        { ...HOLDER, writtenAt: BASE + 5, capturedVersion: 1, capturedAt: BASE + 6, epoch: 0 },
+        'the holder and its capture stay',
+      );
       await lostOnB(store, BASE + 30, true);
       const reset = await store.releaseHold({ sessionId: 's', resetWorkspace: true, now: BASE + 40 });
-      assert.deepEqual(reset.resident, { holder: null, holderName: null, writtenAt: null, epoch: 1 });
+      assert.deepEqual(reset.resident, {
+        holder: null,
+        holderName: null,
+        writtenAt: null,
+        capturedVersion: null,
+        capturedAt: null,
+        epoch: 1,
+      });
       assert.equal(reset.status, 'queued');
       const audit = (await store.listAudit(0, 100)).filter((a) => a.kind === 'workspace-reset');
       assert.equal(audit.length, 1);

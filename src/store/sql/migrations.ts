@@ -740,6 +740,17 @@ ALTER TABLE workers ADD COLUMN control_url TEXT;
 ALTER TABLE workers ADD COLUMN control_key TEXT;
 `,
   },
+  {
+    version: 34,
+    name: 'resident workspace captures',
+    // The workspace version whose chain tree is a capture of the resident workspace (taken
+    // after that version's commit), and when: another data dir may materialise it from the
+    // chain only when no resident commit came after it.
+    sql: `
+ALTER TABLE sessions ADD COLUMN resident_captured_version INTEGER;
+ALTER TABLE sessions ADD COLUMN resident_captured_at INTEGER;
+`,
+  },
 ];
 
 /** SQLite's column types in PostgreSQL's: every integer 64-bit, AUTOINCREMENT keys as BIGSERIAL. */

@@ -54,6 +54,8 @@ export function toSession(r: Row): Session {
       holder: (r.resident_holder as string | null) ?? null,
       holderName: (r.resident_holder_name as string | null) ?? null,
       writtenAt: r.resident_written_at == null ? null : Number(r.resident_written_at),
+      capturedVersion: r.resident_captured_version == null ? null : Number(r.resident_captured_version),
+      capturedAt: r.resident_captured_at == null ? null : Number(r.resident_captured_at),
       epoch: Number(r.resident_epoch ?? 0),
     },
     hold:

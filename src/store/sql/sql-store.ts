@@ -353,6 +353,13 @@ export class SqlStore implements Store {
     return this.write('recordResidentHolder', (tx) => holds.recordResidentHolder(tx, input, now));
   }
 
+  recordResidentCapture(
+    input: Parameters<Store['recordResidentCapture']>[0],
+    now: number,
+  ): ReturnType<Store['recordResidentCapture']> {
+    return this.write('recordResidentCapture', (tx) => holds.recordResidentCapture(tx, input, now));
+  }
+
   releaseHold(input: {
     sessionId: string;
     resetWorkspace: boolean;

@@ -9,14 +9,15 @@
  * audit log). Nothing here runs on its own: a held session never circles.
  */
 import { BerthError, type ErrorCode, type SessionView } from '../../../core/index.js';
-import type { Fence, FenceCode } from '../../store.js';
-import { get, guarded, type Program, type Row, run, type Tx } from '../program.js';
+import type { Fence, FenceCode, ResidentCaptureCode, ResidentCaptureInput } from '../../store.js';
+import { all, get, guarded, type Program, type Row, run, type Tx } from '../program.js';
 import { sessionViewOf } from '../session-views.js';
 import { ownedBy } from './agents.js';
 import { audit } from './audit.js';
 import { checkFence, fenceParams } from './fence.js';
 import { sessionGuard } from './guards.js';
 import { recomputeQueueKeys } from './queue-keys.js';
+import { appendLayer, recordSnapshot } from './workspace.js';
 
 /** This data dir takes the session's resident workspace (its marker is already written). */
 export function* recordResidentHolder(
@@ -43,6 +44,55 @@ export function* recordResidentWrite(tx: Tx, sessionId: string, holder: string, 
     { id: sessionId, holder, now },
     sessionGuard(sessionId, `with its resident workspace held by data dir ${holder}`),
   );
+}
+
+/**
+ * The resident workspace captured at `version` (after its commit, or before the sandbox is
+ * released): its object enters the chain as that version's layer (over the chain's tree as of
+ * the last capture; no object when nothing changed) or, for a full capture, as its snapshot;
+ * the session records the version. A version that has an object already (captured once, and
+ * written since: a capture before a release) is moved on by one for it, compare-and-set, as
+ * a rewind's is. Fenced: 'stale' when the lease moved on, 'moved' when the version or the
+ * holder did (a capture of a tree the store no longer describes is not recorded).
+ */
+export function* recordResidentCapture(
+  tx: Tx,
+  input: ResidentCaptureInput,
+  now: number,
+): Program<ResidentCaptureCode> {
+  const code = yield* checkFence(input);
+  if (code !== 'ok') return { code };
+  const { sessionId, holder, object } = input;
+  const row = (yield* get('SESSION_BY_ID', { id: sessionId }))!;
+  if (Number(row.workspace_version) !== input.version || row.resident_holder !== holder)
+    return { code: 'moved' };
+  let version = input.version;
+  if (object && (yield* all('WORKSPACE_ROWS', { sessionId })).some((r) => Number(r.version) === version)) {
+    yield* guarded(
+      tx,
+      'ADVANCE_WORKSPACE_VERSION',
+      { id: sessionId, from: version, now },
+      sessionGuard(sessionId, `at workspace version ${version}`),
+    );
+    version += 1;
+  }
+  yield* guarded(
+    tx,
+    'RECORD_RESIDENT_CAPTURE',
+    { id: sessionId, version, holder, now },
+    sessionGuard(sessionId, `at workspace version ${version}, held by data dir ${holder}`),
+  );
+  const entered = !object
+    ? true
+    : object.kind === 'layer'
+      ? yield* appendLayer(sessionId, { version, ...object, turnId: input.turnId }, now)
+      : yield* recordSnapshot({ sessionId, version, ...object }, now);
+  if (!entered)
+    throw new BerthError(
+      'INTERNAL',
+      `Session ${sessionId}'s chain holds an object of version ${version} already (${tx.operation})`,
+    );
+  return { code: 'ok', version };
 }
 
 /** The caller holds the session row (an abort): out of the queue until an operator acts. */

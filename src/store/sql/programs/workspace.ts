@@ -32,13 +32,16 @@ export function* workspaceChain(sessionId: string): Program<WorkspaceChain> {
   return yield* chainWithHistory(sessionId, Number(session.workspace_version));
 }
 
-/** A commit's layer, appended under the commit's fence (the caller checked the base version). */
+/**
+ * A commit's layer (or a resident capture's), appended under the caller's fence (the caller
+ * checked the version); false when that version has a layer already.
+ */
 export function* appendLayer(
   sessionId: string,
-  layer: { version: number; key: string; size: number; turnId: string },
+  layer: { version: number; key: string; size: number; turnId: string | null },
   now: number,
-): Program<void> {
-  yield* run('INSERT_WORKSPACE_OBJECT', {
+): Program<boolean> {
+  const inserted = yield* run('INSERT_WORKSPACE_OBJECT', {
     sessionId,
     version: layer.version,
     kind: 'layer',
@@ -49,6 +52,7 @@ export function* appendLayer(
     turnId: layer.turnId,
     now,
   });
+  return inserted === 1;
 }
 
 export function* recordSnapshot(

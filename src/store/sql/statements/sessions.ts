@@ -350,6 +350,20 @@ export const RECORD_RESIDENT_WRITE = `
 UPDATE sessions SET resident_written_at = :now WHERE id = :id AND resident_holder = :holder`;
 
 /**
+ * The resident workspace was captured into the chain at the session's current version.
+ * @param id the session
+ * @param version the workspace version the capture was taken after
+ * @param holder the data dir it was taken on
+ * @param now the transition's time, epoch ms
+ * @returns changed rows: 1 = recorded
+ * @guard the caller passed the fence (FENCE) in this transaction, which locks the row, and
+ *   read the version and the holder under it
+ */
+export const RECORD_RESIDENT_CAPTURE = `
+UPDATE sessions SET resident_captured_version = :version, resident_captured_at = :now, updated_at = :now
+WHERE id = :id AND workspace_version = :version AND resident_holder = :holder`;
+
+/**
  * The session is held: out of the claim queue until an operator acts (RECOMPUTE_QUEUE_KEYS
  * keeps its keys null from now on).
  * @param id the session
@@ -382,7 +396,7 @@ WHERE id = :id AND held_at IS NOT NULL`;
  */
 export const RESET_RESIDENT_WORKSPACE = `
 UPDATE sessions SET resident_holder = NULL, resident_holder_name = NULL, resident_written_at = NULL,
-  resident_epoch = resident_epoch + 1, updated_at = :now
+  resident_captured_version = NULL, resident_captured_at = NULL, resident_epoch = resident_epoch + 1, updated_at = :now
 WHERE id = :id`;
 
 /**

@@ -64,13 +64,15 @@ SELECT (SELECT id FROM turns WHERE session_id = :sessionId AND status = 'running
     AND status IN ('pending', 'processing')) AS open_messages`;
 
 /**
- * A rewind's new version, compare-and-set on the version it read under the session's lock.
+ * A rewind's new version (or a resident capture's that finds its version captured already),
+ * compare-and-set on the version it read under the session's lock.
  * @param id the session
  * @param from the version read
  * @param now the transition's time, epoch ms
  * @returns changed rows: 1 = moved on
- * @guard rewindSession holds the session row (SESSION_LOCKED) and read its version under it;
- *   only transitions holding that row move the version
+ * @guard rewindSession holds the session row (SESSION_LOCKED), recordResidentCapture passed
+ *   the fence (FENCE), which locks it; each read its version under it; only transitions
+ *   holding that row move the version
  */
 export const ADVANCE_WORKSPACE_VERSION = `
 UPDATE sessions SET workspace_version = workspace_version + 1, updated_at = :now
