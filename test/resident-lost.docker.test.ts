@@ -189,6 +189,8 @@ async function filesOfTheLiveSandbox(cluster: Awaited<ReturnType<typeof startMac
     (await files.list('s1', 'd')).entries.map((e) => [e.name, e.type, e.size]),
     [['moved.bin', 'file', 2 ** 20]],
   );
+  const ls = await cli(cluster, ['files', 'ls', 's1', '/workspace/d']);
+  assert.match(ls.stdout, /^-0644 +1048576 +\S+ \S+ +moved\.bin\n$/, ls.stderr);
   await files.write('s1', 'note.txt', 'from the API\n');
   const turn = await send(client, 's1', 'cat note.txt');
   assert.deepEqual([turn.type, turn.data.text], ['reply', 'from the API\n'], 'the next turn sees it');
