@@ -290,7 +290,7 @@ export const ERRORS = {
   PATH_OUTSIDE_WORKSPACE: {
     status: 400,
     retryable: false,
-    hint: 'Name a path inside the workspace: relative to it (src/a.txt) or absolute under /workspace (/workspace/src/a.txt), with no ".." leaving it, valid UTF-8, and no symlink that resolves outside it.',
+    hint: 'Name a path inside the workspace: relative to it (data/in.csv) or absolute under /workspace (/workspace/data/in.csv), with no ".." leaving it, valid UTF-8, and no symlink that resolves outside it.',
   },
   FILE_CONFLICT: {
     status: 409,
