@@ -8,6 +8,7 @@
  */
 import { PassThrough, type Readable } from 'node:stream';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { z } from 'zod';
 import {
   type Principal,
   sandboxMkdirSchema,
@@ -113,115 +114,85 @@ export const sandboxFilesRoutes: FastifyPluginAsync<PluginDeps> = async (app, de
     );
   });
 
-  routes.add(
-    app,
+  // The routes answering JSON: the same forward, each with its query or body checked and passed on.
+  const jsonRoutes: {
+    method: WorkerCall['method'];
+    route: string;
+    op: string;
+    summary: string;
+    returns: string;
+    query?: z.ZodTypeAny;
+    body?: z.ZodTypeAny;
+  }[] = [
     {
-      ...meta(
-        'GET',
-        '',
+      method: 'GET',
+      route: '',
+      op: 'files list',
+      summary:
         "A directory of the session's live sandbox workspace: its entries (name, type, size, mtimeMs, mode), sorted by name; names that are not UTF-8 are counted in `omitted`",
-        '{entries: SandboxFileEntry[], omitted}',
-      ),
+      returns: '{entries: SandboxFileEntry[], omitted}',
       query: sandboxPathQuerySchema,
     },
-    async ({ params, principal, query, reply }) =>
-      json(
-        await forward(params.id, principal, reply, [query.path], {
-          method: 'GET',
-          route: '',
-          query: { path: query.path },
-          op: 'files list',
-        }),
-      ),
-  );
-
-  routes.add(
-    app,
     {
-      ...meta(
-        'GET',
-        '/stat',
+      method: 'GET',
+      route: '/stat',
+      op: 'files stat',
+      summary:
         "A path of the session's live sandbox workspace: its type, size, mtimeMs and mode (a symlink is reported, not followed)",
-        'SandboxFileEntry',
-      ),
+      returns: 'SandboxFileEntry',
       query: sandboxPathQuerySchema,
     },
-    async ({ params, principal, query, reply }) =>
-      json(
-        await forward(params.id, principal, reply, [query.path], {
-          method: 'GET',
-          route: '/stat',
-          query: { path: query.path },
-          op: 'files stat',
-        }),
-      ),
-  );
-
-  routes.add(
-    app,
     {
-      ...meta(
-        'DELETE',
-        '',
+      method: 'DELETE',
+      route: '',
+      op: 'files remove',
+      summary:
         "Removes a file, symlink or directory of the session's live sandbox workspace (a non-empty directory only with recursive=true)",
-        '{removed: path}',
-      ),
+      returns: '{removed: path}',
       query: sandboxRemoveQuerySchema,
     },
-    async ({ params, principal, query, reply }) =>
-      json(
-        await forward(params.id, principal, reply, [query.path], {
-          method: 'DELETE',
-          route: '',
-          query: { path: query.path, recursive: String(query.recursive) },
-          op: 'files remove',
-        }),
-      ),
-  );
-
-  routes.add(
-    app,
     {
-      ...meta(
-        'POST',
-        '/mkdir',
+      method: 'POST',
+      route: '/mkdir',
+      op: 'files mkdir',
+      summary:
         "Makes a directory in the session's live sandbox workspace (parents: true makes missing parents, and an existing directory is fine)",
-        'SandboxFileEntry',
-      ),
+      returns: 'SandboxFileEntry',
       body: sandboxMkdirSchema,
     },
-    async ({ params, principal, body, reply }) =>
-      json(
-        await forward(params.id, principal, reply, [body.path], {
-          method: 'POST',
-          route: '/mkdir',
-          body,
-          op: 'files mkdir',
-        }),
-      ),
-  );
-
-  routes.add(
-    app,
     {
-      ...meta(
-        'POST',
-        '/rename',
-        "Moves a path of the session's live sandbox workspace to another (a file there is replaced)",
-        'SandboxFileEntry (of `to`)',
-      ),
+      method: 'POST',
+      route: '/rename',
+      op: 'files rename',
+      summary: "Moves a path of the session's live sandbox workspace to another (a file there is replaced)",
+      returns: 'SandboxFileEntry (of `to`)',
       body: sandboxRenameSchema,
     },
-    async ({ params, principal, body, reply }) =>
-      json(
-        await forward(params.id, principal, reply, [body.from, body.to], {
-          method: 'POST',
-          route: '/rename',
-          body,
-          op: 'files rename',
-        }),
-      ),
-  );
+  ];
+  for (const { route, op, summary, returns, query: querySchema, body: bodySchema, method } of jsonRoutes)
+    routes.add(
+      app,
+      {
+        ...meta(method, route, summary, returns),
+        ...(querySchema ? { query: querySchema } : {}),
+        ...(bodySchema ? { body: bodySchema } : {}),
+      },
+      async ({ params, principal, query, body, reply }) => {
+        const q = query as Record<string, string | boolean> | undefined;
+        const b = body as { path?: string; from?: string; to?: string } | undefined;
+        const paths = [q?.path, b?.path, b?.from, b?.to].filter((p): p is string => typeof p === 'string');
+        const sent = q && Object.fromEntries(Object.entries(q).map(([k, v]) => [k, String(v)]));
+        return json(
+          await forward(params.id, principal, reply, paths, {
+            method,
+            route,
+            op,
+            ...(sent ? { query: sent } : {}),
+            ...(b ? { body: b } : {}),
+          }),
+        );
+      },
+    );
 };
 
 /**

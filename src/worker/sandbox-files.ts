@@ -71,8 +71,9 @@ export function workspaceFilesOf(
     sessionId,
     root: async () => {
       const slot = workspaces.slotPath(sandboxName);
-      const [self, parent] = await Promise.all([stat(slot), stat(dirname(slot))]);
-      if (self.dev !== parent.dev) return slot;
+      // A mount point has a device of its own; a slot already gone has none.
+      const [self, parent] = await Promise.all([stat(slot), stat(dirname(slot))]).catch(() => [null, null]);
+      if (self && parent && self.dev !== parent.dev) return slot;
       throw new BerthError(
         'NO_LIVE_SANDBOX',
         `Session ${sessionId}'s sandbox has no workspace mounted now (between turns) (files)`,
