@@ -1,11 +1,12 @@
 /** The worker's control endpoint over real HTTP, against a real SQLite store: the key and the fence hold at the door. */
 import assert from 'node:assert/strict';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { pino } from 'pino';
-import { type ExecLine, systemClock } from '../core/index.js';
+import { type ExecLine, sleep, systemClock } from '../core/index.js';
 import type { ExecSink, ExecStart } from '../gateway/index.js';
 import { openSqliteStore } from '../store/index.js';
 import { ControlServer, type HeldSandbox } from './control-server.js';
@@ -153,4 +154,21 @@ test('files: the holder of the binding writes and reads them; a stale fence writ
     'PATH_OUTSIDE_WORKSPACE',
   ]);
   assert.deepEqual(await codeOf(await call('GET', '/chmod?path=a.txt', 's.3')), [404, 'NOT_FOUND']);
+});
+
+test('files: a write whose request breaks off mid-body leaves nothing behind', async (t) => {
+  const root = await mkdtemp(join(tmpdir(), 'berth-control-files-'));
+  t.after(() => rm(root, { recursive: true, force: true }));
+  const { url } = await setUp(t, { filesRoot: root });
+  const req = request(`${url}/v1/sessions/s/sandbox/files/content?path=half.bin`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${KEY}`, 'x-berth-fence': 's.3', 'content-length': String(2 ** 20) },
+  });
+  req.on('error', () => undefined);
+  req.write(Buffer.alloc(64 * 1024));
+  // The worker made its temp file: the write is under way.
+  while ((await readdir(root)).length === 0) await sleep(10);
+  req.destroy();
+  while ((await readdir(root)).length > 0) await sleep(10);
+  assert.deepEqual(await readdir(root), []);
 });
