@@ -17,7 +17,10 @@
 import assert from 'node:assert/strict';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { createHash, randomBytes } from 'node:crypto';
+import { Readable } from 'node:stream';
 import { test } from 'node:test';
+import { Berth } from '../src/client/index.js';
 import type { ExecLine } from '../src/core/index.js';
 import { failpointEnv } from './helpers/failpoint-preload.js';
 import { berthCli as cli, startMachines } from './helpers/machines.js';
@@ -65,13 +68,18 @@ const WRITE_TWO_TURNS = [
 ];
 const CHECK = 'cat f.txt; sha256sum -c sum.txt';
 
-/** Machine A, serving a resident `command` agent's session whose two turns wrote f.txt and a 3 MB file with its checksum. */
+/** Machine A, serving a resident `command` agent's session (an 8 MiB workspace) whose two turns wrote f.txt and a 3 MB file with its checksum. */
 async function writtenOnA(
   cluster: Awaited<ReturnType<typeof startMachines>>,
   session: string,
   env: NodeJS.ProcessEnv = {},
 ) {
-  await cluster.client.request('POST', '/v1/agents', { name: 'res', provider: 'command', mode: 'resident' });
+  await cluster.client.request('POST', '/v1/agents', {
+    name: 'res',
+    provider: 'command',
+    mode: 'resident',
+    workspaceMb: 8,
+  });
   const a = await cluster.addMachine('a', env);
   for (const cmd of WRITE_TWO_TURNS) {
     const done = await send(cluster.client, session, cmd);
@@ -222,6 +230,66 @@ async function exec(client: Client, session: string, command: string) {
   return lines;
 }
 
+/**
+ * The files of session s1's live sandbox through the API: a 1 MiB round trip the sandbox
+ * and the agent's next turn see, the directory operations, paths leaving the workspace
+ * (by their text or a symlink) refused, and a write over the quota leaving nothing.
+ */
+async function filesOfTheLiveSandbox(cluster: Awaited<ReturnType<typeof startMachines>>) {
+  const { client } = cluster;
+  const files = new Berth({ url: cluster.url, token: cluster.token }).sessions.sandboxFiles;
+  const data = randomBytes(2 ** 20);
+  const written = await files.write('s1', 'up/data.bin', Readable.from([data]), { mkdirs: true });
+  assert.deepEqual([written.type, written.size], ['file', 2 ** 20]);
+  assert.ok((await files.read('s1', '/workspace/up/data.bin')).equals(data));
+  const sum = createHash('sha256').update(data).digest('hex');
+  const seen = await exec(client, 's1', 'sha256sum up/data.bin | cut -c1-64; stat -c %u up/data.bin');
+  assert.equal(seen.map((l) => (l.type === 'stdout' ? l.data : '')).join(''), `${sum}\n1000\n`);
+  await files.makeDir('s1', 'd');
+  await files.rename('s1', 'up/data.bin', 'd/moved.bin');
+  await files.remove('s1', 'up');
+  assert.deepEqual(
+    (await files.list('s1', 'd')).entries.map((e) => [e.name, e.type, e.size]),
+    [['moved.bin', 'file', 2 ** 20]],
+  );
+  const ls = await cli(cluster, ['files', 'ls', 's1', '/workspace/d']);
+  assert.match(ls.stdout, /^-0644 +1048576 +\S+ \S+ +moved\.bin\n$/, ls.stderr);
+  await files.write('s1', 'note.txt', 'from the API\n');
+  const turn = await send(client, 's1', 'cat note.txt');
+  assert.deepEqual([turn.type, turn.data.text], ['reply', 'from the API\n'], 'the next turn sees it');
+  await exec(client, 's1', 'ln -s /etc etc-link');
+  const refused = async (attempt: Promise<unknown>) =>
+    attempt.then(
+      () => 'done',
+      (err: unknown) => (err as { code: string }).code,
+    );
+  assert.deepEqual(
+    [
+      await refused(files.read('s1', '../x')),
+      await refused(files.read('s1', '/etc/passwd')),
+      await refused(files.read('s1', 'etc-link/passwd')),
+      await refused(files.write('s1', 'etc-link/planted', 'x')),
+      await refused(files.stat('s1', 'gone.txt')),
+      await refused(files.write('s1', 'huge.bin', Readable.from([randomBytes(6 * 2 ** 20)]))),
+    ],
+    [
+      'PATH_OUTSIDE_WORKSPACE',
+      'PATH_OUTSIDE_WORKSPACE',
+      'PATH_OUTSIDE_WORKSPACE',
+      'PATH_OUTSIDE_WORKSPACE',
+      'FILE_NOT_FOUND',
+      'WORKSPACE_QUOTA_EXCEEDED',
+    ],
+  );
+  const after = await exec(client, 's1', 'ls -A; test -e /etc/planted && echo planted; sha256sum -c sum.txt');
+  assert.equal(
+    after.map((l) => (l.type === 'stdout' ? l.data : '')).join(''),
+    'big.bin\nd\netc-link\nf.txt\nnote.txt\nsum.txt\nbig.bin: OK\n',
+    'nothing planted, nothing half-written, nothing replaced',
+  );
+  await exec(client, 's1', 'rm -r d etc-link note.txt');
+}
+
 test('a resident session on the same data dir after its worker is SIGKILLed and restarted is not refused; exec reaches the worker holding its sandbox, and a killed one ends the stream SANDBOX_RESTARTED', async (t) => {
   const cluster = await startMachines(t);
   const { client, store, addMachine } = cluster;
@@ -235,6 +303,7 @@ test('a resident session on the same data dir after its worker is SIGKILLed and 
     { type: 'stderr', data: 'oops\n' },
     { type: 'exit', exitCode: 3 },
   ]);
+  await filesOfTheLiveSandbox(cluster);
   // The CLI: the output as it comes, the command's exit code as its own.
   const viaCli = await cli(cluster, ['exec', 's1', '--', 'sh', '-c', 'echo out; exit 5']);
   assert.deepEqual([viaCli.code, viaCli.stdout], [5, 'out\n'], viaCli.stderr);

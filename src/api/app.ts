@@ -16,6 +16,7 @@ import { historyRoutes } from './history-routes.js';
 import { BerthMetrics } from './metrics.js';
 import { buildOpenApi } from './openapi.js';
 import { RouteTable } from './route-table.js';
+import { sandboxFilesRoutes } from './sandbox-files-routes.js';
 import { schedulesRoutes } from './schedules-routes.js';
 import { sessionsRoutes } from './sessions-routes.js';
 import { slackEventsRoutes } from './slack-events-routes.js';
@@ -45,6 +46,7 @@ export async function buildApp(deps: ApiDeps & { log: Logger }): Promise<Fastify
   await app.register(grantsRoutes, pluginDeps);
   await app.register(sessionsRoutes, pluginDeps);
   await app.register(execRoutes, pluginDeps);
+  await app.register(sandboxFilesRoutes, pluginDeps);
   await app.register(historyRoutes, pluginDeps);
   await app.register(eventsRoutes, pluginDeps);
   await app.register(statusRoutes, pluginDeps);

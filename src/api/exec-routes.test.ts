@@ -1,4 +1,4 @@
-/** POST /v1/sessions/:id/exec before it reaches a worker (app.inject, real SQLite): the input, and each way there is no live sandbox to reach. */
+/** POST /v1/sessions/:id/exec and the sandbox's files before they reach a worker (app.inject, real SQLite): the input, and each way there is no live sandbox to reach. */
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { test } from 'node:test';
@@ -31,6 +31,16 @@ test('exec: bad input names the fix; no sandbox bound is NO_LIVE_SANDBOX; a stal
     });
     return { status: res.statusCode, error: res.json().error as { code: string; message: string } };
   };
+  /** A file route of the same session: its code. */
+  const files = async (method: 'GET' | 'PUT' | 'POST', route: string, payload?: string | object) => {
+    const res = await app.inject({
+      method,
+      url: `/v1/sessions/r1/sandbox/files${route}`,
+      headers: { authorization: `Bearer ${token}` },
+      ...(payload === undefined ? {} : { payload }),
+    });
+    return [res.statusCode, (res.json().error as { code: string }).code];
+  };
   const now = Date.now();
   const { token } = await issueToken(store, 'acme', '', now);
   const spec = agentSpecSchema.parse({ name: 'res', provider: 'command', mode: 'resident' });
@@ -42,6 +52,13 @@ test('exec: bad input names the fix; no sandbox bound is NO_LIVE_SANDBOX; a stal
   assert.match(bad.error.message, /no "\.\." segments/);
   const idle = await exec({ command: 'ls' });
   assert.deepEqual([idle.status, idle.error.code], [409, 'NO_LIVE_SANDBOX']);
+  assert.deepEqual(await files('GET', '/content?path=..%2Fx'), [400, 'PATH_OUTSIDE_WORKSPACE']);
+  assert.deepEqual(await files('POST', '/rename', { from: 'a', to: '/etc/passwd' }), [
+    400,
+    'PATH_OUTSIDE_WORKSPACE',
+  ]);
+  assert.deepEqual(await files('GET', '/stat?path=%2Fworkspace%2F%FF'), [400, 'PATH_OUTSIDE_WORKSPACE']);
+  assert.deepEqual(await files('GET', '?path=src'), [409, 'NO_LIVE_SANDBOX']);
 
   const control = { url: `http://127.0.0.1:${await closedPort()}`, key: 'k'.repeat(64) };
   await store.registerWorker({
@@ -62,6 +79,7 @@ test('exec: bad input names the fix; no sandbox bound is NO_LIVE_SANDBOX; a stal
   const silent = await exec({ command: 'ls' });
   assert.deepEqual([silent.status, silent.error.code], [503, 'SANDBOX_UNREACHABLE']);
   assert.match(silent.error.message, /did not answer/);
+  assert.deepEqual(await files('PUT', '/content?path=a.txt', 'bytes'), [503, 'SANDBOX_UNREACHABLE']);
   await store.renewWorker('w1', now - config.leaseMs - 1);
   const stale = await exec({ command: 'ls' });
   assert.deepEqual([stale.status, stale.error.code], [503, 'SANDBOX_UNREACHABLE']);

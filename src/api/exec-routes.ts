@@ -11,7 +11,7 @@ import { type ExecLine, execRequestSchema, isTerminalLine } from '../core/index.
 import type { PluginDeps } from './deps.js';
 import { ownSessionView } from './own-session.js';
 import { scopeOf } from './route-table.js';
-import { liveSandboxOf, postToWorker } from './worker-proxy.js';
+import { callWorker, liveSandboxOf } from './worker-proxy.js';
 
 export const execRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) => {
   const { store, clock, config, routes } = deps;
@@ -30,13 +30,12 @@ export const execRoutes: FastifyPluginAsync<PluginDeps> = async (app, deps) => {
     },
     async ({ body, params, principal, request, reply }) => {
       const view = await ownSessionView(store, clock, params.id ?? '', scopeOf(principal));
-      const live = await liveSandboxOf(store, view, clock.now(), config.leaseMs);
+      const live = await liveSandboxOf(store, view, clock.now(), config.leaseMs, 'exec');
       const gone = new AbortController();
-      const upstream = await postToWorker(
+      const { body: upstream } = await callWorker(
         live,
         view.id,
-        `/v1/sessions/${encodeURIComponent(view.id)}/exec`,
-        body,
+        { method: 'POST', path: `/v1/sessions/${encodeURIComponent(view.id)}/exec`, body, op: 'exec' },
         gone.signal,
       );
       reply.hijack();

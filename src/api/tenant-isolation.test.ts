@@ -130,6 +130,25 @@ const CASES: Record<string, RouteCase> = {
   'POST /v1/sessions/:id/recycle': owned(id('session')),
   'POST /v1/sessions/:id/exec': owned((t) => [{ params: { id: t.session }, body: { command: 'id' } }]),
   'POST /v1/sessions/:id/resume': owned(id('session')),
+  'GET /v1/sessions/:id/sandbox/files': owned((t) => [{ params: { id: t.session }, query: { path: '' } }]),
+  'GET /v1/sessions/:id/sandbox/files/stat': owned((t) => [
+    { params: { id: t.session }, query: { path: 'a' } },
+  ]),
+  'GET /v1/sessions/:id/sandbox/files/content': owned((t) => [
+    { params: { id: t.session }, query: { path: 'a' } },
+  ]),
+  'PUT /v1/sessions/:id/sandbox/files/content': owned((t) => [
+    { params: { id: t.session }, query: { path: 'a' }, body: { bytes: 'x' } },
+  ]),
+  'DELETE /v1/sessions/:id/sandbox/files': owned((t) => [
+    { params: { id: t.session }, query: { path: 'a' } },
+  ]),
+  'POST /v1/sessions/:id/sandbox/files/mkdir': owned((t) => [
+    { params: { id: t.session }, body: { path: 'd' } },
+  ]),
+  'POST /v1/sessions/:id/sandbox/files/rename': owned((t) => [
+    { params: { id: t.session }, body: { from: 'a', to: 'b' } },
+  ]),
   'POST /v1/sessions/:id/reset-workspace': owned(id('session')),
   'POST /v1/sessions/:id/fork': owned(
     (t) => [

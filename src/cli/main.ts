@@ -5,6 +5,7 @@ import { channelCommand } from './channel-command.js';
 import { chaosCommand } from './chaos-command.js';
 import { demoCommand } from './demo-command.js';
 import { execCommand } from './exec-command.js';
+import { filesCommand } from './files-command.js';
 import { grantCommand, storageCommand } from './grant-command.js';
 import { imageCommandFor } from './image-wiring.js';
 import { interruptCommand } from './interrupt-command.js';
@@ -34,6 +35,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<void
     .addCommand(sendCommand(env))
     .addCommand(interruptCommand(env))
     .addCommand(execCommand(env))
+    .addCommand(filesCommand(env))
     .addCommand(sessionCommand(env))
     .addCommand(logsCommand(env))
     .addCommand(statusCommand(env))

@@ -51,6 +51,7 @@ import {
 } from '../core/index.js';
 import { ApiClient, type StreamedEvent } from './http.js';
 import { type Posted, type Reply, type SendOptions, waitForReply } from './reply-wait.js';
+import { sandboxFilesOf } from './sandbox-files.js';
 
 export type { Posted, Reply, SendOptions };
 
@@ -183,6 +184,8 @@ export class Berth {
      * sandbox ended meanwhile). Aborting `signal` kills the command.
      */
     exec: (id: string, body: ExecRequest, signal?: AbortSignal) => this.http.exec(id, body, signal),
+    /** The files of the session's live sandbox, as it sees them now (sandbox-files.ts); `files` is the committed history. */
+    sandboxFiles: sandboxFilesOf(() => this.http),
     interrupt: async (id: string, options: { turn?: string } = {}) => {
       const qs = new URLSearchParams({ discard: 'true', ...(options.turn ? { turn: options.turn } : {}) });
       return (await this.http.request<{ turn: Turn }>('POST', `/v1/sessions/${enc(id)}/interrupt?${qs}`))

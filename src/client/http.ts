@@ -64,6 +64,13 @@ export class ApiClient {
     return items;
   }
 
+  /** Any request, its answer as it comes (a stream of bytes in or out); an answer other than 2xx throws its API error. */
+  async send(path: string, init: RequestInit): Promise<Response> {
+    const res = await this.fetch(path, init);
+    if (!res.ok) throw apiError(res.status, errorBody(await res.text()));
+    return res;
+  }
+
   async requestBytes(path: string): Promise<{ contentType: string; headers: Headers; bytes: Buffer }> {
     const res = await this.fetch(path, { method: 'GET' });
     const bytes = Buffer.from(await res.arrayBuffer());

@@ -7,6 +7,7 @@ export type {
   FileChange,
   FileSide,
   Message,
+  SandboxFileEntry,
   SessionEvent,
   SessionView,
   TreeEntryInfo,
@@ -20,3 +21,4 @@ export type {
 export { BerthError, isBerthError, verifyWebhookSignature, type WebhookPayload } from '../core/index.js';
 export * from './berth.js';
 export { ApiClient, parseSseBlock, type StreamedEvent } from './http.js';
+export type { FileBody, SandboxFiles } from './sandbox-files.js';

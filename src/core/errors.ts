@@ -282,6 +282,21 @@ export const ERRORS = {
     retryable: false,
     hint: 'The runner could not start the command in the sandbox (the message says why).',
   },
+  FILE_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    hint: "No file or directory at that path of the session's live sandbox workspace; list its directory first (berth files ls SESSION DIR, GET /v1/sessions/<id>/sandbox/files?path=<dir>).",
+  },
+  PATH_OUTSIDE_WORKSPACE: {
+    status: 400,
+    retryable: false,
+    hint: 'Name a path inside the workspace: relative to it (data/in.csv) or absolute under /workspace (/workspace/data/in.csv), with no ".." leaving it, valid UTF-8, and no symlink that resolves outside it.',
+  },
+  FILE_CONFLICT: {
+    status: 409,
+    retryable: false,
+    hint: 'The path holds something the operation cannot replace (a directory where a file goes, a non-empty directory removed without recursive=true, an existing name for mkdir); change the path or remove what is there first.',
+  },
   SESSION_NOT_HELD: {
     status: 409,
     retryable: false,

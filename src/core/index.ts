@@ -33,6 +33,7 @@ export * from './postgres-url.js';
 export * from './protocol.js';
 export * from './resident-workspace.js';
 export * from './retry.js';
+export * from './sandbox-files.js';
 export * from './sandbox-lifecycle.js';
 export * from './schedule.js';
 export * from './sleep.js';

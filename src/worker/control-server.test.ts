@@ -1,16 +1,21 @@
 /** The worker's control endpoint over real HTTP, against a real SQLite store: the key and the fence hold at the door. */
 import assert from 'node:assert/strict';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { pino } from 'pino';
-import { type ExecLine, systemClock } from '../core/index.js';
+import { type ExecLine, sleep, systemClock } from '../core/index.js';
 import type { ExecSink, ExecStart } from '../gateway/index.js';
 import { openSqliteStore } from '../store/index.js';
 import { ControlServer, type HeldSandbox } from './control-server.js';
+import { SandboxFiles } from './sandbox-files.js';
 
 const KEY = 'a'.repeat(64);
 
 /** A control server holding session s at generation 3, whose "runner" prints hi and exits 0, or runs until cancelled. */
-async function setUp(t: TestContext, o: { runsUntilCancelled?: boolean } = {}) {
+async function setUp(t: TestContext, o: { runsUntilCancelled?: boolean; filesRoot?: string } = {}) {
   const store = openSqliteStore({
     path: ':memory:',
     leaseMs: 10_000,
@@ -35,6 +40,13 @@ async function setUp(t: TestContext, o: { runsUntilCancelled?: boolean } = {}) {
         return cancelled;
       },
     },
+    files: new SandboxFiles({
+      sessionId: 's',
+      root: async () => o.filesRoot ?? '/nonexistent',
+      uid: 1000,
+      limitBytes: 2 ** 20,
+      usedBytes: async () => 0,
+    }),
   };
   const server = new ControlServer({
     listen: '127.0.0.1:0',
@@ -58,7 +70,7 @@ async function setUp(t: TestContext, o: { runsUntilCancelled?: boolean } = {}) {
       body: JSON.stringify(body),
       ...(signal ? { signal } : {}),
     });
-  return { store, started, cancel, exec };
+  return { store, started, cancel, exec, url };
 }
 
 test('the holder of the binding streams the command’s lines and its exit', async (t) => {
@@ -112,4 +124,51 @@ test('a request closed early cancels the command', async (t) => {
   assert.match(first, /working/);
   gone.abort();
   await cancel;
+});
+
+test('files: the holder of the binding writes and reads them; a stale fence writes nothing; codes pass through', async (t) => {
+  const root = await mkdtemp(join(tmpdir(), 'berth-control-files-'));
+  t.after(() => rm(root, { recursive: true, force: true }));
+  const { url } = await setUp(t, { filesRoot: root });
+  const call = (method: string, route: string, fence: string, body?: string) =>
+    fetch(`${url}/v1/sessions/s/sandbox/files${route}`, {
+      method,
+      headers: { authorization: `Bearer ${KEY}`, 'x-berth-fence': fence },
+      ...(body === undefined ? {} : { body }),
+    });
+  const stale = await call('PUT', '/content?path=a.txt', 's.2', 'stale');
+  assert.equal(stale.status, 409);
+  assert.deepEqual(await readdir(root), [], 'a stale fence wrote nothing');
+  const put = await call('PUT', '/content?path=a.txt', 's.3', 'fresh');
+  assert.equal(put.status, 200);
+  assert.equal(((await put.json()) as { size: number }).size, 5);
+  const got = await call('GET', '/content?path=%2Fworkspace%2Fa.txt', 's.3');
+  assert.deepEqual([got.status, got.headers.get('content-length'), await got.text()], [200, '5', 'fresh']);
+  const codeOf = async (res: Response) => [
+    res.status,
+    ((await res.json()) as { error: { code: string } }).error.code,
+  ];
+  assert.deepEqual(await codeOf(await call('GET', '/stat?path=nope', 's.3')), [404, 'FILE_NOT_FOUND']);
+  assert.deepEqual(await codeOf(await call('GET', '/content?path=..%2Fx', 's.3')), [
+    400,
+    'PATH_OUTSIDE_WORKSPACE',
+  ]);
+  assert.deepEqual(await codeOf(await call('GET', '/chmod?path=a.txt', 's.3')), [404, 'NOT_FOUND']);
+});
+
+test('files: a write whose request breaks off mid-body leaves nothing behind', async (t) => {
+  const root = await mkdtemp(join(tmpdir(), 'berth-control-files-'));
+  t.after(() => rm(root, { recursive: true, force: true }));
+  const { url } = await setUp(t, { filesRoot: root });
+  const req = request(`${url}/v1/sessions/s/sandbox/files/content?path=half.bin`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${KEY}`, 'x-berth-fence': 's.3', 'content-length': String(2 ** 20) },
+  });
+  req.on('error', () => undefined);
+  req.write(Buffer.alloc(64 * 1024));
+  // The worker made its temp file: the write is under way.
+  while ((await readdir(root)).length === 0) await sleep(10);
+  req.destroy();
+  while ((await readdir(root)).length > 0) await sleep(10);
+  assert.deepEqual(await readdir(root), []);
 });

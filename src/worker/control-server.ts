@@ -8,6 +8,7 @@
  * a session this worker does not hold, a sandbox ending) is 409 STALE_GENERATION, audited
  * as the gateway audits a stale sandbox's write. A command's output streams back as
  * NDJSON lines ending with one terminal line; a request closed early cancels the command.
+ * Files are served by the worker itself (control-files.ts).
  */
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -23,11 +24,14 @@ import {
 } from '../core/index.js';
 import { type ExecRelay, readJson, SandboxAudit, sendJson } from '../gateway/index.js';
 import type { GatewayStore } from '../store/index.js';
+import { parsedInput, serveFiles } from './control-files.js';
+import type { SandboxFiles } from './sandbox-files.js';
 
-/** A sandbox this worker holds bound to a session: the generation of that binding, and its command relay. */
+/** A sandbox this worker holds bound to a session: the generation of that binding, its command relay and its workspace's files. */
 export interface HeldSandbox {
   generation: number;
   exec: Pick<ExecRelay, 'start'>;
+  files: SandboxFiles;
 }
 
 export interface ControlServerOptions {
@@ -45,7 +49,8 @@ export interface ControlServerOptions {
   held(sessionId: string): HeldSandbox | null;
 }
 
-const EXEC_PATH = /^\/v1\/sessions\/([^/]+)\/exec$/;
+/** /v1/sessions/:id/exec, or /v1/sessions/:id/sandbox/files[/content|/stat|/mkdir|/rename]. */
+const ROUTE = /^\/v1\/sessions\/([^/]+)\/(exec|sandbox\/files)(\/[a-z]+)?$/;
 const MAX_BODY_BYTES = 256 * 1024;
 
 export class ControlServer {
@@ -84,19 +89,13 @@ export class ControlServer {
     const presented = Buffer.from((req.headers.authorization ?? '').replace(/^Bearer\s+/i, ''));
     if (presented.length !== this.key.length || !timingSafeEqual(presented, this.key))
       throw new BerthError('UNAUTHORIZED', `No valid control key for worker ${this.o.workerId}`);
-    const sessionId = EXEC_PATH.exec((req.url ?? '').split('?')[0]!)?.[1];
-    if (req.method !== 'POST' || sessionId === undefined)
+    const [, sessionId, resource, route] = ROUTE.exec((req.url ?? '').split('?')[0]!) ?? [];
+    if (sessionId === undefined || (resource === 'exec' && (req.method !== 'POST' || route !== undefined)))
       throw new BerthError('NOT_FOUND', `No control route ${req.method} ${req.url}`);
     const held = await this.fenced(decodeURIComponent(sessionId), req);
-    const parsed = execRequestSchema.safeParse(await readJson(req, MAX_BODY_BYTES, 'Control'));
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      throw new BerthError(
-        'INVALID_INPUT',
-        `exec field ${issue.path.join('.') || '(body)'}: ${issue.message}`,
-      );
-    }
-    const { timeoutMs, ...command } = parsed.data;
+    if (resource !== 'exec') return serveFiles(route ?? '', req, res, held.files);
+    const body = await readJson(req, MAX_BODY_BYTES, 'Control');
+    const { timeoutMs, ...command } = parsedInput(execRequestSchema, body, 'exec');
     res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
     res.flushHeaders();
     const cancel = held.exec.start(
@@ -135,8 +134,8 @@ export class ControlServer {
     throw new BerthError(
       'STALE_GENERATION',
       held
-        ? `Session ${sessionId} generation ${generation} is not current here: worker ${this.o.workerId} holds generation ${held.generation} (exec)`
-        : `Worker ${this.o.workerId} holds no live sandbox of session ${sessionId} (exec)`,
+        ? `Session ${sessionId} generation ${generation} is not current here: worker ${this.o.workerId} holds generation ${held.generation} (control)`
+        : `Worker ${this.o.workerId} holds no live sandbox of session ${sessionId} (control)`,
     );
   }
 

@@ -44,6 +44,7 @@ import type { HeldSandbox } from './control-server.js';
 import type { SandboxDeps } from './deps.js';
 import { sandboxName } from './paths.js';
 import { SandboxController } from './sandbox-controller.js';
+import { type SandboxFiles, workspaceFilesOf } from './sandbox-files.js';
 import { type LaunchedSandbox, profileOf, removeSandboxFiles } from './sandbox-launch.js';
 import { type SandboxMode, sandboxModeOf } from './sandbox-modes.js';
 import { sessionBinding } from './session-binding.js';
@@ -102,6 +103,8 @@ export class SessionSupervisor {
   /** The turn this supervision started whose layer is not settled yet: aborted if the ending says so, settled in finish. */
   private owedLayer: Turn | null = null;
   private quota: WorkspaceQuota | null = null;
+  /** Its workspace's files as a client reads and writes them while the sandbox is bound. */
+  private readonly files: SandboxFiles;
   /** The store hinted at an interrupt of this session's turn: read the turn's row at the next step. */
   private interruptHint = false;
   /** When the running turn's row is next read for an interrupt request (the hint's polling floor). */
@@ -132,12 +135,13 @@ export class SessionSupervisor {
       warm,
     );
     this.layers = new TurnLayers(deps, this.mode, session, this.fence, this.sandboxName, this.log);
+    this.files = workspaceFilesOf(deps.workspaces, session.id, this.sandboxName, agent, () => this.quota);
   }
 
   /** The sandbox this supervision holds bound to its session, for a command a client runs in it (control-server.ts). */
   heldSandbox(): HeldSandbox | null {
     const exec = this.sandbox.execRelay;
-    return exec ? { generation: this.fence.generation, exec } : null;
+    return exec ? { generation: this.fence.generation, exec, files: this.files } : null;
   }
 
   /** New inbound message for this session, or new demand for slots: re-check now. */

@@ -45,13 +45,18 @@ export class WorkspaceQuota {
 
   /** Throws WORKSPACE_QUOTA_EXCEEDED when committed + the turn's layer are over the limit. */
   async check(): Promise<void> {
-    const used = this.committedBytes + (await treeDiskBytes(this.dirs.upper));
+    const used = await this.usedBytes();
     if (used > this.limitBytes) {
       throw new BerthError(
         'WORKSPACE_QUOTA_EXCEEDED',
         `Session ${this.dirs.sessionId} workspace uses ${mib(used)} MiB, over its ${mib(this.limitBytes)} MiB quota (turn ${this.dirs.turnId})`,
       );
     }
+  }
+
+  /** What the workspace occupies now: committed + the turn's layer, in allocated bytes. */
+  async usedBytes(): Promise<number> {
+    return this.committedBytes + (await treeDiskBytes(this.dirs.upper));
   }
 
   /** Checks every intervalMs until stop(); calls onExceeded once with the error. */

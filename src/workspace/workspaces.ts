@@ -56,7 +56,7 @@ export class Workspaces {
   constructor(
     dataDir: string,
     /** Owner of what the sandbox writes (its non-root user). */
-    private readonly sandboxUid: number,
+    readonly sandboxUid: number,
     /** Where the sessions' workspace chains live (shared by every machine of the install). */
     blobs: BlobStore,
   ) {
