@@ -15,9 +15,9 @@
  * SANDBOX_RESTARTED, never a silent cut.
  */
 import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { Berth } from '../src/client/index.js';
