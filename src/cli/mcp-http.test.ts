@@ -11,11 +11,9 @@ import { test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { pino } from 'pino';
+import { listenMemoryApi } from '../../test/helpers/memory-api.js';
 import { issueToken } from '../api/api-tokens.js';
-import { buildApp } from '../api/index.js';
-import { agentSpecSchema, loadConfig, systemClock } from '../core/index.js';
-import { openSqliteStore } from '../store/index.js';
+import { agentSpecSchema } from '../core/index.js';
 import { listenMcpHttp } from './mcp-http.js';
 
 async function mcpAt(t: import('node:test').TestContext, apiUrl: string): Promise<string> {
@@ -51,14 +49,7 @@ async function call(client: Client, name: string, args: Record<string, unknown>)
 }
 
 test('berth mcp over HTTP: tokens checked against berth, tools act with the caller token, failures carry the code and fix', async (t) => {
-  const config = loadConfig({});
-  const store = openSqliteStore({ path: ':memory:', leaseMs: config.leaseMs, retry: config });
-  const app = await buildApp({ config, store, clock: systemClock, log: pino({ level: 'silent' }) });
-  t.after(async () => {
-    await app.close();
-    await store.close();
-  });
-  const apiUrl = await app.listen({ host: '127.0.0.1', port: 0 });
+  const { url: apiUrl, store, close } = await listenMemoryApi(t);
   const now = Date.now();
   const { token } = await issueToken(store, 'acme', '', now);
   await store.createAgent(agentSpecSchema.parse({ name: 'sh', provider: 'command' }), now, 'acme');
@@ -101,7 +92,7 @@ test('berth mcp over HTTP: tokens checked against berth, tools act with the call
   const deleted = await call(client, 'delete_session', { session: 'a1' });
   assert.equal(deleted.json.id, 'a1');
 
-  await app.close();
+  await close();
   const gone = await raw(url, 'POST', `Bearer ${token}`);
   assert.deepEqual(
     gone,

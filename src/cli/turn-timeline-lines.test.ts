@@ -5,23 +5,14 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { pino } from 'pino';
+import { listenMemoryApi } from '../../test/helpers/memory-api.js';
 import { issueToken } from '../api/api-tokens.js';
-import { buildApp } from '../api/index.js';
 import { Berth } from '../client/index.js';
-import { agentSpecSchema, isBerthError, loadConfig, systemClock, toolProgressText } from '../core/index.js';
-import { openSqliteStore } from '../store/index.js';
+import { agentSpecSchema, isBerthError, toolProgressText } from '../core/index.js';
 import { printTimeline } from './turn-timeline-lines.js';
 
 test('logs --turn --follow: the kill and the resume as they happen, each line once, until the commit', async (t) => {
-  const config = loadConfig({});
-  const store = openSqliteStore({ path: ':memory:', leaseMs: config.leaseMs, retry: config });
-  const app = await buildApp({ config, store, clock: systemClock, log: pino({ level: 'silent' }) });
-  t.after(async () => {
-    await app.close();
-    await store.close();
-  });
-  const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  const { url, store } = await listenMemoryApi(t);
   let at = Date.now();
   const berth = new Berth({ url, token: (await issueToken(store, 'acme', 'a', at)).token });
   await store.createAgent(agentSpecSchema.parse({ name: 'sh', provider: 'command' }), at, 'acme');
